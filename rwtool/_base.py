@@ -1,0 +1,282 @@
+"""Estimator plumbing shared by every rwtool model: parameters, input checks, targets, scaling.
+
+scikit-learn conventions without a runtime dependency on scikit-learn: the constructor stores
+parameters only, ``get_params``/``set_params`` read the constructor signature, fitted attributes
+end in ``_``, and ``__sklearn_tags__`` (called only by scikit-learn itself) describes the
+estimator to scikit-learn's utilities. This module must not know any particular method.
+"""
+
+from __future__ import annotations
+
+import inspect
+import numbers
+from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "BaseEstimator", "ClassifierMixin", "RegressorMixin", "NotFittedError",
+    "check_array", "check_X_y", "check_random_state", "check_is_fitted",
+    "check_scalar", "check_choice", "Standardizer", "encode_classes",
+]
+
+
+class NotFittedError(ValueError, AttributeError):
+    """Raised when a model is used before ``fit``."""
+
+
+# ----------------------------------------------------------------------------- parameters
+
+class BaseEstimator:
+    """Parameter handling in the scikit-learn style (``get_params``/``set_params``/``repr``)."""
+
+    _estimator_type: str | None = None
+
+    @classmethod
+    def _param_names(cls) -> list[str]:
+        sig = inspect.signature(cls.__init__)
+        return sorted(p.name for p in sig.parameters.values()
+                      if p.name != "self" and p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL))
+
+    def get_params(self, deep: bool = True) -> dict[str, Any]:
+        out = {}
+        for name in self._param_names():
+            value = getattr(self, name)
+            if deep and hasattr(value, "get_params") and not isinstance(value, type):
+                out.update((f"{name}__{k}", v) for k, v in value.get_params().items())
+            out[name] = value
+        return out
+
+    def set_params(self, **params: Any) -> "BaseEstimator":
+        valid = set(self._param_names())
+        for key, value in params.items():
+            name, _, sub = key.partition("__")
+            if name not in valid:
+                raise ValueError(f"invalid parameter {name!r} for {type(self).__name__}; "
+                                 f"valid parameters are: {', '.join(sorted(valid))}")
+            if sub:
+                getattr(self, name).set_params(**{sub: value})
+            else:
+                setattr(self, name, value)
+        return self
+
+    def __repr__(self) -> str:
+        defaults = {p.name: p.default for p in
+                    inspect.signature(type(self).__init__).parameters.values()}
+        changed = []
+        for k in self._param_names():
+            v = getattr(self, k, None)
+            d = defaults.get(k, inspect.Parameter.empty)
+            try:
+                same = (v is d) or (type(v) is type(d) and bool(v == d))
+            except (TypeError, ValueError):
+                same = False
+            if not same:
+                changed.append(f"{k}={v!r}")
+        return f"{type(self).__name__}({', '.join(changed)})"
+
+    def __sklearn_tags__(self):  # pragma: no cover - exercised through scikit-learn's checks
+        from sklearn.utils import (ClassifierTags, InputTags, RegressorTags, Tags, TargetTags,
+                                   TransformerTags)
+        kind = self._estimator_type
+        tags = Tags(estimator_type=kind,
+                    target_tags=TargetTags(required=kind in ("classifier", "regressor")),
+                    transformer_tags=TransformerTags() if kind is None else None,
+                    classifier_tags=ClassifierTags() if kind == "classifier" else None,
+                    regressor_tags=RegressorTags() if kind == "regressor" else None,
+                    input_tags=InputTags())
+        return tags
+
+
+class ClassifierMixin:
+    _estimator_type = "classifier"
+
+    def score(self, X, y, sample_weight=None) -> float:
+        """Mean accuracy of ``predict(X)`` against ``y``."""
+        y = np.asarray(y)
+        pred = self.predict(X)
+        ok = (pred == y).astype(float)
+        if sample_weight is None:
+            return float(ok.mean())
+        return float(np.average(ok, weights=np.asarray(sample_weight, dtype=float)))
+
+
+class RegressorMixin:
+    _estimator_type = "regressor"
+
+    def score(self, X, y, sample_weight=None) -> float:
+        """Coefficient of determination R^2 of ``predict(X)`` against ``y``."""
+        y = np.asarray(y, dtype=float)
+        pred = self.predict(X)
+        w = np.ones(len(y)) if sample_weight is None else np.asarray(sample_weight, float)
+        if y.ndim == 2:
+            w = w[:, None]
+        ybar = np.average(y, axis=0, weights=w.ravel() if y.ndim == 1 else w[:, 0])
+        ss_res = np.sum(w * (y - pred) ** 2, axis=0)
+        ss_tot = np.sum(w * (y - ybar) ** 2, axis=0)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            r2 = np.where(ss_tot > 0, 1.0 - ss_res / np.where(ss_tot > 0, ss_tot, 1.0),
+                          np.where(ss_res > 0, 0.0, 1.0))
+        return float(np.mean(r2))
+
+
+# ----------------------------------------------------------------------------- input checks
+
+def check_array(X, name: str = "X", ensure_2d: bool = True, min_samples: int = 1,
+                n_features: int | None = None, dtype=np.float64) -> np.ndarray:
+    """Return ``X`` as a finite, C-contiguous float array, or raise a ValueError that names the fix."""
+    if hasattr(X, "toarray") or type(X).__module__.startswith("scipy.sparse"):
+        raise TypeError(f"{name} is a sparse matrix; rwtool needs dense input: pass {name}.toarray()")
+    try:
+        arr = np.asarray(X)
+    except Exception as exc:  # ragged lists and the like
+        raise ValueError(f"{name} could not be read as an array ({exc}); pass a rectangular "
+                         f"numeric array") from None
+    if arr.dtype == object or arr.dtype.kind in "USV":
+        try:
+            arr = arr.astype(dtype)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"{name} holds non-numeric values ({exc}); encode text columns "
+                             f"first (rwtool.read_csv one-hot encodes them)") from None
+    if arr.dtype.kind == "c":
+        raise ValueError(f"{name} is complex; rwtool needs real numbers")
+    if ensure_2d:
+        if arr.ndim == 0:
+            raise ValueError(f"expected a 2-D array for {name}, got a scalar; pass an array "
+                             f"of shape (n_samples, n_features)")
+        if arr.ndim == 1:
+            raise ValueError(f"expected a 2-D array for {name}, got a 1-D array of length "
+                             f"{arr.shape[0]}; reshape with {name}.reshape(-1, 1) for a single "
+                             f"feature or {name}.reshape(1, -1) for a single sample")
+        if arr.ndim > 2:
+            raise ValueError(f"expected a 2-D array for {name}, got {arr.ndim} dimensions "
+                             f"{arr.shape}; flatten each sample to one row")
+        if arr.shape[1] == 0:
+            raise ValueError(f"{name} has 0 feature(s) (shape={arr.shape}); at least 1 is required")
+    if arr.shape[0] < min_samples:
+        raise ValueError(f"{name} has {arr.shape[0]} sample(s) (shape={arr.shape}), but a "
+                         f"minimum of {min_samples} is required")
+    arr = np.ascontiguousarray(arr, dtype=dtype)
+    if not np.isfinite(arr).all():
+        bad = np.argwhere(~np.isfinite(arr))[0]
+        what = "NaN" if np.isnan(arr[tuple(bad)]) else "infinity"
+        where = f"row {bad[0]}, column {bad[1]}" if arr.ndim == 2 else f"position {bad[0]}"
+        raise ValueError(f"{name} contains {what} (first at {where}); remove or impute missing "
+                         f"and infinite values before fitting")
+    if n_features is not None and ensure_2d and arr.shape[1] != n_features:
+        raise ValueError(f"{name} has {arr.shape[1]} features, but the model was fitted with "
+                         f"{n_features} features; pass the same columns as at fit time")
+    return arr
+
+
+def check_X_y(X, y, y_numeric: bool = False, min_samples: int = 1):
+    """Validate a design matrix and its targets together (same number of rows)."""
+    X = check_array(X, "X", min_samples=min_samples)
+    if y is None:
+        raise ValueError("y is required: pass the target values (one per row of X)")
+    y = np.asarray(y)
+    if y.ndim == 2 and y.shape[1] == 1:
+        y = y.ravel()
+    if y.ndim not in (1, 2) or (not y_numeric and y.ndim != 1):
+        raise ValueError(f"y must be 1-D (one target per row), got shape {y.shape}")
+    if y.shape[0] != X.shape[0]:
+        raise ValueError(f"X has {X.shape[0]} rows but y has {y.shape[0]}; pass one target per row")
+    if y_numeric:
+        y = check_array(y, "y", ensure_2d=False)
+    else:
+        if y.dtype.kind == "f" and not np.isfinite(y).all():
+            raise ValueError("y contains NaN or infinity; remove those rows before fitting")
+        if y.dtype == object and any(v is None for v in y):
+            raise ValueError("y contains missing values (None); remove those rows before fitting")
+    return X, y
+
+
+def check_random_state(random_state) -> np.random.Generator:
+    """A numpy Generator from None, an int, a Generator or a legacy RandomState."""
+    if random_state is None or isinstance(random_state, (numbers.Integral, np.integer)):
+        return np.random.default_rng(random_state)
+    if isinstance(random_state, np.random.Generator):
+        return random_state
+    if isinstance(random_state, np.random.RandomState):
+        return np.random.default_rng(random_state.randint(0, 2**31 - 1))
+    raise ValueError(f"random_state must be None, an int or a numpy Generator, got "
+                     f"{random_state!r}")
+
+
+def check_is_fitted(est, attribute: str = "coef_") -> None:
+    if not hasattr(est, attribute):
+        raise NotFittedError(f"this {type(est).__name__} instance is not fitted yet; call "
+                             f"fit(X, y) before using it")
+
+
+def check_scalar(value, name: str, kind=numbers.Real, low=None, high=None,
+                 low_inclusive: bool = True, high_inclusive: bool = True, allow_none=False):
+    """Validate a numeric parameter and return it; the error names the parameter and the range."""
+    if value is None and allow_none:
+        return None
+    if isinstance(value, bool) or not isinstance(value, kind):
+        kname = "an integer" if kind is numbers.Integral else "a number"
+        raise TypeError(f"{name} must be {kname}, got {value!r} ({type(value).__name__})")
+    if isinstance(value, numbers.Real) and not np.isfinite(value):
+        raise ValueError(f"{name} must be finite, got {value!r}")
+    bad_low = low is not None and (value < low if low_inclusive else value <= low)
+    bad_high = high is not None and (value > high if high_inclusive else value >= high)
+    if bad_low or bad_high:
+        lo = "-inf" if low is None else f"{low}"
+        hi = "inf" if high is None else f"{high}"
+        lb = "[" if low_inclusive and low is not None else "("
+        hb = "]" if high_inclusive and high is not None else ")"
+        raise ValueError(f"{name} must be in {lb}{lo}, {hi}{hb}, got {value!r}")
+    return value
+
+
+def check_choice(value, name: str, choices) -> str:
+    if not isinstance(value, str) or value.lower() not in choices:
+        raise ValueError(f"{name} must be one of {', '.join(repr(c) for c in choices)}, "
+                         f"got {value!r}")
+    return value.lower()
+
+
+# ----------------------------------------------------------------------------- scaling, targets
+
+class Standardizer:
+    """Column standardisation with training statistics (the papers' protocol, 003 App. C).
+
+    Constant columns keep scale 1 so they map to 0 instead of dividing by zero.
+    """
+
+    def __init__(self, mean: np.ndarray, scale: np.ndarray):
+        self.mean = np.asarray(mean, dtype=np.float64)
+        self.scale = np.asarray(scale, dtype=np.float64)
+
+    @classmethod
+    def fit(cls, X: np.ndarray) -> "Standardizer":
+        mean = X.mean(axis=0)
+        scale = X.std(axis=0)
+        # Relative threshold: a column constant up to rounding must not be blown up to O(1).
+        tiny = scale <= 1e-12 * np.maximum(1.0, np.abs(mean))
+        scale = np.where(tiny, 1.0, scale)
+        return cls(mean, scale)
+
+    def transform(self, X: np.ndarray) -> np.ndarray:
+        return (X - self.mean) / self.scale
+
+    def inverse_transform(self, Z: np.ndarray) -> np.ndarray:
+        return Z * self.scale + self.mean
+
+
+def encode_classes(y: np.ndarray, name: str = "y"):
+    """Class labels and a one-vs-rest +/-1 target matrix (one column for binary problems)."""
+    if y.dtype.kind == "f" and np.any(y != np.round(y)) and len(np.unique(y)) > 0.5 * len(y):
+        raise ValueError(f"{name} looks continuous ({len(np.unique(y))} distinct non-integer "
+                         f"values); use a regressor for regression targets")
+    classes, idx = np.unique(y, return_inverse=True)
+    if len(classes) < 2:
+        raise ValueError(f"{name} has a single class ({classes[0]!r}); a classifier needs at "
+                         f"least two classes in the training data")
+    if len(classes) == 2:
+        Y = np.where(idx == 1, 1.0, -1.0)[:, None]
+    else:
+        Y = -np.ones((len(y), len(classes)))
+        Y[np.arange(len(y)), idx] = 1.0
+    return classes, np.ascontiguousarray(Y)

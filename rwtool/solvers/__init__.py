@@ -1,0 +1,1 @@
+"""How coefficients are learned from random features: one module per algorithm."""

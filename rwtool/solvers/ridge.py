@@ -1,0 +1,144 @@
+"""Regularised least squares on a random feature map, accumulated over row blocks.
+
+Solves (003 eq. 80-82; spec section 4.1)
+
+    (Phi^T Phi + m lam R + m eps I) a = Phi^T Y
+
+with R = G (RKHS weightings) or R = I (random kitchen sinks), for several right-hand sides at
+once (one-vs-rest classes, multi-output regression). Phi^T Phi and Phi^T Y are sums over rows:
+each block of rows is mapped to features and added with a BLAS rank-k update (dsyrk, upper
+triangle only), so the m x T feature matrix is never held whole and the peak memory is
+O(T^2 + block * T). The system is solved by Cholesky; if it is not numerically positive
+definite, jitter is added and a warning says how much.
+
+This module knows feature maps only through ``_features_into`` and ``n_output_``.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+from scipy.linalg import LinAlgError, cho_factor, cho_solve, eigh
+from scipy.linalg.blas import dsyrk
+
+from ..progress import make_progress
+
+__all__ = ["NumericalWarning", "auto_block_size", "normal_equations", "solve_normal_equations",
+           "ridge_fit"]
+
+
+class NumericalWarning(RuntimeWarning):
+    """A recoverable numerical event (jitter added, solver did not converge...)."""
+
+
+def auto_block_size(n_rows: int, n_cols: int, budget_bytes: float = 32e6) -> int:
+    """Rows per block so that one float64 block of features stays near ``budget_bytes``."""
+    rows = int(budget_bytes // (8 * max(1, n_cols)))
+    return max(64, min(n_rows, rows))
+
+
+def normal_equations(feature_map, X: np.ndarray, Y: np.ndarray, block_size: int | None = None,
+                     progress=None):
+    """A = Phi^T Phi (full symmetric) and B = Phi^T Y, accumulated block by block.
+
+    Parameters
+    ----------
+    feature_map : fitted FeatureMap
+    X : (m, n) array, already preprocessed
+    Y : (m, k) array
+    block_size : rows per block (None: about 32 MB of features per block)
+    progress : Progress or callback, optional; stage "normal equations", done = rows processed.
+    """
+    progress = make_progress(progress)
+    m = X.shape[0]
+    T = feature_map.n_output_
+    bs = auto_block_size(m, T) if block_size is None else max(1, int(block_size))
+    A = np.zeros((T, T), order="F")
+    B = np.zeros((T, Y.shape[1]))
+    buf = np.empty((min(bs, m), T))
+    progress.start("normal equations", m)
+    for start in range(0, m, bs):
+        stop = min(m, start + bs)
+        Phi = buf[: stop - start]
+        feature_map._features_into(X[start:stop], Phi)
+        # Phi is C-ordered, so Phi.T is a Fortran (T x rows) matrix: syrk gives Phi^T Phi.
+        A = dsyrk(1.0, Phi.T, beta=1.0, c=A, trans=0, lower=0, overwrite_c=1)
+        B += Phi.T @ Y[start:stop]
+        progress.update(stop)
+    iu = np.tril_indices(T, -1)
+    A[iu] = A.T[iu]
+    progress.end()
+    if not (np.isfinite(A).all() and np.isfinite(B).all()):
+        raise FloatingPointError(
+            "the feature matrix overflowed (non-finite Phi^T Phi); the features are too large "
+            "for float64: lower sigma or standardise the inputs")
+    return np.ascontiguousarray(A), B
+
+
+def solve_normal_equations(A: np.ndarray, B: np.ndarray, m: int, reg: float,
+                           R: np.ndarray | None = None, eps: float = 0.0):
+    """Solve (A + m reg R + m eps I) a = B by Cholesky, with jitter if needed.
+
+    Returns ``(coef, info)`` where ``info`` records the jitter added (0.0 when none).
+    """
+    T = A.shape[0]
+    M = A.copy()
+    if R is None:
+        M[np.diag_indices(T)] += m * (reg + eps)
+    else:
+        M += (m * reg) * R
+        M[np.diag_indices(T)] += m * eps
+    info = {"jitter": 0.0, "method": "cholesky"}
+    try:
+        return cho_solve(cho_factor(M, lower=False, check_finite=False), B,
+                         check_finite=False), info
+    except LinAlgError:
+        pass
+    scale = max(float(np.mean(np.abs(np.diag(M)))), np.finfo(float).tiny)
+    for power in range(-12, -3):
+        jitter = scale * 10.0 ** power
+        try:
+            Mj = M.copy()
+            Mj[np.diag_indices(T)] += jitter
+            coef = cho_solve(cho_factor(Mj, lower=False, check_finite=False), B,
+                             check_finite=False)
+        except LinAlgError:
+            continue
+        info["jitter"] = jitter
+        warnings.warn(f"the regularised normal equations were not numerically positive "
+                      f"definite; added jitter {jitter:.2e} (1e{power} x mean diagonal) to solve "
+                      f"them. Raise reg or eps for a better-conditioned problem",
+                      NumericalWarning, stacklevel=3)
+        return coef, info
+    # Last resort: a pseudo-inverse through the symmetric eigendecomposition.
+    w, V = eigh(M, check_finite=False)
+    keep = w > w.max() * T * np.finfo(float).eps
+    coef = V[:, keep] @ ((V[:, keep].T @ B) / w[keep, None])
+    info.update(method="eigh-pinv", jitter=math.nan)
+    warnings.warn(f"the regularised normal equations are singular even with jitter; solved by "
+                  f"pseudo-inverse keeping {int(keep.sum())} of {T} directions. Raise reg",
+                  NumericalWarning, stacklevel=3)
+    return coef, info
+
+
+def ridge_fit(feature_map, X, Y, reg: float, eps: float = 0.0, use_gram: bool | None = None,
+              block_size: int | None = None, progress=None):
+    """Blocked least squares for a fitted feature map (R = G when the map has one, else I).
+
+    Returns ``(coef, info)``; ``info`` has the jitter, the method and the Gram matrix used.
+    """
+    progress = make_progress(progress)
+    use_gram = feature_map.has_gram if use_gram is None else use_gram
+    R = None
+    if use_gram:
+        progress.start("features", 1)
+        R = feature_map.gram()
+        progress.end()
+    A, B = normal_equations(feature_map, X, Y, block_size, progress)
+    progress.start("solve", 1)
+    coef, info = solve_normal_equations(A, B, X.shape[0], reg, R, eps)
+    progress.end()
+    info["gram"] = R
+    return coef, info
