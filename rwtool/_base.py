@@ -25,6 +25,27 @@ class NotFittedError(ValueError, AttributeError):
     """Raised when a model is used before ``fit``."""
 
 
+def _not_fitted(message: str) -> NotFittedError:
+    """A NotFittedError that is also scikit-learn's when scikit-learn is already loaded.
+
+    rwtool does not import scikit-learn, but code that mixes the two (pipelines, search
+    utilities, estimator checks) catches ``sklearn.exceptions.NotFittedError``.
+    """
+    import sys
+    sk = sys.modules.get("sklearn.exceptions")
+    if sk is None:
+        return NotFittedError(message)
+    both = type("NotFittedError", (NotFittedError, sk.NotFittedError), {})
+    return both(message)
+
+
+def _data_conversion_warning():
+    """UserWarning, or scikit-learn's DataConversionWarning when scikit-learn is loaded."""
+    import sys
+    sk = sys.modules.get("sklearn.exceptions")
+    return UserWarning if sk is None else sk.DataConversionWarning
+
+
 # ----------------------------------------------------------------------------- parameters
 
 class BaseEstimator:
@@ -80,7 +101,8 @@ class BaseEstimator:
                                    TransformerTags)
         kind = self._estimator_type
         tags = Tags(estimator_type=kind,
-                    target_tags=TargetTags(required=kind in ("classifier", "regressor")),
+                    target_tags=TargetTags(required=kind in ("classifier", "regressor"),
+                                           multi_output=kind == "regressor"),
                     transformer_tags=TransformerTags() if kind is None else None,
                     classifier_tags=ClassifierTags() if kind == "classifier" else None,
                     regressor_tags=RegressorTags() if kind == "regressor" else None,
@@ -123,7 +145,8 @@ class RegressorMixin:
 # ----------------------------------------------------------------------------- input checks
 
 def check_array(X, name: str = "X", ensure_2d: bool = True, min_samples: int = 1,
-                n_features: int | None = None, dtype=np.float64) -> np.ndarray:
+                n_features: int | None = None, dtype=np.float64,
+                estimator: str | None = None) -> np.ndarray:
     """Return ``X`` as a finite, C-contiguous float array, or raise a ValueError that names the fix."""
     if hasattr(X, "toarray") or type(X).__module__.startswith("scipy.sparse"):
         raise TypeError(f"{name} is a sparse matrix; rwtool needs dense input: pass {name}.toarray()")
@@ -136,23 +159,25 @@ def check_array(X, name: str = "X", ensure_2d: bool = True, min_samples: int = 1
         try:
             arr = arr.astype(dtype)
         except (TypeError, ValueError) as exc:
-            raise ValueError(f"{name} holds non-numeric values ({exc}); encode text columns "
-                             f"first (rwtool.read_csv one-hot encodes them)") from None
+            raise type(exc)(f"{name} holds non-numeric values ({exc}); encode text columns "
+                            f"first (rwtool.read_csv one-hot encodes them)") from None
     if arr.dtype.kind == "c":
-        raise ValueError(f"{name} is complex; rwtool needs real numbers")
+        raise ValueError(f"Complex data not supported: {name} is complex; rwtool needs real "
+                         f"numbers (pass {name}.real if the imaginary part is zero)")
     if ensure_2d:
         if arr.ndim == 0:
             raise ValueError(f"expected a 2-D array for {name}, got a scalar; pass an array "
                              f"of shape (n_samples, n_features)")
         if arr.ndim == 1:
             raise ValueError(f"expected a 2-D array for {name}, got a 1-D array of length "
-                             f"{arr.shape[0]}; reshape with {name}.reshape(-1, 1) for a single "
-                             f"feature or {name}.reshape(1, -1) for a single sample")
+                             f"{arr.shape[0]}. Reshape your data: {name}.reshape(-1, 1) for a "
+                             f"single feature or {name}.reshape(1, -1) for a single sample")
         if arr.ndim > 2:
             raise ValueError(f"expected a 2-D array for {name}, got {arr.ndim} dimensions "
                              f"{arr.shape}; flatten each sample to one row")
         if arr.shape[1] == 0:
-            raise ValueError(f"{name} has 0 feature(s) (shape={arr.shape}); at least 1 is required")
+            raise ValueError(f"{name} has 0 feature(s) (shape={arr.shape}) while a minimum of 1 "
+                             f"is required; pass at least one column")
     if arr.shape[0] < min_samples:
         raise ValueError(f"{name} has {arr.shape[0]} sample(s) (shape={arr.shape}), but a "
                          f"minimum of {min_samples} is required")
@@ -164,8 +189,9 @@ def check_array(X, name: str = "X", ensure_2d: bool = True, min_samples: int = 1
         raise ValueError(f"{name} contains {what} (first at {where}); remove or impute missing "
                          f"and infinite values before fitting")
     if n_features is not None and ensure_2d and arr.shape[1] != n_features:
-        raise ValueError(f"{name} has {arr.shape[1]} features, but the model was fitted with "
-                         f"{n_features} features; pass the same columns as at fit time")
+        raise ValueError(f"{name} has {arr.shape[1]} features, but {estimator or 'the model'} "
+                         f"is expecting {n_features} features as input; pass the same columns "
+                         f"as at fit time")
     return arr
 
 
@@ -173,9 +199,14 @@ def check_X_y(X, y, y_numeric: bool = False, min_samples: int = 1):
     """Validate a design matrix and its targets together (same number of rows)."""
     X = check_array(X, "X", min_samples=min_samples)
     if y is None:
-        raise ValueError("y is required: pass the target values (one per row of X)")
+        raise ValueError("this estimator requires y to be passed, but the target y is None: "
+                         "pass the target values (one per row of X)")
     y = np.asarray(y)
-    if y.ndim == 2 and y.shape[1] == 1:
+    if y.ndim == 2 and y.shape[1] == 1 and not y_numeric:
+        import warnings
+        warnings.warn("A column-vector y was passed when a 1d array was expected (shape "
+                      "(n, 1)); it was flattened. Pass y.ravel() to silence this warning",
+                      _data_conversion_warning(), stacklevel=3)
         y = y.ravel()
     if y.ndim not in (1, 2) or (not y_numeric and y.ndim != 1):
         raise ValueError(f"y must be 1-D (one target per row), got shape {y.shape}")
@@ -205,7 +236,7 @@ def check_random_state(random_state) -> np.random.Generator:
 
 def check_is_fitted(est, attribute: str = "coef_") -> None:
     if not hasattr(est, attribute):
-        raise NotFittedError(f"this {type(est).__name__} instance is not fitted yet; call "
+        raise _not_fitted(f"this {type(est).__name__} instance is not fitted yet; call "
                              f"fit(X, y) before using it")
 
 
@@ -272,7 +303,7 @@ def encode_classes(y: np.ndarray, name: str = "y"):
                          f"values); use a regressor for regression targets")
     classes, idx = np.unique(y, return_inverse=True)
     if len(classes) < 2:
-        raise ValueError(f"{name} has a single class ({classes[0]!r}); a classifier needs at "
+        raise ValueError(f"{name} has 1 class only ({classes[0]!r}); a classifier needs at "
                          f"least two classes in the training data")
     if len(classes) == 2:
         Y = np.where(idx == 1, 1.0, -1.0)[:, None]

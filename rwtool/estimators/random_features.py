@@ -114,15 +114,15 @@ class _RandomFeatureModel(BaseEstimator):
         self.solver_info_ = info
         self.fit_time_ = time.perf_counter() - t0
 
-    def transform(self, X) -> np.ndarray:
-        """The feature matrix Phi of ``X`` (after the recorded preprocessing)."""
+    def feature_matrix(self, X) -> np.ndarray:
+        """The feature matrix Phi of ``X`` (after the recorded preprocessing), m x T."""
         check_is_fitted(self)
-        X = check_array(X, n_features=self.n_features_in_)
+        X = check_array(X, n_features=self.n_features_in_, estimator=type(self).__name__)
         return self.feature_map_.transform(self._prepare_X(X))
 
     def _raw_decision(self, X) -> np.ndarray:
         check_is_fitted(self)
-        X = check_array(X, n_features=self.n_features_in_)
+        X = check_array(X, n_features=self.n_features_in_, estimator=type(self).__name__)
         Xp = self._prepare_X(X)
         fmap = self.feature_map_
         out = np.empty((Xp.shape[0], self.coef_.shape[1]))

@@ -133,20 +133,27 @@ def instantiation_constants(name: str, n: int, sigma: float, gamma: float,
     """
     s2, g2 = sigma * sigma, gamma * gamma
     name = name.lower()
+    rs = sigma * x_norm_max  # sigma sup ||x||
+
+    def power(base, expo):
+        # The exponential-kernel constants grow like e^n: report inf rather than overflow.
+        e = expo * math.log(base)
+        return math.exp(e) if e < 709.0 else math.inf
+
     if name == "rwsign":
-        return {"theta": (1 + 2 * s2 / g2) ** (-n / 4), "kappa": 1.0}
+        return {"theta": power(1 + 2 * s2 / g2, -n / 4), "kappa": 1.0}
     if name == "rwrelu":
-        return {"theta": sigma * x_norm_max / math.sqrt(2 * math.pi) * (1 + 2 * s2 / g2) ** ((1 - n) / 4),
-                "kappa": sigma * x_norm_max / math.sqrt(2)}
+        return {"theta": rs / math.sqrt(2 * math.pi) * power(1 + 2 * s2 / g2, (1 - n) / 4),
+                "kappa": rs / math.sqrt(2)}
     if name == "rwstumps":
-        return {"theta": (1 + 2 * s2 / g2) ** (-0.25) / math.sqrt(n), "kappa": 1.0}
+        return {"theta": power(1 + 2 * s2 / g2, -0.25) / math.sqrt(n), "kappa": 1.0}
     if name in ("rwexpsign", "rwexprelu"):
         if sigma >= gamma:
             return {"theta": math.inf, "kappa": math.inf}
         if name == "rwexpsign":
-            return {"theta": (1 - s2 / (2 * g2)) ** (-n / 2), "kappa": (1 - s2 / g2) ** (-n / 4)}
-        return {"theta": sigma * x_norm_max / math.sqrt(2 * math.pi) * (1 - s2 / (2 * g2)) ** ((1 - n) / 2),
-                "kappa": sigma * x_norm_max / math.sqrt(2) * (1 - s2 / g2) ** (-(n + 2) / 4)}
+            return {"theta": power(1 - s2 / (2 * g2), -n / 2), "kappa": power(1 - s2 / g2, -n / 4)}
+        return {"theta": rs / math.sqrt(2 * math.pi) * power(1 - s2 / (2 * g2), (1 - n) / 2),
+                "kappa": rs / math.sqrt(2) * power(1 - s2 / g2, -(n + 2) / 4)}
     raise ValueError(f"unknown instantiation {name!r}; choose one of {', '.join(INSTANTIATIONS)}")
 
 

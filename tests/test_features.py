@@ -1,0 +1,201 @@
+"""Feature maps: Gram matrices, constants and gamma rules, kitchen sinks, Fourier features, errors."""
+
+import math
+
+import numpy as np
+import pytest
+
+from rwtool.features import (INSTANTIATIONS, KitchenRelu, KitchenSign, KitchenStumps,
+                             RandomFourierFeatures, RWExpRelu, RWExpSign, RWRelu, RWSign,
+                             RWStumps, gamma_from_kappa, gamma_from_theta,
+                             instantiation_constants, make_instantiation, shift_invariant_kernel)
+
+
+@pytest.fixture
+def X(rng):
+    return rng.standard_normal((50, 6))
+
+
+@pytest.mark.parametrize("name", list(INSTANTIATIONS))
+def test_gram_symmetric_psd_and_consistent(name, X):
+    fmap = make_instantiation(name, n_features=120, sigma=0.8, random_state=0).fit(X)
+    G = fmap.gram()
+    assert G.shape == (120, 120)
+    np.testing.assert_allclose(G, G.T, atol=1e-14)
+    assert np.linalg.eigvalsh(G).min() > -1e-10 * np.abs(G).max()
+    np.testing.assert_allclose(np.diag(G), 1.0)  # K(w, w) = 1 (normalised for the exp kernels)
+    rows, cols = np.array([3, 7, 11]), np.array([0, 5, 7, 100])
+    np.testing.assert_allclose(fmap.kernel_matrix(rows, cols), G[np.ix_(rows, cols)], rtol=1e-12)
+
+
+def test_gram_matches_kernel_definitions(X):
+    sig = RWSign(n_features=8, sigma=0.9, gamma=1.3, random_state=1).fit(X)
+    U = sig.W_
+    direct = np.array([[math.exp(-np.sum((u - w) ** 2) / (2 * 1.3 ** 2)) for w in U] for u in U])
+    np.testing.assert_allclose(sig.gram(), direct, rtol=1e-10)
+    st = RWStumps(n_features=40, sigma=0.9, gamma=0.4, random_state=1).fit(X)
+    direct = np.array([[(a == b) * math.exp(-(s - t) ** 2 / (2 * 0.4 ** 2))
+                        for b, t in zip(st.idx_, st.thr_)] for a, s in zip(st.idx_, st.thr_)])
+    np.testing.assert_allclose(st.gram(), direct, rtol=1e-12)
+    ex = RWExpSign(n_features=8, sigma=0.5, gamma=1.3, normalize=False, random_state=1).fit(X)
+    np.testing.assert_allclose(ex.gram(), np.exp(ex.W_ @ ex.W_.T / (2 * 1.3 ** 2)), rtol=1e-12)
+
+
+@pytest.mark.parametrize("n", [1, 10, 784])
+@pytest.mark.parametrize("theta", [0.05, 0.5, 0.9])
+def test_gamma_from_theta_gives_theta(n, theta):
+    g = gamma_from_theta(n, 1.7, theta)
+    assert instantiation_constants("rwsign", n, 1.7, g)["theta"] == pytest.approx(theta, rel=1e-10)
+
+
+@pytest.mark.parametrize("n", [1, 10, 784])
+@pytest.mark.parametrize("kappa", [1.5, 10.0, 100.0])
+def test_gamma_from_kappa_gives_kappa(n, kappa):
+    g = gamma_from_kappa(n, 0.6, kappa)
+    assert g > 0.6
+    got = instantiation_constants("rwexpsign", n, 0.6, g)["kappa"]
+    assert got == pytest.approx(kappa, rel=1e-6)  # 1 - s^2/g^2 = kappa^(-4/n) cancels
+
+
+def test_theta_bounds_the_feature_norm_by_monte_carlo(rng):
+    """theta^2 >= sup_x ||psi(x)||_H^2 = E_{u,w}[K(u, w) phi(u, x) phi(w, x)] (003 Lemma B.18)."""
+    X = rng.standard_normal((5, 3))
+    for fmap in (RWSign(n_features=4000, sigma=1.0, theta=0.6, random_state=0),
+                 RWStumps(n_features=4000, sigma=1.0, gamma=0.5, random_state=0)):
+        fmap.fit(X)
+        phi = fmap.base_predictor(X)          # phi(w_t, x_i), w_t ~ p
+        G = fmap.gram()
+        T = G.shape[0]
+        off = ~np.eye(T, dtype=bool)           # U-statistic over pairs u != w
+        norms2 = np.array([(np.outer(p, p) * G)[off].mean() for p in phi])
+        assert norms2.max() <= fmap.theta_ ** 2 + 0.02
+
+
+def test_fitted_constants_and_gamma_override(X):
+    f = RWRelu(n_features=5, sigma=0.5, theta=0.3, random_state=0).fit(X)
+    assert f.gamma_ == pytest.approx(gamma_from_theta(6, 0.5, 0.3))
+    assert f.x_norm_max_ == pytest.approx(np.linalg.norm(X, axis=1).max())
+    f2 = RWRelu(n_features=5, sigma=0.5, gamma=2.0, random_state=0).fit(X)
+    assert f2.gamma_ == 2.0
+    assert RWStumps(n_features=3, sigma=0.7).fit(X).gamma_ == 0.7
+
+
+@pytest.mark.parametrize("cls", [RWExpSign, RWExpRelu])
+def test_exponential_instantiations_reject_sigma_ge_gamma(cls, X):
+    with pytest.raises(ValueError, match="sigma < gamma"):
+        cls(sigma=1.0, gamma=1.0).fit(X)
+    with pytest.raises(ValueError, match="kappa"):
+        cls(kappa=1.0).fit(X)
+
+
+@pytest.mark.parametrize("params,match", [
+    ({"sigma": 0.0}, "sigma"), ({"sigma": -1.0}, "sigma"), ({"n_features": 0}, "n_features"),
+    ({"theta": 1.0}, "theta"), ({"theta": 0.0}, "theta"), ({"gamma": -2.0}, "gamma"),
+    ({"sigma": float("nan")}, "sigma"),
+])
+def test_bad_parameters_named(params, match, X):
+    with pytest.raises(ValueError, match=match):
+        RWSign(**params).fit(X)
+    with pytest.raises(TypeError, match="n_features"):
+        RWSign(n_features=2.5).fit(X)
+
+
+def test_unknown_instantiation():
+    with pytest.raises(ValueError, match="rwsign"):
+        make_instantiation("rwfoo")
+
+
+def test_vanishing_features_warn_with_fix(rng):
+    X = rng.standard_normal((10, 50))
+    with pytest.warns(RuntimeWarning, match="raise gamma"):
+        RWSign(n_features=10, gamma=0.05, random_state=0).fit(X)
+
+
+def test_transform_checks_input(X):
+    f = RWSign(n_features=5, random_state=0).fit(X)
+    with pytest.raises(ValueError, match="expecting 6 features"):
+        f.transform(X[:, :3])
+    bad = X.copy()
+    bad[2, 1] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        f.transform(bad)
+
+
+def test_relu_features_at_zero_and_far_away(rng):
+    X = np.vstack([np.zeros((1, 4)), 1e6 * rng.standard_normal((2, 4))])
+    P = RWRelu(n_features=30, sigma=1.0, gamma=1.0, random_state=0).fit(X).transform(X)
+    assert np.all(P[0] == 0.0) and np.isfinite(P).all()
+    P = RWSign(n_features=30, sigma=1.0, gamma=1.0, random_state=0).fit(X).transform(X)
+    assert np.all(P[0] == 0.0) and np.isfinite(P).all()
+
+
+# ----------------------------------------------------------------------------- kitchen sinks
+
+def test_kitchen_features_are_scaled_base_predictors(X):
+    T = 64
+    for cls, phi in ((KitchenSign, np.sign), (KitchenRelu, lambda z: np.maximum(z, 0.0))):
+        f = cls(n_features=T, sigma=0.7, random_state=3).fit(X)
+        np.testing.assert_allclose(f.transform(X), phi(X @ f.W_.T) / math.sqrt(T), rtol=1e-12)
+        assert np.allclose(f.W_.std(), 0.7, rtol=0.1)
+    f = KitchenStumps(n_features=T, sigma=0.7, random_state=3).fit(X)
+    np.testing.assert_allclose(f.transform(X), np.sign(X[:, f.idx_] - f.thr_) / math.sqrt(T))
+    assert set(f.idx_) <= set(range(6))
+
+
+def test_rw_feature_is_the_kernel_weighted_average_of_kitchen_features(rng):
+    """psi_u(x) = E_w[K(u, w) phi(w, x)]: average K-weighted RKS columns over many draws."""
+    X = rng.standard_normal((4, 2))
+    rw = RWRelu(n_features=3, sigma=0.8, gamma=1.0, random_state=0).fit(X)
+    ks = KitchenRelu(n_features=400_000, sigma=0.8, random_state=1).fit(X)
+    W = ks.W_
+    d2 = (rw.W_ ** 2).sum(1)[:, None] + (W ** 2).sum(1)[None, :] - 2 * rw.W_ @ W.T
+    K = np.exp(-d2 / 2.0)
+    est = ks.base_predictor(X) @ K.T / W.shape[0]
+    np.testing.assert_allclose(est, rw.transform(X), atol=0.02 * np.abs(rw.transform(X)).max())
+
+
+# ----------------------------------------------------------------------------- Fourier features
+
+@pytest.mark.parametrize("kernel", ["gaussian", "laplacian", "cauchy"])
+@pytest.mark.parametrize("variant", ["pair", "phase"])
+def test_fourier_inner_products_approach_the_kernel(kernel, variant, rng):
+    X = rng.standard_normal((12, 3)) * 0.7
+    K = shift_invariant_kernel(X, X, kernel, sigma=1.5)
+    errs = []
+    for M in (500, 8000):
+        Z = RandomFourierFeatures(n_features=M, kernel=kernel, sigma=1.5, variant=variant,
+                                  random_state=0).fit(X).transform(X)
+        errs.append(np.abs(Z @ Z.T - K).max())
+    assert errs[1] < 0.06
+    assert errs[1] < errs[0]  # error decreases with M (about M^-1/2)
+    if variant == "pair":
+        np.testing.assert_allclose(np.diag(Z @ Z.T), 1.0, atol=1e-12)
+
+
+def test_fourier_shapes_and_kernel_formulas(rng):
+    X = rng.standard_normal((5, 2))
+    f = RandomFourierFeatures(n_features=7, variant="pair", random_state=0).fit(X)
+    assert f.transform(X).shape == (5, 14)
+    assert RandomFourierFeatures(n_features=7, variant="phase").fit(X).transform(X).shape == (5, 7)
+    d = X[0] - X[1]
+    assert shift_invariant_kernel(X[:1], X[1:2], "laplacian", 2.0)[0, 0] == pytest.approx(
+        math.exp(-np.abs(d).sum() / 2.0))
+    assert shift_invariant_kernel(X[:1], X[1:2], "cauchy", 2.0)[0, 0] == pytest.approx(
+        np.prod(1.0 / (1.0 + (d / 2.0) ** 2)))
+    with pytest.raises(ValueError, match="kernel"):
+        RandomFourierFeatures(kernel="rbf").fit(X)
+
+
+def test_same_seed_same_features(X):
+    a = RWStumps(n_features=50, random_state=5).fit(X).transform(X)
+    b = RWStumps(n_features=50, random_state=5).fit(X).transform(X)
+    c = RWStumps(n_features=50, random_state=6).fit(X).transform(X)
+    assert np.array_equal(a, b) and not np.array_equal(a, c)
+
+
+def test_fitted_state_round_trip(X):
+    for fmap in (RWExpRelu(n_features=20, random_state=0), RWStumps(n_features=20, random_state=0),
+                 RandomFourierFeatures(n_features=20, variant="phase", random_state=0)):
+        fmap.fit(X)
+        clone = type(fmap).from_fitted_state(fmap.get_params(), fmap.fitted_state())
+        np.testing.assert_array_equal(clone.transform(X), fmap.transform(X))

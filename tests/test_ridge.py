@@ -1,0 +1,73 @@
+"""Blocked least squares against dense numpy solves of the same normal equations."""
+
+import numpy as np
+import pytest
+
+from rwtool.features import KitchenSign, RWRelu, RWStumps
+from rwtool.solvers.ridge import (NumericalWarning, normal_equations, ridge_fit,
+                                  solve_normal_equations)
+
+
+@pytest.fixture
+def problem(rng):
+    X = rng.standard_normal((203, 5))
+    Y = np.column_stack([np.sin(X[:, 0]), X[:, 1] * X[:, 2], rng.standard_normal(203)])
+    return X, Y
+
+
+@pytest.mark.parametrize("block_size", [1, 7, 64, None, 10_000])
+def test_blocked_normal_equations_equal_dense(problem, block_size):
+    X, Y = problem
+    fmap = RWRelu(n_features=40, sigma=0.8, random_state=0).fit(X)
+    Phi = fmap.transform(X)
+    A, B = normal_equations(fmap, X, Y, block_size=block_size)
+    np.testing.assert_allclose(A, Phi.T @ Phi, rtol=1e-11, atol=1e-11)
+    np.testing.assert_allclose(B, Phi.T @ Y, rtol=1e-11, atol=1e-11)
+    assert np.array_equal(A, A.T)
+
+
+@pytest.mark.parametrize("fmap", [RWRelu(n_features=60, sigma=0.8, random_state=0),
+                                  RWStumps(n_features=60, random_state=0)])
+def test_rw_least_squares_equals_dense_solve(problem, fmap):
+    X, Y = problem
+    fmap.fit(X)
+    reg, eps, m = 1e-3, 1e-10, X.shape[0]
+    coef, info = ridge_fit(fmap, X, Y, reg=reg, eps=eps, block_size=50)
+    Phi, G = fmap.transform(X), fmap.gram()
+    M = Phi.T @ Phi + m * reg * G + m * eps * np.eye(60)
+    dense = np.linalg.solve(M, Phi.T @ Y)
+    # Coefficients of a stumps model are ill-conditioned; the residual and the fit are not.
+    assert np.linalg.norm(M @ coef - Phi.T @ Y) <= 1e-10 * np.linalg.norm(Phi.T @ Y)
+    np.testing.assert_allclose(Phi @ coef, Phi @ dense, rtol=1e-7, atol=1e-9)
+    assert info["jitter"] == 0.0
+    # several right-hand sides share one factorisation: each column equals its own solve
+    single, _ = ridge_fit(fmap, X, Y[:, 1:2], reg=reg, eps=eps)
+    np.testing.assert_allclose(Phi @ single[:, 0], Phi @ coef[:, 1], rtol=1e-9, atol=1e-10)
+
+
+def test_rks_ridge_equals_scikit_learn_ridge(problem):
+    from sklearn.linear_model import Ridge
+    X, Y = problem
+    fmap = KitchenSign(n_features=50, random_state=0).fit(X)
+    coef, _ = ridge_fit(fmap, X, Y, reg=1e-2)
+    Psi = fmap.transform(X)
+    # (Psi^T Psi + m lam I) a = Psi^T y  <=>  Ridge(alpha = m lam) without intercept
+    sk = Ridge(alpha=X.shape[0] * 1e-2, fit_intercept=False, solver="cholesky").fit(Psi, Y)
+    np.testing.assert_allclose(coef, sk.coef_.T, rtol=1e-8, atol=1e-12)
+
+
+def test_singular_system_gets_jitter_and_warns(rng):
+    T = 30
+    A = rng.standard_normal((5, T))
+    A = A.T @ A  # rank 5
+    B = rng.standard_normal((T, 2))
+    with pytest.warns(NumericalWarning, match="jitter"):
+        coef, info = solve_normal_equations(A, B, m=10, reg=0.0, eps=0.0)
+    assert info["jitter"] > 0 and np.isfinite(coef).all()
+
+
+def test_overflowing_features_give_a_clear_error(rng):
+    X = 1e160 * rng.standard_normal((20, 3))
+    fmap = RWRelu(n_features=5, sigma=1.0, gamma=1.0, random_state=0).fit(X)
+    with pytest.raises(FloatingPointError, match="lower sigma or standardise"):
+        normal_equations(fmap, X, np.ones((20, 1)))
