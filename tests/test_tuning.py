@@ -1,0 +1,94 @@
+"""Randomized-search cross-validation: folds, the shared-feature fast path, refit."""
+
+import numpy as np
+import pytest
+
+import rwtool as rw
+from rwtool.tuning import (Choice, LogUniform, RandomizedSearchCV, Uniform, default_space,
+                           kfold_indices)
+
+
+def test_kfold_partitions_and_stratifies(rng):
+    y = np.array([0] * 30 + [1] * 10)
+    folds = kfold_indices(y, 5, stratified=True, random_state=0)
+    seen = np.concatenate([va for _, va in folds])
+    assert sorted(seen) == list(range(40))
+    for tr, va in folds:
+        assert set(tr).isdisjoint(va) and len(tr) + len(va) == 40
+        assert (y[va] == 1).sum() == 2  # every fold keeps the 3:1 class ratio
+    with pytest.raises(ValueError, match="fewer than cv=5"):
+        kfold_indices(np.array([0] * 10 + [1] * 3), 5, stratified=True)
+    with pytest.raises(ValueError, match="at least 6 rows"):
+        kfold_indices(np.arange(4), 6, stratified=False)
+
+
+def test_distributions_stay_in_range():
+    rng = np.random.default_rng(0)
+    lu = [LogUniform(1e-3, 10).rvs(rng) for _ in range(2000)]
+    assert min(lu) >= 1e-3 and max(lu) <= 10
+    assert abs(np.mean(np.log10(lu)) - 1.0 * (-3 + 1) / 2) < 0.1  # uniform in log10 on [-3, 1]
+    assert all(0.2 <= Uniform(0.2, 0.3).rvs(rng) <= 0.3 for _ in range(100))
+    assert {Choice(["a", "b"]).rvs(rng) for _ in range(50)} == {"a", "b"}
+
+
+def test_default_spaces_follow_the_paper():
+    assert set(default_space(rw.RWClassifier(instantiation="rwrelu"))) == {"sigma", "reg", "theta"}
+    assert set(default_space(rw.RWRegressor(instantiation="rwexprelu"))) == {"sigma", "reg", "kappa"}
+    assert default_space(rw.RWRegressor(instantiation="rwexprelu"))["kappa"].high == 100
+    assert set(default_space(rw.RWClassifier(instantiation="rwstumps"))) == {"sigma", "reg", "gamma"}
+    assert set(default_space(rw.RKSClassifier())) == {"sigma", "reg"}
+
+
+@pytest.mark.parametrize("cls,kind", [(rw.RWClassifier, "clf"), (rw.RWRegressor, "reg"),
+                                      (rw.RKSRegressor, "reg")])
+def test_fast_path_equals_fitting_every_fold(cls, kind, binary_data, regression_data):
+    X, y = binary_data if kind == "clf" else regression_data
+    # without standardisation the fast path (shared normal equations) and plain refits per fold
+    # compute exactly the same models
+    est = cls(n_features=40, standardize=False, random_state=3)
+    space = {"reg": LogUniform(1e-8, 1e-1), "sigma": [0.5, 1.0]}
+    fast = RandomizedSearchCV(est, space, n_iter=6, cv=3, random_state=0, refit=False).fit(X, y)
+    slow = RandomizedSearchCV(est, space, n_iter=6, cv=3, random_state=0, refit=False,
+                              scoring=lambda e, Xv, yv: e.score(Xv, yv)).fit(X, y)
+    np.testing.assert_allclose(fast.cv_results_["mean_test_score"],
+                               slow.cv_results_["mean_test_score"], rtol=1e-7, atol=1e-9)
+    assert fast.best_params_ == slow.best_params_
+
+
+def test_reg_search_featurises_the_data_twice(monkeypatch, regression_data):
+    X, y = regression_data
+    rows = []
+    from rwtool.features.rkhs import _RWDot
+    original = _RWDot._features_into
+
+    def counting(self, Xb, out):
+        rows.append(len(Xb))
+        return original(self, Xb, out)
+
+    monkeypatch.setattr(_RWDot, "_features_into", counting)
+    search = RandomizedSearchCV(rw.RWRegressor(n_features=30, random_state=0),
+                                {"reg": LogUniform(1e-10, 1e-2)}, n_iter=12, cv=5,
+                                random_state=0, refit=False).fit(X, y)
+    assert sum(rows) == 2 * len(X)  # 12 reg values x 5 folds: still two feature passes
+    assert len(search.cv_results_["params"]) == 12
+
+
+def test_search_refits_the_best_and_ranks(binary_data):
+    X, y = binary_data
+    search = RandomizedSearchCV(rw.RWClassifier(instantiation="rwrelu", n_features=60),
+                                n_iter=8, cv=3, random_state=1).fit(X, y)
+    table = search.results_table()
+    assert table[0]["mean_test_score"] == search.best_score_
+    assert [r["rank"] for r in table] == list(range(1, 9))
+    assert search.best_estimator_.get_params()["reg"] == search.best_params_["reg"]
+    assert search.score(X, y) >= search.best_score_ - 0.1
+    same = RandomizedSearchCV(rw.RWClassifier(instantiation="rwrelu", n_features=60),
+                              n_iter=8, cv=3, random_state=1).fit(X, y)
+    np.testing.assert_array_equal(same.cv_results_["mean_test_score"],
+                                  search.cv_results_["mean_test_score"])
+
+
+def test_bad_space_is_named(binary_data):
+    X, y = binary_data
+    with pytest.raises(ValueError, match="does not take"):
+        RandomizedSearchCV(rw.RWClassifier(), {"lam": [1.0]}, n_iter=1).fit(X, y)
