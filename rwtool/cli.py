@@ -1,0 +1,774 @@
+"""The ``rwtool`` command: train, predict, evaluate, info, inspect and samples from a shell.
+
+A thin driver over the calls a script makes (rwtool.data.read_csv / train_test_csv, the
+estimators, rwtool.persist.save / read_model): it parses arguments, draws a progress bar on
+stderr from the progress protocol (Ctrl-C cancels the fit through the callback), prints a table
+or, with ``--json``, one JSON document on stdout, and exits non-zero with a one-line message on
+any error. It must not hold any learning or parsing logic of its own.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import math
+import os
+import shutil
+import signal
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+__all__ = ["main", "build_parser", "METHODS", "available_methods", "CLIError"]
+
+#: method name -> (module, classifier class, regressor class); a method is offered when its
+#: module imports (estimators landing later need no change here)
+METHODS = {
+    "rw": ("rwtool.estimators.random_features", "RWClassifier", "RWRegressor"),
+    "rks": ("rwtool.estimators.random_features", "RKSClassifier", "RKSRegressor"),
+    "rfsgd": ("rwtool.estimators.rfsgd", "RFSGDClassifier", "RFSGDRegressor"),
+    "greedy": ("rwtool.estimators.greedy_mk", "GreedyMKClassifier", "GreedyMKRegressor"),
+    "bkernn": ("rwtool.bkernn", "BKerNNClassifier", "BKerNNRegressor"),
+}
+
+#: command-line option -> estimator parameter names it may set (the first one accepted wins)
+_OPTION_PARAMS = {
+    "instantiation": ("instantiation",), "base": ("base",), "solver": ("solver",),
+    "n_features": ("n_features", "n_particles"), "reg": ("reg",), "sigma": ("sigma",),
+    "gamma": ("gamma",), "theta": ("theta",), "kappa": ("kappa",), "kernel": ("kernel",),
+    "loss": ("loss",), "seed": ("random_state",),
+}
+
+EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_CANCELLED = 0, 1, 2, 130
+
+
+class CLIError(Exception):
+    """A user-facing error with a one-line message and the exit status to return."""
+
+    def __init__(self, message: str, exit_code: int = 1):
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
+# ============================================================================ methods
+
+def _method_classes(name: str):
+    module, clf, reg = METHODS[name]
+    try:
+        mod = importlib.import_module(module)
+    except Exception as exc:
+        raise CLIError(f"method {name!r} is not available in this installation ({module} "
+                       f"could not be imported: {exc})") from None
+    return getattr(mod, clf, None), getattr(mod, reg, None)
+
+
+def available_methods() -> dict[str, dict]:
+    """Method name -> {"classifier": class name or None, "regressor": ...} for those importable."""
+    out = {}
+    for name in METHODS:
+        try:
+            c, r = _method_classes(name)
+        except CLIError:
+            continue
+        if c is not None or r is not None:
+            out[name] = {"classifier": None if c is None else c.__name__,
+                         "regressor": None if r is None else r.__name__}
+    return out
+
+
+def _parse_value(text: str):
+    low = text.strip().lower()
+    if low in ("none", "null"):
+        return None
+    if low in ("true", "false"):
+        return low == "true"
+    try:
+        return int(text)
+    except ValueError:
+        pass
+    try:
+        return float(text)
+    except ValueError:
+        return text
+
+
+def _make_estimator(args, task: str):
+    clf_cls, reg_cls = _method_classes(args.method)
+    cls = reg_cls if task == "regression" else clf_cls
+    if cls is None:
+        kind = "regressor" if task == "regression" else "classifier"
+        raise CLIError(f"method {args.method!r} has no {kind}; the target is {task} "
+                       f"(choose another --method or --task)")
+    accepted = set(cls._param_names())
+    params = {}
+    for opt, names in _OPTION_PARAMS.items():
+        value = getattr(args, opt, None)
+        if value is None:
+            continue
+        target = next((n for n in names if n in accepted), None)
+        if target is None:
+            flag = "--" + opt.replace("_", "-")
+            raise CLIError(f"option {flag} does not apply to method {args.method!r} "
+                           f"({cls.__name__} parameters: {', '.join(sorted(accepted))})")
+        params[target] = _parse_value(value) if isinstance(value, str) else value
+    for item in args.param or []:
+        key, sep, val = item.partition("=")
+        key = key.strip().replace("-", "_")
+        if not sep or not key:
+            raise CLIError(f"--param expects NAME=VALUE, got {item!r}")
+        if key not in accepted:
+            raise CLIError(f"{cls.__name__} has no parameter {key!r} (parameters: "
+                           f"{', '.join(sorted(accepted))})")
+        params[key] = _parse_value(val)
+    return cls(**params)
+
+
+# ============================================================================ progress
+
+class ProgressBar:
+    """Progress-protocol callback drawing on stderr; returns True (cancel) after Ctrl-C."""
+
+    def __init__(self, stream=None, enabled: bool = True, width: int = 28):
+        self.stream = stream if stream is not None else sys.stderr
+        self.enabled = enabled
+        self.width = width
+        self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
+        self.cancel_requested = False
+        self._open = False
+
+    def __call__(self, event) -> bool:
+        if self.enabled:
+            self._draw(event)
+        return self.cancel_requested
+
+    def _draw(self, ev) -> None:
+        metrics = " ".join(f"{k}={_fmt(v)}" for k, v in list(ev.metrics.items())[:3])
+        if self.tty:
+            if ev.total > 0:
+                filled = int(round(self.width * ev.fraction))
+                bar = "#" * filled + "-" * (self.width - filled)
+                text = f"{ev.stage[:20]:<20} [{bar}] {100 * ev.fraction:5.1f}%"
+            else:
+                text = f"{ev.stage[:20]:<20} {ev.done}"
+            text = f"\r{text} {ev.elapsed:7.1f}s {metrics}"[:200]
+            self.stream.write(text + "\033[K")
+            self._open = True
+            if ev.kind == "end":
+                self.stream.write("\n")
+                self._open = False
+        elif ev.kind == "end":
+            self.stream.write(f"{ev.stage}: done at {ev.elapsed:.1f}s {metrics}".rstrip() + "\n")
+        self.stream.flush()
+
+    def close(self) -> None:
+        if self._open:
+            self.stream.write("\n")
+            self.stream.flush()
+            self._open = False
+
+    def install_sigint(self):
+        """First Ctrl-C asks the fit to stop at its next progress report; a second one aborts."""
+        def handler(signum, frame):
+            if self.cancel_requested:
+                raise KeyboardInterrupt
+            self.cancel_requested = True
+        try:
+            return signal.signal(signal.SIGINT, handler)
+        except ValueError:          # not in the main thread (tests, embedding)
+            return None
+
+
+def _fmt(v) -> str:
+    if isinstance(v, (bool, np.bool_)):
+        return str(bool(v))
+    if isinstance(v, (int, np.integer)):
+        return str(int(v))
+    if isinstance(v, (float, np.floating)):
+        v = float(v)
+        if not math.isfinite(v):
+            return str(v)
+        if v == int(v) and 1 <= abs(v) < 1e6:
+            return str(int(v))           # counts such as the number of rows, read as such
+        if v != 0 and (abs(v) >= 1e5 or abs(v) < 1e-3):
+            return f"{v:.3e}"
+        return f"{v:.4f}"
+    return str(v)
+
+
+# ============================================================================ metrics
+
+def _metrics(est, X, y, task: str, prefix: str) -> dict:
+    pred = est.predict(X)
+    if task == "regression":
+        y = np.asarray(y, dtype=float)
+        err = np.asarray(pred, dtype=float) - y
+        mse = float(np.mean(err ** 2))
+        ss_tot = float(np.sum((y - y.mean()) ** 2))
+        r2 = 1.0 - float(np.sum(err ** 2)) / ss_tot if ss_tot > 0 else float("nan")
+        return {f"{prefix}_r2": r2, f"{prefix}_mse": mse,
+                f"{prefix}_mae": float(np.mean(np.abs(err)))}
+    acc = float(np.mean(_same_labels(pred, y)))
+    return {f"{prefix}_error": 1.0 - acc, f"{prefix}_accuracy": acc}
+
+
+def _same_labels(pred, y) -> np.ndarray:
+    pred, y = np.asarray(pred), np.asarray(y)
+    if pred.dtype.kind in "US" or y.dtype.kind in "US":
+        return pred.astype(str) == y.astype(str)
+    return pred == y
+
+
+def _confusion(pred, y, classes) -> dict:
+    labels = [str(c) for c in classes]
+    index = {c: i for i, c in enumerate(labels)}
+    M = np.zeros((len(labels), len(labels)), dtype=int)
+    for t, p in zip(np.asarray(y).astype(str), np.asarray(pred).astype(str)):
+        if t in index and p in index:
+            M[index[t], index[p]] += 1
+    return {"labels": labels, "matrix": M.tolist()}
+
+
+def _n_features(est) -> int | None:
+    try:
+        v = getattr(est, "n_features_out_", None)
+        if v is not None:
+            return int(v)
+    except Exception:
+        pass
+    for name in ("n_features", "n_particles"):
+        v = est.get_params(deep=False).get(name)
+        if isinstance(v, (int, np.integer)):
+            return int(v)
+    return None
+
+
+def _bounds(est, X, y) -> tuple[dict, str | None]:
+    if not callable(getattr(est, "bounds", None)):
+        return {}, None
+    try:
+        b = est.bounds(X, y)
+    except Exception as exc:
+        return {}, f"bounds not computed ({str(exc).splitlines()[0] if str(exc) else exc})"
+    out = {}
+    for k, v in (b.items() if isinstance(b, dict) else []):
+        if isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool):
+            out[f"bound_{k}"] = float(v)
+    return out, None
+
+
+# ============================================================================ output
+
+def _emit_json(obj) -> None:
+    sys.stdout.write(json.dumps(_jsonable(obj), indent=2, allow_nan=False) + "\n")
+
+
+def _jsonable(v):
+    if isinstance(v, dict):
+        return {str(k): _jsonable(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_jsonable(x) for x in v]
+    if isinstance(v, np.ndarray):
+        return _jsonable(v.tolist())
+    if isinstance(v, (np.bool_, bool)):
+        return bool(v)
+    if isinstance(v, (np.integer, int)):
+        return int(v)
+    if isinstance(v, (np.floating, float)):
+        return float(v) if math.isfinite(v) else None
+    if v is None or isinstance(v, str):
+        return v
+    return str(v)
+
+
+def _table(rows, out=None) -> None:
+    out = out or sys.stdout
+    rows = [(str(a), _fmt(b) if not isinstance(b, str) else b) for a, b in rows]
+    width = max((len(a) for a, _ in rows), default=0)
+    for a, b in rows:
+        out.write(f"  {a:<{width}}  {b}\n")
+
+
+# ============================================================================ data options
+
+def _dialect_options(args) -> dict:
+    """Reading options shared by every command that opens a CSV file."""
+    opts = {}
+    if args.delimiter is not None:
+        opts["delimiter"] = {"tab": "\t", "\\t": "\t", "comma": ",",
+                             "semicolon": ";"}.get(args.delimiter, args.delimiter)
+    for name in ("decimal", "encoding", "nrows"):
+        if getattr(args, name, None) is not None:
+            opts[name] = getattr(args, name)
+    if getattr(args, "no_header", False):
+        opts["header"] = False
+    if args.max_mb is not None:
+        opts["max_bytes"] = None if args.max_mb <= 0 else int(args.max_mb * 1e6)
+    return opts
+
+
+def _data_options(args) -> dict:
+    opts = _dialect_options(args)
+    opts.update(missing=args.missing, max_categories=args.max_categories, task=args.task,
+                handle_unknown=args.handle_unknown)
+    for name in ("ignore", "categorical", "numeric", "features"):
+        if getattr(args, name, None) is not None:
+            opts[name] = getattr(args, name)
+    return opts
+
+
+def _add_data_options(p) -> None:
+    g = p.add_argument_group("data reading")
+    g.add_argument("--task", default="auto",
+                   choices=["auto", "binary", "multiclass", "classification", "regression"],
+                   help="learning task (default: inferred from the target)")
+    g.add_argument("--missing", default="error",
+                   choices=["error", "drop-rows", "impute-mean", "impute-most-frequent"],
+                   help="policy for missing values (default: error)")
+    g.add_argument("--ignore", nargs="+", metavar="COL", help="columns to leave out")
+    g.add_argument("--features", nargs="+", metavar="COL",
+                   help="feature columns (default: all but the target and ignored ones)")
+    g.add_argument("--categorical", nargs="+", metavar="COL",
+                   help="force these columns to be one-hot encoded")
+    g.add_argument("--numeric", nargs="+", metavar="COL", help="force these columns numeric")
+    g.add_argument("--max-categories", type=int, default=50,
+                   help="largest number of categories one-hot encoded per column (default 50)")
+    g.add_argument("--handle-unknown", default="error", choices=["error", "ignore"],
+                   help="categories unseen in training: error, or all-zero encoding")
+    g.add_argument("--no-header", action="store_true", help="the file has no header line")
+    _add_dialect_options(g)
+
+
+def _add_dialect_options(g) -> None:
+    g.add_argument("--delimiter", help="field delimiter (default: detected; 'tab' for tab)")
+    g.add_argument("--decimal", choices=[".", ","], help="decimal mark (default: detected)")
+    g.add_argument("--encoding", help="text encoding (default: detected)")
+    g.add_argument("--nrows", type=int, help="read only the first NROWS rows")
+    g.add_argument("--max-mb", type=float,
+                   help="refuse files larger than this many MB (default 1074; 0: no limit)")
+
+
+# ============================================================================ commands
+
+def cmd_train(args) -> int:
+    from .data import read_csv, train_test_csv
+    from .persist import save
+    from .progress import FitCancelled
+
+    opts = _data_options(args)
+    if args.test is not None:
+        train, test = train_test_csv(args.data, args.target, test=args.test, **opts)
+    elif args.test_size > 0:
+        train, test = train_test_csv(args.data, args.target, test_size=args.test_size,
+                                     random_state=args.split_seed, **opts)
+    else:
+        train, test = read_csv(args.data, args.target, **opts), None
+    if train.y is None:
+        raise CLIError("no target column: pass --target COL")
+    est = _make_estimator(args, train.task)
+    bar = ProgressBar(enabled=not (args.quiet or args.no_progress))
+    old = bar.install_sigint()
+    cancelled = partial = False
+    t0 = time.perf_counter()
+    try:
+        est.fit(train.X, train.y, callback=bar)
+    except FitCancelled as exc:
+        cancelled, partial = True, bool(exc.partial_model)
+        if not partial:
+            raise CLIError("training cancelled; no model was kept",
+                           exit_code=EXIT_CANCELLED) from None
+    finally:
+        bar.close()
+        if old is not None:
+            signal.signal(signal.SIGINT, old)
+    wall = time.perf_counter() - t0
+    metrics = {"n_train": train.n_samples, "n_test": 0 if test is None else test.n_samples,
+               "n_inputs": train.n_features}
+    metrics.update(_metrics(est, train.X, train.y, train.task, "train"))
+    if test is not None:
+        metrics.update(_metrics(est, test.X, test.y, train.task, "test"))
+    metrics["fit_time_s"] = float(getattr(est, "fit_time_", wall))
+    nf = _n_features(est)
+    if nf is not None:
+        metrics["n_features"] = nf
+    bounds, bound_note = ({}, None) if args.no_bounds else _bounds(est, train.X, train.y)
+    metrics.update(bounds)
+    if cancelled:
+        metrics["cancelled"] = True
+    saved = None
+    if args.out:
+        saved = save(est, args.out, preprocessing=train, metrics=metrics,
+                     notes=f"trained by 'rwtool train' on {os.path.basename(args.data)}")
+    notes = list(train.notes) + ([bound_note] if bound_note else [])
+    if cancelled:
+        notes.append("training was cancelled: the model is the last completed iterate")
+    if args.json:
+        _emit_json({"command": "train", "method": args.method, "estimator": type(est).__name__,
+                    "params": est.get_params(deep=False), "task": train.task,
+                    "target": train.target, "classes": train.classes,
+                    "feature_names": train.feature_names, "metrics": metrics,
+                    "model_file": saved, "notes": notes, "data": train.summary()})
+    elif not args.quiet:
+        print(f"{type(est).__name__} ({args.method}) on {os.path.basename(args.data)}: "
+              f"{train.task}, target {train.target!r}, {train.n_samples} training rows"
+              + (f", {test.n_samples} test rows" if test is not None else "")
+              + f", {train.n_features} input columns")
+        _table([(k, v) for k, v in metrics.items() if k not in ("n_train", "n_test",
+                                                                  "n_inputs")])
+        for n in notes:
+            print(f"  note: {n}")
+        if saved:
+            print(f"model saved to {saved}")
+    return EXIT_CANCELLED if cancelled else EXIT_OK
+
+
+def _load_and_apply(args, require_target):
+    from .persist import read_model
+    mf = read_model(args.model)
+    return mf, mf.apply_csv(args.data, require_target=require_target, **_dialect_options(args))
+
+
+def cmd_predict(args) -> int:
+    from .persist import atomic_writer
+    mf, ds = _load_and_apply(args, require_target=False)
+    est = mf.estimator
+    pred = est.predict(ds.X)
+    columns = {"row": ds.rows, "prediction": pred}
+    if args.decision and callable(getattr(est, "decision_function", None)):
+        D = np.asarray(est.decision_function(ds.X))
+        if D.ndim == 1:
+            columns["decision"] = D
+        else:
+            for j, c in enumerate(est.classes_):
+                columns[f"decision_{c}"] = D[:, j]
+    if args.json:
+        _emit_json({"command": "predict", "model": mf.path, "data": args.data,
+                    "n_rows": ds.n_samples, "notes": ds.notes,
+                    "columns": {k: np.asarray(v).tolist() for k, v in columns.items()}})
+        if args.out:
+            _write_predictions(args.out, columns, atomic_writer)
+        return EXIT_OK
+    if args.out:
+        _write_predictions(args.out, columns, atomic_writer)
+        if not args.quiet:
+            print(f"{ds.n_samples} predictions written to {os.path.abspath(args.out)}")
+            for n in ds.notes:
+                print(f"  note: {n}")
+    else:
+        _write_csv(sys.stdout, columns)
+    return EXIT_OK
+
+
+def _write_csv(fh, columns: dict) -> None:
+    import csv
+    w = csv.writer(fh, lineterminator="\n")
+    w.writerow(list(columns))
+    cols = [np.asarray(v) for v in columns.values()]
+    for i in range(len(cols[0])):
+        w.writerow([repr(float(c[i])) if c.dtype.kind == "f" else c[i] for c in cols])
+
+
+def _write_predictions(path, columns, atomic_writer) -> None:
+    try:
+        with atomic_writer(path, "w", encoding="utf-8", newline="") as fh:
+            _write_csv(fh, columns)
+    except OSError as exc:
+        raise CLIError(f"cannot write {path}: {exc.strerror or exc}") from None
+
+
+def cmd_evaluate(args) -> int:
+    mf, ds = _load_and_apply(args, require_target=True)
+    est = mf.estimator
+    task = ds.task
+    m = {"n_rows": ds.n_samples}
+    m.update(_metrics(est, ds.X, ds.y, task, "test"))
+    conf = None
+    if task != "regression":
+        conf = _confusion(est.predict(ds.X), ds.y, est.classes_)
+        known = {str(c) for c in est.classes_}
+        unseen = sorted({str(v) for v in np.asarray(ds.y).astype(str)} - known)
+        if unseen:
+            ds.notes.append(f"labels absent from training (always wrong): {unseen[:10]}")
+    if args.json:
+        _emit_json({"command": "evaluate", "model": mf.path, "data": args.data, "task": task,
+                    "metrics": m, "confusion": conf, "notes": ds.notes})
+        return EXIT_OK
+    print(f"{type(est).__name__} on {os.path.basename(args.data)} ({task}, "
+          f"{ds.n_samples} rows)")
+    _table(list(m.items()))
+    if conf is not None and len(conf["labels"]) <= 12:
+        labels = conf["labels"]
+        w = max(6, *(len(s) for s in labels))
+        print("  confusion (rows: true, columns: predicted)")
+        print("  " + " " * w + "".join(f" {s:>{w}}" for s in labels))
+        for s, row in zip(labels, conf["matrix"]):
+            print(f"  {s:>{w}}" + "".join(f" {v:>{w}}" for v in row))
+    for n in ds.notes:
+        print(f"  note: {n}")
+    return EXIT_OK
+
+
+def cmd_info(args) -> int:
+    from .data import Preprocessing
+    from .persist import read_info
+    info = read_info(args.model)
+    if args.json:
+        _emit_json(info)
+        return EXIT_OK
+    print(f"{args.model}: {info['estimator_class']}")
+    _table([("format", f"{info['format']} {info['format_version']}"),
+            ("written by", f"rwtool {info['rwtool_version']} (numpy {info['numpy_version']}, "
+                           f"python {info['python_version']}) at {info['created']}"),
+            ("size", f"{info['size_bytes']} bytes, {len(info['arrays'])} arrays, "
+                     f"checksums verified")])
+    print("  parameters:")
+    _table([(f"  {k}", "None" if v is None else v) for k, v in (info["params"] or {}).items()])
+    if info.get("classes") is not None:
+        print(f"  classes: {info['classes']}")
+    if info.get("preprocessing"):
+        print("  preprocessing:")
+        for line in Preprocessing.from_dict(info["preprocessing"]).describe():
+            print(f"    {line}")
+    else:
+        print("  preprocessing: none recorded (the model takes numeric arrays only)")
+    if info.get("metrics"):
+        print("  metrics at training:")
+        _table([(f"  {k}", v) for k, v in info["metrics"].items()])
+    if info.get("notes"):
+        print(f"  notes: {info['notes']}")
+    return EXIT_OK
+
+
+def cmd_inspect(args) -> int:
+    from .data import preview_csv
+    pv = preview_csv(args.data, n_head=args.head, **_dialect_options(args))
+    if args.json:
+        _emit_json(pv.to_dict())
+        return EXIT_OK
+    print(f"{args.data}: {pv.n_rows} rows, {len(pv.names)} columns ({pv.dialect.describe()})")
+    w = max(len(n) for n in pv.names)
+    print(f"  {'column':<{w}}  {'type':<11} {'missing':>7} {'distinct':>8}  range / examples")
+    for c in pv.columns:
+        if c.kind == "numeric":
+            detail = "" if c.min is None else f"{c.min:.6g} .. {c.max:.6g}"
+            if c.n_text:
+                detail += f"  (text cells: {c.examples[:3]})"
+        else:
+            detail = ", ".join(c.examples[:5])
+        print(f"  {c.name:<{w}}  {c.kind:<11} {c.n_missing:>7} {c.n_distinct:>8}  {detail}")
+    t = pv.suggested_target()
+    print(f"  suggested target: {t!r} ({pv.infer_task(t)})")
+    return EXIT_OK
+
+
+# ============================================================================ samples
+
+def cmd_samples(args) -> int:
+    from .data import list_samples, samples_dir
+    samples = list_samples()
+    if args.copy:
+        dest = Path(args.copy)
+        dest.mkdir(parents=True, exist_ok=True)
+        for s in samples:
+            shutil.copyfile(s["path"], dest / s["file"])
+            s["path"] = str((dest / s["file"]).resolve())
+    if args.json:
+        _emit_json({"command": "samples", "directory": str(samples_dir()), "samples": samples})
+        return EXIT_OK
+    print(f"bundled samples ({samples_dir()}):" if not args.copy
+          else f"samples copied to {Path(args.copy).resolve()}:")
+    w = max(len(s["name"]) for s in samples)
+    for s in samples:
+        print(f"  {s['name']:<{w}}  {s['task']:<10} {s['rows']:>5} rows x {s['columns']:<3} "
+              f"target {s['target']!r}: {s['description']}")
+    for s in (samples[0], samples[-1]):
+        extra = "".join(f" --{k.replace('_', '-')} " + (" ".join(v) if isinstance(v, list)
+                                                         else str(v))
+                        for k, v in s.get("options", {}).items())
+        print(f"example: rwtool train {s['path']} --target {s['target']}{extra}")
+    return EXIT_OK
+
+
+# ============================================================================ parser
+
+_EPILOG = """examples:
+  rwtool samples
+  rwtool inspect data.csv
+  rwtool train data.csv --target label --method rw --instantiation rwrelu -T 500 --out m.rwm
+  rwtool train train.csv --target price --test test.csv --method rks --base fourier
+  rwtool predict m.rwm new.csv --out predictions.csv
+  rwtool evaluate m.rwm labelled.csv
+  rwtool info m.rwm --json
+"""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from . import __version__
+    parser = argparse.ArgumentParser(
+        prog="rwtool", description="Random-feature learning from CSV files: train, evaluate, "
+        "save and apply RKHS-weighting, random-kitchen-sink and related models.",
+        epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=f"rwtool {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--json", action="store_true", help="print one JSON document on stdout")
+    common.add_argument("-q", "--quiet", action="store_true", help="print nothing on success")
+
+    def command(name, func, help, description, epilog):
+        q = sub.add_parser(name, parents=[common], help=help, description=description,
+                           epilog=epilog, formatter_class=argparse.RawDescriptionHelpFormatter)
+        q.set_defaults(func=func)
+        return q
+
+    p = command("train", cmd_train, "train a model on a CSV file",
+                "Train a model on a CSV file and print its metrics.", """examples:
+  rwtool train data.csv --target label
+  rwtool train data.csv --target label --method rw --instantiation rwstumps -T 1000 \\
+      --reg 1e-6 --sigma 0.5 --test-size 0.3 --seed 1 --out model.rwm
+  rwtool train data.csv --target y --method rks --base fourier --sigma 2 --test test.csv
+  rwtool train data.csv --target y --method greedy --param selector=omp
+methods: rw (RKHS weightings), rks (random kitchen sinks), rfsgd (averaged SGD on random
+Fourier features), greedy (greedy multi-kernel features), bkernn (Brownian-kernel neural
+network); each is offered when its module is installed. Options that a method does not take
+are refused; any other estimator parameter can be set with --param NAME=VALUE.""")
+    p.add_argument("data", help="training CSV file")
+    p.add_argument("--target", "-y", required=True, help="target column (name or position)")
+    p.add_argument("--method", "-m", default="rw", choices=list(METHODS),
+                   help="model family (default: rw)")
+    m = p.add_argument_group("model (defaults: the estimator's)")
+    m.add_argument("--instantiation", help="RW instantiation: rwsign, rwexpsign, rwrelu, "
+                   "rwexprelu, rwstumps")
+    m.add_argument("--base", help="RKS base predictor: sign, relu, stumps, fourier")
+    m.add_argument("--solver", help="solver (rw: lstsq...; rks: ridge...)")
+    m.add_argument("-T", "--n-features", dest="n_features", type=int,
+                   help="number of random features T")
+    m.add_argument("--reg", help="regularisation lambda")
+    m.add_argument("--sigma", help="sampling / kernel width sigma")
+    m.add_argument("--gamma", help="kernel width gamma of the RKHS weighting")
+    m.add_argument("--theta", help="target theta (RWSign, RWRelu)")
+    m.add_argument("--kappa", help="target kappa (RWExpSign, RWExpRelu)")
+    m.add_argument("--kernel", help="kernel of Fourier features: gaussian, laplacian, cauchy")
+    m.add_argument("--loss", help="loss, where the method has one: squared, logistic")
+    m.add_argument("--seed", type=int, default=0, help="random_state of the model (default 0)")
+    m.add_argument("--param", action="append", metavar="NAME=VALUE",
+                   help="any other estimator parameter (repeatable)")
+    s = p.add_argument_group("evaluation and output")
+    ex = s.add_mutually_exclusive_group()
+    ex.add_argument("--test-size", type=float, default=0.25,
+                    help="holdout fraction (default 0.25; 0: train on every row)")
+    ex.add_argument("--test", help="separate test CSV file (instead of a holdout)")
+    s.add_argument("--split-seed", type=int, default=0, help="seed of the holdout split")
+    s.add_argument("--out", "-o", help="write the model file here (.rwm)")
+    s.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    s.add_argument("--no-bounds", action="store_true",
+                   help="skip the generalisation-bound values (they cost a T x T Gram matrix)")
+    _add_data_options(p)
+
+    p = command("predict", cmd_predict, "apply a model file to a CSV file",
+                "Encode DATA.csv as the training data was and write one prediction per row "
+                "(columns: row = line in the input file, prediction).",
+                "examples:\n  rwtool predict model.rwm new.csv --out predictions.csv\n"
+                "  rwtool predict model.rwm new.csv --decision")
+    p.add_argument("model", help="model file written by 'rwtool train --out'")
+    p.add_argument("data", help="CSV file with the training columns (the target may be absent)")
+    p.add_argument("--out", "-o", help="write the predictions CSV here (default: stdout)")
+    p.add_argument("--decision", action="store_true",
+                   help="add the decision function value(s) of classifiers")
+    _add_dialect_options(p)
+
+    p = command("evaluate", cmd_evaluate, "score a model file on labelled CSV",
+                "Error (classification, with the confusion matrix) or R^2/MSE (regression) of "
+                "a model on a CSV file holding the target.",
+                "example:\n  rwtool evaluate model.rwm test.csv --json")
+    p.add_argument("model")
+    p.add_argument("data")
+    _add_dialect_options(p)
+
+    p = command("info", cmd_info, "describe a model file",
+                "Class, parameters, versions, preprocessing and training metrics of a model "
+                "file (checksums are verified).", "example:\n  rwtool info model.rwm")
+    p.add_argument("model")
+
+    p = command("inspect", cmd_inspect, "column types and missing values of a CSV file",
+                "Detected dialect, per-column type, missing count and range, and the "
+                "suggested target.", "example:\n  rwtool inspect data.csv")
+    p.add_argument("data")
+    p.add_argument("--head", type=int, default=5, help="rows kept in the JSON preview")
+    p.add_argument("--no-header", action="store_true", help="the file has no header line")
+    _add_dialect_options(p)
+
+    p = command("samples", cmd_samples, "list the bundled sample CSV files",
+                "List the sample CSV files shipped with rwtool.",
+                "examples:\n  rwtool samples\n  rwtool samples --copy ./data")
+    p.add_argument("--copy", metavar="DIR", help="copy the sample files into DIR")
+    return parser
+
+
+# ============================================================================ entry point
+
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    return text or type(exc).__name__
+
+
+def main(argv=None) -> int:
+    """Run the command line; returns the exit status (0 ok, 1 error, 2 usage, 130 cancelled)."""
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:             # --help, --version, usage errors
+        return int(exc.code or 0)
+    from .data import DataError
+    from .persist import ModelFileError
+    from .progress import FitCancelled
+
+    def show_warning(message, category, filename, lineno, file=None, line=None):
+        sys.stderr.write(f"rwtool: warning: {' '.join(str(message).split())}\n")
+
+    code, err, kind = EXIT_OK, None, None
+    old_show = warnings.showwarning
+    warnings.showwarning = show_warning
+    try:
+        code = args.func(args)
+    except (DataError, ModelFileError, CLIError) as exc:
+        code, err, kind = getattr(exc, "exit_code", EXIT_ERROR), exc, type(exc).__name__
+    except FitCancelled as exc:
+        code, err, kind = EXIT_CANCELLED, exc, "FitCancelled"
+    except KeyboardInterrupt:
+        code, err, kind = EXIT_CANCELLED, "interrupted", "KeyboardInterrupt"
+    except BrokenPipeError:
+        # The reader went away (rwtool ... | head): stop quietly, and keep the interpreter's
+        # final flush from complaining about the closed pipe.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_OK
+    except (ValueError, TypeError, OSError, MemoryError) as exc:
+        code, err, kind = EXIT_ERROR, exc, type(exc).__name__
+    except Exception as exc:              # a bug: still one line, with how to see more
+        if os.environ.get("RWTOOL_DEBUG"):
+            raise
+        code, err, kind = EXIT_ERROR, f"internal error ({type(exc).__name__}: " \
+                                      f"{_one_line(exc)}); rerun with RWTOOL_DEBUG=1 for " \
+                                      f"details", type(exc).__name__
+    finally:
+        warnings.showwarning = old_show
+    if err is not None:
+        if os.environ.get("RWTOOL_DEBUG") and isinstance(err, BaseException):
+            import traceback
+            traceback.print_exception(err)
+        msg = err if isinstance(err, str) else _one_line(err)
+        if getattr(args, "json", False):
+            payload = {"ok": False, "error": msg, "type": kind}
+            if hasattr(err, "to_dict"):
+                payload["detail"] = err.to_dict()
+            _emit_json(payload)
+        sys.stderr.write(f"rwtool: error: {msg}\n")
+    return code
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

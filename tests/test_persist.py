@@ -1,0 +1,407 @@
+"""rwtool.persist: round trips, integrity checks, refusal of foreign or hostile files, fuzzing.
+
+Oracles: the in-memory estimator before saving (predictions must be bit-identical after
+reloading) and files built by hand with zipfile/json/hashlib to hold each defect.
+"""
+
+import hashlib
+import io
+import json
+import os
+import struct
+import zipfile
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import rwtool
+import rwtool.data as D
+import rwtool.persist as P
+from rwtool.estimators import RKSClassifier, RKSRegressor, RWClassifier, RWRegressor
+
+
+@pytest.fixture(scope="module")
+def data():
+    rng = np.random.default_rng(7)
+    X = rng.standard_normal((90, 3))
+    y2 = np.where(X[:, 0] + X[:, 1] ** 2 > 0.5, "yes", "no")
+    y3 = np.digitize(X[:, 0], [-0.5, 0.5])
+    yr = np.sin(X[:, 0]) + X[:, 2]
+    return X, y2, y3, yr
+
+
+def roundtrip(est, path):
+    P.save(est, path)
+    return P.load(path)
+
+
+def assert_same(est, est2, X):
+    assert type(est2) is type(est)
+    assert est2.get_params() == est.get_params()
+    np.testing.assert_array_equal(est2.predict(X), est.predict(X))
+    if hasattr(est, "decision_function"):
+        np.testing.assert_array_equal(est2.decision_function(X), est.decision_function(X))
+    if hasattr(est, "classes_"):
+        np.testing.assert_array_equal(est2.classes_, est.classes_)
+        assert est2.classes_.dtype == est.classes_.dtype
+
+
+@pytest.mark.parametrize("inst", ["rwsign", "rwexpsign", "rwrelu", "rwexprelu", "rwstumps"])
+def test_rw_roundtrip(tmp_path, data, inst):
+    X, y2, y3, yr = data
+    clf = RWClassifier(instantiation=inst, n_features=25, random_state=1).fit(X, y2)
+    assert_same(clf, roundtrip(clf, tmp_path / "c.rwm"), X)
+    reg = RWRegressor(instantiation=inst, n_features=25, standardize=False,
+                      random_state=2).fit(X, yr)
+    assert_same(reg, roundtrip(reg, tmp_path / "r.rwm"), X)
+
+
+@pytest.mark.parametrize("base", ["sign", "relu", "stumps", "fourier"])
+def test_rks_roundtrip_multiclass_and_regression(tmp_path, data, base):
+    X, y2, y3, yr = data
+    clf = RKSClassifier(base=base, n_features=20, random_state=3).fit(X, y3)
+    assert_same(clf, roundtrip(clf, tmp_path / "c.rwm"), X)
+    reg = RKSRegressor(base=base, n_features=20, random_state=np.random.default_rng(4))
+    reg.fit(X, np.c_[yr, -yr])
+    reg2 = roundtrip(reg, tmp_path / "r.rwm")
+    assert reg2.random_state is None                 # a Generator is not part of the model
+    np.testing.assert_array_equal(reg2.predict(X), reg.predict(X))
+
+
+@pytest.mark.parametrize("module,cls,kwargs,kind", [
+    ("rwtool.estimators.rfsgd", "RFSGDClassifier", {"n_features": 20}, "clf"),
+    ("rwtool.estimators.greedy_mk", "GreedyMKClassifier", {"n_features": 8}, "clf"),
+    ("rwtool.estimators.greedy_mk", "GreedyMKRegressor", {"n_features": 8}, "reg"),
+    ("rwtool.bkernn", "BKerNNClassifier", {"n_particles": 4}, "clf"),
+    ("rwtool.bkernn", "BKerNNRegressor", {"n_particles": 4}, "reg")])
+def test_other_estimators_roundtrip(tmp_path, data, module, cls, kwargs, kind):
+    mod = pytest.importorskip(module)
+    if not hasattr(mod, cls):
+        pytest.skip(f"{cls} not in {module}")
+    X, y2, y3, yr = data
+    est = getattr(mod, cls)(random_state=0, **kwargs).fit(X, y2 if kind == "clf" else yr)
+    assert_same(est, roundtrip(est, tmp_path / "m.rwm"), X)
+
+
+def test_preprocessing_and_metrics_travel_with_the_model(tmp_path):
+    rng = np.random.default_rng(0)
+    rows = [[f"{rng.normal():.5f}", rng.choice(["a", "b", "c"]), "" if i % 9 == 0 else
+             f"{rng.normal():.5f}", "pos" if rng.uniform() < 0.5 else "neg"] for i in range(60)]
+    csv_path = tmp_path / "d.csv"
+    csv_path.write_text("u,k,v,label\n" + "\n".join(",".join(r) for r in rows) + "\n")
+    ds = D.read_csv(csv_path, target="label", missing="impute-mean")
+    clf = RWClassifier(instantiation="rwrelu", n_features=30, random_state=0).fit(ds.X, ds.y)
+    path = P.save(clf, tmp_path / "m.rwm", preprocessing=ds, metrics={"train_error": 0.25,
+                                                                       "odd": float("inf")})
+    mf = P.read_model(path)
+    assert mf.preprocessing == ds.preprocessing
+    assert mf.metrics == {"train_error": 0.25, "odd": float("inf")}
+    again = mf.apply_csv(csv_path)
+    np.testing.assert_array_equal(mf.estimator.predict(again.X), clf.predict(ds.X))
+    info = P.read_info(path)
+    assert info["estimator_class"].endswith("RWClassifier") and info["classes"] == ["neg", "pos"]
+    assert info["feature_names"] == ds.feature_names and info["params"]["n_features"] == 30
+    assert info["format_version"] == P.FORMAT_VERSION
+    assert info["rwtool_version"] == rwtool.__version__
+    with pytest.raises(P.ModelFileError, match=f"makes {ds.n_features} columns"):
+        P.save(RWClassifier(n_features=5).fit(ds.X[:, :2], ds.y), tmp_path / "x.rwm",
+               preprocessing=ds)
+
+
+# ----------------------------------------------------------------------------- hand-made defects
+
+@pytest.fixture(scope="module")
+def model_file(tmp_path_factory, data):
+    X, y2, y3, yr = data
+    path = tmp_path_factory.mktemp("m") / "base.rwm"
+    P.save(RKSClassifier(base="stumps", n_features=6, random_state=0).fit(X, y3), path)
+    return path
+
+
+def members(path):
+    with zipfile.ZipFile(path) as zf:
+        return {n: zf.read(n) for n in zf.namelist()}
+
+
+def build(path, parts, doc=None, fix_doc_sum=True, fix_arrays=True):
+    """Write ``parts`` (name -> bytes) as a zip; optionally recompute every checksum."""
+    parts = dict(parts)
+    if doc is None:
+        doc = json.loads(parts["model.json"])
+    if fix_arrays:
+        for key, meta in doc.get("arrays", {}).items():
+            name = f"arrays/{key}.npy"
+            if name in parts and isinstance(meta, dict):
+                meta["sha256"] = hashlib.sha256(parts[name]).hexdigest()
+    parts["model.json"] = json.dumps(doc).encode()
+    if fix_doc_sum:
+        parts["model.json.sha256"] = hashlib.sha256(parts["model.json"]).hexdigest().encode()
+    with zipfile.ZipFile(path, "w") as zf:
+        for n, b in parts.items():
+            zf.writestr(n, b)
+    return path
+
+
+def refused(path, match=None):
+    with pytest.raises(P.ModelFileError) as e:
+        P.load(path)
+    msg = str(e.value)
+    assert "\n" not in msg and os.path.basename(str(path)) in msg
+    if match:
+        assert match in msg, msg
+    return msg
+
+
+def test_checksums_detect_modification(tmp_path, model_file):
+    parts = members(model_file)
+    doc = json.loads(parts["model.json"])
+    key = next(iter(doc["arrays"]))
+    name = f"arrays/{key}.npy"
+    b = bytearray(parts[name])
+    b[-1] ^= 0x40
+    refused(build(tmp_path / "a.rwm", dict(parts, **{name: bytes(b)}), fix_arrays=False),
+            "checksum mismatch")
+    doc["estimator"]["params"]["items"]["reg"] = 0.5
+    refused(build(tmp_path / "b.rwm", parts, doc=doc, fix_doc_sum=False), "checksum mismatch")
+
+
+def test_newer_format_version_refused(tmp_path, model_file):
+    parts = members(model_file)
+    doc = json.loads(parts["model.json"])
+    doc["format_version"] = P.FORMAT_VERSION + 1
+    refused(build(tmp_path / "v.rwm", parts, doc=doc), "upgrade rwtool")
+
+
+def test_truncated_files_refused(tmp_path, model_file):
+    raw = model_file.read_bytes()
+    for cut in (0, 10, len(raw) // 3, len(raw) // 2, len(raw) - 30, len(raw) - 1):
+        p = tmp_path / f"t{cut}.rwm"
+        p.write_bytes(raw[:cut])
+        refused(p)
+
+
+def test_foreign_files_refused(tmp_path):
+    txt = tmp_path / "a.rwm"
+    txt.write_text("x,y\n1,2\n")
+    refused(txt, "not an rwtool model file")
+    npz = tmp_path / "b.npz"
+    np.savez(npz, a=np.arange(3))
+    refused(npz, "not an rwtool model file")
+    with zipfile.ZipFile(tmp_path / "c.rwm", "w") as zf:
+        zf.writestr("model.json", json.dumps({"format": "other"}))
+        zf.writestr("model.json.sha256", hashlib.sha256(
+            json.dumps({"format": "other"}).encode()).hexdigest())
+    refused(tmp_path / "c.rwm", "not an rwtool model file")
+    refused(tmp_path / "missing.rwm", "not found")
+
+
+def test_class_outside_allow_list_refused(tmp_path, model_file):
+    parts = members(model_file)
+    for name in ("os.system", "builtins.eval", "subprocess.Popen", "rwtool.cli.CLIError",
+                 "numpy.ndarray", "rwtool.features.base.FeatureMap"):
+        doc = json.loads(parts["model.json"])
+        doc["estimator"]["class"] = name
+        refused(build(tmp_path / "x.rwm", parts, doc=doc), "refusing")
+
+
+@pytest.mark.parametrize("attr", ["__class__", "__dict__", "predict", "n_features_out_",
+                                  "_c", "reg"])
+def test_attribute_injection_refused(tmp_path, model_file, attr):
+    parts = members(model_file)
+    doc = json.loads(parts["model.json"])
+    doc["estimator"]["fitted"]["items"][attr] = 1
+    refused(build(tmp_path / "i.rwm", parts, doc=doc))
+
+
+def test_pickled_object_array_never_unpickled(tmp_path, model_file):
+    """An object-dtype .npy whose data is a pickle stream calling open(marker, "w") (protocol 0
+    opcodes written by hand): loading refuses it at the header and the payload never runs."""
+    marker = tmp_path / "pwned"
+    header = "{'descr': '|O', 'fortran_order': False, 'shape': (2,), }"
+    header += " " * (-(10 + len(header) + 1) % 64) + "\n"
+    payload = b"cbuiltins\nopen\n(S'" + str(marker).encode() + b"'\nS'w'\ntR."
+    npy = b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)) + header.encode() + payload
+    parts = members(model_file)
+    doc = json.loads(parts["model.json"])
+    key = next(iter(doc["arrays"]))
+    doc["arrays"][key].update(dtype="|O", shape=[2])
+    refused(build(tmp_path / "p.rwm", dict(parts, **{f"arrays/{key}.npy": npy}), doc=doc),
+            "object arrays are refused")
+    assert not marker.exists()
+
+
+def test_inconsistent_state_refused(tmp_path, model_file):
+    parts = members(model_file)
+    doc = json.loads(parts["model.json"])
+    fmap = doc["estimator"]["fitted"]["items"]["feature_map_"]
+    idx_key = fmap["fitted"]["items"]["idx_"]["id"]
+    bad = np.full(6, 10**6, dtype=np.int64)          # stump variables out of range
+    buf = io.BytesIO()
+    np.save(buf, bad, allow_pickle=False)
+    refused(build(tmp_path / "s.rwm", dict(parts, **{f"arrays/{idx_key}.npy": buf.getvalue()}),
+                  doc=doc), "out of range")
+    coef_key = doc["estimator"]["fitted"]["items"]["coef_"]["id"]
+    buf = io.BytesIO()
+    np.save(buf, np.zeros((5, 3)), allow_pickle=False)
+    doc2 = json.loads(parts["model.json"])
+    doc2["arrays"][coef_key].update(shape=[5, 3])
+    refused(build(tmp_path / "c.rwm", dict(parts, **{f"arrays/{coef_key}.npy": buf.getvalue()}),
+                  doc=doc2), "coef_")
+
+
+# ----------------------------------------------------------------------------- writing
+
+def test_save_refuses_unfitted_and_foreign_objects(tmp_path):
+    with pytest.raises(P.ModelFileError, match="not fitted"):
+        P.save(RWClassifier(), tmp_path / "u.rwm")
+    with pytest.raises(P.ModelFileError, match="only rwtool estimators"):
+        P.save(object(), tmp_path / "o.rwm")
+    assert not list(tmp_path.iterdir())
+
+
+def test_atomic_write_keeps_old_file_on_failure(tmp_path, data):
+    X, y2, y3, yr = data
+    good = RWClassifier(n_features=10, random_state=0).fit(X, y2)
+    path = tmp_path / "m.rwm"
+    P.save(good, path)
+    before = path.read_bytes()
+    bad = RWClassifier(n_features=10, random_state=0).fit(X, y2)
+    bad.callback_ = lambda: None                      # not serialisable: save must fail
+    with pytest.raises(P.ModelFileError, match="callback_"):
+        P.save(bad, path)
+    assert path.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.rwm"]
+
+
+def test_atomic_write_goes_through_a_temporary_file(tmp_path, data, monkeypatch):
+    X, y2, y3, yr = data
+    seen = []
+    real = os.replace
+
+    def spy(src, dst):
+        seen.append((os.path.dirname(src), os.path.basename(src), zipfile.is_zipfile(src)))
+        return real(src, dst)
+    monkeypatch.setattr(os, "replace", spy)
+    P.save(RWClassifier(n_features=5, random_state=0).fit(X, y2), tmp_path / "m.rwm")
+    (d, name, complete), = seen
+    assert d == str(tmp_path) and name.startswith(".m.rwm.") and complete
+
+
+def test_registry_is_rwtool_only():
+    names = P.registered_classes()
+    assert "rwtool.estimators.random_features.RWClassifier" in names
+    assert all(n.startswith("rwtool.") for n in names)
+    with pytest.raises(TypeError):
+        P.register(dict)
+
+
+# ----------------------------------------------------------------------------- fuzzing
+
+def _load_outcome(path, X):
+    """Either a clean refusal or a model that predicts one value per row."""
+    try:
+        model = P.load(path)
+    except P.ModelFileError as exc:
+        assert str(exc) and "\n" not in str(exc)
+        return "refused"
+    pred = model.predict(X)
+    assert len(pred) == len(X)
+    return "loaded"
+
+
+@pytest.fixture(scope="module")
+def fuzz_base(tmp_path_factory, data):
+    X, y2, y3, yr = data
+    d = tmp_path_factory.mktemp("fuzz")
+    files = []
+    for i, est in enumerate([RWClassifier(instantiation="rwrelu", n_features=6, random_state=0),
+                             RKSClassifier(base="stumps", n_features=5, random_state=0)]):
+        est.fit(X, y2 if i == 0 else y3)
+        files.append(P.save(est, d / f"b{i}.rwm"))
+    return d, files, X[:5]
+
+
+FUZZ = settings(max_examples=60, deadline=None, derandomize=True,
+                suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                       HealthCheck.too_slow])
+
+
+@FUZZ
+@given(which=st.integers(0, 1), flips=st.lists(st.tuples(st.integers(0, 10**6),
+                                                         st.integers(0, 255)), max_size=4),
+       cut=st.one_of(st.none(), st.integers(0, 10**6)))
+def test_fuzz_raw_bytes(fuzz_base, which, flips, cut):
+    d, files, X = fuzz_base
+    raw = bytearray(open(files[which], "rb").read())
+    for pos, val in flips:
+        raw[pos % len(raw)] = val
+    if cut is not None:
+        raw = raw[: cut % (len(raw) + 1)]
+    p = d / "raw.rwm"
+    p.write_bytes(bytes(raw))
+    _load_outcome(p, X)
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-10**20, 10**20) | st.floats(allow_nan=False)
+    | st.sampled_from(["", "a0", "array", "object", "float", "dict", "tuple", "nan",
+                       "rwtool.estimators.random_features.RWRegressor", "os.system",
+                       "rwtool.features.rkhs.RWStumps", "__class__", "W_", "coef_"]),
+    lambda c: st.lists(c, max_size=3) | st.dictionaries(
+        st.sampled_from(["$", "id", "items", "class", "params", "fitted", "v", "pairs", "x_"]),
+        c, max_size=3), max_leaves=8)
+
+
+def _paths(node, prefix=()):
+    yield prefix
+    if isinstance(node, dict):
+        for k, v in node.items():
+            yield from _paths(v, prefix + (k,))
+    elif isinstance(node, list):
+        for i, v in enumerate(node):
+            yield from _paths(v, prefix + (i,))
+
+
+@FUZZ
+@given(which=st.integers(0, 1), picks=st.lists(st.tuples(st.integers(0, 10**6), json_values),
+                                               min_size=1, max_size=3))
+def test_fuzz_document_with_valid_checksums(fuzz_base, which, picks):
+    d, files, X = fuzz_base
+    parts = members(files[which])
+    doc = json.loads(parts["model.json"])
+    for index, value in picks:
+        paths = [p for p in _paths(doc) if p]
+        target = paths[index % len(paths)]
+        node = doc
+        for k in target[:-1]:
+            node = node[k]
+        node[target[-1]] = value
+    p = build(d / "doc.rwm", parts, doc=doc, fix_arrays=False)
+    _load_outcome(p, X)
+
+
+@FUZZ
+@given(which=st.integers(0, 1), slot=st.integers(0, 100),
+       dtype=st.sampled_from(["<f8", "<f4", "<i8", "<i4", "|b1", "<U3", "<c16"]),
+       shape=st.lists(st.integers(0, 7), min_size=0, max_size=3),
+       fill=st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.integers(-9, 20)),
+       keep_meta=st.booleans())
+def test_fuzz_arrays_with_valid_checksums(fuzz_base, which, slot, dtype, shape, fill,
+                                          keep_meta):
+    d, files, X = fuzz_base
+    parts = members(files[which])
+    doc = json.loads(parts["model.json"])
+    key = sorted(doc["arrays"])[slot % len(doc["arrays"])]
+    try:
+        with np.errstate(all="ignore"):
+            arr = np.full(shape, fill).astype(dtype)
+    except (ValueError, OverflowError):
+        arr = np.zeros(shape, dtype=dtype)
+    buf = io.BytesIO()
+    np.save(buf, arr, allow_pickle=False)
+    if not keep_meta:
+        doc["arrays"][key].update(dtype=arr.dtype.str, shape=list(arr.shape))
+    p = build(d / "arr.rwm", dict(parts, **{f"arrays/{key}.npy": buf.getvalue()}), doc=doc)
+    _load_outcome(p, X)
