@@ -9,6 +9,7 @@ and the closest methods around them, behind scikit-learn-style estimators::
 
 from . import data, features, persist
 from ._base import NotFittedError
+from .bkernn import BKerNNClassifier, BKerNNRegressor
 from .data import DataError, Dataset, Preprocessing, preview_csv, read_csv, train_test_csv
 from .estimators import RKSClassifier, RKSRegressor, RWClassifier, RWRegressor
 from .persist import ModelFileError, load, read_model, save
@@ -18,6 +19,6 @@ from .solvers.ridge import NumericalWarning
 __version__ = "0.1.0"
 
 __all__ = ["features", "data", "persist", "RWClassifier", "RWRegressor", "RKSClassifier",
-           "RKSRegressor", "read_csv", "preview_csv", "train_test_csv", "Dataset", "Preprocessing",
+           "RKSRegressor", "BKerNNRegressor", "BKerNNClassifier", "read_csv", "preview_csv", "train_test_csv", "Dataset", "Preprocessing",
            "DataError", "save", "load", "read_model", "ModelFileError", "FitCancelled",
            "ProgressEvent", "NotFittedError", "NumericalWarning", "__version__"]

@@ -1,0 +1,328 @@
+"""BKerNNRegressor and BKerNNClassifier: the Brownian-kernel neural network (seed 001).
+
+A one-hidden-layer network f(x) = c + (1/m) sum_j g_j(w_j^T x) whose first layer (the particles
+w_j) is learned by proximal gradient descent and whose non-linearities g_j live in the RKHS of
+the Brownian kernel, obtained by an exact kernel ridge solve (Follain & Bach 2024, Algorithm 1;
+spec methods/bkernn.md). The numerics are in :mod:`rwtool.bkernn_core`; this module owns input
+checks, preprocessing, target coding, the fitted state and the introspection the GUI draws
+(learned directions, variable importance, feature subspace, ridge functions). It must not hold
+numerical kernels of its own.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import time
+
+import numpy as np
+
+from ._base import (BaseEstimator, ClassifierMixin, RegressorMixin, Standardizer, check_array,
+                    check_choice, check_is_fitted, check_random_state, check_scalar, check_X_y,
+                    encode_classes)
+from .bkernn_core import (PENALTIES, feature_learning_score, fit_particles, ridge_decision,
+                          ridge_tables)
+from .progress import FitCancelled
+
+__all__ = ["BKerNNRegressor", "BKerNNClassifier", "PENALTIES", "feature_learning_score"]
+
+_PARAMS_DOC = """
+    Minimises (seed 001, eq. 10, square loss; q target columns share the particles)
+
+        (1/q) sum_k [ (1/(2n)) ||Y_k - K alpha_k - c_k 1||^2 + (reg/2) alpha_k^T K alpha_k ]
+            + reg * Omega(W),      K = (1/m) sum_j K^{(w_j)}  (Brownian kernel on w_j^T x)
+
+    by Algorithm 1: (alpha, c) in closed form (Lemma 7), one proximal gradient step on W per
+    iteration (Lemmas 8-9) with Beck's backtracking, and (alpha, c) always consistent with the
+    final particles.
+
+    Parameters
+    ----------
+    penalty : {"basic", "variable", "feature", "concave_variable", "concave_feature"}
+        Omega of Section 2.5: group lasso on particles (basic), on input variables (variable),
+        nuclear norm (feature), or their concave log versions with parameter ``s``.
+    reg : float > 0 or "auto"
+        lambda. "auto" is the paper's rule of thumb max_i ||x_i||_2 / n on the preprocessed
+        training inputs (Section 5.3, Exp. 6; Exp. 3 and 5 use twice that).
+    n_particles : int
+        m, the number of particles (hidden width).
+    s : float > 0
+        Concavity of the concave penalties (s -> 0 recovers the convex ones); the paper's code
+        uses 1.
+    step_size : float > 0
+        Initial proximal-gradient step gamma_0 (500 in the paper's experiments).
+    max_iter : int >= 0
+        Iterations of Algorithm 1. 0 gives kernel ridge regression with the random initial
+        kernel.
+    backtracking : bool
+        Beck's line search (x1.5 at each iteration, /2 until sufficient decrease). When False the
+        step is constant and the objective may increase.
+    max_backtrack : int >= 0
+        Halvings tried per iteration; if none satisfies the condition the step is rejected.
+    standardize : bool
+        Standardise the inputs (and regression targets) with training statistics. The paper
+        standardises real data beforehand; pass False to work on raw inputs (its synthetic
+        experiments).
+    random_state : None, int or Generator
+        Seeds the initial particles, i.i.d. N(0, 1/d).
+
+    Attributes
+    ----------
+    particles_ : (d, m) array
+        W, the learned first layer (columns w_j), acting on the preprocessed inputs.
+    dual_coef_ : (n, q) array
+        alpha for the final particles (sum over rows is 0, Lemma 7).
+    intercept_ : (q,) array
+        c' of the distance form f(x) = c' - (1/(2m)) sum_{i,j} alpha_i |w_j^T (x - x_i)|.
+    train_projections_ : (n, m) array
+        X W on the training inputs: the knots of the ridge functions.
+    reg_ : float
+        The lambda used.
+    n_iter_ : int
+        Completed iterations.
+    history_ : dict of arrays
+        Per iteration (entry 0 is the initial point): objective (G + reg Omega), G, penalty
+        (reg Omega), train_loss ((1/2) mean squared residual on the fitted targets), step_size,
+        n_backtracks, accepted.
+    x_scaler_ : Standardizer or None
+    n_features_in_ : int
+
+    Cancellation: a progress callback (stage "iterations"; metrics objective, train_loss,
+    step_size) that returns True stops the fit after the current iteration; the estimator keeps
+    that iterate (particles with their own alpha and c) and ``fit`` raises
+    :class:`rwtool.FitCancelled` with ``partial_model=True``.
+"""
+
+
+class _BKerNN(BaseEstimator):
+    """Fit, predict and introspection shared by the regressor and the classifier."""
+
+    def __init__(self, penalty="concave_feature", reg="auto", n_particles=50, s=1.0,
+                 step_size=500.0, max_iter=40, backtracking=True, max_backtrack=8,
+                 standardize=True, random_state=None):
+        self.penalty = penalty
+        self.reg = reg
+        self.n_particles = n_particles
+        self.s = s
+        self.step_size = step_size
+        self.max_iter = max_iter
+        self.backtracking = backtracking
+        self.max_backtrack = max_backtrack
+        self.standardize = standardize
+        self.random_state = random_state
+
+    # -- validation -------------------------------------------------------------------------
+    def _validate(self):
+        penalty = check_choice(self.penalty, "penalty", PENALTIES)
+        if isinstance(self.reg, str):
+            if self.reg != "auto":
+                raise ValueError(f"reg must be a positive number or 'auto', got {self.reg!r}")
+        else:
+            check_scalar(self.reg, "reg", low=0.0, low_inclusive=False)
+        check_scalar(self.n_particles, "n_particles", numbers.Integral, low=1)
+        check_scalar(self.s, "s", low=0.0, low_inclusive=False)
+        check_scalar(self.step_size, "step_size", low=0.0, low_inclusive=False)
+        check_scalar(self.max_iter, "max_iter", numbers.Integral, low=0)
+        check_scalar(self.max_backtrack, "max_backtrack", numbers.Integral, low=0)
+        for name in ("backtracking", "standardize"):
+            if not isinstance(getattr(self, name), (bool, np.bool_)):
+                raise TypeError(f"{name} must be True or False, got {getattr(self, name)!r}")
+        return penalty
+
+    def _prepare_X(self, X):
+        return self.x_scaler_.transform(X) if self.x_scaler_ is not None else X
+
+    # -- fit ----------------------------------------------------------------------------------
+    def fit(self, X, y, callback=None):
+        """Learn the particles and the ridge coefficients; return self.
+
+        ``callback(event)`` receives rwtool.progress events; see the class docstring for
+        cancellation.
+        """
+        penalty = self._validate()
+        X, Y = self._fit_targets(X, y)
+        for attr in ("particles_", "dual_coef_"):
+            if hasattr(self, attr):  # a failed refit must not leave the old model half-replaced
+                delattr(self, attr)
+        t0 = time.perf_counter()
+        n, d = X.shape
+        self.n_features_in_ = d
+        self.x_scaler_ = Standardizer.fit(X) if self.standardize else None
+        Xp = np.ascontiguousarray(self._prepare_X(X))
+        if isinstance(self.reg, str):
+            lam = float(np.max(np.linalg.norm(Xp, axis=1))) / n
+            if lam <= 0.0:
+                raise ValueError("reg='auto' needs inputs that are not all zero; pass reg > 0")
+        else:
+            lam = float(self.reg)
+        m = int(self.n_particles)
+        rng = check_random_state(self.random_state)
+        W0 = rng.standard_normal((d, m)) / math.sqrt(d)
+        y_mean = Y.mean(axis=0)
+        Yc = np.ascontiguousarray(Y - y_mean)
+        try:
+            res = fit_particles(Xp, Yc, W0, lam, penalty, s=float(self.s),
+                                step_size=float(self.step_size), max_iter=int(self.max_iter),
+                                backtracking=bool(self.backtracking),
+                                max_backtrack=int(self.max_backtrack), callback=callback)
+        except FitCancelled as exc:
+            if exc.partial_model and exc.partial is not None:
+                self._set_fitted(exc.partial, lam, y_mean, t0, cancelled=True)
+            raise
+        self._set_fitted(res, lam, y_mean, t0)
+        return self
+
+    def _set_fitted(self, res, lam, y_mean, t0, cancelled=False):
+        self.reg_ = lam
+        self.particles_ = np.ascontiguousarray(res["W"])
+        self.train_projections_ = np.ascontiguousarray(res["PT"].T)
+        self.dual_coef_ = np.ascontiguousarray(res["alpha"])
+        self.n_iter_ = int(res["n_iter"])
+        self.history_ = res["history"]
+        self.cancelled_ = cancelled
+        self._prepare()
+        # c' = mean(Y) - mean(K_dist alpha), with the same distance form used by predict (1.7).
+        base = ridge_decision(self.train_projections_, *self._tables)
+        self.intercept_ = y_mean - base.mean(axis=0)
+        self.fit_time_ = time.perf_counter() - t0
+
+    def _prepare(self):
+        """Rebuild the private prediction tables from the public fitted attributes.
+
+        Call after restoring ``particles_``, ``train_projections_`` and ``dual_coef_`` (for
+        example when loading a model file).
+        """
+        self._tables = ridge_tables(self.train_projections_.T, self.dual_coef_)
+
+    def _raw_decision(self, X):
+        check_is_fitted(self, "dual_coef_")
+        X = check_array(X)
+        if X.shape[1] != self.n_features_in_:
+            raise ValueError(f"X has {X.shape[1]} features, but {type(self).__name__} is "
+                             f"expecting {self.n_features_in_} features as input; pass the "
+                             f"same columns as at fit time")
+        if not hasattr(self, "_tables"):
+            self._prepare()
+        T = self._prepare_X(X) @ self.particles_
+        return ridge_decision(T, *self._tables) + self.intercept_
+
+    # -- introspection ------------------------------------------------------------------------
+    def directions(self):
+        """Unit directions w_j / ||w_j|| (d x m) and particle norms ||w_j|| (the output weights).
+
+        A particle zeroed by the basic penalty has norm 0 and a zero direction (spec 6.5).
+        """
+        check_is_fitted(self, "particles_")
+        norms = np.linalg.norm(self.particles_, axis=0)
+        safe = np.where(norms > 0, norms, 1.0)
+        return self.particles_ / safe, norms
+
+    def variable_importance(self, normalize=True):
+        """Row norms ||W^{(a)}||_2 of the particles, one per input variable (Section 2.5).
+
+        With ``normalize`` they sum to 1 (all zero if every particle died).
+        """
+        check_is_fitted(self, "particles_")
+        v = np.linalg.norm(self.particles_, axis=1)
+        if normalize and v.sum() > 0:
+            v = v / v.sum()
+        return v
+
+    def feature_subspace(self):
+        """Singular values S (descending) and left singular vectors U (d x min(d, m)) of W.
+
+        The leading columns of U span the learned feature subspace; a fast decay of S means a
+        low-dimensional subspace (feature penalty, Section 2.5).
+        """
+        check_is_fitted(self, "particles_")
+        U, S, _ = np.linalg.svd(self.particles_, full_matrices=False)
+        return S, U
+
+    def estimated_subspace(self, k):
+        """A d x k basis of the learned subspace, as in the paper's score (16).
+
+        Variable penalties: the canonical vectors of the k rows with the largest norms; the
+        others: the top-k left singular vectors.
+        """
+        check_is_fitted(self, "particles_")
+        d = self.particles_.shape[0]
+        k = check_scalar(k, "k", numbers.Integral, low=1, high=d)
+        if self.penalty.lower() in ("variable", "concave_variable"):
+            rows = np.argsort(-np.linalg.norm(self.particles_, axis=1), kind="stable")[:k]
+            return np.eye(d)[:, np.sort(rows)]
+        S, U = self.feature_subspace()
+        if U.shape[1] < k:
+            raise ValueError(f"k={k} exceeds the rank bound min(d, m)={U.shape[1]}")
+        return U[:, :k]
+
+    def feature_learning_score(self, P):
+        """Score (16) of the learned subspace against a true d x k basis ``P`` (1 is perfect)."""
+        P = check_array(P, "P")
+        return feature_learning_score(P, self.estimated_subspace(P.shape[1]))
+
+    def ridge_functions(self, t, output=0):
+        """g_j(t) for each particle j on a grid t (len(t) x m), such that f(x) = c' +
+        (1/m) sum_j g_j(w_j^T x) with g_j(t) = -(1/2) sum_i alpha_i |t - w_j^T x_i|.
+
+        Each g_j is piecewise linear with knots at the projected training points and constant
+        outside their range (spec 1.7): the activation the network learned for particle j.
+        """
+        check_is_fitted(self, "dual_coef_")
+        t = np.asarray(t, dtype=float).ravel()
+        if not hasattr(self, "_tables"):
+            self._prepare()
+        knots, A, B = self._tables
+        n = knots.shape[1]
+        out = np.empty((t.size, knots.shape[0]))
+        for j in range(knots.shape[0]):
+            c = np.searchsorted(knots[j], t)
+            a, b = A[j, :, output], B[j, :, output]
+            out[:, j] = -0.5 * (t * (2.0 * a[c] - a[n]) - (2.0 * b[c] - b[n]))
+        return out
+
+
+class BKerNNRegressor(RegressorMixin, _BKerNN):
+    __doc__ = ("Brownian-kernel neural network regressor (Follain & Bach 2024, seed 001); y "
+               "may have several columns (they share the particles).\n" + _PARAMS_DOC +
+               "    y_scaler_ : the recorded target standardisation (None without it).\n")
+
+    def _fit_targets(self, X, y):
+        X, y = check_X_y(X, y, y_numeric=True, min_samples=2)
+        Y = y[:, None] if y.ndim == 1 else y
+        self.y_1d_ = y.ndim == 1
+        self.y_scaler_ = Standardizer.fit(Y) if self.standardize else None
+        if self.y_scaler_ is not None:
+            Y = self.y_scaler_.transform(Y)
+        return X, np.ascontiguousarray(Y)
+
+    def predict(self, X):
+        """f(x) = c' - (1/(2m)) sum_j sum_i alpha_i |w_j^T x - w_j^T x_i|  (spec 1.7)."""
+        D = self._raw_decision(X)
+        if self.y_scaler_ is not None:
+            D = self.y_scaler_.inverse_transform(D)
+        return D[:, 0] if self.y_1d_ else D
+
+
+class BKerNNClassifier(ClassifierMixin, _BKerNN):
+    __doc__ = ("Brownian-kernel neural network classifier: square loss on +/-1 targets, "
+               "multiclass one-vs-rest with particles shared by the classes (the objective is "
+               "the mean of the per-class ones).\n" + _PARAMS_DOC.replace(
+                   "    standardize : bool\n        Standardise the inputs (and regression targets)",
+                   "    standardize : bool\n        Standardise the inputs") +
+               "    classes_ : ndarray, the class labels.\n")
+
+    def _fit_targets(self, X, y):
+        X, y = check_X_y(X, y, min_samples=2)
+        self.classes_, Y = encode_classes(y)
+        return X, Y
+
+    def decision_function(self, X):
+        """f(x) per class: shape (n,) for two classes (positive: classes_[1]), else (n, k)."""
+        D = self._raw_decision(X)
+        return D[:, 0] if D.shape[1] == 1 else D
+
+    def predict(self, X):
+        D = self._raw_decision(X)
+        if D.shape[1] == 1:
+            return self.classes_[(D[:, 0] > 0).astype(int)]
+        return self.classes_[np.argmax(D, axis=1)]

@@ -1,0 +1,507 @@
+"""BKerNN numerics: Brownian kernel, closed-form ridge step, fast particle gradient, proximal operators.
+
+Follain & Bach, "Enhanced Feature Learning via Regularisation: Integrating Neural Networks and
+Kernel Methods" (seed 001; spec methods/bkernn.md). The objective (eq. 10, square loss) is
+
+    min_{W, c, alpha} (1/(2n)) ||Y - K alpha - c 1||^2 + (lam/2) alpha^T K alpha + lam Omega(W),
+    K = (1/m) sum_j K^{(w_j)},  K^{(w)}_{ii'} = (|w^T x_i| + |w^T x_i'| - |w^T (x_i - x_i')|) / 2,
+
+solved by Algorithm 1: exact minimisation over (alpha, c) (Lemma 7), then one proximal gradient
+step on the particles W (Lemmas 8 and 9) with Beck's backtracking line search (Section 3.1.3).
+
+Everything here is a pure function on arrays (no estimator state); ``rwtool.bkernn`` wraps it in
+scikit-learn-style estimators. This module must not validate user input (the estimators do) and
+must not import scikit-learn.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+import warnings
+from contextlib import contextmanager
+
+import numba
+import numpy as np
+from numba import njit, prange
+from scipy.linalg import LinAlgError, cho_factor, cho_solve
+
+from .progress import FitCancelled, make_progress
+from .solvers.ridge import NumericalWarning
+
+__all__ = ["PENALTIES", "centred_kernel", "ridge_step", "particle_gradient", "penalty_value",
+           "prox", "concave_shrink", "ridge_tables", "ridge_decision", "fit_particles",
+           "feature_learning_score"]
+
+#: the five weight penalties of Section 2.5 (spec section 1.6)
+PENALTIES = ("basic", "variable", "feature", "concave_variable", "concave_feature")
+
+
+#: element operations below which the parallel kernels run on the calling thread only: waking a
+#: thread team costs more than the work, and on a loaded machine the spinning team also slows the
+#: BLAS calls that follow (measured here: about 50x slower on a 150-point fit)
+PARALLEL_MIN_WORK = 4_000_000
+
+
+@contextmanager
+def _threads_for(work: float):
+    if work >= PARALLEL_MIN_WORK:
+        yield
+        return
+    previous = numba.get_num_threads()
+    numba.set_num_threads(1)
+    try:
+        yield
+    finally:
+        numba.set_num_threads(previous)
+
+
+# ----------------------------------------------------------------------------- kernel (Lemma 7)
+
+@njit(cache=True, parallel=True)
+def _centred_distance_kernel(PT, shift, out):
+    """out <- Pi (-D/2) Pi + shift I with D_{ii'} = (1/m) sum_j |p_ji - p_ji'| (PT is m x n).
+
+    The Brownian kernel k(a, b) = (|a| + |b| - |a - b|)/2 differs from -|a - b|/2 by terms of the
+    form u_i + u_i', which the double centring removes: both give the same K~ (spec 2.1, 6.1).
+    """
+    m, n = PT.shape
+    scale = -0.5 / m
+    for i in prange(n):
+        acc = np.zeros(n - i)
+        j = 0
+        # four particles per sweep: the accumulator row is loaded and stored a quarter as often
+        # (5x faster than one particle per sweep at n = 1000, m = 50)
+        while j + 4 <= m:
+            a0, a1, a2, a3 = PT[j, i], PT[j + 1, i], PT[j + 2, i], PT[j + 3, i]
+            p0, p1, p2, p3 = PT[j, i:], PT[j + 1, i:], PT[j + 2, i:], PT[j + 3, i:]
+            for k in range(n - i):
+                acc[k] += ((abs(a0 - p0[k]) + abs(a1 - p1[k]))
+                           + (abs(a2 - p2[k]) + abs(a3 - p3[k])))
+            j += 4
+        while j < m:
+            a, p = PT[j, i], PT[j, i:]
+            for k in range(n - i):
+                acc[k] += abs(a - p[k])
+            j += 1
+        for k in range(i, n):
+            v = scale * acc[k - i]
+            out[i, k] = v
+            out[k, i] = v
+    # The O(n^2) centring runs on one thread: a second and third parallel region would cost
+    # more in barriers than they save.
+    rowmean = np.empty(n)
+    for i in range(n):
+        s = 0.0
+        for k in range(n):
+            s += out[i, k]
+        rowmean[i] = s / n
+    mu = 0.0
+    for i in range(n):
+        mu += rowmean[i]
+    mu /= n
+    for i in range(n):
+        ri = rowmean[i]
+        for k in range(n):
+            out[i, k] += mu - ri - rowmean[k]
+        out[i, i] += shift
+
+
+def centred_kernel(PT: np.ndarray, shift: float = 0.0, out: np.ndarray | None = None):
+    """K~ + shift I, K~ = Pi K Pi for projections ``PT = W^T X^T`` (m x n, C-contiguous)."""
+    n = PT.shape[1]
+    if out is None:
+        out = np.empty((n, n))
+    with _threads_for(0.5 * n * n * PT.shape[0]):
+        _centred_distance_kernel(PT, float(shift), out)
+    return out
+
+
+def ridge_step(PT: np.ndarray, Yc: np.ndarray, lam: float, buf: np.ndarray | None = None,
+               timings: dict | None = None):
+    """Lemma 7: alpha = (K~ + n lam I)^{-1} Y~ and G(W) = (lam/2) mean_k Y~_k^T alpha_k.
+
+    ``Yc`` is the centred target matrix (n x q). Several columns (one-vs-rest classes,
+    multi-output regression) share the particles; G is the mean of the per-column values so that
+    ``lam`` keeps the balance of the single-output problem. Returns ``(alpha, G)``.
+    """
+    n = PT.shape[1]
+    t0 = time.perf_counter()
+    Kt = centred_kernel(PT, n * lam, buf)
+    t1 = time.perf_counter()
+    # Kt is symmetric, so its transpose is the same matrix in Fortran order: LAPACK factorises
+    # it in place without a copy.
+    try:
+        alpha = cho_solve(cho_factor(Kt.T, lower=False, overwrite_a=True, check_finite=False),
+                          Yc, check_finite=False)
+    except LinAlgError:
+        alpha = _jittered_solve(PT, Yc, lam)
+    if timings is not None:
+        timings["kernel"] = timings.get("kernel", 0.0) + t1 - t0
+        timings["solve"] = timings.get("solve", 0.0) + time.perf_counter() - t1
+    G = 0.5 * lam * float(np.sum(Yc * alpha)) / Yc.shape[1]
+    return alpha, G
+
+
+def _jittered_solve(PT, Yc, lam):
+    """Fallback when K~ + n lam I is not numerically SPD (lam tiny against the kernel scale)."""
+    n = PT.shape[1]
+    Kt = centred_kernel(PT, n * lam)
+    scale = max(float(np.mean(np.abs(np.diag(Kt)))), np.finfo(float).tiny)
+    for power in range(-12, -3):
+        jitter = scale * 10.0 ** power
+        M = Kt.copy()
+        M[np.diag_indices(n)] += jitter
+        try:
+            alpha = cho_solve(cho_factor(M, check_finite=False), Yc, check_finite=False)
+        except LinAlgError:
+            continue
+        warnings.warn(f"K~ + n*reg*I was not numerically positive definite; added jitter "
+                      f"{jitter:.2e} to solve it. Raise reg", NumericalWarning, stacklevel=4)
+        return alpha
+    raise FloatingPointError("K~ + n*reg*I is singular even with jitter; raise reg or check "
+                             "the inputs for huge values")
+
+
+# ----------------------------------------------------------------------------- gradient (Lemma 8)
+
+@njit(cache=True, parallel=True)
+def _signed_sums(PT, Z, RT):
+    """RT[j, i] = sum_k Z[i, k] r_{jk}(i),  r_{jk}(i) = sum_{i'} Z[i', k] sign(p_ji - p_ji').
+
+    Sorting the projections of particle j gives r by prefix sums: the sum of z below p_i minus
+    the sum above it; tied projections contribute sign(0) = 0 to each other. O(n log n + n q)
+    per particle instead of the O(n^2) double sum.
+    """
+    m, n = PT.shape
+    q = Z.shape[1]
+    for j in prange(m):
+        p = PT[j]
+        order = np.argsort(p, kind="mergesort")
+        total = np.zeros(q)
+        for i in range(n):
+            for k in range(q):
+                total[k] += Z[i, k]
+        below = np.zeros(q)
+        gsum = np.zeros(q)
+        for i in range(n):
+            RT[j, i] = 0.0
+        start = 0
+        while start < n:
+            stop = start + 1
+            v = p[order[start]]
+            while stop < n and p[order[stop]] == v:
+                stop += 1
+            for k in range(q):
+                gsum[k] = 0.0
+            for t in range(start, stop):
+                for k in range(q):
+                    gsum[k] += Z[order[t], k]
+            for t in range(start, stop):
+                i = order[t]
+                acc = 0.0
+                for k in range(q):
+                    acc += Z[i, k] * (below[k] - (total[k] - below[k] - gsum[k]))
+                RT[j, i] = acc
+            for k in range(q):
+                below[k] += gsum[k]
+            start = stop
+
+
+def particle_gradient(X: np.ndarray, PT: np.ndarray, alpha: np.ndarray, lam: float) -> np.ndarray:
+    """dG/dW (d x m), Lemma 8, averaged over the q target columns:
+
+        dG/dw_j = (lam/(4m)) sum_{i,i'} z_i z_i' sign(w_j^T (x_i - x_i')) (x_i - x_i')
+                = (lam/(2m)) X^T (z .* r_j),   z = alpha.
+
+    Cost O(m (n log n + n d)) (spec section 2.2).
+    """
+    m, n = PT.shape
+    RT = np.empty((m, n))
+    with _threads_for(m * n * (math.log2(n + 1) + alpha.shape[1])):
+        _signed_sums(PT, np.ascontiguousarray(alpha), RT)
+    return (RT @ X).T * (lam / (2.0 * m * alpha.shape[1]))
+
+
+# ----------------------------------------------------------------------------- penalties (2.5)
+
+def penalty_value(W: np.ndarray, penalty: str, s: float = 1.0) -> float:
+    """Omega_weights(W) for the five penalties of Section 2.5 (spec 1.6)."""
+    m = W.shape[1]
+    if penalty == "basic":
+        return float(np.linalg.norm(W, axis=0).sum()) / (2.0 * m)
+    if penalty in ("variable", "concave_variable"):
+        v = np.linalg.norm(W, axis=1)
+    else:
+        v = np.linalg.svd(W, compute_uv=False)
+    if penalty in ("variable", "feature"):
+        return float(v.sum()) / (2.0 * math.sqrt(m))
+    return float(np.sum(np.log1p((s / math.sqrt(m)) * v))) / (2.0 * s)
+
+
+def concave_shrink(r: np.ndarray, tau: float, s: float, m: int) -> np.ndarray:
+    """argmin_{t >= 0} (t - r)^2/2 + (tau/(2s)) log(1 + (s/sqrt m) t), element-wise (Lemma 9, 4-5).
+
+    Stationary points solve b t^2 + (1 - b r) t + (kappa - r) = 0 with b = s/sqrt(m) and
+    kappa = tau/(2 sqrt m). The minimiser is 0 or a real root in (0, r]; roots come from the
+    cancellation-free formula, so s -> 0 tends to the convex soft threshold t = r - kappa, and
+    r = 0 gives 0 (the authors' code divides by r there and returns NaN).
+    """
+    r = np.asarray(r, dtype=np.float64)
+    b = s / math.sqrt(m)
+    kappa = tau / (2.0 * math.sqrt(m))
+    B = 1.0 - b * r
+    C = kappa - r
+    disc = B * B - 4.0 * b * C
+    real = disc >= 0.0
+    sq = np.sqrt(np.where(real, disc, 0.0))
+    qd = -0.5 * (B + np.where(B >= 0.0, sq, -sq))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t1 = qd / b
+        t2 = np.where(qd != 0.0, C / qd, np.nan)
+
+    def h(t):
+        return 0.5 * (t - r) ** 2 + (tau / (2.0 * s)) * np.log1p(b * t)
+
+    best_t = np.zeros_like(r)
+    best_h = h(best_t)
+    for t in (t1, t2):
+        ok = real & np.isfinite(t) & (t > 0.0) & (t <= r)
+        t = np.where(ok, t, 0.0)
+        ht = h(t)
+        better = ok & (ht < best_h)
+        best_t = np.where(better, t, best_t)
+        best_h = np.where(better, ht, best_h)
+    return best_t
+
+
+def _scale_by_norm(v, new_v):
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(v > 0.0, new_v / np.where(v > 0.0, v, 1.0), 0.0)
+
+
+def prox(W: np.ndarray, tau: float, penalty: str, s: float = 1.0) -> np.ndarray:
+    """prox_{tau Omega}(W) = argmin_U ||W - U||_F^2 / 2 + tau Omega(U), tau = lam * gamma (Lemma 9).
+
+    basic: columns shrunk by tau/(2m); variable: rows by tau/(2 sqrt m); feature: singular values
+    by tau/(2 sqrt m) (the paper's scale; the authors' code uses 2m, spec 8.3); concave variants
+    apply :func:`concave_shrink` to the row norms / singular values.
+    """
+    m = W.shape[1]
+    if tau == 0.0:
+        return W.copy()
+    if penalty == "basic":
+        v = np.linalg.norm(W, axis=0)
+        return W * _scale_by_norm(v, np.maximum(v - tau / (2.0 * m), 0.0))[None, :]
+    if penalty in ("variable", "concave_variable"):
+        v = np.linalg.norm(W, axis=1)
+        if penalty == "variable":
+            new_v = np.maximum(v - tau / (2.0 * math.sqrt(m)), 0.0)
+        else:
+            new_v = concave_shrink(v, tau, s, m)
+        return W * _scale_by_norm(v, new_v)[:, None]
+    U, S, Vt = np.linalg.svd(W, full_matrices=False)
+    if penalty == "feature":
+        new_S = np.maximum(S - tau / (2.0 * math.sqrt(m)), 0.0)
+    else:
+        new_S = concave_shrink(S, tau, s, m)
+    return (U * new_S[None, :]) @ Vt
+
+
+# ----------------------------------------------------------------------------- prediction (1.7)
+
+@njit(cache=True, parallel=True)
+def _tables(PT, alpha, knots, A, B):
+    m, n = PT.shape
+    q = alpha.shape[1]
+    for j in prange(m):
+        order = np.argsort(PT[j], kind="mergesort")
+        for k in range(q):
+            A[j, 0, k] = 0.0
+            B[j, 0, k] = 0.0
+        for t in range(n):
+            i = order[t]
+            p = PT[j, i]
+            knots[j, t] = p
+            for k in range(q):
+                A[j, t + 1, k] = A[j, t, k] + alpha[i, k]
+                B[j, t + 1, k] = B[j, t, k] + alpha[i, k] * p
+
+
+def ridge_tables(PT: np.ndarray, alpha: np.ndarray):
+    """Sorted knots and prefix sums of alpha and alpha * p per particle (for O(log n) prediction)."""
+    m, n = PT.shape
+    q = alpha.shape[1]
+    knots = np.empty((m, n))
+    A = np.empty((m, n + 1, q))
+    B = np.empty((m, n + 1, q))
+    with _threads_for(m * n * (math.log2(n + 1) + q)):
+        _tables(np.ascontiguousarray(PT), np.ascontiguousarray(alpha), knots, A, B)
+    return knots, A, B
+
+
+@njit(cache=True, parallel=True)
+def _decision(T, knots, A, B, out):
+    nt, m = T.shape
+    n = knots.shape[1]
+    q = A.shape[2]
+    scale = -0.5 / m
+    for i in prange(nt):
+        for k in range(q):
+            out[i, k] = 0.0
+        for j in range(m):
+            t = T[i, j]
+            c = np.searchsorted(knots[j], t)
+            for k in range(q):
+                # sum_i alpha_i |t - p_i| = t (A_lt - A_ge) - (B_lt - B_ge)
+                out[i, k] += scale * (t * (2.0 * A[j, c, k] - A[j, n, k])
+                                      - (2.0 * B[j, c, k] - B[j, n, k]))
+
+
+def ridge_decision(T: np.ndarray, knots, A, B) -> np.ndarray:
+    """-(1/(2m)) sum_j sum_i alpha_i |t_j - p_ij| for projections T (n_test x m), per column.
+
+    This is f(x) - c' in spec 1.7: a sum of m piecewise-linear ridge functions with knots at the
+    projected training points, constant outside their range because sum_i alpha_i = 0.
+    """
+    out = np.empty((T.shape[0], A.shape[2]))
+    with _threads_for(T.size * (math.log2(knots.shape[1] + 1) + A.shape[2])):
+        _decision(np.ascontiguousarray(T), knots, A, B, out)
+    return out
+
+
+# ----------------------------------------------------------------------------- Algorithm 1
+
+class _Iterate:
+    """One evaluated point of Algorithm 1: particles, projections, dual coefficients, G."""
+
+    __slots__ = ("W", "PT", "alpha", "G")
+
+    def __init__(self, W, PT, alpha, G):
+        self.W, self.PT, self.alpha, self.G = W, PT, alpha, G
+
+
+def _evaluate(W, XT, Yc, lam, buf, timings):
+    t0 = time.perf_counter()
+    PT = W.T @ XT
+    if timings is not None:
+        timings["projections"] = timings.get("projections", 0.0) + time.perf_counter() - t0
+    alpha, G = ridge_step(PT, Yc, lam, buf, timings)
+    return _Iterate(W, PT, alpha, G)
+
+
+def fit_particles(X, Yc, W0, lam, penalty, s=1.0, step_size=500.0, max_iter=20,
+                  backtracking=True, max_backtrack=8, beta_up=1.5, beta_down=0.5,
+                  callback=None, timings=None, gradient=None):
+    """Algorithm 1 of seed 001 (square loss), from particles ``W0`` (d x m).
+
+    Each iteration: gradient of G at the current W (Lemma 8); gamma <- beta_up gamma; trial
+    W+ = prox_{lam gamma Omega}(W - gamma dG/dW), accepted when Beck's condition
+
+        G(W+) <= G(W) + <dG/dW, W+ - W> + ||W+ - W||^2 / (2 gamma)
+
+    holds (equivalent to the paper's form with the gradient mapping G_gamma), else gamma <-
+    beta_down gamma. Every trial's (alpha, G) is the closed form at W+, so the accepted trial
+    already carries the coefficients of the new particles (no stale alpha, spec 8.3). If
+    ``max_backtrack`` halvings all fail, the step is rejected (W kept): with an exact prox the
+    objective G + lam Omega then never increases. Without backtracking the step is constant and
+    always taken.
+
+    ``gradient(X, PT, alpha, lam) -> (d, m)`` replaces :func:`particle_gradient` (the benchmark
+    swaps in the direct double sum); ``timings`` (a dict) accumulates seconds per part.
+
+    Returns a dict: W, PT, alpha, G, n_iter, step_size, history (per-iteration arrays, entry 0 is
+    the initial point). A cancelling ``callback`` raises FitCancelled with ``partial`` set to the
+    same dict for the last completed iterate.
+    """
+    progress = make_progress(callback)
+    n = X.shape[0]
+    XT = np.ascontiguousarray(X.T)
+    buf = np.empty((n, n))
+    grad_fn = particle_gradient if gradient is None else gradient
+    cur = _evaluate(np.array(W0, dtype=np.float64, order="C"), XT, Yc, lam, buf, timings)
+    gamma = float(step_size)
+    q = Yc.shape[1]
+    hist = {k: [] for k in ("objective", "G", "penalty", "train_loss", "step_size",
+                            "n_backtracks", "accepted")}
+
+    def record(nb, accepted):
+        pen = lam * penalty_value(cur.W, penalty, s)
+        # Residual Y - f = -n lam alpha at the closed-form (alpha, c) (Lemma 7).
+        loss = 0.5 * (n * lam) ** 2 * float(np.sum(cur.alpha ** 2)) / (n * q)
+        for key, val in (("objective", cur.G + pen), ("G", cur.G), ("penalty", pen),
+                         ("train_loss", loss), ("step_size", gamma), ("n_backtracks", nb),
+                         ("accepted", accepted)):
+            hist[key].append(val)
+
+    def result(it):
+        h = {k: np.asarray(v, dtype=bool if k == "accepted" else
+                           (np.int64 if k == "n_backtracks" else np.float64))
+             for k, v in hist.items()}
+        return {"W": cur.W, "PT": cur.PT, "alpha": cur.alpha, "G": cur.G, "n_iter": it,
+                "step_size": gamma, "history": h}
+
+    def report(method, *args, it):
+        try:
+            method(*args, objective=hist["objective"][-1], train_loss=hist["train_loss"][-1],
+                   step_size=gamma)
+        except FitCancelled as exc:
+            exc.partial_model = True
+            exc.partial = result(it)
+            raise
+
+    record(0, True)
+    report(progress.start, "iterations", max_iter, it=0)
+    for it in range(1, max_iter + 1):
+        t0 = time.perf_counter()
+        grad = grad_fn(X, cur.PT, cur.alpha, lam)
+        if timings is not None:
+            timings["gradient"] = timings.get("gradient", 0.0) + time.perf_counter() - t0
+        if backtracking:
+            gamma *= beta_up
+        accepted, nb = False, 0
+        while True:
+            t0 = time.perf_counter()
+            Wn = prox(cur.W - gamma * grad, lam * gamma, penalty, s)
+            if timings is not None:
+                timings["prox"] = timings.get("prox", 0.0) + time.perf_counter() - t0
+            trial = _evaluate(Wn, XT, Yc, lam, buf, timings)
+            if not backtracking:
+                accepted = True
+                break
+            step = Wn - cur.W
+            bound = cur.G + float(np.sum(grad * step)) + float(np.sum(step * step)) / (2 * gamma)
+            if trial.G <= bound:
+                accepted = True
+                break
+            if nb == max_backtrack:
+                break
+            gamma *= beta_down
+            nb += 1
+        if accepted:
+            cur = trial
+        record(nb, accepted)
+        report(progress.update, it, it=it)
+    report(progress.end, it=max_iter)
+    return result(max_iter)
+
+
+# ----------------------------------------------------------------------------- eq. (16)
+
+def feature_learning_score(P: np.ndarray, P_hat: np.ndarray) -> float:
+    """Feature-learning score of eq. (16): 1 - ||pi_P - pi_Phat||_F^2 / (2k) (or 2d - 2k if k > d/2).
+
+    ``P`` and ``P_hat`` are d x k bases (any full-rank bases; pi_A = A (A^T A)^{-1} A^T).
+    """
+    P = np.asarray(P, dtype=float)
+    P_hat = np.asarray(P_hat, dtype=float)
+    d, k = P.shape
+    if k == d:
+        return 1.0
+
+    def proj(A):
+        Q, _ = np.linalg.qr(A)
+        return Q @ Q.T
+
+    err = float(np.sum((proj(P) - proj(P_hat)) ** 2))
+    return 1.0 - err / (2 * k if k <= d / 2 else 2 * d - 2 * k)
