@@ -58,7 +58,7 @@ def _threads_for(work: float):
 
 # ----------------------------------------------------------------------------- kernel (Lemma 7)
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, parallel=True, nogil=True)
 def _centred_distance_kernel(PT, shift, out):
     """out <- Pi (-D/2) Pi + shift I with D_{ii'} = (1/m) sum_j |p_ji - p_ji'| (PT is m x n).
 
@@ -165,7 +165,7 @@ def _jittered_solve(PT, Yc, lam):
 
 # ----------------------------------------------------------------------------- gradient (Lemma 8)
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, parallel=True, nogil=True)
 def _signed_sums(PT, Z, RT):
     """RT[j, i] = sum_k Z[i, k] r_{jk}(i),  r_{jk}(i) = sum_{i'} Z[i', k] sign(p_ji - p_ji').
 
@@ -310,7 +310,7 @@ def prox(W: np.ndarray, tau: float, penalty: str, s: float = 1.0) -> np.ndarray:
 
 # ----------------------------------------------------------------------------- prediction (1.7)
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, parallel=True, nogil=True)
 def _tables(PT, alpha, knots, A, B):
     m, n = PT.shape
     q = alpha.shape[1]
@@ -340,7 +340,7 @@ def ridge_tables(PT: np.ndarray, alpha: np.ndarray):
     return knots, A, B
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, parallel=True, nogil=True)
 def _decision(T, knots, A, B, out):
     nt, m = T.shape
     n = knots.shape[1]

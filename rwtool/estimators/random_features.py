@@ -14,6 +14,8 @@ maps and solvers live in rwtool.features and rwtool.solvers.
 
 from __future__ import annotations
 
+import copy
+import math
 import numbers
 import time
 
@@ -24,8 +26,16 @@ from .._base import (BaseEstimator, ClassifierMixin, RegressorMixin, Standardize
                      encode_classes)
 from ..features import INSTANTIATIONS, KITCHEN_BASES, RandomFourierFeatures, make_instantiation
 from ..features.fourier import FOURIER_KERNELS
+from ..bounds import estimate_tau, gap_theorem62, gap_theorem65, l2p_norm, rademacher_bound
+from ..losses import LOSSES, get_loss
 from ..progress import FitCancelled, make_progress
+from ..solvers.lasso import lasso_fit
+from ..solvers.osd import osd_fit
+from ..solvers.prune import (ACCEPT_CRITERIA, make_accept, prune_weights, subset_map,
+                             subset_scale)
 from ..solvers.ridge import ridge_fit
+from ..solvers.sfgd import sfgd_fit
+from ..solvers.sgd_rks import sgd_fit
 
 __all__ = ["RWClassifier", "RWRegressor", "RKSClassifier", "RKSRegressor", "SOLVERS",
            "RKS_BASES"]
@@ -44,11 +54,65 @@ def _fit_lstsq(est, fmap, X, Y, progress):
     return coef, {"jitter": info["jitter"], "method": info["method"]}
 
 
+def _fit_lasso(est, fmap, X, Y, progress):
+    """Lasso fit (003 Algorithm 5 for RW, Algorithm 2 for RKS); zero rows are dropped later."""
+    max_iter = 1000 if est.max_iter is None else int(est.max_iter)
+    return lasso_fit(fmap, X, Y, lam=float(est.reg), path_length=int(est.path_length),
+                     tol=float(est.tol), max_iter=max_iter, block_size=est.block_size,
+                     progress=progress)
+
+
+def _batch_rng(est):
+    """The Generator of the batch draws: the draw after the one that seeded the feature map."""
+    rng = check_random_state(est.random_state)
+    if not isinstance(est.random_state, np.random.Generator):
+        rng.integers(0, 2**63 - 1)
+    return np.random.default_rng(int(rng.integers(0, 2**63 - 1)))
+
+
+def _fit_sfgd(est, fmap, X, Y, progress):
+    """SFGD (003 Algorithm 3), one iteration per centre, averaged output."""
+    return sfgd_fit(fmap, X, Y, reg=float(est.reg), loss=est.loss, batch_size=est.batch_size,
+                    radius=est.radius, average=bool(est.average), random_state=_batch_rng(est),
+                    progress=progress)
+
+
+def _fit_osd(est, fmap, X, Y, progress):
+    """Optimal Stepsize Descent (000 Algorithm 2), one iteration per centre."""
+    return osd_fit(fmap, X, Y, reg=float(est.reg), loss=est.loss, batch_size=est.batch_size,
+                   random_state=_batch_rng(est), progress=progress)
+
+
+def _fit_sgd(est, fmap, X, Y, progress):
+    """Averaged mini-batch SGD on the kitchen-sink features (solvers/sgd_rks.py)."""
+    max_iter = 5 if est.max_iter is None else int(est.max_iter)
+    return sgd_fit(fmap, X, Y, reg=float(est.reg), loss=est.loss, batch_size=est.batch_size,
+                   max_iter=max_iter, tol=float(est.tol), average=bool(est.average),
+                   random_state=_batch_rng(est), progress=progress)
+
+
 #: solver name -> (families it serves, function(est, feature_map, X, Y, progress) -> (coef, info))
 SOLVERS = {
     "lstsq": (("rw",), _fit_lstsq),
     "ridge": (("rks",), _fit_lstsq),
+    "lasso": (("rw", "rks"), _fit_lasso),
+    "sfgd": (("rw",), _fit_sfgd),
+    "osd": (("rw",), _fit_osd),
+    "sgd": (("rks",), _fit_sgd),
 }
+#: solvers that minimise the squared loss only
+_SQUARED_ONLY = ("lstsq", "ridge", "lasso")
+
+
+def _keep_nonzero(fmap, coef):
+    """The map and coefficients restricted to the centres some output uses (at least one)."""
+    keep = np.flatnonzero(np.any(coef != 0, axis=1))
+    if len(keep) == len(coef):
+        return fmap, coef
+    if len(keep) == 0:
+        keep = np.array([0])  # an all-zero model still needs a map to predict 0 with
+    scale = subset_scale(fmap, len(keep))
+    return subset_map(fmap, keep), np.ascontiguousarray(coef[keep] * scale)
 
 
 class _RandomFeatureModel(BaseEstimator):
@@ -64,6 +128,22 @@ class _RandomFeatureModel(BaseEstimator):
         check_scalar(self.block_size, "block_size", numbers.Integral, low=1, allow_none=True)
         solver = check_choice(self.solver, "solver",
                               [k for k, (fam, _) in SOLVERS.items() if self._family in fam])
+        loss = check_choice(self.loss, "loss", tuple(LOSSES))
+        if loss != "squared" and solver in _SQUARED_ONLY:
+            raise ValueError(f"solver={solver!r} minimises the squared loss only; use "
+                             f"loss='squared' or an iterative solver for loss={loss!r}")
+        if loss == "logistic" and self._estimator_type != "classifier":
+            raise ValueError("loss='logistic' needs +/-1 targets: use a classifier, or "
+                             "loss='squared' for regression")
+        check_scalar(self.max_iter, "max_iter", numbers.Integral, low=1, allow_none=True)
+        check_scalar(self.tol, "tol", low=0.0, low_inclusive=False)
+        check_scalar(self.batch_size, "batch_size", numbers.Integral, low=1)
+        check_scalar(self.path_length, "path_length", numbers.Integral, low=1)
+        if solver in ("lasso", "sfgd") and not self.reg > 0:
+            raise ValueError(f"solver={solver!r} needs reg > 0, got reg={self.reg!r}")
+        if solver == "osd" and not self.reg < 1:
+            raise ValueError(f"solver='osd' shrinks alpha by (1 - reg) each step: reg must be "
+                             f"< 1, got {self.reg!r}")
         return solver
 
     def _uses_bias(self) -> bool:
@@ -109,9 +189,15 @@ class _RandomFeatureModel(BaseEstimator):
         return self
 
     def _set_fitted(self, fmap, coef, info, t0):
+        if self.solver.lower() == "lasso":
+            # 003 Algorithm 5: the model keeps only the features with a non-zero coefficient
+            fmap, coef = _keep_nonzero(fmap, np.asarray(coef))
         self.feature_map_ = fmap
         self.coef_ = np.ascontiguousarray(coef)
         self.solver_info_ = info
+        # iterations the solver ran: sweeps (lasso), centres (sfgd/osd), epochs (sgd), 1 (direct)
+        n_iter = info.get("n_iter", max(info.get("sweeps", [1]) or [1]))
+        self.n_iter_ = max(1, int(n_iter))
         self.fit_time_ = time.perf_counter() - t0
 
     def feature_matrix(self, X) -> np.ndarray:
@@ -136,11 +222,99 @@ class _RandomFeatureModel(BaseEstimator):
             np.matmul(Phi, self.coef_, out=out[start:stop])
         return out
 
+    def _targets_for(self, y, m):
+        """Targets of ``y`` in the coding the model was fitted on (+/-1, or standardised)."""
+        if self._estimator_type == "classifier":
+            y = np.asarray(y)
+            if y.shape[0] != m:
+                raise ValueError(f"X has {m} rows but y has {y.shape[0]}")
+            idx = np.searchsorted(self.classes_, y)
+            idx = np.clip(idx, 0, len(self.classes_) - 1)
+            if not np.all(self.classes_[idx] == y):
+                raise ValueError("y has labels the model was not fitted on; pass labels from "
+                                 "classes_")
+            if len(self.classes_) == 2:
+                return np.where(idx == 1, 1.0, -1.0)[:, None]
+            Y = -np.ones((m, len(self.classes_)))
+            Y[np.arange(m), idx] = 1.0
+            return Y
+        y = check_array(y, "y", ensure_2d=False)
+        Y = y[:, None] if y.ndim == 1 else y
+        if Y.shape[0] != m:
+            raise ValueError(f"X has {m} rows but y has {Y.shape[0]}")
+        return self.y_scaler_.transform(Y) if self.y_scaler_ is not None else Y
+
+    def prune(self, eps=0.01, accept="error", X=None, y=None, lam=None, delta=0.05,
+              loss="squared", max_steps=40, tol=1e-4, max_iter=1000, callback=None):
+        """A new estimator with fewer centres: 000 Algorithm 5 (pruning with the Lasso).
+
+        Solves min_b (1/(2T)) ||U a - U b||^2 + lamL ||b||_1 (G = U^T U; for kitchen sinks
+        G = I) for lamL, 10 lamL, ... while ``accept`` holds, and keeps the last accepted b.
+
+        Parameters
+        ----------
+        eps : float > 0
+            The largest acceptable degradation.
+        accept : {"bound", "probabilistic", "loss", "error"}
+            000 eq. 63-66: rho theta ||alpha - beta||_H < eps; Theorem 8; train-loss increase
+            < eps; train 0-1 error increase < eps (classifiers).
+        X, y : the sample the criteria are measured on (needed except for "bound").
+        lam : starting lamL; None uses 000 eq. 62.
+        delta : confidence of the "probabilistic" criterion.
+        loss : "squared" or "logistic", the loss L_S of the criteria.
+        max_steps, tol, max_iter : caps of the outer loop and of each Lasso solve.
+
+        Returns
+        -------
+        A fitted copy with ``feature_map_`` and ``coef_`` restricted to the kept centres and
+        ``prune_report_`` (dict: accept, eps, lam, n_before, n_after, kept_fraction,
+        pruned_percent, norm_alpha, norm_beta, norm_diff, loss_before/after,
+        error_before/after, steps).
+        """
+        check_is_fitted(self)
+        check_scalar(eps, "eps", low=0.0, low_inclusive=False)
+        kind = check_choice(accept, "accept", ACCEPT_CRITERIA)
+        Phi = Y = None
+        if X is not None:
+            X = check_array(X, n_features=self.n_features_in_)
+            if y is None:
+                raise ValueError("pass y together with X")
+            Phi = self.feature_map_.transform(self._prepare_X(X))
+            Y = self._targets_for(y, len(X))
+        G, theta = self._prune_geometry(Phi)
+        coef = np.asarray(self.coef_, dtype=float)
+        acc = make_accept(kind, float(eps), coef, G, theta, Phi, Y, loss, delta,
+                          classify=self._estimator_type == "classifier")
+        norm_a = acc.before["norm_alpha"]
+        rho = get_loss(loss).lipschitz(theta * max(norm_a))
+        beta, rep = prune_weights(coef, G, acc, lam=lam, eps=float(eps), rho=rho, theta=theta,
+                                  max_steps=int(max_steps), tol=float(tol),
+                                  max_iter=int(max_iter), progress=callback)
+        _, after = acc(beta)
+        new = copy.deepcopy(self)
+        fmap, coef_b = _keep_nonzero(self.feature_map_, beta)
+        new.feature_map_, new.coef_ = fmap, coef_b
+        T = coef.shape[0]
+        n_after = int(np.count_nonzero(np.any(beta != 0, axis=1)))
+        new.prune_report_ = {
+            "accept": kind, "eps": float(eps), "lam": rep["lam"], "n_before": int(T),
+            "n_after": n_after, "kept_fraction": n_after / T,
+            "pruned_percent": 100.0 * (1.0 - n_after / T),
+            "norm_alpha": _one(norm_a), "norm_beta": _one(after["norm_beta"]),
+            "norm_diff": after["norm_diff"], "loss_before": acc.before["loss"],
+            "loss_after": after["loss"], "error_before": acc.before["error"],
+            "error_after": after["error"], "steps": rep["steps"]}
+        return new
+
     @property
     def n_features_out_(self) -> int:
         """Number of random features with a non-zero coefficient."""
         check_is_fitted(self)
         return int(np.count_nonzero(np.any(self.coef_ != 0, axis=1)))
+
+
+def _one(values):
+    return values[0] if len(values) == 1 else list(values)
 
 
 class _ClassifierTargets(ClassifierMixin):
@@ -188,7 +362,50 @@ class _RW(_RandomFeatureModel):
     def _validate(self):
         self._kind()
         check_scalar(self.eps, "eps", low=0.0)
+        check_scalar(self.radius, "radius", low=0.0, low_inclusive=False, allow_none=True)
         return super()._validate()
+
+    def _prune_geometry(self, Phi):
+        return self.feature_map_.gram(), float(self.feature_map_.theta_)
+
+    def bounds(self, X, y, delta=0.05, n_draws=1000, random_state=0) -> dict:
+        """Constants and generalisation bounds of the fitted model on the sample (X, y).
+
+        With (X, y) the training sample (m rows) and B = ||alpha||_H a posteriori (spec 4.6):
+        ``theta``, ``kappa`` (003 Table 2, from the map), ``tau`` (003 eq. 56, estimated on X
+        with ``n_draws`` fresh centres, 003 Sec. 7.3), ``rkhs_norm``, ``l2p_norm`` (estimated),
+        ``train_loss`` (mean (f - y)^2 / 2 on +/-1 or standardised targets), ``train_error``
+        (classifiers), ``rademacher_bound`` (000 Theorem 10, a bound on the test loss),
+        ``gap_theorem62`` and ``gap_theorem65`` (003 eq. 89 and 95, bounds on test minus train
+        loss), ``m`` and ``delta``. With several outputs each entry is a list (one per output).
+        """
+        check_is_fitted(self)
+        if not 0.0 < float(delta) < 1.0:
+            raise ValueError(f"delta must be in (0, 1), got {delta!r}")
+        X = check_array(X, n_features=self.n_features_in_)
+        Y = self._targets_for(y, len(X))
+        Xp = self._prepare_X(X)
+        F = self.feature_map_.transform(Xp) @ self.coef_
+        m = len(X)
+        fmap = self.feature_map_
+        theta, kappa = float(fmap.theta_), float(fmap.kappa_)
+        tau = estimate_tau(fmap, Xp, n_draws, random_state)
+        norms = np.atleast_1d(fmap.rkhs_norm(self.coef_))
+        l2 = np.atleast_1d(l2p_norm(fmap, self.coef_, n_draws, random_state))
+        sq = get_loss("squared")
+        losses = np.mean(sq.value(F, Y), axis=0)
+        out = {"theta": theta, "kappa": kappa, "tau": tau, "m": m, "delta": float(delta)}
+        per = {"rkhs_norm": norms.tolist(), "l2p_norm": l2.tolist(),
+               "train_loss": losses.tolist(),
+               "rademacher_bound": [rademacher_bound(L, B, theta, m, delta)
+                                    for L, B in zip(losses, norms)],
+               "gap_theorem62": [gap_theorem62(B, theta, m, delta) for B in norms],
+               "gap_theorem65": [gap_theorem65(B2, tau, m, delta) for B2 in l2]}
+        for key, val in per.items():
+            out[key] = val[0] if len(val) == 1 else val
+        if self._estimator_type == "classifier":
+            out["train_error"] = float(np.mean(self.predict(X) != np.asarray(y)))
+        return out
 
     def _make_map(self, seed):
         return make_instantiation(self._kind(), n_features=self.n_features, sigma=self.sigma,
@@ -209,10 +426,16 @@ _RW_DOC = """
         The instantiation (W, phi, K, p) of seed 003 Table 2.
     n_features : int, default 1000
         T, the number of random features (centres w_t ~ p).
-    solver : str, default "lstsq"
+    solver : {"lstsq", "lasso", "sfgd", "osd"}, default "lstsq"
         "lstsq": exact least squares (003 Algorithm 4), accumulated over row blocks.
+        "lasso": J1 = (1/m) sum (f - y)^2 / 2 + reg ||a||_1 by coordinate descent (003
+        Algorithm 5); only the features with a non-zero coefficient are kept.
+        "sfgd": stochastic functional gradient descent (003 Algorithm 3), one centre per
+        iteration, averaged output. "osd": Optimal Stepsize Descent (000 Algorithm 2).
+        See docs/SOLVERS.md.
     reg : float, default 1e-6
-        lam in J = (1/m) sum (f - y)^2 / 2 + (lam/2) ||alpha||_H^2.
+        lam in J = (1/m) sum loss(f, y) + (lam/2) ||alpha||_H^2 (lstsq, sfgd, osd) or lam1 in
+        J1 (lasso): the same lam means the same model whatever the solver (spec section 3).
     sigma : float, default 1.0
         s, standard deviation of the sampling distribution p.
     gamma : float or None, default None
@@ -224,6 +447,23 @@ _RW_DOC = """
         Target kappa for RWExpSign/RWExpRelu when gamma is None.
     eps : float, default 1e-10
         Ridge term m eps I added to the normal equations (003 eq. 82) for conditioning.
+    loss : {"squared", "logistic"}, default "squared"
+        (f - y)^2 / 2 or log(1 + exp(-y f)); logistic for classifiers with sfgd/osd only.
+    max_iter : int or None, default None
+        lasso: cap on coordinate-descent sweeps per lam (None: 1000). sfgd/osd run one
+        iteration per feature (n_features) and ignore it.
+    tol : float, default 1e-4
+        lasso: stop when the duality gap is <= tol ||y||^2 / m (scikit-learn's rule).
+    batch_size : int, default 50
+        b, rows per iteration of sfgd/osd (drawn with replacement; 000 used 50).
+    radius : float or None, default None
+        B, radius of the projection step of sfgd (None: no projection). Without it, a small
+        reg makes the first steps 1 / (reg t) huge; 000 used B = 1000.
+    average : bool, default True
+        sfgd outputs the average of its iterates (003 Algorithm 3) or the last one.
+    path_length : int, default 1
+        lasso: number of lam values on a geometric path from lam_max down to reg, solved with
+        warm starts (1: solve at reg directly).
     standardize : bool, default True
         Standardise X (and y for the regressor) with training statistics (003 Appendix C).
     bias : bool, default True
@@ -243,6 +483,7 @@ _RW_DOC = """
     n_features_in_ : int
     fit_time_ : float, seconds.
     solver_info_ : dict, what the solver reports (jitter, iterations, convergence).
+    n_iter_ : int, iterations run (Lasso sweeps, SFGD/OSD centres, 1 for lstsq).
 """
 
 
@@ -252,8 +493,10 @@ class RWClassifier(_ClassifierTargets, _RW):
                "    classes_ : ndarray, the class labels.\n")
 
     def __init__(self, instantiation="rwsign", n_features=1000, solver="lstsq", reg=1e-6,
-                 sigma=1.0, gamma=None, theta=0.5, kappa=2.0, eps=1e-10, standardize=True,
-                 bias=True, block_size=None, random_state=None):
+                 sigma=1.0, gamma=None, theta=0.5, kappa=2.0, eps=1e-10, loss="squared",
+                 max_iter=None, tol=1e-4, batch_size=50, radius=None, average=True,
+                 path_length=1, standardize=True, bias=True, block_size=None,
+                 random_state=None):
         self.instantiation = instantiation
         self.n_features = n_features
         self.solver = solver
@@ -263,6 +506,13 @@ class RWClassifier(_ClassifierTargets, _RW):
         self.theta = theta
         self.kappa = kappa
         self.eps = eps
+        self.loss = loss
+        self.max_iter = max_iter
+        self.tol = tol
+        self.batch_size = batch_size
+        self.radius = radius
+        self.average = average
+        self.path_length = path_length
         self.standardize = standardize
         self.bias = bias
         self.block_size = block_size
@@ -274,8 +524,10 @@ class RWRegressor(_RegressorTargets, _RW):
                "columns.\n" + _RW_DOC + "    y_scaler_ : the recorded target standardisation.\n")
 
     def __init__(self, instantiation="rwsign", n_features=1000, solver="lstsq", reg=1e-6,
-                 sigma=1.0, gamma=None, theta=0.5, kappa=2.0, eps=1e-10, standardize=True,
-                 bias=True, block_size=None, random_state=None):
+                 sigma=1.0, gamma=None, theta=0.5, kappa=2.0, eps=1e-10, loss="squared",
+                 max_iter=None, tol=1e-4, batch_size=50, radius=None, average=True,
+                 path_length=1, standardize=True, bias=True, block_size=None,
+                 random_state=None):
         self.instantiation = instantiation
         self.n_features = n_features
         self.solver = solver
@@ -285,6 +537,13 @@ class RWRegressor(_RegressorTargets, _RW):
         self.theta = theta
         self.kappa = kappa
         self.eps = eps
+        self.loss = loss
+        self.max_iter = max_iter
+        self.tol = tol
+        self.batch_size = batch_size
+        self.radius = radius
+        self.average = average
+        self.path_length = path_length
         self.standardize = standardize
         self.bias = bias
         self.block_size = block_size
@@ -304,6 +563,21 @@ class _RKS(_RandomFeatureModel):
             check_choice(self.kernel, "kernel", FOURIER_KERNELS)
         return super()._validate()
 
+    def _prune_geometry(self, Phi):
+        """G = I (RKS regularises ||a||_2) and theta = sup_x ||psi(x)||_2."""
+        kind = self._kind()
+        T = self.coef_.shape[0]
+        if kind in ("sign", "stumps"):
+            theta = 1.0                       # |psi_t| <= 1 / sqrt(T)
+        elif kind == "fourier":
+            theta = math.sqrt(2.0)            # |psi_t| <= sqrt(2 / T)
+        elif Phi is not None:
+            theta = float(np.sqrt(np.max(np.einsum("ij,ij->i", Phi, Phi))))
+        else:
+            raise ValueError("pruning ReLU kitchen sinks needs X (theta = max ||psi(x)|| is "
+                             "measured on it)")
+        return np.eye(T), theta
+
     def _make_map(self, seed):
         kind = self._kind()
         if kind == "fourier":
@@ -322,21 +596,37 @@ _RKS_DOC = """
         sqrt(2/T) cos(<w, x> + b) of ``kernel``.
     n_features : int, default 1000
         T, the number of random features.
-    solver : str, default "ridge"
+    solver : {"ridge", "lasso", "sgd"}, default "ridge"
         "ridge": (Psi^T Psi + m lam I) a = Psi^T y, accumulated over row blocks (003 Algorithm 1).
+        "lasso": (1/m) sum (f - y)^2 / 2 + reg ||a||_1 (003 Algorithm 2), zero features dropped.
+        "sgd": averaged mini-batch SGD on the fixed features (docs/SOLVERS.md).
     reg : float, default 1e-6
-        lam in J = (1/m) sum (f - y)^2 / 2 + (lam/2) ||a||^2, features scaled by 1/sqrt(T).
+        lam in J = (1/m) sum loss(f, y) + (lam/2) ||a||^2, features scaled by 1/sqrt(T)
+        (lam1 of the Lasso for solver="lasso").
     sigma : float, default 1.0
         Standard deviation of p (sign/relu/stumps) or the kernel bandwidth (fourier).
     kernel : {"gaussian", "laplacian", "cauchy"}, default "gaussian"
         Kernel of the Fourier features (base="fourier" only).
+    loss : {"squared", "logistic"}, default "squared"
+        logistic for classifiers with solver="sgd" only.
+    max_iter : int or None, default None
+        lasso: sweeps per lam (None: 1000); sgd: epochs (None: 5).
+    tol : float, default 1e-4
+        lasso: duality-gap tolerance; sgd: stop when an epoch improves the mean training loss
+        by less than this fraction.
+    batch_size : int, default 50
+        sgd mini-batch size.
+    average : bool, default True
+        sgd outputs the average of its iterates from the second epoch on.
+    path_length : int, default 1
+        lasso: number of lam values on the warm-started path down to reg.
     standardize, bias, block_size, random_state
         As for the RKHS weightings (bias only for sign and relu).
 
     Attributes
     ----------
     coef_ : ndarray (T, k); feature_map_ : the fitted map; x_scaler_, bias_; n_features_in_;
-    fit_time_; solver_info_.
+    fit_time_; solver_info_; n_iter_ (Lasso sweeps, SGD epochs, 1 for ridge).
 """
 
 
@@ -344,7 +634,8 @@ class RKSClassifier(_ClassifierTargets, _RKS):
     __doc__ = "Random kitchen sinks classifier (Rahimi & Recht; seed 003 Section 3.1).\n" + _RKS_DOC
 
     def __init__(self, base="relu", n_features=1000, solver="ridge", reg=1e-6, sigma=1.0,
-                 kernel="gaussian", standardize=True, bias=True, block_size=None,
+                 kernel="gaussian", loss="squared", max_iter=None, tol=1e-4, batch_size=50,
+                 average=True, path_length=1, standardize=True, bias=True, block_size=None,
                  random_state=None):
         self.base = base
         self.n_features = n_features
@@ -352,6 +643,12 @@ class RKSClassifier(_ClassifierTargets, _RKS):
         self.reg = reg
         self.sigma = sigma
         self.kernel = kernel
+        self.loss = loss
+        self.max_iter = max_iter
+        self.tol = tol
+        self.batch_size = batch_size
+        self.average = average
+        self.path_length = path_length
         self.standardize = standardize
         self.bias = bias
         self.block_size = block_size
@@ -362,7 +659,8 @@ class RKSRegressor(_RegressorTargets, _RKS):
     __doc__ = "Random kitchen sinks regressor (Rahimi & Recht; seed 003 Section 3.1).\n" + _RKS_DOC
 
     def __init__(self, base="relu", n_features=1000, solver="ridge", reg=1e-6, sigma=1.0,
-                 kernel="gaussian", standardize=True, bias=True, block_size=None,
+                 kernel="gaussian", loss="squared", max_iter=None, tol=1e-4, batch_size=50,
+                 average=True, path_length=1, standardize=True, bias=True, block_size=None,
                  random_state=None):
         self.base = base
         self.n_features = n_features
@@ -370,6 +668,12 @@ class RKSRegressor(_RegressorTargets, _RKS):
         self.reg = reg
         self.sigma = sigma
         self.kernel = kernel
+        self.loss = loss
+        self.max_iter = max_iter
+        self.tol = tol
+        self.batch_size = batch_size
+        self.average = average
+        self.path_length = path_length
         self.standardize = standardize
         self.bias = bias
         self.block_size = block_size

@@ -28,7 +28,7 @@ __all__ = ["RandomFourierFeatures", "FOURIER_KERNELS", "shift_invariant_kernel"]
 FOURIER_KERNELS = ("gaussian", "laplacian", "cauchy")
 
 
-@njit(parallel=True, cache=True)
+@njit(parallel=True, cache=True, nogil=True)
 def _cos_phase_inplace(Z, b, scale):
     m, M = Z.shape
     for i in prange(m):
@@ -36,7 +36,7 @@ def _cos_phase_inplace(Z, b, scale):
             Z[i, t] = scale * math.cos(Z[i, t] + b[t])
 
 
-@njit(parallel=True, cache=True)
+@njit(parallel=True, cache=True, nogil=True)
 def _cos_sin_pair_inplace(Z, M, scale):
     """Z[:, :M] holds <w, x>; writes cos into Z[:, :M] and sin into Z[:, M:2M]."""
     m = Z.shape[0]

@@ -22,7 +22,7 @@ __all__ = ["KitchenSign", "KitchenRelu", "KitchenStumps", "sign_inplace", "relu_
            "stump_sign_into", "sample_gaussian", "sample_stumps"]
 
 
-@njit(parallel=True, cache=True)
+@njit(parallel=True, cache=True, nogil=True)
 def sign_inplace(Z, scale):
     """Z <- scale * sign(Z), element-wise (sign(0) = 0)."""
     m, T = Z.shape
@@ -32,7 +32,7 @@ def sign_inplace(Z, scale):
             Z[i, t] = scale if z > 0.0 else (-scale if z < 0.0 else 0.0)
 
 
-@njit(parallel=True, cache=True)
+@njit(parallel=True, cache=True, nogil=True)
 def relu_inplace(Z, scale):
     """Z <- scale * max(0, Z), element-wise."""
     m, T = Z.shape
@@ -42,7 +42,7 @@ def relu_inplace(Z, scale):
             Z[i, t] = scale * z if z > 0.0 else 0.0
 
 
-@njit(parallel=True, cache=True)
+@njit(parallel=True, cache=True, nogil=True)
 def stump_sign_into(X, idx, thr, scale, out):
     """out[i, t] <- scale * sign(X[i, idx[t]] - thr[t])."""
     m = X.shape[0]

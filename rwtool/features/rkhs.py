@@ -44,7 +44,7 @@ _LOG_MAX = 700.0
 
 # ----------------------------------------------------------------------------- numba kernels
 
-@njit(parallel=True, cache=True)
+@njit(parallel=True, cache=True, nogil=True)
 def _erf_features(Z, xsafe, c, k):
     """Z[i, t] <- c[t] * erf(k * Z[i, t] / xsafe[i])  (sign-type closed forms)."""
     m, T = Z.shape
@@ -54,7 +54,7 @@ def _erf_features(Z, xsafe, c, k):
             Z[i, t] = c[t] * math.erf(Z[i, t] * s)
 
 
-@njit(parallel=True, cache=True)
+@njit(parallel=True, cache=True, nogil=True)
 def _relu_features(Z, xnorm, xsafe, c, k, sd):
     """Z[i, t] <- c[t] ||x_i|| [a Phi_N(a/sd) + sd phi_N(a/sd)],  a = k Z[i, t] / ||x_i||.
 
@@ -71,7 +71,7 @@ def _relu_features(Z, xnorm, xsafe, c, k, sd):
             Z[i, t] = c[t] * xn * (0.5 * a * math.erfc(-q) + sd * _INV_SQRT_2PI * math.exp(-q * q))
 
 
-@njit(parallel=True, cache=True)
+@njit(parallel=True, cache=True, nogil=True)
 def _stump_features(X, idx, shift, c, k, out):
     """out[i, t] <- c[t] * erf(k * (X[i, idx[t]] - shift[t]))  (RWStumps, 003 Lemma B.17)."""
     m = X.shape[0]
@@ -81,7 +81,7 @@ def _stump_features(X, idx, shift, c, k, out):
             out[i, t] = c[t] * math.erf(k * (X[i, idx[t]] - shift[t]))
 
 
-@njit(parallel=True, cache=True)
+@njit(parallel=True, cache=True, nogil=True)
 def _stump_gram(idx_a, thr_a, idx_b, thr_b, inv_two_g2):
     """K(u, w) = 1[u1 = w1] exp(-(u2 - w2)^2 / (2 g^2)) between two sets of stumps."""
     A = idx_a.shape[0]

@@ -6,10 +6,12 @@ Solves (003 eq. 80-82; spec section 4.1)
 
 with R = G (RKHS weightings) or R = I (random kitchen sinks), for several right-hand sides at
 once (one-vs-rest classes, multi-output regression). Phi^T Phi and Phi^T Y are sums over rows:
-each block of rows is mapped to features and added with a BLAS rank-k update (dsyrk, upper
-triangle only), so the m x T feature matrix is never held whole and the peak memory is
-O(T^2 + block * T). The system is solved by Cholesky; if it is not numerically positive
-definite, jitter is added and a warning says how much.
+each block of rows is mapped to features and added with a BLAS rank-k update (numpy's
+Phi.T @ Phi, which calls syrk), so the m x T feature matrix is never held whole and the peak
+memory is O(T^2 + block * T). The system is solved by Cholesky; if it is not numerically
+positive definite, jitter is added and a warning says how much. The heavy calls go through numpy,
+which releases the GIL around BLAS/LAPACK (scipy's cho_factor and dsyrk wrappers hold it for
+seconds at T = 2000, freezing a GUI thread while a worker fits).
 
 This module knows feature maps only through ``_features_into`` and ``n_output_``.
 """
@@ -20,8 +22,7 @@ import math
 import warnings
 
 import numpy as np
-from scipy.linalg import LinAlgError, cho_factor, cho_solve, eigh
-from scipy.linalg.blas import dsyrk
+from scipy.linalg import LinAlgError, cho_solve, eigh
 
 from ..progress import make_progress
 
@@ -55,7 +56,8 @@ def normal_equations(feature_map, X: np.ndarray, Y: np.ndarray, block_size: int 
     m = X.shape[0]
     T = feature_map.n_output_
     bs = auto_block_size(m, T) if block_size is None else max(1, int(block_size))
-    A = np.zeros((T, T), order="F")
+    A = np.zeros((T, T))
+    AtA = np.empty((T, T))
     B = np.zeros((T, Y.shape[1]))
     buf = np.empty((min(bs, m), T))
     progress.start("normal equations", m)
@@ -63,18 +65,22 @@ def normal_equations(feature_map, X: np.ndarray, Y: np.ndarray, block_size: int 
         stop = min(m, start + bs)
         Phi = buf[: stop - start]
         feature_map._features_into(X[start:stop], Phi)
-        # Phi is C-ordered, so Phi.T is a Fortran (T x rows) matrix: syrk gives Phi^T Phi.
-        A = dsyrk(1.0, Phi.T, beta=1.0, c=A, trans=0, lower=0, overwrite_c=1)
+        np.matmul(Phi.T, Phi, out=AtA)  # numpy spots the transposed self-product: one syrk
+        A += AtA
         B += Phi.T @ Y[start:stop]
         progress.update(stop)
-    iu = np.tril_indices(T, -1)
-    A[iu] = A.T[iu]
     progress.end()
     if not (np.isfinite(A).all() and np.isfinite(B).all()):
         raise FloatingPointError(
             "the feature matrix overflowed (non-finite Phi^T Phi); the features are too large "
             "for float64: lower sigma or standardise the inputs")
     return np.ascontiguousarray(A), B
+
+
+def _cholesky_solve(M: np.ndarray, B: np.ndarray) -> np.ndarray:
+    """Solve M a = B for symmetric positive definite M (LinAlgError otherwise)."""
+    L = np.linalg.cholesky(M)  # the O(T^3) part, on LAPACK without the GIL
+    return cho_solve((L, True), B, check_finite=False)
 
 
 def solve_normal_equations(A: np.ndarray, B: np.ndarray, m: int, reg: float,
@@ -92,8 +98,7 @@ def solve_normal_equations(A: np.ndarray, B: np.ndarray, m: int, reg: float,
         M[np.diag_indices(T)] += m * eps
     info = {"jitter": 0.0, "method": "cholesky"}
     try:
-        return cho_solve(cho_factor(M, lower=False, check_finite=False), B,
-                         check_finite=False), info
+        return _cholesky_solve(M, B), info
     except LinAlgError:
         pass
     scale = max(float(np.mean(np.abs(np.diag(M)))), np.finfo(float).tiny)
@@ -102,8 +107,7 @@ def solve_normal_equations(A: np.ndarray, B: np.ndarray, m: int, reg: float,
         try:
             Mj = M.copy()
             Mj[np.diag_indices(T)] += jitter
-            coef = cho_solve(cho_factor(Mj, lower=False, check_finite=False), B,
-                             check_finite=False)
+            coef = _cholesky_solve(Mj, B)
         except LinAlgError:
             continue
         info["jitter"] = jitter

@@ -1,0 +1,94 @@
+"""Bounds: closed formulas by hand, L2(p) norm and tau against independent Monte Carlo."""
+
+import math
+
+import numpy as np
+import pytest
+
+import rwtool as rw
+from rwtool.bounds import (estimate_tau, gap_theorem62, gap_theorem65, l2p_norm, pruning_bound,
+                           rademacher_bound)
+from rwtool.features import RWExpSign, RWRelu, RWSign
+
+
+def test_formulas_by_hand():
+    # squared loss (f - y)^2 / 2 on |f| <= B theta = 1: rho = 2, M = 2
+    v = rademacher_bound(0.1, 2.0, 0.5, 100, 0.05)
+    assert v == pytest.approx(0.1 + 2 * 2 * 2 * 0.5 / 10 + 2 * math.sqrt(math.log(20) / 200))
+    g = gap_theorem62(2.0, 0.5, 100, 0.05)
+    assert g == pytest.approx(2 * 2 * 0.5 * 2 / 10 * (1 + math.sqrt(math.log(20) / 2)))
+    g = gap_theorem65(3.0, 1.0, 400, 0.1, loss="logistic")
+    assert g == pytest.approx(2 * 1 * 1 * 3 / 20 * (1 + math.sqrt(math.log(10) / 2)))
+    p = pruning_bound(0.3, 0.2, 0.5, 0.4, 100, 3.0, 0.05)
+    assert p == pytest.approx(0.1 + 3 * 0.4 * 0.5 / 10 * (2 + math.sqrt(2 * math.log(20))))
+    with pytest.raises(ValueError, match="delta"):
+        gap_theorem62(1.0, 1.0, 10, 1.5)
+
+
+def _mc_l2p(W, a, sigma, kernel, draws=40000, seed=99):
+    """||alpha||_{L2(p)} by plain Monte Carlo, alpha(u) = sum_s a_s K(w_s, u) written out."""
+    rng = np.random.default_rng(seed)
+    U = rng.standard_normal((draws, W.shape[1])) * sigma
+    K = kernel(W, U)
+    vals = a @ K
+    return np.sqrt(np.mean(vals ** 2)), np.std(vals ** 2) / np.sqrt(draws)
+
+
+def test_l2p_norm_gaussian_kernel_matches_monte_carlo():
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((20, 3))
+    fmap = RWSign(n_features=30, sigma=1.0, gamma=1.3, random_state=0).fit(X)
+    a = rng.standard_normal(30)
+    g2 = fmap.gamma_ ** 2
+    kern = lambda W, U: np.exp(-((W[:, None, :] - U[None]) ** 2).sum(-1) / (2 * g2))  # noqa
+    ref, se = _mc_l2p(fmap.W_, a, 1.0, kern)
+    est = l2p_norm(fmap, a, n_draws=40000, random_state=1)
+    # both are Monte Carlo estimates of the same integral: compare the squares within 5 s.e.
+    assert abs(est ** 2 - ref ** 2) < 5 * math.sqrt(2) * se
+
+
+def test_l2p_norm_exponential_kernel_in_normalised_basis():
+    rng = np.random.default_rng(1)
+    X = rng.standard_normal((20, 2))
+    fmap = RWExpSign(n_features=20, sigma=0.5, gamma=1.0, random_state=0).fit(X)
+    assert fmap.normalized_
+    a_norm = rng.standard_normal(20)               # coefficients on normalised features
+    g2 = fmap.gamma_ ** 2
+    d = np.exp(-(fmap.W_ ** 2).sum(1) / (4 * g2))
+    a = a_norm * d                                 # coefficients on K(w_s, .)
+    kern = lambda W, U: np.exp(W @ U.T / (2 * g2))  # noqa: E731
+    ref, se = _mc_l2p(fmap.W_, a, 0.5, kern)
+    est = l2p_norm(fmap, a_norm, n_draws=40000, random_state=2)
+    assert abs(est ** 2 - ref ** 2) < 5 * math.sqrt(2) * se
+
+
+def test_tau_sign_and_relu():
+    rng = np.random.default_rng(2)
+    X = rng.standard_normal((50, 4))
+    sign = RWSign(n_features=10, random_state=0).fit(X)
+    assert estimate_tau(sign, X, n_draws=500) == pytest.approx(1.0)
+    relu = RWRelu(n_features=10, sigma=0.7, random_state=0).fit(X)
+    # E[relu(<w, x>)^2] = sigma^2 ||x||^2 / 2 for w ~ N(0, sigma^2 I)
+    exact = 0.7 * np.linalg.norm(X, axis=1).max() / math.sqrt(2)
+    assert estimate_tau(relu, X, n_draws=20000) == pytest.approx(exact, rel=0.05)
+
+
+def test_estimator_bounds(binary_data):
+    X, y = binary_data
+    clf = rw.RWClassifier(n_features=80, reg=1e-4, random_state=0).fit(X, y)
+    b = clf.bounds(X, y, delta=0.1, n_draws=2000)
+    a = clf.coef_[:, 0]
+    G = clf.feature_map_.gram()
+    assert b["rkhs_norm"] == pytest.approx(math.sqrt(a @ G @ a))
+    f = clf.decision_function(X)
+    Y = np.where(y == clf.classes_[1], 1.0, -1.0)
+    assert b["train_loss"] == pytest.approx(np.mean((f - Y) ** 2) / 2)
+    assert b["train_error"] == pytest.approx(np.mean(clf.predict(X) != y))
+    assert b["theta"] == clf.feature_map_.theta_ and b["kappa"] == 1.0 and b["tau"] == 1.0
+    assert b["rademacher_bound"] == pytest.approx(
+        rademacher_bound(b["train_loss"], b["rkhs_norm"], b["theta"], len(X), 0.1))
+    assert b["gap_theorem65"] == pytest.approx(gap_theorem65(b["l2p_norm"], 1.0, len(X), 0.1))
+    # ||alpha||_L2(p)^2 = E <alpha, K(w, .)>^2 <= kappa^2 ||alpha||_H^2 (Cauchy-Schwarz)
+    assert b["l2p_norm"] <= b["kappa"] * b["rkhs_norm"] * 1.05
+    with pytest.raises(ValueError, match="delta"):
+        clf.bounds(X, y, delta=0.0)
