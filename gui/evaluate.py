@@ -1,0 +1,255 @@
+"""Everything the results panel shows about a fitted model, computed as plain arrays and numbers.
+
+``evaluate`` runs on the worker thread after a fit (predictions on the training and test rows,
+metrics, confusion matrix, ROC curve, decision-region grid, coefficient magnitudes, variable
+importance, the model's own curves) and returns a dict of numpy arrays, floats and strings that
+the GUI thread draws without touching the estimator again.
+
+This module computes with numpy only; it must not import Qt or draw.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+import warnings
+
+import numpy as np
+
+__all__ = ["evaluate", "roc_curve", "confusion_matrix", "r2_score", "model_size",
+           "variable_importance", "coefficient_magnitudes", "model_curves", "GRID"]
+
+#: points per axis of the decision-region grid
+GRID = 120
+
+
+def roc_curve(y01: np.ndarray, score: np.ndarray):
+    """(fpr, tpr, auc) of ``score`` for binary labels ``y01`` (1 = positive), ties grouped.
+
+    One point per distinct threshold, from (0, 0) to (1, 1); the AUC is the trapezoid area,
+    which equals the Mann-Whitney probability P(s+ > s-) + P(s+ = s-)/2.
+    """
+    y01 = np.asarray(y01).astype(bool)
+    score = np.asarray(score, float)
+    P, N = int(y01.sum()), int((~y01).sum())
+    if P == 0 or N == 0:
+        return np.array([0.0, 1.0]), np.array([0.0, 1.0]), float("nan")
+    order = np.argsort(-score, kind="stable")
+    s, y = score[order], y01[order]
+    last = np.r_[np.flatnonzero(np.diff(s)), len(s) - 1]
+    tps = np.cumsum(y)[last]
+    fps = last + 1 - tps
+    tpr = np.r_[0.0, tps / P]
+    fpr = np.r_[0.0, fps / N]
+    auc = float(np.sum(np.diff(fpr) * (tpr[1:] + tpr[:-1]) / 2.0))
+    return fpr, tpr, auc
+
+
+def confusion_matrix(y_true, y_pred, classes) -> np.ndarray:
+    """counts[i, j] = number of rows of class ``classes[i]`` predicted as ``classes[j]``."""
+    classes = list(classes)
+    index = {c: i for i, c in enumerate(classes)}
+    cm = np.zeros((len(classes), len(classes)), dtype=np.int64)
+    for t, p in zip(np.asarray(y_true).tolist(), np.asarray(y_pred).tolist()):
+        if t in index and p in index:
+            cm[index[t], index[p]] += 1
+    return cm
+
+
+def r2_score(y, pred) -> float:
+    y = np.asarray(y, float).ravel()
+    pred = np.asarray(pred, float).ravel()
+    ss = float(np.sum((y - y.mean()) ** 2))
+    return float("nan") if ss == 0 else 1.0 - float(np.sum((y - pred) ** 2)) / ss
+
+
+def model_size(est) -> int | None:
+    """Features (or particles) the fitted model actually uses."""
+    if hasattr(est, "particles_"):
+        return int(np.count_nonzero(np.linalg.norm(est.particles_, axis=0) > 0))
+    coef = getattr(est, "coef_", None)
+    if isinstance(coef, np.ndarray):
+        c = coef if coef.ndim == 2 else coef[:, None]
+        return int(np.count_nonzero(np.any(c != 0, axis=1)))
+    return None
+
+
+def coefficient_magnitudes(est) -> tuple[np.ndarray, str] | None:
+    """Per-feature magnitude (||a_t|| over outputs, or particle norms) and what it measures."""
+    if hasattr(est, "particles_"):
+        return np.linalg.norm(est.particles_, axis=0), "particle norm ||w_j||"
+    coef = getattr(est, "coef_", None)
+    if isinstance(coef, np.ndarray) and coef.size:
+        c = coef if coef.ndim == 2 else coef[:, None]
+        return np.linalg.norm(c, axis=1), "coefficient magnitude ||a_t||"
+    return None
+
+
+def variable_importance(est, n_inputs: int) -> tuple[np.ndarray, str] | None:
+    """Importance of each input column, normalised to sum to 1, for the models that have one.
+
+    BKerNN: its own ``variable_importance()`` (row norms of the particles, seed 001 Section 2.5).
+    Stump models (RWStumps, kitchen stumps): each stump reads one input column x_{w1}, so the
+    column's share is the sum of ||a_t|| over the stumps that read it.
+    """
+    if hasattr(est, "variable_importance"):
+        v = np.asarray(est.variable_importance(), float)
+        return v[:n_inputs], "row norms of the particles (seed 001, Sec. 2.5)"
+    fmap = getattr(est, "feature_map_", None)
+    idx = getattr(fmap, "idx_", None)
+    coef = getattr(est, "coef_", None)
+    if idx is None or not isinstance(coef, np.ndarray) or len(idx) != coef.shape[0]:
+        return None
+    c = coef if coef.ndim == 2 else coef[:, None]
+    mag = np.linalg.norm(c, axis=1)
+    v = np.bincount(np.asarray(idx, np.int64), weights=mag,
+                    minlength=max(n_inputs, int(np.max(idx)) + 1))[:n_inputs]
+    total = v.sum()
+    return (v / total if total > 0 else v), "sum of |a_t| over the stumps reading the column"
+
+
+def model_curves(est) -> dict:
+    """The curves a fitted model records itself: ``{"x_label": str, "curves": {name: (x, y)}}``.
+
+    BKerNN keeps ``history_`` per iteration, the greedy selectors ``path_`` per number of
+    features, solvers with a regularisation path ``solver_info_["path"]``.
+    """
+    out: dict = {"x_label": "iteration", "curves": {}}
+    hist = getattr(est, "history_", None)
+    if isinstance(hist, dict):
+        for key in ("objective", "train_loss"):
+            y = np.asarray(hist.get(key, []), float)
+            if y.ndim == 1 and y.size:
+                out["curves"][key] = (np.arange(y.size, dtype=float), y)
+        return out
+    path = getattr(est, "path_", None)
+    if isinstance(path, dict) and "n_features" in path:
+        x = np.asarray(path["n_features"], float)
+        out["x_label"] = "number of features"
+        for key, val in path.items():
+            y = np.asarray(val, float) if isinstance(val, (list, np.ndarray)) else None
+            if key != "n_features" and y is not None and y.shape == x.shape:
+                out["curves"][key] = (x, y)
+        return out
+    info = getattr(est, "solver_info_", None)
+    lpath = info.get("path") if isinstance(info, dict) else None
+    if isinstance(lpath, dict) and "lam" in lpath:
+        x = np.asarray(lpath["lam"], float)
+        out["x_label"] = "lambda"
+        out["log_x"] = True
+        for key, val in lpath.items():
+            y = np.asarray(val, float) if isinstance(val, (list, np.ndarray)) else None
+            if key != "lam" and y is not None and y.shape == x.shape:
+                out["curves"][key] = (x, y)
+    return out
+
+
+def _scores(est, X):
+    """Binary decision scores (positive class classes_[1]) or None."""
+    if hasattr(est, "decision_function"):
+        d = np.asarray(est.decision_function(X), float)
+        if d.ndim == 1:
+            return d
+    if hasattr(est, "predict_proba"):
+        p = np.asarray(est.predict_proba(X), float)
+        if p.ndim == 2 and p.shape[1] == 2:
+            return p[:, 1]
+    return None
+
+
+def _bounds(est, X, y) -> dict:
+    if not hasattr(est, "bounds"):
+        return {}
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            b = est.bounds(X, y)
+    except Exception as exc:  # a bound that cannot be computed is reported, not fatal
+        return {"bounds": f"not available ({exc})"}
+    out = {}
+    for k, v in (b.items() if isinstance(b, dict) else ()):
+        if isinstance(v, (int, np.integer)) and not isinstance(v, bool):
+            out[f"bound: {k}"] = int(v)
+        elif isinstance(v, (float, np.floating)):
+            out[f"bound: {k}"] = float(v)
+    return out
+
+
+def _grid(est, X, classification: bool, classes):
+    lo, hi = X.min(axis=0), X.max(axis=0)
+    pad = np.where(hi > lo, (hi - lo) * 0.05, 1.0)
+    lo, hi = lo - pad, hi + pad
+    gx = np.linspace(lo[0], hi[0], GRID)
+    gy = np.linspace(lo[1], hi[1], GRID)
+    XX, YY = np.meshgrid(gx, gy, indexing="ij")
+    pts = np.column_stack([XX.ravel(), YY.ravel()])
+    pred = np.asarray(est.predict(pts))
+    if classification:
+        index = {c: i for i, c in enumerate(list(classes))}
+        Z = np.array([index.get(v, -1) for v in pred.tolist()], float)
+    else:
+        Z = pred.astype(float).ravel()
+    return {"x": gx, "y": gy, "z": Z.reshape(GRID, GRID)}
+
+
+def evaluate(est, X_train, y_train, X_test=None, y_test=None, *, task: str,
+             feature_names=None, fit_time: float | None = None) -> dict:
+    """Predictions, metrics and plot data of a fitted estimator (see module docstring)."""
+    t0 = time.perf_counter()
+    classification = task != "regression"
+    res: dict = {"task": task, "metrics": {}, "warnings": []}
+    has_test = X_test is not None and y_test is not None and len(y_test) > 0
+    m = res["metrics"]
+    pred_tr = np.asarray(est.predict(X_train))
+    res["y_train"], res["pred_train"] = np.asarray(y_train), pred_tr
+    if has_test:
+        pred_te = np.asarray(est.predict(X_test))
+        res["y_test"], res["pred_test"] = np.asarray(y_test), pred_te
+    if classification:
+        classes = list(np.asarray(getattr(est, "classes_", np.unique(y_train))).tolist())
+        res["classes"] = classes
+        m["train error"] = float(np.mean(pred_tr != np.asarray(y_train)))
+        if has_test:
+            m["test error"] = float(np.mean(pred_te != np.asarray(y_test)))
+        yt, pt, Xe = ((y_test, pred_te, X_test) if has_test else (y_train, pred_tr, X_train))
+        res["confusion"] = confusion_matrix(yt, pt, classes)
+        res["confusion_on"] = "test" if has_test else "training"
+        if len(classes) == 2:
+            s = _scores(est, Xe)
+            if s is not None:
+                fpr, tpr, auc = roc_curve(np.asarray(yt) == classes[1], s)
+                res["roc"] = {"fpr": fpr, "tpr": tpr, "auc": auc, "positive": str(classes[1])}
+                if math.isfinite(auc):
+                    m["AUC"] = auc
+    else:
+        ytr = np.asarray(y_train, float)
+        m["train MSE"] = float(np.mean((pred_tr - ytr) ** 2))
+        m["train R^2"] = r2_score(ytr, pred_tr)
+        if has_test:
+            yte = np.asarray(y_test, float)
+            m["test MSE"] = float(np.mean((pred_te - yte) ** 2))
+            m["test R^2"] = r2_score(yte, pred_te)
+            m["test MAE"] = float(np.mean(np.abs(pred_te - yte)))
+    size = model_size(est)
+    if size is not None:
+        m["features used"] = size
+    if fit_time is not None:
+        m["fit time (s)"] = float(fit_time)
+    m.update(_bounds(est, X_train, y_train))
+    n_in = X_train.shape[1]
+    names = list(feature_names) if feature_names is not None and len(feature_names) == n_in \
+        else [f"x{j}" for j in range(n_in)]
+    res["feature_names"] = names
+    cm = coefficient_magnitudes(est)
+    if cm is not None:
+        res["coef_magnitudes"], res["coef_label"] = np.sort(cm[0])[::-1], cm[1]
+    vi = variable_importance(est, n_in)
+    if vi is not None:
+        res["importance"], res["importance_label"] = vi
+    if n_in == 2:
+        Xall = np.vstack([X_train, X_test]) if has_test else X_train
+        res["grid"] = _grid(est, Xall, classification, res.get("classes"))
+        res["X_train2"], res["X_test2"] = X_train, (X_test if has_test else None)
+    res["model_curves"] = model_curves(est)
+    res["eval_time"] = time.perf_counter() - t0
+    return res

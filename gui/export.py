@@ -1,0 +1,132 @@
+"""Exports of a run: the model file, predictions as CSV, plots, and a Python snippet.
+
+The model file is rwtool's own format (rwtool.persist.save, with the preprocessing record of the
+training CSV so the saved model reads raw CSV rows again); predictions are written with the file
+line of each row; the snippet reproduces the run with the public API (same CSV options, same
+estimator parameters, same seed). Files are written atomically through rwtool.persist.
+
+This module writes files; it must not fit models or build widgets.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import os
+
+import numpy as np
+
+from rwtool.persist import atomic_writer
+from rwtool.persist import save as save_model_file
+
+from .plots import export_plot
+
+__all__ = ["save_model", "write_predictions", "python_snippet", "export_plot",
+           "numeric_metrics"]
+
+
+def numeric_metrics(metrics: dict) -> dict:
+    return {k: float(v) for k, v in metrics.items()
+            if isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool)
+            and np.isfinite(v)}
+
+
+def save_model(run, path: str, preprocessing=None) -> str:
+    """Write the run's fitted estimator (and the data's preprocessing record) to ``path``."""
+    res = run.result or {}
+    est = res.get("estimator")
+    if est is None:
+        raise ValueError(f"run {run.name} has no fitted model to save")
+    note = f"trained in rwtool-gui, run {run.name}"
+    if run.data.get("path"):
+        note += f", data {os.path.basename(run.data['path'])}"
+    return save_model_file(est, path, preprocessing=preprocessing,
+                           metrics=numeric_metrics(res.get("metrics", {})), notes=note)
+
+
+def _cell(v) -> str:
+    if isinstance(v, (float, np.floating)):
+        return repr(float(v))
+    return str(v)
+
+
+def write_predictions(path: str, columns: dict) -> str:
+    """Write ``{header: sequence}`` (equal lengths) as a CSV file, atomically."""
+    names = list(columns)
+    n = {len(v) for v in columns.values()}
+    if len(n) > 1:
+        raise ValueError("prediction columns of different lengths")
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(names)
+    cols = [np.asarray(columns[k]).tolist() for k in names]
+    for row in zip(*cols):
+        w.writerow([_cell(v) for v in row])
+    with atomic_writer(path, "w", encoding="utf-8", newline="") as fh:
+        fh.write(buf.getvalue())
+    return path
+
+
+def run_predictions(run, train_rows=None, test_rows=None) -> dict:
+    """The columns of a run's predictions CSV: set, file line, actual, predicted."""
+    res = run.result or {}
+    sets, lines, actual, pred = [], [], [], []
+    for name, y, f, rows in (("train", res.get("y_train"), res.get("pred_train"), train_rows),
+                             ("test", res.get("y_test"), res.get("pred_test"), test_rows)):
+        if y is None or f is None:
+            continue
+        sets += [name] * len(y)
+        lines += list(rows) if rows is not None and len(rows) == len(y) else [""] * len(y)
+        actual += np.asarray(y).tolist()
+        pred += np.asarray(f).tolist()
+    return {"set": sets, "line": lines, "actual": actual, "predicted": pred}
+
+
+def python_snippet(run, class_module: str) -> str:
+    """Python code that reproduces ``run`` with the public API."""
+    d = run.data
+    cls = run.class_name
+    if run.status == "loaded":
+        return "\n".join([
+            f'"""Uses the model of {run.name} (rwtool-gui)."""',
+            "from rwtool.persist import read_model", "",
+            f"mf = read_model({d.get('path')!r})",
+            "model = mf.estimator",
+            'data = mf.apply_csv("new.csv")          # encoded as the training CSV was',
+            "print(model.predict(data.X))", ""])
+    lines = [
+        f'"""Reproduces {run.name} of rwtool-gui."""',
+        "from rwtool.data import read_csv, train_test_csv",
+        f"from {class_module} import {cls}",
+        "from rwtool.persist import save",
+        "",
+    ]
+    opts = [f"features={d.get('features')!r}", f"missing={d.get('missing', 'error')!r}",
+            f"task={d.get('task', 'auto')!r}"]
+    path = d.get("path", "data.csv")
+    if d.get("test_size", 0) > 0:
+        lines.append(f"train, test = train_test_csv({path!r}, {d.get('target')!r}, "
+                     f"test_size={d['test_size']!r}, random_state={d.get('random_state', 0)!r},")
+        lines.append("                             " + ", ".join(opts) + ")")
+    else:
+        lines.append(f"train = read_csv({path!r}, {d.get('target')!r}, " + ", ".join(opts)
+                     + ")")
+        lines.append("test = None")
+    args = ",\n    ".join(f"{k}={v!r}" for k, v in run.params.items())
+    lines += ["", f"model = {cls}(\n    {args},\n)", "model.fit(train.X, train.y)"]
+    if d.get("prune"):
+        p = d["prune"]
+        lines.append(f"model = model.prune(eps={p['eps']!r}, accept={p['accept']!r}, "
+                     f"X=train.X, y=train.y)")
+    lines.append("")
+    if (run.result or {}).get("task") == "regression":
+        lines += ["def score(ds):", "    r = model.predict(ds.X) - ds.y",
+                  "    return float((r ** 2).mean())", "",
+                  'print("train MSE", score(train))',
+                  'if test is not None:', '    print("test MSE", score(test))']
+    else:
+        lines += ["def error(ds):", "    return float((model.predict(ds.X) != ds.y).mean())", "",
+                  'print("train error", error(train))',
+                  'if test is not None:', '    print("test error", error(test))']
+    lines += ['save(model, "model.rwm", preprocessing=train.preprocessing)', ""]
+    return "\n".join(lines)

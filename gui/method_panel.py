@@ -1,0 +1,465 @@
+"""The method panel: pick a method and fill a form generated from its estimator's parameters.
+
+The form is built from gui.methods.param_specs (signature defaults, numpydoc tooltips with the
+paper's symbols, choices from the docstrings and the solver registry); every field is checked as
+it is typed and the estimator's own validation runs before training. The derived quantities of
+the chosen model (gamma from theta or kappa with theta and kappa of seed 003 Table 2, the SGD
+step-size offset, BKerNN's automatic lambda) are recomputed as the user edits.
+
+This widget builds estimators; it must not fit them.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+import numpy as np
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import (QCheckBox, QComboBox, QFormLayout, QGroupBox, QLabel, QLineEdit,
+                               QScrollArea, QToolButton, QVBoxLayout, QWidget)
+
+from .methods import ParamSpec, available_families, format_value, param_specs, parse_value
+
+__all__ = ["MethodPanel", "derived_quantities", "DataStats", "RELEVANCE"]
+
+#: parameter -> (controlling parameter, values for which it matters)
+RELEVANCE = {
+    "theta": ("instantiation", {"rwsign", "rwrelu"}),
+    "kappa": ("instantiation", {"rwexpsign", "rwexprelu"}),
+    "kernel": ("base", {"fourier"}),
+    "n_candidates": ("selector", {"lkrf", "eerf"}),
+    "lkrf_rho": ("selector", {"lkrf"}),
+    "lkrf_mode": ("selector", {"lkrf"}),
+    "gauss_order": ("selector", {"mfga"}),
+    "include_squares": ("selector", {"mfga"}),
+    "include_linear": ("selector", {"mfga"}),
+    "nu": ("selector", {"mfga"}),
+    "features_per_step": ("selector", {"mfga"}),
+    "s": ("penalty", {"concave_variable", "concave_feature"}),
+}
+
+#: parameters of the model itself, whatever the solver (their docs may mention solvers)
+_MODEL_PARAMS = frozenset({"reg", "n_features", "sigma", "gamma", "theta", "kappa", "eps",
+                           "standardize", "bias", "block_size", "random_state", "instantiation",
+                           "base", "kernel"})
+
+
+def relevance_rules(specs) -> dict:
+    """RELEVANCE, plus the solver-specific parameters: a parameter whose description names
+    some of the solver choices ("lasso: cap on sweeps...", "rows per iteration of sfgd/osd")
+    matters only for those solvers."""
+    rules = dict(RELEVANCE)
+    solver = next((s for s in specs if s.name == "solver" and s.choices), None)
+    if solver is not None:
+        for s in specs:
+            if s.name == "solver" or s.name in rules or s.name in _MODEL_PARAMS:
+                continue
+            named = {c for c in solver.choices
+                     if re.search(rf"(?<![A-Za-z_]){re.escape(c)}(?![A-Za-z_])", s.doc)}
+            if named:
+                rules[s.name] = ("solver", named)
+    return rules
+
+
+_ERROR_STYLE = "QLineEdit { border: 1px solid #b3261e; background: #fdf0ef; }"
+
+
+class DataStats:
+    """What the derived quantities need from the training rows, computed once per dataset:
+    the number of inputs and rows, and max_i ||x_i||^2 raw and standardised."""
+
+    def __init__(self, X: np.ndarray):
+        self.n_rows, self.n_inputs = X.shape
+        self.sq_max = {}
+        for standardize in (False, True):
+            Z = X
+            if standardize:
+                sd = X.std(axis=0)
+                Z = (X - X.mean(axis=0)) / np.where(sd > 0, sd, 1.0)
+            sq = np.einsum("ij,ij->i", Z, Z)
+            self.sq_max[standardize] = float(sq.max()) if len(sq) else 0.0
+
+    def norm_max(self, standardize: bool, bias: bool = False) -> float:
+        """sup ||x|| over the rows (the bias column adds 1 to every squared norm)."""
+        return math.sqrt(self.sq_max[bool(standardize)] + (1.0 if bias else 0.0))
+
+
+def derived_quantities(family: str, params: dict, data) -> list[tuple[str, str]]:
+    """``[(label, value text)]`` of what the parameters imply on the training rows ``data``
+    (an array or its :class:`DataStats`; the list may be empty).
+
+    RKHS weighting (seed 003 Tables 2 and 4): gamma from theta (RWSign, RWRelu) or kappa
+    (RWExpSign, RWExpRelu), gamma = sigma for RWStumps, then theta and kappa of the instantiation
+    with n the number of columns the map sees (inputs plus the bias column) and sup ||x|| on the
+    standardised training rows. SGD (seed 002 Theorem 3): the step-size offset gamma and
+    eta_1 = 2 / (lambda (gamma + 1)). BKerNN: lambda = max_i ||x_i|| / n for reg="auto".
+    """
+    from rwtool.features import gamma_from_kappa, gamma_from_theta, instantiation_constants
+    out: list[tuple[str, str]] = []
+    if isinstance(data, np.ndarray) and data.ndim == 2 and data.size:
+        data = DataStats(data)
+    if not isinstance(data, DataStats):
+        return [("", "Load data to see the derived quantities.")]
+    d = data.n_inputs
+    if family == "rw":
+        inst = str(params.get("instantiation", "rwsign")).lower()
+        bias = bool(params.get("bias", True)) and inst != "rwstumps"
+        n = d + int(bias)
+        sigma = float(params.get("sigma", 1.0))
+        gamma = params.get("gamma")
+        if gamma is None:
+            if inst in ("rwsign", "rwrelu"):
+                theta = float(params.get("theta", 0.5))
+                gamma = gamma_from_theta(n, sigma, theta)
+                how = f"from θ = {theta:g} (003 Table 4)"
+            elif inst in ("rwexpsign", "rwexprelu"):
+                kappa = float(params.get("kappa", 2.0))
+                gamma = gamma_from_kappa(n, sigma, kappa)
+                how = f"from κ = {kappa:g} (003 Table 4)"
+            else:
+                gamma, how = sigma, "= σ"
+        else:
+            gamma, how = float(gamma), "given"
+        xmax = data.norm_max(bool(params.get("standardize", True)), bias)
+        c = instantiation_constants(inst, n, sigma, float(gamma), xmax)
+        out.append(("γ (kernel width)", f"{gamma:.4g}  {how}"))
+        out.append(("θ (sup |ψ|, 003 Table 2)", _fmt(c["theta"])))
+        out.append(("κ (003 Table 2)", _fmt(c["kappa"])))
+        out.append(("n, sup ‖x‖", f"{n} columns seen by the map, {xmax:.3g}"))
+    elif family == "rfsgd":
+        from rwtool.solvers.sgd import LOGISTIC_SMOOTHNESS, default_gamma
+        lam = float(params.get("reg", 1e-3))
+        R2 = 1.0 if str(params.get("variant", "pair")).lower() == "pair" else 2.0
+        if lam > 0:
+            g = params.get("gamma")
+            g = default_gamma(lam, R2) if g is None else float(g)
+            eta1 = 2.0 / (lam * (g + 1.0))
+            bound = min(1.0 / (LOGISTIC_SMOOTHNESS * R2), 1.0 / (2.0 * lam))
+            ok = eta1 <= bound * (1 + 1e-12)
+            out.append(("γ (step offset)", f"{g:.6g}" + ("" if params.get("gamma") is not None
+                                                         else "  (smallest meeting Thm 3)")))
+            out.append(("η₁ = 2/(λ(γ+1))", f"{eta1:.4g}" + ("" if ok else
+                                                             f"  > {bound:.3g}: breaks Thm 3")))
+    elif family == "bkernn":
+        if params.get("reg") == "auto":
+            lam = data.norm_max(bool(params.get("standardize", True))) / data.n_rows
+            out.append(("λ (auto)", f"{lam:.4g} = max‖x‖ / n (001 Sec. 5.3)"))
+    return out
+
+
+def _fmt(v: float) -> str:
+    return "∞" if not math.isfinite(v) else f"{v:.4g}"
+
+
+class _Field:
+    """One editor of the form and how to read it."""
+
+    def __init__(self, spec: ParamSpec, on_change):
+        self.spec = spec
+        self.error: str | None = None
+        if spec.kind == "bool":
+            w = QCheckBox()
+            w.setChecked(bool(spec.default))
+            w.toggled.connect(on_change)
+        elif spec.kind == "choice":
+            w = QComboBox()
+            for c in spec.choices:
+                w.addItem(str(c), c)
+            if spec.default is not None:
+                w.setCurrentText(str(spec.default))
+            w.currentIndexChanged.connect(on_change)
+        else:
+            w = QLineEdit(format_value(spec.default))
+            hints = list(spec.keywords)
+            if spec.allows_none:
+                hints.append("empty = None")
+            if hints:
+                w.setPlaceholderText(" / ".join(hints))
+            w.textChanged.connect(on_change)
+        w.setToolTip(spec.tooltip)
+        self.widget = w
+
+    def value(self):
+        w, spec = self.widget, self.spec
+        if spec.kind == "bool":
+            return w.isChecked()
+        if spec.kind == "choice":
+            return w.currentData()
+        return parse_value(spec, w.text())
+
+    def set_value(self, v) -> None:
+        w, spec = self.widget, self.spec
+        if spec.kind == "bool":
+            w.setChecked(bool(v))
+        elif spec.kind == "choice":
+            i = w.findData(v)
+            if i >= 0:
+                w.setCurrentIndex(i)
+        else:
+            w.setText(format_value(v))
+
+    def check(self) -> str | None:
+        """Parse the field; mark it red and return the problem, or None."""
+        try:
+            self.value()
+            self.error = None
+        except ValueError as exc:
+            self.error = str(exc)
+        if isinstance(self.widget, QLineEdit):
+            self.widget.setStyleSheet(_ERROR_STYLE if self.error else "")
+        return self.error
+
+
+class MethodPanel(QWidget):
+    """Method choice, parameter form, derived quantities and validation."""
+
+    changed = Signal()
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.families = available_families()
+        self.task = "binary"
+        self.X: np.ndarray | None = None
+        self._stats: DataStats | None = None
+        self._fields: dict[str, _Field] = {}
+        self._labels: dict[str, QLabel] = {}
+        self._memory: dict[str, dict] = {}     # per family: values the user typed
+        self._relevance: dict = {}
+        self._building = False
+        self._shown_family: str | None = None
+
+        self.method_combo = QComboBox()
+        for f in self.families:
+            self.method_combo.addItem(f.title, f.key)
+        self.method_combo.setToolTip("The learning method (see docs/GUI.md for the papers)")
+        self.paper_label = QLabel()
+        self.paper_label.setObjectName("paperLabel")
+        self.paper_label.setWordWrap(True)
+
+        self.form_host = QWidget()
+        self.form = QFormLayout(self.form_host)
+        self.form.setFieldGrowthPolicy(QFormLayout.AllNonFixedFieldsGrow)
+        self.advanced_toggle = QToolButton()
+        self.advanced_toggle.setText("Advanced parameters")
+        self.advanced_toggle.setCheckable(True)
+        self.advanced_toggle.setToolButtonStyle(Qt.ToolButtonTextBesideIcon)
+        self.advanced_toggle.setArrowType(Qt.RightArrow)
+        self.advanced_toggle.setStyleSheet("QToolButton { border: none; font-weight: bold; }")
+        self.advanced_host = QWidget()
+        self.advanced_form = QFormLayout(self.advanced_host)
+        self.advanced_form.setFieldGrowthPolicy(QFormLayout.AllNonFixedFieldsGrow)
+        self.advanced_host.setVisible(False)
+
+        self.derived_box = QGroupBox("Derived quantities")
+        self.derived_form = QFormLayout(self.derived_box)
+        self.error_label = QLabel()
+        self.error_label.setObjectName("methodError")
+        self.error_label.setWordWrap(True)
+        self.error_label.setStyleSheet("color: #b3261e;")
+
+        inner = QWidget()
+        v = QVBoxLayout(inner)
+        v.setContentsMargins(0, 0, 0, 0)
+        v.addWidget(self.form_host)
+        v.addWidget(self.advanced_toggle)
+        v.addWidget(self.advanced_host)
+        v.addStretch(1)
+        scroll = QScrollArea()
+        scroll.setWidgetResizable(True)
+        scroll.setWidget(inner)
+        scroll.setFrameShape(QScrollArea.NoFrame)
+
+        head = QFormLayout()
+        head.addRow("Method", self.method_combo)
+        lay = QVBoxLayout(self)
+        lay.addLayout(head)
+        lay.addWidget(self.paper_label)
+        lay.addWidget(scroll, 1)
+        lay.addWidget(self.derived_box)
+        lay.addWidget(self.error_label)
+
+        self.method_combo.currentIndexChanged.connect(self._method_changed)
+        self.advanced_toggle.toggled.connect(self._toggle_advanced)
+        self._rebuild()
+
+    # -- structure ----------------------------------------------------------------------------
+    def _method_changed(self) -> None:
+        # Keep what was typed for the family being left, to restore it on coming back.
+        self._remember()
+        self._rebuild()
+
+    def _toggle_advanced(self, on: bool) -> None:
+        self.advanced_host.setVisible(on)
+        self.advanced_toggle.setArrowType(Qt.DownArrow if on else Qt.RightArrow)
+
+    def family(self):
+        key = self.method_combo.currentData()
+        return next((f for f in self.families if f.key == key), None)
+
+    def estimator_class(self):
+        fam = self.family()
+        return None if fam is None else fam.load(self.task)
+
+    def set_task(self, task: str) -> None:
+        """Classification or regression decides the class of each family (and which exist)."""
+        if task == self.task:
+            return
+        self._remember()
+        self.task = task
+        model = self.method_combo.model()
+        for i, f in enumerate(self.families):
+            ok = f.load(task) is not None
+            item = model.item(i)
+            item.setEnabled(ok)
+            item.setToolTip("" if ok else f"{f.title} has no estimator for {task} in this "
+                                          f"rwtool")
+        fam = self.family()
+        if fam is not None and fam.load(task) is None:
+            first = next((i for i, f in enumerate(self.families) if f.load(task) is not None), 0)
+            self.method_combo.setCurrentIndex(first)   # triggers _rebuild
+        else:
+            self._rebuild()
+
+    def set_data(self, X: np.ndarray | None) -> None:
+        self.X = X
+        self._stats = DataStats(X) if X is not None and X.ndim == 2 and X.size else None
+        self._update_derived()
+
+    def _remember(self) -> None:
+        """Keep the values the user changed from the defaults, per family."""
+        if self._shown_family is None or not self._fields:
+            return
+        mem = self._memory.setdefault(self._shown_family, {})
+        for name, f in self._fields.items():
+            if f.check() is None:
+                v = f.value()
+                if v != f.spec.default:
+                    mem[name] = v
+                else:
+                    mem.pop(name, None)
+
+    def _clear_form(self, form: QFormLayout) -> None:
+        while form.rowCount():
+            form.removeRow(0)
+
+    def _rebuild(self) -> None:
+        if self._building:
+            return
+        self._building = True
+        try:
+            self._clear_form(self.form)
+            self._clear_form(self.advanced_form)
+            self._fields.clear()
+            self._labels.clear()
+            fam = self.family()
+            cls = self.estimator_class()
+            self._shown_family = None if fam is None else fam.key
+            if fam is None or cls is None:
+                self.paper_label.setText("No estimator for this task.")
+                return
+            self.paper_label.setText(f"<i>{cls.__name__}</i> · {fam.paper}")
+            specs = param_specs(cls)
+            if fam.primary:
+                specs.sort(key=lambda s: s.name != fam.primary)
+            self._relevance = relevance_rules(specs)
+            memory = self._memory.get(fam.key, {})
+            for spec in specs:
+                field = _Field(spec, self._field_changed)
+                if spec.name in memory:
+                    field.set_value(memory[spec.name])
+                self._fields[spec.name] = field
+                label = QLabel(spec.name)
+                label.setToolTip(spec.tooltip)
+                self._labels[spec.name] = label
+                (self.advanced_form if spec.advanced else self.form).addRow(label, field.widget)
+        finally:
+            self._building = False
+        self._field_changed()
+
+    def _field_changed(self, *args) -> None:
+        if self._building:
+            return
+        for name, (ctrl, values) in self._relevance.items():
+            if name in self._fields and ctrl in self._fields:
+                v = str(self._fields[ctrl].value()).lower()
+                on = v in values
+                self._fields[name].widget.setEnabled(on)
+                self._labels[name].setEnabled(on)
+                self._fields[name].widget.setToolTip(
+                    self._fields[name].spec.tooltip + ("" if on else
+                                                       f"<p><i>Not used with {ctrl}={v}.</i></p>"))
+        problems = [p for f in self._fields.values() if (p := f.check())]
+        self.error_label.setText("; ".join(problems))
+        self._update_derived()
+        self.changed.emit()
+
+    def _update_derived(self) -> None:
+        self._clear_form(self.derived_form)
+        fam = self.family()
+        if fam is None:
+            return
+        try:
+            params = self.params(partial=True)
+            rows = derived_quantities(fam.key, params, self._stats)
+        except (ValueError, TypeError, OverflowError, ZeroDivisionError) as exc:
+            rows = [("", f"<span style='color:#b3261e'>{exc}</span>")]
+        self.derived_box.setVisible(bool(rows))
+        for label, text in rows:
+            lab = QLabel(text)
+            lab.setTextInteractionFlags(Qt.TextSelectableByMouse)
+            lab.setWordWrap(True)
+            self.derived_form.addRow(label, lab)
+
+    # -- values -------------------------------------------------------------------------------
+    def params(self, partial: bool = False) -> dict:
+        """The typed parameters; raises ValueError listing every bad field (unless partial)."""
+        out, problems = {}, []
+        for name, f in self._fields.items():
+            if not f.widget.isEnabled():
+                out[name] = f.spec.default     # a parameter this configuration does not use
+                continue
+            try:
+                out[name] = f.value()
+            except ValueError as exc:
+                problems.append(str(exc))
+        if problems and not partial:
+            raise ValueError("; ".join(problems))
+        return out
+
+    def set_method(self, family_key: str, params: dict | None = None) -> None:
+        i = self.method_combo.findData(family_key)
+        if i >= 0:
+            self.method_combo.setCurrentIndex(i)
+        for name, v in (params or {}).items():
+            if name in self._fields:
+                self._fields[name].set_value(v)
+        self._field_changed()
+
+    def set_param(self, name: str, value) -> None:
+        self._fields[name].set_value(value)
+
+    def field_widget(self, name: str):
+        return self._fields[name].widget
+
+    def make_estimator(self):
+        """A configured, unfitted estimator; ValueError/TypeError explain what to fix.
+
+        Runs the estimator's own parameter checks (the ones ``fit`` starts with) so that a bad
+        combination is reported before any work starts.
+        """
+        cls = self.estimator_class()
+        if cls is None:
+            raise ValueError(f"{self.method_combo.currentText()} has no estimator for the "
+                             f"{self.task} task")
+        est = cls(**self.params())
+        check = getattr(est, "_validate", None)
+        if callable(check):
+            try:
+                check()
+            except (ValueError, TypeError):
+                raise
+            except Exception as exc:  # an estimator bug must still end as a message
+                raise ValueError(f"{cls.__name__} refused these parameters "
+                                 f"({type(exc).__name__}: {exc})") from exc
+        return est

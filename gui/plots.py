@@ -1,0 +1,191 @@
+"""pyqtgraph helpers: live curves with batched redraws, result plots, image/vector export.
+
+Only the GUI thread draws: the worker's progress arrives as queued signals that append numbers to
+buffers here, and a QTimer pushes the buffers into the curves at most every ``REDRAW_MS``, so a
+fast solver cannot flood the event loop with repaints.
+
+This module draws; it must not compute models or metrics.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import QTimer
+from PySide6.QtGui import QColor
+
+__all__ = ["configure", "LivePlot", "ResultPlot", "PALETTE", "export_plot", "pen"]
+
+REDRAW_MS = 100
+#: colour-blind friendly (Okabe-Ito)
+PALETTE = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#F0E442",
+           "#000000")
+
+
+def configure() -> None:
+    """Global pyqtgraph options of the app (light background, antialiased lines)."""
+    pg.setConfigOptions(antialias=True, background="w", foreground="#222", useOpenGL=False)
+
+
+def pen(i: int, width: float = 2.0, dash: bool = False):
+    p = pg.mkPen(PALETTE[i % len(PALETTE)], width=width)
+    if dash:
+        from PySide6.QtCore import Qt
+        p.setStyle(Qt.DashLine)
+    return p
+
+
+class ResultPlot(pg.PlotWidget):
+    """A PlotWidget with a title, axis labels and a legend, used for every static result plot."""
+
+    def __init__(self, title: str = "", xlabel: str = "", ylabel: str = "", parent=None):
+        super().__init__(parent=parent)
+        self.setMinimumHeight(160)
+        self.plot_title = title
+        self.getPlotItem().setTitle(title, size="11pt")
+        self.setLabel("bottom", xlabel)
+        self.setLabel("left", ylabel)
+        self.showGrid(x=True, y=True, alpha=0.25)
+        for ax in ("left", "bottom"):
+            self.getAxis(ax).enableAutoSIPrefix(False)
+        self.legend = self.addLegend(offset=(-10, 10))
+
+    def reset(self, title: str | None = None, xlabel: str | None = None,
+              ylabel: str | None = None) -> None:
+        self.clear()
+        self.legend.clear()
+        self.setLogMode(False, False)
+        self.showGrid(x=True, y=True, alpha=0.25)
+        self.enableAutoRange()
+        if title is not None:
+            self.plot_title = title
+            self.getPlotItem().setTitle(title, size="11pt")
+        if xlabel is not None:
+            self.setLabel("bottom", xlabel)
+        if ylabel is not None:
+            self.setLabel("left", ylabel)
+
+    def message(self, text: str) -> None:
+        """Replace the content with a centred explanation (nothing to draw for this model)."""
+        self.reset()
+        item = pg.TextItem(text, color="#555", anchor=(0.5, 0.5))
+        self.addItem(item)
+        item.setPos(0.5, 0.5)
+        self.setXRange(0, 1)
+        self.setYRange(0, 1)
+
+
+class LivePlot(ResultPlot):
+    """Curves fed point by point from progress events and redrawn on a timer."""
+
+    def __init__(self, title: str = "", xlabel: str = "", ylabel: str = "", parent=None):
+        super().__init__(title, xlabel, ylabel, parent)
+        self._data: dict[str, tuple[list, list]] = {}
+        self._curves: dict[str, pg.PlotDataItem] = {}
+        self._styles: dict[str, dict] = {}
+        self._dirty = False
+        self._timer = QTimer(self)
+        self._timer.setInterval(REDRAW_MS)
+        self._timer.timeout.connect(self._redraw)
+        self._timer.start()
+
+    def clear_curves(self) -> None:
+        self._data.clear()
+        self._styles.clear()
+        for c in self._curves.values():
+            self.removeItem(c)
+        self._curves.clear()
+        self.legend.clear()
+        self._dirty = False
+
+    def curve_names(self) -> list[str]:
+        return list(self._data)
+
+    def curve_data(self, name: str) -> tuple[np.ndarray, np.ndarray]:
+        x, y = self._data[name]
+        return np.asarray(x, float), np.asarray(y, float)
+
+    def append(self, name: str, x: float, y: float) -> None:
+        if not (math.isfinite(x) and math.isfinite(y)):
+            return
+        xs, ys = self._data.setdefault(name, ([], []))
+        xs.append(float(x))
+        ys.append(float(y))
+        self._dirty = True
+
+    def set_curve(self, name: str, x, y, *, index: int | None = None, dash: bool = False) -> None:
+        x = np.asarray(x, float)
+        y = np.asarray(y, float)
+        ok = np.isfinite(x) & np.isfinite(y)
+        self._data[name] = (list(x[ok]), list(y[ok]))
+        if index is not None or dash:
+            self._styles[name] = {"index": index, "dash": dash}
+        self._dirty = True
+
+    def _redraw(self) -> None:
+        if not self._dirty:
+            return
+        self._dirty = False
+        for i, (name, (xs, ys)) in enumerate(self._data.items()):
+            curve = self._curves.get(name)
+            if curve is None:
+                st = self._styles.get(name, {})
+                idx = st.get("index")
+                curve = self.plot([], [], name=name,
+                                  pen=pen(i if idx is None else idx, dash=st.get("dash", False)),
+                                  symbol="o" if len(xs) < 40 else None, symbolSize=4)
+                self._curves[name] = curve
+            curve.setData(np.asarray(xs), np.asarray(ys))
+
+    def flush(self) -> None:
+        """Draw pending points now (tests and exports)."""
+        self._dirty = True
+        self._redraw()
+
+
+def export_plot(widget: pg.PlotWidget, path: str, width: int = 1200) -> str:
+    """Write ``widget``'s plot to ``path`` as PNG (raster, ``width`` pixels) or SVG (vector)."""
+    import pyqtgraph.exporters as pge
+    item = widget.getPlotItem()
+    lower = path.lower()
+    if lower.endswith(".svg"):
+        _export_svg(widget, path)
+        return path
+    if lower.endswith(".png"):
+        exporter = pge.ImageExporter(item)
+        exporter.parameters()["width"] = int(width)
+        exporter.parameters()["background"] = QColor("white")
+    else:
+        raise ValueError(f"unknown plot format for {path!r}: use .png or .svg")
+    exporter.export(path)
+    return path
+
+
+def _export_svg(widget: pg.PlotWidget, path: str) -> None:
+    """Paint the plot onto Qt's SVG generator: the scene's items stay vector paths and text.
+
+    (pyqtgraph's SVGExporter fails on the path syntax of recent Qt versions,
+    pyqtgraph/pyqtgraph#3485.)
+    """
+    from PySide6.QtCore import QRect, QSize
+    from PySide6.QtGui import QPainter
+    from PySide6.QtSvg import QSvgGenerator
+    size = widget.size()
+    if size.width() < 10 or size.height() < 10:
+        size = QSize(800, 500)
+        widget.resize(size)
+    gen = QSvgGenerator()
+    gen.setFileName(path)
+    gen.setSize(size)
+    gen.setViewBox(QRect(0, 0, size.width(), size.height()))
+    gen.setTitle(getattr(widget, "plot_title", "") or "rwtool plot")
+    gen.setDescription("exported by rwtool-gui")
+    painter = QPainter()
+    if not painter.begin(gen):
+        raise OSError(f"cannot write {path}")
+    try:
+        widget.render(painter)
+    finally:
+        painter.end()

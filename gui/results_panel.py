@@ -1,0 +1,385 @@
+"""The results panel: metrics, diagnostic plots and the pruning control of the selected run.
+
+It draws what gui.evaluate computed on the worker thread: the metrics table, the confusion
+matrix and ROC curve (classification), predicted-versus-actual and residuals (regression), the
+decision regions when the model reads two features, the coefficient magnitudes, the variable
+importance (stump models, BKerNN) and the pruning control (models with ``prune``): an epsilon
+slider whose preview shows the pruned model's size and error before it is kept.
+
+This widget draws; it must not fit or predict (pruning is asked of the main window).
+"""
+
+from __future__ import annotations
+
+import html
+import math
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import QRectF, Qt, Signal
+from PySide6.QtGui import QColor
+from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QFormLayout, QGroupBox, QHBoxLayout,
+                               QHeaderView, QLabel, QPushButton, QSlider, QTableWidget,
+                               QTableWidgetItem, QTabWidget, QVBoxLayout, QWidget)
+
+from .plots import PALETTE, ResultPlot, pen
+
+__all__ = ["ResultsPanel", "format_metric"]
+
+
+def format_metric(v) -> str:
+    if isinstance(v, str):
+        return v
+    if isinstance(v, (int, np.integer)):
+        return str(int(v))
+    v = float(v)
+    if not math.isfinite(v):
+        return "∞" if v > 0 else ("–∞" if v < 0 else "n/a")
+    if v != 0 and (abs(v) < 1e-3 or abs(v) >= 1e5):
+        return f"{v:.4e}"
+    return f"{v:.4f}"
+
+
+class _MetricsView(QWidget):
+    def __init__(self):
+        super().__init__()
+        self.title = QLabel("Train a model to see its metrics.")
+        self.title.setWordWrap(True)
+        self.table = QTableWidget(0, 2)
+        self.table.setHorizontalHeaderLabels(["Metric", "Value"])
+        self.table.verticalHeader().setVisible(False)
+        self.table.setEditTriggers(QAbstractItemView.NoEditTriggers)
+        self.table.horizontalHeader().setSectionResizeMode(0, QHeaderView.ResizeToContents)
+        self.table.horizontalHeader().setSectionResizeMode(1, QHeaderView.Stretch)
+        self.notes = QLabel("")
+        self.notes.setWordWrap(True)
+        self.notes.setTextInteractionFlags(Qt.TextSelectableByMouse)
+        lay = QVBoxLayout(self)
+        lay.addWidget(self.title)
+        lay.addWidget(self.table, 1)
+        lay.addWidget(self.notes)
+
+    def show(self, title: str, metrics: dict, notes: list[str]) -> None:
+        self.title.setText(title)
+        self.table.setRowCount(len(metrics))
+        for i, (k, v) in enumerate(metrics.items()):
+            self.table.setItem(i, 0, QTableWidgetItem(k))
+            item = QTableWidgetItem(format_metric(v))
+            item.setTextAlignment(Qt.AlignRight | Qt.AlignVCenter)
+            self.table.setItem(i, 1, item)
+        self.notes.setText("<br>".join(notes))
+
+
+class _PruneView(QWidget):
+    """epsilon slider (log scale), ACCEPT rule, preview and keep."""
+
+    preview_requested = Signal(object)
+    keep_requested = Signal()
+
+    EPS_LO, EPS_HI, STEPS = -4.0, 0.0, 80
+
+    def __init__(self):
+        super().__init__()
+        self.info = QLabel("")
+        self.info.setWordWrap(True)
+        self.slider = QSlider(Qt.Horizontal)
+        self.slider.setRange(0, self.STEPS)
+        self.slider.setValue(self.STEPS // 2)
+        self.eps_label = QLabel()
+        self.accept_combo = QComboBox()
+        for key, text in (("error", "error: 0-1 training error rises by < ε (000 eq. 66)"),
+                          ("loss", "loss: training loss rises by < ε (000 eq. 65)"),
+                          ("bound", "bound: ρθ‖α − β‖_H < ε (000 eq. 63)"),
+                          ("probabilistic", "probabilistic: Theorem 8 (000 eq. 64)")):
+            self.accept_combo.addItem(text, key)
+        self.preview_button = QPushButton("Preview pruned model")
+        self.keep_button = QPushButton("Keep pruned model as a new run")
+        self.keep_button.setEnabled(False)
+        self.result = QLabel("")
+        self.result.setWordWrap(True)
+        form = QFormLayout()
+        row = QHBoxLayout()
+        row.addWidget(self.slider, 1)
+        row.addWidget(self.eps_label)
+        form.addRow("ε", row)
+        form.addRow("Accept rule", self.accept_combo)
+        buttons = QHBoxLayout()
+        buttons.addWidget(self.preview_button)
+        buttons.addWidget(self.keep_button)
+        buttons.addStretch(1)
+        box = QGroupBox("Pruning with the Lasso (seed 000, Section 6, Algorithm 5)")
+        v = QVBoxLayout(box)
+        v.addLayout(form)
+        v.addLayout(buttons)
+        v.addWidget(self.result)
+        lay = QVBoxLayout(self)
+        lay.addWidget(self.info)
+        lay.addWidget(box)
+        lay.addStretch(1)
+        self.slider.valueChanged.connect(self._eps_changed)
+        self.accept_combo.currentIndexChanged.connect(self._eps_changed)
+        self.preview_button.clicked.connect(
+            lambda: self.preview_requested.emit({"eps": self.eps(),
+                                                 "accept": self.accept_combo.currentData()}))
+        self.keep_button.clicked.connect(self.keep_requested)
+        self._eps_changed()
+
+    def eps(self) -> float:
+        t = self.slider.value() / self.STEPS
+        return float(10 ** (self.EPS_LO + t * (self.EPS_HI - self.EPS_LO)))
+
+    def _eps_changed(self, *args) -> None:
+        self.eps_label.setText(f"{self.eps():.2e}")
+        self.keep_button.setEnabled(False)
+
+    def set_available(self, ok: bool, why: str, classification: bool = True) -> None:
+        for w in (self.slider, self.accept_combo, self.preview_button):
+            w.setEnabled(ok)
+        # The 0-1 error criterion needs classes; regression models start on the loss rule.
+        item = self.accept_combo.model().item(self.accept_combo.findData("error"))
+        item.setEnabled(classification)
+        if not classification and self.accept_combo.currentData() == "error":
+            self.accept_combo.setCurrentIndex(self.accept_combo.findData("loss"))
+        self.keep_button.setEnabled(False)
+        self.info.setText(why)
+        self.result.setText("")
+
+
+class ResultsPanel(QTabWidget):
+    prune_requested = Signal(object)
+    keep_pruned_requested = Signal()
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.metrics_view = _MetricsView()
+        self.confusion_plot = ResultPlot("Confusion matrix", "predicted", "actual")
+        self.roc_plot = ResultPlot("ROC curve", "false positive rate", "true positive rate")
+        self.pva_plot = ResultPlot("Predicted vs actual", "actual", "predicted")
+        self.residual_plot = ResultPlot("Residuals", "predicted", "actual − predicted")
+        self.region_plot = ResultPlot("Decision regions", "", "")
+        self.coef_plot = ResultPlot("Coefficient magnitudes", "feature (sorted)", "")
+        self.importance_plot = ResultPlot("Variable importance", "", "share")
+        self.prune_view = _PruneView()
+        self.addTab(self.metrics_view, "Metrics")
+        self.addTab(self.confusion_plot, "Confusion matrix")
+        self.addTab(self.roc_plot, "ROC")
+        self.addTab(self.pva_plot, "Predicted vs actual")
+        self.addTab(self.residual_plot, "Residuals")
+        self.addTab(self.region_plot, "Decision regions")
+        self.addTab(self.coef_plot, "Coefficients")
+        self.addTab(self.importance_plot, "Importance")
+        self.addTab(self.prune_view, "Pruning")
+        self.result: dict | None = None
+        self.prune_view.preview_requested.connect(self.prune_requested)
+        self.prune_view.keep_requested.connect(self.keep_pruned_requested)
+        for i in range(1, self.count()):
+            self.setTabVisible(i, False)
+
+    # -- helpers ---------------------------------------------------------------------------------
+    def current_plot(self) -> ResultPlot | None:
+        w = self.currentWidget()
+        return w if isinstance(w, ResultPlot) else None
+
+    def plots(self) -> dict[str, ResultPlot]:
+        return {self.tabText(i): self.widget(i) for i in range(self.count())
+                if isinstance(self.widget(i), ResultPlot) and self.isTabVisible(i)}
+
+    def _show_tab(self, widget, on: bool) -> None:
+        self.setTabVisible(self.indexOf(widget), on)
+
+    # -- drawing ---------------------------------------------------------------------------------
+    def show_result(self, res: dict, title: str = "") -> None:
+        self.result = res
+        notes = []
+        if res.get("cancelled"):
+            notes.append("<b>Cancelled:</b> the model is the last completed iterate.")
+        for w in res.get("warnings", []):
+            notes.append(f"<span style='color:#8a5a00'>warning: {html.escape(w)}</span>")
+        self.metrics_view.show(title, res.get("metrics", {}), notes)
+        cls_task = res.get("task") != "regression"
+        self._show_tab(self.confusion_plot, cls_task and "confusion" in res)
+        if "confusion" in res:
+            self._draw_confusion(res)
+        self._show_tab(self.roc_plot, "roc" in res)
+        if "roc" in res:
+            self._draw_roc(res["roc"])
+        reg = not cls_task
+        self._show_tab(self.pva_plot, reg)
+        self._show_tab(self.residual_plot, reg)
+        if reg:
+            self._draw_regression(res)
+        self._show_tab(self.region_plot, "grid" in res)
+        if "grid" in res:
+            self._draw_regions(res)
+        self._show_tab(self.coef_plot, "coef_magnitudes" in res)
+        if "coef_magnitudes" in res:
+            self._draw_coefs(res)
+        self._show_tab(self.importance_plot, "importance" in res)
+        if "importance" in res:
+            self._draw_importance(res)
+        est = res.get("estimator")
+        can_prune = est is not None and callable(getattr(est, "prune", None))
+        self._show_tab(self.prune_view, can_prune)
+        self.prune_view.set_available(
+            can_prune,
+            "Remove features whose coefficients the model can do without: preview the pruned "
+            "model, then keep it as a new run." if can_prune else
+            f"{type(est).__name__ if est is not None else 'This model'} has no prune() in "
+            f"this rwtool: pruning applies to the RKHS weightings and kitchen sinks.",
+            cls_task)
+
+    def show_prune_preview(self, base: dict, pruned: dict) -> None:
+        bm, pm = base.get("metrics", {}), pruned.get("metrics", {})
+        key = next((k for k in ("test error", "test MSE", "train error", "train MSE")
+                    if k in pm), None)
+        size_b, size_p = bm.get("features used"), pm.get("features used")
+        text = f"Pruned model: <b>{size_p}</b> features (was {size_b})"
+        if key:
+            text += f"; {key} <b>{format_metric(pm[key])}</b> (was {format_metric(bm.get(key))})"
+        rep = getattr(pruned.get("estimator"), "prune_report_", None)
+        if isinstance(rep, dict):
+            bits = [f"{k} {format_metric(rep[k])}" for k in ("lam", "norm_diff", "steps")
+                    if isinstance(rep.get(k), (int, float))]
+            if bits:
+                text += " · " + ", ".join(bits).replace("norm_diff", "‖α − β‖_H")
+        self.prune_view.result.setText(text + ".")
+        self.prune_view.keep_button.setEnabled(True)
+
+    def show_prune_error(self, message: str) -> None:
+        self.prune_view.result.setText(f"<span style='color:#b3261e'>{html.escape(message)}</span>")
+        self.prune_view.keep_button.setEnabled(False)
+
+    def _draw_confusion(self, res) -> None:
+        p = self.confusion_plot
+        cm = np.asarray(res["confusion"], float)
+        k = cm.shape[0]
+        p.reset(f"Confusion matrix ({res.get('confusion_on', 'test')} rows)")
+        rows = cm.sum(axis=1, keepdims=True)
+        frac = np.divide(cm, rows, out=np.zeros_like(cm), where=rows > 0)
+        img = pg.ImageItem(frac.T[:, ::-1])     # x = predicted, y = actual (top row first)
+        lut = np.array([[255 - int(200 * t), 255 - int(120 * t), 255 - int(40 * t), 255]
+                        for t in np.linspace(0, 1, 256)], dtype=np.ubyte)
+        img.setLookupTable(lut)
+        img.setLevels([0, 1])
+        img.setRect(QRectF(0, 0, k, k))
+        p.addItem(img)
+        for i in range(k):
+            for j in range(k):
+                color = "w" if frac[i, j] > 0.6 else "#111"
+                t = pg.TextItem(f"{int(cm[i, j])}\n{100 * frac[i, j]:.0f}%", color=color,
+                                anchor=(0.5, 0.5))
+                t.setPos(j + 0.5, k - i - 0.5)
+                p.addItem(t)
+        labels = [str(c) for c in res["classes"]]
+        p.getAxis("bottom").setTicks([[(j + 0.5, labels[j]) for j in range(k)]])
+        p.getAxis("left").setTicks([[(k - i - 0.5, labels[i]) for i in range(k)]])
+        p.setXRange(0, k, padding=0.02)
+        p.setYRange(0, k, padding=0.02)
+        p.showGrid(x=False, y=False)
+
+    def _draw_roc(self, roc) -> None:
+        p = self.roc_plot
+        p.reset(f"ROC curve (positive class {roc['positive']}, AUC {roc['auc']:.3f})")
+        p.getAxis("bottom").setTicks(None)
+        p.getAxis("left").setTicks(None)
+        p.plot([0, 1], [0, 1], pen=pg.mkPen("#999", style=Qt.DashLine), name="chance")
+        p.plot(roc["fpr"], roc["tpr"], pen=pen(0, 2.5), name=f"AUC = {roc['auc']:.3f}")
+        p.setXRange(0, 1)
+        p.setYRange(0, 1)
+
+    def _draw_regression(self, res) -> None:
+        p, r = self.pva_plot, self.residual_plot
+        p.reset()
+        r.reset()
+        sets = [("train", res.get("y_train"), res.get("pred_train"), 0)]
+        if res.get("y_test") is not None:
+            sets.append(("test", res["y_test"], res["pred_test"], 1))
+        lo, hi = math.inf, -math.inf
+        for name, y, f, i in sets:
+            y = np.asarray(y, float)
+            f = np.asarray(f, float)
+            brush = pg.mkBrush(QColor(PALETTE[i]).lighter(110))
+            p.plot(y, f, pen=None, symbol="o", symbolSize=5, symbolBrush=brush,
+                   symbolPen=None, name=name)
+            r.plot(f, y - f, pen=None, symbol="o", symbolSize=5, symbolBrush=brush,
+                   symbolPen=None, name=name)
+            lo, hi = min(lo, y.min(), f.min()), max(hi, y.max(), f.max())
+        if math.isfinite(lo):
+            p.plot([lo, hi], [lo, hi], pen=pg.mkPen("#555", style=Qt.DashLine), name="y = x")
+            r.addLine(y=0, pen=pg.mkPen("#555", style=Qt.DashLine))
+
+    def _draw_regions(self, res) -> None:
+        p = self.region_plot
+        g = res["grid"]
+        names = res.get("feature_names", ["x0", "x1"])
+        p.reset("Decision regions" if res.get("task") != "regression" else "Prediction surface",
+                names[0], names[1])
+        Z = np.asarray(g["z"], float)
+        x, y = g["x"], g["y"]
+        img = pg.ImageItem(Z)
+        if res.get("task") != "regression":
+            k = len(res.get("classes", [])) or 1
+            lut = []
+            for i in range(256):
+                c = QColor(PALETTE[min(int(i * k / 256), k - 1) % len(PALETTE)])
+                # a pale tint of the class colour, so the points on top stay readable
+                lut.append([int(255 - 0.28 * (255 - v)) for v in (c.red(), c.green(), c.blue())]
+                           + [255])
+            img.setLookupTable(np.array(lut, dtype=np.ubyte))
+            img.setLevels([-0.5, k - 0.5])
+        else:
+            img.setLookupTable(pg.colormap.get("viridis").getLookupTable(nPts=256))
+            img.setLevels([float(np.nanmin(Z)), float(np.nanmax(Z))])
+        img.setRect(QRectF(x[0], y[0], x[-1] - x[0], y[-1] - y[0]))
+        p.addItem(img)
+        p.showGrid(x=False, y=False)
+        classes = res.get("classes")
+        for label, X, yv, hollow in (("train", res.get("X_train2"), res.get("y_train"), False),
+                                     ("test", res.get("X_test2"), res.get("y_test"), True)):
+            if X is None:
+                continue
+            if classes is not None:
+                for i, c in enumerate(classes):
+                    m = np.asarray(yv) == c
+                    col = QColor(PALETTE[i % len(PALETTE)])
+                    p.plot(X[m, 0], X[m, 1], pen=None, symbol="o", symbolSize=6,
+                           symbolBrush=None if hollow else pg.mkBrush(col),
+                           symbolPen=pg.mkPen(col if hollow else "w", width=1.2),
+                           name=f"{c} ({label})")
+            else:
+                p.plot(X[:, 0], X[:, 1], pen=None, symbol="o", symbolSize=5,
+                       symbolBrush=None if hollow else pg.mkBrush("#222"),
+                       symbolPen=pg.mkPen("#222"), name=label)
+        p.setXRange(x[0], x[-1], padding=0)
+        p.setYRange(y[0], y[-1], padding=0)
+
+    def _draw_coefs(self, res) -> None:
+        p = self.coef_plot
+        v = np.asarray(res["coef_magnitudes"], float)
+        p.reset(f"Coefficient magnitudes ({res.get('coef_label', '')})", "feature (sorted)", "")
+        p.getAxis("bottom").setTicks(None)
+        pos = v[v > 0]
+        if len(pos) == 0:
+            p.message("every coefficient is zero")
+            return
+        p.setLogMode(False, True)
+        p.plot(np.arange(1, len(pos) + 1), pos, pen=pen(0, 2), name=f"{len(pos)} non-zero")
+
+    def _draw_importance(self, res) -> None:
+        p = self.importance_plot
+        v = np.asarray(res["importance"], float)
+        names = res.get("feature_names", [])
+        p.reset(f"Variable importance ({res.get('importance_label', '')})", "", "share")
+        order = np.argsort(-v, kind="stable")[:40]
+        bars = pg.BarGraphItem(x=np.arange(len(order)), height=v[order], width=0.7,
+                               brush=pg.mkBrush(PALETTE[0]))
+        p.addItem(bars)
+        ticks = [(i, _short(names[j]) if j < len(names) else str(j))
+                 for i, j in enumerate(order)]
+        p.getAxis("bottom").setTicks([ticks])
+        p.setXRange(-0.6, len(order) - 0.4)
+        p.setYRange(0, max(float(v.max()), 1e-12) * 1.08)
+
+
+def _short(s: str, n: int = 14) -> str:
+    return s if len(s) <= n else s[: n - 1] + "…"

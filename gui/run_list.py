@@ -1,0 +1,200 @@
+"""The run list: every training run with its parameters and metrics; selected runs overlaid.
+
+A :class:`Run` keeps what is needed to show, compare, export and reproduce a run (method,
+parameters, data options, result dict with the fitted estimator, recorded curves). Selecting one
+run shows it in the results panel; selecting several overlays their curves for the chosen
+quantity in the comparison plot.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+import numpy as np
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QHBoxLayout, QHeaderView, QLabel,
+                               QSplitter, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget)
+
+from .plots import ResultPlot, pen
+from .results_panel import format_metric
+
+__all__ = ["Run", "RunList"]
+
+
+@dataclass
+class Run:
+    run_id: int
+    family: str
+    title: str
+    class_name: str
+    params: dict
+    data: dict = field(default_factory=dict)       # path and data options
+    status: str = "running"
+    result: dict | None = None
+    curves: dict = field(default_factory=dict)     # name -> (x list, y list)
+    x_label: str = "iteration"
+    note: str = ""
+
+    @property
+    def name(self) -> str:
+        return f"#{self.run_id} {self.title}"
+
+    def key_params(self) -> str:
+        keys = ("instantiation", "base", "selector", "penalty", "variant", "solver",
+                "n_features", "n_particles", "reg", "sigma")
+        parts = [f"{k}={format_value(self.params[k])}" for k in keys if k in self.params]
+        return ", ".join(parts)
+
+    def headline(self) -> str:
+        m = (self.result or {}).get("metrics", {})
+        for k in ("test error", "test R^2", "train error", "train R^2"):
+            if k in m:
+                return f"{k} {format_metric(m[k])}"
+        return ""
+
+    def append(self, name: str, x: float, y: float) -> None:
+        xs, ys = self.curves.setdefault(name, ([], []))
+        xs.append(float(x))
+        ys.append(float(y))
+
+
+def format_value(v) -> str:
+    return f"{v:g}" if isinstance(v, float) else str(v)
+
+
+class RunList(QWidget):
+    selection_changed = Signal(list)      # run ids, in table order
+
+    COLUMNS = ("Run", "Method", "Parameters", "Result", "Fit time", "Status")
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.runs: dict[int, Run] = {}
+        self.table = QTableWidget(0, len(self.COLUMNS))
+        self.table.setHorizontalHeaderLabels(self.COLUMNS)
+        self.table.setSelectionBehavior(QAbstractItemView.SelectRows)
+        self.table.setSelectionMode(QAbstractItemView.ExtendedSelection)
+        self.table.setEditTriggers(QAbstractItemView.NoEditTriggers)
+        self.table.verticalHeader().setVisible(False)
+        self.table.verticalHeader().setDefaultSectionSize(22)
+        hh = self.table.horizontalHeader()
+        for i in range(len(self.COLUMNS)):
+            hh.setSectionResizeMode(i, QHeaderView.ResizeToContents)
+        hh.setSectionResizeMode(2, QHeaderView.Stretch)
+        self.table.setToolTip("Select one run to inspect it, several (Ctrl/Shift) to compare")
+
+        self.metric_combo = QComboBox()
+        self.metric_combo.setMinimumWidth(160)
+        self.compare_plot = ResultPlot("Compare runs", "iteration", "")
+        top = QHBoxLayout()
+        top.addWidget(QLabel("Overlay"))
+        top.addWidget(self.metric_combo)
+        top.addStretch(1)
+        lower = QWidget()
+        lv = QVBoxLayout(lower)
+        lv.setContentsMargins(0, 0, 0, 0)
+        lv.addLayout(top)
+        lv.addWidget(self.compare_plot, 1)
+        split = QSplitter(Qt.Vertical)
+        split.addWidget(self.table)
+        split.addWidget(lower)
+        split.setSizes([200, 300])
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(0, 0, 0, 0)
+        lay.addWidget(split)
+        self.table.itemSelectionChanged.connect(self._selection)
+        self.metric_combo.currentIndexChanged.connect(self._overlay)
+
+    # -- content ------------------------------------------------------------------------------
+    def add(self, run: Run) -> None:
+        self.runs[run.run_id] = run
+        r = self.table.rowCount()
+        self.table.insertRow(r)
+        self._fill(r, run)
+
+    def update_run(self, run: Run) -> None:
+        r = self._row_of(run.run_id)
+        if r is not None:
+            self._fill(r, run)
+        if run.run_id in self.selected_ids():
+            self._overlay()
+
+    def _row_of(self, run_id: int):
+        for r in range(self.table.rowCount()):
+            if self.table.item(r, 0).data(Qt.UserRole) == run_id:
+                return r
+        return None
+
+    def _fill(self, r: int, run: Run) -> None:
+        fit = (run.result or {}).get("metrics", {}).get("fit time (s)")
+        cells = (run.name, run.class_name, run.key_params(), run.headline(),
+                 "" if fit is None else f"{fit:.2f} s", run.status)
+        for j, text in enumerate(cells):
+            item = QTableWidgetItem(text)
+            if j == 0:
+                item.setData(Qt.UserRole, run.run_id)
+            item.setToolTip(self._tooltip(run))
+            self.table.setItem(r, j, item)
+
+    @staticmethod
+    def _tooltip(run: Run) -> str:
+        lines = [f"<b>{run.name}</b> ({run.class_name})"]
+        if run.data.get("path"):
+            lines.append(f"data: {os.path.basename(run.data['path'])}, target "
+                         f"{run.data.get('target')!r}")
+        lines += [f"{k} = {format_value(v)}" for k, v in run.params.items()]
+        if run.note:
+            lines.append(f"<i>{run.note}</i>")
+        return "<br>".join(lines)
+
+    def selected_ids(self) -> list[int]:
+        rows = sorted({i.row() for i in self.table.selectedIndexes()})
+        return [self.table.item(r, 0).data(Qt.UserRole) for r in rows]
+
+    def select(self, run_ids) -> None:
+        self.table.clearSelection()
+        mode = self.table.selectionMode()
+        self.table.setSelectionMode(QAbstractItemView.MultiSelection)
+        for rid in run_ids:
+            r = self._row_of(rid)
+            if r is not None:
+                self.table.selectRow(r)
+        self.table.setSelectionMode(mode)
+
+    # -- comparison ---------------------------------------------------------------------------
+    def _selection(self) -> None:
+        ids = self.selected_ids()
+        names = []
+        for rid in ids:
+            for n in self.runs[rid].curves:
+                if n not in names:
+                    names.append(n)
+        cur = self.metric_combo.currentText()
+        self.metric_combo.blockSignals(True)
+        self.metric_combo.clear()
+        self.metric_combo.addItems(names)
+        if cur in names:
+            self.metric_combo.setCurrentText(cur)
+        self.metric_combo.blockSignals(False)
+        self._overlay()
+        self.selection_changed.emit(ids)
+
+    def _overlay(self) -> None:
+        metric = self.metric_combo.currentText()
+        ids = self.selected_ids()
+        xl = {self.runs[r].x_label for r in ids if metric in self.runs[r].curves}
+        self.compare_plot.reset(f"Compare runs: {metric}" if metric else "Compare runs",
+                                " / ".join(sorted(xl)) or "iteration", metric)
+        drawn = 0
+        for i, rid in enumerate(ids):
+            run = self.runs[rid]
+            if metric in run.curves:
+                x, y = run.curves[metric]
+                x, y = np.asarray(x, float), np.asarray(y, float)
+                self.compare_plot.plot(x, y, pen=pen(i), name=run.name,
+                                       symbol="o" if len(x) < 30 else None, symbolSize=4)
+                drawn += 1
+        if not drawn:
+            self.compare_plot.message("Select runs with recorded curves to compare them"
+                                      if ids else "Select two or more runs to compare them")

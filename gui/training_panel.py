@@ -1,0 +1,234 @@
+"""The training panel: Train and Cancel, progress with elapsed and remaining time, live curves.
+
+Progress events (plain dicts from gui.worker) move the bar and feed two live plots: losses and
+objectives on one, errors on the other, against iterations, the number of features of a greedy
+path, or lambda along a regularisation path. A timer keeps the elapsed time moving between
+events. The panel never touches an estimator.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtWidgets import (QHBoxLayout, QLabel, QProgressBar, QPushButton, QSplitter,
+                               QVBoxLayout, QWidget)
+
+from .plots import LivePlot
+
+__all__ = ["TrainingPanel", "format_seconds", "split_metrics", "curve_x"]
+
+#: metric keys used as the x axis of a path rather than plotted
+_X_KEYS = {"n_features": "number of features", "lam": "lambda"}
+_SKIP = {"it", "iteration", "done"}
+
+
+def format_seconds(s: float) -> str:
+    if not math.isfinite(s) or s < 0:
+        return "–"
+    if s < 60:
+        return f"{s:.1f} s"
+    m, sec = divmod(int(round(s)), 60)
+    if m < 60:
+        return f"{m} min {sec:02d} s"
+    h, m = divmod(m, 60)
+    return f"{h} h {m:02d} min"
+
+
+def curve_x(ev: dict) -> tuple[str, float, bool]:
+    """(x-axis label, x value, log scale) of a progress event's point on the live curves."""
+    metrics = ev.get("metrics", {})
+    xkey = next((k for k in _X_KEYS if k in metrics), None)
+    if xkey:
+        return _X_KEYS[xkey], float(metrics[xkey]), xkey == "lam"
+    return ev.get("stage") or "iteration", float(ev.get("done", 0)), False
+
+
+def split_metrics(metrics: dict) -> tuple[dict, dict]:
+    """(loss-like, error-like) metrics of a progress event."""
+    loss, err = {}, {}
+    for k, v in metrics.items():
+        if k in _X_KEYS or k in _SKIP:
+            continue
+        low = k.lower()
+        (err if ("error" in low or "acc" in low or "score" in low or "auc" in low)
+         else loss)[k] = v
+    return loss, err
+
+
+class TrainingPanel(QWidget):
+    """The control bar (this widget) and the live curves (``curves``, shown elsewhere)."""
+
+    train_requested = Signal()
+    cancel_requested = Signal()
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.train_button = QPushButton("Train")
+        self.train_button.setObjectName("trainButton")
+        self.train_button.setToolTip("Train the chosen method on the training rows (Ctrl+R)")
+        self.train_button.setMinimumWidth(110)
+        self.train_button.setStyleSheet(
+            "QPushButton#trainButton { font-weight: bold; padding: 5px 14px; }")
+        self.cancel_button = QPushButton("Cancel")
+        self.cancel_button.setToolTip("Stop the fit at its next progress report (Esc); "
+                                      "iterative solvers keep their last iterate")
+        self.cancel_button.setEnabled(False)
+        self.progress = QProgressBar()
+        self.progress.setRange(0, 1000)
+        self.progress.setValue(0)
+        self.progress.setTextVisible(True)
+        self.progress.setFormat("idle")
+        self.stage_label = QLabel("")
+        self.time_label = QLabel("")
+        self.time_label.setMinimumWidth(230)
+
+        bar = QHBoxLayout()
+        bar.addWidget(self.train_button)
+        bar.addWidget(self.cancel_button)
+        bar.addWidget(self.progress, 1)
+        bar.addWidget(self.time_label)
+
+        self.loss_plot = LivePlot("Training loss / objective", "iteration", "")
+        self.error_plot = LivePlot("Error", "iteration", "")
+        #: the live curves, placed by the main window in its own tab
+        self.curves = QSplitter(Qt.Vertical)
+        self.curves.addWidget(self.loss_plot)
+        self.curves.addWidget(self.error_plot)
+
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(4, 4, 4, 0)
+        lay.addLayout(bar)
+        lay.addWidget(self.stage_label)
+
+        self._t0 = None
+        self._waiting = False
+        self._stage_t0 = None
+        self._fraction = 0.0
+        self._stage = ""
+        self._clock = QTimer(self)
+        self._clock.setInterval(250)
+        self._clock.timeout.connect(self._tick)
+        self.train_button.clicked.connect(self.train_requested)
+        self.cancel_button.clicked.connect(self.cancel_requested)
+
+    # -- state ---------------------------------------------------------------------------------
+    def set_ready(self, ready: bool, why: str = "") -> None:
+        self.train_button.setEnabled(ready and self._t0 is None)
+        self.train_button.setToolTip("Train the chosen method on the training rows (Ctrl+R)"
+                                     if ready else why)
+
+    def started(self, title: str) -> None:
+        """A run was submitted; the clock starts with its first progress event (the worker may
+        still be finishing the background warm-up)."""
+        self._t0 = time.perf_counter()
+        self._waiting = True
+        self._stage_t0 = self._t0
+        self._fraction = 0.0
+        self._stage = ""
+        self.loss_plot.clear_curves()
+        self.error_plot.clear_curves()
+        for p in (self.loss_plot, self.error_plot):
+            p.setLabel("bottom", "iteration")
+            p.setLogMode(False, False)
+        self.train_button.setEnabled(False)
+        self.cancel_button.setEnabled(True)
+        self.cancel_button.setText("Cancel")
+        self.progress.setValue(0)
+        self.progress.setFormat("starting…")
+        self.stage_label.setText(title)
+        self._clock.start()
+        self._tick()
+
+    def stopped(self, text: str) -> None:
+        self._clock.stop()
+        elapsed = time.perf_counter() - self._t0 if self._t0 is not None else float("nan")
+        self._t0 = None
+        self.cancel_button.setEnabled(False)
+        self.train_button.setEnabled(True)
+        self.progress.setFormat(text)
+        if text.startswith("done"):
+            self.progress.setValue(1000)
+        self.time_label.setText(f"took {format_seconds(elapsed)}")
+        self.loss_plot.flush()
+        self.error_plot.flush()
+
+    def mark_cancelling(self) -> None:
+        """Show that a cancel was asked for (by the button, Esc or the menu)."""
+        self.cancel_button.setEnabled(False)
+        self.cancel_button.setText("Cancelling…")
+        self.progress.setFormat("cancelling at the next progress report…")
+
+    @property
+    def running(self) -> bool:
+        return self._t0 is not None
+
+    # -- events ----------------------------------------------------------------------------------
+    def on_progress(self, ev: dict) -> None:
+        if self._t0 is None:
+            return
+        if self._waiting:
+            self._waiting = False
+            self._t0 = time.perf_counter() - float(ev.get("elapsed", 0.0))
+        stage = ev.get("stage", "")
+        if stage != self._stage or ev.get("kind") == "start":
+            self._stage = stage
+            self._stage_t0 = time.perf_counter()
+        total, done = ev.get("total", 0), ev.get("done", 0)
+        if total > 0:
+            self._fraction = min(1.0, done / total)
+            self.progress.setValue(int(1000 * self._fraction))
+            self.progress.setFormat(f"{stage}: {done} / {total}  (%p%)")
+        else:
+            self._fraction = 0.0
+            self.progress.setFormat(f"{stage}…")
+        metrics = ev.get("metrics", {})
+        xlabel, x, log_x = curve_x(ev)
+        loss, err = split_metrics(metrics)
+        if loss or err:
+            for plot in (self.loss_plot, self.error_plot):
+                plot.setLabel("bottom", xlabel)
+                if log_x:
+                    plot.setLogMode(True, False)
+        for k, v in loss.items():
+            self.loss_plot.append(k, x, v)
+        for k, v in err.items():
+            self.error_plot.append(k, x, v)
+        if metrics:
+            shown = ", ".join(f"{k} {v:.4g}" for k, v in list(metrics.items())[:4])
+            self.stage_label.setText(f"{stage}: {shown}")
+        else:
+            self.stage_label.setText(stage)
+        self._tick()
+
+    def show_model_curves(self, mc: dict) -> None:
+        """Replace the live curves by the complete ones the fitted model recorded."""
+        curves = mc.get("curves") or {}
+        if not curves:
+            return
+        self.loss_plot.clear_curves()
+        self.error_plot.clear_curves()
+        for p in (self.loss_plot, self.error_plot):
+            p.setLabel("bottom", mc.get("x_label", "iteration"))
+            p.setLogMode(bool(mc.get("log_x")), False)
+        loss, err = split_metrics({k: 0.0 for k in curves})
+        for k, (x, y) in curves.items():
+            (self.error_plot if k in err else self.loss_plot).set_curve(k, x, y)
+        self.loss_plot.flush()
+        self.error_plot.flush()
+
+    def _tick(self) -> None:
+        if self._t0 is None:
+            return
+        if self._waiting:
+            self.time_label.setText("waiting for the kernel warm-up…")
+            return
+        now = time.perf_counter()
+        elapsed = now - self._t0
+        text = f"elapsed {format_seconds(elapsed)}"
+        f = self._fraction
+        if 0.02 < f < 1.0 and self._stage_t0 is not None:
+            left = (now - self._stage_t0) * (1.0 - f) / f
+            text += f" · about {format_seconds(left)} left in this stage"
+        self.time_label.setText(text)

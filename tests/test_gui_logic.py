@@ -1,0 +1,205 @@
+"""The app's non-widget logic against independent oracles: docstring parsing and the generated
+parameter specs (the constructors' own signatures), the metrics and curves of gui.evaluate
+(scikit-learn, brute force), the derived quantities (rwtool's formulas of seed 003 Table 4 and
+the models' fitted attributes), the predictions writer (csv module) and the warm-up."""
+
+from __future__ import annotations
+
+import csv
+import inspect
+import threading
+
+import numpy as np
+import pytest
+
+from gui.evaluate import confusion_matrix, evaluate, r2_score, roc_curve, variable_importance
+from gui.method_panel import derived_quantities, relevance_rules
+from gui.methods import (FAMILIES, ParamSpec, available_families, param_specs,
+                         parse_numpydoc_params, parse_value)
+
+DOC = """Summary.
+
+    Parameters
+    ----------
+    alpha : {"a", "b"}, default "a"
+        The first
+        choice.
+    beta, gamma : float or None, default None
+        Shared text.
+    delta : int
+        Count.
+
+    Attributes
+    ----------
+    coef_ : ndarray
+        Not a parameter.
+"""
+
+
+def test_parse_numpydoc_params():
+    d = parse_numpydoc_params(DOC)
+    assert set(d) == {"alpha", "beta", "gamma", "delta"}
+    assert d["alpha"] == ('{"a", "b"}, default "a"', "The first choice.")
+    assert d["beta"] == d["gamma"] == ("float or None, default None", "Shared text.")
+    assert d["delta"][0] == "int"
+
+
+@pytest.mark.parametrize("fam", available_families(), ids=lambda f: f.key)
+def test_specs_follow_the_signatures(fam):
+    for task in ("binary", "regression"):
+        cls = fam.load(task)
+        if cls is None:
+            continue
+        sig = inspect.signature(cls.__init__).parameters
+        specs = param_specs(cls)
+        assert [s.name for s in specs] == [n for n in sig if n != "self"]
+        for s in specs:
+            assert s.default == sig[s.name].default
+            if s.kind == "choice":
+                assert s.default in s.choices
+            if s.kind == "bool":
+                assert isinstance(s.default, bool)
+        # every default, typed back through the form's parser, rebuilds the same estimator
+        params = {}
+        for s in specs:
+            if s.kind in ("int", "float", "floats", "text"):
+                from gui.methods import format_value
+                params[s.name] = parse_value(s, format_value(s.default))
+            else:
+                params[s.name] = s.default
+        assert cls(**params).get_params() == cls().get_params()
+
+
+def test_solver_choices_come_from_the_registry():
+    from rwtool.estimators.random_features import SOLVERS, RKSRegressor, RWClassifier
+    for cls, fam in ((RWClassifier, "rw"), (RKSRegressor, "rks")):
+        spec = next(s for s in param_specs(cls) if s.name == "solver")
+        assert set(spec.choices) == {k for k, (fams, _) in SOLVERS.items() if fam in fams}
+
+
+def test_parse_value():
+    f = ParamSpec("reg", 1.0, "float", keywords=("auto",))
+    assert parse_value(f, " 1e-3 ") == 1e-3 and parse_value(f, "AUTO") == "auto"
+    with pytest.raises(ValueError, match="number or 'auto'"):
+        parse_value(f, "x")
+    i = ParamSpec("n", 5, "int", allows_none=True)
+    assert parse_value(i, "1e3") == 1000 and parse_value(i, "") is None
+    with pytest.raises(ValueError, match="whole number"):
+        parse_value(i, "2.5")
+    with pytest.raises(ValueError, match="needs a value"):
+        parse_value(ParamSpec("m", 1, "int"), "")
+
+
+def test_relevance_of_solver_parameters():
+    from rwtool import RWClassifier
+    rules = relevance_rules(param_specs(RWClassifier))
+    assert "reg" not in rules and "n_features" not in rules
+    if "batch_size" in rules:
+        assert "lstsq" not in rules["batch_size"][1]
+
+
+def test_roc_and_auc_match_sklearn(rng):
+    metrics = pytest.importorskip("sklearn.metrics")
+    y = rng.integers(0, 2, 300)
+    s = np.round(y + rng.standard_normal(300), 1)          # ties on purpose
+    fpr, tpr, auc = roc_curve(y, s)
+    assert auc == pytest.approx(metrics.roc_auc_score(y, s))
+    f2, t2, _ = metrics.roc_curve(y, s, drop_intermediate=False)
+    np.testing.assert_allclose(fpr, f2)
+    np.testing.assert_allclose(tpr, t2)
+
+
+def test_confusion_and_r2_match_sklearn(rng):
+    metrics = pytest.importorskip("sklearn.metrics")
+    labels = np.array(["a", "b", "c"])
+    yt, yp = labels[rng.integers(0, 3, 200)], labels[rng.integers(0, 3, 200)]
+    np.testing.assert_array_equal(confusion_matrix(yt, yp, labels),
+                                  metrics.confusion_matrix(yt, yp, labels=labels))
+    y, f = rng.standard_normal(50), rng.standard_normal(50)
+    assert r2_score(y, f) == pytest.approx(metrics.r2_score(y, f))
+
+
+def test_evaluate_classifier(binary_data):
+    from rwtool import RWClassifier
+    X, y = binary_data
+    Xtr, Xte, ytr, yte = X[:200, :2], X[200:, :2], y[:200], y[200:]
+    est = RWClassifier(n_features=60, random_state=0).fit(Xtr, ytr)
+    res = evaluate(est, Xtr, ytr, Xte, yte, task="binary", feature_names=["u", "v"])
+    m = res["metrics"]
+    assert m["test error"] == pytest.approx(np.mean(est.predict(Xte) != yte))
+    assert m["features used"] == np.count_nonzero(np.any(est.coef_ != 0, axis=1))
+    g = res["grid"]
+    i, j = 17, 93
+    pt = np.array([[g["x"][i], g["y"][j]]])
+    assert g["z"][i, j] == list(est.classes_).index(est.predict(pt)[0])
+    np.testing.assert_allclose(res["coef_magnitudes"],
+                               np.sort(np.abs(est.coef_[:, 0]))[::-1])
+
+
+def test_stump_importance_is_the_coefficient_mass_per_column(regression_data):
+    from rwtool import RWRegressor
+    X, y = regression_data
+    est = RWRegressor(instantiation="rwstumps", n_features=80, random_state=0).fit(X, y)
+    v, _ = variable_importance(est, X.shape[1])
+    mass = np.zeros(X.shape[1])
+    for t, col in enumerate(est.feature_map_.idx_):       # brute force over the stumps
+        mass[col] += abs(est.coef_[t, 0])
+    np.testing.assert_allclose(v, mass / mass.sum())
+
+
+def test_derived_quantities_use_table_4(rng):
+    from rwtool import RWClassifier
+    from rwtool.features import gamma_from_kappa, gamma_from_theta
+    X = rng.standard_normal((40, 5))
+    y = (X[:, 0] > 0).astype(int)
+    rows = dict(derived_quantities("rw", {"instantiation": "rwsign", "sigma": 0.7,
+                                          "theta": 0.4, "bias": True}, X))
+    g = gamma_from_theta(6, 0.7, 0.4)                      # 5 inputs + the bias column
+    assert rows["γ (kernel width)"].startswith(f"{g:.4g}")
+    est = RWClassifier(instantiation="rwsign", sigma=0.7, theta=0.4, n_features=10,
+                       random_state=0).fit(X, y)
+    assert est.feature_map_.gamma_ == pytest.approx(g)
+    assert rows["θ (sup |ψ|, 003 Table 2)"] == f"{est.feature_map_.theta_:.4g}"
+    rows = dict(derived_quantities("rw", {"instantiation": "rwexprelu", "sigma": 1.0,
+                                          "kappa": 3.0, "bias": False}, X))
+    assert rows["γ (kernel width)"].startswith(f"{gamma_from_kappa(5, 1.0, 3.0):.4g}")
+
+
+def test_derived_quantities_match_fitted_models(rng):
+    from rwtool.bkernn import BKerNNRegressor
+    from rwtool.estimators.rfsgd import RFSGDClassifier
+    X = rng.standard_normal((60, 3))
+    b = BKerNNRegressor(n_particles=4, max_iter=1, random_state=0).fit(X, X[:, 0])
+    rows = dict(derived_quantities("bkernn", {"reg": "auto", "standardize": True}, X))
+    assert rows["λ (auto)"].startswith(f"{b.reg_:.4g}")
+    s = RFSGDClassifier(n_features=5, reg=0.01, random_state=0).fit(X, X[:, 0] > 0)
+    rows = dict(derived_quantities("rfsgd", {"reg": 0.01, "variant": "pair"}, X))
+    assert rows["γ (step offset)"].startswith(f"{s.gamma_:.6g}")
+    assert rows["η₁ = 2/(λ(γ+1))"] == f"{s.eta1_:.4g}"
+
+
+def test_snippet_and_predictions_writer(tmp_path):
+    from gui.export import python_snippet, write_predictions
+    from gui.run_list import Run
+    path = write_predictions(str(tmp_path / "p.csv"), {"line": [2, 3], "predicted": ["a", "b"],
+                                                       "score": [0.5, -1e-300]})
+    with open(path, newline="") as fh:
+        rows = list(csv.reader(fh))
+    assert rows == [["line", "predicted", "score"], ["2", "a", "0.5"], ["3", "b", "-1e-300"]]
+    run = Run(1, "rw", "RKHS weighting", "RWClassifier", {"n_features": 10, "reg": 1e-6},
+              {"path": "d.csv", "target": "y", "features": ["a"], "missing": "error",
+               "task": "auto", "test_size": 0.25, "random_state": 0})
+    code = python_snippet(run, "rwtool.estimators.random_features")
+    compile(code, "snippet.py", "exec")
+    assert "RWClassifier(\n    n_features=10,\n    reg=1e-06,\n)" in code
+
+
+def test_warm_up_stops_on_request():
+    from gui.worker import warm_up_jobs
+    stop = threading.Event()
+    stop.set()
+    assert warm_up_jobs(available_families())(stop) == 0
+    fam = [f for f in FAMILIES if f.key == "rks"]
+    bases = next(s for s in param_specs(fam[0].load("binary")) if s.name == "base").choices
+    # one tiny fit per base predictor, for the classifier and for the regressor
+    assert warm_up_jobs(fam)(threading.Event()) >= 2 * len(bases)
