@@ -7,18 +7,36 @@ and the closest methods around them, behind scikit-learn-style estimators::
     clf = rw.RWClassifier(instantiation="rwrelu", n_features=1000, random_state=0).fit(X, y)
 """
 
-from . import bounds, data, features, losses, persist
+import os as _os
+
+# OpenBLAS worker threads busy-wait for about 0.1 s after every BLAS call; on a machine with few
+# cores they then halve the speed of the numba feature kernels that run between BLAS calls
+# (measured in docs/BENCHMARKS.md). A short timeout costs BLAS nothing measurable. It only takes
+# effect when rwtool is imported before numpy (the CLI and the app do); an explicit setting wins.
+_os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
+
+from . import bounds, data, features, losses, persist  # noqa: E402
 from ._base import NotFittedError
 from .bkernn import BKerNNClassifier, BKerNNRegressor
 from .data import DataError, Dataset, Preprocessing, preview_csv, read_csv, train_test_csv
-from .estimators import RKSClassifier, RKSRegressor, RWClassifier, RWRegressor
+from .estimators import (GreedyMKClassifier, GreedyMKRegressor, RFSGDClassifier, RKSClassifier,
+                         RKSRegressor, RWClassifier, RWRegressor)
 from .persist import ModelFileError, load, read_model, save
 from .progress import FitCancelled, Progress, ProgressEvent
 from .solvers.ridge import NumericalWarning
 
 __version__ = "0.1.0"
 
-__all__ = ["features", "data", "persist", "bounds", "losses", "Progress", "RWClassifier", "RWRegressor", "RKSClassifier",
-           "RKSRegressor", "BKerNNRegressor", "BKerNNClassifier", "read_csv", "preview_csv", "train_test_csv", "Dataset", "Preprocessing",
-           "DataError", "save", "load", "read_model", "ModelFileError", "FitCancelled",
-           "ProgressEvent", "NotFittedError", "NumericalWarning", "__version__"]
+__all__ = [
+    # estimators
+    "RWClassifier", "RWRegressor", "RKSClassifier", "RKSRegressor", "RFSGDClassifier",
+    "GreedyMKClassifier", "GreedyMKRegressor", "BKerNNRegressor", "BKerNNClassifier",
+    # data in, models out
+    "read_csv", "preview_csv", "train_test_csv", "Dataset", "Preprocessing", "DataError",
+    "save", "load", "read_model", "ModelFileError",
+    # progress, errors, warnings
+    "Progress", "ProgressEvent", "FitCancelled", "NotFittedError", "NumericalWarning",
+    # submodules
+    "features", "data", "persist", "bounds", "losses",
+    "__version__",
+]

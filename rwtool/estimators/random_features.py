@@ -209,18 +209,7 @@ class _RandomFeatureModel(BaseEstimator):
     def _raw_decision(self, X) -> np.ndarray:
         check_is_fitted(self)
         X = check_array(X, n_features=self.n_features_in_, estimator=type(self).__name__)
-        Xp = self._prepare_X(X)
-        fmap = self.feature_map_
-        out = np.empty((Xp.shape[0], self.coef_.shape[1]))
-        # Blocked like the fit: predictions never hold the whole feature matrix either.
-        bs = 4096
-        buf = np.empty((min(bs, len(Xp)), fmap.n_output_))
-        for start in range(0, len(Xp), bs):
-            stop = min(len(Xp), start + bs)
-            Phi = buf[: stop - start]
-            fmap._features_into(Xp[start:stop], Phi)
-            np.matmul(Phi, self.coef_, out=out[start:stop])
-        return out
+        return self.feature_map_.linear_predict(self._prepare_X(X), self.coef_)
 
     def _targets_for(self, y, m):
         """Targets of ``y`` in the coding the model was fitted on (+/-1, or standardised)."""
@@ -355,6 +344,32 @@ class _RegressorTargets(RegressorMixin):
 
 class _RW(_RandomFeatureModel):
     _family = "rw"
+
+    def __init__(self, instantiation="rwsign", n_features=1000, solver="lstsq", reg=1e-6,
+                 sigma=1.0, gamma=None, theta=0.5, kappa=2.0, eps=1e-10, loss="squared",
+                 max_iter=None, tol=1e-4, batch_size=50, radius=None, average=True,
+                 path_length=1, standardize=True, bias=True, block_size=None,
+                 random_state=None):
+        self.instantiation = instantiation
+        self.n_features = n_features
+        self.solver = solver
+        self.reg = reg
+        self.sigma = sigma
+        self.gamma = gamma
+        self.theta = theta
+        self.kappa = kappa
+        self.eps = eps
+        self.loss = loss
+        self.max_iter = max_iter
+        self.tol = tol
+        self.batch_size = batch_size
+        self.radius = radius
+        self.average = average
+        self.path_length = path_length
+        self.standardize = standardize
+        self.bias = bias
+        self.block_size = block_size
+        self.random_state = random_state
 
     def _kind(self):
         return check_choice(self.instantiation, "instantiation", tuple(INSTANTIATIONS))
@@ -492,68 +507,37 @@ class RWClassifier(_ClassifierTargets, _RW):
                "one-vs-rest on shared features; targets coded +/-1.\n" + _RW_DOC +
                "    classes_ : ndarray, the class labels.\n")
 
-    def __init__(self, instantiation="rwsign", n_features=1000, solver="lstsq", reg=1e-6,
-                 sigma=1.0, gamma=None, theta=0.5, kappa=2.0, eps=1e-10, loss="squared",
-                 max_iter=None, tol=1e-4, batch_size=50, radius=None, average=True,
-                 path_length=1, standardize=True, bias=True, block_size=None,
-                 random_state=None):
-        self.instantiation = instantiation
-        self.n_features = n_features
-        self.solver = solver
-        self.reg = reg
-        self.sigma = sigma
-        self.gamma = gamma
-        self.theta = theta
-        self.kappa = kappa
-        self.eps = eps
-        self.loss = loss
-        self.max_iter = max_iter
-        self.tol = tol
-        self.batch_size = batch_size
-        self.radius = radius
-        self.average = average
-        self.path_length = path_length
-        self.standardize = standardize
-        self.bias = bias
-        self.block_size = block_size
-        self.random_state = random_state
-
 
 class RWRegressor(_RegressorTargets, _RW):
     __doc__ = ("RKHS-weighting regressor (Dube & Marchand, seed 003); y may have several "
                "columns.\n" + _RW_DOC + "    y_scaler_ : the recorded target standardisation.\n")
-
-    def __init__(self, instantiation="rwsign", n_features=1000, solver="lstsq", reg=1e-6,
-                 sigma=1.0, gamma=None, theta=0.5, kappa=2.0, eps=1e-10, loss="squared",
-                 max_iter=None, tol=1e-4, batch_size=50, radius=None, average=True,
-                 path_length=1, standardize=True, bias=True, block_size=None,
-                 random_state=None):
-        self.instantiation = instantiation
-        self.n_features = n_features
-        self.solver = solver
-        self.reg = reg
-        self.sigma = sigma
-        self.gamma = gamma
-        self.theta = theta
-        self.kappa = kappa
-        self.eps = eps
-        self.loss = loss
-        self.max_iter = max_iter
-        self.tol = tol
-        self.batch_size = batch_size
-        self.radius = radius
-        self.average = average
-        self.path_length = path_length
-        self.standardize = standardize
-        self.bias = bias
-        self.block_size = block_size
-        self.random_state = random_state
 
 
 # ----------------------------------------------------------------------------- kitchen sinks
 
 class _RKS(_RandomFeatureModel):
     _family = "rks"
+
+    def __init__(self, base="relu", n_features=1000, solver="ridge", reg=1e-6, sigma=1.0,
+                 kernel="gaussian", loss="squared", max_iter=None, tol=1e-4, batch_size=50,
+                 average=True, path_length=1, standardize=True, bias=True, block_size=None,
+                 random_state=None):
+        self.base = base
+        self.n_features = n_features
+        self.solver = solver
+        self.reg = reg
+        self.sigma = sigma
+        self.kernel = kernel
+        self.loss = loss
+        self.max_iter = max_iter
+        self.tol = tol
+        self.batch_size = batch_size
+        self.average = average
+        self.path_length = path_length
+        self.standardize = standardize
+        self.bias = bias
+        self.block_size = block_size
+        self.random_state = random_state
 
     def _kind(self):
         return check_choice(self.base, "base", RKS_BASES)
@@ -633,48 +617,6 @@ _RKS_DOC = """
 class RKSClassifier(_ClassifierTargets, _RKS):
     __doc__ = "Random kitchen sinks classifier (Rahimi & Recht; seed 003 Section 3.1).\n" + _RKS_DOC
 
-    def __init__(self, base="relu", n_features=1000, solver="ridge", reg=1e-6, sigma=1.0,
-                 kernel="gaussian", loss="squared", max_iter=None, tol=1e-4, batch_size=50,
-                 average=True, path_length=1, standardize=True, bias=True, block_size=None,
-                 random_state=None):
-        self.base = base
-        self.n_features = n_features
-        self.solver = solver
-        self.reg = reg
-        self.sigma = sigma
-        self.kernel = kernel
-        self.loss = loss
-        self.max_iter = max_iter
-        self.tol = tol
-        self.batch_size = batch_size
-        self.average = average
-        self.path_length = path_length
-        self.standardize = standardize
-        self.bias = bias
-        self.block_size = block_size
-        self.random_state = random_state
-
 
 class RKSRegressor(_RegressorTargets, _RKS):
     __doc__ = "Random kitchen sinks regressor (Rahimi & Recht; seed 003 Section 3.1).\n" + _RKS_DOC
-
-    def __init__(self, base="relu", n_features=1000, solver="ridge", reg=1e-6, sigma=1.0,
-                 kernel="gaussian", loss="squared", max_iter=None, tol=1e-4, batch_size=50,
-                 average=True, path_length=1, standardize=True, bias=True, block_size=None,
-                 random_state=None):
-        self.base = base
-        self.n_features = n_features
-        self.solver = solver
-        self.reg = reg
-        self.sigma = sigma
-        self.kernel = kernel
-        self.loss = loss
-        self.max_iter = max_iter
-        self.tol = tol
-        self.batch_size = batch_size
-        self.average = average
-        self.path_length = path_length
-        self.standardize = standardize
-        self.bias = bias
-        self.block_size = block_size
-        self.random_state = random_state

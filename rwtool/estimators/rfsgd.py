@@ -65,6 +65,10 @@ class RFSGDClassifier(ClassifierMixin, BaseEstimator):
         Standardise X with training statistics (in ``partial_fit``: of the first batch).
     chunk_size : int or None, default None
         Steps per numba call; progress and cancellation are checked between chunks.
+    feature_cache_mb : float, default 512
+        With n_epochs > 1, the n x D feature matrix is computed once and reused when it takes at
+        most this many megabytes; otherwise (and always for one pass) features are computed a
+        chunk at a time, so memory stays O(chunk x D). 0 disables the cache.
     random_state : int, Generator or None, default None
         Seeds the frequencies and the visiting order through separate streams.
 
@@ -88,7 +92,7 @@ class RFSGDClassifier(ClassifierMixin, BaseEstimator):
 
     def __init__(self, n_features=1000, sigma=1.0, variant="pair", kernel="gaussian", reg=1e-3,
                  gamma=None, n_epochs=1, shuffle=True, average=True, standardize=True,
-                 chunk_size=None, random_state=None):
+                 chunk_size=None, feature_cache_mb=512, random_state=None):
         self.n_features = n_features
         self.sigma = sigma
         self.variant = variant
@@ -100,6 +104,7 @@ class RFSGDClassifier(ClassifierMixin, BaseEstimator):
         self.average = average
         self.standardize = standardize
         self.chunk_size = chunk_size
+        self.feature_cache_mb = feature_cache_mb
         self.random_state = random_state
 
     # -- validation ------------------------------------------------------------------------
@@ -112,6 +117,7 @@ class RFSGDClassifier(ClassifierMixin, BaseEstimator):
         check_scalar(self.gamma, "gamma", low=0.0, allow_none=True)
         check_scalar(self.n_epochs, "n_epochs", numbers.Integral, low=1)
         check_scalar(self.chunk_size, "chunk_size", numbers.Integral, low=1, allow_none=True)
+        check_scalar(self.feature_cache_mb, "feature_cache_mb", low=0.0)
 
     def _R2(self):
         return 1.0 if self.variant.lower() == "pair" else 2.0
@@ -150,18 +156,20 @@ class RFSGDClassifier(ClassifierMixin, BaseEstimator):
         Y[np.arange(len(y)), idx] = 1.0
         return Y
 
-    def _run(self, Xp, Y, order, progress, eval_set, t0, info_extra):
+    def _run(self, Xp, Y, order, progress, eval_set, t0, info_extra, precomputed=False):
         state = SGDState(self.last_iterate_.T, self.coef_.T, self.n_iter_)
         evaluate = None
         if eval_set is not None:
             Xv, yv = check_X_y(*eval_set)
-            Xv = check_array(Xv, "X_val", n_features=self.n_features_in_)
+            Xv = check_array(Xv, "X_val", n_features=self.n_features_in_,
+                             estimator=type(self).__name__)
 
             def evaluate(st):
                 self.coef_ = st.betabar.T.copy()
                 return {"val_error": float(np.mean(self.predict(Xv) != yv))}
         try:
-            state, _, hist = averaged_sgd(self.feature_map_, Xp, Y, order, float(self.reg),
+            fmap = None if precomputed else self.feature_map_
+            state, _, hist = averaged_sgd(fmap, Xp, Y, order, float(self.reg),
                                           self.gamma_, state, bool(self.average),
                                           self.chunk_size, progress, evaluate=evaluate)
         except FitCancelled as exc:
@@ -206,8 +214,23 @@ class RFSGDClassifier(ClassifierMixin, BaseEstimator):
         epochs = int(self.n_epochs)
         order = np.concatenate([order_rng.permutation(n) if self.shuffle else np.arange(n)
                                 for _ in range(epochs)])
-        self._run(self._prepare_X(X), Y, order, make_progress(callback), eval_set, t0,
-                  {"finite_sample": epochs > 1, "n_epochs": epochs})
+        Xp = self._prepare_X(X)
+        progress = make_progress(callback)
+        # Several passes over a set whose features fit the budget: compute them once.
+        cache = epochs > 1 and n * self.feature_map_.n_output_ * 8 <= self.feature_cache_mb * 2**20
+        if cache:
+            progress.start("features", 1)
+            Xp = self.feature_map_.transform(Xp)
+            progress.end()
+        try:
+            self._run(Xp, Y, order, progress, eval_set, t0,
+                      {"finite_sample": epochs > 1, "n_epochs": epochs, "features_cached": cache},
+                      precomputed=cache)
+        except FitCancelled:
+            raise
+        except Exception:
+            del self.coef_                     # a failed fit leaves the estimator unfitted
+            raise
         return self
 
     def partial_fit(self, X, y, classes=None, callback=None):
@@ -227,7 +250,7 @@ class RFSGDClassifier(ClassifierMixin, BaseEstimator):
                                  "classes=[...] with at least two labels")
             self._start(X, labels, check_random_state(self.random_state))
         else:
-            X = check_array(X, n_features=self.n_features_in_)
+            X = check_array(X, n_features=self.n_features_in_, estimator=type(self).__name__)
             if classes is not None and not np.array_equal(np.unique(np.asarray(classes)),
                                                           self.classes_):
                 raise ValueError(f"classes={classes!r} differs from the classes of the first "
@@ -239,18 +262,8 @@ class RFSGDClassifier(ClassifierMixin, BaseEstimator):
 
     def _raw_decision(self, X):
         check_is_fitted(self)
-        X = check_array(X, n_features=self.n_features_in_)
-        Xp = self._prepare_X(X)
-        fmap = self.feature_map_
-        out = np.empty((Xp.shape[0], self.coef_.shape[1]))
-        bs = 4096
-        buf = np.empty((min(bs, len(Xp)), fmap.n_output_))
-        for start in range(0, len(Xp), bs):
-            stop = min(len(Xp), start + bs)
-            Phi = buf[: stop - start]
-            fmap._features_into(Xp[start:stop], Phi)
-            np.matmul(Phi, self.coef_, out=out[start:stop])
-        return out
+        X = check_array(X, n_features=self.n_features_in_, estimator=type(self).__name__)
+        return self.feature_map_.linear_predict(self._prepare_X(X), self.coef_)
 
     def decision_function(self, X) -> np.ndarray:
         """gbar(x) = betabar^T phi_M(x): shape (n,) for two classes (positive: classes_[1])."""

@@ -2,13 +2,15 @@
 
 rkhs: the five RKHS-weighting instantiations (closed-form psi and Gram matrix G);
 kitchen: random-kitchen-sink base predictors (sign, relu, stumps);
-fourier: random Fourier features of shift-invariant kernels.
+fourier: random Fourier features of shift-invariant kernels;
+taylor: explicit Gaussian-Taylor and linear features of the greedy multi-kernel dictionary.
 Every map follows fit(X) -> transform(X); none of them learns coefficients.
 """
 
 from .base import FeatureMap
 from .fourier import FOURIER_KERNELS, RandomFourierFeatures, shift_invariant_kernel
 from .kitchen import KitchenRelu, KitchenSign, KitchenStumps
+from .taylor import TaylorMultiKernelFeatures, knn_sigma, taylor_gaussian_kernel
 from .rkhs import (INSTANTIATIONS, RKHSWeighting, RWExpRelu, RWExpSign, RWRelu, RWSign,
                    RWStumps, gamma_from_kappa, gamma_from_theta, instantiation_constants,
                    make_instantiation)
@@ -19,4 +21,5 @@ __all__ = ["FeatureMap", "RKHSWeighting", "RWSign", "RWExpSign", "RWRelu", "RWEx
            "RWStumps", "INSTANTIATIONS", "make_instantiation", "gamma_from_theta",
            "gamma_from_kappa", "instantiation_constants", "KitchenSign", "KitchenRelu",
            "KitchenStumps", "KITCHEN_BASES", "RandomFourierFeatures", "FOURIER_KERNELS",
-           "shift_invariant_kernel"]
+           "shift_invariant_kernel", "TaylorMultiKernelFeatures", "knn_sigma",
+           "taylor_gaussian_kernel"]

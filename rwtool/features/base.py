@@ -93,5 +93,19 @@ class FeatureMap(BaseEstimator):
         self._features_into(X, out)
         return out
 
+    def linear_predict(self, X: np.ndarray, coef: np.ndarray, block_size: int = 4096) -> np.ndarray:
+        """Phi(X) @ coef, a block of rows at a time so the feature matrix is never held whole.
+
+        ``X`` must already be checked and preprocessed (the rows the map was fitted on).
+        """
+        out = np.empty((X.shape[0], coef.shape[1]))
+        buf = np.empty((min(block_size, len(X)), self.n_output_))
+        for start in range(0, len(X), block_size):
+            stop = min(len(X), start + block_size)
+            Phi = buf[: stop - start]
+            self._features_into(X[start:stop], Phi)
+            np.matmul(Phi, coef, out=out[start:stop])
+        return out
+
     def fit_transform(self, X, y=None) -> np.ndarray:
         return self.fit(X).transform(X)

@@ -1,0 +1,272 @@
+"""Averaged SGD on random Fourier features (seed 002): schedule, iterates, features, estimator."""
+
+import math
+
+import numpy as np
+import pytest
+from scipy.optimize import minimize
+
+from rwtool.estimators.rfsgd import RFSGDClassifier
+from rwtool.features.fourier import RandomFourierFeatures, shift_invariant_kernel
+from rwtool.progress import FitCancelled
+from rwtool.solvers.ridge import NumericalWarning
+from rwtool.solvers.sgd import (averaged_sgd, averaging_theta, averaging_weights,
+                                default_gamma, kernel_averaged_sgd, logistic_loss, step_size)
+
+
+def _reference_asgd(Phi, y, lam, gamma):
+    """Algorithm 1 of seed 002 written out in NumPy, keeping every iterate beta_1..beta_{T+1}."""
+    T, D = Phi.shape
+    betas = [np.zeros(D)]
+    for t in range(1, T + 1):
+        b = betas[-1]
+        z = b @ Phi[t - 1]
+        s = -y[t - 1] / (1.0 + np.exp(y[t - 1] * z))
+        eta = 2.0 / (lam * (gamma + t))
+        betas.append(b - eta * (s * Phi[t - 1] + lam * b))
+    alpha = np.array([2.0 * (gamma + t - 1) / ((2 * gamma + T) * (T + 1)) for t in range(1, T + 2)])
+    return np.array(betas), alpha @ np.array(betas)
+
+
+def test_schedule_constants():
+    assert step_size(1e-3, 500, 1) == pytest.approx(3.992016, abs=1e-6)
+    assert averaging_theta(500, 1) == pytest.approx(501 / 1001, rel=1e-15)
+    assert default_gamma(1e-3) == pytest.approx(499.0)
+    assert default_gamma(1e-3, R2=2.0) == pytest.approx(999.0)
+    for T in (1, 7, 50):
+        alpha = averaging_weights(500.0, T)
+        assert alpha.sum() == pytest.approx(1.0, abs=1e-14)
+
+
+def test_recursion_equals_closed_form_weights(rng):
+    """betabar_{T+1} from theta_t (eq. 17) == sum alpha_t beta_t (eq. 15) for any sequence."""
+    gamma, T = 500.0, 50
+    betas = rng.standard_normal((T + 1, 3))
+    bar = betas[0].copy()
+    for t in range(1, T + 1):
+        th = averaging_theta(gamma, t)
+        bar = (1 - th) * bar + th * betas[t]
+    np.testing.assert_allclose(bar, averaging_weights(gamma, T) @ betas, atol=1e-14)
+
+
+def test_numba_loop_matches_numpy_reference(rng):
+    X = rng.uniform(-1, 1, (300, 2))
+    y = np.where(X[:, 0] * X[:, 1] > 0, 1.0, -1.0)
+    fm = RandomFourierFeatures(n_features=30, sigma=0.5, random_state=1).fit(X)
+    Phi = fm.transform(X)
+    lam, gamma = 1e-2, 60.0
+    betas, ref_bar = _reference_asgd(Phi, y, lam, gamma)
+    state, snaps, hist = averaged_sgd(fm, X, y[:, None], np.arange(300), lam, gamma,
+                                      chunk_size=37, checkpoints=[1, 100, 300])
+    np.testing.assert_allclose(state.beta[0], betas[-1], rtol=1e-11, atol=1e-13)
+    np.testing.assert_allclose(state.betabar[0], ref_bar, rtol=1e-11, atol=1e-13)
+    # checkpoint t is betabar_{t+1} = sum_{s<=t+1} alpha_s^(t) beta_s
+    for k, t in enumerate([1, 100, 300]):
+        np.testing.assert_allclose(snaps[k, 0], averaging_weights(gamma, t) @ betas[:t + 1],
+                                   rtol=1e-11, atol=1e-13)
+    # precomputed features read in place give the same iterates
+    st_pre, _, _ = averaged_sgd(None, Phi, y[:, None], np.arange(300), lam, gamma, chunk_size=50)
+    np.testing.assert_allclose(st_pre.betabar, state.betabar, rtol=1e-13, atol=1e-15)
+    # progressive loss: each example scored before its own step
+    z = np.einsum("ij,ij->i", betas[:-1], Phi)
+    np.testing.assert_allclose(np.average(hist["train_loss"], weights=np.diff([0] + hist["t"])),
+                               logistic_loss(y * z).mean(), rtol=1e-10)
+
+
+def test_single_step_from_zero(rng):
+    X = rng.standard_normal((1, 3))
+    fm = RandomFourierFeatures(n_features=10, sigma=1.0, random_state=0).fit(X)
+    lam, gamma = 1e-3, 500.0
+    state, _, _ = averaged_sgd(fm, X, np.array([[-1.0]]), [0], lam, gamma)
+    phi = fm.transform(X)[0]
+    beta2 = step_size(lam, gamma, 1) * (-1.0) / 2 * phi     # eta_1 y_1 / 2 phi(x_1)
+    np.testing.assert_allclose(state.beta[0], beta2, rtol=1e-14)
+    np.testing.assert_allclose(state.betabar[0], averaging_theta(gamma, 1) * beta2, rtol=1e-14)
+
+
+@pytest.mark.parametrize("variant, var_fn", [
+    ("pair", lambda k: (1 - k**2) ** 2 / 2),
+    ("phase", lambda k: 1 - k**2 + k**4 / 2),
+])
+def test_rff_unbiased_with_known_variance(variant, var_fn):
+    """Per-frequency terms of k_M are unbiased for k with the closed-form variance."""
+    x, z = np.array([[0.3, -0.2]]), np.array([[-0.1, 0.4]])
+    k = shift_invariant_kernel(x, z, sigma=0.7)[0, 0]
+    M = 200_000
+    fm = RandomFourierFeatures(n_features=M, sigma=0.7, variant=variant, random_state=3).fit(x)
+    a, b = fm.transform(x)[0], fm.transform(z)[0]
+    terms = M * a * b
+    if variant == "pair":
+        terms = terms[:M] + terms[M:]
+    assert terms.sum() / M == pytest.approx(k, abs=5 * math.sqrt(var_fn(k) / M))
+    assert terms.var() == pytest.approx(var_fn(k), rel=0.03)
+    if variant == "pair":
+        np.testing.assert_allclose(a @ a, 1.0, rtol=1e-12)
+
+
+def test_rff_error_decays_like_inverse_sqrt_m(rng):
+    X = rng.uniform(-1, 1, (40, 2))
+    K = shift_invariant_kernel(X, X, sigma=0.5)
+    rms = []
+    for M in (100, 1600):
+        errs = []
+        for seed in range(20):
+            Phi = RandomFourierFeatures(n_features=M, sigma=0.5, random_state=seed).fit_transform(X)
+            errs.append(np.mean((Phi @ Phi.T - K) ** 2))
+        rms.append(math.sqrt(np.mean(errs)))
+    assert rms[0] / rms[1] == pytest.approx(4.0, rel=0.15)
+
+
+def test_converges_to_regularised_empirical_minimiser(rng):
+    X = rng.uniform(-1, 1, (150, 2))
+    y = np.where(X[:, 0] * X[:, 1] + 0.2 * rng.standard_normal(150) > 0, 1.0, -1.0)
+    fm = RandomFourierFeatures(n_features=15, sigma=0.6, random_state=2).fit(X)
+    Phi = fm.transform(X)
+    lam = 0.05
+
+    def obj(b):
+        m = y * (Phi @ b)
+        return logistic_loss(m).mean() + lam / 2 * b @ b, \
+            -(Phi.T @ (y / (1 + np.exp(m)))) / len(y) + lam * b
+
+    star = minimize(obj, np.zeros(Phi.shape[1]), jac=True, method="L-BFGS-B",
+                    options={"gtol": 1e-12, "ftol": 1e-15}).x
+    order = np.concatenate([rng.permutation(150) for _ in range(400)])
+    gamma = default_gamma(lam)
+    st1, _, _ = averaged_sgd(fm, X, y[:, None], order[:6000], lam, gamma)
+    st2, _, _ = averaged_sgd(fm, X, y[:, None], order, lam, gamma)
+    e1 = np.linalg.norm(st1.betabar[0] - star)
+    e2 = np.linalg.norm(st2.betabar[0] - star)
+    assert e2 < 0.05 * np.linalg.norm(star)
+    assert e2 < e1 / 3                          # O(1/t) in squared norm: 10x steps, ~3x in norm
+
+
+def _reference_kernel_sgd(X, y, sigma, lam, gamma):
+    T = len(y)
+    K = shift_invariant_kernel(X, X, sigma=sigma)
+    a, abar = np.zeros(T), np.zeros(T)
+    for t in range(1, T + 1):
+        z = a[: t - 1] @ K[: t - 1, t - 1]
+        s = -y[t - 1] / (1 + np.exp(y[t - 1] * z))
+        eta = 2 / (lam * (gamma + t))
+        a = (1 - eta * lam) * a
+        a[t - 1] = -eta * s
+        th = 2 * (gamma + t) / ((t + 1) * (2 * gamma + t))
+        abar = (1 - th) * abar + th * a
+    return abar, a
+
+
+def test_kernel_sgd_matches_reference_and_rf_limit(rng):
+    X = rng.uniform(-1, 1, (120, 2))
+    y = np.where(X[:, 0] * X[:, 1] > 0, 1.0, -1.0)
+    lam, gamma, sigma = 1e-2, 60.0, 0.5
+    abar, a, snaps = kernel_averaged_sgd(X, y, sigma, lam, gamma, checkpoints=[10, 120])
+    ref_bar, ref_a = _reference_kernel_sgd(X, y, sigma, lam, gamma)
+    np.testing.assert_allclose(abar, ref_bar, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(snaps[1], abar, rtol=0, atol=0)
+    np.testing.assert_allclose(snaps[0][10:], 0.0)
+    # RF-SGD on the same stream approaches kernel SGD as M grows (error ~ M^-1/2)
+    grid = rng.uniform(-1, 1, (200, 2))
+    g_kernel = shift_invariant_kernel(grid, X, sigma=sigma) @ abar
+    diffs = []
+    for M in (50, 5000):
+        fm = RandomFourierFeatures(n_features=M, sigma=sigma, random_state=7).fit(X)
+        st, _, _ = averaged_sgd(fm, X, y[:, None], np.arange(120), lam, gamma)
+        diffs.append(np.abs(fm.transform(grid) @ st.betabar[0] - g_kernel).max())
+    assert diffs[1] < diffs[0] / 4
+
+
+def _xor(rng, n):
+    X = rng.uniform(-1, 1, (n, 2))
+    return X, np.where(X[:, 0] * X[:, 1] > 0, "a", "b")
+
+
+def test_classifier_learns_xor_and_proba(rng):
+    X, y = _xor(rng, 3000)
+    Xt, yt = _xor(rng, 2000)
+    clf = RFSGDClassifier(n_features=200, sigma=0.5, reg=1e-3, n_epochs=2, random_state=0)
+    clf.fit(X, y)
+    assert clf.score(Xt, yt) > 0.9
+    assert clf.n_iter_ == 6000 and clf.solver_info_["finite_sample"]
+    P = clf.predict_proba(Xt)
+    np.testing.assert_allclose(P.sum(1), 1.0)
+    np.testing.assert_allclose(P[:, 1], 1 / (1 + np.exp(-clf.decision_function(Xt))), rtol=1e-12)
+    assert clf.coef_.shape == (400, 1) and clf.gamma_ == pytest.approx(499.0)
+
+
+def test_partial_fit_continues_the_schedule(rng):
+    X, y = _xor(rng, 400)
+    full = RFSGDClassifier(n_features=20, shuffle=False, standardize=False, random_state=4)
+    full.fit(X, y)
+    part = RFSGDClassifier(n_features=20, shuffle=False, standardize=False, random_state=4)
+    part.partial_fit(X[:150], y[:150], classes=["a", "b"])
+    part.partial_fit(X[150:], y[150:])
+    assert part.n_iter_ == 400
+    np.testing.assert_allclose(part.coef_, full.coef_, rtol=1e-13, atol=1e-15)
+    np.testing.assert_allclose(part.last_iterate_, full.last_iterate_, rtol=1e-13, atol=1e-15)
+    with pytest.raises(ValueError, match="not in classes_"):
+        part.partial_fit(X[:2], np.array(["a", "c"]))
+
+
+def test_feature_cache_gives_the_same_iterates(rng):
+    X, y = _xor(rng, 300)
+    kw = dict(n_features=25, n_epochs=3, random_state=2)
+    cached = RFSGDClassifier(**kw).fit(X, y)
+    chunked = RFSGDClassifier(feature_cache_mb=0, chunk_size=64, **kw).fit(X, y)
+    assert cached.solver_info_["features_cached"] and not chunked.solver_info_["features_cached"]
+    np.testing.assert_allclose(cached.coef_, chunked.coef_, rtol=1e-13, atol=1e-15)
+
+
+def test_multiclass_one_vs_rest(rng):
+    X = rng.standard_normal((900, 2))
+    y = np.digitize(np.arctan2(X[:, 1], X[:, 0]), [-1.0, 1.0])
+    clf = RFSGDClassifier(n_features=100, sigma=1.0, reg=1e-3, n_epochs=3, random_state=0)
+    clf.fit(X, y)
+    assert clf.coef_.shape == (200, 3)
+    assert clf.score(X, y) > 0.85
+    np.testing.assert_allclose(clf.predict_proba(X).sum(1), 1.0)
+
+
+def test_cancel_keeps_last_completed_chunk(rng):
+    X, y = _xor(rng, 2000)
+    events = []
+
+    def cb(ev):
+        events.append(ev)
+        return ev.kind == "update"
+
+    clf = RFSGDClassifier(n_features=20, chunk_size=256, random_state=0)
+    with pytest.raises(FitCancelled) as info:
+        clf.fit(X, y, callback=cb)
+    assert info.value.partial_model
+    assert events[0].stage == "iterations" and "train_loss" in events[-1].metrics
+    assert clf.n_iter_ == 256 and clf.solver_info_["cancelled"]
+    assert clf.predict(X[:5]).shape == (5,)
+
+
+def test_validation_metric_and_step_size_warning(rng):
+    X, y = _xor(rng, 600)
+    seen = []
+    RFSGDClassifier(n_features=20, chunk_size=200, random_state=0).fit(
+        X, y, callback=lambda ev: seen.append(ev.metrics.get("val_error")), eval_set=(X, y))
+    assert any(v is not None and 0 <= v <= 1 for v in seen)
+    with pytest.warns(NumericalWarning, match="step-size condition"):
+        RFSGDClassifier(n_features=20, gamma=10.0, random_state=0).fit(X, y)
+    with pytest.raises(ValueError, match="reg"):
+        RFSGDClassifier(reg=0.0).fit(X, y)
+
+
+def test_four_squares_generator():
+    from benchmarks.sgd_rf_experiment import bayes_predict, four_squares
+    rng = np.random.default_rng(0)
+    X, y = four_squares(100_000, rng)
+    assert np.all(np.abs(X) >= 0.1) and np.all(np.abs(X) <= 1.0)
+    xor = X[:, 0] * X[:, 1] > 0
+    assert np.mean(y[xor] == 1) == pytest.approx(0.8, abs=0.006)
+    assert np.mean(y[~xor] == 1) == pytest.approx(0.2, abs=0.006)
+    assert np.mean(bayes_predict(X) != y) == pytest.approx(0.2, abs=0.0025 * 2)
+
+
+def test_sklearn_estimator_checks():
+    from sklearn.utils.estimator_checks import check_estimator
+    check_estimator(RFSGDClassifier(n_features=20, n_epochs=2, random_state=0))
