@@ -90,17 +90,23 @@ def speed(root, T: int, repeats: int) -> dict:
 
 
 _MEMORY_SCRIPT = textwrap.dedent("""
-    import json, resource, tracemalloc
+    import json, tracemalloc
     import numpy as np
     import rwtool as rw
+
+    def hwm_mb():
+        # VmHWM starts afresh at exec; ru_maxrss would carry the parent's peak over.
+        with open("/proc/self/status") as fh:
+            return next(int(l.split()[1]) for l in fh if l.startswith("VmHWM")) / 1024
+
     X = np.load({x!r}); y = np.load({y!r})
     rw.RWClassifier(instantiation="rwrelu", n_features=50).fit(X[:500], y[:500])
-    base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    base = hwm_mb()
     tracemalloc.start()
     est = rw.RWClassifier(instantiation="rwrelu", n_features={T}, random_state=0).fit(X, y)
     peak = tracemalloc.get_traced_memory()[1] / 2**20
     tracemalloc.stop()
-    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    rss = hwm_mb()
     print(json.dumps({{"fit_peak_mb": peak, "process_peak_rss_mb": rss,
                       "rss_before_fit_mb": base, "train_rows": len(X)}}))
 """)
@@ -181,7 +187,10 @@ def main(argv=None):
     root = datasets_root(args.datasets)
     res = {"speed": speed(root, args.T, args.repeats), "memory": memory(root, args.T),
            "startup": startup()}
-    text = report(res, args.T, "python -m benchmarks.bench_core " + " ".join(argv or sys.argv[1:]))
+    env = "".join(f"{k}={os.environ[k]} " for k in ("OPENBLAS_THREAD_TIMEOUT",
+                                                    "OPENBLAS_NUM_THREADS") if k in os.environ)
+    text = report(res, args.T, env + "python -m benchmarks.bench_core " +
+                  " ".join(argv or sys.argv[1:]))
     print(text)
     if args.out:
         with open(args.out, "w") as fh:

@@ -139,7 +139,8 @@ def stalls(rows: int, only=None) -> list[dict]:
         win.method_panel.set_method(key, params)
         done: list[int] = []
         conn = win.run_finished.connect(lambda rid: done.append(rid))
-        results.append(phase(f"train {label}", win.train, lambda: bool(done), timeout=300))
+        results.append(phase(f"train {label}", win.train,
+                             lambda: bool(done) and not win.results_panel.drawing, timeout=300))
         win.run_finished.disconnect(conn)
         if not done:
             results[-1]["status"] = f"not run: {win.banner.text}"

@@ -125,13 +125,18 @@ def run_random_features(name, algo, inst, T, root, args):
         sub = np.random.default_rng(seed).permutation(len(Xtr))[:args.search_rows]
         search = RandomizedSearchCV(est, default_space(est), n_iter=args.draws, cv=args.folds,
                                     random_state=seed, refit=False).fit(Xtr[sub], ytr[sub])
-        est.set_params(**search.best_params_)
-        t = time.perf_counter()
-        est.fit(Xtr, ytr)
-        res = _metrics(est, Xtr, Xte, ytr, yte, regression)
-        res.update(fit=time.perf_counter() - t, params=search.best_params_)
-        runs.append(res)
+        runs.append(_refit_and_score(est, search.best_params_, Xtr, Xte, ytr, yte, regression))
     return runs
+
+
+def _refit_and_score(est, params, Xtr, Xte, ytr, yte, regression):
+    """Refit the chosen parameters on the whole training set; errors, times, parameters."""
+    est.set_params(**params)
+    t = time.perf_counter()
+    est.fit(Xtr, ytr)
+    res = _metrics(est, Xtr, Xte, ytr, yte, regression)
+    res.update(fit=time.perf_counter() - t, params=params)
+    return res
 
 
 def run_peer(name, algo, root, args):
@@ -153,15 +158,11 @@ def run_peer(name, algo, root, args):
             est = (AdaBoostRegressor if regression else AdaBoostClassifier)(random_state=seed)
             space = {"n_estimators": [10, 25, 50, 100, 150, 200, 250, 500]}
         sub = np.random.default_rng(seed).permutation(len(Xtr))[:args.search_rows]
-        search = RandomizedSearchCV(est, space, n_iter=min(args.draws, 8 if algo != "SVM" else args.draws),
-                                    cv=args.folds, random_state=seed, refit=False)
+        n_iter = args.draws if algo == "SVM" else min(args.draws, 8)  # 8 AdaBoost choices
+        search = RandomizedSearchCV(est, space, n_iter=n_iter, cv=args.folds, random_state=seed,
+                                    refit=False)
         search.fit(Xtr[sub], ytr[sub])
-        est.set_params(**search.best_params_)
-        t = time.perf_counter()
-        est.fit(Xtr, ytr)
-        res = _metrics(est, Xtr, Xte, ytr, yte, regression)
-        res.update(fit=time.perf_counter() - t, params=search.best_params_)
-        runs.append(res)
+        runs.append(_refit_and_score(est, search.best_params_, Xtr, Xte, ytr, yte, regression))
     return runs
 
 

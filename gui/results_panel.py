@@ -16,7 +16,7 @@ import math
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QRectF, Qt, Signal
+from PySide6.QtCore import QRectF, Qt, QTimer, Signal
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QFormLayout, QGroupBox, QHBoxLayout,
                                QHeaderView, QLabel, QPushButton, QSlider, QTableWidget,
@@ -189,7 +189,13 @@ class ResultsPanel(QTabWidget):
 
     # -- drawing ---------------------------------------------------------------------------------
     def show_result(self, res: dict, title: str = "") -> None:
+        """Show a run: metrics at once, then one plot per event-loop turn.
+
+        Drawing every plot of a run in one handler took over 100 ms; queued one by one, the
+        window keeps answering between them (docs/bench/gui.md).
+        """
         self.result = res
+        self._pending = []
         notes = []
         if res.get("cancelled"):
             notes.append("<b>Cancelled:</b> the model is the last completed iterate.")
@@ -199,24 +205,24 @@ class ResultsPanel(QTabWidget):
         cls_task = res.get("task") != "regression"
         self._show_tab(self.confusion_plot, cls_task and "confusion" in res)
         if "confusion" in res:
-            self._draw_confusion(res)
+            self._pending.append((self._draw_confusion, res))
         self._show_tab(self.roc_plot, "roc" in res)
         if "roc" in res:
-            self._draw_roc(res["roc"])
+            self._pending.append((self._draw_roc, res["roc"]))
         reg = not cls_task
         self._show_tab(self.pva_plot, reg)
         self._show_tab(self.residual_plot, reg)
         if reg:
-            self._draw_regression(res)
+            self._pending.append((self._draw_regression, res))
         self._show_tab(self.region_plot, "grid" in res)
         if "grid" in res:
-            self._draw_regions(res)
+            self._pending.append((self._draw_regions, res))
         self._show_tab(self.coef_plot, "coef_magnitudes" in res)
         if "coef_magnitudes" in res:
-            self._draw_coefs(res)
+            self._pending.append((self._draw_coefs, res))
         self._show_tab(self.importance_plot, "importance" in res)
         if "importance" in res:
-            self._draw_importance(res)
+            self._pending.append((self._draw_importance, res))
         est = res.get("estimator")
         can_prune = est is not None and callable(getattr(est, "prune", None))
         self._show_tab(self.prune_view, can_prune)
@@ -227,6 +233,20 @@ class ResultsPanel(QTabWidget):
             f"{type(est).__name__ if est is not None else 'This model'} has no prune() in "
             f"this rwtool: pruning applies to the RKHS weightings and kitchen sinks.",
             cls_task)
+        QTimer.singleShot(0, self._draw_next)
+
+    def _draw_next(self) -> None:
+        if not getattr(self, "_pending", None):
+            return
+        draw, arg = self._pending.pop(0)
+        draw(arg)
+        if self._pending:
+            QTimer.singleShot(0, self._draw_next)
+
+    @property
+    def drawing(self) -> bool:
+        """True while plots of the shown run are still queued."""
+        return bool(getattr(self, "_pending", None))
 
     def show_prune_preview(self, base: dict, pruned: dict) -> None:
         bm, pm = base.get("metrics", {}), pruned.get("metrics", {})

@@ -111,7 +111,26 @@ class BaseEstimator:
 
 
 class ClassifierMixin:
+    """Accuracy score and the one-vs-rest decision rule on ``_raw_decision(X)`` (n x k).
+
+    k = 1 for two classes (f > 0 means classes_[1]); otherwise the class with the largest f.
+    """
+
     _estimator_type = "classifier"
+
+    def decision_function(self, X) -> np.ndarray:
+        """f(x) per class: shape (n,) for two classes (positive: classes_[1]), else (n, k)."""
+        D = self._raw_decision(X)
+        return D[:, 0] if D.shape[1] == 1 else D
+
+    def predict(self, X) -> np.ndarray:
+        """The class of each row: sign of f for two classes, argmax of f otherwise."""
+        return self._labels(self._raw_decision(X))
+
+    def _labels(self, D: np.ndarray) -> np.ndarray:
+        if D.shape[1] == 1:
+            return self.classes_[(D[:, 0] > 0).astype(int)]
+        return self.classes_[np.argmax(D, axis=1)]
 
     def score(self, X, y, sample_weight=None) -> float:
         """Mean accuracy of ``predict(X)`` against ``y``."""

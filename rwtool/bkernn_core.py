@@ -24,10 +24,10 @@ from contextlib import contextmanager
 import numba
 import numpy as np
 from numba import njit, prange
-from scipy.linalg import LinAlgError, cho_factor, cho_solve
+from scipy.linalg import LinAlgError
 
 from .progress import FitCancelled, make_progress
-from .solvers.ridge import NumericalWarning
+from .solvers.ridge import NumericalWarning, cholesky_solve
 
 __all__ = ["PENALTIES", "centred_kernel", "ridge_step", "particle_gradient", "penalty_value",
            "prox", "concave_shrink", "ridge_tables", "ridge_decision", "fit_particles",
@@ -129,11 +129,10 @@ def ridge_step(PT: np.ndarray, Yc: np.ndarray, lam: float, buf: np.ndarray | Non
     t0 = time.perf_counter()
     Kt = centred_kernel(PT, n * lam, buf)
     t1 = time.perf_counter()
-    # Kt is symmetric, so its transpose is the same matrix in Fortran order: LAPACK factorises
-    # it in place without a copy.
+    # numpy's Cholesky releases the GIL (scipy's cho_factor holds it), so a GUI thread stays
+    # responsive while a worker fits.
     try:
-        alpha = cho_solve(cho_factor(Kt.T, lower=False, overwrite_a=True, check_finite=False),
-                          Yc, check_finite=False)
+        alpha = cholesky_solve(Kt, Yc)
     except LinAlgError:
         alpha = _jittered_solve(PT, Yc, lam)
     if timings is not None:
@@ -153,7 +152,7 @@ def _jittered_solve(PT, Yc, lam):
         M = Kt.copy()
         M[np.diag_indices(n)] += jitter
         try:
-            alpha = cho_solve(cho_factor(M, check_finite=False), Yc, check_finite=False)
+            alpha = cholesky_solve(M, Yc)
         except LinAlgError:
             continue
         warnings.warn(f"K~ + n*reg*I was not numerically positive definite; added jitter "

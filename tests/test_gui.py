@@ -88,6 +88,7 @@ def choose(win, family, **params):
 def train(qtbot, win):
     with qtbot.waitSignal(win.run_finished, timeout=TIMEOUT) as blocker:
         qtbot.mouseClick(win.training_panel.train_button, Qt.LeftButton)
+    qtbot.waitUntil(lambda: not win.results_panel.drawing, timeout=TIMEOUT)
     return win.run_list.runs[blocker.args[0]]
 
 

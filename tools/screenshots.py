@@ -91,7 +91,7 @@ def _child(args) -> int:
         done = []
         win.run_finished.connect(lambda rid: done.append(rid))
         win.train()
-        wait(lambda: done, "a training run")
+        wait(lambda: done and not win.results_panel.drawing, "a training run")
         return win.run_list.runs[done[0]]
 
     samples = {s["name"]: s for s in list_samples()}

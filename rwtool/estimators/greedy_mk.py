@@ -307,19 +307,6 @@ class GreedyMKClassifier(ClassifierMixin, _GreedyMK):
     def _error(self, D, y):
         return float(np.mean(self._labels(D) != y))
 
-    def _labels(self, D):
-        if D.shape[1] == 1:
-            return self.classes_[(D[:, 0] > 0).astype(int)]
-        return self.classes_[np.argmax(D, axis=1)]
-
-    def decision_function(self, X) -> np.ndarray:
-        """f(x) per class: shape (n,) for two classes (positive: classes_[1]), else (n, k)."""
-        D = self._raw_decision(X)
-        return D[:, 0] if D.shape[1] == 1 else D
-
-    def predict(self, X) -> np.ndarray:
-        return self._labels(self._raw_decision(X))
-
     def predict_proba(self, X) -> np.ndarray:
         """sigmoid(f(x)) of the logistic model (one-vs-rest sigmoids normalised to sum to 1)."""
         D = self._raw_decision(X)

@@ -312,17 +312,6 @@ class _ClassifierTargets(ClassifierMixin):
         self.classes_, Y = encode_classes(y)
         return X, Y
 
-    def decision_function(self, X) -> np.ndarray:
-        """f(x) per class: shape (n,) for two classes (positive: classes_[1]), else (n, k)."""
-        D = self._raw_decision(X)
-        return D[:, 0] if D.shape[1] == 1 else D
-
-    def predict(self, X) -> np.ndarray:
-        D = self._raw_decision(X)
-        if D.shape[1] == 1:
-            return self.classes_[(D[:, 0] > 0).astype(int)]
-        return self.classes_[np.argmax(D, axis=1)]
-
 
 class _RegressorTargets(RegressorMixin):
     def _fit_targets(self, X, y):

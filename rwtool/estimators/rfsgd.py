@@ -265,18 +265,6 @@ class RFSGDClassifier(ClassifierMixin, BaseEstimator):
         X = check_array(X, n_features=self.n_features_in_, estimator=type(self).__name__)
         return self.feature_map_.linear_predict(self._prepare_X(X), self.coef_)
 
-    def decision_function(self, X) -> np.ndarray:
-        """gbar(x) = betabar^T phi_M(x): shape (n,) for two classes (positive: classes_[1])."""
-        D = self._raw_decision(X)
-        return D[:, 0] if D.shape[1] == 1 else D
-
-    def predict(self, X) -> np.ndarray:
-        """sgn(gbar(x)) with sgn(0) = -1 (binary), argmax over classes (one-vs-rest)."""
-        D = self._raw_decision(X)
-        if D.shape[1] == 1:
-            return self.classes_[(D[:, 0] > 0).astype(int)]
-        return self.classes_[np.argmax(D, axis=1)]
-
     def predict_proba(self, X) -> np.ndarray:
         """sigmoid(gbar(x)), the logistic model's estimate of P(y = classes_[1] | x).
 

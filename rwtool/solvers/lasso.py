@@ -39,8 +39,6 @@ import warnings
 import numpy as np
 from numba import njit
 
-from scipy.linalg.blas import dsyrk
-
 from ..progress import FitCancelled, make_progress
 from .ridge import NumericalWarning, auto_block_size, normal_equations
 
@@ -369,10 +367,8 @@ def _lasso_precomputed(X, Y, lam, path_length, lams, coef_init, tol, max_iter, p
                        one_d):
     """lasso_path through the Gram form; the reported gaps come from the exact residuals."""
     m = X.shape[0]
-    Q = dsyrk(1.0 / m, X.T, trans=0, lower=0)   # X C-ordered: X.T is Fortran, Q = X^T X / m
-    iu = np.tril_indices(Q.shape[0], -1)
-    Q[iu] = Q.T[iu]
-    Q = Q.T                                     # symmetric: the C-ordered view, no copy
+    Q = X.T @ X          # numpy calls syrk here and, unlike scipy's dsyrk, releases the GIL
+    Q *= 1.0 / m
     YY = np.einsum("ij,ij->j", Y, Y) / m
     q = (X.T @ Y) / m
     coef, info = lasso_gram(Q, q[:, 0] if one_d else q, YY[0] if one_d else YY, lam,

@@ -27,7 +27,7 @@ from scipy.linalg import LinAlgError, cho_solve, eigh
 from ..progress import make_progress
 
 __all__ = ["NumericalWarning", "auto_block_size", "normal_equations", "solve_normal_equations",
-           "ridge_fit"]
+           "ridge_fit", "cholesky_solve"]
 
 
 class NumericalWarning(RuntimeWarning):
@@ -77,8 +77,8 @@ def normal_equations(feature_map, X: np.ndarray, Y: np.ndarray, block_size: int 
     return np.ascontiguousarray(A), B
 
 
-def _cholesky_solve(M: np.ndarray, B: np.ndarray) -> np.ndarray:
-    """Solve M a = B for symmetric positive definite M (LinAlgError otherwise)."""
+def cholesky_solve(M: np.ndarray, B: np.ndarray) -> np.ndarray:
+    """Solve M a = B for symmetric positive definite M (LinAlgError otherwise), GIL released."""
     L = np.linalg.cholesky(M)  # the O(T^3) part, on LAPACK without the GIL
     return cho_solve((L, True), B, check_finite=False)
 
@@ -98,7 +98,7 @@ def solve_normal_equations(A: np.ndarray, B: np.ndarray, m: int, reg: float,
         M[np.diag_indices(T)] += m * eps
     info = {"jitter": 0.0, "method": "cholesky"}
     try:
-        return _cholesky_solve(M, B), info
+        return cholesky_solve(M, B), info
     except LinAlgError:
         pass
     scale = max(float(np.mean(np.abs(np.diag(M)))), np.finfo(float).tiny)
@@ -107,7 +107,7 @@ def solve_normal_equations(A: np.ndarray, B: np.ndarray, m: int, reg: float,
         try:
             Mj = M.copy()
             Mj[np.diag_indices(T)] += jitter
-            coef = _cholesky_solve(Mj, B)
+            coef = cholesky_solve(Mj, B)
         except LinAlgError:
             continue
         info["jitter"] = jitter
