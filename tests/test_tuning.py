@@ -92,3 +92,22 @@ def test_bad_space_is_named(binary_data):
     X, y = binary_data
     with pytest.raises(ValueError, match="does not take"):
         RandomizedSearchCV(rw.RWClassifier(), {"lam": [1.0]}, n_iter=1).fit(X, y)
+
+
+def test_auto_reg_picks_the_cross_validated_value(regression_data, binary_data, monkeypatch):
+    from rwtool.tuning import select_reg
+    X, y = regression_data
+    est = rw.RWRegressor(n_features=60, reg="auto", random_state=2).fit(X, y)
+    values = list(rw.estimators.random_features.AUTO_REG["lstsq"])
+    best, table = select_reg(rw.RWRegressor(n_features=60, random_state=2), X, y, values, cv=3,
+                             random_state=0)
+    assert est.reg_ == best and est.reg_search_ == table and est.reg == "auto"
+    assert table["mean_score"][values.index(best)] == max(table["mean_score"])
+    ref = rw.RWRegressor(n_features=60, reg=best, random_state=2).fit(X, y)
+    np.testing.assert_array_equal(est.predict(X), ref.predict(X))
+    # an iterative solver goes through plain refits per fold
+    Xb, yb = binary_data
+    clf = rw.RKSClassifier(n_features=30, solver="sgd", reg="auto", random_state=0).fit(Xb, yb)
+    assert clf.reg_ in rw.estimators.random_features.AUTO_REG["sgd"]
+    with pytest.raises(ValueError, match="'auto'"):
+        rw.RWRegressor(reg="best").fit(X, y)

@@ -104,6 +104,12 @@ SOLVERS = {
 _SQUARED_ONLY = ("lstsq", "ridge", "lasso")
 
 
+#: reg="auto" candidates per solver (increasing): the least-squares path is nearly free
+AUTO_REG = {"lstsq": np.logspace(-12, -1, 12), "ridge": np.logspace(-12, -1, 12),
+            "lasso": np.logspace(-6, -2, 5), "sfgd": np.logspace(-6, -2, 5),
+            "osd": np.logspace(-6, -2, 5), "sgd": np.logspace(-7, -3, 5)}
+
+
 def _keep_nonzero(fmap, coef):
     """The map and coefficients restricted to the centres some output uses (at least one)."""
     keep = np.flatnonzero(np.any(coef != 0, axis=1))
@@ -123,7 +129,8 @@ class _RandomFeatureModel(BaseEstimator):
     # -- validation and construction -------------------------------------------------------
     def _validate(self):
         check_scalar(self.n_features, "n_features", numbers.Integral, low=1)
-        check_scalar(self.reg, "reg", low=0.0)
+        if not self._auto_reg():
+            check_scalar(self.reg, "reg", low=0.0)
         check_scalar(self.sigma, "sigma", low=0.0, low_inclusive=False)
         check_scalar(self.block_size, "block_size", numbers.Integral, low=1, allow_none=True)
         solver = check_choice(self.solver, "solver",
@@ -139,12 +146,44 @@ class _RandomFeatureModel(BaseEstimator):
         check_scalar(self.tol, "tol", low=0.0, low_inclusive=False)
         check_scalar(self.batch_size, "batch_size", numbers.Integral, low=1)
         check_scalar(self.path_length, "path_length", numbers.Integral, low=1)
+        if self._auto_reg():
+            return solver
         if solver in ("lasso", "sfgd") and not self.reg > 0:
             raise ValueError(f"solver={solver!r} needs reg > 0, got reg={self.reg!r}")
         if solver == "osd" and not self.reg < 1:
             raise ValueError(f"solver='osd' shrinks alpha by (1 - reg) each step: reg must be "
                              f"< 1, got {self.reg!r}")
         return solver
+
+    def _auto_reg(self) -> bool:
+        if isinstance(self.reg, str):
+            if self.reg.lower() != "auto":
+                raise ValueError(f"reg must be a non-negative number or 'auto', got {self.reg!r}")
+            return True
+        return False
+
+    def _fit_auto_reg(self, X, y, solver, callback):
+        """reg="auto": 3-fold cross-validation over AUTO_REG[solver], then the fit at the best.
+
+        On "lstsq"/"ridge" the candidates share one feature draw and its normal equations
+        (rwtool.tuning), so the choice costs about two fits. ``reg_`` is the value used and
+        ``reg_search_`` the validation scores of every candidate.
+        """
+        from ..tuning import select_reg
+        params = self.get_params(deep=False)
+        if params["random_state"] is None:  # every candidate and the final fit: one draw
+            params["random_state"] = int(np.random.default_rng().integers(2**31 - 1))
+        values = AUTO_REG[solver]
+        params["reg"] = float(values[0])
+        template = type(self)(**params)
+        best, table = select_reg(template, X, y, values, cv=3, random_state=0, callback=callback)
+        fitted = template.set_params(reg=best).fit(X, y, callback=callback)
+        for key, value in vars(fitted).items():
+            if key.endswith("_") and not key.startswith("_"):
+                setattr(self, key, value)
+        self.reg_ = best
+        self.reg_search_ = table
+        return self
 
     def _uses_bias(self) -> bool:
         return bool(self.bias) and self._kind() in _DOT_PRODUCT
@@ -165,6 +204,8 @@ class _RandomFeatureModel(BaseEstimator):
         unfitted.
         """
         solver = self._validate()
+        if self._auto_reg():
+            return self._fit_auto_reg(X, y, solver, callback)
         X, Y = self._fit_targets(X, y)
         if hasattr(self, "coef_"):  # a failed or cancelled refit must not leave the old model
             del self.coef_
@@ -437,9 +478,11 @@ _RW_DOC = """
         "sfgd": stochastic functional gradient descent (003 Algorithm 3), one centre per
         iteration, averaged output. "osd": Optimal Stepsize Descent (000 Algorithm 2).
         See docs/SOLVERS.md.
-    reg : float, default 1e-6
+    reg : float or "auto", default 1e-6
         lam in J = (1/m) sum loss(f, y) + (lam/2) ||alpha||_H^2 (lstsq, sfgd, osd) or lam1 in
         J1 (lasso): the same lam means the same model whatever the solver (spec section 3).
+        "auto" chooses it by 3-fold cross-validation over ``AUTO_REG[solver]`` (``reg_``,
+        ``reg_search_``); for "lstsq" that costs about two fits.
     sigma : float, default 1.0
         s, standard deviation of the sampling distribution p.
     gamma : float or None, default None
@@ -573,9 +616,10 @@ _RKS_DOC = """
         "ridge": (Psi^T Psi + m lam I) a = Psi^T y, accumulated over row blocks (003 Algorithm 1).
         "lasso": (1/m) sum (f - y)^2 / 2 + reg ||a||_1 (003 Algorithm 2), zero features dropped.
         "sgd": averaged mini-batch SGD on the fixed features (docs/SOLVERS.md).
-    reg : float, default 1e-6
+    reg : float or "auto", default 1e-6
         lam in J = (1/m) sum loss(f, y) + (lam/2) ||a||^2, features scaled by 1/sqrt(T)
-        (lam1 of the Lasso for solver="lasso").
+        (lam1 of the Lasso for solver="lasso"). "auto": 3-fold cross-validation over
+        ``AUTO_REG[solver]``, as for the RKHS weightings.
     sigma : float, default 1.0
         Standard deviation of p (sign/relu/stumps) or the kernel bandwidth (fourier).
     kernel : {"gaussian", "laplacian", "cauchy"}, default "gaussian"
