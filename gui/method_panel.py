@@ -16,8 +16,8 @@ import re
 
 import numpy as np
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import (QCheckBox, QComboBox, QFormLayout, QGroupBox, QLabel, QLineEdit,
-                               QScrollArea, QToolButton, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (QCheckBox, QComboBox, QFormLayout, QGroupBox, QHBoxLayout, QLabel,
+                               QLineEdit, QScrollArea, QToolButton, QVBoxLayout, QWidget)
 
 from .methods import ParamSpec, available_families, format_value, param_specs, parse_value
 
@@ -179,6 +179,19 @@ class _Field:
             w.textChanged.connect(on_change)
         w.setToolTip(spec.tooltip)
         self.widget = w
+        self.row = w      # what the form shows: the editor, or the editor and its Auto button
+        if isinstance(w, QLineEdit) and "auto" in spec.keywords:
+            button = QToolButton()
+            button.setText("Auto")
+            button.setToolTip(f"Choose {spec.name} by cross-validation when training "
+                              f"(rwtool: {spec.name}=\"auto\")")
+            button.clicked.connect(lambda: w.setText("auto"))
+            self.row = QWidget()
+            box = QHBoxLayout(self.row)
+            box.setContentsMargins(0, 0, 0, 0)
+            box.addWidget(w, 1)
+            box.addWidget(button)
+            self.auto_button = button
 
     def value(self):
         w, spec = self.widget, self.spec
@@ -372,7 +385,7 @@ class MethodPanel(QWidget):
                 label = QLabel(spec.name)
                 label.setToolTip(spec.tooltip)
                 self._labels[spec.name] = label
-                (self.advanced_form if spec.advanced else self.form).addRow(label, field.widget)
+                (self.advanced_form if spec.advanced else self.form).addRow(label, field.row)
         finally:
             self._building = False
         self._field_changed()
@@ -384,7 +397,7 @@ class MethodPanel(QWidget):
             if name in self._fields and ctrl in self._fields:
                 v = str(self._fields[ctrl].value()).lower()
                 on = v in values
-                self._fields[name].widget.setEnabled(on)
+                self._fields[name].row.setEnabled(on)
                 self._labels[name].setEnabled(on)
                 self._fields[name].widget.setToolTip(
                     self._fields[name].spec.tooltip + ("" if on else

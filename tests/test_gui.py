@@ -153,8 +153,9 @@ def test_cancel_iterative_keeps_last_iterate(qtbot, window, tmp_path):
     events = []
 
     def first_event(run_id, ev):
-        events.append(ev)
-        if len(events) == 2:
+        # cancel once an iteration chunk has completed, so there is an iterate to keep
+        if ev.get("stage") == "iterations" and ev.get("done", 0) > 0 and not events:
+            events.append(ev)
             window.cancel()
     window.worker.progress.connect(first_event)
     run = train(qtbot, window)
@@ -443,3 +444,15 @@ def test_train_during_warm_up(qtbot, tmp_path):
         assert not win._warming_up
     finally:
         win.worker.shutdown()
+
+
+def test_auto_reg_button_trains_with_cross_validated_reg(qtbot, window, tmp_path):
+    path = moons_csv(tmp_path / "moons.csv")
+    load(qtbot, window, path)
+    choose(window, "rw", n_features=60, random_state=0)
+    field = window.method_panel._fields["reg"]
+    qtbot.mouseClick(field.auto_button, Qt.LeftButton)
+    assert field.widget.text() == "auto"
+    run = train(qtbot, window)
+    est = run.result["estimator"]
+    assert est.reg == "auto" and est.reg_ in list(est.reg_search_["reg"])
