@@ -235,6 +235,8 @@ def evaluate(est, X_train, y_train, X_test=None, y_test=None, *, task: str,
         m["features used"] = size
     if fit_time is not None:
         m["fit time (s)"] = float(fit_time)
+    if isinstance(getattr(est, "reg_", None), float):
+        m["reg chosen (auto)"] = est.reg_
     m.update(_bounds(est, X_train, y_train))
     n_in = X_train.shape[1]
     names = list(feature_names) if feature_names is not None and len(feature_names) == n_in \

@@ -456,3 +456,4 @@ def test_auto_reg_button_trains_with_cross_validated_reg(qtbot, window, tmp_path
     run = train(qtbot, window)
     est = run.result["estimator"]
     assert est.reg == "auto" and est.reg_ in list(est.reg_search_["reg"])
+    assert run.result["metrics"]["reg chosen (auto)"] == est.reg_
