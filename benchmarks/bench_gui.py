@@ -189,11 +189,12 @@ def main(argv=None) -> int:
         lines.append(f"| {r['phase']} | {r['wall_s']:.2f} | {r['ticks']} | {r['max_ms']:.0f} | "
                      f"{r['p99_ms']:.0f} | {r['over_100ms']} | {r.get('status', '')} |")
     lines += ["", "How to read it: the GUI thread itself only draws (its handlers take a few ten "
-              "ms); a long gap is a single compiled call on the worker thread that holds the "
-              "GIL for its whole duration: LAPACK/BLAS through scipy's f2py wrappers "
-              "(cho_factor, dsyrk) and numba kernels compiled without nogil=True. numpy's own "
-              "matmul and numpy.linalg.cholesky release the GIL. Startup is measured from "
-              "process launch, so it includes the Python, Qt, pyqtgraph and rwtool imports."]
+              "ms). A long gap comes from a compiled call on the worker thread that holds the "
+              "GIL (scipy's f2py LAPACK/BLAS wrappers, numba kernels without nogil=True: rwtool "
+              "uses neither on its fit paths) or from the fit taking every core away from Qt's "
+              "painting (the worker runs numba with one thread fewer than the machine has). "
+              "Startup is measured from process launch, so it includes the Python, Qt, "
+              "pyqtgraph and rwtool imports."]
     text = "\n".join(lines) + "\n"
     print(text)
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)

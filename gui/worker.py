@@ -22,6 +22,7 @@ import weakref
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+import numba
 import numpy as np
 from PySide6.QtCore import QObject, QRunnable, QThread, QThreadPool, Signal, Slot
 
@@ -116,6 +117,9 @@ class TrainWorker(QObject):
 
     @Slot(object)
     def execute(self, job) -> None:
+        # numba's thread count is per thread: leave one core to the GUI thread (and Qt's
+        # painting threads), which otherwise waits behind the fit and stalls for 100+ ms.
+        numba.set_num_threads(max(1, numba.config.NUMBA_NUM_THREADS - 1))
         if isinstance(job, PruneJob):
             self._prune(job)
         elif isinstance(job, TrainJob):
