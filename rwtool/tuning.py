@@ -350,14 +350,12 @@ def _fast_scores(template, base_params, regs, X, y, folds):
     A_all = sum(b[0] for b in blocks)
     B_all = sum(b[1] for b in blocks)
     out = np.empty((len(regs), len(folds)))
-    T = fmap.n_output_
     for k, (tr, va) in enumerate(folds):
         A_tr, B_tr = A_all - blocks[k][0], B_all - blocks[k][1]
         coefs = np.hstack([solve_normal_equations(A_tr, B_tr, len(tr), float(r), G, eps)[0]
                            for r in regs])
-        Phi = np.empty((len(va), T))
-        fmap._features_into(Xp[va], Phi)
-        D = Phi @ coefs
+        # every reg value of the fold in one blocked pass: no fold-sized feature matrix
+        D = fmap.linear_predict(np.ascontiguousarray(Xp[va]), coefs)
         q = Y.shape[1]
         for j in range(len(regs)):
             Dj = D[:, j * q:(j + 1) * q]

@@ -16,7 +16,13 @@ import numpy as np
 
 from .._base import BaseEstimator, check_array, check_is_fitted, check_random_state, check_scalar
 
-__all__ = ["FeatureMap", "row_norms", "dot_into"]
+__all__ = ["FeatureMap", "row_norms", "dot_into", "auto_block_size"]
+
+
+def auto_block_size(n_rows: int, n_cols: int, budget_bytes: float = 32e6) -> int:
+    """Rows per block so that one float64 block of features stays near ``budget_bytes``."""
+    rows = int(budget_bytes // (8 * max(1, n_cols)))
+    return max(64, min(n_rows, rows))
 
 
 def row_norms(X: np.ndarray) -> np.ndarray:
@@ -93,17 +99,26 @@ class FeatureMap(BaseEstimator):
         self._features_into(X, out)
         return out
 
-    def linear_predict(self, X: np.ndarray, coef: np.ndarray, block_size: int = 4096) -> np.ndarray:
-        """Phi(X) @ coef, a block of rows at a time so the feature matrix is never held whole.
+    def blocks(self, X: np.ndarray, block_size: int | None = None):
+        """Yield ``(start, stop, Phi)`` over blocks of rows of ``X``, Phi = features of the block.
 
+        One buffer serves every block (about 32 MB of features when ``block_size`` is None), so
+        the m x T feature matrix is never held whole; Phi is overwritten by the next block.
         ``X`` must already be checked and preprocessed (the rows the map was fitted on).
         """
-        out = np.empty((X.shape[0], coef.shape[1]))
-        buf = np.empty((min(block_size, len(X)), self.n_output_))
-        for start in range(0, len(X), block_size):
-            stop = min(len(X), start + block_size)
+        m, T = X.shape[0], self.n_output_
+        bs = auto_block_size(m, T) if block_size is None else max(1, int(block_size))
+        buf = np.empty((min(bs, m), T))
+        for start in range(0, m, bs):
+            stop = min(m, start + bs)
             Phi = buf[: stop - start]
             self._features_into(X[start:stop], Phi)
+            yield start, stop, Phi
+
+    def linear_predict(self, X: np.ndarray, coef: np.ndarray, block_size: int = 4096) -> np.ndarray:
+        """Phi(X) @ coef, a block of rows at a time (see :meth:`blocks`)."""
+        out = np.empty((X.shape[0], coef.shape[1]))
+        for start, stop, Phi in self.blocks(X, block_size):
             np.matmul(Phi, coef, out=out[start:stop])
         return out
 

@@ -362,16 +362,9 @@ def feature_alignment(feature_map, X: np.ndarray, Y: np.ndarray, block_size: int
                       progress=None) -> np.ndarray:
     """Phi^T Y (M0, K) for a fitted random feature map, accumulated over row blocks."""
     progress = make_progress(progress)
-    M0 = feature_map.n_output_
-    N = X.shape[0]
-    bs = block_size or max(64, min(N, int(32e6 // (8 * M0))))
-    out = np.zeros((M0, Y.shape[1]))
-    buf = np.empty((min(bs, N), M0))
-    progress.start("features", N)
-    for start in range(0, N, bs):
-        stop = min(N, start + bs)
-        Phi = buf[: stop - start]
-        feature_map._features_into(X[start:stop], Phi)
+    out = np.zeros((feature_map.n_output_, Y.shape[1]))
+    progress.start("features", X.shape[0])
+    for start, stop, Phi in feature_map.blocks(X, block_size):
         out += Phi.T @ Y[start:stop]
         progress.update(stop)
     progress.end()

@@ -24,6 +24,7 @@ import warnings
 import numpy as np
 from scipy.linalg import LinAlgError, cho_solve, eigh
 
+from ..features.base import auto_block_size
 from ..progress import make_progress
 
 __all__ = ["NumericalWarning", "auto_block_size", "normal_equations", "solve_normal_equations",
@@ -34,10 +35,6 @@ class NumericalWarning(RuntimeWarning):
     """A recoverable numerical event (jitter added, solver did not converge...)."""
 
 
-def auto_block_size(n_rows: int, n_cols: int, budget_bytes: float = 32e6) -> int:
-    """Rows per block so that one float64 block of features stays near ``budget_bytes``."""
-    rows = int(budget_bytes // (8 * max(1, n_cols)))
-    return max(64, min(n_rows, rows))
 
 
 def normal_equations(feature_map, X: np.ndarray, Y: np.ndarray, block_size: int | None = None,
@@ -55,16 +52,11 @@ def normal_equations(feature_map, X: np.ndarray, Y: np.ndarray, block_size: int 
     progress = make_progress(progress)
     m = X.shape[0]
     T = feature_map.n_output_
-    bs = auto_block_size(m, T) if block_size is None else max(1, int(block_size))
     A = np.zeros((T, T))
     AtA = np.empty((T, T))
     B = np.zeros((T, Y.shape[1]))
-    buf = np.empty((min(bs, m), T))
     progress.start("normal equations", m)
-    for start in range(0, m, bs):
-        stop = min(m, start + bs)
-        Phi = buf[: stop - start]
-        feature_map._features_into(X[start:stop], Phi)
+    for start, stop, Phi in feature_map.blocks(X, block_size):
         np.matmul(Phi.T, Phi, out=AtA)  # numpy spots the transposed self-product: one syrk
         A += AtA
         B += Phi.T @ Y[start:stop]
