@@ -166,8 +166,8 @@ class _RandomFeatureModel(BaseEstimator):
         """reg="auto": 3-fold cross-validation over AUTO_REG[solver], then the fit at the best.
 
         On "lstsq"/"ridge" the candidates share one feature draw and its normal equations
-        (rwtool.tuning), so the choice costs about two fits. ``reg_`` is the value used and
-        ``reg_search_`` the validation scores of every candidate.
+        (rwtool.tuning), so the choice costs two passes over the data and the fit a third.
+        ``reg_`` is the value used and ``reg_search_`` the validation scores of every candidate.
         """
         from ..tuning import select_reg
         params = self.get_params(deep=False)
@@ -482,7 +482,7 @@ _RW_DOC = """
         lam in J = (1/m) sum loss(f, y) + (lam/2) ||alpha||_H^2 (lstsq, sfgd, osd) or lam1 in
         J1 (lasso): the same lam means the same model whatever the solver (spec section 3).
         "auto" chooses it by 3-fold cross-validation over ``AUTO_REG[solver]`` (``reg_``,
-        ``reg_search_``); for "lstsq" that costs about two fits.
+        ``reg_search_``); for "lstsq" that costs about three passes over the data in all.
     sigma : float, default 1.0
         s, standard deviation of the sampling distribution p.
     gamma : float or None, default None
