@@ -156,8 +156,8 @@ def kfold_indices(y, n_splits: int, stratified: bool, random_state=None):
 
 def _is_fast(est) -> bool:
     """Exact least squares on random features: candidates can share their normal equations."""
-    return (type(est).__module__ == "rwtool.estimators.random_features"
-            and str(est.solver).lower() in ("lstsq", "ridge"))
+    from .estimators.random_features import _RandomFeatureModel
+    return isinstance(est, _RandomFeatureModel) and str(est.solver).lower() in ("lstsq", "ridge")
 
 
 class RandomizedSearchCV(BaseEstimator):
