@@ -37,6 +37,22 @@ def test_default_spaces_follow_the_paper():
     assert default_space(rw.RWRegressor(instantiation="rwexprelu"))["kappa"].high == 100
     assert set(default_space(rw.RWClassifier(instantiation="rwstumps"))) == {"sigma", "reg", "gamma"}
     assert set(default_space(rw.RKSClassifier())) == {"sigma", "reg"}
+    lam2 = default_space(rw.RKSRegressor())["reg"]
+    assert (lam2.low, lam2.high) == (1e-5, 1e-3)  # Table 14's lam2 is rwtool's reg for RKS
+
+
+def test_rks_reg_is_the_papers_lam2(regression_data):
+    """Oracle for the Table 14 mapping: seed 003 eq. (24) solved densely on the raw phi."""
+    X, y = regression_data
+    lam2, T = 3e-4, 60
+    est = rw.RKSRegressor(base="relu", n_features=T, reg=lam2, random_state=0).fit(X, y)
+    ys = (y - y.mean()) / y.std()
+    Phi = est.feature_matrix(X) * np.sqrt(T)  # phi(w_t, x_i), without rwtool's 1/sqrt(T)
+    m = len(X)
+    # argmin_a (1/m) ||ys - Phi a / T||^2 + (lam2 / T) ||a||^2
+    a = np.linalg.solve(Phi.T @ Phi / T + m * lam2 * np.eye(T), Phi.T @ ys)
+    np.testing.assert_allclose(est.predict(X), (Phi @ a / T) * y.std() + y.mean(), rtol=1e-6,
+                               atol=1e-8)
 
 
 @pytest.mark.parametrize("cls,kind", [(rw.RWClassifier, "clf"), (rw.RWRegressor, "reg"),
