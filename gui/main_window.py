@@ -15,7 +15,7 @@ import traceback
 from pathlib import Path
 
 import numpy as np
-from PySide6.QtCore import QSettings, Qt, Signal
+from PySide6.QtCore import QSettings, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import (QFileDialog, QMainWindow, QMessageBox, QSplitter, QStackedWidget,
                                QStyle, QTabWidget, QToolBar, QVBoxLayout, QWidget)
@@ -123,6 +123,7 @@ class MainWindow(QMainWindow):
         if self._warming_up:
             self.statusBar().showMessage("Preparing the numerical kernels in the background…")
             self.worker.warm_up(self.families)
+            QTimer.singleShot(0, PreviewTable.warm_up_painting)
 
     # -- construction --------------------------------------------------------------------------
     def _action(self, text, slot, shortcut=None, icon=None, tip=None) -> QAction:
@@ -718,6 +719,8 @@ class MainWindow(QMainWindow):
             return False
         if not path.lower().endswith((".png", ".svg")):
             path += ".png"
+        if callable(getattr(plot, "flush", None)):
+            plot.flush()    # a live plot's last points may still wait for its timer
         try:
             export.export_plot(plot, path)
         except (ValueError, OSError, RuntimeError) as exc:

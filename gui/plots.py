@@ -80,7 +80,8 @@ class ResultPlot(pg.PlotWidget):
 class LivePlot(ResultPlot):
     """Curves fed point by point from progress events and redrawn on a timer."""
 
-    def __init__(self, title: str = "", xlabel: str = "", ylabel: str = "", parent=None):
+    def __init__(self, title: str = "", xlabel: str = "", ylabel: str = "", parent=None,
+                 phase_ms: int = 0):
         super().__init__(title, xlabel, ylabel, parent)
         self._data: dict[str, tuple[list, list]] = {}
         self._curves: dict[str, pg.PlotDataItem] = {}
@@ -89,7 +90,9 @@ class LivePlot(ResultPlot):
         self._timer = QTimer(self)
         self._timer.setInterval(REDRAW_MS)
         self._timer.timeout.connect(self._redraw)
-        self._timer.start()
+        # plots side by side get different phases, so that their redraws fall in different
+        # turns of the event loop instead of one long one
+        QTimer.singleShot(int(phase_ms), self._timer.start)
 
     def clear_curves(self) -> None:
         self._data.clear()
@@ -143,6 +146,10 @@ class LivePlot(ResultPlot):
         """Draw pending points now (tests and exports)."""
         self._dirty = True
         self._redraw()
+
+    def request_redraw(self) -> None:
+        """Draw at the next tick of the timer (not now: the caller's turn stays short)."""
+        self._dirty = True
 
 
 def export_plot(widget: pg.PlotWidget, path: str, width: int = 1200) -> str:

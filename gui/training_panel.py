@@ -15,7 +15,7 @@ from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtWidgets import (QHBoxLayout, QLabel, QProgressBar, QPushButton, QSplitter,
                                QVBoxLayout, QWidget)
 
-from .plots import LivePlot
+from .plots import REDRAW_MS, LivePlot
 
 __all__ = ["TrainingPanel", "format_seconds", "split_metrics", "curve_x"]
 
@@ -91,7 +91,7 @@ class TrainingPanel(QWidget):
         bar.addWidget(self.time_label)
 
         self.loss_plot = LivePlot("Training loss / objective", "iteration", "")
-        self.error_plot = LivePlot("Error", "iteration", "")
+        self.error_plot = LivePlot("Error", "iteration", "", phase_ms=REDRAW_MS // 2)
         #: the live curves, placed by the main window in its own tab
         self.curves = QSplitter(Qt.Vertical)
         self.curves.addWidget(self.loss_plot)
@@ -151,8 +151,9 @@ class TrainingPanel(QWidget):
         if text.startswith("done"):
             self.progress.setValue(1000)
         self.time_label.setText(f"took {format_seconds(elapsed)}")
-        self.loss_plot.flush()
-        self.error_plot.flush()
+        # the timers draw the last points: a finished run then costs no synchronous redraw
+        self.loss_plot.request_redraw()
+        self.error_plot.request_redraw()
 
     def mark_cancelling(self) -> None:
         """Show that a cancel was asked for (by the button, Esc or the menu)."""
@@ -215,8 +216,9 @@ class TrainingPanel(QWidget):
         loss, err = split_metrics({k: 0.0 for k in curves})
         for k, (x, y) in curves.items():
             (self.error_plot if k in err else self.loss_plot).set_curve(k, x, y)
-        self.loss_plot.flush()
-        self.error_plot.flush()
+        # the timers draw the last points: a finished run then costs no synchronous redraw
+        self.loss_plot.request_redraw()
+        self.error_plot.request_redraw()
 
     def _tick(self) -> None:
         if self._t0 is None:

@@ -457,3 +457,34 @@ def test_auto_reg_button_trains_with_cross_validated_reg(qtbot, window, tmp_path
     est = run.result["estimator"]
     assert est.reg == "auto" and est.reg_ in list(est.reg_search_["reg"])
     assert run.result["metrics"]["reg chosen (auto)"] == est.reg_
+
+
+def test_live_curves_drawn_by_their_timers_after_the_run(qtbot, window, tmp_path):
+    """A finished run's last points reach the curves through the staggered redraw timers."""
+    path = moons_csv(tmp_path / "moons.csv")
+    load(qtbot, window, path)
+    choose(window, "rfsgd", n_epochs=3, n_features=40, random_state=0)
+    run = train(qtbot, window)
+    assert run.status == "done"
+    tp = window.training_panel
+    for plot in (tp.loss_plot, tp.error_plot):
+        qtbot.waitUntil(lambda p=plot: not p._dirty and bool(p._curves), timeout=2000)
+        for name in plot.curve_names():
+            x, y = plot.curve_data(name)
+            drawn = plot._curves[name]
+            np.testing.assert_array_equal(drawn.xData, x)
+            np.testing.assert_array_equal(drawn.yData, y)
+
+
+def test_preview_painting_warm_up_leaves_nothing_behind(qtbot):
+    from PySide6.QtWidgets import QApplication
+
+    from gui.data_panel import PreviewTable
+    before = {id(w) for w in QApplication.topLevelWidgets()}
+    PreviewTable.warm_up_painting()
+    tables = [w for w in QApplication.topLevelWidgets()
+              if isinstance(w, PreviewTable) and id(w) not in before]
+    assert len(tables) == 1 and tables[0].rowCount() == 40
+    assert tables[0].testAttribute(Qt.WA_DontShowOnScreen)  # never on the user's screen
+    qtbot.waitUntil(lambda: not any(isinstance(w, PreviewTable) and id(w) not in before
+                                    for w in QApplication.topLevelWidgets()), timeout=3000)
