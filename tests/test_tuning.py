@@ -63,8 +63,9 @@ def test_fast_path_equals_fitting_every_fold(cls, kind, binary_data, regression_
     # compute exactly the same models
     est = cls(n_features=40, standardize=False, random_state=3)
     space = {"reg": LogUniform(1e-8, 1e-1), "sigma": [0.5, 1.0]}
-    fast = RandomizedSearchCV(est, space, n_iter=6, cv=3, random_state=0, refit=False).fit(X, y)
-    slow = RandomizedSearchCV(est, space, n_iter=6, cv=3, random_state=0, refit=False,
+    # 12 draws over two sigmas: groups of at least 4 reg values take the eigen-route (RegPath)
+    fast = RandomizedSearchCV(est, space, n_iter=12, cv=3, random_state=0, refit=False).fit(X, y)
+    slow = RandomizedSearchCV(est, space, n_iter=12, cv=3, random_state=0, refit=False,
                               scoring=lambda e, Xv, yv: e.score(Xv, yv)).fit(X, y)
     np.testing.assert_allclose(fast.cv_results_["mean_test_score"],
                                slow.cv_results_["mean_test_score"], rtol=1e-7, atol=1e-9)
@@ -127,3 +128,29 @@ def test_auto_reg_picks_the_cross_validated_value(regression_data, binary_data, 
     assert clf.reg_ in rw.estimators.random_features.AUTO_REG["sgd"]
     with pytest.raises(ValueError, match="'auto'"):
         rw.RWRegressor(reg="best").fit(X, y)
+
+
+@pytest.mark.parametrize("with_gram", [True, False])
+def test_reg_path_matches_one_solve_per_reg(with_gram, rng):
+    """RegPath's eigen-route equals a dense solve of (A + m reg R + m eps I) a = B per reg."""
+    from rwtool.solvers.ridge import RegPath
+    m, T, q = 300, 40, 2
+    Phi = rng.standard_normal((m, T))
+    B = Phi.T @ rng.standard_normal((m, q))
+    A = Phi.T @ Phi
+    W = rng.standard_normal((T, 3))
+    G = np.exp(-0.5 * ((W[:, None, :] - W[None, :, :]) ** 2).sum(-1)) if with_gram else None
+    eps = 1e-6
+    Linv = RegPath.for_gram(G) if with_gram else None
+    assert (Linv is not None) == with_gram
+    path = RegPath(A, B, m, eps, Linv)
+    R = G if with_gram else np.eye(T)
+    for reg in (1e-8, 1e-4, 1e-1):
+        dense = np.linalg.solve(A + m * reg * R + m * eps * np.eye(T), B)
+        np.testing.assert_allclose(path.solve(reg), dense, rtol=1e-7, atol=1e-10)
+
+
+def test_reg_path_refuses_an_ill_conditioned_gram():
+    from rwtool.solvers.ridge import RegPath
+    v = np.ones((5, 1))
+    assert RegPath.for_gram(v @ v.T + 1e-12 * np.eye(5)) is None  # rank one plus a hair
