@@ -177,19 +177,20 @@ def _make(name, algo, inst, T, seed):
 
 
 def run_random_features(name, algo, inst, T, root, args, structure=None, seeds=None,
-                        splits=False):
+                        splits=False, **fixed):
     """RW (instantiation ``inst``) or RKS (its base predictor), searched and refitted per seed.
 
     ``structure``: per-seed parameters of an earlier search (at T = 500); its kernel parameters
     are kept and only ``reg`` is searched again at this T. ``splits``: seed k also draws the
     k-th 75/25 split (split sensitivity), instead of every seed using the tables' split.
+    ``fixed``: estimator parameters set for every seed (the ablations).
     """
     from rwtool.tuning import RandomizedSearchCV, default_space
     regression = name in REGRESSION
     runs = []
     for seed in range(args.seeds if seeds is None else seeds):
         Xtr, Xte, ytr, yte = _load(name, root, args.quick, seed, split=seed + 1 if splits else 0)
-        est = _make(name, algo, inst, T, seed)
+        est = _make(name, algo, inst, T, seed).set_params(**fixed)
         space = default_space(est)
         if structure is not None:
             est.set_params(**{k: v for k, v in structure[seed]["params"].items() if k != "reg"})
@@ -314,6 +315,8 @@ def main(argv=None):
                     help="what to run, of " + ",".join(SECTIONS) + " (default: all)")
     ap.add_argument("--splits", type=int, default=None,
                     help="75/25 splits of the split-sensitivity section (default 10, quick 2)")
+    ap.add_argument("--nobias-seeds", type=int, default=3,
+                    help="seeds of the ablation without the constant input column")
     ap.add_argument("--retime", action="store_true",
                     help="refit seed 0 of the T_LARGE and peer rows of --json to time them")
     args = ap.parse_args(argv)
@@ -339,7 +342,8 @@ def main(argv=None):
     reads = args.resume or args.report_only or args.retime
     if reads and not args.json:
         ap.error("--resume, --retime and --report-only read the results of --json FILE")
-    results = {"t500": {}, "t2000": {}, "peers": {}, "curves": {}, "retime": {}, "splits": {}}
+    results = {"t500": {}, "t2000": {}, "peers": {}, "curves": {}, "retime": {}, "splits": {},
+               "nobias": {}}
     if reads and Path(args.json).exists():
         with open(args.json) as fh:
             results.update(json.load(fh))
@@ -356,7 +360,9 @@ def main(argv=None):
     write_report(results, args, argv)
 
 
-SECTIONS = ("t500", "t2000", "curves", "peers", "splits")
+SECTIONS = ("t500", "t2000", "curves", "peers", "splits", "nobias")
+#: where the constant input column matters most (the paper's RW and RKS go without it)
+NOBIAS_DATASETS = ("adults", "skin")
 #: no official split and small test sets: their errors move with the split
 SPLIT_DATASETS = ("cancer", "abalone", "diabetes", "wine")
 
@@ -388,6 +394,16 @@ def run_all(results, args):
                 _row(results, "splits", f"{name}/RW/{inst}", args.json,
                      lambda: run_random_features(name, "RW", inst, t_small, root, args,
                                                  seeds=args.splits, splits=True))
+    if "nobias" in args.sections:
+        for (name, inst) in TABLE_500:
+            if name not in NOBIAS_DATASETS or inst == "rwstumps" or (only and name not in only):
+                continue
+            for algo in ("RW", "RKS"):
+                if algo == "RKS" and inst.startswith("rwexp"):
+                    continue  # the same kitchen sinks as rwsign / rwrelu
+                _row(results, "nobias", f"{name}/{algo}/{inst}", args.json,
+                     lambda: run_random_features(name, algo, inst, t_small, root, args,
+                                                 seeds=args.nobias_seeds, bias=False))
     if "peers" in args.sections:
         for name in DATASETS:
             if only and name not in only:
@@ -505,6 +521,24 @@ def tables(results, args) -> list[str]:
             r2 = (f"{_ms([r['test_r2'] for r in runs])[0]:.3f}" if name in REGRESSION else "-")
             lines.append(f"| {name} | {inst} | {b} | {te[0]:.3f} +/- {te[1]:.3f} | {r2} | "
                          f"{p[2]:.3f} +/- {p[3]:.3f} | {verdict(te[0], te[1], p[2], p[3])} |")
+    if results.get("nobias"):
+        lines += ["", f"### Ablation, T = {t_small}: without the constant input column", "",
+                  "rwtool appends a constant 1 to the standardised inputs of the sign and ReLU "
+                  "base predictors (`bias=True`), so that the hyperplanes <w, x> = 0 need not "
+                  "pass through the data's mean; the paper's models go without it. Test error, "
+                  f"mean +/- std over {args.nobias_seeds} seeds, each with its own search.", "",
+                  "| dataset | algorithm | instantiation | with bias (tables) | without bias | "
+                  "paper |", "|---|---|---|---|---|---|"]
+        for key, runs in results["nobias"].items():
+            name, algo, inst = key.split("/")
+            p = TABLE_500[(name, inst)]
+            paper = p[2:] if algo == "RW" else p[:2]
+            base = results["t500"].get(key)
+            b = _ms([r["test"] for r in base]) if base else None
+            nb = _ms([r["test"] for r in runs])
+            bs = f"{b[0]:.3f} +/- {b[1]:.3f}" if b else "-"
+            lines.append(f"| {name} | {algo} | {inst} | {bs} | {nb[0]:.3f} +/- {nb[1]:.3f} | "
+                         f"{paper[0]:.3f} +/- {paper[1]:.3f} |")
     lines += ["", f"### Tables 12-13 (18-19) shape: T = {t_large} and other models", "",
               "Error (classification) or R^2 (regression); fit is the refit on the whole training "
               "set, predict the test set, both in seconds on this machine (the paper's times come "
