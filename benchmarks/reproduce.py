@@ -315,8 +315,8 @@ def main(argv=None):
                     help="what to run, of " + ",".join(SECTIONS) + " (default: all)")
     ap.add_argument("--splits", type=int, default=None,
                     help="75/25 splits of the split-sensitivity section (default 10, quick 2)")
-    ap.add_argument("--nobias-seeds", type=int, default=3,
-                    help="seeds of the ablation without the constant input column")
+    ap.add_argument("--nobias-seeds", type=int, default=None,
+                    help="seeds of the ablation without the constant input column (3, quick 1)")
     ap.add_argument("--retime", action="store_true",
                     help="refit seed 0 of the T_LARGE and peer rows of --json to time them")
     args = ap.parse_args(argv)
@@ -329,6 +329,7 @@ def main(argv=None):
     args.peer_rows = args.peer_rows or args.search_rows
     args.curve_seeds = min(args.curve_seeds or 5, args.seeds)
     args.splits = args.splits or (2 if args.quick else 10)
+    args.nobias_seeds = args.nobias_seeds or (1 if args.quick else 3)
     args.curve_T = ([int(t) for t in args.curve_T.split(",")] if args.curve_T else
                     ([10, 50, 200] if args.quick else [10, 20, 50, 100, 200, 500, 1000]))
     args.sections = [x for x in args.sections.split(",") if x]
@@ -339,11 +340,12 @@ def main(argv=None):
         args.sections.remove("peers")
     if args.no_curves and "curves" in args.sections:
         args.sections.remove("curves")
-    reads = args.resume or args.report_only or args.retime
+    reads = args.resume or args.report_only or args.retime or args.merge
     if reads and not args.json:
-        ap.error("--resume, --retime and --report-only read the results of --json FILE")
-    results = {"t500": {}, "t2000": {}, "peers": {}, "curves": {}, "retime": {}, "splits": {},
-               "nobias": {}}
+        ap.error("--resume, --merge, --retime and --report-only use the results file --json FILE")
+    if (args.report_only or args.retime) and not args.merge and not Path(args.json).exists():
+        ap.error(f"{args.json} does not exist: nothing to report or time")
+    results = {s: {} for s in SECTIONS + ("retime", "meta")}
     if reads and Path(args.json).exists():
         with open(args.json) as fh:
             results.update(json.load(fh))
@@ -351,13 +353,15 @@ def main(argv=None):
         with open(path) as fh:
             for section, rows in json.load(fh).items():
                 results.setdefault(section, {}).update(rows)
-    if args.merge:
-        _checkpoint(results, args.json)
+    cmd = "python -m benchmarks.reproduce " + " ".join(argv if argv is not None else sys.argv[1:])
     if args.retime:
         retime(results, args)
-    elif not args.report_only:
+    elif not (args.report_only or args.merge):   # a merge assembles; it runs nothing
+        for section in args.sections:    # the report states each section's own command
+            results["meta"][section] = cmd
         run_all(results, args)
-    write_report(results, args, argv)
+    _checkpoint(results, args.json)
+    write_report(results, args, cmd)
 
 
 SECTIONS = ("t500", "t2000", "curves", "peers", "splits", "nobias")
@@ -375,15 +379,19 @@ def run_all(results, args):
         for (name, inst) in TABLE_500:
             if only and name not in only:
                 continue
-            for algo in ("RW", "RKS"):
-                _row(results, "t500", f"{name}/{algo}/{inst}", args.json,
-                     lambda: run_random_features(name, algo, inst, t_small, root, args))
+            _row(results, "t500", f"{name}/RW/{inst}", args.json,
+                 lambda: run_random_features(name, "RW", inst, t_small, root, args))
+            twin = _rks_twin(name, inst)   # the kitchen sinks depend on the base only
+            if twin in results["t500"]:
+                results["t500"][f"{name}/RKS/{inst}"] = results["t500"][twin]
+            _row(results, "t500", f"{name}/RKS/{inst}", args.json,
+                 lambda: run_random_features(name, "RKS", inst, t_small, root, args))
     if "t2000" in args.sections:
         for (name, algo, inst) in TABLE_2000:
             if algo not in ("RW", "RKS") or (only and name not in only):
                 continue
             structure = None if args.full_search_large else \
-                results["t500"].get(f"{name}/{algo}/{inst}")
+                _structure(results, f"{name}/{algo}/{inst}", args.seeds)
             _row(results, "t2000", f"{name}/{algo}/{inst}", args.json,
                  lambda: run_random_features(name, algo, inst, t_large, root, args, structure))
     if "curves" in args.sections:
@@ -411,6 +419,23 @@ def run_all(results, args):
             for algo in PEERS:
                 _row(results, "peers", f"{name}/{algo}/", args.json,
                      lambda: run_peer(name, algo, t_large, root, args))
+
+
+def _rks_twin(name, inst):
+    """The T = 500 key whose kitchen sinks are those of ``inst`` (same base predictor)."""
+    twin = {"rwexprelu": "rwrelu", "rwrelu": "rwexprelu", "rwexpsign": "rwsign",
+            "rwsign": "rwexpsign"}.get(inst)
+    return f"{name}/RKS/{twin}" if twin else None
+
+
+def _structure(results, key, seeds):
+    """The T = 500 search results whose kernel parameters a reg-only search reuses."""
+    runs = results["t500"].get(key)
+    if runs is None or len(runs) < seeds:
+        raise SystemExit(f"{key}: the T = 500 results for {seeds} seeds are missing from the "
+                         f"results file; run the t500 section first (or pass "
+                         f"--full-search-large to search everything at this T)")
+    return runs
 
 
 def retime(results, args):
@@ -450,7 +475,7 @@ def run_curves(results, args, root, only):
             if structure is None:  # e.g. wine: not in Table 11, searched here at T_SMALL
                 structure = _row(results, "curves", f"{key500}/{args.T[0]}", args.json,
                                  lambda: run_random_features(name, algo, inst, args.T[0], root,
-                                                             args))
+                                                             args, seeds=args.curve_seeds))
             for T in args.curve_T:
                 if T == args.T[0] and key500 in results["t500"]:
                     results["curves"][f"{key500}/{T}"] = \
@@ -503,12 +528,13 @@ def tables(results, args) -> list[str]:
             f"{rwtr[0]:.3f} | {rwv[0]:.3f} +/- {rwv[1]:.3f} | {p[2]:.3f} +/- {p[3]:.3f} | "
             f"{verdict(rwv[0], rwv[1], p[2], p[3])} | {verdict(rks[0], rks[1], p[0], p[1])} |")
     if results.get("splits"):
-        lines += ["", f"### Split sensitivity, T = {t_small}: RW over {args.splits} other 75/25 "
+        n_splits = len(next(iter(results["splits"].values())))
+        lines += ["", f"### Split sensitivity, T = {t_small}: RW over {n_splits} other 75/25 "
                       "splits", "",
                   "The small datasets have no official split; the paper's seed for its split is "
                   "not published. Each row: a new split per seed (its own search, features and "
                   "folds), mean +/- std of the test error (MSE on standardised y); R^2 for "
-                  "regression, which does not depend on the test set's variance. Verdict against "
+                  "regression, the MSE divided by the test set's own variance. Verdict against "
                   "the paper with the split-to-split std as the tolerance.", "",
                   "| dataset | instantiation | RW ours, tables' split | RW ours, other splits | "
                   "test R^2, other splits | RW paper | verdict |", "|---|---|---|---|---|---|---|"]
@@ -526,7 +552,9 @@ def tables(results, args) -> list[str]:
                   "rwtool appends a constant 1 to the standardised inputs of the sign and ReLU "
                   "base predictors (`bias=True`), so that the hyperplanes <w, x> = 0 need not "
                   "pass through the data's mean; the paper's models go without it. Test error, "
-                  f"mean +/- std over {args.nobias_seeds} seeds, each with its own search.", "",
+                  f"mean +/- std over "
+                  f"{len(next(iter(results['nobias'].values())))} seeds, each with its own "
+                  "search.", "",
                   "| dataset | algorithm | instantiation | with bias (tables) | without bias | "
                   "paper |", "|---|---|---|---|---|---|"]
         for key, runs in results["nobias"].items():
@@ -543,8 +571,9 @@ def tables(results, args) -> list[str]:
               "Error (classification) or R^2 (regression); fit is the refit on the whole training "
               "set, predict the test set, both in seconds on this machine (the paper's times come "
               "from an 8-core Threadripper); where the run was timed again alone on the machine "
-              "(--retime), the times are that refit of seed 0. Verdict against the paper's test figure, with our "
-              "standard deviation (at least 0.001) as the tolerance.", "",
+              "(--retime), the times are that refit of seed 0. Verdict against the paper's test "
+              "figure, with our standard deviation (at least 0.001) plus the paper's rounding "
+              "(0.0005) as the tolerance.", "",
               "| dataset | algorithm | instantiation | seeds | train ours / paper | test ours | "
               "test paper | fit s (paper) | predict s | verdict |",
               "|---|---|---|---|---|---|---|---|---|---|"]
@@ -591,7 +620,7 @@ def curves_figure(results, args) -> list[str]:
         for ax, name in zip(axes[0], names):
             for algo, colour in (("RW", "tab:blue"), ("RKS", "tab:orange")):
                 pts = []
-                for T in args.curve_T:
+                for T in sorted({int(k.rsplit("/", 1)[1]) for k in results["curves"]}):
                     runs = results["curves"].get(f"{name}/{algo}/{CURVE_INSTANTIATION}/{T}")
                     if runs:
                         pts.append((T, *_ms([r["test"] for r in runs])))
@@ -614,15 +643,12 @@ def curves_figure(results, args) -> list[str]:
     return [f"### Figures 5-6 shape: test error against T (RWRelu vs RKS-ReLU)", ""] + out
 
 
-def write_report(results, args, argv):
-    cmd = "python -m benchmarks.reproduce " + " ".join(argv if argv is not None else sys.argv[1:])
-    head = [f"Command: `{cmd}`  ", f"Machine: {machine()}  ",
-            f"Seeds {args.seeds} (peers {args.peer_seeds}, {args.peer_large_seeds} on adults and "
-            f"skin); search {args.draws} draws (peers "
-            f"{args.peer_draws}) x {args.folds} folds on at most {args.search_rows} training rows "
-            f"(peers {args.peer_rows})"
-            + ("; training sets subsampled to 3000 rows (--quick)" if args.quick else "") + ".",
-            ""]
+def write_report(results, args, cmd):
+    meta = results.get("meta") or {}
+    runs = sorted(set(meta.values())) or [cmd]
+    head = ["Machine: " + machine() + ". Commands (a long run is split over processes by "
+            "`--sections`, joined by `--merge` and timed by `--retime`):", ""]
+    head += [f"* `{c}`" for c in runs] + [""]
     body = head + tables(results, args) + [""] + curves_figure(results, args)
     block = "\n".join([BEGIN] + body + [END]) + "\n"
     print(block)

@@ -14,7 +14,8 @@ import sys
 # Leave a core to the window, as the training thread does for numba (worker.py): OpenBLAS's
 # threads, set before numpy loads, otherwise take every core during a fit and Qt's painting
 # waits behind them. An explicit OPENBLAS_NUM_THREADS wins.
-os.environ.setdefault("OPENBLAS_NUM_THREADS", str(max(1, (os.cpu_count() or 2) - 1)))
+_CORES = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 2)
+os.environ.setdefault("OPENBLAS_NUM_THREADS", str(max(1, _CORES - 1)))
 
 __all__ = ["main", "create_app", "guard_singleton_refcounts"]
 

@@ -77,8 +77,6 @@ def list_samples() -> list[dict]:
 class PreviewTable(QTableWidget):
     """The first rows of the file, each header naming the column's type and missing count."""
 
-    _warming = None
-
     def __init__(self, parent=None):
         super().__init__(parent)
         self.setEditTriggers(QAbstractItemView.NoEditTriggers)
@@ -127,13 +125,8 @@ class PreviewTable(QTableWidget):
         table.show_preview(SimpleNamespace(head=head, names=names, columns=cols,
                                            dialect=SimpleNamespace(header=True)))
         table.resize(900, 700)
-        table.show()
-        cls._warming = table    # a top-level widget lives as long as its Python reference
-
-        def drop():
-            cls._warming = None
-            table.deleteLater()
-        QTimer.singleShot(300, drop)
+        table.grab()      # paints now, into a pixmap; nothing reaches the screen
+        table.deleteLater()
 
 
 class DataPanel(QWidget):

@@ -92,7 +92,7 @@ class LivePlot(ResultPlot):
         self._timer.timeout.connect(self._redraw)
         # plots side by side get different phases, so that their redraws fall in different
         # turns of the event loop instead of one long one
-        QTimer.singleShot(int(phase_ms), self._timer.start)
+        QTimer.singleShot(int(phase_ms), self._timer, self._timer.start)
 
     def clear_curves(self) -> None:
         self._data.clear()

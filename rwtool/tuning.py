@@ -334,6 +334,8 @@ def _clone(est):
 
 def _fast_scores(template, base_params, regs, X, y, folds):
     """Scores (len(regs) x n_folds) of least-squares candidates sharing one feature draw."""
+    from numpy.linalg import LinAlgError
+
     from .solvers.ridge import RegPath, normal_equations, solve_normal_equations
 
     est = _clone(template).set_params(**base_params)
@@ -351,19 +353,23 @@ def _fast_scores(template, base_params, regs, X, y, folds):
     blocks = [normal_equations(fmap, Xp[va], Y[va], est.block_size) for _, va in folds]
     A_all = sum(b[0] for b in blocks)
     B_all = sum(b[1] for b in blocks)
-    # Many reg values: one eigendecomposition per fold serves them all (RegPath); a few: one
-    # Cholesky each, which is cheaper than an eigensolve up to about four values.
-    use_path = len(regs) >= 4
-    Linv = RegPath.for_gram(G) if use_path and G is not None else None
-    if G is not None and Linv is None:
-        use_path = False
+    # Many reg values: one eigendecomposition per fold serves them all (RegPath); below about
+    # ten values one Cholesky solve each is cheaper than the eigensolve.
+    Linv = RegPath.for_gram(G) if len(regs) >= 10 and G is not None else None
+    use_path = len(regs) >= 10 and (G is None or Linv is not None)
     out = np.empty((len(regs), len(folds)))
     for k, (tr, va) in enumerate(folds):
         A_tr, B_tr = A_all - blocks[k][0], B_all - blocks[k][1]
+        coefs = None
         if use_path:
-            path = RegPath(A_tr, B_tr, len(tr), eps, Linv)
-            coefs = np.hstack([path.solve(r) for r in regs])
-        else:
+            try:
+                path = RegPath(A_tr, B_tr, len(tr), eps, Linv)
+                coefs = np.hstack([path.solve(r) for r in regs])
+                if not path.accurate(A_tr, B_tr, G, min(regs), coefs[:, :B_tr.shape[1]]):
+                    coefs = None
+            except LinAlgError:
+                coefs = None    # rounding made the system indefinite: the jittered route
+        if coefs is None:
             coefs = np.hstack([solve_normal_equations(A_tr, B_tr, len(tr), float(r), G, eps)[0]
                                for r in regs])
         # every reg value of the fold in one blocked pass: no fold-sized feature matrix

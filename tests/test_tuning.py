@@ -5,7 +5,7 @@ import pytest
 
 import rwtool as rw
 from rwtool.tuning import (Choice, LogUniform, RandomizedSearchCV, Uniform, default_space,
-                           kfold_indices)
+                           kfold_indices, select_reg)
 
 
 def test_kfold_partitions_and_stratifies(rng):
@@ -63,9 +63,9 @@ def test_fast_path_equals_fitting_every_fold(cls, kind, binary_data, regression_
     # compute exactly the same models
     est = cls(n_features=40, standardize=False, random_state=3)
     space = {"reg": LogUniform(1e-8, 1e-1), "sigma": [0.5, 1.0]}
-    # 12 draws over two sigmas: groups of at least 4 reg values take the eigen-route (RegPath)
-    fast = RandomizedSearchCV(est, space, n_iter=12, cv=3, random_state=0, refit=False).fit(X, y)
-    slow = RandomizedSearchCV(est, space, n_iter=12, cv=3, random_state=0, refit=False,
+    # 24 draws over two sigmas: groups of at least 10 reg values take the eigen-route (RegPath)
+    fast = RandomizedSearchCV(est, space, n_iter=24, cv=3, random_state=0, refit=False).fit(X, y)
+    slow = RandomizedSearchCV(est, space, n_iter=24, cv=3, random_state=0, refit=False,
                               scoring=lambda e, Xv, yv: e.score(Xv, yv)).fit(X, y)
     np.testing.assert_allclose(fast.cv_results_["mean_test_score"],
                                slow.cv_results_["mean_test_score"], rtol=1e-7, atol=1e-9)
@@ -154,3 +154,14 @@ def test_reg_path_refuses_an_ill_conditioned_gram():
     from rwtool.solvers.ridge import RegPath
     v = np.ones((5, 1))
     assert RegPath.for_gram(v @ v.T + 1e-12 * np.eye(5)) is None  # rank one plus a hair
+
+
+def test_reg_search_survives_an_indefinite_path(regression_data):
+    """eps = 0, more features than rows and reg down to 1e-14: rounding can make the reduced
+    system indefinite; the search falls back to the jittered Cholesky route instead of failing."""
+    X, y = regression_data
+    X, y = X[:60], y[:60]
+    est = rw.RWRegressor(instantiation="rwrelu", n_features=150, eps=0.0, random_state=0)
+    values = np.logspace(-14, -2, 13)
+    best, table = select_reg(est, X, y, values, cv=3)
+    assert best in values and np.all(np.isfinite(table["mean_score"]))

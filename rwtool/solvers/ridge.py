@@ -127,18 +127,22 @@ class RegPath:
     (C + m reg I) c = L^-1 B, C = L^-1 (A + m eps I) L^-T = W diag(w) W^T. After the O(T^3)
     decomposition every reg costs O(T^2 q), so a cross-validated choice among many values costs
     about what one Cholesky solve per fold costs. ``RegPath.for_gram(G)`` factors G once for all
-    the folds; it returns None when G is too ill-conditioned for the reduction to be accurate
-    (then solve each reg by :func:`solve_normal_equations`). All on numpy (GIL released).
+    the folds; it returns None when G is plainly too ill-conditioned for the reduction, and
+    ``accurate`` checks a solution's residual; in either case, and when rounding makes the
+    system indefinite (``solve`` raises LinAlgError), solve each reg by
+    :func:`solve_normal_equations` instead. All on numpy (GIL released).
     """
 
-    #: smallest pivot ratio (min/max of diag(L))^2 at which the reduction by L stays accurate
-    MIN_PIVOT_RATIO = 1e-8
+    #: smallest pivot ratio (min/max of diag(L))^2 at which the reduction by L is tried
+    MIN_PIVOT_RATIO = 1e-6
+    #: relative residual above which a path solution is not trusted (see ``accurate``)
+    MAX_RESIDUAL = 1e-8
 
     def __init__(self, A: np.ndarray, B: np.ndarray, m: int, eps: float = 0.0,
                  Linv: np.ndarray | None = None):
         M = A.copy()
         M[np.diag_indices(A.shape[0])] += m * eps
-        self.m = m
+        self.m, self.eps = m, eps
         self.Linv = Linv
         if Linv is not None:
             M = Linv @ M @ Linv.T
@@ -157,6 +161,19 @@ class RegPath:
         if d.min() < cls.MIN_PIVOT_RATIO * d.max():
             return None
         return np.linalg.inv(L)
+
+    def accurate(self, A: np.ndarray, B: np.ndarray, R: np.ndarray | None, reg: float,
+                 coef: np.ndarray) -> bool:
+        """Whether ``coef`` (the solution at ``reg``) solves the original system to
+        ``MAX_RESIDUAL`` relative residual: the reduction by L^-1 loses about cond(G) in
+        accuracy, which the pivot ratio only bounds from below. Check the smallest reg, the
+        worst-conditioned system."""
+        M = A.copy()
+        M[np.diag_indices(A.shape[0])] += self.m * self.eps
+        M += self.m * reg * (np.eye(A.shape[0]) if R is None else R)
+        r = np.linalg.norm(M @ coef - B)
+        return bool(r <= self.MAX_RESIDUAL * (np.linalg.norm(M) * np.linalg.norm(coef)
+                                              + np.linalg.norm(B)))
 
     def solve(self, reg: float) -> np.ndarray:
         denom = self.w + self.m * float(reg)
