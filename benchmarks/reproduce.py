@@ -3,7 +3,8 @@
     python -m benchmarks.reproduce [--datasets PATH] [--quick] [--only adults,cancer]
         [--seeds 10] [--draws 50] [--folds 5] [--search-rows 5000]
         [--peer-seeds N] [--peer-large-seeds N] [--peer-draws N] [--peer-rows N]
-        [--svm-fit-rows N] [--no-peers] [--no-curves] [--curve-T 10,50,...] [--curve-seeds 5]
+        [--peer-algos SVM,AdaBoost,RBF+Ridge] [--svm-fit-rows N] [--no-peers] [--no-curves]
+        [--curve-T 10,50,...] [--curve-seeds 5]
         [--splits 10] [--nobias-seeds 3] [--full-search-large]
         [--sections t500,t2000,curves,peers,splits,nobias]
         [--json FILE [--resume] [--merge A,B] [--retime [--retime-max S]]] [--report-only]
@@ -314,6 +315,8 @@ def main(argv=None):
                     help=f"peer seeds on training sets of more than {LARGE_ROWS} rows "
                          "(default --peer-seeds): an SVM refit on skin takes many minutes")
     ap.add_argument("--peer-draws", type=int, default=None)
+    ap.add_argument("--peer-algos", default=",".join(PEERS),
+                    help="which peers to run, of " + ",".join(PEERS))
     ap.add_argument("--svm-fit-rows", type=int, default=None,
                     help="refit the SVM peer on at most this many training rows (skin)")
     ap.add_argument("--peer-rows", type=int, default=None,
@@ -354,6 +357,10 @@ def main(argv=None):
     args.nobias_seeds = args.nobias_seeds or (1 if args.quick else 3)
     args.curve_T = ([int(t) for t in args.curve_T.split(",")] if args.curve_T else
                     ([10, 50, 200] if args.quick else [10, 20, 50, 100, 200, 500, 1000]))
+    args.peer_algos = [x for x in args.peer_algos.split(",") if x]
+    if set(args.peer_algos) - set(PEERS):
+        ap.error(f"unknown --peer-algos {sorted(set(args.peer_algos) - set(PEERS))}; choose "
+                 f"from {', '.join(PEERS)}")
     args.sections = [x for x in args.sections.split(",") if x]
     unknown = sorted(set(args.sections) - set(SECTIONS))
     if unknown:
@@ -374,6 +381,8 @@ def main(argv=None):
     for path in (args.merge.split(",") if args.merge else []):
         with open(path) as fh:
             for section, rows in json.load(fh).items():
+                if section == "meta":   # keep every process's command, not the last one
+                    rows = {f"{k} ({path})": v for k, v in rows.items()}
                 results.setdefault(section, {}).update(rows)
     cmd = "python -m benchmarks.reproduce " + " ".join(argv if argv is not None else sys.argv[1:])
     if args.retime:
@@ -438,7 +447,7 @@ def run_all(results, args):
         for name in DATASETS:
             if only and name not in only:
                 continue
-            for algo in PEERS:
+            for algo in args.peer_algos:
                 _row(results, "peers", f"{name}/{algo}/", args.json,
                      lambda: run_peer(name, algo, t_large, root, args))
 
