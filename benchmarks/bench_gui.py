@@ -175,8 +175,7 @@ def main(argv=None) -> int:
     lines = ["# rwtool-gui responsiveness", "",
              f"Command: `{cmd.strip()}` (QT_QPA_PLATFORM="
              f"{os.environ.get('QT_QPA_PLATFORM', 'offscreen')}), machine: {cpu}, "
-             f"{os.cpu_count()} cores, Python {platform.python_version()}, shared with other "
-             f"jobs while measured.", "",
+             f"{os.cpu_count()} cores, Python {platform.python_version()}.", "",
              "## Startup to a usable window (warm numba cache)", "",
              "| runs | min (s) | median (s) | max (s) |", "|---:|---:|---:|---:|",
              f"| {len(st)} | {min(st):.2f} | {sorted(st)[len(st) // 2]:.2f} | {max(st):.2f} |",
