@@ -542,8 +542,20 @@ def verdict(ours, ours_sd, paper, paper_sd, lower_is_better=True):
     return "within 1 sd"
 
 
+def _stat(runs, key="test"):
+    return _ms([r[key] for r in runs])
+
+
+def _pm(mean, sd) -> str:
+    return f"{mean:.3f} +/- {sd:.3f}"
+
+
 def tables(results, args) -> list[str]:
-    t_small, t_large = args.T
+    return (_table_500(results, args.T[0]) + _table_splits(results, args.T[0])
+            + _table_nobias(results, args.T[0]) + _table_2000(results, args.T[1]))
+
+
+def _table_500(results, t_small) -> list[str]:
     lines = [f"### Tables 10-11 (16-17) shape: RW vs RKS, T = {t_small}", "",
              "Test error (classification) or test MSE on standardised y (regression), mean +/- "
              "std over seeds; RW train error beside it. Verdict: our RW against the paper's RW, "
@@ -556,61 +568,67 @@ def tables(results, args) -> list[str]:
         rks_runs = results["t500"].get(f"{name}/RKS/{inst}")
         if not rw_runs or not rks_runs:
             continue
-        rks, rwv = _ms([r["test"] for r in rks_runs]), _ms([r["test"] for r in rw_runs])
-        rwtr = _ms([r["train"] for r in rw_runs])
+        rks, rwv = _stat(rks_runs), _stat(rw_runs)
         lines.append(
-            f"| {name} | {inst} | {rks[0]:.3f} +/- {rks[1]:.3f} | {p[0]:.3f} +/- {p[1]:.3f} | "
-            f"{rwtr[0]:.3f} | {rwv[0]:.3f} +/- {rwv[1]:.3f} | {p[2]:.3f} +/- {p[3]:.3f} | "
-            f"{verdict(rwv[0], rwv[1], p[2], p[3])} | {verdict(rks[0], rks[1], p[0], p[1])} |")
-    if results.get("splits"):
-        n_splits = len(next(iter(results["splits"].values())))
-        lines += ["", f"### Split sensitivity, T = {t_small}: RW over {n_splits} other 75/25 "
-                      "splits", "",
-                  "The small datasets have no official split; the paper's seed for its split is "
-                  "not published. Each row: a new split per seed (its own search, features and "
-                  "folds), mean +/- std of the test error (MSE on standardised y); R^2 for "
-                  "regression, the MSE divided by the test set's own variance. Verdict against "
-                  "the paper with the split-to-split std as the tolerance.", "",
-                  "| dataset | instantiation | RW ours, tables' split | RW ours, other splits | "
-                  "test R^2, other splits | RW paper | verdict |", "|---|---|---|---|---|---|---|"]
-        for key, runs in results["splits"].items():
-            name, _, inst = key.split("/")
-            p = TABLE_500[(name, inst)]
-            base = results["t500"].get(f"{name}/RW/{inst}")
-            b = f"{_ms([r['test'] for r in base])[0]:.3f}" if base else "-"
-            te = _ms([r["test"] for r in runs])
-            r2 = (f"{_ms([r['test_r2'] for r in runs])[0]:.3f}" if name in REGRESSION else "-")
-            lines.append(f"| {name} | {inst} | {b} | {te[0]:.3f} +/- {te[1]:.3f} | {r2} | "
-                         f"{p[2]:.3f} +/- {p[3]:.3f} | {verdict(te[0], te[1], p[2], p[3])} |")
-    if results.get("nobias"):
-        lines += ["", f"### Ablation, T = {t_small}: without the constant input column", "",
-                  "rwtool appends a constant 1 to the standardised inputs of the sign and ReLU "
-                  "base predictors (`bias=True`), so that the hyperplanes <w, x> = 0 need not "
-                  "pass through the data's mean; the paper's models go without it. Test error, "
-                  f"mean +/- std over "
-                  f"{len(next(iter(results['nobias'].values())))} seeds, each with its own "
-                  "search.", "",
-                  "| dataset | algorithm | instantiation | with bias (tables) | without bias | "
-                  "paper |", "|---|---|---|---|---|---|"]
-        for key, runs in results["nobias"].items():
-            name, algo, inst = key.split("/")
-            p = TABLE_500[(name, inst)]
-            paper = p[2:] if algo == "RW" else p[:2]
-            base = results["t500"].get(key)
-            b = _ms([r["test"] for r in base]) if base else None
-            nb = _ms([r["test"] for r in runs])
-            bs = f"{b[0]:.3f} +/- {b[1]:.3f}" if b else "-"
-            lines.append(f"| {name} | {algo} | {inst} | {bs} | {nb[0]:.3f} +/- {nb[1]:.3f} | "
-                         f"{paper[0]:.3f} +/- {paper[1]:.3f} |")
-    lines += ["", f"### Tables 12-13 (18-19) shape: T = {t_large} and other models", "",
+            f"| {name} | {inst} | {_pm(*rks)} | {_pm(*p[:2])} | {_stat(rw_runs, 'train')[0]:.3f} "
+            f"| {_pm(*rwv)} | {_pm(*p[2:])} | {verdict(*rwv, *p[2:])} | {verdict(*rks, *p[:2])} |")
+    return lines
+
+
+def _table_splits(results, t_small) -> list[str]:
+    if not results.get("splits"):
+        return []
+    n_splits = len(next(iter(results["splits"].values())))
+    lines = ["", f"### Split sensitivity, T = {t_small}: RW over {n_splits} other 75/25 splits",
+             "",
+             "The small datasets have no official split; the paper's seed for its split is "
+             "not published. Each row: a new split per seed (its own search, features and "
+             "folds), mean +/- std of the test error (MSE on standardised y); R^2 for "
+             "regression, the MSE divided by the test set's own variance. Verdict against "
+             "the paper with the split-to-split std as the tolerance.", "",
+             "| dataset | instantiation | RW ours, tables' split | RW ours, other splits | "
+             "test R^2, other splits | RW paper | verdict |", "|---|---|---|---|---|---|---|"]
+    for key, runs in results["splits"].items():
+        name, _, inst = key.split("/")
+        p = TABLE_500[(name, inst)]
+        base = results["t500"].get(f"{name}/RW/{inst}")
+        b = f"{_stat(base)[0]:.3f}" if base else "-"
+        te = _stat(runs)
+        r2 = f"{_stat(runs, 'test_r2')[0]:.3f}" if name in REGRESSION else "-"
+        lines.append(f"| {name} | {inst} | {b} | {_pm(*te)} | {r2} | {_pm(*p[2:])} | "
+                     f"{verdict(*te, *p[2:])} |")
+    return lines
+
+
+def _table_nobias(results, t_small) -> list[str]:
+    if not results.get("nobias"):
+        return []
+    lines = ["", f"### Ablation, T = {t_small}: without the constant input column", "",
+             "rwtool appends a constant 1 to the standardised inputs of the sign and ReLU "
+             "base predictors (`bias=True`), so that the hyperplanes <w, x> = 0 need not "
+             "pass through the data's mean; the paper's models go without it. Test error, "
+             f"mean +/- std over {len(next(iter(results['nobias'].values())))} seeds, each with "
+             "its own search.", "",
+             "| dataset | algorithm | instantiation | with bias (tables) | without bias | "
+             "paper |", "|---|---|---|---|---|---|"]
+    for key, runs in results["nobias"].items():
+        name, algo, inst = key.split("/")
+        p = TABLE_500[(name, inst)]
+        base = results["t500"].get(key)
+        lines.append(f"| {name} | {algo} | {inst} | {_pm(*_stat(base)) if base else '-'} | "
+                     f"{_pm(*_stat(runs))} | {_pm(*(p[2:] if algo == 'RW' else p[:2]))} |")
+    return lines
+
+
+def _table_2000(results, t_large) -> list[str]:
+    lines = ["", f"### Tables 12-13 (18-19) shape: T = {t_large} and other models", "",
               "Error (classification) or R^2 (regression); fit is the refit on the whole training "
               "set, predict the test set, both in seconds on this machine (the paper's times come "
               "from an 8-core Threadripper); where the run was timed again alone on the machine "
               "(--retime), the times are that refit of seed 0; * marks a refit too long to repeat, "
               "timed in the run while other processes shared the machine. Verdict against the "
-              "paper's test "
-              "figure, with our standard deviation (at least 0.001) plus the paper's rounding "
-              "(0.0005) as the tolerance.", "",
+              "paper's test figure, with our standard deviation (at least 0.001) plus the "
+              "paper's rounding (0.0005) as the tolerance.", "",
               "| dataset | algorithm | instantiation | seeds | train ours / paper | test ours | "
               "test paper | fit s (paper) | predict s | verdict |",
               "|---|---|---|---|---|---|---|---|---|---|"]
@@ -625,8 +643,8 @@ def tables(results, args) -> list[str]:
             continue
         reg = name in REGRESSION
         key = "_r2" if reg else ""
-        tr, te = _ms([r["train" + key] for r in runs]), _ms([r["test" + key] for r in runs])
-        ft, it = _ms([r["fit"] for r in runs]), _ms([r["infer"] for r in runs])
+        tr, te = _stat(runs, "train" + key), _stat(runs, "test" + key)
+        ft, it = _stat(runs, "fit"), _stat(runs, "infer")
         section = "peers" if algo in PEERS else "t2000"
         quiet = results["retime"].get(f"{section}/{name}/{algo}/{inst}")
         mark = ""
@@ -641,8 +659,7 @@ def tables(results, args) -> list[str]:
         if runs[0].get("fit_rows", 0) < runs[0].get("train_rows", 0):
             inst = f"refit on {runs[0]['fit_rows']} of {runs[0]['train_rows']} rows"
         lines.append(f"| {name} | {algo} | {inst} | {len(runs)} | {tr[0]:.3f} / {ptr} | "
-                     f"{te[0]:.3f} +/- {te[1]:.3f} | {pte} | {ft[0]:.2f}{mark}{ptime} | "
-                     f"{it[0]:.3f}{mark} | "
+                     f"{_pm(*te)} | {pte} | {ft[0]:.2f}{mark}{ptime} | {it[0]:.3f}{mark} | "
                      f"{v} |")
     return lines
 
@@ -667,7 +684,7 @@ def curves_figure(results, args) -> list[str]:
                 for T in sorted({int(k.rsplit("/", 1)[1]) for k in results["curves"]}):
                     runs = results["curves"].get(f"{name}/{algo}/{CURVE_INSTANTIATION}/{T}")
                     if runs:
-                        pts.append((T, *_ms([r["test"] for r in runs])))
+                        pts.append((T, *_stat(runs)))
                 if pts:
                     T_, m, s = map(np.array, zip(*pts))
                     ax.errorbar(T_, m, yerr=s, marker="o", ms=3, capsize=2, color=colour,

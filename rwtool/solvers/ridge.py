@@ -75,6 +75,17 @@ def cholesky_solve(M: np.ndarray, B: np.ndarray) -> np.ndarray:
     return cho_solve((L, True), B, check_finite=False)
 
 
+def regularised(A: np.ndarray, m: int, reg: float, R: np.ndarray | None = None,
+                eps: float = 0.0) -> np.ndarray:
+    """A new matrix A + m reg R + m eps I (R = I when None): the system every solver here solves."""
+    M = A.copy()
+    if R is not None:
+        M += (m * reg) * R
+        reg = 0.0
+    M[np.diag_indices(A.shape[0])] += m * (reg + eps)
+    return M
+
+
 def solve_normal_equations(A: np.ndarray, B: np.ndarray, m: int, reg: float,
                            R: np.ndarray | None = None, eps: float = 0.0):
     """Solve (A + m reg R + m eps I) a = B by Cholesky, with jitter if needed.
@@ -82,12 +93,7 @@ def solve_normal_equations(A: np.ndarray, B: np.ndarray, m: int, reg: float,
     Returns ``(coef, info)`` where ``info`` records the jitter added (0.0 when none).
     """
     T = A.shape[0]
-    M = A.copy()
-    if R is None:
-        M[np.diag_indices(T)] += m * (reg + eps)
-    else:
-        M += (m * reg) * R
-        M[np.diag_indices(T)] += m * eps
+    M = regularised(A, m, reg, R, eps)
     info = {"jitter": 0.0, "method": "cholesky"}
     try:
         return cholesky_solve(M, B), info
@@ -140,8 +146,7 @@ class RegPath:
 
     def __init__(self, A: np.ndarray, B: np.ndarray, m: int, eps: float = 0.0,
                  Linv: np.ndarray | None = None):
-        M = A.copy()
-        M[np.diag_indices(A.shape[0])] += m * eps
+        M = regularised(A, m, 0.0, None, eps)
         self.m, self.eps = m, eps
         self.Linv = Linv
         if Linv is not None:
@@ -168,9 +173,7 @@ class RegPath:
         ``MAX_RESIDUAL`` relative residual: the reduction by L^-1 loses about cond(G) in
         accuracy, which the pivot ratio only bounds from below. Check the smallest reg, the
         worst-conditioned system."""
-        M = A.copy()
-        M[np.diag_indices(A.shape[0])] += self.m * self.eps
-        M += self.m * reg * (np.eye(A.shape[0]) if R is None else R)
+        M = regularised(A, self.m, reg, R, self.eps)
         r = np.linalg.norm(M @ coef - B)
         return bool(r <= self.MAX_RESIDUAL * (np.linalg.norm(M) * np.linalg.norm(coef)
                                               + np.linalg.norm(B)))
