@@ -365,7 +365,9 @@ def _fast_scores(template, base_params, regs, X, y, folds):
             try:
                 path = RegPath(A_tr, B_tr, len(tr), eps, Linv)
                 coefs = np.hstack([path.solve(r) for r in regs])
-                if not path.accurate(A_tr, B_tr, G, min(regs), coefs[:, :B_tr.shape[1]]):
+                # the smallest reg gives the worst-conditioned system: check its solution
+                j, q = int(np.argmin(regs)), B_tr.shape[1]
+                if not path.accurate(A_tr, B_tr, G, regs[j], coefs[:, j * q:(j + 1) * q]):
                     coefs = None
             except LinAlgError:
                 coefs = None    # rounding made the system indefinite: the jittered route

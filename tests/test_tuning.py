@@ -165,3 +165,20 @@ def test_reg_search_survives_an_indefinite_path(regression_data):
     values = np.logspace(-14, -2, 13)
     best, table = select_reg(est, X, y, values, cv=3)
     assert best in values and np.all(np.isfinite(table["mean_score"]))
+
+
+def test_reg_path_check_pairs_each_reg_with_its_own_solution(monkeypatch, regression_data):
+    """The residual check gets the solution of the reg it is told, whatever the draw order."""
+    from rwtool.solvers import ridge
+    checked = []
+    original = ridge.RegPath.accurate
+
+    def spy(self, A, B, R, reg, coef):
+        checked.append(np.allclose(coef, self.solve(reg)))
+        return original(self, A, B, R, reg, coef)
+    monkeypatch.setattr(ridge.RegPath, "accurate", spy)
+    X, y = regression_data
+    values = np.logspace(-2, -12, 11)          # decreasing: the smallest comes last
+    select_reg(rw.RWRegressor(instantiation="rwrelu", n_features=40, random_state=0), X, y,
+               values, cv=3)
+    assert checked and all(checked)
