@@ -17,6 +17,8 @@ _os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
 
 from . import bounds, data, features, losses, persist  # noqa: E402
 from ._base import NotFittedError
+from .errors import InsufficientMemoryError, NumericalError
+from .resources import FitEstimate, estimate_fit
 from .bkernn import BKerNNClassifier, BKerNNRegressor
 from .data import DataError, Dataset, Preprocessing, preview_csv, read_csv, train_test_csv
 from .estimators import (GreedyMKClassifier, GreedyMKRegressor, RFSGDClassifier, RKSClassifier,
@@ -36,6 +38,7 @@ __all__ = [
     "save", "load", "read_model", "ModelFileError",
     # progress, errors, warnings
     "Progress", "ProgressEvent", "FitCancelled", "NotFittedError", "NumericalWarning",
+    "NumericalError", "InsufficientMemoryError", "estimate_fit", "FitEstimate",
     # submodules
     "features", "data", "persist", "bounds", "losses",
     "__version__",

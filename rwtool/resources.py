@@ -1,0 +1,101 @@
+"""What a fit will cost before it starts: peak memory (and, where known, time) and the machine's room.
+
+Every estimator may define ``_estimate_fit(n_samples, n_features_in, n_outputs) -> FitEstimate``
+with its own cost model; :func:`estimate_fit` falls back to a generic one. :func:`check_memory`
+turns an estimate into an :class:`rwtool.InsufficientMemoryError` when it exceeds what the
+machine can give (the app and the CLI show the same estimate before a long fit).
+
+This module must not import estimators or solvers; it only reads their ``_estimate_fit``.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from .errors import InsufficientMemoryError
+
+__all__ = ["FitEstimate", "estimate_fit", "available_memory", "check_memory"]
+
+# Share of the available memory a single fit may plan to use: the rest is for the interpreter,
+# the data the caller holds, and estimation error.
+MEMORY_FRACTION = 0.8
+
+
+@dataclass(frozen=True)
+class FitEstimate:
+    """The estimated cost of one fit.
+
+    ``peak_bytes`` counts what the fit allocates beyond the input arrays; ``seconds`` is a rough
+    time on this kind of machine, or None when the estimator has no time model; ``detail`` says
+    which terms dominate, in words a user can act on.
+    """
+
+    peak_bytes: int
+    seconds: float | None = None
+    detail: str = ""
+
+
+def available_memory() -> int:
+    """Bytes this process can still allocate: the smallest of MemAvailable, the cgroup limit
+    less its usage, and RLIMIT_AS less the current virtual size (when each is known)."""
+    limits = []
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    limits.append(int(line.split()[1]) * 1024)
+                    break
+    except OSError:
+        pass
+    for cur, lim in (("/sys/fs/cgroup/memory.current", "/sys/fs/cgroup/memory.max"),
+                     ("/sys/fs/cgroup/memory/memory.usage_in_bytes",
+                      "/sys/fs/cgroup/memory/memory.limit_in_bytes")):
+        try:
+            with open(lim) as f:
+                text = f.read().strip()
+            if text != "max" and int(text) < 1 << 60:
+                with open(cur) as f:
+                    limits.append(int(text) - int(f.read().strip()))
+            break
+        except (OSError, ValueError):
+            continue
+    try:
+        import resource
+        soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+        if soft != resource.RLIM_INFINITY:
+            with open("/proc/self/statm") as f:
+                vsize = int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+            limits.append(soft - vsize)
+    except (ImportError, OSError, ValueError):
+        pass
+    if not limits:
+        try:
+            return int(os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
+        except (ValueError, OSError):
+            return 1 << 62
+    return max(0, min(limits))
+
+
+def estimate_fit(estimator, n_samples: int, n_features_in: int, n_outputs: int = 1) -> FitEstimate:
+    """The estimated cost of ``estimator.fit`` on data of this size.
+
+    ``n_outputs`` is the number of classes for a classifier (1 for binary and regression).
+    Uses the estimator's own ``_estimate_fit`` when it has one; otherwise a generic bound: the
+    standardised copy of X plus a few float64 arrays of one row per sample.
+    """
+    own = getattr(estimator, "_estimate_fit", None)
+    if own is not None:
+        return own(int(n_samples), int(n_features_in), int(n_outputs))
+    n, d = int(n_samples), int(n_features_in)
+    return FitEstimate(peak_bytes=8 * n * (2 * d + 4 * max(1, n_outputs)), seconds=None,
+                       detail="generic estimate: copies of X and the targets")
+
+
+def check_memory(estimate: FitEstimate, what: str, fix: str | None = None,
+                 available: int | None = None) -> None:
+    """Raise :class:`InsufficientMemoryError` when ``estimate`` needs more than the machine has."""
+    room = available_memory() if available is None else int(available)
+    if estimate.peak_bytes > MEMORY_FRACTION * room:
+        raise InsufficientMemoryError(what, required=estimate.peak_bytes, available=room,
+                                      fix=fix or estimate.detail or None)
