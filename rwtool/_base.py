@@ -301,8 +301,14 @@ class Standardizer:
 
     @classmethod
     def fit(cls, X: np.ndarray) -> "Standardizer":
-        mean = X.mean(axis=0)
-        scale = X.std(axis=0)
+        return cls.from_moments(X.mean(axis=0), X.std(axis=0))
+
+    @classmethod
+    def from_moments(cls, mean: np.ndarray, scale: np.ndarray) -> "Standardizer":
+        """From column means and (population) standard deviations, however they were computed
+        (one array, or merged over the chunks of a stream or the partitions of a cluster)."""
+        mean = np.asarray(mean, dtype=np.float64)
+        scale = np.asarray(scale, dtype=np.float64)
         # Relative threshold: a column constant up to rounding must not be blown up to O(1).
         tiny = scale <= 1e-12 * np.maximum(1.0, np.abs(mean))
         scale = np.where(tiny, 1.0, scale)

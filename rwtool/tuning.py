@@ -334,9 +334,8 @@ def _clone(est):
 
 def _fast_scores(template, base_params, regs, X, y, folds):
     """Scores (len(regs) x n_folds) of least-squares candidates sharing one feature draw."""
-    from numpy.linalg import LinAlgError
-
-    from .solvers.ridge import RegPath, normal_equations, solve_normal_equations
+    from .solvers.ridge import RegPath
+    from .solvers.sufficient import SufficientStats
 
     est = _clone(template).set_params(**base_params)
     est._validate()
@@ -350,30 +349,15 @@ def _fast_scores(template, base_params, regs, X, y, folds):
     fmap.fit(Xp)
     G = fmap.gram() if fmap.has_gram else None
     eps = float(getattr(est, "eps", 0.0)) if fmap.has_gram else 0.0
-    blocks = [normal_equations(fmap, Xp[va], Y[va], est.block_size) for _, va in folds]
-    A_all = sum(b[0] for b in blocks)
-    B_all = sum(b[1] for b in blocks)
-    # Many reg values: one eigendecomposition per fold serves them all (RegPath); below about
-    # ten values one Cholesky solve each is cheaper than the eigensolve.
+    fold_ids = np.empty(len(Xp), dtype=np.int64)
+    for k, (_, va) in enumerate(folds):
+        fold_ids[va] = k
+    stats = SufficientStats(fmap.n_output_, Y.shape[1], len(folds))
+    stats.add(fmap, Xp, Y, folds=fold_ids, block_size=est.block_size)
     Linv = RegPath.for_gram(G) if len(regs) >= 10 and G is not None else None
-    use_path = len(regs) >= 10 and (G is None or Linv is not None)
     out = np.empty((len(regs), len(folds)))
     for k, (tr, va) in enumerate(folds):
-        A_tr, B_tr = A_all - blocks[k][0], B_all - blocks[k][1]
-        coefs = None
-        if use_path:
-            try:
-                path = RegPath(A_tr, B_tr, len(tr), eps, Linv)
-                coefs = np.hstack([path.solve(r) for r in regs])
-                # the smallest reg gives the worst-conditioned system: check its solution
-                j, q = int(np.argmin(regs)), B_tr.shape[1]
-                if not path.accurate(A_tr, B_tr, G, regs[j], coefs[:, j * q:(j + 1) * q]):
-                    coefs = None
-            except LinAlgError:
-                coefs = None    # rounding made the system indefinite: the jittered route
-        if coefs is None:
-            coefs = np.hstack([solve_normal_equations(A_tr, B_tr, len(tr), float(r), G, eps)[0]
-                               for r in regs])
+        coefs = stats.fold_coefs(k, regs, G, eps, Linv)
         # every reg value of the fold in one blocked pass: no fold-sized feature matrix
         D = fmap.linear_predict(np.ascontiguousarray(Xp[va]), coefs)
         q = Y.shape[1]

@@ -36,6 +36,7 @@ from ..solvers.prune import (ACCEPT_CRITERIA, make_accept, prune_weights, subset
 from ..solvers.ridge import ridge_fit
 from ..solvers.sfgd import sfgd_fit
 from ..solvers.sgd_rks import sgd_fit
+from .scale_hooks import ScaleClassifierHooks, ScaleHooks
 
 __all__ = ["RWClassifier", "RWRegressor", "RKSClassifier", "RKSRegressor", "SOLVERS",
            "RKS_BASES"]
@@ -534,13 +535,13 @@ _RW_DOC = """
 """
 
 
-class RWClassifier(_ClassifierTargets, _RW):
+class RWClassifier(ScaleClassifierHooks, _ClassifierTargets, _RW):
     __doc__ = ("RKHS-weighting classifier (Dube & Marchand, seed 003): binary, or multiclass "
                "one-vs-rest on shared features; targets coded +/-1.\n" + _RW_DOC +
                "    classes_ : ndarray, the class labels.\n")
 
 
-class RWRegressor(_RegressorTargets, _RW):
+class RWRegressor(ScaleHooks, _RegressorTargets, _RW):
     __doc__ = ("RKHS-weighting regressor (Dube & Marchand, seed 003); y may have several "
                "columns.\n" + _RW_DOC + "    y_scaler_ : the recorded target standardisation.\n")
 
@@ -647,9 +648,9 @@ _RKS_DOC = """
 """
 
 
-class RKSClassifier(_ClassifierTargets, _RKS):
+class RKSClassifier(ScaleClassifierHooks, _ClassifierTargets, _RKS):
     __doc__ = "Random kitchen sinks classifier (Rahimi & Recht; seed 003 Section 3.1).\n" + _RKS_DOC
 
 
-class RKSRegressor(_RegressorTargets, _RKS):
+class RKSRegressor(ScaleHooks, _RegressorTargets, _RKS):
     __doc__ = "Random kitchen sinks regressor (Rahimi & Recht; seed 003 Section 3.1).\n" + _RKS_DOC

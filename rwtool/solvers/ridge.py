@@ -38,7 +38,7 @@ class NumericalWarning(RuntimeWarning):
 
 
 def normal_equations(feature_map, X: np.ndarray, Y: np.ndarray, block_size: int | None = None,
-                     progress=None):
+                     progress=None, out=None):
     """A = Phi^T Phi (full symmetric) and B = Phi^T Y, accumulated block by block.
 
     Parameters
@@ -48,13 +48,14 @@ def normal_equations(feature_map, X: np.ndarray, Y: np.ndarray, block_size: int 
     Y : (m, k) array
     block_size : rows per block (None: about 32 MB of features per block)
     progress : Progress or callback, optional; stage "normal equations", done = rows processed.
+    out : (A, B) arrays to add the sums to (the running sums of a stream or of a fold,
+        rwtool.solvers.sufficient); None starts from zero.
     """
     progress = make_progress(progress)
     m = X.shape[0]
     T = feature_map.n_output_
-    A = np.zeros((T, T))
+    A, B = (np.zeros((T, T)), np.zeros((T, Y.shape[1]))) if out is None else out
     AtA = np.empty((T, T))
-    B = np.zeros((T, Y.shape[1]))
     progress.start("normal equations", m)
     for start, stop, Phi in feature_map.blocks(X, block_size):
         np.matmul(Phi.T, Phi, out=AtA)  # numpy spots the transposed self-product: one syrk
@@ -66,7 +67,7 @@ def normal_equations(feature_map, X: np.ndarray, Y: np.ndarray, block_size: int 
         raise FloatingPointError(
             "the feature matrix overflowed (non-finite Phi^T Phi); the features are too large "
             "for float64: lower sigma or standardise the inputs")
-    return np.ascontiguousarray(A), B
+    return (np.ascontiguousarray(A), B) if out is None else (A, B)
 
 
 def cholesky_solve(M: np.ndarray, B: np.ndarray) -> np.ndarray:

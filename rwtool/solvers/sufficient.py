@@ -1,0 +1,278 @@
+"""The sufficient statistics of least squares on a fixed feature map: per-fold sums over rows.
+
+For rows (x_i, y_i) with features phi(x_i), everything the exact least-squares solvers need is a
+sum over rows (003 eq. 80-82; spec section 4.1):
+
+    A_f = sum_{i in f} phi(x_i) phi(x_i)^T,   B_f = sum_{i in f} phi(x_i) y_i^T,
+    n_f = |f|,   s_f = sum_{i in f} y_i,   yy_f = sum_{i in f} y_i * y_i   (per output)
+
+for each fold f of a k-fold split. Sums add: chunks of a stream (``partial_fit``), partitions of a
+Dask collection and blocks of an in-memory array all give the same statistics, and the model is
+one T x T solve of the total, ``(A + m reg R + m eps I) a = B`` (ridge.py). The per-fold sums also
+score any reg by cross-validation without a second pass over the data: for a fold f with
+training-fold solution a = a(A - A_f, B - B_f), the validation residual is
+
+    ||Y_f - Phi_f a||^2 = yy_f - 2 a^T B_f + a^T A_f a,
+
+so the choice of reg on a stream costs one pass. The Lasso in Gram mode solves from the same
+sums (Q = A / m, q = B / m, ||y||^2 / m). A row's fold is a deterministic function of its
+position in the data (a SplitMix64 hash, :func:`fold_of`), so a stream, a file read in chunks
+and a partitioned collection split the same rows the same way.
+
+This module knows feature maps only through ridge.normal_equations; it must not import
+estimators or Dask.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.linalg import LinAlgError
+
+from .ridge import RegPath, normal_equations, solve_normal_equations
+
+__all__ = ["SufficientStats", "fold_of", "select_reg"]
+
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+_MIX1 = np.uint64(0xBF58476D1CE4E5B9)
+_MIX2 = np.uint64(0x94D049BB133111EB)
+
+
+def fold_of(positions, n_folds: int, seed: int = 0) -> np.ndarray:
+    """The fold (0..n_folds-1) of the rows at ``positions`` (0-based row numbers in the data).
+
+    SplitMix64 of the position: folds look shuffled (a file sorted by class or time still gets
+    every kind of row in every fold), yet any process can compute a row's fold from its position
+    alone, whatever the chunking.
+    """
+    z = np.asarray(positions, dtype=np.uint64) + np.uint64(seed) * _GOLDEN + _GOLDEN
+    z = (z ^ (z >> np.uint64(30))) * _MIX1
+    z = (z ^ (z >> np.uint64(27))) * _MIX2
+    z ^= z >> np.uint64(31)
+    return (z % np.uint64(n_folds)).astype(np.int64)
+
+
+class SufficientStats:
+    """Per-fold sums A_f, B_f, n_f, s_f, yy_f of a least-squares problem (see the module doc).
+
+    Parameters
+    ----------
+    n_features : int
+        T, the number of columns of the feature matrix.
+    n_outputs : int
+        k, the number of target columns (classes one-vs-rest, or outputs).
+    n_folds : int, default 1
+        Folds kept apart for cross-validation (1: only the total, for a fixed reg).
+    fold_seed : int, default 0
+        Seed of :func:`fold_of`.
+
+    The arrays are plain float64 numpy arrays, so the object pickles to Dask workers and back;
+    it is never written to a model file.
+    """
+
+    def __init__(self, n_features: int, n_outputs: int, n_folds: int = 1, fold_seed: int = 0):
+        if n_folds < 1:
+            raise ValueError(f"n_folds must be >= 1, got {n_folds}")
+        T, k, F = int(n_features), int(n_outputs), int(n_folds)
+        self.A = np.zeros((F, T, T))
+        self.B = np.zeros((F, T, k))
+        self.n = np.zeros(F, dtype=np.int64)
+        self.ysum = np.zeros((F, k))
+        self.yy = np.zeros((F, k))
+        self.fold_seed = int(fold_seed)
+
+    # -- shape -------------------------------------------------------------------------------
+    @property
+    def n_folds(self) -> int:
+        return self.A.shape[0]
+
+    @property
+    def n_features(self) -> int:
+        return self.A.shape[1]
+
+    @property
+    def n_outputs(self) -> int:
+        return self.B.shape[2]
+
+    @property
+    def n_samples(self) -> int:
+        """Rows added so far (the position of the next row of a stream)."""
+        return int(self.n.sum())
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.A.nbytes + self.B.nbytes + self.n.nbytes + self.ysum.nbytes
+                   + self.yy.nbytes)
+
+    # -- accumulation ------------------------------------------------------------------------
+    def add(self, feature_map, X: np.ndarray, Y: np.ndarray, *, start: int | None = None,
+            folds: np.ndarray | None = None, block_size: int | None = None,
+            progress=None) -> "SufficientStats":
+        """Add the rows (X, Y) (X preprocessed, Y coded) and return self.
+
+        ``start`` is the position of X's first row in the whole data (default: the rows added
+        so far, as in a stream); the rows' folds follow from their positions unless ``folds``
+        gives them explicitly (an index-based k-fold split).
+        """
+        Y = np.asarray(Y, dtype=float)
+        if Y.ndim != 2 or Y.shape[1] != self.n_outputs or len(Y) != len(X):
+            raise ValueError(f"Y must have shape ({len(X)}, {self.n_outputs}), got {Y.shape}")
+        if self.n_folds == 1 and folds is None:
+            self._add_fold(0, feature_map, X, Y, block_size, progress)
+            return self
+        if folds is None:
+            first = self.n_samples if start is None else int(start)
+            folds = fold_of(np.arange(first, first + len(X)), self.n_folds, self.fold_seed)
+        folds = np.asarray(folds)
+        for f in range(self.n_folds):
+            rows = np.flatnonzero(folds == f)
+            if len(rows):
+                self._add_fold(f, feature_map, np.ascontiguousarray(X[rows]),
+                               np.ascontiguousarray(Y[rows]), block_size, progress)
+        return self
+
+    def _add_fold(self, f, feature_map, X, Y, block_size, progress):
+        normal_equations(feature_map, X, Y, block_size, progress, out=(self.A[f], self.B[f]))
+        self.n[f] += len(X)
+        self.ysum[f] += Y.sum(axis=0)
+        self.yy[f] += np.einsum("ij,ij->j", Y, Y)
+
+    def __add__(self, other: "SufficientStats") -> "SufficientStats":
+        """The statistics of the union of two disjoint sets of rows (a reduction step)."""
+        if not isinstance(other, SufficientStats):
+            return NotImplemented
+        if (self.A.shape, self.B.shape, self.fold_seed) != (other.A.shape, other.B.shape,
+                                                           other.fold_seed):
+            raise ValueError(f"cannot merge statistics of shapes {self.B.shape} and "
+                             f"{other.B.shape} (folds x features x outputs) or fold seeds "
+                             f"{self.fold_seed} and {other.fold_seed}")
+        out = SufficientStats.__new__(SufficientStats)
+        out.A, out.B = self.A + other.A, self.B + other.B
+        out.n, out.ysum, out.yy = self.n + other.n, self.ysum + other.ysum, self.yy + other.yy
+        out.fold_seed = self.fold_seed
+        return out
+
+    # -- totals and solves -------------------------------------------------------------------
+    def total(self):
+        """(A, B, m) summed over the folds."""
+        return self.A.sum(axis=0), self.B.sum(axis=0), self.n_samples
+
+    def solve(self, reg: float, R: np.ndarray | None = None, eps: float = 0.0):
+        """``(coef, info)`` of (A + m reg R + m eps I) a = B on all rows (ridge.py)."""
+        A, B, m = self.total()
+        self._check_rows(m)
+        return solve_normal_equations(A, B, m, float(reg), R, eps)
+
+    def gram_form(self, fold: int | None = None):
+        """(Q, q, yy) = (A / m, B / m, ||y||^2 / m) of all rows, or of the rows outside ``fold``:
+        the Gram form of the Lasso (lasso.lasso_gram)."""
+        A, B, m = self.total()
+        yy = self.yy.sum(axis=0)
+        if fold is not None:
+            A, B, m, yy = A - self.A[fold], B - self.B[fold], m - self.n[fold], yy - self.yy[fold]
+        self._check_rows(m)
+        return A / m, B / m, yy / m
+
+    def _check_rows(self, m):
+        if m < 1:
+            raise ValueError("no rows were added: the least-squares sums are empty")
+
+    def fold_coefs(self, fold: int, regs, R: np.ndarray | None = None, eps: float = 0.0,
+                   Linv: np.ndarray | None = None, use_path: bool | None = None) -> np.ndarray:
+        """Solutions on the rows outside ``fold`` for every reg, side by side: (T, len(regs) k).
+
+        With many reg values one eigendecomposition serves them all (ridge.RegPath; ``Linv`` is
+        RegPath.for_gram(R), computed once by the caller); its worst-conditioned solution (the
+        smallest reg) is checked, and the Cholesky route (with jitter if needed) takes over when
+        the path is not accurate or not applicable. Below about ten values one Cholesky solve
+        each is cheaper than the eigensolve.
+        """
+        A, B, m = self.total()
+        A_tr, B_tr, m_tr = A - self.A[fold], B - self.B[fold], m - int(self.n[fold])
+        self._check_rows(m_tr)
+        regs = [float(r) for r in regs]
+        if use_path is None:
+            use_path = len(regs) >= 10 and (R is None or Linv is not None)
+        if use_path:
+            try:
+                path = RegPath(A_tr, B_tr, m_tr, eps, Linv)
+                coefs = np.hstack([path.solve(r) for r in regs])
+                j, q = int(np.argmin(regs)), B_tr.shape[1]
+                if path.accurate(A_tr, B_tr, R, regs[j], coefs[:, j * q:(j + 1) * q]):
+                    return coefs
+            except LinAlgError:
+                pass    # rounding made the system indefinite: the jittered route
+        return np.hstack([solve_normal_equations(A_tr, B_tr, m_tr, r, R, eps)[0] for r in regs])
+
+    def validation_scores(self, fold: int, coefs: np.ndarray, classifier: bool) -> np.ndarray:
+        """Scores on fold ``fold`` of the column blocks of ``coefs`` (one block of k per reg),
+        from the sums alone: R^2 averaged over outputs (regression), or minus the mean squared
+        error of the +/-1 codes averaged over classes (classification: the loss being
+        minimised; accuracy is not a sum over rows of these statistics). Higher is better."""
+        k = self.n_outputs
+        n_f = int(self.n[fold])
+        A_f, B_f = self.A[fold], self.B[fold]
+        # ||Y_f - Phi_f a||^2 = yy_f - 2 a^T B_f + a^T A_f a, per output column
+        quad = np.einsum("ij,ij->j", coefs, A_f @ coefs)
+        cross = np.einsum("ij,ij->j", coefs, np.tile(B_f, (1, coefs.shape[1] // k)))
+        res = np.maximum(np.tile(self.yy[fold], coefs.shape[1] // k) - 2.0 * cross + quad, 0.0)
+        res = res.reshape(-1, k)
+        if classifier:
+            return -(res / n_f).mean(axis=1)
+        ss_tot = self.yy[fold] - self.ysum[fold] ** 2 / n_f
+        ss_tot = np.where(ss_tot > 0, ss_tot, 1.0)
+        return (1.0 - res / ss_tot).mean(axis=1)
+
+
+def select_reg(stats: SufficientStats, values, classifier: bool, R: np.ndarray | None = None,
+               eps: float = 0.0, lasso=None, max_extend: int = 3):
+    """Cross-validated reg from the per-fold sums: ``(best, table)``.
+
+    Scores every value of ``values`` (increasing) on every non-empty fold
+    (:meth:`SufficientStats.validation_scores`) and takes the best mean (ties: the smallest
+    reg). When the best is at an end of the grid, the grid grows by decades in that direction
+    (at most ``max_extend`` times), since a value at the edge says the optimum may lie beyond;
+    every extra value costs a T x T solve per fold, no pass over the data. ``lasso``: a
+    function (Q, q, yy, lams) -> list of coefficient matrices, one per lam, for the Lasso;
+    None: least squares. The table lists reg, mean_score and std_score, and names the score.
+    """
+    used = [f for f in range(stats.n_folds) if stats.n[f] > 0 and stats.n_samples > stats.n[f]]
+    if len(used) < 2:
+        raise ValueError(f"reg='auto' needs rows in at least two of the {stats.n_folds} "
+                         f"cross-validation folds, but {stats.n_samples} row(s) were given; "
+                         f"add rows or pass a number for reg")
+    Linv = RegPath.for_gram(R) if R is not None and lasso is None else None
+    scored = {}
+
+    def score(regs):
+        regs = [r for r in regs if r not in scored]
+        if not regs:
+            return
+        table = np.empty((len(regs), len(used)))
+        for j, f in enumerate(used):
+            if lasso is None:
+                coefs = stats.fold_coefs(f, regs, R, eps, Linv)
+            else:
+                coefs = np.hstack(lasso(*stats.gram_form(f), regs))
+            table[:, j] = stats.validation_scores(f, coefs, classifier)
+        for r, row in zip(regs, table):
+            scored[r] = row
+
+    grid = sorted(float(v) for v in values)
+    score(grid)
+    for _ in range(max_extend):
+        means = [scored[r].mean() for r in grid]
+        best = int(np.argmax(means))
+        if best == 0 and grid[0] > 1e-16:
+            grid.insert(0, grid[0] / 10.0)
+            score(grid[:1])
+        elif best == len(grid) - 1 and len(grid) > 1 and grid[-1] < 1e3:
+            grid.append(grid[-1] * 10.0)
+            score(grid[-1:])
+        else:
+            break
+    means = np.array([scored[r].mean() for r in grid])
+    best = int(np.argmax(means))
+    table = {"reg": grid, "mean_score": means.tolist(),
+             "std_score": [float(scored[r].std()) for r in grid],
+             "score": "neg_mse" if classifier else "r2", "folds": len(used)}
+    return grid[best], table

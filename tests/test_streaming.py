@@ -1,0 +1,223 @@
+"""partial_fit and the sufficient statistics: a stream gives the model fit gives, checked against
+dense numpy solves and scikit-learn's Lasso."""
+
+import pickle
+
+import numpy as np
+import pytest
+
+import rwtool as rw
+from rwtool.features import RandomFourierFeatures
+from rwtool.solvers.sufficient import SufficientStats, fold_of, select_reg
+from rwtool.streaming import Moments, scan_moments
+
+ESTIMATORS = [rw.RWRegressor, rw.RKSRegressor, rw.RWClassifier, rw.RKSClassifier]
+CUTS = [(0, 170), (170, 171), (171, 400), (400, 600)]   # uneven, one of a single row
+
+
+@pytest.fixture(scope="module")
+def data():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(600, 4)) * [1.0, 3.0, 0.5, 10.0] + [0.0, 5.0, -1.0, 2.0]
+    y = np.sin(X[:, 0]) + 0.1 * X[:, 1] + 0.1 * rng.normal(size=600)
+    labels = np.array(["a", "b", "c"])[(X[:, 0] > 0).astype(int) + (X[:, 2] > -0.5)]
+    return X, y, labels
+
+
+def _target(cls, data, binary=False):
+    X, y, labels = data
+    if cls._estimator_type == "regressor":
+        return y
+    return np.where(labels == "a", "a", "b") if binary else labels
+
+
+def _stream(est, X, y, cuts=CUTS, **first):
+    for k, (i, j) in enumerate(cuts):
+        kw = dict(first) if k == 0 else {}
+        if est._estimator_type == "classifier" and k == 0:
+            kw["classes"] = np.unique(y)
+        est.partial_fit(X[i:j], y[i:j], **kw)
+    return est
+
+
+def _rel(a, b):
+    return np.abs(a - b).max() / np.abs(b).max()
+
+
+@pytest.mark.parametrize("cls", ESTIMATORS)
+@pytest.mark.parametrize("standardize", [False, True])
+def test_partial_fit_equals_fit(data, cls, standardize):
+    X, _, _ = data
+    y = _target(cls, data)
+    params = dict(n_features=60, reg=1e-5, random_state=3, standardize=standardize)
+    full = cls(**params).fit(X, y)
+    first = {}
+    if standardize:   # the statistics of all rows, from a first pass over the same chunks
+        xs, ys = scan_moments([(X[i:j], y[i:j]) for i, j in CUTS],
+                              regression=cls._estimator_type == "regressor")
+        first = {"x_scaler": xs, "y_scaler": ys}
+    s = _stream(cls(**params), X, y, **first)
+    assert _rel(s.coef_, full.coef_) < 1e-9
+    np.testing.assert_allclose(s.feature_matrix(X[:3]), full.feature_matrix(X[:3]), rtol=1e-12)
+    if cls._estimator_type == "classifier":
+        np.testing.assert_array_equal(s.predict(X), full.predict(X))
+
+
+@pytest.mark.parametrize("binary", [True, False])
+def test_stream_matches_dense_solve(data, binary):
+    """Independent oracle: the dense normal equations of the feature matrix, by numpy."""
+    X, _, _ = data
+    y = _target(rw.RKSClassifier, data, binary)
+    reg = 1e-3
+    s = _stream(rw.RKSClassifier(n_features=50, reg=reg, standardize=False, random_state=1),
+                X, y)
+    Phi = s.feature_matrix(X)
+    classes = np.unique(y)
+    Y = np.where(y[:, None] == classes[None, :], 1.0, -1.0)
+    Y = Y[:, 1:] if len(classes) == 2 else Y
+    expect = np.linalg.solve(Phi.T @ Phi + len(X) * reg * np.eye(Phi.shape[1]), Phi.T @ Y)
+    assert _rel(s.coef_, expect) < 1e-8
+
+
+def test_lazy_solve_and_growth(data):
+    X, y, _ = data
+    s = rw.RWRegressor(n_features=40, reg=1e-4, random_state=0, standardize=False)
+    s.partial_fit(X[:300], y[:300])
+    assert "coef_" not in vars(s)          # nothing solved yet
+    c1 = s.coef_.copy()                    # solved on first read
+    s.partial_fit(X[300:], y[300:])
+    assert "coef_" not in vars(s)
+    full = rw.RWRegressor(n_features=40, reg=1e-4, random_state=0, standardize=False).fit(X, y)
+    assert _rel(s.coef_, full.coef_) < 1e-9
+    assert _rel(c1, full.coef_) > 1e-6
+    # the sums survive pickling (to a Dask worker, say): the copy solves to the same model
+    s.partial_fit(X[:10], y[:10])
+    copy = pickle.loads(pickle.dumps(s))
+    np.testing.assert_array_equal(copy.predict(X[:5]), s.predict(X[:5]))
+    assert s.fit_time_ > 0
+
+
+def test_first_chunk_standardisation(data):
+    """Without statistics the first chunk standardises: the model of data scaled that way."""
+    X, y, _ = data
+    s = _stream(rw.RWRegressor(n_features=40, reg=1e-5, random_state=0), X, y)
+    np.testing.assert_allclose(s.x_scaler_.mean, X[:170].mean(axis=0))
+    np.testing.assert_allclose(s.y_scaler_.scale, [y[:170].std()])
+    assert s.score(X, y) > 0.8
+
+
+def test_auto_reg_from_fold_sums(data):
+    """reg='auto' on a stream: the scores from the sums equal explicit validation scores, and
+    the choice does not depend on how the rows were chunked."""
+    X, y, _ = data
+    a = _stream(rw.RWRegressor(n_features=40, reg="auto", random_state=2, standardize=False),
+                X, y)
+    b = _stream(rw.RWRegressor(n_features=40, reg="auto", random_state=2, standardize=False),
+                X, y, cuts=[(0, 333), (333, 600)])
+    assert a.reg_ == b.reg_
+    assert _rel(a.coef_, b.coef_) < 1e-9
+    assert a.reg_search_["score"] == "r2" and a.reg_search_["folds"] == 3
+    # explicit: fold f = rows whose position hashes to f; fit on the rest, R^2 on f
+    folds = fold_of(np.arange(len(X)), 3)
+    assert 150 < np.bincount(folds).min()
+    Phi = a.feature_matrix(X)
+    G = a.feature_map_.gram()
+    j = a.reg_search_["reg"].index(1e-6)
+    scores = []
+    for f in range(3):
+        tr, va = folds != f, folds == f
+        m = tr.sum()
+        M = Phi[tr].T @ Phi[tr] + m * 1e-6 * G + m * a.eps * np.eye(40)
+        c = np.linalg.solve(M, Phi[tr].T @ y[tr])
+        r = y[va] - Phi[va] @ c
+        scores.append(1 - r @ r / ((y[va] - y[va].mean()) ** 2).sum())
+    assert abs(np.mean(scores) - a.reg_search_["mean_score"][j]) < 1e-8
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")   # jitter at the tiny extended regs
+def test_select_reg_extends_grid_at_an_edge():
+    """A best value at an end of the grid grows the grid that way: targets in the span of the
+    features want the smallest reg, pure noise the largest."""
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(400, 3))
+    fmap = RandomFourierFeatures(n_features=30, variant="phase", random_state=0).fit(X)
+    grid = list(np.logspace(-8, -4, 5))
+    exact = fmap.transform(X) @ rng.normal(size=(30, 1))
+    best, table = select_reg(SufficientStats(30, 1, 3).add(fmap, X, exact), grid, False)
+    assert best < 1e-8 and table["reg"][0] < 1e-8
+    noise = rng.normal(size=(400, 1))
+    best, table = select_reg(SufficientStats(30, 1, 3).add(fmap, X, noise), grid, False)
+    assert best > 1e-4 and table["reg"][-1] > 1e-4
+
+
+def test_lasso_stream_against_sklearn(data):
+    from sklearn.linear_model import Lasso
+    X, y, _ = data
+    s = _stream(rw.RKSRegressor(n_features=40, solver="lasso", reg=1e-3, standardize=False,
+                                tol=1e-10, max_iter=100000, random_state=0), X, y)
+    Phi = rw.RKSRegressor(n_features=40, reg=1e-3, standardize=False,
+                          random_state=0).fit(X, y).feature_matrix(X)
+    ref = Lasso(alpha=1e-3, fit_intercept=False, tol=1e-12, max_iter=200000).fit(Phi, y).coef_
+    np.testing.assert_allclose(s.predict(X), Phi @ ref, atol=1e-5)
+    assert s.n_features_out_ == np.count_nonzero(ref)
+
+
+def test_moments_merge_equals_numpy():
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(1001, 3)) * 1e3 + 1e6
+    m = Moments.of(X[:1]) + Moments.of(X[1:400]) + Moments(3) + Moments.of(X[400:])
+    np.testing.assert_allclose(m.mean, X.mean(axis=0), rtol=1e-14)
+    np.testing.assert_allclose(np.sqrt(m.m2 / m.n), X.std(axis=0), rtol=1e-10)
+
+
+def test_stats_merge_and_fold_positions():
+    rng = np.random.default_rng(3)
+    X, Y = rng.normal(size=(200, 3)), rng.normal(size=(200, 2))
+    fmap = RandomFourierFeatures(n_features=20, variant="phase", random_state=0).fit(X)
+    whole = SufficientStats(20, 2, 3).add(fmap, X, Y)
+    parts = (SufficientStats(20, 2, 3).add(fmap, X[:77], Y[:77], start=0)
+             + SufficientStats(20, 2, 3).add(fmap, X[77:], Y[77:], start=77))
+    for name in ("A", "B", "ysum", "yy"):
+        np.testing.assert_allclose(getattr(parts, name), getattr(whole, name), rtol=1e-12,
+                                   atol=1e-12)
+    np.testing.assert_array_equal(parts.n, whole.n)
+    with pytest.raises(ValueError, match="at least two"):
+        select_reg(SufficientStats(20, 2, 3).add(fmap, X[:1], Y[:1]), [1e-3], False)
+
+
+@pytest.mark.parametrize("case, match", [
+    ("no classes", "classes must be given"),
+    ("unseen label", "not in the classes"),
+    ("iterative solver", "does not learn from sums"),
+    ("late scaler", "fixed by the first"),
+    ("auto after fixed", "started with a fixed reg"),
+])
+def test_clear_errors(data, case, match):
+    X, y, labels = data
+    with pytest.raises(ValueError, match=match):
+        if case == "no classes":
+            rw.RWClassifier(n_features=10).partial_fit(X, labels)
+        elif case == "unseen label":
+            rw.RWClassifier(n_features=10).partial_fit(X[:5], labels[:5], classes=["a", "b"])
+            rw.RWClassifier(n_features=10).partial_fit(X, labels, classes=["a", "b"])
+        elif case == "iterative solver":
+            rw.RWRegressor(n_features=10, solver="sfgd", reg=1e-3).partial_fit(X, y)
+        elif case == "late scaler":
+            est = rw.RWRegressor(n_features=10).partial_fit(X, y)
+            est.partial_fit(X, y, x_scaler=Moments.of(X))
+        else:
+            est = rw.RWRegressor(n_features=10, reg=1e-3).partial_fit(X, y)
+            est.set_params(reg="auto").coef_
+
+
+def test_fit_and_partial_fit_start_over(data):
+    """fit replaces a stream; partial_fit after fit starts a new stream (fit keeps no sums)."""
+    X, y, _ = data
+    est = rw.RWRegressor(n_features=20, reg=1e-3, random_state=0).partial_fit(X[:50], y[:50])
+    est.fit(X, y)
+    ref = rw.RWRegressor(n_features=20, reg=1e-3, random_state=0).fit(X, y)
+    np.testing.assert_array_equal(est.coef_, ref.coef_)
+    with pytest.warns(UserWarning, match="starts a new model"):
+        est.partial_fit(X[:50], y[:50])
+    new = rw.RWRegressor(n_features=20, reg=1e-3, random_state=0).partial_fit(X[:50], y[:50])
+    np.testing.assert_array_equal(est.coef_, new.coef_)
