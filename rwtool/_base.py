@@ -301,16 +301,26 @@ class Standardizer:
 
     @classmethod
     def fit(cls, X: np.ndarray) -> "Standardizer":
-        return cls.from_moments(X.mean(axis=0), X.std(axis=0))
+        # Statistics of X / max|X| scaled back: squares of entries near 1e200 (or sums of
+        # entries near 1e308) would overflow, those of 1e-200 underflow to 0.
+        peak = np.max(np.abs(X), axis=0) if X.shape[0] else np.ones(X.shape[1:])
+        peak = np.where(np.isfinite(peak) & (peak > 0), peak, 1.0)
+        Z = X / peak
+        return cls.from_moments(Z.mean(axis=0) * peak, Z.std(axis=0) * peak, peak)
 
     @classmethod
-    def from_moments(cls, mean: np.ndarray, scale: np.ndarray) -> "Standardizer":
+    def from_moments(cls, mean: np.ndarray, scale: np.ndarray,
+                     magnitude: np.ndarray | None = None) -> "Standardizer":
         """From column means and (population) standard deviations, however they were computed
-        (one array, or merged over the chunks of a stream or the partitions of a cluster)."""
+        (one array, or merged over the chunks of a stream or the partitions of a cluster).
+        ``magnitude`` (max |x| per column), when known, sets the constant-column threshold."""
         mean = np.asarray(mean, dtype=np.float64)
         scale = np.asarray(scale, dtype=np.float64)
-        # Relative threshold: a column constant up to rounding must not be blown up to O(1).
-        tiny = scale <= 1e-12 * np.maximum(1.0, np.abs(mean))
+        # Relative threshold: a column constant up to rounding must not be blown up to O(1);
+        # relative to the column's own magnitude when known, so data on a 1e-200 scale still
+        # standardise.
+        ref = np.maximum(1.0, np.abs(mean)) if magnitude is None else magnitude
+        tiny = scale <= 1e-12 * ref
         scale = np.where(tiny, 1.0, scale)
         return cls(mean, scale)
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 import numbers
 import time
+import warnings
 
 import numpy as np
 
@@ -22,7 +23,10 @@ from ._base import (BaseEstimator, ClassifierMixin, RegressorMixin, Standardizer
                     encode_classes)
 from .bkernn_core import (PENALTIES, feature_learning_score, fit_particles, ridge_decision,
                           ridge_tables)
+from .errors import NumericalError, check_finite_result
 from .progress import FitCancelled
+from .resources import FitEstimate, check_memory
+from .solvers.ridge import NumericalWarning
 
 __all__ = ["BKerNNRegressor", "BKerNNClassifier", "PENALTIES", "feature_learning_score"]
 
@@ -146,13 +150,17 @@ class _BKerNN(BaseEstimator):
                 delattr(self, attr)
         t0 = time.perf_counter()
         n, d = X.shape
+        check_memory(self._estimate_fit(n, d, Y.shape[1]), f"BKerNN on {n} rows x {d} columns")
         self.n_features_in_ = d
         self.x_scaler_ = Standardizer.fit(X) if self.standardize else None
         Xp = np.ascontiguousarray(self._prepare_X(X))
         if isinstance(self.reg, str):
-            lam = float(np.max(np.linalg.norm(Xp, axis=1))) / n
-            if lam <= 0.0:
+            # max_i ||x_i|| computed on X / max|X|: squares of entries near 1e200 overflow and
+            # those near 1e-200 underflow
+            peak = float(np.max(np.abs(Xp)))
+            if peak == 0.0:
                 raise ValueError("reg='auto' needs inputs that are not all zero; pass reg > 0")
+            lam = peak * float(np.max(np.linalg.norm(Xp / peak, axis=1))) / n
         else:
             lam = float(self.reg)
         m = int(self.n_particles)
@@ -169,8 +177,40 @@ class _BKerNN(BaseEstimator):
             if exc.partial_model and exc.partial is not None:
                 self._set_fitted(exc.partial, lam, y_mean, t0, cancelled=True)
             raise
+        fix = "standardise the inputs and targets (standardize=True), or raise reg"
+        check_finite_result((res["W"], res["alpha"]), solver="bkernn", iteration=res["n_iter"],
+                            fix=fix)
         self._set_fitted(res, lam, y_mean, t0)
+        try:
+            check_finite_result(self.intercept_, solver="bkernn", fix=fix,
+                                what="the fitted intercept")
+        except NumericalError:
+            for attr in ("particles_", "dual_coef_", "intercept_", "_tables"):
+                self.__dict__.pop(attr, None)
+            raise
+        if not np.any(self.particles_):
+            warnings.warn(
+                "every particle is zero after the fit, so the model predicts a constant (the "
+                "training mean). The penalty reg * Omega removed all of them: with "
+                "standardize=False the inputs' scale enters reg='auto' and the steps; standardise "
+                "the inputs, or lower reg or step_size", NumericalWarning, stacklevel=2)
         return self
+
+    def _estimate_fit(self, n_samples, n_features_in, n_outputs):
+        """Peak memory of ``fit`` beyond the inputs (rwtool.resources contract).
+
+        Dense path: the n x n kernel K~ + n reg I and its Cholesky factor; the rest is O(n (d + m
+        + q)): the standardised copy of X and its transpose, two iterates' projections (m x n),
+        the gradient's signed sums and the prediction tables (m x (n + 1) x q, twice).
+        """
+        n, d, q = int(n_samples), int(n_features_in), max(1, int(n_outputs))
+        m = int(self.n_particles)
+        linear = 8 * n * (3 * d + 4 * m + 2 * m * q + 6 * q)
+        dense = 2 * 8 * n * n
+        return FitEstimate(
+            peak_bytes=linear + dense, seconds=None,
+            detail=(f"the n x n kernel and its Cholesky factor ({2 * 8 * n * n / 2**30:.1f} GiB "
+                    f"at n = {n}) dominate; fit on fewer rows"))
 
     def _set_fitted(self, res, lam, y_mean, t0, cancelled=False):
         self.reg_ = lam

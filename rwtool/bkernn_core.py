@@ -26,6 +26,7 @@ import numpy as np
 from numba import njit, prange
 from scipy.linalg import LinAlgError
 
+from .errors import NumericalError
 from .progress import FitCancelled, make_progress
 from .solvers.ridge import NumericalWarning, cholesky_solve
 
@@ -158,8 +159,8 @@ def _jittered_solve(PT, Yc, lam):
         warnings.warn(f"K~ + n*reg*I was not numerically positive definite; added jitter "
                       f"{jitter:.2e} to solve it. Raise reg", NumericalWarning, stacklevel=4)
         return alpha
-    raise FloatingPointError("K~ + n*reg*I is singular even with jitter; raise reg or check "
-                             "the inputs for huge values")
+    raise NumericalError("K~ + n*reg*I is singular even with jitter", solver="bkernn",
+                         fix="raise reg, or standardise inputs with huge values")
 
 
 # ----------------------------------------------------------------------------- gradient (Lemma 8)
@@ -217,9 +218,12 @@ def particle_gradient(X: np.ndarray, PT: np.ndarray, alpha: np.ndarray, lam: flo
     """
     m, n = PT.shape
     RT = np.empty((m, n))
+    # On u = n lam alpha (the residual, O(|Y|)): z_i r_i itself is O(|Y|^2 / (n lam)^2), which
+    # overflows when the inputs are on a 1e-200 scale (lam ~ |x| / n).
+    scale = n * lam
     with _threads_for(m * n * (math.log2(n + 1) + alpha.shape[1])):
-        _signed_sums(PT, np.ascontiguousarray(alpha), RT)
-    return (RT @ X).T * (lam / (2.0 * m * alpha.shape[1]))
+        _signed_sums(PT, np.ascontiguousarray(alpha * scale), RT)
+    return (RT @ X).T * (1.0 / (2.0 * m * alpha.shape[1] * n * scale))
 
 
 # ----------------------------------------------------------------------------- penalties (2.5)
@@ -380,12 +384,19 @@ class _Iterate:
         self.W, self.PT, self.alpha, self.G = W, PT, alpha, G
 
 
-def _evaluate(W, XT, Yc, lam, buf, timings):
+def _evaluate(W, XT, Yc, lam, buf, timings, it):
     t0 = time.perf_counter()
     PT = W.T @ XT
     if timings is not None:
         timings["projections"] = timings.get("projections", 0.0) + time.perf_counter() - t0
+    if not np.all(np.isfinite(PT)):
+        raise NumericalError("the projections X W overflowed", solver="bkernn", iteration=it,
+                             fix="standardise the inputs (standardize=True) or rescale X")
     alpha, G = ridge_step(PT, Yc, lam, buf, timings)
+    if not (math.isfinite(G) and np.all(np.isfinite(alpha))):
+        raise NumericalError("the kernel ridge step gave non-finite coefficients",
+                             solver="bkernn", iteration=it,
+                             fix="standardise the inputs and targets, or raise reg")
     return _Iterate(W, PT, alpha, G)
 
 
@@ -418,7 +429,10 @@ def fit_particles(X, Yc, W0, lam, penalty, s=1.0, step_size=500.0, max_iter=20,
     XT = np.ascontiguousarray(X.T)
     buf = np.empty((n, n))
     grad_fn = particle_gradient if gradient is None else gradient
-    cur = _evaluate(np.array(W0, dtype=np.float64, order="C"), XT, Yc, lam, buf, timings)
+    # The start event comes before the first (possibly long) kernel solve, so a cancel or a
+    # progress bar has something to act on at once.
+    progress.start("iterations", max_iter)
+    cur = _evaluate(np.array(W0, dtype=np.float64, order="C"), XT, Yc, lam, buf, timings, 0)
     gamma = float(step_size)
     q = Yc.shape[1]
     hist = {k: [] for k in ("objective", "G", "penalty", "train_loss", "step_size",
@@ -427,7 +441,7 @@ def fit_particles(X, Yc, W0, lam, penalty, s=1.0, step_size=500.0, max_iter=20,
     def record(nb, accepted):
         pen = lam * penalty_value(cur.W, penalty, s)
         # Residual Y - f = -n lam alpha at the closed-form (alpha, c) (Lemma 7).
-        loss = 0.5 * (n * lam) ** 2 * float(np.sum(cur.alpha ** 2)) / (n * q)
+        loss = 0.5 * float(np.sum((n * lam * cur.alpha) ** 2)) / (n * q)
         for key, val in (("objective", cur.G + pen), ("G", cur.G), ("penalty", pen),
                          ("train_loss", loss), ("step_size", gamma), ("n_backtracks", nb),
                          ("accepted", accepted)):
@@ -450,10 +464,13 @@ def fit_particles(X, Yc, W0, lam, penalty, s=1.0, step_size=500.0, max_iter=20,
             raise
 
     record(0, True)
-    report(progress.start, "iterations", max_iter, it=0)
+    report(progress.update, 0, True, it=0)
     for it in range(1, max_iter + 1):
         t0 = time.perf_counter()
         grad = grad_fn(X, cur.PT, cur.alpha, lam)
+        if not np.all(np.isfinite(grad)):
+            raise NumericalError("the particle gradient is not finite", solver="bkernn",
+                                 iteration=it, fix="standardise the inputs (standardize=True)")
         if timings is not None:
             timings["gradient"] = timings.get("gradient", 0.0) + time.perf_counter() - t0
         if backtracking:
@@ -464,7 +481,7 @@ def fit_particles(X, Yc, W0, lam, penalty, s=1.0, step_size=500.0, max_iter=20,
             Wn = prox(cur.W - gamma * grad, lam * gamma, penalty, s)
             if timings is not None:
                 timings["prox"] = timings.get("prox", 0.0) + time.perf_counter() - t0
-            trial = _evaluate(Wn, XT, Yc, lam, buf, timings)
+            trial = _evaluate(Wn, XT, Yc, lam, buf, timings, it)
             if not backtracking:
                 accepted = True
                 break

@@ -1,0 +1,118 @@
+"""BKerNN out of the box (issue 12 point 7): memory refused up front, progress before the first
+solve, a warning for a constant model, and loud failures for non-finite results.
+
+Oracles: the arithmetic of the memory model (n x n float64 matrices), counts of kernel solves,
+and the dense numpy closed form for the extreme-scale inputs.
+"""
+
+import warnings
+
+import numpy as np
+import pytest
+
+import rwtool
+import rwtool.bkernn_core as core
+import rwtool.resources as resources
+from rwtool import (BKerNNClassifier, BKerNNRegressor, InsufficientMemoryError, NumericalError,
+                    NumericalWarning, estimate_fit)
+from rwtool.progress import FitCancelled, Progress
+
+
+@pytest.fixture
+def data():
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-1, 1, (60, 3))
+    return X, np.sin(2 * X[:, 0]) + X[:, 1]
+
+
+def test_memory_estimate_counts_the_dense_kernel_and_refuses_before_allocating(data, monkeypatch):
+    est = BKerNNRegressor()
+    big = estimate_fit(est, 200_000, 20, 1)
+    assert big.peak_bytes >= 2 * 8 * 200_000 ** 2 and "n x n" in big.detail
+    X, y = data
+    need = estimate_fit(est, len(X), X.shape[1], 1).peak_bytes
+    assert need >= 2 * 8 * len(X) ** 2
+    calls = []
+    monkeypatch.setattr(core, "ridge_step", lambda *a, **k: calls.append(1))
+    monkeypatch.setattr(resources, "available_memory", lambda: need // 2)
+    with pytest.raises(InsufficientMemoryError, match="Fix:") as info:
+        est.fit(X, y)
+    assert info.value.required == need and not calls
+    assert not hasattr(est, "dual_coef_")
+
+
+def test_start_event_comes_before_the_first_kernel_solve(data, monkeypatch):
+    X, y = data
+    solves = []
+    real = core.ridge_step
+
+    def counting(*a, **k):
+        solves.append(1)
+        return real(*a, **k)
+
+    monkeypatch.setattr(core, "ridge_step", counting)
+    events = []
+
+    def cancel_at_start(ev):
+        events.append((ev.kind, len(solves)))
+        return True
+
+    est = BKerNNRegressor(max_iter=3, random_state=0)
+    with pytest.raises(FitCancelled) as info:
+        est.fit(X, y, callback=Progress(cancel_at_start, min_interval=0.0))
+    assert events == [("start", 0)] and not solves
+    assert not info.value.partial_model and not hasattr(est, "dual_coef_")
+
+
+def test_warns_when_every_particle_is_zero(data):
+    X, y = data
+    with pytest.warns(NumericalWarning, match="every particle is zero"):
+        est = BKerNNRegressor(standardize=False, max_iter=10, random_state=0).fit(X * 1e4, y)
+    assert not np.any(est.particles_)
+    np.testing.assert_allclose(est.predict(X * 1e4), y.mean(), atol=1e-12)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", NumericalWarning)
+        BKerNNRegressor(max_iter=10, random_state=0).fit(X * 1e4, y)
+
+
+def test_non_finite_kernel_raises_numerical_error_and_leaves_estimator_unfitted(data):
+    X, y = data
+    est = BKerNNRegressor(max_iter=2, random_state=0).fit(X, y)
+    Xbad = X.copy()
+    Xbad[0, 0] = 1e308                                   # projections overflow
+    with pytest.raises(NumericalError, match="Fix:") as info:
+        est.set_params(standardize=False, reg=0.01).fit(Xbad, y)
+    assert info.value.solver == "bkernn" and info.value.iteration == 0
+    assert isinstance(info.value, ArithmeticError) and rwtool.NumericalError is NumericalError
+    assert not hasattr(est, "dual_coef_") and not hasattr(est, "particles_")
+    with pytest.raises(rwtool.NotFittedError):
+        est.predict(X)
+
+
+@pytest.mark.parametrize("scale", [1e200, 1e-200])
+def test_extreme_input_scales_standardised_give_the_same_model(data, scale):
+    X, y = data
+    ref = BKerNNRegressor(max_iter=5, random_state=0).fit(X, y)
+    est = BKerNNRegressor(max_iter=5, random_state=0).fit(X * scale, y)
+    np.testing.assert_allclose(est.predict(X * scale), ref.predict(X), rtol=1e-9, atol=1e-9)
+
+
+@pytest.mark.parametrize("scale", [1e300, 1e-300])
+def test_extreme_target_scales(data, scale):
+    X, y = data
+    ref = BKerNNRegressor(max_iter=5, random_state=0).fit(X, y)
+    est = BKerNNRegressor(max_iter=5, random_state=0).fit(X, y * scale)
+    np.testing.assert_allclose(est.predict(X) / scale, ref.predict(X), rtol=1e-9, atol=1e-9)
+
+
+def test_tiny_unstandardised_inputs_fit_through_the_scaled_gradient(data):
+    X, y = data
+    ref = BKerNNRegressor(max_iter=5, random_state=0, standardize=False).fit(X, y)
+    est = BKerNNRegressor(max_iter=5, random_state=0, standardize=False).fit(X * 1e-200, y)
+    assert np.all(np.isfinite(est.predict(X * 1e-200)))
+    assert est.score(X * 1e-200, y) > 0.5 and ref.score(X, y) > 0.5
+
+
+def test_classifier_memory_estimate_grows_with_classes():
+    est = BKerNNClassifier()
+    assert estimate_fit(est, 1000, 5, 10).peak_bytes > estimate_fit(est, 1000, 5, 1).peak_bytes
