@@ -23,6 +23,7 @@ from .bkernn import BKerNNClassifier, BKerNNRegressor
 from .data import DataError, Dataset, Preprocessing, preview_csv, read_csv, train_test_csv
 from .estimators import (GreedyMKClassifier, GreedyMKRegressor, RFSGDClassifier, RKSClassifier,
                          RKSRegressor, RWClassifier, RWRegressor)
+from .instantiation import Instantiation, register_base, register_distribution, register_kernel
 from .persist import ModelFileError, load, read_model, save
 from .progress import FitCancelled, Progress, ProgressEvent
 from .solvers.ridge import NumericalWarning
@@ -33,6 +34,8 @@ __all__ = [
     # estimators
     "RWClassifier", "RWRegressor", "RKSClassifier", "RKSRegressor", "RFSGDClassifier",
     "GreedyMKClassifier", "GreedyMKRegressor", "BKerNNRegressor", "BKerNNClassifier",
+    # instantiations with Monte Carlo features
+    "Instantiation", "register_distribution", "register_kernel", "register_base",
     # data in, models out
     "read_csv", "preview_csv", "train_test_csv", "Dataset", "Preprocessing", "DataError",
     "save", "load", "read_model", "ModelFileError",

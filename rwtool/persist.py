@@ -59,7 +59,7 @@ _MAX_DEPTH = 64
 _ARRAY_KINDS = "biufcUS"
 #: packages walked for allow-listed classes, and single modules (imported when present)
 _PACKAGES = ("rwtool.estimators", "rwtool.features")
-_MODULES = ("rwtool.bkernn",)
+_MODULES = ("rwtool.bkernn", "rwtool.instantiation")
 
 
 class ModelFileError(ValueError):

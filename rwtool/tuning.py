@@ -82,7 +82,8 @@ def default_space(estimator) -> dict:
 
     RKHS weightings: sigma ~ logU(0.01, 10), reg ~ logU(1e-12, 1e-4), and theta ~ U(0.01, 0.9)
     (RWSign, RWRelu), kappa ~ U(1.5, 50) (RWExpSign) or U(1.5, 100) (RWExpRelu), gamma ~
-    logU(0.01, 10) (RWStumps). Random kitchen sinks: reg ~ logU(1e-5, 1e-3), Table 14's lam2,
+    logU(0.01, 10) (RWStumps); an rwtool.Instantiation gets the same by kernel
+    (rwtool.instantiation.search_space). Random kitchen sinks: reg ~ logU(1e-5, 1e-3), Table 14's lam2,
     which is rwtool's reg: the paper's RKS objective (its eq. 24) (1/m) sum (f - y)^2 +
     (lam2/T) ||a||^2 with f = (1/T) sum a_t phi_t is rwtool's on phi / sqrt(T) with
     b = a / sqrt(T). Table 14 gives no width for the kitchen sinks' feature distribution; rwtool
@@ -92,8 +93,11 @@ def default_space(estimator) -> dict:
     name = type(estimator).__name__
     if name.startswith("RW"):
         space = {"sigma": LogUniform(0.01, 10), "reg": LogUniform(1e-12, 1e-4)}
-        inst = str(estimator.instantiation).lower()
-        if inst in ("rwsign", "rwrelu"):
+        from .instantiation import resolve, search_space
+        inst = resolve(estimator.instantiation)
+        if not isinstance(inst, str):
+            space.update(search_space(inst))
+        elif inst in ("rwsign", "rwrelu"):
             space["theta"] = Uniform(0.01, 0.9)
         elif inst == "rwexpsign":
             space["kappa"] = Uniform(1.5, 50)

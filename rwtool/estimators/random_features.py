@@ -403,7 +403,14 @@ class _RW(_RandomFeatureModel):
         self.random_state = random_state
 
     def _kind(self):
-        return check_choice(self.instantiation, "instantiation", tuple(INSTANTIATIONS))
+        """The closed-form name, or "mc" for an rwtool.Instantiation (Monte Carlo features)."""
+        from ..instantiation import resolve
+        inst = resolve(self.instantiation)
+        return inst if isinstance(inst, str) else "mc"
+
+    def _uses_bias(self) -> bool:
+        from ..instantiation import uses_bias
+        return bool(self.bias) and uses_bias(self.instantiation)
 
     def _validate(self):
         self._kind()
@@ -418,7 +425,8 @@ class _RW(_RandomFeatureModel):
         """Constants and generalisation bounds of the fitted model on the sample (X, y).
 
         With (X, y) the training sample (m rows) and B = ||alpha||_H a posteriori (spec 4.6):
-        ``theta``, ``kappa`` (003 Table 2, from the map), ``tau`` (003 eq. 56, estimated on X
+        ``theta``, ``kappa`` (003 Table 2, from the map; Monte Carlo estimates for an
+        rwtool.Instantiation, which ``theta_kappa`` says), ``tau`` (003 eq. 56, estimated on X
         with ``n_draws`` fresh centres, 003 Sec. 7.3), ``rkhs_norm``, ``l2p_norm`` (estimated),
         ``train_loss`` (mean (f - y)^2 / 2 on +/-1 or standardised targets), ``train_error``
         (classifiers), ``rademacher_bound`` (000 Theorem 10, a bound on the test loss),
@@ -440,7 +448,9 @@ class _RW(_RandomFeatureModel):
         l2 = np.atleast_1d(l2p_norm(fmap, self.coef_, n_draws, random_state))
         sq = get_loss("squared")
         losses = np.mean(sq.value(F, Y), axis=0)
-        out = {"theta": theta, "kappa": kappa, "tau": tau, "m": m, "delta": float(delta)}
+        out = {"theta": theta, "kappa": kappa, "tau": tau, "m": m, "delta": float(delta),
+               "theta_kappa": ("Monte Carlo estimates" if getattr(
+                   fmap, "constants_are_estimates", False) else "003 Table 2")}
         per = {"rkhs_norm": norms.tolist(), "l2p_norm": l2.tolist(),
                "train_loss": losses.tolist(),
                "rademacher_bound": [rademacher_bound(L, B, theta, m, delta)
@@ -454,9 +464,10 @@ class _RW(_RandomFeatureModel):
         return out
 
     def _make_map(self, seed):
-        return make_instantiation(self._kind(), n_features=self.n_features, sigma=self.sigma,
-                                  gamma=self.gamma, theta=self.theta, kappa=self.kappa,
-                                  random_state=seed)
+        from ..instantiation import make_feature_map
+        return make_feature_map(self.instantiation, n_features=self.n_features, sigma=self.sigma,
+                                gamma=self.gamma, theta=self.theta, kappa=self.kappa,
+                                random_state=seed)
 
     def rkhs_norm(self) -> np.ndarray | float:
         """||alpha||_H = sqrt(a^T G a) of the learned weight function (per output)."""
@@ -468,8 +479,11 @@ class _RW(_RandomFeatureModel):
 _RW_DOC = """
     Parameters
     ----------
-    instantiation : {"rwsign", "rwexpsign", "rwrelu", "rwexprelu", "rwstumps"}, default "rwsign"
-        The instantiation (W, phi, K, p) of seed 003 Table 2.
+    instantiation : str or rwtool.Instantiation, default "rwsign"
+        The instantiation (W, phi, K, p): "rwsign", "rwexpsign", "rwrelu", "rwexprelu",
+        "rwstumps" (seed 003 Table 2, closed-form features), or any (p, K, phi) with Monte Carlo
+        features: an rwtool.Instantiation, its name, or "mc:<distribution>:<kernel>:<base>"
+        (docs/INSTANTIATIONS.md).
     n_features : int, default 1000
         T, the number of random features (centres w_t ~ p).
     solver : {"lstsq", "lasso", "sfgd", "osd"}, default "lstsq"

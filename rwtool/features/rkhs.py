@@ -177,6 +177,38 @@ class RKHSWeighting(FeatureMap):
         check_scalar(self.n_features, "n_features", numbers.Integral, low=1)
         check_scalar(self.sigma, "sigma", low=0.0, low_inclusive=False)
         check_scalar(self.gamma, "gamma", low=0.0, low_inclusive=False, allow_none=True)
+        if not getattr(self, "closed_form", True):
+            from .montecarlo import check_mc_params
+            check_mc_params(self.n_draws, self.sampling)
+
+    # -- Monte Carlo features (closed_form=False): same centres, shared draws ------------------
+    def _draw_mc(self, rng, distribution, n_in):
+        """The shared draws, taken from the Generator after the centres (so these are unchanged)."""
+        if self.closed_form:
+            return
+        from .montecarlo import MonteCarloDraws, resolve_n_draws, resolve_sampling
+        sampling = resolve_sampling(distribution, self.sampling, n_in)
+        S = resolve_n_draws(self.n_draws, self.n_features, sampling)
+        self.mc_ = MonteCarloDraws.draw(rng, distribution, S, n_in, float(self.sigma), sampling)
+
+    def _prepare_mc(self, kernel, base, centres):
+        """The Monte Carlo integrator of this map's kernel sections in its basis."""
+        if self.closed_form:
+            self._mc = None
+            return
+        from .montecarlo import Integrator, kernel_sections
+        D, g, norm = self.mc_.draws_, self.gamma_, bool(self.normalized_)
+        self._mc = Integrator(D, lambda: kernel_sections(kernel, D, centres, g, normalized=norm),
+                              base, f"{type(self).__name__}(closed_form=False)")
+
+    def fit(self, X, y=None):
+        super().fit(X)
+        if not getattr(self, "closed_form", True):
+            from .montecarlo import warn_if_sparse
+            d = 2 if isinstance(self, RWStumps) else self.n_features_in_
+            warn_if_sparse(self._mc, f"{type(self).__name__}(closed_form=False)", self.gamma_, d,
+                           stacklevel=3)
+        return self
 
     def _constants(self, n, X):
         self.x_norm_max_ = float(row_norms(X).max()) if X is not None and len(X) else 1.0
@@ -225,6 +257,7 @@ class _RWDot(RKHSWeighting):
     def _sample(self, rng, n_in, X):
         self.gamma_ = self._resolve_gamma(n_in)
         self.W_ = sample_gaussian(rng, int(self.n_features), n_in, float(self.sigma))
+        self._draw_mc(rng, "normal", n_in)
         self._constants(n_in, X)
 
     def _prepare(self):
@@ -262,8 +295,11 @@ class _RWDot(RKHSWeighting):
             k = k / (_SQRT2 * self._sd)
         self._c = np.exp(logc)
         self._k = k
+        self._prepare_mc(self._kernel_kind, self._phi, self.W_)
 
     def _features_into(self, X, out):
+        if self._mc is not None:
+            return self._mc.features_into(X, out)
         dot_into(X, self.W_, out)
         xnorm = row_norms(X)
         xsafe = np.where(xnorm > 0.0, xnorm, 1.0)  # r(u, 0) := <u, 0> / 1 = 0 (spec notation)
@@ -312,6 +348,15 @@ class RWSign(_RWDot):
         g^2 = 2 s^2 / (theta^(-4/n) - 1).
     theta : float in (0, 1), default 0.5
         Target value of the kernel factor of theta (used only when gamma is None).
+    closed_form : bool, default True
+        False: estimate psi by Monte Carlo with ``n_draws`` draws shared by every centre
+        (rwtool.features.montecarlo); the centres are those of the closed form for the same
+        random_state, so the two maps can be compared feature by feature.
+    n_draws : int or None, default None
+        S, the number of Monte Carlo draws (None: 4 n_features); ignored by the closed form.
+    sampling : {"auto", "mc", "qmc"}, default "auto"
+        Scrambled Sobol points through the inverse CDF of p ("qmc", S rounded up to a power of
+        two; what "auto" chooses, it converges faster) or plain Monte Carlo draws ("mc").
     random_state : int, Generator or None
         Seed of the draw of the centres.
     """
@@ -320,11 +365,15 @@ class RWSign(_RWDot):
     _kernel_kind, _phi = "gaussian", "sign"
 
     def __init__(self, n_features: int = 1000, sigma: float = 1.0, gamma=None,
-                 theta: float = 0.5, random_state=None):
+                 theta: float = 0.5, closed_form: bool = True, n_draws=None,
+                 sampling: str = "auto", random_state=None):
         self.n_features = n_features
         self.sigma = sigma
         self.gamma = gamma
         self.theta = theta
+        self.closed_form = closed_form
+        self.n_draws = n_draws
+        self.sampling = sampling
         self.random_state = random_state
 
 
@@ -342,11 +391,15 @@ class RWRelu(_RWDot):
     _kernel_kind, _phi = "gaussian", "relu"
 
     def __init__(self, n_features: int = 1000, sigma: float = 1.0, gamma=None,
-                 theta: float = 0.5, random_state=None):
+                 theta: float = 0.5, closed_form: bool = True, n_draws=None,
+                 sampling: str = "auto", random_state=None):
         self.n_features = n_features
         self.sigma = sigma
         self.gamma = gamma
         self.theta = theta
+        self.closed_form = closed_form
+        self.n_draws = n_draws
+        self.sampling = sampling
         self.random_state = random_state
 
 
@@ -369,18 +422,31 @@ class RWExpSign(_RWDot):
         Target kappa (used only when gamma is None).
     normalize : bool, default True
         Use the normalised kernel sections (module docstring): same model, no overflow.
+    closed_form : bool, default True
+        False: estimate psi by Monte Carlo with ``n_draws`` draws shared by every centre
+        (rwtool.features.montecarlo); the centres are those of the closed form for the same
+        random_state, so the two maps can be compared feature by feature.
+    n_draws : int or None, default None
+        S, the number of Monte Carlo draws (None: 4 n_features); ignored by the closed form.
+    sampling : {"auto", "mc", "qmc"}, default "auto"
+        Scrambled Sobol points through the inverse CDF of p ("qmc", S rounded up to a power of
+        two; what "auto" chooses, it converges faster) or plain Monte Carlo draws ("mc").
     """
 
     name = "rwexpsign"
     _kernel_kind, _phi = "exponential", "sign"
 
     def __init__(self, n_features: int = 1000, sigma: float = 1.0, gamma=None,
-                 kappa: float = 2.0, normalize: bool = True, random_state=None):
+                 kappa: float = 2.0, normalize: bool = True, closed_form: bool = True,
+                 n_draws=None, sampling: str = "auto", random_state=None):
         self.n_features = n_features
         self.sigma = sigma
         self.gamma = gamma
         self.kappa = kappa
         self.normalize = normalize
+        self.closed_form = closed_form
+        self.n_draws = n_draws
+        self.sampling = sampling
         self.random_state = random_state
 
 
@@ -398,12 +464,16 @@ class RWExpRelu(_RWDot):
     _kernel_kind, _phi = "exponential", "relu"
 
     def __init__(self, n_features: int = 1000, sigma: float = 1.0, gamma=None,
-                 kappa: float = 2.0, normalize: bool = True, random_state=None):
+                 kappa: float = 2.0, normalize: bool = True, closed_form: bool = True,
+                 n_draws=None, sampling: str = "auto", random_state=None):
         self.n_features = n_features
         self.sigma = sigma
         self.gamma = gamma
         self.kappa = kappa
         self.normalize = normalize
+        self.closed_form = closed_form
+        self.n_draws = n_draws
+        self.sampling = sampling
         self.random_state = random_state
 
 
@@ -422,16 +492,29 @@ class RWStumps(RKHSWeighting):
     n_features : int, default 1000
     sigma : float, default 1.0
     gamma : float or None, default None (gamma = sigma)
+    closed_form : bool, default True
+        False: estimate psi by Monte Carlo with ``n_draws`` draws shared by every centre
+        (rwtool.features.montecarlo); the centres are those of the closed form for the same
+        random_state, so the two maps can be compared feature by feature.
+    n_draws : int or None, default None
+        S, the number of Monte Carlo draws (None: 4 n_features); ignored by the closed form.
+    sampling : {"auto", "mc", "qmc"}, default "auto"
+        Scrambled Sobol points through the inverse CDF of p ("qmc", S rounded up to a power of
+        two; what "auto" chooses, it converges faster) or plain Monte Carlo draws ("mc").
     random_state : int, Generator or None
     """
 
     name = "rwstumps"
 
     def __init__(self, n_features: int = 1000, sigma: float = 1.0, gamma=None,
+                 closed_form: bool = True, n_draws=None, sampling: str = "auto",
                  random_state=None):
         self.n_features = n_features
         self.sigma = sigma
         self.gamma = gamma
+        self.closed_form = closed_form
+        self.n_draws = n_draws
+        self.sampling = sampling
         self.random_state = random_state
 
     def _validate_params(self, n_in):
@@ -441,6 +524,7 @@ class RWStumps(RKHSWeighting):
         s = float(self.sigma)
         self.gamma_ = s if self.gamma is None else float(self.gamma)
         self.idx_, self.thr_ = sample_stumps(rng, int(self.n_features), n_in, s)
+        self._draw_mc(rng, "stumps", n_in)
         self._constants(n_in, X)
 
     def _prepare(self):
@@ -451,8 +535,12 @@ class RWStumps(RKHSWeighting):
         self._c = zeta / (s * n_in) * np.exp(-self.thr_ ** 2 / (2.0 * (s2 + g2)))
         self._shift = s2 * self.thr_ / (s2 + g2)
         self._k = 1.0 / (_SQRT2 * zeta)
+        self._prepare_mc("indicator-gaussian", "stump",
+                         np.column_stack([self.idx_.astype(float), self.thr_]))
 
     def _features_into(self, X, out):
+        if self._mc is not None:
+            return self._mc.features_into(X, out)
         _stump_features(X, self.idx_, self._shift, self._c, self._k, out)
 
     def base_predictor(self, X):
