@@ -17,7 +17,11 @@ import warnings
 import numpy as np
 
 __all__ = ["evaluate", "roc_curve", "confusion_matrix", "r2_score", "model_size",
-           "variable_importance", "coefficient_magnitudes", "model_curves", "GRID"]
+           "variable_importance", "coefficient_magnitudes", "model_curves", "GRID",
+           "class_report", "check_finite_model", "COUNT_METRICS"]
+
+#: metrics that count things (shown as whole numbers, also when a model file stored floats)
+COUNT_METRICS = frozenset({"features used", "iterations", "rows"})
 
 #: points per axis of the decision-region grid
 GRID = 120
@@ -64,14 +68,89 @@ def r2_score(y, pred) -> float:
 
 
 def model_size(est) -> int | None:
-    """Features (or particles) the fitted model actually uses."""
+    """Features (or particles) the fitted model actually uses.
+
+    A "pair" random Fourier map has two coefficient rows (cos and sin) per frequency: the
+    count is of frequencies, as the form's n_features is.
+    """
     if hasattr(est, "particles_"):
         return int(np.count_nonzero(np.linalg.norm(est.particles_, axis=0) > 0))
     coef = getattr(est, "coef_", None)
     if isinstance(coef, np.ndarray):
         c = coef if coef.ndim == 2 else coef[:, None]
-        return int(np.count_nonzero(np.any(c != 0, axis=1)))
+        used = np.any(c != 0, axis=1)
+        fmap = getattr(est, "feature_map_", None)
+        if str(getattr(fmap, "variant", "")).lower() == "pair" and len(used) % 2 == 0:
+            M = len(used) // 2
+            used = used[:M] | used[M:]
+        return int(np.count_nonzero(used))
     return None
+
+
+def check_finite_model(est, *arrays) -> None:
+    """Raise rwtool.NumericalError when the model or its scores hold NaN or infinity: no
+    metric is ever computed from non-finite numbers."""
+    from rwtool.errors import NumericalError
+    solver = str(est.get_params().get("solver", type(est).__name__)) if hasattr(
+        est, "get_params") else type(est).__name__
+    fix = ("use a larger reg, fewer features, reg=\"auto\", or the lstsq solver; check that "
+           "the inputs are standardised")
+    for name in ("coef_", "particles_", "dual_coef_", "intercept_"):
+        v = getattr(est, name, None)
+        if isinstance(v, np.ndarray) and v.dtype.kind == "f" and not np.all(np.isfinite(v)):
+            raise NumericalError(f"the fitted {name.rstrip('_')} contains non-finite values",
+                                 solver=solver, fix=fix)
+    for what, a in arrays:
+        a = np.asarray(a)
+        if a.dtype.kind == "f" and not np.all(np.isfinite(a)):
+            bad = int(a.size - np.count_nonzero(np.isfinite(a)))
+            raise NumericalError(f"the model's {what} contain {bad} non-finite value(s) of "
+                                 f"{a.size}", solver=solver, fix=fix)
+
+
+def fit_notes(est, size: int | None) -> list[str]:
+    """What a user should know about how the fit ended (a greedy path stopping early)."""
+    notes = []
+    info = getattr(est, "solver_info_", None)
+    info = info if isinstance(info, dict) else {}
+    asked = est.get_params().get("n_features") if hasattr(est, "get_params") else None
+    stopped = info.get("stopped")
+    if stopped and isinstance(asked, int) and size is not None and size < asked:
+        cand = info.get("n_candidates")
+        if isinstance(cand, int) and cand <= size:
+            notes.append(f"The greedy path stopped at {size} of the {asked} features asked for: "
+                         f"the dictionary has only {cand} candidate features for these inputs "
+                         f"(raise gauss_order, or add input columns, for more).")
+        elif stopped == "tolerance":
+            notes.append(f"The greedy path stopped at {size} of the {asked} features asked for: "
+                         f"no remaining candidate improves the fit by more than tol.")
+        else:
+            notes.append(f"The path stopped at {size} of the {asked} features ({stopped}).")
+    return notes
+
+
+def class_report(y_true, y_pred, classes) -> dict:
+    """Per-class precision, recall, F1 and support, balanced accuracy and Cohen's kappa.
+
+    From the confusion matrix C (rows actual, columns predicted): precision_c = C_cc / sum_i
+    C_ic, recall_c = C_cc / sum_j C_cj, F1 their harmonic mean (0 when both are 0), balanced
+    accuracy the mean recall over the classes present, kappa = (p_o - p_e) / (1 - p_e) with
+    p_o the accuracy and p_e = sum_c (row_c / n)(col_c / n) the agreement of chance.
+    """
+    cm = confusion_matrix(y_true, y_pred, classes).astype(float)
+    n = cm.sum()
+    tp = np.diag(cm)
+    col, row = cm.sum(axis=0), cm.sum(axis=1)
+    prec = np.divide(tp, col, out=np.zeros_like(tp), where=col > 0)
+    rec = np.divide(tp, row, out=np.zeros_like(tp), where=row > 0)
+    f1 = np.divide(2 * prec * rec, prec + rec, out=np.zeros_like(tp), where=prec + rec > 0)
+    present = row > 0
+    bal = float(rec[present].mean()) if present.any() else float("nan")
+    po = float(tp.sum() / n) if n else float("nan")
+    pe = float(np.sum(row * col) / (n * n)) if n else float("nan")
+    kappa = (po - pe) / (1 - pe) if n and pe < 1 else (1.0 if po == 1 else 0.0)
+    return {"classes": [str(c) for c in classes], "precision": prec, "recall": rec, "f1": f1,
+            "support": row.astype(np.int64), "balanced_accuracy": bal, "kappa": float(kappa)}
 
 
 def coefficient_magnitudes(est) -> tuple[np.ndarray, str] | None:
@@ -192,44 +271,75 @@ def _grid(est, X, classification: bool, classes):
     return {"x": gx, "y": gy, "z": Z.reshape(GRID, GRID)}
 
 
+def _curve(est, X) -> dict:
+    """A regressor along its single input, on 400 points spanning the rows (and 5% beyond)."""
+    lo, hi = float(X[:, 0].min()), float(X[:, 0].max())
+    pad = (hi - lo) * 0.05 if hi > lo else 1.0
+    x = np.linspace(lo - pad, hi + pad, 400)
+    return {"x": x, "y": np.asarray(est.predict(x[:, None]), float).ravel()}
+
+
 def evaluate(est, X_train, y_train, X_test=None, y_test=None, *, task: str,
-             feature_names=None, fit_time: float | None = None) -> dict:
-    """Predictions, metrics and plot data of a fitted estimator (see module docstring)."""
+             feature_names=None, fit_time: float | None = None,
+             set_names: tuple[str, str] = ("train", "test"), plots: bool = True) -> dict:
+    """Predictions, metrics and plot data of a fitted estimator (see module docstring).
+
+    ``set_names`` names the two row sets in the metric keys ("train error", "test MSE"...);
+    a model applied to a new file passes ("file", ...). ``plots=False`` computes the metrics
+    only (cross-validation folds). Raises rwtool.NumericalError when the model or its
+    predictions are not finite, so that no metric comes from NaN or infinite scores.
+    """
     t0 = time.perf_counter()
+    tr_name, te_name = set_names
     classification = task != "regression"
     res: dict = {"task": task, "metrics": {}, "warnings": []}
     has_test = X_test is not None and y_test is not None and len(y_test) > 0
     m = res["metrics"]
+    check_finite_model(est)
     pred_tr = np.asarray(est.predict(X_train))
     res["y_train"], res["pred_train"] = np.asarray(y_train), pred_tr
     if has_test:
         pred_te = np.asarray(est.predict(X_test))
         res["y_test"], res["pred_test"] = np.asarray(y_test), pred_te
+    yt, pt, Xe = ((y_test, pred_te, X_test) if has_test else (y_train, pred_tr, X_train))
+    on = te_name if has_test else tr_name
     if classification:
         classes = list(np.asarray(getattr(est, "classes_", np.unique(y_train))).tolist())
         res["classes"] = classes
-        m["train error"] = float(np.mean(pred_tr != np.asarray(y_train)))
+        s = _scores(est, Xe) if len(classes) == 2 else None
+        check_finite_model(est, *([("decision scores", s)] if s is not None else []))
+        m[f"{tr_name} error"] = float(np.mean(pred_tr != np.asarray(y_train)))
         if has_test:
-            m["test error"] = float(np.mean(pred_te != np.asarray(y_test)))
-        yt, pt, Xe = ((y_test, pred_te, X_test) if has_test else (y_train, pred_tr, X_train))
+            m[f"{te_name} error"] = float(np.mean(pred_te != np.asarray(y_test)))
+        # the majority class of the training rows, predicted for every evaluated row
+        values, counts = np.unique(np.asarray(y_train), return_counts=True)
+        majority = values[np.argmax(counts)]
+        m[f"baseline {on} error (majority class)"] = float(np.mean(np.asarray(yt) != majority))
+        rep = class_report(yt, pt, classes)
+        rep["on"] = on
+        res["per_class"] = rep
+        m[f"{on} balanced accuracy"] = rep["balanced_accuracy"]
+        m[f"{on} Cohen's kappa"] = rep["kappa"]
         res["confusion"] = confusion_matrix(yt, pt, classes)
-        res["confusion_on"] = "test" if has_test else "training"
-        if len(classes) == 2:
-            s = _scores(est, Xe)
-            if s is not None:
-                fpr, tpr, auc = roc_curve(np.asarray(yt) == classes[1], s)
-                res["roc"] = {"fpr": fpr, "tpr": tpr, "auc": auc, "positive": str(classes[1])}
-                if math.isfinite(auc):
-                    m["AUC"] = auc
+        res["confusion_on"] = on
+        if s is not None:
+            fpr, tpr, auc = roc_curve(np.asarray(yt) == classes[1], s)
+            res["roc"] = {"fpr": fpr, "tpr": tpr, "auc": auc, "positive": str(classes[1])}
+            if math.isfinite(auc):
+                m[f"{on} AUC"] = auc
     else:
+        check_finite_model(est, ("predictions", pred_tr),
+                           *([("predictions", pred_te)] if has_test else []))
         ytr = np.asarray(y_train, float)
-        m["train MSE"] = float(np.mean((pred_tr - ytr) ** 2))
-        m["train R^2"] = r2_score(ytr, pred_tr)
+        m[f"{tr_name} MSE"] = float(np.mean((pred_tr - ytr) ** 2))
+        m[f"{tr_name} R^2"] = r2_score(ytr, pred_tr)
         if has_test:
             yte = np.asarray(y_test, float)
-            m["test MSE"] = float(np.mean((pred_te - yte) ** 2))
-            m["test R^2"] = r2_score(yte, pred_te)
-            m["test MAE"] = float(np.mean(np.abs(pred_te - yte)))
+            m[f"{te_name} MSE"] = float(np.mean((pred_te - yte) ** 2))
+            m[f"{te_name} R^2"] = r2_score(yte, pred_te)
+            m[f"{te_name} MAE"] = float(np.mean(np.abs(pred_te - yte)))
+        ye = np.asarray(yt, float)
+        m[f"baseline {on} MSE (training mean)"] = float(np.mean((ye - ytr.mean()) ** 2))
     size = model_size(est)
     if size is not None:
         m["features used"] = size
@@ -237,6 +347,10 @@ def evaluate(est, X_train, y_train, X_test=None, y_test=None, *, task: str,
         m["fit time (s)"] = float(fit_time)
     if isinstance(getattr(est, "reg_", None), float):
         m["reg chosen (auto)"] = est.reg_
+    res["notes"] = fit_notes(est, size)
+    if not plots:
+        res["eval_time"] = time.perf_counter() - t0
+        return res
     m.update(_bounds(est, X_train, y_train))
     n_in = X_train.shape[1]
     names = list(feature_names) if feature_names is not None and len(feature_names) == n_in \
@@ -248,8 +362,11 @@ def evaluate(est, X_train, y_train, X_test=None, y_test=None, *, task: str,
     vi = variable_importance(est, n_in)
     if vi is not None:
         res["importance"], res["importance_label"] = vi
+    Xall = np.vstack([X_train, X_test]) if has_test else X_train
+    if n_in == 1 and not classification:
+        res["curve"] = _curve(est, Xall)
+        res["X_train1"], res["X_test1"] = X_train[:, 0], (X_test[:, 0] if has_test else None)
     if n_in == 2:
-        Xall = np.vstack([X_train, X_test]) if has_test else X_train
         res["grid"] = _grid(est, Xall, classification, res.get("classes"))
         res["X_train2"], res["X_test2"] = X_train, (X_test if has_test else None)
     res["model_curves"] = model_curves(est)

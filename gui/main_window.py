@@ -24,8 +24,9 @@ import rwtool
 
 from . import export
 from .data_panel import DataPanel, PreviewTable, list_samples
-from .evaluate import evaluate
+from .evaluate import COUNT_METRICS, evaluate
 from .method_panel import MethodPanel
+from .preflight import many_classes, preflight
 from .methods import FAMILIES, available_families
 from .results_panel import ResultsPanel
 from .run_list import Run, RunList
@@ -47,7 +48,8 @@ class MainWindow(QMainWindow):
 
     def __init__(self, settings: QSettings | None = None, warm_up: bool = True):
         super().__init__()
-        self.setWindowTitle("rwtool")
+        # Qt appends the application's display name ("rwtool") to the title itself
+        self.setWindowTitle("")
         self.setAcceptDrops(True)
         self.settings = settings if settings is not None else QSettings("rwtool", "rwtool-gui")
         self.worker = WorkerController(self)
@@ -258,6 +260,10 @@ class MainWindow(QMainWindow):
         self.banner.show_message("info", message)
         self.statusBar().showMessage(message, 8000)
 
+    def ask(self, title: str, text: str) -> bool:
+        """A yes/no question (tests and scripts replace this attribute)."""
+        return QMessageBox.question(self, title, text) == QMessageBox.Yes
+
     def _ask_open(self, title: str, filters: str) -> str | None:
         start = self.settings.value("last_dir", str(Path.home()))
         path, _ = QFileDialog.getOpenFileName(self, title, start, filters)
@@ -265,11 +271,20 @@ class MainWindow(QMainWindow):
             self.settings.setValue("last_dir", os.path.dirname(path))
         return path or None
 
+    def save_dir(self) -> str:
+        """Where a save dialog starts: the last folder saved into, else the last folder opened
+        when it is writable (a samples or data folder often is not), else the home folder."""
+        for key in ("last_save_dir", "last_dir"):
+            d = self.settings.value(key, "")
+            if isinstance(d, str) and d and os.path.isdir(d) and os.access(d, os.W_OK):
+                return d
+        return str(Path.home())
+
     def _ask_save(self, title: str, filters: str, default: str) -> str | None:
-        start = os.path.join(self.settings.value("last_dir", str(Path.home())), default)
+        start = os.path.join(self.save_dir(), default)
         path, _ = QFileDialog.getSaveFileName(self, title, start, filters)
         if path:
-            self.settings.setValue("last_dir", os.path.dirname(path))
+            self.settings.setValue("last_save_dir", os.path.dirname(path))
         return path or None
 
     # -- data -----------------------------------------------------------------------------------
@@ -300,7 +315,7 @@ class MainWindow(QMainWindow):
         self.preview_table.show_preview(self.data_panel.preview)
         self.preview_stack.setCurrentWidget(self.preview_table)
         self.right_tabs.setCurrentWidget(self.preview_stack)
-        self.setWindowTitle(f"rwtool — {os.path.basename(path)}")
+        self.setWindowTitle(os.path.basename(path))
         self.statusBar().showMessage(f"Loaded {path}", 5000)
 
     def _dataset_ready(self, info: dict) -> None:
@@ -308,8 +323,12 @@ class MainWindow(QMainWindow):
         train = info["train"]
         self.method_panel.set_task("regression" if train.task == "regression" else "binary")
         self.method_panel.set_data(train.X)
-        if self.banner.kind == "error" and self.banner.isVisible():
+        if self.banner.kind in ("error", "warning") and self.banner.isVisible():
             self.banner.hide()
+        if train.is_classification and train.classes is not None:
+            warn = many_classes(train.n_samples, len(train.classes))
+            if warn:
+                self.banner.show_message("warning", f"Many classes: {warn}")
         self._update_ready()
 
     def _dataset_invalid(self, why: str) -> None:
@@ -381,6 +400,15 @@ class MainWindow(QMainWindow):
         fam = self.method_panel.family()
         info = self.data_info
         train, test = info["train"], info["test"]
+        check = preflight(est, train.X, train.y, train.task)
+        if check.refuse:
+            self.show_error(f"Not started: {check.refuse}")
+            return
+        question = " ".join(check.warnings + ([check.confirm] if check.confirm else []))
+        if question and not self.ask("Start this fit?", question + (
+                "" if check.confirm else f" ({check.summary()}.) Train anyway?")):
+            self.statusBar().showMessage("Training not started.", 5000)
+            return
         data = dict(info["options"], path=info["path"], preprocessing=train.preprocessing,
                     train_rows=train.rows, test_rows=None if test is None else test.rows)
         run = Run(self._new_id(), fam.key, fam.title, type(est).__name__, est.get_params(),
@@ -575,7 +603,8 @@ class MainWindow(QMainWindow):
         fam = next((f for f in FAMILIES if name in (f.classifier, f.regressor)), None)
         task = "regression" if getattr(est, "_estimator_type", "") == "regressor" else \
             ("binary" if len(getattr(est, "classes_", [])) <= 2 else "multiclass")
-        metrics = dict(mf.metrics or {})
+        metrics = {k: int(v) if k in COUNT_METRICS and float(v).is_integer() else v
+                   for k, v in dict(mf.metrics or {}).items()}
         res = {"estimator": est, "metrics": metrics, "task": task, "warnings": [],
                "model_curves": {"curves": {}}}
         if hasattr(est, "classes_"):
@@ -622,7 +651,8 @@ class MainWindow(QMainWindow):
             pred = np.asarray(est.predict(ds.X))
             out = {"path": path, "rows": ds.rows, "pred": pred, "y": ds.y, "notes": ds.notes}
             if ds.y is not None and len(ds.y):
-                out["metrics"] = evaluate(est, ds.X, ds.y, task=task)["metrics"]
+                out["metrics"] = evaluate(est, ds.X, ds.y, task=task, plots=False,
+                                          set_names=("file", "file"))["metrics"]
             return out
         self.statusBar().showMessage(f"Predicting {os.path.basename(path)}…")
         self.worker.submit(CallJob("apply", apply))
@@ -696,7 +726,7 @@ class MainWindow(QMainWindow):
         if w is self.results_panel:
             return self.results_panel.current_plot()
         if w is self.training_panel.curves:
-            return self.training_panel.loss_plot
+            return self.training_panel.board.first_plot()
         if w is self.run_list:
             return self.run_list.compare_plot
         return None

@@ -55,8 +55,11 @@ def relevance_rules(specs) -> dict:
         for s in specs:
             if s.name == "solver" or s.name in rules or s.name in _MODEL_PARAMS:
                 continue
+            # sentences saying the parameter is ignored ("sfgd/osd ... ignore it") do not count
+            used = " ".join(t for t in re.split(r"(?<=[.;])\s+", s.doc)
+                            if "ignore" not in t.lower())
             named = {c for c in solver.choices
-                     if re.search(rf"(?<![A-Za-z_]){re.escape(c)}(?![A-Za-z_])", s.doc)}
+                     if re.search(rf"(?<![A-Za-z_]){re.escape(c)}(?![A-Za-z_])", used)}
             if named:
                 rules[s.name] = ("solver", named)
     return rules
@@ -170,7 +173,7 @@ class _Field:
                 w.setCurrentText(str(spec.default))
             w.currentIndexChanged.connect(on_change)
         else:
-            w = QLineEdit(format_value(spec.default))
+            w = QLineEdit(format_value(spec.extra.get("initial", spec.default)))
             hints = list(spec.keywords)
             if spec.allows_none:
                 hints.append("empty = None")

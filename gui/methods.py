@@ -95,7 +95,11 @@ class ParamSpec:
         typ = f" : {html.escape(self.doc_type)}" if self.doc_type else ""
         head = f"<b>{self.name}</b>{typ}"
         body = html.escape(self.doc) if self.doc else "No description in the docstring."
-        return f"<p>{head}</p><p>{body}</p><p>Default: {html.escape(repr(self.default))}</p>"
+        start = self.extra.get("initial", self.default)
+        shown = "" if start == self.default else \
+            f" (the app starts at {html.escape(repr(start))})"
+        return (f"<p>{head}</p><p>{body}</p><p>Default: {html.escape(repr(self.default))}"
+                f"{shown}</p>")
 
 
 
@@ -246,9 +250,13 @@ def param_specs(cls) -> list[ParamSpec]:
         else:
             kind = "text"
         if p.name == "random_state":
+            # reproducible by default: the app starts at seed 0 (cleared: a fresh draw)
             kind, allows_none = "int", True
+            desc = (desc + " The app starts at 0 so that every run can be reproduced; clear "
+                    "the field for a fresh random draw.").strip()
         specs.append(ParamSpec(p.name, default, kind, tuple(choices), typ, desc, allows_none,
-                               keywords, p.name in ADVANCED))
+                               keywords, p.name in ADVANCED,
+                               {"initial": 0} if p.name == "random_state" else {}))
     return specs
 
 

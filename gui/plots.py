@@ -13,12 +13,15 @@ import math
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QTimer
-from PySide6.QtGui import QColor
+from PySide6.QtCore import QRectF, Qt, QTimer
+from PySide6.QtGui import QColor, QPainter
 
-__all__ = ["configure", "LivePlot", "ResultPlot", "PALETTE", "export_plot", "pen"]
+__all__ = ["configure", "LivePlot", "ResultPlot", "PALETTE", "export_plot", "pen", "scatter",
+           "thin_points", "MAX_SCATTER"]
 
 REDRAW_MS = 100
+#: most points a result scatter draws per set (a random subset beyond; docs/bench/gui.md)
+MAX_SCATTER = 3000
 #: colour-blind friendly (Okabe-Ito)
 PALETTE = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#F0E442",
            "#000000")
@@ -35,6 +38,79 @@ def pen(i: int, width: float = 2.0, dash: bool = False):
         from PySide6.QtCore import Qt
         p.setStyle(Qt.DashLine)
     return p
+
+
+def thin_points(x: np.ndarray, y: np.ndarray, limit: int | None = None, seed: int = 0):
+    """``(x, y, n, idx)``: at most ``limit`` of the n points, a reproducible random subset in
+    the original order (a plot of every point of 250k rows costs seconds; a subset shows the
+    same cloud)."""
+    n = len(x)
+    limit = MAX_SCATTER if limit is None else limit
+    if n <= limit:
+        return x, y, n, None
+    idx = np.sort(np.random.default_rng(seed).choice(n, limit, replace=False))
+    return x[idx], y[idx], n, idx
+
+
+class Dots(pg.GraphicsObject):
+    """Round dots of one colour, painted by one QPainter.drawPoints call.
+
+    pyqtgraph's ScatterPlotItem styles every point in Python (about 10 ms per 1000 points to
+    set up and as much to paint); a cosmetic round pen over a QPolygonF draws a few thousand
+    points in a few milliseconds. Enough for scatters where every point looks the same.
+    """
+
+    def __init__(self, x, y, color, size: float = 5.0, name: str | None = None):
+        super().__init__()
+        x = np.asarray(x, float)
+        y = np.asarray(y, float)
+        ok = np.isfinite(x) & np.isfinite(y)
+        x, y = x[ok], y[ok]
+        self._poly = pg.functions.create_qpolygonf(len(x))
+        arr = pg.functions.ndarray_from_qpolygonf(self._poly)
+        arr[:, 0], arr[:, 1] = x, y
+        self._n = len(x)
+        self._bounds = ((float(x.min()), float(x.max())), (float(y.min()), float(y.max()))) \
+            if len(x) else ((0.0, 0.0), (0.0, 0.0))
+        self._pen = pg.mkPen(color, width=size)
+        self._pen.setCosmetic(True)
+        self._pen.setCapStyle(Qt.RoundCap)
+        self._size = float(size)
+        self._name = name
+        # what pyqtgraph's legend reads to draw the sample symbol
+        self.opts = {"pen": None, "brush": None, "fillLevel": None, "symbol": "o",
+                     "symbolSize": size, "symbolPen": None, "symbolBrush": pg.mkBrush(color),
+                     "antialias": True}
+
+    def name(self):
+        return self._name
+
+    def __len__(self) -> int:
+        return self._n
+
+    def dataBounds(self, ax, frac=1.0, orthoRange=None):
+        return self._bounds[ax]
+
+    def pixelPadding(self):
+        return self._size
+
+    def boundingRect(self):
+        (x0, x1), (y0, y1) = self._bounds
+        # one pixel's worth around the data, so that edge dots are repainted
+        px, py = self.pixelLength(pg.Point(1, 0)) or 0.0, self.pixelLength(pg.Point(0, 1)) or 0.0
+        pad_x, pad_y = self._size * (px or 0.0), self._size * (py or 0.0)
+        return QRectF(x0 - pad_x, y0 - pad_y, (x1 - x0) + 2 * pad_x, (y1 - y0) + 2 * pad_y)
+
+    def paint(self, painter, *args):
+        painter.setRenderHint(QPainter.Antialiasing, False)
+        painter.setPen(self._pen)
+        painter.drawPoints(self._poly)
+
+
+def scatter(x, y, brush, name: str | None = None, size: float = 5) -> Dots:
+    """A scatter of round dots of the brush's colour (see :class:`Dots`)."""
+    color = brush.color() if hasattr(brush, "color") else brush
+    return Dots(x, y, color, size, name)
 
 
 class ResultPlot(pg.PlotWidget):

@@ -22,7 +22,7 @@ from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QFormLayout, QGroup
                                QHeaderView, QLabel, QPushButton, QSlider, QTableWidget,
                                QTableWidgetItem, QTabWidget, QVBoxLayout, QWidget)
 
-from .plots import PALETTE, ResultPlot, pen
+from .plots import PALETTE, ResultPlot, pen, scatter, thin_points
 
 __all__ = ["ResultsPanel", "format_metric"]
 
@@ -156,6 +156,7 @@ class ResultsPanel(QTabWidget):
         self.roc_plot = ResultPlot("ROC curve", "false positive rate", "true positive rate")
         self.pva_plot = ResultPlot("Predicted vs actual", "actual", "predicted")
         self.residual_plot = ResultPlot("Residuals", "predicted", "actual − predicted")
+        self.curve_plot = ResultPlot("Fitted curve", "", "")
         self.region_plot = ResultPlot("Decision regions", "", "")
         self.coef_plot = ResultPlot("Coefficient magnitudes", "feature (sorted)", "")
         self.importance_plot = ResultPlot("Variable importance", "", "share")
@@ -165,6 +166,7 @@ class ResultsPanel(QTabWidget):
         self.addTab(self.roc_plot, "ROC")
         self.addTab(self.pva_plot, "Predicted vs actual")
         self.addTab(self.residual_plot, "Residuals")
+        self.addTab(self.curve_plot, "Fitted curve")
         self.addTab(self.region_plot, "Decision regions")
         self.addTab(self.coef_plot, "Coefficients")
         self.addTab(self.importance_plot, "Importance")
@@ -172,8 +174,9 @@ class ResultsPanel(QTabWidget):
         self.result: dict | None = None
         self.prune_view.preview_requested.connect(self.prune_requested)
         self.prune_view.keep_requested.connect(self.keep_pruned_requested)
-        for i in range(1, self.count()):
-            self.setTabVisible(i, False)
+        # Every tab the panel can show, in order; only the current run's are in the tab bar.
+        self._all_tabs = [(self.widget(i), self.tabText(i)) for i in range(self.count())]
+        self._set_tabs({self.metrics_view})
 
     # -- helpers ---------------------------------------------------------------------------------
     def current_plot(self) -> ResultPlot | None:
@@ -182,10 +185,30 @@ class ResultsPanel(QTabWidget):
 
     def plots(self) -> dict[str, ResultPlot]:
         return {self.tabText(i): self.widget(i) for i in range(self.count())
-                if isinstance(self.widget(i), ResultPlot) and self.isTabVisible(i)}
+                if isinstance(self.widget(i), ResultPlot)}
 
-    def _show_tab(self, widget, on: bool) -> None:
-        self.setTabVisible(self.indexOf(widget), on)
+    def shows(self, widget) -> bool:
+        """True when ``widget``'s tab is in the tab bar for the current run."""
+        return self.indexOf(widget) >= 0
+
+    def _set_tabs(self, visible) -> None:
+        """Put exactly the ``visible`` widgets in the tab bar, keeping the current one.
+
+        Tabs are removed and re-added rather than hidden: QTabBar keeps the scroll offset of
+        hidden tabs, which left a blank gap and unreachable tabs when a classification run and
+        a regression run (different tab sets) were shown one after the other.
+        """
+        current = self.currentWidget()
+        self.blockSignals(True)
+        try:
+            while self.count():
+                self.removeTab(0)
+            for w, text in self._all_tabs:
+                if w in visible:
+                    self.addTab(w, text)
+            self.setCurrentIndex(max(0, self.indexOf(current)))
+        finally:
+            self.blockSignals(False)
 
     # -- drawing ---------------------------------------------------------------------------------
     def show_result(self, res: dict, title: str = "") -> None:
@@ -201,31 +224,25 @@ class ResultsPanel(QTabWidget):
             notes.append("<b>Cancelled:</b> the model is the last completed iterate.")
         for w in res.get("warnings", []):
             notes.append(f"<span style='color:#8a5a00'>warning: {html.escape(w)}</span>")
+        notes += [html.escape(n) for n in res.get("notes", [])]
         self.metrics_view.show(title, res.get("metrics", {}), notes)
         cls_task = res.get("task") != "regression"
-        self._show_tab(self.confusion_plot, cls_task and "confusion" in res)
-        if "confusion" in res:
-            self._pending.append((self._draw_confusion, res))
-        self._show_tab(self.roc_plot, "roc" in res)
-        if "roc" in res:
-            self._pending.append((self._draw_roc, res["roc"]))
-        reg = not cls_task
-        self._show_tab(self.pva_plot, reg)
-        self._show_tab(self.residual_plot, reg)
-        if reg:
-            self._pending.append((self._draw_regression, res))
-        self._show_tab(self.region_plot, "grid" in res)
-        if "grid" in res:
-            self._pending.append((self._draw_regions, res))
-        self._show_tab(self.coef_plot, "coef_magnitudes" in res)
-        if "coef_magnitudes" in res:
-            self._pending.append((self._draw_coefs, res))
-        self._show_tab(self.importance_plot, "importance" in res)
-        if "importance" in res:
-            self._pending.append((self._draw_importance, res))
+        # what to draw, in tab order; a model opened from a file has no rows to draw from
+        has_rows = res.get("y_train") is not None and res.get("pred_train") is not None
+        plan = [(self.confusion_plot, cls_task and "confusion" in res, self._draw_confusion),
+                (self.roc_plot, "roc" in res, lambda r: self._draw_roc(r["roc"])),
+                (self.pva_plot, not cls_task and has_rows, self._draw_regression),
+                (self.residual_plot, not cls_task and has_rows,
+                 lambda r: self._draw_regression(r, residuals=True)),
+                (self.curve_plot, "curve" in res, self._draw_curve),
+                (self.region_plot, "grid" in res, self._draw_regions),
+                (self.coef_plot, "coef_magnitudes" in res, self._draw_coefs),
+                (self.importance_plot, "importance" in res, self._draw_importance)]
         est = res.get("estimator")
         can_prune = est is not None and callable(getattr(est, "prune", None))
-        self._show_tab(self.prune_view, can_prune)
+        self._set_tabs({self.metrics_view, *(w for w, on, _ in plan if on)}
+                       | ({self.prune_view} if can_prune else set()))
+        self._pending = [(draw, res) for _, on, draw in plan if on and draw is not None]
         self.prune_view.set_available(
             can_prune,
             "Remove features whose coefficients the model can do without: preview the pruned "
@@ -239,9 +256,11 @@ class ResultsPanel(QTabWidget):
         if not getattr(self, "_pending", None):
             return
         draw, arg = self._pending.pop(0)
-        draw(arg)
-        if self._pending:
-            QTimer.singleShot(0, self._draw_next)
+        try:
+            draw(arg)
+        finally:    # a plot that fails to draw must not stop the others
+            if self._pending:
+                QTimer.singleShot(0, self._draw_next)
 
     @property
     def drawing(self) -> bool:
@@ -307,27 +326,51 @@ class ResultsPanel(QTabWidget):
         p.setXRange(0, 1)
         p.setYRange(0, 1)
 
-    def _draw_regression(self, res) -> None:
-        p, r = self.pva_plot, self.residual_plot
-        p.reset()
-        r.reset()
+    def _draw_regression(self, res, residuals: bool = False) -> None:
+        """Predicted vs actual (or the residuals); large sets are drawn from a random subset.
+
+        A scatter of 20k symbols took 0.8-0.9 s to draw; at most MAX_SCATTER points per set,
+        and each of the two plots in its own event-loop turn, keep every draw under 100 ms
+        whatever the rows (the metrics use every row).
+        """
+        p = self.residual_plot if residuals else self.pva_plot
         sets = [("train", res.get("y_train"), res.get("pred_train"), 0)]
         if res.get("y_test") is not None:
             sets.append(("test", res["y_test"], res["pred_test"], 1))
+        shown = [(name, *thin_points(np.asarray(y, float), np.asarray(f, float))[:3], i)
+                 for name, y, f, i in sets]
+        note = ", ".join(f"{len(y):,} of {n:,} {name} rows" for name, y, f, n, i in shown
+                         if len(y) < n)
+        suffix = f" ({note}, drawn at random)" if note else ""
+        p.reset(("Residuals" if residuals else "Predicted vs actual") + suffix)
         lo, hi = math.inf, -math.inf
-        for name, y, f, i in sets:
-            y = np.asarray(y, float)
-            f = np.asarray(f, float)
+        for name, y, f, n, i in shown:
             brush = pg.mkBrush(QColor(PALETTE[i]).lighter(110))
-            p.plot(y, f, pen=None, symbol="o", symbolSize=5, symbolBrush=brush,
-                   symbolPen=None, name=name)
-            r.plot(f, y - f, pen=None, symbol="o", symbolSize=5, symbolBrush=brush,
-                   symbolPen=None, name=name)
-            lo, hi = min(lo, y.min(), f.min()), max(hi, y.max(), f.max())
-        if math.isfinite(lo):
+            p.addItem(scatter(f, y - f, brush, name=name) if residuals else
+                      scatter(y, f, brush, name=name))
+            if len(y):
+                lo, hi = min(lo, y.min(), f.min()), max(hi, y.max(), f.max())
+        if not math.isfinite(lo):
+            return
+        if residuals:
+            p.addLine(y=0, pen=pg.mkPen("#555", style=Qt.DashLine))
+        else:
             p.plot([lo, hi], [lo, hi], pen=pg.mkPen("#555", style=Qt.DashLine), name="y = x")
-            r.addLine(y=0, pen=pg.mkPen("#555", style=Qt.DashLine))
 
+    def _draw_curve(self, res) -> None:
+        """One input: the rows and the model's prediction along that input."""
+        c = res["curve"]
+        p = self.curve_plot
+        name = (res.get("feature_names") or ["x"])[0]
+        p.reset("Fitted curve" if res.get("task") == "regression" else
+                f"Predicted class along {name}", name, "target")
+        for label, X, y, i in (("train", res.get("X_train1"), res.get("y_train"), 0),
+                               ("test", res.get("X_test1"), res.get("y_test"), 1)):
+            if X is None or y is None:
+                continue
+            x, yv, n, _ = thin_points(np.asarray(X, float), np.asarray(y, float))
+            p.addItem(scatter(x, yv, pg.mkBrush(QColor(PALETTE[i]).lighter(110)), name=label))
+        p.plot(c["x"], c["y"], pen=pen(2, 2.5), name="model")
     def _draw_regions(self, res) -> None:
         p = self.region_plot
         g = res["grid"]

@@ -1,9 +1,9 @@
 """The training panel: Train and Cancel, progress with elapsed and remaining time, live curves.
 
-Progress events (plain dicts from gui.worker) move the bar and feed two live plots: losses and
-objectives on one, errors on the other, against iterations, the number of features of a greedy
-path, or lambda along a regularisation path. A timer keeps the elapsed time moving between
-events. The panel never touches an estimator.
+Progress events (plain dicts from gui.worker) move the bar and feed the live curves
+(gui.curve_board: one plot per quantity) against iterations, the number of features of a greedy
+path, lambda along a regularisation path or the candidates of a search. A timer keeps the
+elapsed time moving between events. The panel never touches an estimator.
 """
 
 from __future__ import annotations
@@ -12,15 +12,18 @@ import math
 import time
 
 from PySide6.QtCore import Qt, QTimer, Signal
-from PySide6.QtWidgets import (QHBoxLayout, QLabel, QProgressBar, QPushButton, QSplitter,
-                               QVBoxLayout, QWidget)
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QProgressBar, QPushButton, QVBoxLayout, QWidget
 
-from .plots import REDRAW_MS, LivePlot
+from .curve_board import CurveBoard
 
 __all__ = ["TrainingPanel", "format_seconds", "split_metrics", "curve_x"]
 
 #: metric keys used as the x axis of a path rather than plotted
 _X_KEYS = {"n_features": "number of features", "lam": "lambda"}
+#: x-axis label of a stage whose events count something other than iterations
+_STAGE_X = {"search": "candidates evaluated", "greedy path": "number of features",
+            "lasso": "lambda values solved", "sfgd": "centres added (iterations)",
+            "osd": "centres added (iterations)", "prune": "pruning step"}
 _SKIP = {"it", "iteration", "done"}
 
 
@@ -42,7 +45,8 @@ def curve_x(ev: dict) -> tuple[str, float, bool]:
     xkey = next((k for k in _X_KEYS if k in metrics), None)
     if xkey:
         return _X_KEYS[xkey], float(metrics[xkey]), xkey == "lam"
-    return ev.get("stage") or "iteration", float(ev.get("done", 0)), False
+    stage = ev.get("stage") or "iteration"
+    return _STAGE_X.get(stage, stage), float(ev.get("done", 0)), False
 
 
 def split_metrics(metrics: dict) -> tuple[dict, dict]:
@@ -90,12 +94,9 @@ class TrainingPanel(QWidget):
         bar.addWidget(self.progress, 1)
         bar.addWidget(self.time_label)
 
-        self.loss_plot = LivePlot("Training loss / objective", "iteration", "")
-        self.error_plot = LivePlot("Error", "iteration", "", phase_ms=REDRAW_MS // 2)
         #: the live curves, placed by the main window in its own tab
-        self.curves = QSplitter(Qt.Vertical)
-        self.curves.addWidget(self.loss_plot)
-        self.curves.addWidget(self.error_plot)
+        self.board = CurveBoard()
+        self.curves = self.board
 
         lay = QVBoxLayout(self)
         lay.setContentsMargins(4, 4, 4, 0)
@@ -127,11 +128,7 @@ class TrainingPanel(QWidget):
         self._stage_t0 = self._t0
         self._fraction = 0.0
         self._stage = ""
-        self.loss_plot.clear_curves()
-        self.error_plot.clear_curves()
-        for p in (self.loss_plot, self.error_plot):
-            p.setLabel("bottom", "iteration")
-            p.setLogMode(False, False)
+        self.board.clear()
         self.train_button.setEnabled(False)
         self.cancel_button.setEnabled(True)
         self.cancel_button.setText("Cancel")
@@ -146,14 +143,14 @@ class TrainingPanel(QWidget):
         elapsed = time.perf_counter() - self._t0 if self._t0 is not None else float("nan")
         self._t0 = None
         self.cancel_button.setEnabled(False)
+        self.cancel_button.setText("Cancel")
         self.train_button.setEnabled(True)
         self.progress.setFormat(text)
         if text.startswith("done"):
             self.progress.setValue(1000)
         self.time_label.setText(f"took {format_seconds(elapsed)}")
         # the timers draw the last points: a finished run then costs no synchronous redraw
-        self.loss_plot.request_redraw()
-        self.error_plot.request_redraw()
+        self.board.request_redraw()
 
     def mark_cancelling(self) -> None:
         """Show that a cancel was asked for (by the button, Esc or the menu)."""
@@ -186,16 +183,9 @@ class TrainingPanel(QWidget):
             self.progress.setFormat(f"{stage}…")
         metrics = ev.get("metrics", {})
         xlabel, x, log_x = curve_x(ev)
-        loss, err = split_metrics(metrics)
-        if loss or err:
-            for plot in (self.loss_plot, self.error_plot):
-                plot.setLabel("bottom", xlabel)
-                if log_x:
-                    plot.setLogMode(True, False)
-        for k, v in loss.items():
-            self.loss_plot.append(k, x, v)
-        for k, v in err.items():
-            self.error_plot.append(k, x, v)
+        for k, v in metrics.items():
+            if k not in _X_KEYS and k not in _SKIP:
+                self.board.append(k, xlabel, x, v, log_x)
         if metrics:
             shown = ", ".join(f"{k} {v:.4g}" for k, v in list(metrics.items())[:4])
             self.stage_label.setText(f"{stage}: {shown}")
@@ -208,17 +198,11 @@ class TrainingPanel(QWidget):
         curves = mc.get("curves") or {}
         if not curves:
             return
-        self.loss_plot.clear_curves()
-        self.error_plot.clear_curves()
-        for p in (self.loss_plot, self.error_plot):
-            p.setLabel("bottom", mc.get("x_label", "iteration"))
-            p.setLogMode(bool(mc.get("log_x")), False)
-        loss, err = split_metrics({k: 0.0 for k in curves})
+        self.board.clear()
         for k, (x, y) in curves.items():
-            (self.error_plot if k in err else self.loss_plot).set_curve(k, x, y)
+            self.board.set_curve(k, mc.get("x_label", "iteration"), x, y, bool(mc.get("log_x")))
         # the timers draw the last points: a finished run then costs no synchronous redraw
-        self.loss_plot.request_redraw()
-        self.error_plot.request_redraw()
+        self.board.request_redraw()
 
     def _tick(self) -> None:
         if self._t0 is None:

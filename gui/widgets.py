@@ -33,6 +33,8 @@ class Banner(QFrame):
         self.setObjectName("banner")
         self.label = QLabel()
         self.label.setWordWrap(True)
+        # always rich text: an escaped "File &gt; Apply" must not be shown as plain text
+        self.label.setTextFormat(Qt.RichText)
         self.label.setTextInteractionFlags(Qt.TextSelectableByMouse)
         self.details_button = QPushButton("Details")
         self.details_button.setFlat(True)

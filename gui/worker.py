@@ -26,6 +26,7 @@ import numba
 import numpy as np
 from PySide6.QtCore import QObject, QRunnable, QThread, QThreadPool, Signal, Slot
 
+from rwtool.errors import InsufficientMemoryError, NumericalError
 from rwtool.progress import FitCancelled
 
 from .evaluate import evaluate
@@ -41,6 +42,8 @@ def describe_error(exc: BaseException) -> dict:
     if name == "LinAlgError":
         text = (f"numerical failure in a linear solve ({text}); try a larger reg, fewer "
                 f"features, or standardised inputs")
+    elif isinstance(exc, (NumericalError, InsufficientMemoryError)):
+        pass        # rwtool's own errors already name the solver, the sizes and the fix
     elif isinstance(exc, MemoryError):
         text = "not enough memory for this fit; use fewer features or a smaller block size"
     elif not isinstance(exc, (ValueError, TypeError, OSError)):
@@ -147,24 +150,28 @@ class TrainWorker(QObject):
             except Exception as exc:  # shown in the app; the previous model stays
                 self.failed.emit(job.run_id, describe_error(exc))
                 return
-        fit_time = time.perf_counter() - t0
-        self._evaluate_and_emit(job, est, fit_time, cancelled, caught)
+        self._evaluate_and_emit(job, est, time.perf_counter() - t0, cancelled, caught)
 
     @staticmethod
     def _is_fitted(est) -> bool:
         return any(k.endswith("_") and not k.startswith("_") for k in vars(est)) and (
             hasattr(est, "coef_") or hasattr(est, "particles_") or hasattr(est, "dual_coef_"))
 
-    def _evaluate_and_emit(self, job, est, fit_time, cancelled, caught) -> None:
+    def _evaluate_and_emit(self, job, est, wall_time, cancelled, caught) -> None:
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 res = evaluate(est, job.X_train, job.y_train, job.X_test, job.y_test,
                                task=job.task, feature_names=job.feature_names,
-                               fit_time=getattr(est, "fit_time_", fit_time))
+                               fit_time=wall_time)
         except Exception as exc:
             self.failed.emit(job.run_id, describe_error(exc))
             return
+        # reg="auto" spends most of the wall time choosing reg before the final fit
+        final = getattr(est, "fit_time_", None)
+        if isinstance(getattr(est, "reg_", None), float) and isinstance(final, float) \
+                and final < wall_time:
+            res["metrics"]["of which choosing reg (s)"] = wall_time - final
         res["estimator"] = est
         res["cancelled"] = cancelled
         res["warnings"] = list(dict.fromkeys(str(w.message) for w in caught))

@@ -265,7 +265,7 @@ def test_export_reload_apply(qtbot, window, tmp_path):
     from rwtool.data import read_csv
     ds = read_csv(new, "label")
     np.testing.assert_array_equal(window.last_applied["pred"], est.predict(ds.X))
-    assert window.last_applied["metrics"]["train error"] == pytest.approx(
+    assert window.last_applied["metrics"]["file error"] == pytest.approx(
         np.mean(est.predict(ds.X) != ds.y))
 
 
@@ -372,7 +372,7 @@ def test_pruning_preview_and_keep(qtbot, window, tmp_path):
     if not callable(getattr(est, "prune", None)):
         pytest.skip("this rwtool has no prune()")
     pv = window.results_panel.prune_view
-    assert window.results_panel.isTabVisible(window.results_panel.indexOf(pv))
+    assert window.results_panel.shows(pv)
     pv.slider.setValue(60)
     pv.accept_combo.setCurrentIndex(pv.accept_combo.findData("error"))
     pv.preview_button.click()
@@ -467,7 +467,7 @@ def test_live_curves_drawn_by_their_timers_after_the_run(qtbot, window, tmp_path
     run = train(qtbot, window)
     assert run.status == "done"
     tp = window.training_panel
-    for plot in (tp.loss_plot, tp.error_plot):
+    for plot in tp.board.plots().values():
         qtbot.waitUntil(lambda p=plot: not p._dirty and bool(p._curves), timeout=2000)
         for name in plot.curve_names():
             x, y = plot.curve_data(name)

@@ -1,0 +1,103 @@
+"""The live curves of a fit: one plot per quantity, each with its own axes.
+
+A solver's progress events carry several numbers of different kinds and scales (a loss near
+0.7, a norm near 1000, a training error near 0 and a validation error near 1e10, a
+cross-validated score that is better when higher). Drawn on one axis, all but the largest look
+flat, and a score looks like an error. Here each quantity gets its own small plot, titled with
+what it is, against the x of the stage that produced it (iterations, features added, lambda,
+candidates); every run starts from empty plots whose ranges follow its own data.
+
+This module draws; it must not compute models or metrics.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtWidgets import QGridLayout, QLabel, QWidget
+
+from .plots import REDRAW_MS, LivePlot
+
+__all__ = ["CurveBoard", "describe_metric", "LOG_Y"]
+
+#: what each metric a solver reports is, for a plot title
+_TITLES = {
+    "loss": "training loss (current batch)",
+    "train_loss": "training loss",
+    "objective": "objective",
+    "norm": "‖α‖ of the iterate (largest output)",
+    "train_error": "training error",
+    "val_error": "validation error (held-out rows)",
+    "error": "training error (current batch)",
+    "best_score": "best cross-validated score so far (higher is better)",
+    "score": "cross-validated score (higher is better)",
+    "nnz": "non-zero coefficients",
+    "gap": "duality gap",
+    "criterion": "pruning criterion",
+}
+#: quantities spanning orders of magnitude
+LOG_Y = frozenset({"gap"})
+COLUMNS = 2
+
+
+def describe_metric(name: str) -> str:
+    return _TITLES.get(name, name.replace("_", " "))
+
+
+class CurveBoard(QWidget):
+    """A grid of :class:`LivePlot`, one per quantity, created when the quantity first appears."""
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self._grid = QGridLayout(self)
+        self._grid.setContentsMargins(2, 2, 2, 2)
+        self._plots: dict[str, LivePlot] = {}
+        self._hint = QLabel("The curves of the next fit appear here: one plot per quantity "
+                            "the solver reports.")
+        self._hint.setWordWrap(True)
+        self._grid.addWidget(self._hint, 0, 0)
+
+    # -- content ----------------------------------------------------------------------------
+    def plots(self) -> dict[str, LivePlot]:
+        return dict(self._plots)
+
+    def plot_for(self, name: str, xlabel: str, log_x: bool = False) -> LivePlot:
+        p = self._plots.get(name)
+        if p is None:
+            i = len(self._plots)
+            # timers of neighbouring plots fire in different event-loop turns
+            p = LivePlot(describe_metric(name), xlabel, "",
+                         phase_ms=(i * REDRAW_MS // 4) % REDRAW_MS)
+            p.metric = name
+            self._plots[name] = p
+            self._hint.hide()
+            self._grid.addWidget(p, i // COLUMNS, i % COLUMNS)
+            p.setLogMode(bool(log_x), name in LOG_Y)
+        elif p.getAxis("bottom").labelText != xlabel:
+            p.setLabel("bottom", xlabel)
+        return p
+
+    def append(self, name: str, xlabel: str, x: float, y: float, log_x: bool = False) -> None:
+        self.plot_for(name, xlabel, log_x).append(name, x, y)
+
+    def set_curve(self, name: str, xlabel: str, x, y, log_x: bool = False) -> None:
+        self.plot_for(name, xlabel, log_x).set_curve(name, x, y)
+
+    def clear(self) -> None:
+        """Remove every plot: the next run starts with fresh axes and ranges."""
+        for p in self._plots.values():
+            p._timer.stop()
+            self._grid.removeWidget(p)
+            p.setParent(None)
+            p.deleteLater()
+        self._plots.clear()
+        self._hint.show()
+
+    def request_redraw(self) -> None:
+        for p in self._plots.values():
+            p.request_redraw()
+
+    def flush(self) -> None:
+        for p in self._plots.values():
+            p.flush()
+
+    def first_plot(self) -> LivePlot | None:
+        return next(iter(self._plots.values()), None)

@@ -1,0 +1,128 @@
+"""Checks before a fit starts: what it will cost, and choices that cannot work on this data.
+
+``preflight`` looks at the configured estimator and the encoded training rows and returns what
+the window must say before submitting the fit: a refusal (the fit needs more memory than the
+machine has, or reg="auto"/k-fold needs more rows of a class than there are), warnings (many
+classes for the rows, which usually means a numeric quantity picked as a classification
+target), and the estimate of memory and time from rwtool.resources.estimate_fit, with whether
+it is long enough to ask the user first. Messages refer to what the form has (Task, reg, the
+folds of the evaluation or of the search), never to parameters the user cannot see.
+
+This module decides; it must not fit, and it must not build widgets.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from rwtool.resources import MEMORY_FRACTION, available_memory, estimate_fit
+
+__all__ = ["Preflight", "preflight", "many_classes", "AUTO_REG_FOLDS", "LONG_FIT_S",
+           "LARGE_FIT_BYTES"]
+
+#: folds of reg="auto" in rwtool (estimators/random_features.py _fit_auto_reg)
+AUTO_REG_FOLDS = 3
+#: a fit estimated longer than this, or larger than LARGE_FIT_BYTES, is confirmed first
+LONG_FIT_S = 60.0
+LARGE_FIT_BYTES = 2 << 30
+
+
+@dataclass
+class Preflight:
+    refuse: str = ""                       # non-empty: do not start, show this
+    warnings: list = field(default_factory=list)
+    estimate: object = None                # rwtool.resources.FitEstimate or None
+    available: int = 0
+    confirm: str = ""                      # non-empty: ask the user with this text first
+
+    def summary(self) -> str:
+        e = self.estimate
+        if e is None:
+            return ""
+        text = f"estimated peak memory {_human(e.peak_bytes)}"
+        if e.seconds is not None:
+            text += f", about {_duration(e.seconds)}"
+        return text + f" ({_human(self.available)} available)"
+
+
+def _human(n: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if abs(n) < 1024:
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} TiB"
+
+
+def _duration(s: float) -> str:
+    return f"{s:.0f} s" if s < 120 else f"{s / 60:.0f} min"
+
+
+def many_classes(n_rows: int, n_classes: int) -> str:
+    """A warning when a classification target has too many classes for its rows, else ""."""
+    if n_classes <= 2:
+        return ""
+    per = n_rows / n_classes
+    if n_classes > 100 or per < 10:
+        return (f"the target has {n_classes:,} classes for {n_rows:,} training rows "
+                f"({per:.1f} rows per class): a model cannot learn that many classes from so "
+                f"few rows each, and a fit costs memory and time per class. If the target is a "
+                f"quantity (a numeric column with many values), choose Task: regression on the "
+                f"Data tab.")
+    return ""
+
+
+def _class_floor(y, folds: int, why: str) -> str:
+    values, counts = np.unique(np.asarray(y), return_counts=True)
+    low = int(counts.min())
+    if low >= folds:
+        return ""
+    c = values[int(np.argmin(counts))]
+    n_low = int(np.count_nonzero(counts < folds))
+    return (f"{why} needs at least {folds} rows of every class, but class {c!r} has {low} "
+            f"(and {n_low:,} class(es) have fewer than {folds}). Choose Task: regression if "
+            f"the target is a quantity, or drop the rare classes from the file")
+
+
+def preflight(est, X, y, task: str, *, folds: int | None = None,
+              folds_what: str = "k-fold evaluation", available: int | None = None) -> Preflight:
+    """What to tell the user before ``est.fit(X, y)`` (see the module docstring).
+
+    ``folds`` is the number of folds the app itself will use (k-fold evaluation or a search),
+    with ``folds_what`` naming the form control that sets it.
+    """
+    out = Preflight()
+    n, d = X.shape
+    classification = task != "regression"
+    k = len(np.unique(np.asarray(y))) if classification else 1
+    if classification:
+        w = many_classes(n, k)
+        if w:
+            out.warnings.append(w)
+        params = est.get_params() if hasattr(est, "get_params") else {}
+        if isinstance(params.get("reg"), str) and params["reg"].lower() == "auto":
+            msg = _class_floor(y, AUTO_REG_FOLDS,
+                               f"reg = auto (chosen by {AUTO_REG_FOLDS}-fold cross-validation)")
+            if msg:
+                out.refuse = msg + ", or type a number in reg."
+                return out
+        if folds:
+            msg = _class_floor(y, int(folds), f"{folds_what} with {folds} folds")
+            if msg:
+                out.refuse = msg + f", or lower the folds of the {folds_what}."
+                return out
+    n_outputs = 1 if k <= 2 else k
+    out.estimate = estimate_fit(est, n, d, n_outputs)
+    out.available = available_memory() if available is None else int(available)
+    peak = out.estimate.peak_bytes
+    if peak > MEMORY_FRACTION * out.available:
+        detail = f" ({out.estimate.detail})" if out.estimate.detail else ""
+        out.refuse = (f"this fit would need about {_human(peak)} of memory{detail}, but only "
+                      f"{_human(out.available)} is available. Use fewer features or rows"
+                      + (", or Task: regression" if k > 2 else "") + ".")
+        return out
+    secs = out.estimate.seconds
+    if peak > LARGE_FIT_BYTES or (secs is not None and secs > LONG_FIT_S):
+        out.confirm = f"This fit is large: {out.summary()}. Start it?"
+    return out
