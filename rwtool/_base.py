@@ -14,10 +14,12 @@ from typing import Any
 
 import numpy as np
 
+from .errors import check_finite_result
+
 __all__ = [
     "BaseEstimator", "ClassifierMixin", "RegressorMixin", "NotFittedError",
     "check_array", "check_X_y", "check_random_state", "check_is_fitted",
-    "check_scalar", "check_choice", "Standardizer", "encode_classes",
+    "check_scalar", "check_choice", "check_range", "Standardizer", "encode_classes",
 ]
 
 
@@ -120,12 +122,20 @@ class ClassifierMixin:
 
     def decision_function(self, X) -> np.ndarray:
         """f(x) per class: shape (n,) for two classes (positive: classes_[1]), else (n, k)."""
-        D = self._raw_decision(X)
+        D = self._finite_decision(X)
         return D[:, 0] if D.shape[1] == 1 else D
 
     def predict(self, X) -> np.ndarray:
         """The class of each row: sign of f for two classes, argmax of f otherwise."""
-        return self._labels(self._raw_decision(X))
+        return self._labels(self._finite_decision(X))
+
+    def _finite_decision(self, X) -> np.ndarray:
+        # NaN > 0 is False: a non-finite f would silently predict one class for every row
+        D = self._raw_decision(X)
+        check_finite_result(D, solver=type(self).__name__, what="the decision values",
+                            fix="refit the model (it or these inputs overflow float64); check "
+                                "the inputs' scale against the training data's")
+        return D
 
     def _labels(self, D: np.ndarray) -> np.ndarray:
         if D.shape[1] == 1:
@@ -148,7 +158,10 @@ class RegressorMixin:
     def score(self, X, y, sample_weight=None) -> float:
         """Coefficient of determination R^2 of ``predict(X)`` against ``y``."""
         y = np.asarray(y, dtype=float)
-        pred = self.predict(X)
+        pred = np.asarray(self.predict(X), dtype=float)
+        peak = np.array([max(np.max(np.abs(y), initial=0.0), np.max(np.abs(pred), initial=0.0))])
+        if not _in_safe_range(peak):  # R^2 is scale-free: measure it where squares are finite
+            y, pred = y / peak[0], pred / peak[0]
         w = np.ones(len(y)) if sample_weight is None else np.asarray(sample_weight, float)
         if y.ndim == 2:
             w = w[:, None]
@@ -289,15 +302,28 @@ def check_choice(value, name: str, choices) -> str:
 
 # ----------------------------------------------------------------------------- scaling, targets
 
+#: magnitudes beyond which squares and sums of float64 values overflow or underflow
+SAFE_RANGE = (1e-150, 1e150)
+
+
+def _in_safe_range(peak: np.ndarray) -> bool:
+    return bool(np.all((peak == 0) | ((peak >= SAFE_RANGE[0]) & (peak <= SAFE_RANGE[1]))))
+
+
 class Standardizer:
     """Column standardisation with training statistics (the papers' protocol, 003 App. C).
 
-    Constant columns keep scale 1 so they map to 0 instead of dividing by zero.
+    A column whose standard deviation is at most 1e-12 of its largest |value| (constant up to
+    rounding) keeps scale 1 and maps to 0 instead of being blown up. The statistics are computed
+    in units of each column's largest |value|, and beyond ``SAFE_RANGE`` (|x| near 1e200 or
+    1e-200, targets near 1e308) the transforms too, so nothing overflows or underflows.
     """
 
     def __init__(self, mean: np.ndarray, scale: np.ndarray):
         self.mean = np.asarray(mean, dtype=np.float64)
         self.scale = np.asarray(scale, dtype=np.float64)
+        size = np.maximum(np.abs(self.mean), np.abs(self.scale))
+        self._unit = None if _in_safe_range(size) else np.where(size > 0, size, 1.0)
 
     @classmethod
     def fit(cls, X: np.ndarray) -> "Standardizer":
@@ -325,10 +351,29 @@ class Standardizer:
         return cls(mean, scale)
 
     def transform(self, X: np.ndarray) -> np.ndarray:
-        return (X - self.mean) / self.scale
+        if self._unit is None:
+            return (X - self.mean) / self.scale
+        u = self._unit
+        return (X / u - self.mean / u) / (self.scale / u)
 
     def inverse_transform(self, Z: np.ndarray) -> np.ndarray:
-        return Z * self.scale + self.mean
+        if self._unit is None:
+            return Z * self.scale + self.mean
+        u = self._unit
+        return (Z * (self.scale / u) + self.mean / u) * u
+
+
+def check_range(arr: np.ndarray, name: str, fix: str) -> None:
+    """Raise ValueError when ``arr`` holds magnitudes beyond ``SAFE_RANGE`` (fitting it unscaled
+    would overflow to inf or underflow to a constant model)."""
+    if arr.size == 0:
+        return
+    peak = float(np.max(np.abs(arr)))
+    if not _in_safe_range(np.array([peak])):
+        side = "large" if peak > 1.0 else "small"
+        raise ValueError(f"{name} holds values as {side} as {peak:.3g}, outside "
+                         f"[{SAFE_RANGE[0]:g}, {SAFE_RANGE[1]:g}] where float64 features "
+                         f"overflow or vanish; {fix}")
 
 
 def encode_classes(y: np.ndarray, name: str = "y"):

@@ -202,8 +202,13 @@ def _fmt(v) -> str:
 # ============================================================================ metrics
 
 def _metrics(est, X, y, task: str, prefix: str) -> dict:
-    pred = est.predict(X)
+    """Metrics of ``est`` on (X, y); NumericalError rather than a metric of non-finite output."""
+    from .errors import check_finite_result
+    pred = est.predict(X)          # rwtool classifiers check their decision values themselves
     if task == "regression":
+        check_finite_result(np.asarray(pred, dtype=float), solver=type(est).__name__,
+                            what="the predictions", fix="refit with other parameters; no metric "
+                            "is computed from non-finite predictions")
         y = np.asarray(y, dtype=float)
         err = np.asarray(pred, dtype=float) - y
         mse = float(np.mean(err ** 2))
@@ -723,6 +728,7 @@ def main(argv=None) -> int:
     except SystemExit as exc:             # --help, --version, usage errors
         return int(exc.code or 0)
     from .data import DataError
+    from .errors import NumericalError
     from .persist import ModelFileError
     from .progress import FitCancelled
 
@@ -746,7 +752,9 @@ def main(argv=None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return EXIT_OK
-    except (ValueError, TypeError, OSError, MemoryError) as exc:
+    except (ValueError, TypeError, OSError, MemoryError, NumericalError) as exc:
+        # NumericalError: the fit diverged or a metric would come from non-finite scores; it
+        # is raised before any model file is written
         code, err, kind = EXIT_ERROR, exc, type(exc).__name__
     except Exception as exc:              # a bug: still one line, with how to see more
         if os.environ.get("RWTOOL_DEBUG"):

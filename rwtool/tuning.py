@@ -23,6 +23,7 @@ from collections import OrderedDict
 import numpy as np
 
 from ._base import BaseEstimator, Standardizer, check_is_fitted, check_random_state, check_scalar
+from .errors import NumericalError
 from .progress import make_progress
 
 __all__ = ["LogUniform", "Uniform", "Choice", "default_space", "kfold_indices",
@@ -198,7 +199,9 @@ class RandomizedSearchCV(BaseEstimator):
     On the fast path (solvers "lstsq"/"ridge", default scoring) the inputs are standardised once
     with the statistics of all rows given to ``fit``, as the papers' protocol standardises the
     training set before its cross-validation, and every candidate uses the feature draw of its
-    ``random_state``, which is the draw the refit uses.
+    ``random_state``, which is the draw the refit uses. A candidate whose fit raises
+    :class:`rwtool.NumericalError` (a diverged iterative solver) scores NaN and ranks last; when
+    every candidate does, ``fit`` raises it.
     """
 
     def __init__(self, estimator, space=None, n_iter=50, cv=5, scoring=None, refit=True,
@@ -237,7 +240,11 @@ class RandomizedSearchCV(BaseEstimator):
         scores, times = _cross_validate(template, candidates, X, y_arr, folds, self.scoring,
                                         progress)
         mean = scores.mean(axis=1)
-        order = np.argsort(-mean, kind="stable")
+        if not np.isfinite(mean).any():
+            raise NumericalError(f"all {len(mean)} candidates diverged or gave non-finite "
+                                 f"scores", fix="standardize the inputs, narrow the search "
+                                 "space, or choose another solver")
+        order = np.argsort(-mean, kind="stable")   # NaN (diverged) candidates rank last
         rank = np.empty(len(mean), dtype=np.int64)
         rank[order] = np.arange(1, len(mean) + 1)
         self.cv_results_ = {"params": candidates, "mean_test_score": mean,
@@ -297,9 +304,14 @@ def _cross_validate(template, candidates, X, y, folds, scoring, progress):
             t0 = time.perf_counter()
             for k, (tr, va) in enumerate(folds):
                 est = _clone(template).set_params(**c)
-                est.fit(X_arr[tr], y[tr])
-                scores[i, k] = (est.score(X_arr[va], y[va]) if scoring is None
-                                else scoring(est, X_arr[va], y[va]))
+                try:
+                    est.fit(X_arr[tr], y[tr])
+                    scores[i, k] = (est.score(X_arr[va], y[va]) if scoring is None
+                                    else scoring(est, X_arr[va], y[va]))
+                except NumericalError:
+                    # a diverged candidate is invalid: it scores NaN, never the best
+                    scores[i, :] = np.nan
+                    break
             times[i] = time.perf_counter() - t0
             done += 1
             progress.update(done, best_score=_best_so_far(scores))
@@ -321,9 +333,15 @@ def select_reg(estimator, X, y, values, cv: int = 3, random_state=0, callback=No
     scores, _ = _cross_validate(estimator, candidates, X, y_arr, folds, None,
                                 make_progress(callback))
     mean = scores.mean(axis=1)
-    best = int(np.argmax(mean))  # ties: the smallest reg, as values are increasing
+    valid = np.isfinite(mean)
+    if not valid.any():
+        raise NumericalError(f"every reg candidate ({values[0]:g} to {values[-1]:g}) diverged or "
+                             f"gave non-finite scores",
+                             solver=str(getattr(estimator, "solver", "")) or None,
+                             fix="standardize the inputs, or choose another solver")
+    best = int(np.argmax(np.where(valid, mean, -np.inf)))  # ties: the smallest reg
     table = {"reg": [float(v) for v in values], "mean_score": mean.tolist(),
-             "std_score": scores.std(axis=1).tolist()}
+             "std_score": scores.std(axis=1).tolist(), "diverged": (~valid).tolist()}
     return float(values[best]), table
 
 
@@ -367,6 +385,9 @@ def _fast_scores(template, base_params, regs, X, y, folds):
         q = Y.shape[1]
         for j in range(len(regs)):
             Dj = D[:, j * q:(j + 1) * q]
+            if not np.isfinite(Dj).all():
+                out[j, k] = np.nan      # no score from non-finite decision values
+                continue
             if est._estimator_type == "classifier":
                 pred = (est.classes_[(Dj[:, 0] > 0).astype(int)] if q == 1
                         else est.classes_[np.argmax(Dj, axis=1)])

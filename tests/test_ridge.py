@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 
+from rwtool.errors import NumericalError
 from rwtool.features import KitchenSign, RWRelu, RWStumps
 from rwtool.solvers.ridge import (NumericalWarning, normal_equations, ridge_fit,
                                   solve_normal_equations)
@@ -69,5 +70,5 @@ def test_singular_system_gets_jitter_and_warns(rng):
 def test_overflowing_features_give_a_clear_error(rng):
     X = 1e160 * rng.standard_normal((20, 3))
     fmap = RWRelu(n_features=5, sigma=1.0, gamma=1.0, random_state=0).fit(X)
-    with pytest.raises(FloatingPointError, match="lower sigma or standardise"):
+    with pytest.raises(NumericalError, match="lower sigma or standardise"):
         normal_equations(fmap, X, np.ones((20, 1)))

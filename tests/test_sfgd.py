@@ -27,16 +27,23 @@ def _batches(seed, T, m, b, block):
     return rows
 
 
-def _reference(fmap, X, y, lam, loss, b, radius, average, seed, block):
-    """Algorithm 3 written out with the dense Phi, phi and G (no running norm, no blocks)."""
+def _reference(fmap, X, y, lam, loss, b, radius, average, seed, block, cap=None):
+    """Algorithm 3 written out with the dense Phi, phi and G (no running norm, no blocks);
+    with ``cap`` = c the step is min(1 / (lam t), c / L), L computed here from the dense
+    matrices (all rows when m <= 256, the first 64 centres)."""
     loss = get_loss(loss)
     Phi, B, G = fmap.transform(X), fmap.base_predictor(X), fmap.gram()
     T = Phi.shape[1]
+    eta_max = np.inf
+    if cap is not None:
+        assert len(X) <= 256
+        L = loss.smoothness * abs(np.mean(B[:, :64] * Phi[:, :64]))
+        eta_max = cap / L
     a, abar = np.zeros(T), np.zeros(T)
     for t, rows in enumerate(_batches(seed, T, len(X), b, block)):
         f = Phi[rows] @ a
         c = np.mean(loss.derivative(f, y[rows]) * B[rows, t])
-        eta = 1.0 / (lam * (t + 1))
+        eta = min(1.0 / (lam * (t + 1)), eta_max)
         a = (1 - eta * lam) * a
         a[t] = -eta * c
         nrm = np.sqrt(a @ G @ a)
@@ -49,12 +56,13 @@ def _reference(fmap, X, y, lam, loss, b, radius, average, seed, block):
 @pytest.mark.parametrize("Map", [RWSign, RWStumps])
 @pytest.mark.parametrize("loss", ["squared", "logistic"])
 @pytest.mark.parametrize("radius,average", [(None, False), (3.0, True)])
-def test_matches_dense_reference_and_running_norm(Map, loss, radius, average):
+@pytest.mark.parametrize("cap", [None, 0.25])
+def test_matches_dense_reference_and_running_norm(Map, loss, radius, average, cap):
     X, Y = _data()
     fmap = Map(n_features=70, random_state=1).fit(X)
     coef, info = sfgd_fit(fmap, X, Y, 0.05, loss=loss, batch_size=7, radius=radius,
-                          average=average, random_state=11, block=16)
-    ref, ref_norm = _reference(fmap, X, Y[:, 0], 0.05, loss, 7, radius, average, 11, 16)
+                          average=average, random_state=11, block=16, step_cap=cap)
+    ref, ref_norm = _reference(fmap, X, Y[:, 0], 0.05, loss, 7, radius, average, 11, 16, cap)
     np.testing.assert_allclose(coef[:, 0], ref, rtol=1e-9, atol=1e-12)
     # the running norm (000 eq. 42) equals sqrt(a^T G a) of the last iterate, recomputed
     assert info["norm"][0] == pytest.approx(ref_norm, rel=1e-9)
@@ -68,7 +76,7 @@ def test_exponential_kernel_steps_along_the_true_kernel_section():
     fmap = RWExpSign(n_features=40, sigma=0.5, gamma=1.0, random_state=0).fit(X)
     assert fmap.normalized_
     coef, info = sfgd_fit(fmap, X, Y, 0.05, batch_size=6, average=False, random_state=2,
-                          block=16)
+                          block=16, step_cap=None)
     d = np.exp(-(fmap.W_ ** 2).sum(1) / (4 * fmap.gamma_ ** 2))
     # the reference in the true basis: psi_t = psi'_t / d_t, G = G' / (d d^T)
     loss = get_loss("squared")
@@ -139,7 +147,7 @@ def test_cancel_keeps_the_average_of_completed_blocks():
 
     with pytest.raises(FitCancelled) as exc:
         sfgd_fit(fmap, X, Y, 0.05, batch_size=5, radius=5.0, random_state=1, block=16,
-                 progress=Progress(cb, 0.0))
+                 progress=Progress(cb, 0.0), step_cap=None)
     assert exc.value.partial_model
     coef, info = exc.value.partial
     assert info["n_iter"] == 32 and events[-1].done == 32

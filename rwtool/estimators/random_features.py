@@ -22,10 +22,11 @@ import time
 import numpy as np
 
 from .._base import (BaseEstimator, ClassifierMixin, RegressorMixin, Standardizer, check_array,
-                     check_choice, check_is_fitted, check_random_state, check_scalar, check_X_y,
-                     encode_classes)
+                     check_choice, check_is_fitted, check_random_state, check_range,
+                     check_scalar, check_X_y, encode_classes)
 from ..features import INSTANTIATIONS, KITCHEN_BASES, RandomFourierFeatures, make_instantiation
 from ..features.fourier import FOURIER_KERNELS
+from ..errors import NumericalError, check_finite_result
 from ..bounds import estimate_tau, gap_theorem62, gap_theorem65, l2p_norm, rademacher_bound
 from ..losses import LOSSES, get_loss
 from ..progress import FitCancelled, make_progress
@@ -71,23 +72,41 @@ def _batch_rng(est):
     return np.random.default_rng(int(rng.integers(0, 2**63 - 1)))
 
 
+#: batch_size=None: rows per iteration of each iterative solver (OSD capped at the rows given);
+#: OSD fits one scalar per centre to its batch, so it needs far more rows than SFGD (000's remark
+#: after Algorithm 2; measured in docs/SOLVERS.md)
+DEFAULT_BATCH = {"sfgd": 50, "osd": 500, "sgd": 50}
+
+
+def _batch_size(est, m):
+    if est.batch_size is not None:
+        return int(est.batch_size)
+    b = DEFAULT_BATCH[est.solver.lower()]
+    return max(1, min(b, m)) if est.solver.lower() == "osd" else b
+
+
 def _fit_sfgd(est, fmap, X, Y, progress):
-    """SFGD (003 Algorithm 3), one iteration per centre, averaged output."""
-    return sfgd_fit(fmap, X, Y, reg=float(est.reg), loss=est.loss, batch_size=est.batch_size,
-                    radius=est.radius, average=bool(est.average), random_state=_batch_rng(est),
-                    progress=progress)
+    """SFGD (003 Algorithm 3), one iteration per centre, averaged output, capped step."""
+    b = _batch_size(est, len(X))
+    coef, info = sfgd_fit(fmap, X, Y, reg=float(est.reg), loss=est.loss, batch_size=b,
+                          radius=est.radius, average=bool(est.average),
+                          random_state=_batch_rng(est), progress=progress, step_cap=est.step_cap)
+    return coef, dict(info, batch_size=b)
 
 
 def _fit_osd(est, fmap, X, Y, progress):
     """Optimal Stepsize Descent (000 Algorithm 2), one iteration per centre."""
-    return osd_fit(fmap, X, Y, reg=float(est.reg), loss=est.loss, batch_size=est.batch_size,
-                   random_state=_batch_rng(est), progress=progress)
+    b = _batch_size(est, len(X))
+    coef, info = osd_fit(fmap, X, Y, reg=float(est.reg), loss=est.loss, batch_size=b,
+                         random_state=_batch_rng(est), progress=progress)
+    return coef, dict(info, batch_size=b)
 
 
 def _fit_sgd(est, fmap, X, Y, progress):
     """Averaged mini-batch SGD on the kitchen-sink features (solvers/sgd_rks.py)."""
     max_iter = 5 if est.max_iter is None else int(est.max_iter)
-    return sgd_fit(fmap, X, Y, reg=float(est.reg), loss=est.loss, batch_size=est.batch_size,
+    return sgd_fit(fmap, X, Y, reg=float(est.reg), loss=est.loss,
+                   batch_size=_batch_size(est, len(X)),
                    max_iter=max_iter, tol=float(est.tol), average=bool(est.average),
                    random_state=_batch_rng(est), progress=progress)
 
@@ -101,6 +120,13 @@ SOLVERS = {
     "osd": (("rw",), _fit_osd),
     "sgd": (("rks",), _fit_sgd),
 }
+#: what to change when a solver's result is not finite
+_FIX = {"lstsq": "raise reg or eps, or standardize the inputs (standardize=True)",
+        "ridge": "raise reg, or standardize the inputs (standardize=True)",
+        "lasso": "raise reg, or standardize the inputs (standardize=True)",
+        "sfgd": "raise reg, keep the step cap (step_cap=0.25), or standardize the inputs",
+        "osd": "use larger batches, raise reg, or standardize the inputs",
+        "sgd": "raise reg, lower sigma, or standardize the inputs"}
 #: solvers that minimise the squared loss only
 _SQUARED_ONLY = ("lstsq", "ridge", "lasso")
 
@@ -145,7 +171,7 @@ class _RandomFeatureModel(BaseEstimator):
                              "loss='squared' for regression")
         check_scalar(self.max_iter, "max_iter", numbers.Integral, low=1, allow_none=True)
         check_scalar(self.tol, "tol", low=0.0, low_inclusive=False)
-        check_scalar(self.batch_size, "batch_size", numbers.Integral, low=1)
+        check_scalar(self.batch_size, "batch_size", numbers.Integral, low=1, allow_none=True)
         check_scalar(self.path_length, "path_length", numbers.Integral, low=1)
         if self._auto_reg():
             return solver
@@ -210,6 +236,9 @@ class _RandomFeatureModel(BaseEstimator):
         X, Y = self._fit_targets(X, y)
         if hasattr(self, "coef_"):  # a failed or cancelled refit must not leave the old model
             del self.coef_
+        if not self.standardize:
+            check_range(X, "X", "pass standardize=True, or rescale X")
+            check_range(Y, "y", "pass standardize=True, or rescale y")
         t0 = time.perf_counter()
         progress = make_progress(callback)
         self.n_features_in_ = X.shape[1]
@@ -225,8 +254,10 @@ class _RandomFeatureModel(BaseEstimator):
             # Iterative solvers hand back their last completed iterate: keep it and say so.
             if exc.partial_model and exc.partial is not None:
                 coef, info = exc.partial
-                self._set_fitted(fmap, coef, dict(info, cancelled=True), t0)
+                if np.all(np.isfinite(coef)):
+                    self._set_fitted(fmap, coef, dict(info, cancelled=True), t0)
             raise
+        check_finite_result(coef, solver=solver, fix=_FIX[solver])
         self._set_fitted(fmap, coef, info, t0)
         return self
 
@@ -251,7 +282,11 @@ class _RandomFeatureModel(BaseEstimator):
     def _raw_decision(self, X) -> np.ndarray:
         check_is_fitted(self)
         X = check_array(X, n_features=self.n_features_in_, estimator=type(self).__name__)
-        return self.feature_map_.linear_predict(self._prepare_X(X), self.coef_)
+        D = self.feature_map_.linear_predict(self._prepare_X(X), self.coef_)
+        check_finite_result(D, solver=str(self.solver).lower(), what="the decision values",
+                            fix="these inputs are far outside the training data's range (the "
+                                "features overflow): check their scale")
+        return D
 
     def _targets_for(self, y, m):
         """Targets of ``y`` in the coding the model was fitted on (+/-1, or standardised)."""
@@ -368,6 +403,9 @@ class _RegressorTargets(RegressorMixin):
         D = self._raw_decision(X)
         if self.y_scaler_ is not None:
             D = self.y_scaler_.inverse_transform(D)
+            check_finite_result(D, solver=str(self.solver).lower(), what="the predictions",
+                                fix="the predictions exceed float64 in the targets' units: "
+                                    "rescale y before fitting")
         return D[:, 0] if self.y_1d_ else D
 
 
@@ -378,8 +416,8 @@ class _RW(_RandomFeatureModel):
 
     def __init__(self, instantiation="rwsign", n_features=1000, solver="lstsq", reg=1e-6,
                  sigma=1.0, gamma=None, theta=0.5, kappa=2.0, eps=1e-10, loss="squared",
-                 max_iter=None, tol=1e-4, batch_size=50, radius=None, average=True,
-                 path_length=1, standardize=True, bias=True, block_size=None,
+                 max_iter=None, tol=1e-4, batch_size=None, radius=None, step_cap=0.25,
+                 average=True, path_length=1, standardize=True, bias=True, block_size=None,
                  random_state=None):
         self.instantiation = instantiation
         self.n_features = n_features
@@ -395,6 +433,7 @@ class _RW(_RandomFeatureModel):
         self.tol = tol
         self.batch_size = batch_size
         self.radius = radius
+        self.step_cap = step_cap
         self.average = average
         self.path_length = path_length
         self.standardize = standardize
@@ -416,6 +455,7 @@ class _RW(_RandomFeatureModel):
         self._kind()
         check_scalar(self.eps, "eps", low=0.0)
         check_scalar(self.radius, "radius", low=0.0, low_inclusive=False, allow_none=True)
+        check_scalar(self.step_cap, "step_cap", low=0.0, low_inclusive=False, allow_none=True)
         return super()._validate()
 
     def _prune_geometry(self, Phi):
@@ -516,11 +556,16 @@ _RW_DOC = """
         iteration per feature (n_features) and ignore it.
     tol : float, default 1e-4
         lasso: stop when the duality gap is <= tol ||y||^2 / m (scikit-learn's rule).
-    batch_size : int, default 50
-        b, rows per iteration of sfgd/osd (drawn with replacement; 000 used 50).
+    batch_size : int or None, default None
+        b, rows per iteration of sfgd/osd (drawn with replacement). None: 50 for sfgd (000
+        used 50) and min(500, rows) for osd, which fits one scalar per centre to its batch and
+        needs large batches (000's remark after Algorithm 2; measured in docs/SOLVERS.md).
     radius : float or None, default None
-        B, radius of the projection step of sfgd (None: no projection). Without it, a small
-        reg makes the first steps 1 / (reg t) huge; 000 used B = 1000.
+        B, radius of the projection step of sfgd (None: no projection); 000 used B = 1000.
+    step_cap : float or None, default 0.25
+        c of the sfgd step eta_t = min(1 / (reg t), c / L), L the smoothness of one step's
+        objective estimated on the data (docs/SOLVERS.md). None: the paper's 1 / (reg t),
+        whose first steps are huge for a small reg (the run then stops with NumericalError).
     average : bool, default True
         sfgd outputs the average of its iterates (003 Algorithm 3) or the last one.
     path_length : int, default 1
@@ -646,8 +691,8 @@ _RKS_DOC = """
     tol : float, default 1e-4
         lasso: duality-gap tolerance; sgd: stop when an epoch improves the mean training loss
         by less than this fraction.
-    batch_size : int, default 50
-        sgd mini-batch size.
+    batch_size : int or None, default None
+        sgd mini-batch size (None: 50).
     average : bool, default True
         sgd outputs the average of its iterates from the second epoch on.
     path_length : int, default 1

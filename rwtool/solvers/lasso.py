@@ -39,6 +39,7 @@ import warnings
 import numpy as np
 from numba import njit
 
+from ..errors import NumericalError
 from ..progress import FitCancelled, make_progress
 from .ridge import NumericalWarning, auto_block_size, normal_equations
 
@@ -512,8 +513,8 @@ def lasso_fit(feature_map, X, Y, lam, path_length: int = 1, tol: float = 1e-4,
             progress.update(stop)
         progress.end()
         if not np.isfinite(Phi).all():
-            raise FloatingPointError("the feature matrix overflowed; lower sigma or "
-                                     "standardise the inputs")
+            raise NumericalError("the feature matrix overflowed", solver="lasso",
+                                 fix="lower sigma or standardise the inputs")
         coef, info = lasso_path(Phi, Y, lam, path_length=path_length, tol=tol,
                                 max_iter=max_iter, progress=progress)
     else:

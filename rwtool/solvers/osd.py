@@ -36,7 +36,7 @@ from numba import njit
 
 from ..losses import SQUARED, get_loss, loss_deriv, loss_deriv2, loss_value
 from ..progress import make_progress
-from .sfgd import BlockStream, check_rkhs_map, report_block
+from .sfgd import BlockStream, check_rkhs_map, diverged, loss_limit, report_block
 
 __all__ = ["osd_fit", "optimal_stepsize", "ETA_CAP"]
 
@@ -118,8 +118,10 @@ def _optimal_eta(code, f, p, y, lam, alpha_u, kuu):
 
 
 @njit(cache=True, nogil=True)
-def _osd_block(Psi, Yb, Gcol, t0, a, norm2, lam, b, code):
-    """Run iterations t0..t1-1 of OSD in place; returns (mean batch loss, capped count)."""
+def _osd_block(Psi, Yb, Gcol, t0, a, norm2, lam, b, code, limit):
+    """Run iterations t0..t1-1 of OSD in place; (mean batch loss, capped count, bad iteration,
+    its batch loss): the run stops at the first iteration (1-based) whose batch loss exceeds
+    ``limit`` or whose norm is not finite (bad iteration -1 when none)."""
     t1 = Psi.shape[1]
     k = a.shape[1]
     shrink = 1.0 - lam
@@ -131,6 +133,7 @@ def _osd_block(Psi, Yb, Gcol, t0, a, norm2, lam, b, code):
     for s in range(t1 - t0):
         t = t0 + s
         r0 = s * b
+        it_loss = 0.0
         for j in range(k):
             for i in range(b):
                 r = r0 + i
@@ -140,7 +143,7 @@ def _osd_block(Psi, Yb, Gcol, t0, a, norm2, lam, b, code):
                 f[i] = acc
                 p[i] = Psi[r, t]
                 y[i] = Yb[r, j]
-                loss_sum += loss_value(code, acc, y[i])
+                it_loss += loss_value(code, acc, y[i])
             alpha_u = 0.0
             for u in range(t):
                 alpha_u += a[u, j] * Gcol[u, s]
@@ -153,7 +156,11 @@ def _osd_block(Psi, Yb, Gcol, t0, a, norm2, lam, b, code):
             a[t, j] = eta
             n2 = shrink * shrink * norm2[j] + 2.0 * shrink * eta * alpha_u + eta * eta * kuu
             norm2[j] = n2 if n2 > 0.0 else 0.0
-    return loss_sum / (k * b * (t1 - t0)), capped
+        loss_sum += it_loss
+        it_loss /= k * b
+        if not (it_loss <= limit) or not math.isfinite(norm2.sum()):
+            return loss_sum / (k * b * (s + 1)), capped, t + 1, it_loss
+    return loss_sum / (k * b * (t1 - t0)), capped, -1, 0.0
 
 
 def optimal_stepsize(f, p, y, lam, alpha_u, kuu, loss="squared") -> float:
@@ -195,15 +202,20 @@ def osd_fit(feature_map, X, Y, reg, loss="squared", batch_size=50, random_state=
     progress.start("osd", T)
     capped = 0
     last_loss = math.nan
+    limit = loss_limit(loss, Y)
 
     def info_at(t):
         return {"n_iter": t, "norm": np.sqrt(norm2).tolist(), "train_loss": float(last_loss),
                 "capped": int(capped)}
 
     for t0, t1, rows, Psi, _phi, Gcol in BlockStream(feature_map, X, batch_size, rng, block):
-        last_loss, c = _osd_block(Psi, Y[rows], Gcol, t0, a, norm2, reg, int(batch_size),
-                                  loss.code)
+        last_loss, c, bad, bad_loss = _osd_block(Psi, Y[rows], Gcol, t0, a, norm2, reg,
+                                                 int(batch_size), loss.code, limit)
         capped += int(c)
+        if bad >= 0:
+            raise diverged("OSD", bad, float(bad_loss), limit,
+                           "use larger batches (batch_size, default min(500, rows)), raise reg, "
+                           "or standardize the inputs (standardize=True)")
         report_block(progress, t1, last_loss, reg, norm2, lambda: (a.copy(), info_at(t1)))
     progress.end(loss=float(last_loss))
     return np.ascontiguousarray(a), info_at(T)

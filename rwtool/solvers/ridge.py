@@ -24,6 +24,7 @@ import warnings
 import numpy as np
 from scipy.linalg import LinAlgError, cho_solve, eigh
 
+from ..errors import NumericalError
 from ..features.base import auto_block_size
 from ..progress import make_progress
 
@@ -64,9 +65,10 @@ def normal_equations(feature_map, X: np.ndarray, Y: np.ndarray, block_size: int 
         progress.update(stop)
     progress.end()
     if not (np.isfinite(A).all() and np.isfinite(B).all()):
-        raise FloatingPointError(
+        raise NumericalError(
             "the feature matrix overflowed (non-finite Phi^T Phi); the features are too large "
-            "for float64: lower sigma or standardise the inputs")
+            "for float64", solver="normal equations",
+            fix="lower sigma or standardise the inputs")
     return (np.ascontiguousarray(A), B) if out is None else (A, B)
 
 

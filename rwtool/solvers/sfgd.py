@@ -2,7 +2,7 @@
 
     alpha_0 = 0; for t = 1..T:
         batch B_t of b rows (with replacement), centre w_t (the t-th centre of the map)
-        eta_t = 1 / (lam t)
+        eta_t = min(1 / (lam t), c / L)        (rwtool's cap; c = None gives the paper's 1 / (lam t))
         c_t = (1/b) sum_{(x, y) in B_t} l'(f_{t-1}(x), y) phi(w_t, x)              (000 eq. 35)
         alpha_{t-1/2} = (1 - eta_t lam) alpha_{t-1} - eta_t c_t K(w_t, .)           (000 eq. 41)
         alpha_t = min(1, B / ||alpha_{t-1/2}||_H) alpha_{t-1/2}      (projection, optional)
@@ -12,6 +12,17 @@ The squared norm is carried by 000 eq. 42,
 ||(1 - eta lam) alpha - eta c K(w, .)||^2 = (1 - eta lam)^2 ||alpha||^2
     - 2 (1 - eta lam) eta c alpha(w) + eta^2 c^2 K(w, w),
 with alpha(w_t) = sum_{s<t} a_s K(w_s, w_t), so the run never forms a t x t quadratic form.
+
+The step cap is rwtool's departure from the paper (docs/SOLVERS.md): with a small lam the first
+steps 1 / (lam t) are huge and the iterates overflow within a few iterations. A step of eta along
+K(w_t, .) changes the prediction at x by -eta c psi_{w_t}(x), and the batch term c by about
+eta l'' E[phi(w_t, x) psi_{w_t}(x)] times itself, so the iteration is stable when eta L < 1 with
+
+    L = smoothness(l) * mean over a few hundred rows and the first centres of phi(w_t, x) psi_{w_t}(x)
+
+(:func:`step_smoothness`); c = 0.25 was measured to converge on every case of docs/SOLVERS.md.
+Divergence is detected every iteration: a batch loss above ``DIVERGED`` times the loss of the
+zero model, or a non-finite norm, stops the run with :class:`rwtool.NumericalError`.
 
 The T centres are drawn up front by the feature map (same i.i.d. draw as the other solvers) and
 used in order. Iterations run in blocks of ``block`` iterations: for a block, the batch rows are
@@ -34,11 +45,18 @@ import warnings
 import numpy as np
 from numba import njit
 
+from ..errors import NumericalError
 from ..losses import get_loss, loss_deriv, loss_value
 from ..progress import FitCancelled, make_progress
 from .prune import subset_map
 
-__all__ = ["sfgd_fit", "BlockStream", "section_scale", "report_block", "check_rkhs_map"]
+__all__ = ["sfgd_fit", "BlockStream", "section_scale", "report_block", "check_rkhs_map",
+           "step_smoothness", "diverged", "loss_limit", "STEP_CAP", "DIVERGED"]
+
+#: c of the capped step eta_t = min(1 / (lam t), c / L) (measured, docs/SOLVERS.md)
+STEP_CAP = 0.25
+#: a batch loss this many times the loss of the zero model means the run has diverged
+DIVERGED = 1e6
 
 
 class BlockStream:
@@ -99,11 +117,15 @@ def section_scale(feature_map, idx) -> np.ndarray:
 
 
 @njit(cache=True, nogil=True)
-def _sfgd_block(Psi, phi, Yb, Gcol, dsec, t0, a, abar, norm2, lam, radius, b, code):
-    """Run iterations t0..t1-1 of SFGD in place; returns the mean batch loss of the block.
+def _sfgd_block(Psi, phi, Yb, Gcol, dsec, t0, a, abar, norm2, lam, radius, b, code, eta_max,
+                limit):
+    """Run iterations t0..t1-1 of SFGD in place; (mean batch loss, bad iteration, its loss).
 
     Coefficients are in the map's basis (feature t = psi of d_t K(w_t, .), ``dsec`` = d_t), so
-    the step -eta c K(w_t, .) is -eta (c / d_t) on feature t; Gcol is in the same basis.
+    the step -eta c K(w_t, .) is -eta (c / d_t) on feature t; Gcol is in the same basis. The
+    step is min(1 / (lam t), eta_max) (eta_max = inf: the paper's schedule). The run stops at
+    the first iteration whose batch loss exceeds ``limit`` or whose norm is not finite; the
+    second value is that iteration (1-based), or -1, and the third its batch loss.
     """
     t1 = Psi.shape[1]
     k = a.shape[1]
@@ -111,8 +133,11 @@ def _sfgd_block(Psi, phi, Yb, Gcol, dsec, t0, a, abar, norm2, lam, radius, b, co
     for s in range(t1 - t0):
         t = t0 + s
         eta = 1.0 / (lam * (t + 1))
+        if eta > eta_max:
+            eta = eta_max
         shrink = 1.0 - eta * lam
         r0 = s * b
+        it_loss = 0.0
         for j in range(k):
             c = 0.0
             for r in range(r0, r0 + b):
@@ -120,7 +145,7 @@ def _sfgd_block(Psi, phi, Yb, Gcol, dsec, t0, a, abar, norm2, lam, radius, b, co
                 for u in range(t):
                     f += Psi[r, u] * a[u, j]
                 y = Yb[r, j]
-                loss_sum += loss_value(code, f, y)
+                it_loss += loss_value(code, f, y)
                 c += loss_deriv(code, f, y) * phi[r]
             c /= b * dsec[s]
             alpha_w = 0.0
@@ -141,7 +166,53 @@ def _sfgd_block(Psi, phi, Yb, Gcol, dsec, t0, a, abar, norm2, lam, radius, b, co
             norm2[j] = n2
             for u in range(t + 1):
                 abar[u, j] += a[u, j]
-    return loss_sum / (k * b * (t1 - t0))
+        loss_sum += it_loss
+        it_loss /= k * b
+        if not (it_loss <= limit) or not math.isfinite(norm2.sum()):
+            return loss_sum / (k * b * (s + 1)), t + 1, it_loss
+    return loss_sum / (k * b * (t1 - t0)), -1, 0.0
+
+
+def loss_limit(loss, Y) -> float:
+    """The batch loss above which an iterative solver has diverged: DIVERGED x the zero model's."""
+    zero = float(np.mean(loss.value(np.zeros_like(Y), Y)))
+    return DIVERGED * max(zero, 1e-3)
+
+
+def diverged(name, iteration, batch_loss, limit, fix) -> NumericalError:
+    """The error of a run stopped at ``iteration`` (its batch loss, or a non-finite norm)."""
+    what = (f"a batch loss of {batch_loss:.3g}, more than {DIVERGED:.0e} times the zero "
+            f"model's {limit / DIVERGED:.3g}"
+            if math.isfinite(batch_loss) and batch_loss > limit else "non-finite iterates")
+    return NumericalError(f"{name} diverged: {what}; the estimator is left unfitted",
+                          solver=name.lower(), iteration=int(iteration), fix=fix)
+
+
+def step_smoothness(feature_map, X, loss, n_rows=256, n_centres=64) -> float:
+    """L: smoothness(loss) x mean of phi(w_t, x) psi_{w_t}(x) over rows and the first centres.
+
+    Estimated on ``n_rows`` rows drawn with a fixed seed (not the batch generator, so the
+    batches do not depend on whether the step is capped) and the first ``n_centres`` centres;
+    psi_{w_t} is feature t divided by the section scale d_t (:func:`section_scale`).
+    """
+    m = X.shape[0]
+    rows = np.arange(m) if m <= n_rows else np.sort(
+        np.random.default_rng(0).choice(m, n_rows, replace=False))
+    idx = np.arange(min(int(n_centres), feature_map.n_output_))
+    Xs = np.ascontiguousarray(X[rows])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        sub = subset_map(feature_map, idx)
+    Psi = np.empty((len(rows), len(idx)))
+    sub._features_into(Xs, Psi)
+    P = sub.base_predictor(Xs)           # RKHS-weighting features do not depend on T
+    prod = P * Psi / section_scale(feature_map, idx)[None, :]
+    val = abs(float(np.mean(prod)))
+    if not math.isfinite(val):
+        raise NumericalError("the features overflow float64 (phi(w, x) psi_w(x) is not finite)",
+                             solver="sfgd", fix="standardize the inputs (standardize=True) or "
+                             "lower sigma")
+    return float(loss.smoothness) * max(val, 1e-300)
 
 
 def report_block(progress, t1, last_loss, reg, norm2, partial):
@@ -176,7 +247,7 @@ def _check_common(reg, batch_size, radius):
 
 
 def sfgd_fit(feature_map, X, Y, reg, loss="squared", batch_size=50, radius=None, average=True,
-             random_state=None, block=64, progress=None):
+             random_state=None, block=64, progress=None, step_cap=STEP_CAP):
     """SFGD on a fitted RKHS-weighting map (003 Algorithm 3); one iteration per centre.
 
     Parameters
@@ -189,14 +260,23 @@ def sfgd_fit(feature_map, X, Y, reg, loss="squared", batch_size=50, radius=None,
     average : output the average of alpha_0..alpha_T (True) or alpha_T
     random_state : seed or Generator of the batch draws
     block : iterations per block (the progress/cancellation granularity)
+    step_cap : c of eta_t = min(1 / (reg t), c / L) (:func:`step_smoothness`), or None for
+        the paper's 1 / (reg t)
 
     Returns ``(coef (T, k), info)``; ``info`` has ``norm`` (||alpha_T||_H by eq. 42, per
-    output), ``n_iter``, ``train_loss`` (mean batch loss of the last block).
-    Raises FitCancelled(partial_model=True, partial=(coef, info)) on a cancel after a block.
+    output), ``n_iter``, ``train_loss`` (mean batch loss of the last block), ``eta_max`` (the
+    cap c / L, inf when uncapped).
+    Raises FitCancelled(partial_model=True, partial=(coef, info)) on a cancel after a block,
+    and :class:`rwtool.NumericalError` when the run diverges (batch loss above
+    :func:`loss_limit`, or non-finite iterates).
     """
     check_rkhs_map(feature_map, "SFGD")
     reg = _check_common(reg, batch_size, radius)
     loss = get_loss(loss)
+    if step_cap is not None and not (math.isfinite(float(step_cap)) and float(step_cap) > 0):
+        raise ValueError(f"step_cap must be a positive number or None, got {step_cap!r}")
+    eta_max = (math.inf if step_cap is None
+               else float(step_cap) / step_smoothness(feature_map, X, loss))
     rng = np.random.default_rng(random_state) if not isinstance(
         random_state, np.random.Generator) else random_state
     Y = np.ascontiguousarray(Y, dtype=float)
@@ -209,17 +289,29 @@ def sfgd_fit(feature_map, X, Y, reg, loss="squared", batch_size=50, radius=None,
     progress.start("sfgd", T)
     stream = BlockStream(feature_map, X, batch_size, rng, block, need_phi=True)
     rad = -1.0 if radius is None else float(radius)
+    limit = loss_limit(loss, Y)
     last_loss = math.nan
     for t0, t1, rows, Psi, phi, Gcol in stream:
         dsec = section_scale(feature_map, np.arange(t0, t1))
-        last_loss = _sfgd_block(Psi, phi, Y[rows], Gcol, dsec, t0, a, abar, norm2, reg, rad,
-                                int(batch_size), loss.code)
+        last_loss, bad, bad_loss = _sfgd_block(Psi, phi, Y[rows], Gcol, dsec, t0, a, abar,
+                                               norm2, reg, rad, int(batch_size), loss.code,
+                                               eta_max, limit)
+        if bad >= 0:
+            raise diverged("SFGD", bad, float(bad_loss), limit, _fix(step_cap))
         info = {"n_iter": t1, "norm": np.sqrt(norm2).tolist(), "train_loss": float(last_loss),
-                "average": bool(average), "radius": radius}
+                "average": bool(average), "radius": radius, "eta_max": eta_max}
         report_block(progress, t1, last_loss, reg, norm2,
                      lambda: (abar / (t1 + 1) if average else a.copy(), info))
     progress.end(loss=float(last_loss))
     coef = abar / (T + 1) if average else a
     info = {"n_iter": T, "norm": np.sqrt(norm2).tolist(), "train_loss": float(last_loss),
-            "average": bool(average), "radius": radius}
+            "average": bool(average), "radius": radius, "eta_max": eta_max}
     return np.ascontiguousarray(coef), info
+
+
+def _fix(step_cap):
+    if step_cap is None:
+        return (f"cap the step (step_cap={STEP_CAP}, the default), raise reg, or set a "
+                f"projection radius")
+    return (f"lower step_cap (now {step_cap}), raise reg, or standardize the inputs "
+            f"(standardize=True)")

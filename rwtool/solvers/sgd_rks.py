@@ -28,13 +28,16 @@ from numba import njit
 
 from ..losses import get_loss, loss_deriv, loss_value
 from ..progress import FitCancelled, make_progress
+from .sfgd import diverged, loss_limit
 
 __all__ = ["sgd_fit"]
 
 
 @njit(cache=True, nogil=True)
-def _sgd_chunk(Phi, Yc, a, abar, n_avg, averaging, t, lam, L, b, code):
-    """Mini-batch steps over the rows of one chunk (in order); returns (t, n_avg, loss sum)."""
+def _sgd_chunk(Phi, Yc, a, abar, n_avg, averaging, t, lam, L, b, code, limit):
+    """Mini-batch steps over the rows of one chunk (in order); returns (t, n_avg, loss sum,
+    bad step, its batch loss): the chunk stops at the first step whose batch loss exceeds
+    ``limit`` or whose coefficients are not finite (bad step -1 when none)."""
     rows, T = Phi.shape
     k = a.shape[1]
     g = np.empty(T)
@@ -43,6 +46,7 @@ def _sgd_chunk(Phi, Yc, a, abar, n_avg, averaging, t, lam, L, b, code):
         stop = min(rows, start + b)
         t += 1
         eta = 1.0 / (L + lam * t)
+        it_loss = 0.0
         for j in range(k):
             for u in range(T):
                 g[u] = 0.0
@@ -50,7 +54,7 @@ def _sgd_chunk(Phi, Yc, a, abar, n_avg, averaging, t, lam, L, b, code):
                 f = 0.0
                 for u in range(T):
                     f += Phi[r, u] * a[u, j]
-                loss_sum += loss_value(code, f, Yc[r, j])
+                it_loss += loss_value(code, f, Yc[r, j])
                 d = loss_deriv(code, f, Yc[r, j])
                 for u in range(T):
                     g[u] += d * Phi[r, u]
@@ -58,13 +62,17 @@ def _sgd_chunk(Phi, Yc, a, abar, n_avg, averaging, t, lam, L, b, code):
             shrink = 1.0 - eta * lam
             for u in range(T):
                 a[u, j] = shrink * a[u, j] - eta * inv * g[u]
+        loss_sum += it_loss
+        it_loss /= k * (stop - start)
+        if not (it_loss <= limit) or not math.isfinite(a.sum()):
+            return t, n_avg, loss_sum, t, it_loss
         if averaging:
             n_avg += 1
             w = 1.0 / n_avg
             for j in range(k):
                 for u in range(T):
                     abar[u, j] += w * (a[u, j] - abar[u, j])
-    return t, n_avg, loss_sum
+    return t, n_avg, loss_sum, -1, 0.0
 
 
 def sgd_fit(feature_map, X, Y, reg, loss="squared", batch_size=50, max_iter=5, tol=1e-4,
@@ -75,7 +83,10 @@ def sgd_fit(feature_map, X, Y, reg, loss="squared", batch_size=50, max_iter=5, t
     of an epoch improves by less than ``tol`` (relative; 0 runs every epoch).
     ``info``: ``n_iter`` (epochs),
     ``train_loss`` (per epoch), ``step_L``. Cancelling raises
-    FitCancelled(partial_model=True, partial=(coef, info)) with the current (averaged) iterate.
+    FitCancelled(partial_model=True, partial=(coef, info)) with the current (averaged) iterate;
+    a diverging run (batch loss above :func:`rwtool.solvers.sfgd.loss_limit`, or non-finite
+    coefficients: a later chunk with larger features than the one L was measured on) raises
+    :class:`rwtool.NumericalError`.
     """
     reg = float(reg)
     if not (math.isfinite(reg) and reg >= 0.0):
@@ -98,6 +109,7 @@ def sgd_fit(feature_map, X, Y, reg, loss="squared", batch_size=50, max_iter=5, t
     n_chunks = -(-m // chunk)
     progress.start("sgd", int(max_iter) * n_chunks)
     L = None
+    limit = loss_limit(loss, Y)
     t, n_avg = 0, 0
     history = []
     info = {}
@@ -112,8 +124,12 @@ def sgd_fit(feature_map, X, Y, reg, loss="squared", batch_size=50, max_iter=5, t
             if L is None:
                 L = loss.smoothness * float(np.max(np.einsum("ij,ij->i", Phi, Phi)))
                 L = max(L, 1e-12)
-            t, n_avg, s = _sgd_chunk(Phi, Y[idx], a, abar, n_avg, averaging, t, reg, L,
-                                     int(batch_size), loss.code)
+            t, n_avg, s, bad, bad_loss = _sgd_chunk(Phi, Y[idx], a, abar, n_avg, averaging, t,
+                                                    reg, L, int(batch_size), loss.code, limit)
+            if bad >= 0:
+                raise diverged("SGD", bad, float(bad_loss), limit,
+                               "standardize the inputs (standardize=True), lower sigma, or "
+                               "raise reg")
             total += s
             info = {"n_iter": epoch + 1, "train_loss": history + [total / (k * (start + len(idx)))],
                     "step_L": L, "average": bool(average)}

@@ -1,0 +1,214 @@
+"""No silent failure for the RW / RKS estimators (issue 12, point 1).
+
+A fit that diverges or produces non-finite numbers raises rwtool.NumericalError and leaves the
+estimator unfitted; reg="auto" never picks a diverged candidate; inputs near the ends of float64
+give the model of the same data at ordinary scale (the oracle) or a clear error; predictions of
+a finite model are finite or raise; the CLI writes no model file and computes no metric from
+non-finite numbers.
+"""
+
+import numpy as np
+import pytest
+
+import rwtool as rw
+from rwtool import cli
+from rwtool.estimators import random_features as rf
+from rwtool.tuning import select_reg
+
+
+def _classification(m=600, seed=0):
+    from sklearn.datasets import make_classification
+    return make_classification(m, 10, n_informative=5, random_state=seed)
+
+
+# ----------------------------------------------------------------------------- divergence
+
+def test_sfgd_with_a_small_reg_learns_instead_of_returning_nan():
+    """Seed 003's schedule 1/(reg t) with reg = 1e-6 made the iterates NaN by iteration 50 and
+    fit returned quietly; the capped step learns (within 0.1 of least squares)."""
+    X, y = _classification()
+    Xtr, ytr, Xte, yte = X[:400], y[:400], X[400:], y[400:]
+    for inst in ("rwsign", "rwrelu"):
+        sf = rw.RWClassifier(instantiation=inst, n_features=200, solver="sfgd", reg=1e-6,
+                             random_state=0).fit(Xtr, ytr)
+        assert np.isfinite(sf.coef_).all() and np.isfinite(sf.decision_function(Xte)).all()
+        ls = rw.RWClassifier(instantiation=inst, n_features=200, reg=1e-6,
+                             random_state=0).fit(Xtr, ytr)
+        assert sf.score(Xte, yte) > ls.score(Xte, yte) - 0.1
+        reg = rw.RWRegressor(instantiation=inst, n_features=200, solver="sfgd", reg=1e-6,
+                             random_state=0).fit(Xtr, Xtr[:, 0] + ytr)
+        assert np.isfinite(reg.predict(Xte)).all()
+
+
+def test_uncapped_sfgd_diverges_loudly_and_leaves_the_estimator_unfitted():
+    X, y = _classification()
+    est = rw.RWClassifier(n_features=100, solver="sfgd", reg=1e-6, step_cap=None,
+                          random_state=0)
+    with pytest.raises(rw.NumericalError) as exc:
+        est.fit(X, y)
+    err = exc.value
+    assert err.solver == "sfgd" and 1 <= err.iteration <= 10 and "step_cap" in err.fix
+    assert isinstance(err, ArithmeticError)
+    assert not hasattr(est, "coef_")
+    with pytest.raises(rw.NotFittedError):
+        est.predict(X)
+    # a refit of a fitted estimator that diverges drops the old model too
+    est.set_params(step_cap=0.25).fit(X, y)
+    with pytest.raises(rw.NumericalError):
+        est.set_params(step_cap=None).fit(X, y)
+    assert not hasattr(est, "coef_")
+
+
+@pytest.mark.parametrize("batch", [2, 5])
+def test_osd_on_separable_tiny_batches_raises_instead_of_nan(batch):
+    """Logistic OSD with reg = 0 has no minimiser on a separable batch: eta runs away."""
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((300, 2))
+    y = (X[:, 0] > 0).astype(int)
+    est = rw.RWClassifier(n_features=100, solver="osd", reg=0.0, loss="logistic",
+                          batch_size=batch, random_state=0)
+    with pytest.raises(rw.NumericalError) as exc:
+        est.fit(X, y)
+    assert exc.value.solver == "osd" and exc.value.iteration >= 1 and "batch" in exc.value.fix
+    assert not hasattr(est, "coef_")
+
+
+def test_every_solver_checks_its_result(monkeypatch):
+    """A solver returning non-finite coefficients (whatever the cause) never yields a model."""
+    X, y = _classification(200)
+    for solver, family in (("lstsq", rw.RWClassifier), ("ridge", rw.RKSClassifier),
+                           ("lasso", rw.RWClassifier), ("sgd", rw.RKSClassifier)):
+        fams, fit = rf.SOLVERS[solver]
+
+        def broken(est, fmap, Xp, Y, progress, fit=fit):
+            coef, info = fit(est, fmap, Xp, Y, progress)
+            coef = coef.copy()
+            coef[0, 0] = np.nan
+            return coef, info
+        monkeypatch.setitem(rf.SOLVERS, solver, (fams, broken))
+        est = family(n_features=30, solver=solver, reg=1e-3, random_state=0)
+        with pytest.raises(rw.NumericalError, match="non-finite") as exc:
+            est.fit(X, y)
+        assert exc.value.solver == solver and exc.value.fix
+        assert not hasattr(est, "coef_")
+
+
+def test_auto_reg_never_selects_a_diverged_candidate():
+    X, y = _classification(300)
+    template = rw.RWClassifier(n_features=60, solver="sfgd", step_cap=None, random_state=0)
+    values = [1e-6, 1e-4, 1.0]
+    best, table = select_reg(template, X, y, values, cv=3)
+    assert table["diverged"][:2] == [True, True] and not table["diverged"][2]
+    assert best == 1.0
+    # all candidates diverge: an error, not a model
+    with pytest.raises(rw.NumericalError, match="every reg candidate"):
+        select_reg(template, X, y, [1e-7, 1e-6], cv=3)
+
+
+# ----------------------------------------------------------------------------- extremes
+
+@pytest.mark.parametrize("solver", ["lstsq", "sfgd", "osd"])
+@pytest.mark.parametrize("x_scale,y_scale", [(1e200, 1.0), (1e-200, 1.0), (1.0, 1e307),
+                                             (1.0, 1e-300)])
+def test_extreme_magnitudes_give_the_ordinary_model(regression_data, solver, x_scale, y_scale):
+    """Oracle: the same model fitted on the data at ordinary scale (standardisation makes the
+    fit scale-free); before, X near 1e200 overflowed the variance to a constant model."""
+    X, y = regression_data
+    y = y / np.abs(y).max()
+    kw = dict(n_features=80, solver=solver, reg=1e-4, random_state=0)
+    ref = rw.RWRegressor(**kw).fit(X, y)
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)   # no overflow behind the result
+        est = rw.RWRegressor(**kw).fit(X * x_scale, y * y_scale)
+        pred = est.predict(X * x_scale) / y_scale
+        score = est.score(X * x_scale, y * y_scale)
+    np.testing.assert_allclose(pred, ref.predict(X), rtol=1e-6, atol=1e-9)
+    assert score == pytest.approx(ref.score(X, y), abs=1e-9)
+
+
+@pytest.mark.parametrize("scale", [1e200, 1e-200])
+def test_extreme_inputs_without_standardisation_are_refused(regression_data, scale):
+    X, y = regression_data
+    with pytest.raises(ValueError, match="standardize=True"):
+        rw.RWRegressor(n_features=20, standardize=False).fit(X * scale, y)
+
+
+def test_standardizer_keeps_tiny_but_varying_columns():
+    """A column varying at 1e-200 is data, not a constant (the old threshold was absolute)."""
+    X = np.column_stack([np.linspace(-1, 1, 50) * 1e-200, np.full(50, 3.0)])
+    sc = rw._base.Standardizer.fit(X)
+    Z = sc.transform(X)
+    assert Z[:, 0].std() == pytest.approx(1.0) and np.all(Z[:, 1] == 0)
+
+
+# ----------------------------------------------------------------------------- predictions
+
+def test_predictions_of_a_non_finite_model_raise(binary_data, regression_data):
+    X, y = binary_data
+    clf = rw.RWClassifier(n_features=30, random_state=0).fit(X, y)
+    clf.coef_[3, 0] = np.nan
+    for call in (clf.predict, clf.decision_function, lambda Z: clf.score(Z, y)):
+        with pytest.raises(rw.NumericalError, match="decision values"):
+            call(X)
+    Xr, yr = regression_data
+    reg = rw.RWRegressor(n_features=30, random_state=0).fit(Xr, yr)
+    reg.coef_[:] = np.nan
+    with pytest.raises(rw.NumericalError):
+        reg.predict(Xr)
+
+
+# ----------------------------------------------------------------------------- CLI
+
+def _csv(tmp_path, X, y):
+    path = tmp_path / "d.csv"
+    with open(path, "w") as fh:
+        fh.write(",".join(f"x{j}" for j in range(X.shape[1])) + ",y\n")
+        for row, t in zip(X, y):
+            fh.write(",".join(repr(float(v)) for v in row) + f",{t}\n")
+    return path
+
+
+def test_cli_train_exits_nonzero_and_writes_no_model_on_a_non_finite_fit(tmp_path, capsys,
+                                                                         monkeypatch):
+    X, y = _classification(200)
+    data = _csv(tmp_path, X, y)
+    fams, fit = rf.SOLVERS["lstsq"]
+
+    def nan_solver(est, fmap, Xp, Y, progress):
+        coef, info = fit(est, fmap, Xp, Y, progress)
+        return np.full_like(coef, np.nan), info
+    monkeypatch.setitem(rf.SOLVERS, "lstsq", (fams, nan_solver))
+    out = tmp_path / "m.rwm"
+    code = cli.main(["train", str(data), "--target", "y", "--method", "rw", "--reg", "1e-6",
+                     "-T", "40", "--out", str(out)])
+    _, err = capsys.readouterr()
+    assert code == 1 and not out.exists()
+    assert "non-finite" in err and "internal error" not in err
+
+
+def test_cli_train_of_a_diverging_sfgd(tmp_path, capsys):
+    X, y = _classification(200)
+    data = _csv(tmp_path, X, y)
+    out = tmp_path / "m.rwm"
+    code = cli.main(["train", str(data), "--target", "y", "--method", "rw", "--solver", "sfgd",
+                     "--reg", "1e-6", "-T", "60", "--param", "step_cap=None", "--out",
+                     str(out), "--json"])
+    doc, err = capsys.readouterr()
+    assert code == 1 and not out.exists()
+    assert '"NumericalError"' in doc and "diverged" in err
+
+
+def test_cli_metrics_refuse_non_finite_output(binary_data, regression_data):
+    X, y = binary_data
+    clf = rw.RWClassifier(n_features=30, random_state=0).fit(X, y)
+    clf.coef_[:] = np.nan
+    with pytest.raises(rw.NumericalError):
+        cli._metrics(clf, X, y, "binary", "test")
+    Xr, yr = regression_data
+    reg = rw.RWRegressor(n_features=30, random_state=0).fit(Xr, yr)
+    reg.y_scaler_ = None
+    reg.coef_[:] = np.nan
+    reg.solver_info_ = {}
+    with pytest.raises(rw.NumericalError):
+        cli._metrics(reg, Xr, yr, "regression", "test")
