@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import rwtool.data as D
+from rwtool import csv_dialect, csv_read
 
 
 def write(path, text, encoding="utf-8"):
@@ -70,7 +71,7 @@ def test_latin1_and_quoted_fields(tmp_path):
 
 
 def test_utf8_file_with_latin1_bytes_after_the_sniffed_part(tmp_path, monkeypatch):
-    monkeypatch.setattr(D, "_SNIFF_BYTES", 64)
+    monkeypatch.setattr(csv_dialect, "_SNIFF_BYTES", 64)
     rows = "".join(f"{i},plain\n" for i in range(20))
     p = write(tmp_path / "mixed.csv", ("n,word\n" + rows).encode() + b"99,caf\xe9\n")
     ds = D.read_csv(p, categorical=["word"])
@@ -320,7 +321,7 @@ def test_ragged_rows(tmp_path):
 
 
 def test_non_numeric_text_in_numeric_column(tmp_path, monkeypatch):
-    monkeypatch.setattr(D, "_CHUNK_ROWS", 4)     # the bad cell sits in a later chunk
+    monkeypatch.setattr(csv_read, "_BLOCK_BYTES", 16)   # the bad cell sits in a later block
     rows = [[i, i * 2] for i in range(10)] + [["oops", 1]] + [[i, i] for i in range(5)]
     p = write_rows(tmp_path / "n.csv", ["a", "b"], rows)
     with pytest.raises(D.NonNumericError) as e:
@@ -402,7 +403,7 @@ def test_large_file_refused_without_reading(tmp_path):
 
 
 def test_size_limit_and_streaming_first_rows(tmp_path, monkeypatch):
-    monkeypatch.setattr(D, "_CHUNK_ROWS", 16)
+    monkeypatch.setattr(csv_read, "_BLOCK_BYTES", 64)
     rows = [[i, 2 * i] for i in range(3000)]
     p = write_rows(tmp_path / "s.csv", ["a", "b"], rows)
     with pytest.raises(D.FileTooLargeError):
