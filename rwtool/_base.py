@@ -19,7 +19,7 @@ from .errors import check_finite_result
 __all__ = [
     "BaseEstimator", "ClassifierMixin", "RegressorMixin", "NotFittedError",
     "check_array", "check_X_y", "check_random_state", "check_is_fitted",
-    "check_scalar", "check_choice", "check_range", "Standardizer", "encode_classes",
+    "check_scalar", "check_choice", "check_range", "Standardizer", "encode_classes", "is_dask",
 ]
 
 
@@ -175,6 +175,11 @@ class RegressorMixin:
 
 
 # ----------------------------------------------------------------------------- input checks
+
+def is_dask(obj) -> bool:
+    """Whether ``obj`` is a Dask collection (array, dataframe, series), without importing Dask."""
+    return type(obj).__module__.partition(".")[0] in ("dask", "dask_expr")
+
 
 def check_array(X, name: str = "X", ensure_2d: bool = True, min_samples: int = 1,
                 n_features: int | None = None, dtype=np.float64,

@@ -22,7 +22,8 @@ from collections import OrderedDict
 
 import numpy as np
 
-from ._base import BaseEstimator, Standardizer, check_is_fitted, check_random_state, check_scalar
+from ._base import (BaseEstimator, Standardizer, check_is_fitted, check_random_state, check_scalar,
+                    is_dask)
 from .errors import NumericalError
 from .progress import make_progress
 
@@ -299,6 +300,10 @@ def _cross_validate(template, candidates, X, y, folds, scoring, progress):
             done += len(members)
             progress.update(done, force=True, best_score=_best_so_far(scores))
     else:
+        if is_dask(X):
+            raise ValueError("on Dask data RandomizedSearchCV shares per-fold sums between the "
+                             "candidates, which needs solver 'lstsq' or 'ridge' and the default "
+                             "scoring; compute the data into memory for other searches")
         X_arr = np.asarray(X)
         for i, c in enumerate(candidates):
             t0 = time.perf_counter()
@@ -356,6 +361,9 @@ def _clone(est):
 
 def _fast_scores(template, base_params, regs, X, y, folds):
     """Scores (len(regs) x n_folds) of least-squares candidates sharing one feature draw."""
+    if is_dask(X) or is_dask(y):
+        from .dask_backend import fold_scores
+        return fold_scores(template, base_params, regs, X, y, folds)
     from .solvers.ridge import RegPath
     from .solvers.sufficient import SufficientStats
 

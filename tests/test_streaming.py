@@ -221,3 +221,21 @@ def test_fit_and_partial_fit_start_over(data):
         est.partial_fit(X[:50], y[:50])
     new = rw.RWRegressor(n_features=20, reg=1e-3, random_state=0).partial_fit(X[:50], y[:50])
     np.testing.assert_array_equal(est.coef_, new.coef_)
+
+
+def test_rwtool_imports_and_streams_without_dask():
+    import subprocess
+    import sys
+    code = ("import sys; sys.modules['dask'] = None; sys.modules['distributed'] = None\n"
+            "import numpy as np, rwtool as rw\n"
+            "X = np.random.default_rng(0).normal(size=(50, 2))\n"
+            "est = rw.RKSRegressor(n_features=10).partial_fit(X, X[:, 0])\n"
+            "print(est.predict(X[:2]).shape)\n"
+            "try:\n"
+            "    from rwtool import dask_backend; dask_backend.as_dask_arrays(X)\n"
+            "except ImportError as exc:\n"
+            "    print('ImportError', exc)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert "(2,)" in out.stdout and "rwtool[dask]" in out.stdout

@@ -9,12 +9,9 @@ no formula; everything else goes to the estimator classes unchanged.
 
 from __future__ import annotations
 
-__all__ = ["is_dask", "ScaleHooks", "ScaleClassifierHooks"]
+from .._base import is_dask
 
-
-def is_dask(obj) -> bool:
-    """Whether ``obj`` is a Dask collection (array, dataframe, series), without importing Dask."""
-    return type(obj).__module__.partition(".")[0] in ("dask", "dask_expr")
+__all__ = ["ScaleHooks", "ScaleClassifierHooks"]
 
 
 class ScaleHooks:

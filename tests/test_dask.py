@@ -1,0 +1,196 @@
+"""The Dask backend on a real LocalCluster of 2 worker processes: the Dask fit is the in-memory fit."""
+
+import os
+import signal
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import rwtool as rw
+from rwtool.tuning import LogUniform, RandomizedSearchCV
+
+da = pytest.importorskip("dask.array")
+dd = pytest.importorskip("dask.dataframe")
+distributed = pytest.importorskip("distributed")
+
+CHUNKS = (170, 1, 229, 0, 200)   # uneven, one row, one empty
+
+
+@pytest.fixture(scope="module")
+def client():
+    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                       dashboard_address=None)
+    client = distributed.Client(cluster)
+    yield client
+    client.close()
+    cluster.close()
+
+
+@pytest.fixture(scope="module")
+def data():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(600, 4)) * [1.0, 3.0, 0.5, 10.0] + [0.0, 5.0, -1.0, 2.0]
+    y = np.sin(X[:, 0]) + 0.1 * X[:, 1] + 0.1 * rng.normal(size=600)
+    labels = np.array(["a", "b", "c"])[(X[:, 0] > 0).astype(int) + (X[:, 2] > -0.5)]
+    return X, {"regression": y, "binary": np.where(labels == "a", "a", "b"),
+               "multiclass": labels}
+
+
+def _rel(a, b):
+    return np.abs(a - b).max() / np.abs(b).max()
+
+
+CASES = [(rw.RWRegressor, "regression"), (rw.RWClassifier, "binary"),
+         (rw.RWClassifier, "multiclass"), (rw.RKSRegressor, "regression"),
+         (rw.RKSClassifier, "binary"), (rw.RKSClassifier, "multiclass")]
+
+
+@pytest.mark.parametrize("cls, task", CASES)
+def test_dask_fit_equals_in_memory_fit(client, data, cls, task):
+    X, ys = data
+    y = ys[task]
+    params = dict(n_features=60, reg=1e-5, random_state=4)
+    ref = cls(**params).fit(X, y)
+    Xd = da.from_array(X, chunks=(CHUNKS, 4))
+    est = cls(**params).fit(Xd, da.from_array(y, chunks=300))   # y re-chunked to X's rows
+    assert est.n_partitions_ == len(CHUNKS)
+    assert _rel(est.coef_, ref.coef_) < 1e-9
+    pred = est.predict(Xd)
+    assert isinstance(pred, da.Array)
+    if cls._estimator_type == "classifier":
+        np.testing.assert_array_equal(pred.compute(), ref.predict(X))
+        D = est.decision_function(Xd)
+        assert isinstance(D, da.Array)
+        np.testing.assert_allclose(D.compute(), ref.decision_function(X), rtol=1e-7, atol=1e-9)
+    else:
+        np.testing.assert_allclose(pred.compute(), ref.predict(X), rtol=1e-7, atol=1e-9)
+    assert abs(est.score(Xd, y) - ref.score(X, y)) < 1e-9
+
+
+def test_dataframe_input_and_auto_reg_equal_the_stream(client, data):
+    """A dask.dataframe fits like its array; reg='auto' picks from the same position-hashed
+    fold sums as a partial_fit stream with the same statistics, so the two models agree."""
+    import pandas as pd
+    from rwtool.streaming import Moments
+    X, ys = data
+    y = ys["regression"]
+    frame = pd.DataFrame(X, columns=list("abcd")).assign(t=y)
+    ddf = dd.from_pandas(frame, npartitions=3)
+    est = rw.RWRegressor(n_features=50, reg="auto", random_state=1).fit(ddf[list("abcd")],
+                                                                       ddf["t"])
+    stream = rw.RWRegressor(n_features=50, reg="auto", random_state=1)
+    for i, j in [(0, 250), (250, 600)]:
+        kw = {"x_scaler": Moments.of(X), "y_scaler": Moments.of(y)} if i == 0 else {}
+        stream.partial_fit(X[i:j], y[i:j], **kw)
+    assert est.reg_ == stream.reg_
+    assert est.reg_search_["reg"] == stream.reg_search_["reg"]
+    np.testing.assert_allclose(est.reg_search_["mean_score"], stream.reg_search_["mean_score"],
+                               rtol=1e-9)
+    # the chosen reg is tiny (about 1e-10), so rounding in the sums is amplified by the
+    # condition number in the coefficients, not in the function they define
+    assert _rel(est.coef_, stream.coef_) < 1e-7
+    out = est.predict(dd.from_pandas(frame[list("abcd")], npartitions=2))
+    assert _rel(out.compute(), stream.predict(X)) < 1e-9
+
+
+@pytest.mark.parametrize("cls, task", [(rw.RKSClassifier, "multiclass"),
+                                       (rw.RWRegressor, "regression")])
+def test_randomized_search_over_reg_equals_in_memory(client, data, cls, task):
+    X, ys = data
+    y = ys[task]
+    kw = dict(space={"reg": LogUniform(1e-8, 1e-2)}, n_iter=12, cv=3, random_state=0)
+    mem = RandomizedSearchCV(cls(n_features=40), **kw).fit(X, y)
+    dsk = RandomizedSearchCV(cls(n_features=40), **kw).fit(da.from_array(X, chunks=(CHUNKS, 4)),
+                                                          y)
+    np.testing.assert_allclose(dsk.cv_results_["mean_test_score"],
+                               mem.cv_results_["mean_test_score"], rtol=1e-9, atol=1e-12)
+    assert dsk.best_params_ == mem.best_params_
+    # the refit at the best reg (small: ill-conditioned) defines the same function
+    assert _rel(dsk.best_estimator_.coef_, mem.best_estimator_.coef_) < 1e-7
+    D = dsk.best_estimator_.predict(X) if task == "regression" else \
+        dsk.best_estimator_.decision_function(X)
+    D_ref = mem.best_estimator_.predict(X) if task == "regression" else \
+        mem.best_estimator_.decision_function(X)
+    assert _rel(D, D_ref) < 1e-9
+
+
+def _slow_partitions(X, n_parts, seconds):
+    """X as a Dask array whose partitions each take ``seconds`` to load (a slow file system)."""
+    import dask
+
+    def load(i, rows):
+        time.sleep(seconds)
+        return rows
+
+    parts = np.array_split(X, n_parts)
+    return da.concatenate([da.from_delayed(dask.delayed(load)(i, p), shape=p.shape,
+                                           dtype=float) for i, p in enumerate(parts)])
+
+
+def _kill_a_busy_worker(client):
+    """SIGKILL the process of a worker that is running a task (its nanny starts a new one)."""
+    deadline = time.time() + 30
+    while time.time() < deadline:
+        busy = [w for w, tasks in client.processing().items() if tasks]
+        if busy:
+            pid = client.run(os.getpid, workers=[busy[0]])[busy[0]]
+            os.kill(pid, signal.SIGKILL)
+            return
+        time.sleep(0.05)
+    raise AssertionError("no task started within 30 s")
+
+
+def test_killed_worker_recovers_the_same_model(client, data):
+    X, ys = data
+    y = ys["multiclass"]
+    ref = rw.RKSClassifier(n_features=40, reg=1e-4, random_state=0).fit(X, y)
+    est = rw.RKSClassifier(n_features=40, reg=1e-4, random_state=0)
+    box = {}
+    t = threading.Thread(target=lambda: box.setdefault(
+        "est", est.fit(_slow_partitions(X, 8, 0.5), y)))
+    t.start()
+    _kill_a_busy_worker(client)
+    t.join(120)
+    assert not t.is_alive() and "est" in box
+    assert _rel(est.coef_, ref.coef_) < 1e-9
+    client.wait_for_workers(2, timeout=60)
+
+
+def test_killed_worker_without_retries_is_a_clear_error(client, data):
+    X, ys = data
+    y = ys["regression"]
+    scheduler = client.cluster.scheduler
+    saved = scheduler.allowed_failures
+    scheduler.allowed_failures = 0
+    est = rw.RWRegressor(n_features=40, reg=1e-4, random_state=0)
+    box = {}
+
+    def run():
+        try:
+            est.fit(_slow_partitions(X, 8, 0.5), y)
+        except Exception as exc:   # noqa: BLE001 - the test inspects it
+            box["error"] = exc
+    t = threading.Thread(target=run)
+    try:
+        t.start()
+        _kill_a_busy_worker(client)
+        t.join(120)
+    finally:
+        scheduler.allowed_failures = saved
+    assert isinstance(box.get("error"), distributed.KilledWorker)
+    assert "coef_" not in vars(est)        # never a model of part of the data
+    client.wait_for_workers(2, timeout=60)
+
+
+def test_bad_values_on_a_worker_are_clear_errors(client, data):
+    X, ys = data
+    Xbad = X.copy()
+    Xbad[400, 2] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        rw.RWRegressor(n_features=20).fit(da.from_array(Xbad, chunks=(CHUNKS, 4)),
+                                          ys["regression"])
+    with pytest.raises(ValueError, match="does not learn from sums"):
+        rw.RWRegressor(n_features=20, solver="sfgd", reg=1e-3).fit(da.from_array(X),
+                                                                   ys["regression"])
