@@ -51,12 +51,17 @@ AUTO_FOLDS = 3
 
 class Moments:
     """Column count, mean and sum of squared deviations, mergeable across chunks (Chan, Golub &
-    LeVeque 1979), so the standardisation of a stream or a cluster equals that of one array."""
+    LeVeque 1979), so the standardisation of a stream or a cluster equals that of one array.
+
+    As in Standardizer.fit, squares are taken in units of each column's largest |value|
+    (``peak``), so inputs near 1e200 or 1e-200 neither overflow nor underflow: ``m2`` is the sum
+    of squared deviations divided by peak^2."""
 
     def __init__(self, n_columns: int):
         self.n = 0
         self.mean = np.zeros(int(n_columns))
         self.m2 = np.zeros(int(n_columns))
+        self.peak = np.ones(int(n_columns))
 
     @classmethod
     def of(cls, X: np.ndarray) -> "Moments":
@@ -64,33 +69,44 @@ class Moments:
         X = X[:, None] if X.ndim == 1 else X
         out = cls(X.shape[1])
         if len(X):
+            peak = np.max(np.abs(X), axis=0)
+            out.peak = np.where(np.isfinite(peak) & (peak > 0), peak, 1.0)
+            Z = X / out.peak
+            zmean = Z.mean(axis=0)
             out.n = len(X)
-            out.mean = X.mean(axis=0)
-            out.m2 = ((X - out.mean) ** 2).sum(axis=0)
+            out.mean = zmean * out.peak
+            out.m2 = ((Z - zmean) ** 2).sum(axis=0)
         return out
 
     def add(self, X: np.ndarray) -> "Moments":
         merged = self + Moments.of(X)
-        self.n, self.mean, self.m2 = merged.n, merged.mean, merged.m2
+        self.n, self.mean, self.m2, self.peak = merged.n, merged.mean, merged.m2, merged.peak
         return self
 
     def __add__(self, other: "Moments") -> "Moments":
         if self.mean.shape != other.mean.shape:
             raise ValueError(f"cannot merge moments of {self.mean.size} and {other.mean.size} "
                              f"columns")
+        if other.n == 0 or self.n == 0:
+            return other if self.n == 0 else self
         out = Moments(self.mean.size)
         out.n = self.n + other.n
-        if out.n == 0:
-            return out
-        delta = other.mean - self.mean
-        out.mean = self.mean + delta * (other.n / out.n)
-        out.m2 = self.m2 + other.m2 + delta ** 2 * (self.n * other.n / out.n)
+        out.peak = np.maximum(self.peak, other.peak)
+        a, b = self.peak / out.peak, other.peak / out.peak
+        delta = other.mean / out.peak - self.mean / out.peak
+        out.mean = self.mean + (delta * (other.n / out.n)) * out.peak
+        out.m2 = (self.m2 * a ** 2 + other.m2 * b ** 2
+                  + delta ** 2 * (self.n * other.n / out.n))
         return out
+
+    @property
+    def std(self) -> np.ndarray:
+        return np.sqrt(self.m2 / self.n) * self.peak
 
     def standardizer(self) -> Standardizer:
         if self.n == 0:
             raise ValueError("no rows were seen: the standardisation statistics are empty")
-        return Standardizer.from_moments(self.mean, np.sqrt(self.m2 / self.n))
+        return Standardizer.from_moments(self.mean, self.std, self.peak)
 
 
 def scan_moments(chunks, regression: bool = True):

@@ -167,7 +167,9 @@ def test_moments_merge_equals_numpy():
     X = rng.normal(size=(1001, 3)) * 1e3 + 1e6
     m = Moments.of(X[:1]) + Moments.of(X[1:400]) + Moments(3) + Moments.of(X[400:])
     np.testing.assert_allclose(m.mean, X.mean(axis=0), rtol=1e-14)
-    np.testing.assert_allclose(np.sqrt(m.m2 / m.n), X.std(axis=0), rtol=1e-10)
+    np.testing.assert_allclose(m.std, X.std(axis=0), rtol=1e-10)
+    huge = Moments.of(X[:10] * 1e300) + Moments.of(X[10:] * 1e300)   # squares would overflow
+    np.testing.assert_allclose(huge.std, X.std(axis=0) * 1e300, rtol=1e-10)
 
 
 def test_stats_merge_and_fold_positions():
