@@ -19,6 +19,8 @@ import stat
 import sys
 from dataclasses import dataclass
 
+import numpy as np
+
 from .data_errors import DataError, EmptyFileError, EncodingError, FileTooLargeError
 
 __all__ = ["Dialect", "Source", "open_source", "sniff_csv", "NA_VALUES"]
@@ -77,6 +79,10 @@ def open_source(path, max_bytes=_DEFAULT_MAX_BYTES, nrows=None) -> Source:
     FIFO or character device (``<(cat f.csv)``, ``/dev/stdin``), read into memory up to
     ``max_bytes``. Refuses missing paths, folders, empty inputs and files over ``max_bytes``
     (unless ``nrows`` limits the read to the first rows)."""
+    if nrows is not None and (not isinstance(nrows, (int, np.integer))
+                              or isinstance(nrows, bool) or nrows < 1):
+        raise ValueError(f"nrows must be a positive number of rows or None (all rows), got "
+                         f"{nrows!r}")
     if isinstance(path, Source):
         return path
     if isinstance(path, str) and path == "-":

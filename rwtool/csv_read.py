@@ -31,7 +31,7 @@ from .csv_dialect import NA_VALUES, Dialect, Source, open_source
 from .csv_scan import BLANK, NEWLINE_IN_QUOTES, TRAILING_EMPTY, compact_records, \
     scan_records, trim_trailing_field
 from .data_errors import (DataError, DuplicateColumnError, EmptyFileError, EncodingError,
-                          QuoteError, RaggedRowError)
+                          HeaderError, QuoteError, RaggedRowError)
 
 __all__ = ["Column", "Table", "Block", "iter_blocks", "parse", "table_from_rows", "canon"]
 
@@ -150,6 +150,12 @@ class Column:
         r = np.asarray(np.arange(len(self.codes))[rows])
         hit = np.flatnonzero((self.codes[r] == -1) & ~np.isfinite(self.values[r]))
         return int(self.lines[int(r[hit[0]])]) if len(hit) else None
+
+    def max_magnitude(self, rows) -> float:
+        """The largest finite |number| of ``rows`` (0 when none)."""
+        v = np.abs(self.values[rows][self.codes[rows] == -1])
+        v = v[np.isfinite(v)]
+        return float(v.max()) if len(v) else 0.0
 
     def numeric_fill(self, policy: str, rows):
         """The mean or the most frequent number of ``rows`` (None when one is infinite)."""
@@ -303,10 +309,12 @@ class _BadUTF8(Exception):
 
 
 def iter_blocks(source, dialect: Dialect, *, usecols=None, nrows=None, head_rows: int = 0,
-                block_bytes: int | None = None) -> Iterator[Block]:
+                block_bytes: int | None = None, names=None) -> Iterator[Block]:
     """The file's records, block by block, checked for structure (see the module docstring).
 
-    ``usecols``: column names to type (None: all); ``nrows``: stop after that many records.
+    ``usecols``: column names to type (None: all); ``nrows``: stop after that many records;
+    ``names``: the column names to use (one per field; they replace the header line when the
+    file has one, and col1, col2, ... when it has none).
     Raises :class:`RaggedRowError`, :class:`QuoteError`, :class:`EmptyFileError`,
     :class:`DuplicateColumnError`; an invalid UTF-8 byte raises the internal ``_BadUTF8``
     (:func:`parse` and the streaming reader turn it into a re-read or an EncodingError).
@@ -314,6 +322,7 @@ def iter_blocks(source, dialect: Dialect, *, usecols=None, nrows=None, head_rows
     src = open_source(source, None, nrows)
     path = src.name
     block_bytes = block_bytes or _BLOCK_BYTES
+    given = None if names is None else [str(n) for n in names]
     dec = _Decoder(dialect.encoding)
     delim, quote = dialect.delimiter, dialect.quotechar
     names = None
@@ -354,6 +363,13 @@ def iter_blocks(source, dialect: Dialect, *, usecols=None, nrows=None, head_rows
                 if header_cells and header_cells[0].startswith("\ufeff"):
                     header_cells[0] = header_cells[0][1:]
                 names = make_names(header_cells if dialect.header else None, ncols, path)
+                if given is not None:
+                    if len(given) != ncols:
+                        raise HeaderError(
+                            f"{len(given)} column name(s) given for a file of {ncols} "
+                            f"column(s)", file=path, row=int(lines[0]),
+                            hint="give one name per column")
+                    names = make_names(given, ncols, path)
                 keep = (list(range(ncols)) if usecols is None
                         else sorted({names.index(c) for c in usecols if c in names}))
                 if dialect.header:
@@ -480,7 +496,8 @@ def _gaps_are_newlines(buf, ends, gaps) -> bool:
 # ============================================================================ whole tables
 
 def parse(source, dialect: Dialect, *, usecols=None, nrows=None, na_values=NA_VALUES,
-          max_vocab: int = 10_000, head_rows: int = 0, fallback: bool = True) -> Table:
+          max_vocab: int = 10_000, head_rows: int = 0, fallback: bool = True,
+          names=None) -> Table:
     """Read the file into compact columns (only ``usecols``: names, or all when None).
 
     ``fallback``: the encoding was detected, not given, so a file that is not valid UTF-8
@@ -489,7 +506,8 @@ def parse(source, dialect: Dialect, *, usecols=None, nrows=None, na_values=NA_VA
     """
     src = open_source(source, None, nrows)
     try:
-        return _parse_with(src, dialect, usecols, nrows, na_values, max_vocab, head_rows, [])
+        return _parse_with(src, dialect, usecols, nrows, na_values, max_vocab, head_rows, [],
+                           names)
     except _BadUTF8 as bad:
         if not (fallback and dialect.encoding in ("utf-8", "utf-8-sig")):
             raise EncodingError(f"the bytes are not valid {dialect.encoding} ({bad.reason})",
@@ -501,7 +519,8 @@ def parse(source, dialect: Dialect, *, usecols=None, nrows=None, na_values=NA_VA
                 f"whole file was read as {'Windows-1252' if enc == 'cp1252' else 'Latin-1'}; "
                 f"pass encoding=... if that is wrong")
         d2 = Dialect(enc, dialect.delimiter, dialect.decimal, dialect.header, dialect.quotechar)
-        return _parse_with(src, d2, usecols, nrows, na_values, max_vocab, head_rows, [note])
+        return _parse_with(src, d2, usecols, nrows, na_values, max_vocab, head_rows, [note],
+                           names)
 
 
 def _decodes(src: Source, encoding: str) -> bool:
@@ -517,7 +536,8 @@ def _decodes(src: Source, encoding: str) -> bool:
         return False
 
 
-def _parse_with(src, dialect, usecols, nrows, na_values, max_vocab, head_rows, notes) -> Table:
+def _parse_with(src, dialect, usecols, nrows, na_values, max_vocab, head_rows, notes,
+                names=None) -> Table:
     na = frozenset(na_values)
     # a missing-value token that casts to a number other than NaN ("-999") must not be cast
     fast = not any(is_number_text(t.strip().replace(",", "."))
@@ -526,8 +546,10 @@ def _parse_with(src, dialect, usecols, nrows, na_values, max_vocab, head_rows, n
     columns: dict[int, Column] = {}
     lines = []
     head: list[list[str]] = []
+    given = names
     names: list[str] = []
-    for block in iter_blocks(src, dialect, usecols=usecols, nrows=nrows, head_rows=head_rows):
+    for block in iter_blocks(src, dialect, usecols=usecols, nrows=nrows, head_rows=head_rows,
+                             names=given):
         if not columns and block.names:
             names = block.names
             keep = (range(len(names)) if usecols is None

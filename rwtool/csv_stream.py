@@ -61,6 +61,7 @@ class _StreamColumn:
         self.overflow = {ALL: False, FIT: False}
         self.sum = 0.0
         self.n_finite = 0
+        self.max_abs = {ALL: 0.0, FIT: 0.0}
         self.first_txt = {ALL: None, FIT: None}
         self.first_inf = {ALL: None, FIT: None}
 
@@ -95,6 +96,8 @@ class _StreamColumn:
                 bad = ~np.isfinite(x)
                 if bad.any() and self.first_inf[key] is None:
                     self.first_inf[key] = int(ln[np.flatnonzero(num)[np.flatnonzero(bad)[0]]])
+                if (~bad).any():
+                    self.max_abs[key] = max(self.max_abs[key], float(np.max(np.abs(x[~bad]))))
                 if key == FIT:
                     self.sum += float(np.sum(x[~bad]))
                     self.n_finite += int((~bad).sum())
@@ -147,6 +150,9 @@ class _StreamColumn:
 
     def first_nonfinite(self, rows=ALL):
         return self.first_inf[self._key(rows)]
+
+    def max_magnitude(self, rows=ALL):
+        return self.max_abs[self._key(rows)]
 
     def numeric_fill(self, policy, rows=FIT):
         if self.first_inf[FIT] is not None:

@@ -29,7 +29,8 @@ from .data_errors import (AllMissingError, ColumnNotFoundError, DataError, Dupli
                           EmptyFileError, EncodingError, FileTooLargeError, HeaderError,
                           HeaderOnlyError, HighCardinalityError, MissingColumnError,
                           MissingValueError, NonFiniteError, NonNumericError, QuoteError,
-                          RaggedRowError, SingleClassError, TargetError, UnseenCategoryError)
+                          RaggedRowError, ScaleError, SingleClassError, TargetError,
+                          UnseenCategoryError)
 from .csv_stream import CsvScan, iter_csv, scan_csv
 from .dataset import Dataset, split_indices
 from .encoding import (_DEFAULT_MAX_ABS, MISSING_POLICIES, Preprocessing, fit_record,
@@ -43,7 +44,7 @@ __all__ = [
     "NonFiniteError", "MissingValueError", "AllMissingError", "SingleClassError",
     "DuplicateColumnError", "FileTooLargeError", "HighCardinalityError",
     "UnseenCategoryError", "MissingColumnError", "ColumnNotFoundError", "EncodingError",
-    "TargetError", "QuoteError", "HeaderError", "NA_VALUES", "MISSING_POLICIES", "TASKS",
+    "TargetError", "QuoteError", "HeaderError", "ScaleError", "NA_VALUES", "MISSING_POLICIES", "TASKS",
     "samples_dir", "list_samples",
 ]
 
@@ -114,17 +115,19 @@ class CsvPreview:
 
 def preview_csv(path, *, n_head: int = 20, nrows: int | None = None, encoding=None,
                 delimiter=None, decimal=None, header=None, na_values=NA_VALUES,
-                max_bytes=_DEFAULT_MAX_BYTES) -> CsvPreview:
+                max_bytes=_DEFAULT_MAX_BYTES, names=None) -> CsvPreview:
     """Dialect, first ``n_head`` rows (as text) and a summary of every column.
 
     The whole file is scanned (or its first ``nrows`` rows) so missing counts and types are
     exact; structural errors (ragged rows, broken quotes) raise as in :func:`read_csv`.
+    ``encoding``, ``delimiter``, ``decimal``, ``header`` override the detection and ``names``
+    names the columns (see :func:`read_csv`), so a user can correct what was detected.
     """
     src = open_source(path, max_bytes, nrows)
     dialect = sniff_csv(src, encoding=encoding, delimiter=delimiter, decimal=decimal,
                         header=header, na_values=na_values, nrows=nrows)
     table = parse(src, dialect, nrows=nrows, na_values=na_values, head_rows=n_head,
-                   fallback=encoding is None)
+                  fallback=encoding is None, names=names)
     cols, tasks = [], {}
     for j, name in enumerate(table.names):
         c = table.columns[j]
@@ -176,11 +179,12 @@ def _resolve(spec, names, path, what) -> list[str]:
 
 
 def _read_table(path, target, features, ignore, categorical, numeric, encoding, delimiter,
-                decimal, header, na_values, nrows, max_bytes):
+                decimal, header, na_values, nrows, max_bytes, names=None):
     src = open_source(path, max_bytes, nrows)
     dialect = sniff_csv(src, encoding=encoding, delimiter=delimiter, decimal=decimal,
                         header=header, na_values=na_values, nrows=nrows)
-    table = parse(src, dialect, nrows=nrows, na_values=na_values, fallback=encoding is None)
+    table = parse(src, dialect, nrows=nrows, na_values=na_values, fallback=encoding is None,
+                  names=names)
     _require_rows(table)
     tname, feats, cat, num = _roles(table, target, features, ignore, categorical, numeric)
     return table, tname, feats, cat, num
@@ -241,7 +245,8 @@ def read_csv(path, target=None, *, features=None, ignore=None, categorical=None,
              task: str = "auto", missing: str = "error", max_categories: int = 50,
              handle_unknown: str = "error", encoding=None, delimiter=None, decimal=None,
              header=None, na_values=NA_VALUES, max_abs: float = _DEFAULT_MAX_ABS,
-             nrows: int | None = None, max_bytes: int | None = _DEFAULT_MAX_BYTES) -> Dataset:
+             nrows: int | None = None, max_bytes: int | None = _DEFAULT_MAX_BYTES,
+             names=None) -> Dataset:
     """Read a CSV file into a :class:`Dataset` (numeric ``X``, ``y``, preprocessing record).
 
     Parameters
@@ -268,13 +273,19 @@ def read_csv(path, target=None, *, features=None, ignore=None, categorical=None,
     handle_unknown : {"error", "ignore"}
         What replaying the record does with a category unseen here.
     encoding, delimiter, decimal, header
-        Dialect; None detects it (:func:`sniff_csv`).
+        Dialect; None detects it (:func:`sniff_csv`). ``header=True`` reads the first line as
+        column names, ``False`` as data.
+    names : list of str, optional
+        Column names, one per field: they name a header-less file's columns (instead of
+        col1, col2, ...) or replace the header line's names. A record learned on a header-less
+        file replays its names on the next header-less file.
     na_values : sequence of str
         Cell texts that mean "missing" (compared after stripping spaces).
     max_abs : float, default 1e100
         Values with a larger magnitude are refused (their squares overflow in standardisation).
     nrows : int, optional
-        Read only the first ``nrows`` records (the size limit then does not apply).
+        Read only the first ``nrows`` records, at least 1 (the size limit then does not
+        apply).
     max_bytes : int or None, default 1 GiB
         Refuse larger files (memory is about three times the file size).
 
@@ -285,7 +296,7 @@ def read_csv(path, target=None, *, features=None, ignore=None, categorical=None,
     policy = _check_options(task, missing, max_categories, handle_unknown)
     table, tname, feats, cat, num = _read_table(
         path, target, features, ignore, categorical, numeric, encoding, delimiter, decimal,
-        header, na_values, nrows, max_bytes)
+        header, na_values, nrows, max_bytes, names)
     rows, notes = _candidate_rows(table, tname, policy, tname is not None)
     pre = fit_record(table, tname, feats, cat, num, task, policy, max_categories,
                       handle_unknown, na_values, max_abs, rows)
@@ -320,7 +331,8 @@ def train_test_csv(path, target, *, test_size: float = 0.25, test=None, random_s
         path, target, options.get("features"), options.get("ignore"),
         options.get("categorical"), options.get("numeric"), options.get("encoding"),
         options.get("delimiter"), options.get("decimal"), options.get("header"), na_values,
-        options.get("nrows"), options.get("max_bytes", _DEFAULT_MAX_BYTES))
+        options.get("nrows"), options.get("max_bytes", _DEFAULT_MAX_BYTES),
+        options.get("names"))
     if tname is None:
         raise ValueError("train_test_csv needs a target column")
     rows, notes = _candidate_rows(table, tname, policy, True)

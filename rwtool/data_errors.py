@@ -15,7 +15,7 @@ __all__ = [
     "NonFiniteError", "MissingValueError", "AllMissingError", "SingleClassError",
     "DuplicateColumnError", "FileTooLargeError", "HighCardinalityError",
     "UnseenCategoryError", "MissingColumnError", "ColumnNotFoundError", "EncodingError",
-    "TargetError", "QuoteError", "HeaderError",
+    "TargetError", "QuoteError", "HeaderError", "ScaleError",
 ]
 
 
@@ -120,3 +120,8 @@ class QuoteError(DataError):
 class HeaderError(DataError):
     """The header line does not fit the file (numbers as column names, names for a file that
     has no header)."""
+
+
+class ScaleError(DataError):
+    """A numeric column whose values are all so small (below 1e-150 in magnitude, not zero) that
+    their squares underflow: standardisation would see a constant column."""

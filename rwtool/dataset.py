@@ -103,12 +103,23 @@ def split_indices(n: int, test_size: float = 0.25, random_state=0, stratify=None
         test = perm[:n_test]
     else:
         labels = np.asarray(stratify)
+        classes, inv = np.unique(labels, return_inverse=True)
+        sizes = np.bincount(inv)
+        # Each class gets floor(test_size * size) test rows, then the rows still owed to the
+        # overall round(test_size * n) go to the classes with the largest remainders (random
+        # among ties), never taking a class's last training row: 120 rows in 60 classes of 2
+        # give 30 test rows, not none.
+        ideal = test_size * sizes
+        n_test = np.minimum(np.floor(ideal).astype(np.int64), sizes - 1)
+        owed = min(int(round(test_size * n)), int(np.sum(sizes - 1))) - int(n_test.sum())
+        if owed > 0:
+            order = np.lexsort((rng.permutation(len(sizes)), -(ideal - n_test)))
+            order = order[n_test[order] < sizes[order] - 1][:owed]
+            n_test[order] += 1
         test_parts = []
-        for k in np.unique(labels):
-            members = rng.permutation(np.flatnonzero(labels == k))
-            n_test = int(round(test_size * len(members)))
-            n_test = min(n_test, len(members) - 1)
-            test_parts.append(members[:n_test])
+        for k in range(len(classes)):
+            members = rng.permutation(np.flatnonzero(inv == k))
+            test_parts.append(members[:n_test[k]])
         test = np.concatenate(test_parts) if test_parts else np.empty(0, dtype=np.int64)
         if len(test) == 0:
             raise ValueError(f"test_size={test_size} leaves no row for testing; raise it")

@@ -19,7 +19,8 @@ from .csv_dialect import _DEFAULT_MAX_BYTES, NA_VALUES, open_source, sniff_csv
 from .csv_read import Column, Table, canon, parse, table_from_rows
 from .data_errors import (AllMissingError, HighCardinalityError, MissingColumnError,
                           MissingValueError, NonFiniteError, NonNumericError, SingleClassError,
-                          TargetError, UnseenCategoryError, HeaderOnlyError, EmptyFileError)
+                          TargetError, UnseenCategoryError, HeaderOnlyError, EmptyFileError,
+                          ScaleError)
 from .dataset import Dataset
 
 __all__ = ["Preprocessing", "fit_record", "MISSING_POLICIES", "norm_policy", "infer_task"]
@@ -29,6 +30,7 @@ MISSING_POLICIES = ("error", "drop-rows", "impute-mean", "impute-most-frequent")
 
 _DEFAULT_MAX_ABS = 1e100
 _INTEGER_CLASSES_MAX = 10               # integer targets with at most this many values: classes
+_MIN_SCALE = 1e-150                     # below this, squares underflow (1e-150**2 ~ 1e-300)
 
 
 def infer_task(col: Column, kind: str, rows) -> str:
@@ -220,8 +222,10 @@ class Preprocessing:
         dialect = sniff_csv(src, encoding=encoding, delimiter=delimiter, decimal=decimal,
                             header=self.header, na_values=self.na_values, nrows=nrows)
         need = self.input_columns + ([self.target["name"]] if self.target else [])
+        default = [f"col{j + 1}" for j in range(len(self.file_columns))]
+        names = None if self.header or self.file_columns == default else self.file_columns
         table = parse(src, dialect, usecols=need, nrows=nrows, na_values=self.na_values,
-                       fallback=encoding is None)
+                      fallback=encoding is None, names=names)
         _require_rows(table)
         missing = [c for c in self.input_columns if c not in table.names]
         if missing:
@@ -259,7 +263,7 @@ class Preprocessing:
         keep = np.ones(len(rows), dtype=bool)
         y = None
         if with_target:
-            y, ymiss = _target_values(table, self.target, rows)
+            y, ymiss = _target_values(table, self.target, rows, self.max_abs)
             if ymiss.any():
                 notes.append(f"dropped {int(ymiss.sum())} row(s) with a missing target")
                 keep &= ~ymiss
@@ -363,7 +367,7 @@ def _categorical_block(col: Column, rows, spec, handle_unknown, path, lines):
     return block, miss
 
 
-def _target_values(table: Table, target: dict, rows):
+def _target_values(table: Table, target: dict, rows, max_abs: float = _DEFAULT_MAX_ABS):
     col = table.col(target["name"])
     codes, values = col.codes[rows], col.values[rows]
     miss = codes == -2
@@ -376,11 +380,16 @@ def _target_values(table: Table, target: dict, rows):
                               f"needs numbers", file=path, row=int(lines[rows[i]]),
                               column=col.name, hint="fix the value or choose a classification "
                                                      "task")
-        bad = np.flatnonzero((codes == -1) & ~np.isfinite(values))
+        bad = np.flatnonzero((codes == -1) & ~(np.abs(values) <= max_abs))
         if len(bad):
             i = int(bad[0])
-            raise NonFiniteError("an infinite target value", file=path,
-                                 row=int(lines[rows[i]]), column=col.name)
+            v = values[i]
+            raise NonFiniteError(
+                "an infinite target value" if np.isinf(v) else
+                f"the target value {v:g} is too large (|y| must be at most max_abs="
+                f"{max_abs:g}: squared errors would overflow)", file=path,
+                row=int(lines[rows[i]]), column=col.name,
+                hint="rescale the target (divide it by a power of ten) or model log(y)")
         return values.copy(), miss
     kind = target["label_kind"]
     if kind == "str":
@@ -429,6 +438,7 @@ def _fit_target(table: Table, name: str, task: str, rows) -> dict:
     if task == "auto":
         task = infer_task(col, kind, rows)
     if task == "regression":
+        _check_scale(col, rows, path, "target")
         return {"name": name, "task": "regression", "classes": None, "label_kind": None}
     if kind == "categorical":
         classes = sorted(col.category_counts(rows))
@@ -462,6 +472,17 @@ def _fit_target(table: Table, name: str, task: str, rows) -> dict:
     return {"name": name, "task": task, "classes": classes, "label_kind": label_kind}
 
 
+def _check_scale(col, rows, path, what):
+    top = col.max_magnitude(rows)
+    if 0.0 < top < _MIN_SCALE:
+        raise ScaleError(
+            f"every value of this {what} is below {_MIN_SCALE:g} in magnitude (largest "
+            f"{top:.3g}): squares underflow to zero, so it would be read as constant",
+            file=path, column=col.name,
+            hint=f"rescale it (e.g. multiply by 1e{-int(np.floor(np.log10(top)))}) before "
+                 f"training")
+
+
 def _fit_columns(table: Table, features, categorical, numeric, policy, max_categories,
                  fit_rows) -> list[dict]:
     path = table.path
@@ -481,6 +502,7 @@ def _fit_columns(table: Table, features, categorical, numeric, policy, max_categ
         else:
             kind = col.inferred_kind(fit_rows)
         if kind == "numeric":
+            _check_scale(col, fit_rows, path, "column")
             spec = {"name": name, "kind": "numeric", "fill": None}
             if policy in ("impute-mean", "impute-most-frequent"):
                 # None when a value is not finite: the encoder reports it
