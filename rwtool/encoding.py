@@ -22,6 +22,7 @@ from .data_errors import (AllMissingError, HighCardinalityError, MissingColumnEr
                           TargetError, UnseenCategoryError, HeaderOnlyError, EmptyFileError,
                           ScaleError)
 from .dataset import Dataset
+from .numfmt import check_format, describe_format, detect_format, parse_formatted
 
 __all__ = ["Preprocessing", "fit_record", "MISSING_POLICIES", "norm_policy", "infer_task"]
 
@@ -104,6 +105,8 @@ class Preprocessing:
         for c in self.columns:
             if c["kind"] == "numeric":
                 s = f"{c['name']}: numeric"
+                if c.get("format"):
+                    s += f" (written with {describe_format(c['format'])})"
             else:
                 s = f"{c['name']}: one-hot over {len(c['categories'])} categories"
             if c.get("fill") is not None:
@@ -153,8 +156,13 @@ class Preprocessing:
                                              and not isinstance(fill, bool)
                                              and math.isfinite(fill)):
                     fail(f"column {c['name']!r} has a non-numeric fill value")
-                clean.append({"name": c["name"], "kind": "numeric",
-                              "fill": None if fill is None else float(fill)})
+                spec = {"name": c["name"], "kind": "numeric",
+                        "fill": None if fill is None else float(fill)}
+                if "format" in c:
+                    if not check_format(c["format"]):
+                        fail(f"column {c['name']!r} has an invalid number format")
+                    spec["format"] = dict(c["format"])
+                clean.append(spec)
             elif kind == "categorical":
                 cats = c.get("categories")
                 if (not isinstance(cats, list) or not cats
@@ -269,6 +277,9 @@ class Preprocessing:
                 keep &= ~ymiss
         blocks, miss_cols = [], {}
         for spec in self.columns:
+            if spec.get("format"):
+                notes.append(f"column {spec['name']!r}: numbers written with "
+                             f"{describe_format(spec['format'])}")
             col = table.col(spec["name"])
             if spec["kind"] == "numeric":
                 block, miss = _numeric_block(col, rows, spec, self.max_abs, path, table.lines)
@@ -316,12 +327,24 @@ class Preprocessing:
 def _numeric_block(col: Column, rows, spec, max_abs, path, lines):
     codes, values = col.codes[rows], col.values[rows]
     text = np.flatnonzero(codes >= 0)
+    fmt = spec.get("format")
+    if fmt and len(text):
+        parsed = parse_formatted(col.vocab, fmt)[codes[text]]
+        ok = ~np.isnan(parsed)
+        values, codes = values.copy(), codes.copy()
+        values[text[ok]], codes[text[ok]] = parsed[ok], -1
+        text = text[~ok]
     if len(text):
         i = int(text[0])
         cell = col.vocab[int(codes[i])]
         hint = "fix the value, add it to na_values, or declare the column categorical"
+        cell_fmt, _ = detect_format([cell], ".")
+        declare = (f"declare the column numeric (numeric=[{col.name!r}]; command line: "
+                   f"--numeric {col.name}) to read such cells as numbers")
         if re.match(r"^[+-]?\d+,\d+$", cell):
-            hint = "it looks like a decimal comma: pass decimal=','"
+            hint = f"it looks like a decimal comma: pass decimal=',' or {declare}"
+        elif cell_fmt is not None and not fmt:
+            hint = f"it looks like a number written with {describe_format(cell_fmt)}: {declare}"
         raise NonNumericError(
             f"non-numeric text {cell!r} in a numeric column ({len(text)} such cell(s))",
             file=path, row=int(lines[rows[i]]), column=col.name, hint=hint)
@@ -472,6 +495,36 @@ def _fit_target(table: Table, name: str, task: str, rows) -> dict:
     return {"name": name, "task": task, "classes": classes, "label_kind": label_kind}
 
 
+def _column_format(col, decimal, declared):
+    if col.n_distinct_text > len(col.vocab):
+        return None, None           # more distinct texts than kept: not one number style
+    return detect_format(col.vocab, decimal, declared)
+
+
+def _formatted_fill(col, rows, fmt, policy):
+    counts = col.category_counts(rows)
+    labels = list(counts)
+    vals = parse_formatted(labels, fmt)
+    plain = np.isnan(vals)
+    vals[plain] = [float(x) if _is_float(x) else np.nan for x in np.array(labels)[plain]]
+    cnt = np.array([counts[k] for k in labels], dtype=np.float64)
+    ok = np.isfinite(vals)
+    if not ok.any():
+        return None
+    if policy == "impute-mean":
+        return float(np.sum(vals[ok] * cnt[ok]) / np.sum(cnt[ok]))
+    best = cnt[ok].max()
+    return float(np.min(vals[ok][cnt[ok] == best]))
+
+
+def _is_float(x: str) -> bool:
+    try:
+        float(x)
+        return True
+    except ValueError:
+        return False
+
+
 def _check_scale(col, rows, path, what):
     top = col.max_magnitude(rows)
     if 0.0 < top < _MIN_SCALE:
@@ -501,12 +554,26 @@ def _fit_columns(table: Table, features, categorical, numeric, policy, max_categ
             kind = "numeric"
         else:
             kind = col.inferred_kind(fit_rows)
+        fmt = None
+        if n_text and name not in categorical and (name in numeric or kind != "numeric"):
+            # "$3", "3%", "1 000", "0,5": numbers when written so in most cells (or declared)
+            fmt, why = _column_format(col, table.dialect.decimal, name in numeric)
+            kind = "numeric" if fmt is not None else kind
+            if why is not None and "comma" in why:
+                raise NonNumericError(
+                    f"numbers like {col.vocab[0]!r}: {why}", file=path, column=name,
+                    hint=f"declare the column numeric (numeric=[{name!r}]; command line: "
+                         f"--numeric {name}) to read the comma as a thousands separator, "
+                         f"or write the numbers without it")
         if kind == "numeric":
             _check_scale(col, fit_rows, path, "column")
             spec = {"name": name, "kind": "numeric", "fill": None}
+            if fmt is not None:
+                spec["format"] = fmt
             if policy in ("impute-mean", "impute-most-frequent"):
                 # None when a value is not finite: the encoder reports it
-                spec["fill"] = col.numeric_fill(policy, fit_rows)
+                spec["fill"] = (col.numeric_fill(policy, fit_rows) if fmt is None
+                                else _formatted_fill(col, fit_rows, fmt, policy))
             specs.append(spec)
             continue
         counts = col.category_counts(slice(None))     # the file's vocabulary, all rows
