@@ -239,12 +239,26 @@ def _check_sampler(sampler, name, n_in):
                          f"numpy's global random state, so that random_state fixes the model")
 
 
-def sample_draws(rng, distribution, size, n_in, sigma, sampling="mc"):
+#: distributions symmetric about 0 (w and -w equally likely): antithetic pairs are exact draws
+SYMMETRIC = ("normal", "cauchy", "laplace", "uniform")
+
+
+def use_antithetic(distribution, base) -> bool:
+    """Antithetic pairs (w, -w) pay off for a symmetric p and a <w, x> base (see Integrator)."""
+    return (isinstance(distribution, str) and distribution.lower() in SYMMETRIC
+            and isinstance(base, str) and base.lower() in DOT_BASES)
+
+
+def sample_draws(rng, distribution, size, n_in, sigma, sampling="mc", antithetic=False):
     """``size`` draws of w ~ p as a C-contiguous (size, d) float array.
 
     ``sampling="qmc"``: scrambled Sobol points (seeded from ``rng``) through the inverse CDF of a
-    built-in distribution; user samplers have no inverse CDF and are refused.
+    built-in distribution; user samplers have no inverse CDF and are refused. ``antithetic``
+    (symmetric p, even size): the second half is the first half negated.
     """
+    if antithetic:
+        half = sample_draws(rng, distribution, size // 2, n_in, sigma, sampling)
+        return np.ascontiguousarray(np.vstack([half, -half]))
     dist = _lookup("distribution", distribution)
     if isinstance(dist, str):
         if sampling == "qmc":
@@ -398,15 +412,26 @@ class Integrator:
 
     Holds the draws, the S x T matrix of sections divided by S (built on first use) and the base
     predictor; ``features_into`` fills a block of rows with one matrix product per chunk.
+
+    Two measured savings for the built-in <w, x> bases (docs/INSTANTIATIONS.md):
+
+    * antithetic draws (w, -w) of a symmetric p: phi(-w, x) is -phi (sign, tanh),
+      phi - <w, x> (relu) or 1 - phi (sigmoid), so the second half of the draws folds into the
+      first half's matrix: phi(X; w_1..w_{S/2}) (K_1 -/+ K_2) plus an exact linear or constant
+      term, half the products;
+    * the product phi(X; w) K runs in float32: its rounding (~1e-6 relative) is far below the
+      Monte Carlo error (~S^(-1/2)), and the row's features stay a fixed function of the row.
     """
 
-    def __init__(self, draws, sections, base, label):
+    def __init__(self, draws, sections, base, label, antithetic=False):
         self.draws = draws
         self._sections_fn = sections   # () -> S x T matrix of K(w_s, u_t)
         self.base = _lookup("base", base) if isinstance(base, str) else base
         self.base_name = base
         self.label = label
+        self.antithetic = bool(antithetic) and self.base in DOT_BASES
         self._KS = None
+        self._plan = None
         self._stump_idx = (draws[:, 0].astype(np.int64) if self.base == "stump" else None)
 
     def sections(self):
@@ -429,8 +454,8 @@ class Integrator:
             ess = np.where(s2 > 0, s1 * s1 / np.where(s2 > 0, s2, 1.0), 0.0)
         return ess
 
-    def base_block(self, X, out):
-        base_into(self.base, X, self.draws, out, self._stump_idx)
+    def base_block(self, X, out, draws=None):
+        base_into(self.base, X, self.draws if draws is None else draws, out, self._stump_idx)
         if not isinstance(self.base, str) and not np.isfinite(out).all():
             i, s = np.argwhere(~np.isfinite(out))[0]
             raise ValueError(f"{self.label}: base {self.base_name!r} "
@@ -438,15 +463,47 @@ class Integrator:
                              f"{s} and row {i}; it must return finite numbers for every input")
         return out
 
-    def features_into(self, X, out):
+    def _build_plan(self):
+        """(draws used, their matrix, linear term (n x T) or None, constant row or None, dtype)."""
         KS = self.sections()
-        S = self.draws.shape[0]
+        D, lin, const = self.draws, None, None
+        if self.antithetic:
+            h = D.shape[0] // 2
+            K1, K2 = KS[:h], KS[h:]
+            D = D[:h]
+            if self.base == "relu":
+                M, lin = K1 + K2, -(D.T @ K2)
+            else:
+                M = K1 - K2
+                if self.base == "sigmoid":
+                    const = K2.sum(axis=0)
+        else:
+            M = KS
+        dtype = np.float32 if isinstance(self.base, str) else np.float64
+        return (np.ascontiguousarray(D, dtype=dtype), np.ascontiguousarray(M, dtype=dtype),
+                lin, const, dtype)
+
+    def features_into(self, X, out):
+        if self._plan is None:
+            self._plan = self._build_plan()
+        D, M, lin, const, dtype = self._plan
+        S = D.shape[0]
         step = max(1, min(X.shape[0], _BLOCK_ELEMENTS // max(1, S)))
-        buf = np.empty((step, S))
+        buf = np.empty((step, S), dtype=dtype)
+        prod = np.empty((step, M.shape[1]), dtype=dtype) if dtype != out.dtype else None
         for start in range(0, X.shape[0], step):
             stop = min(X.shape[0], start + step)
-            B = self.base_block(X[start:stop], buf[: stop - start])
-            np.matmul(B, KS, out=out[start:stop])
+            Xb = X[start:stop] if dtype == X.dtype else X[start:stop].astype(dtype)
+            B = self.base_block(Xb, buf[: stop - start], D)
+            if prod is None:
+                np.matmul(B, M, out=out[start:stop])
+            else:
+                np.matmul(B, M, out=prod[: stop - start])
+                out[start:stop] = prod[: stop - start]
+        if lin is not None:
+            out += X @ lin
+        if const is not None:
+            out += const[None, :]
 
 
 # ============================================================================ the maps
@@ -459,15 +516,18 @@ class MonteCarloDraws(BaseEstimator):
     fitted attribute; ``sampling`` says how they were drawn ("mc" or "qmc").
     """
 
-    def __init__(self, sampling="mc"):
+    def __init__(self, sampling="mc", antithetic=False):
         self.sampling = sampling
+        self.antithetic = antithetic
 
     @classmethod
-    def draw(cls, rng, distribution, n_draws, n_in, sigma, sampling):
+    def draw(cls, rng, distribution, n_draws, n_in, sigma, sampling, antithetic=False):
         """Draw with ``sampling`` resolved ("auto" -> "qmc" or "mc"); n_draws as given."""
         sampling = resolve_sampling(distribution, sampling, n_in)
-        obj = cls(sampling=sampling)
-        obj.draws_ = sample_draws(rng, distribution, int(n_draws), n_in, float(sigma), sampling)
+        antithetic = bool(antithetic) and int(n_draws) % 2 == 0
+        obj = cls(sampling=sampling, antithetic=antithetic)
+        obj.draws_ = sample_draws(rng, distribution, int(n_draws), n_in, float(sigma), sampling,
+                                  antithetic)
         return obj
 
     def fitted_state(self) -> dict:
@@ -487,8 +547,8 @@ def resolve_n_draws(n_draws, n_features, sampling) -> int:
     """S: ``n_draws`` or the default 4 T; QMC rounds up to a power of two (Sobol's balance)."""
     S = 4 * int(n_features) if n_draws is None else int(n_draws)
     if sampling == "qmc":
-        S = 1 << max(0, math.ceil(math.log2(S)))
-    return S
+        S = 1 << max(1, math.ceil(math.log2(S)))
+    return S + S % 2  # antithetic pairs
 
 
 def check_mc_params(n_draws, sampling):
@@ -597,7 +657,8 @@ class MonteCarloRKHS(RKHSWeighting):
         self.W_ = sample_draws(rng, self.distribution, int(self.n_features), n_in, sigma)
         sampling = resolve_sampling(self.distribution, self.sampling, n_in)
         S = resolve_n_draws(self.n_draws, self.n_features, sampling)
-        self.mc_ = MonteCarloDraws.draw(rng, self.distribution, S, n_in, sigma, sampling)
+        self.mc_ = MonteCarloDraws.draw(rng, self.distribution, S, n_in, sigma, sampling,
+                                        use_antithetic(self.distribution, self.base))
         _check_layout(_lookup("base", self.base), _lookup("kernel", self.kernel), self.W_, n_in,
                       self.label)
         if self.mc_.draws_.shape[1] != self.W_.shape[1]:
@@ -658,7 +719,7 @@ class MonteCarloRKHS(RKHSWeighting):
         self._mc = Integrator(self.mc_.draws_,
                               lambda: kernel_sections(self.kernel, self.mc_.draws_, W, g, deg,
                                                       norm),
-                              self.base, self.label)
+                              self.base, self.label, self.mc_.antithetic)
 
     def fit(self, X, y=None):
         """Sample the centres and the shared draws; build the sections (and check them)."""

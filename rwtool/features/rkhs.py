@@ -189,7 +189,8 @@ class RKHSWeighting(FeatureMap):
         from .montecarlo import MonteCarloDraws, resolve_n_draws, resolve_sampling
         sampling = resolve_sampling(distribution, self.sampling, n_in)
         S = resolve_n_draws(self.n_draws, self.n_features, sampling)
-        self.mc_ = MonteCarloDraws.draw(rng, distribution, S, n_in, float(self.sigma), sampling)
+        self.mc_ = MonteCarloDraws.draw(rng, distribution, S, n_in, float(self.sigma), sampling,
+                                        antithetic=distribution == "normal")
 
     def _prepare_mc(self, kernel, base, centres):
         """The Monte Carlo integrator of this map's kernel sections in its basis."""
@@ -199,7 +200,8 @@ class RKHSWeighting(FeatureMap):
         from .montecarlo import Integrator, kernel_sections
         D, g, norm = self.mc_.draws_, self.gamma_, bool(self.normalized_)
         self._mc = Integrator(D, lambda: kernel_sections(kernel, D, centres, g, normalized=norm),
-                              base, f"{type(self).__name__}(closed_form=False)")
+                              base, f"{type(self).__name__}(closed_form=False)",
+                              self.mc_.antithetic)
 
     def fit(self, X, y=None):
         super().fit(X)
