@@ -57,7 +57,7 @@ def fit_grid(selector, Xtr, ytr, evals, sigma, lambdas, M, M0, seed, per_step,
     same GLM for each lam.
     """
     out = {}
-    base = dict(selector=selector, n_features=M, n_candidates=M0, sigma=sigma,
+    base = dict(selector=selector, n_features=M, n_candidates=M0, sigma=sigma, gauss_order=1,
                 features_per_step=per_step, fit_intercept=intercept, random_state=seed)
     if selector == "mfga":
         for lam in lambdas:
@@ -105,8 +105,8 @@ def kernel_ridge_grid(Ztr, ytr, evals, sigma, lambdas, n0, seed, linear_weight):
 
 def path_curve(Xtr, ytr, Xte, yte, sigma, lam, M, seed, intercept=False):
     """MFGA test error along its path (one fit) for the figure."""
-    est = GreedyMKClassifier(n_features=M, reg=lam, sigma=sigma, fit_intercept=intercept,
-                             random_state=seed)
+    est = GreedyMKClassifier(n_features=M, reg=lam, sigma=sigma, gauss_order=1,
+                             fit_intercept=intercept, random_state=seed)
     est.fit(Xtr, ytr, eval_set=(Xte, yte))
     return np.array(est.path_["n_features"]), np.array(est.path_["val_error"])
 
@@ -189,7 +189,8 @@ def main(argv=None):
             errs_m = []
             for s in range(min(args.seeds, 3)):
                 est = GreedyMKClassifier(selector=selector, n_features=M, n_candidates=args.M0,
-                                         reg=lam, sigma=sigma, fit_intercept=args.intercept,
+                                         reg=lam, sigma=sigma, gauss_order=1,
+                                         fit_intercept=args.intercept,
                                          random_state=1000 * k + s).fit(Xtr, ytr)
                 errs_m.append(np.mean(est.predict(Xte) != yte))
             e.append(np.mean(errs_m))

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numbers
 import time
+import warnings
 
 import numpy as np
 
@@ -18,8 +19,11 @@ from .._base import (BaseEstimator, ClassifierMixin, RegressorMixin, Standardize
                      check_choice, check_is_fitted, check_random_state, check_scalar, check_X_y,
                      encode_classes)
 from ..features.fourier import RandomFourierFeatures
-from ..features.taylor import TaylorMultiKernelFeatures, knn_sigma
+from ..errors import NumericalError, check_finite_result
+from ..features.bandwidth import knn_sigma, scale_sigma
+from ..features.taylor import TaylorMultiKernelFeatures, auto_gauss_order, dictionary_size
 from ..progress import FitCancelled, make_progress
+from ..resources import FitEstimate
 from ..solvers.greedy import (DictionaryView, eerf_scores, feature_alignment, glm_fit,
                               glm_objective, lkrf_select, lkrf_weights, mfga)
 
@@ -27,6 +31,8 @@ __all__ = ["GreedyMKClassifier", "GreedyMKRegressor", "SELECTORS"]
 
 #: "mfga" (this paper) and the random-feature baselines of its Table 2
 SELECTORS = ("mfga", "rks", "lkrf", "eerf")
+#: the data-scaled bandwidth rules: the paper's k-NN rule, scikit-learn's "scale", the larger
+SIGMA_RULES = ("auto", "knn", "scale")
 
 
 class _GreedyMK(BaseEstimator):
@@ -34,7 +40,7 @@ class _GreedyMK(BaseEstimator):
     #: the paper's dictionary for the task (seed 004 Section 5): Taylor order, linear kernel
     _paper_order, _paper_linear = 2, False
 
-    def __init__(self, selector="mfga", n_features=100, reg=1e-4, sigma="knn", knn_k=50,
+    def __init__(self, selector="mfga", n_features=100, reg=1e-4, sigma="auto", knn_k=50,
                  knn_queries=2000, gauss_order=None, include_squares=True, include_linear=None,
                  nu=None, features_per_step=1, tol=0.0, normalize=False, n_candidates=2000,
                  lkrf_rho=None, lkrf_mode="top", fit_intercept=False, standardize=True,
@@ -64,7 +70,9 @@ class _GreedyMK(BaseEstimator):
         check_choice(self.selector, "selector", SELECTORS)
         check_scalar(self.n_features, "n_features", numbers.Integral, low=1)
         check_scalar(self.reg, "reg", low=0.0)
-        if not (isinstance(self.sigma, str) and self.sigma == "knn"):
+        if isinstance(self.sigma, str):
+            check_choice(self.sigma, "sigma", SIGMA_RULES)
+        else:
             check_scalar(self.sigma, "sigma", low=0.0, low_inclusive=False)
         check_scalar(self.knn_k, "knn_k", numbers.Integral, low=1)
         check_scalar(self.knn_queries, "knn_queries", numbers.Integral, low=1, allow_none=True)
@@ -84,13 +92,80 @@ class _GreedyMK(BaseEstimator):
         return self.x_scaler_.transform(X) if self.x_scaler_ is not None else X
 
     def _resolve_sigma(self, Xp, rng):
-        if isinstance(self.sigma, str):
-            if Xp.shape[0] <= self.knn_k:
-                raise ValueError(f"sigma='knn' needs more than knn_k = {self.knn_k} rows, got "
-                                 f"{Xp.shape[0]}; lower knn_k or pass sigma as a number")
-            return knn_sigma(Xp, k=int(self.knn_k), n_queries=self.knn_queries,
-                             random_state=int(rng.integers(0, 2**63 - 1)))
-        return float(self.sigma)
+        """The bandwidth: the number given, or the data-scaled rule (``solver_info_`` says which)."""
+        if Xp.shape[0] < 2:
+            raise ValueError(f"GreedyMK needs at least 2 training rows, got n_samples = "
+                             f"{Xp.shape[0]}")
+        if not np.any(np.ptp(Xp, axis=0) > 0):
+            raise ValueError(f"X has {Xp.shape[0]} rows and every column is constant: there is "
+                             f"nothing to learn a decision from (a model would predict one "
+                             f"value everywhere). Check that the feature columns were read "
+                             f"correctly")
+        if not isinstance(self.sigma, str):
+            return float(self.sigma), {}
+        rule = self.sigma.lower()
+        info = {"sigma_rule": rule}
+        knn = scale = 0.0
+        if rule in ("knn", "auto"):
+            # At most N - 1 other rows exist: a small training set uses its farthest neighbour.
+            k = min(int(self.knn_k), Xp.shape[0] - 1)
+            knn = knn_sigma(Xp, k=k, n_queries=self.knn_queries,
+                            random_state=int(rng.integers(0, 2**63 - 1)))
+            info.update(knn_k=k, knn_sigma=knn)
+        if rule in ("scale", "auto") or knn == 0.0:
+            scale = scale_sigma(Xp)
+            info["scale_sigma"] = scale
+        if rule == "knn" and knn == 0.0:
+            # More than knn_k duplicates of most rows (binary or heavily rounded inputs).
+            warnings.warn(f"the distance to the {info['knn_k']}-th nearest neighbour is 0 for "
+                          f"the rows averaged (duplicated rows); using sigma='scale' = "
+                          f"{scale:.4g} instead. Pass sigma as a number to choose it",
+                          UserWarning, stacklevel=3)
+        return max(knn, scale), info
+
+    def _estimate_fit(self, n_samples, n_features_in, n_outputs=1) -> FitEstimate:
+        """Peak bytes and rough seconds of ``fit`` on N rows of d inputs (n_outputs classes).
+
+        MFGA: the standardised copy of X, the N x M matrix of selected columns and its Newton
+        copy, the dictionary's index arrays and gradient (M0 x k), and the gradient's working
+        set: N x d for the Gram trick (order <= 2) or a 16 MB row block of the dictionary
+        (order > 2). Time: M gradients (N d^2 k by the Gram trick, N M0 by blocks) and M refits
+        (about 5 Newton iterations of N t^2 for the logistic loss, N t for the squared). The
+        k-NN bandwidth adds 512-row blocks of distances to all N rows. Random-feature
+        selectors: M0 candidate draws scored over row blocks and one N x M solve.
+        """
+        self._validate()
+        N, d = int(n_samples), int(n_features_in)
+        k = 1 if (n_outputs <= 2 or self._loss == "squared") else int(n_outputs)
+        M = int(self.n_features)
+        peak = 8 * N * (d + 2 * k)
+        ops = 0.0
+        if isinstance(self.sigma, str) and self.sigma.lower() in ("knn", "auto"):
+            q = N if self.knn_queries is None else min(N, int(self.knn_queries))
+            peak += 8 * 2 * min(512, q) * N
+            ops += 2.0 * q * N * d
+        selector = self.selector.lower()
+        if selector == "mfga":
+            order, linear = self._dictionary(d)
+            M0 = dictionary_size(d, order, bool(self.include_squares), linear)
+            M = min(M, M0)
+            peak += 8 * M0 * (max(order, 1) + 4 + 2 * k) + 8 * 2 * N * M + 8 * M * M
+            if order <= 2:
+                peak += 8 * (N * d + d * d)
+                grad = 2.0 * N * d * d * k if order == 2 else 2.0 * N * d * k
+            else:
+                peak += 16 * 2**20
+                grad = 2.0 * N * M0 * (order + k)
+            refit = (5.0 * N * M**3 / 3.0 * k) if self._loss == "logistic" else N * M * M
+            ops += M * grad + refit
+            detail = (f"MFGA over {M0} candidates (Taylor order {order}), {M} selected from "
+                      f"{N} rows")
+        else:
+            M0 = M if selector == "rks" else int(self.n_candidates)
+            peak += 8 * (M0 * (d + 1) + 2 * N * M + min(N, 4096) * M0 + M0 * k + M * M)
+            ops += 2.0 * N * M0 * d + 5.0 * N * M * M * k
+            detail = f"{selector} over {M0} random features, {M} kept, {N} rows"
+        return FitEstimate(peak_bytes=int(peak), seconds=ops / 1e9, detail=detail)
 
     # -- fit ---------------------------------------------------------------------------------
     def fit(self, X, y, callback=None, eval_set=None):
@@ -111,17 +186,51 @@ class _GreedyMK(BaseEstimator):
         self.n_features_in_ = X.shape[1]
         self.x_scaler_ = Standardizer.fit(X) if self.standardize else None
         Xp = np.ascontiguousarray(self._prepare_X(X))
-        self.sigma_ = self._resolve_sigma(Xp, rng)
+        self.sigma_, sigma_info = self._resolve_sigma(Xp, rng)
         selector = self.selector.lower()
-        if selector == "mfga":
-            self._fit_mfga(Xp, Y, progress, eval_set, t0)
-        else:
-            self._fit_random(selector, Xp, Y, progress, rng, t0)
+        try:
+            if selector == "mfga":
+                self._fit_mfga(Xp, Y, progress, eval_set, t0)
+            else:
+                self._fit_random(selector, Xp, Y, progress, rng, t0)
+            check_finite_result((self.coef_, self.intercept_), solver=selector,
+                                iteration=len(self.support_),
+                                fix="standardise the inputs (standardize=True) or raise reg")
+            if len(self.support_) == 0 and np.ptp(Y, axis=0).max() > 0:
+                # Every candidate has zero gradient on targets that vary: the model would be
+                # the constant it started from.
+                raise NumericalError(
+                    "no candidate feature correlates with the targets (every gradient is 0): the "
+                    "dictionary is numerically zero on the training rows, e.g. the Gaussian "
+                    f"envelope exp(-||x||^2 / (2 sigma^2)) underflows for sigma = {self.sigma_:.4g}",
+                    solver=selector, iteration=0,
+                    fix="standardise the inputs (standardize=True) or use a larger sigma")
+        except FitCancelled:
+            raise
+        except Exception:
+            if hasattr(self, "coef_"):
+                del self.coef_                 # a failed fit leaves the estimator unfitted
+            raise
+        self.solver_info_.update(sigma_info)
         return self
 
-    def _fit_mfga(self, Xp, Y, progress, eval_set, t0):
-        order = self._paper_order if self.gauss_order is None else self.gauss_order
+    def _dictionary(self, d):
+        """(gauss_order, include_linear) of the MFGA dictionary for d inputs."""
         linear = self._paper_linear if self.include_linear is None else bool(self.include_linear)
+        order = self.gauss_order
+        if order is None:
+            order = auto_gauss_order(d, int(self.n_features), self._paper_order,
+                                     bool(self.include_squares), linear)
+        return int(order), linear
+
+    def _fit_mfga(self, Xp, Y, progress, eval_set, t0):
+        order, linear = self._dictionary(Xp.shape[1])
+        n_cand = dictionary_size(Xp.shape[1], order, bool(self.include_squares), linear)
+        if int(self.n_features) > n_cand:
+            warnings.warn(f"n_features = {self.n_features} exceeds the {n_cand} candidates of the "
+                          f"dictionary (gauss_order = {order}, d = {Xp.shape[1]}): MFGA selects "
+                          f"all {n_cand}. Raise gauss_order for a larger dictionary or lower "
+                          f"n_features", UserWarning, stacklevel=3)
         fmap = TaylorMultiKernelFeatures(sigma=self.sigma_, gauss_order=order,
                                          include_squares=self.include_squares,
                                          include_linear=linear, nu=self.nu).fit(Xp)
@@ -148,7 +257,8 @@ class _GreedyMK(BaseEstimator):
                                  t0, t_pp, cancelled=True)
             raise
         self._set_fitted(fmap, support, coef, intercept, np.ones(len(support)), path, t0, t_pp,
-                         stopped=path.get("stopped"), n_candidates=fmap.n_output_)
+                         stopped=path.get("stopped"), n_candidates=fmap.n_output_,
+                         gauss_order=order, include_linear=linear)
 
     def _fit_random(self, selector, Xp, Y, progress, rng, t0):
         M = int(self.n_features)
@@ -243,15 +353,24 @@ _DOC = """
         M, the number of features kept.
     reg : float, default 1e-4
         lam in (1/N) sum L + (lam/2) ||theta||^2 (the paper tunes it on {1e-5, ..., 1e5}).
-    sigma : float or "knn", default "knn"
-        Gaussian bandwidth; "knn" is the paper's rule, the mean distance to the knn_k-th
-        nearest neighbour on the standardised training inputs, shared by every selector.
+    sigma : float or "auto", "knn", "scale", default "auto"
+        Gaussian bandwidth, shared by every selector. "knn" is the paper's rule, the mean
+        distance to the knn_k-th nearest neighbour on the (standardised) training inputs;
+        "scale" is sqrt(d Var(X) / 2), scikit-learn's gamma="scale"; "auto" (default) takes the
+        larger of the two: the k-NN rule shrinks with N in low dimension (0.22 on 5000 rows of
+        skin, d = 3), where a Taylor dictionary of so narrow a Gaussian is nearly zero away from
+        the origin. A constant X is refused with a ValueError.
     knn_k : int, default 50
+        Neighbour rank of the "knn" rule, capped at N - 1 for small training sets.
     knn_queries : int or None, default 2000
         Rows averaged by the "knn" rule (None: all; neighbours are always searched among all).
     gauss_order : int or None, default None
-        Largest Taylor degree of the Gaussian features; None is the paper's choice for the
-        task (seed 004 Section 5): 1 for classification, 2 for regression.
+        Largest Taylor degree of the Gaussian features. None starts from the paper's choice for
+        the task (seed 004 Section 5: 1 for classification, 2 for regression) and raises it
+        until the dictionary holds at least 2 n_features candidates (at most 8): the paper's
+        2d + 1 classification candidates leave no choice to the greedy selection when d is
+        small (d = 20: order 2, 251 candidates). A warning says when n_features exceeds the
+        candidates (every one is then selected).
     include_squares : bool, default True
     include_linear : bool or None, default None
         Add the linear kernel's d features (P = 2 kernels, nu = (1/2, 1/2) by default); None is
@@ -283,7 +402,8 @@ _DOC = """
         kept random draws among the M0 candidates.
     coef_ : ndarray (M, k); intercept_ : ndarray (k,); column_scale_ : ndarray (M,)
     feature_map_ : TaylorMultiKernelFeatures (mfga) or RandomFourierFeatures (the M kept draws)
-    sigma_ : float, the bandwidth used.
+    sigma_ : float, the bandwidth used (``solver_info_`` holds the rule and the k-NN and
+        "scale" values it compared, and ``gauss_order`` / ``n_candidates`` of the dictionary).
     path_ : dict of lists: n_features, objective, train_error (and val_error) along the path.
     n_features_in_, x_scaler_, solver_info_, preprocess_time_, fit_time_ (seconds).
 """

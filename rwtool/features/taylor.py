@@ -12,8 +12,9 @@ p is multiplied by sqrt(nu_p) (seed 004 eq. 2), nu fixed (uniform 1/P by default
 
 The dictionary is lazy: ``columns`` evaluates only the requested columns, and ``correlate``
 computes Psi^T R (the MFGA gradient) without the N x M0 matrix, by the Gram trick for order <= 2
-(one BLAS-3 product X^T diag(w) X) and by row blocks otherwise. ``knn_sigma`` is the paper's
-bandwidth rule (mean distance to the 50th nearest neighbour). This module selects nothing.
+(one BLAS-3 product X^T diag(w) X) and by row blocks otherwise. The paper's bandwidth rule
+(mean distance to the 50th nearest neighbour) is ``rwtool.features.bandwidth.knn_sigma``,
+re-exported here. This module selects nothing.
 """
 
 from __future__ import annotations
@@ -25,10 +26,12 @@ import numbers
 import numpy as np
 from numba import njit, prange
 
-from .._base import check_array, check_is_fitted, check_random_state, check_scalar
+from .._base import check_array, check_is_fitted, check_scalar
+from .bandwidth import knn_sigma
 from .base import FeatureMap, row_norms
 
-__all__ = ["TaylorMultiKernelFeatures", "taylor_gaussian_kernel", "knn_sigma"]
+__all__ = ["TaylorMultiKernelFeatures", "taylor_gaussian_kernel", "knn_sigma",
+           "dictionary_size", "auto_gauss_order"]
 
 _GAUSSIAN, _LINEAR = 0, 1
 
@@ -72,33 +75,30 @@ def taylor_gaussian_kernel(X, Y, sigma: float, order: int) -> np.ndarray:
     return ex[:, None] * ey[None, :] * total
 
 
-def knn_sigma(X, k: int = 50, n_queries: int | None = None, random_state=None,
-              block_size: int = 512) -> float:
-    """Mean distance from a point to its k-th nearest other training point (seed 004 Sec. 5).
+def dictionary_size(d: int, gauss_order: int, include_squares: bool = True,
+                    include_linear: bool = True) -> int:
+    """M0, the number of columns of the Taylor (+ linear) dictionary for d inputs."""
+    n = sum(math.comb(d + k - 1, k) if include_squares or k < 2 else math.comb(d, k)
+            for k in range(int(gauss_order) + 1))
+    return n + (d if include_linear else 0)
 
-    The paper takes sigma = (1/N) sum_n ||x_n - x_(n,k)|| with k = 50 (after Yu et al.). The
-    neighbours are searched among all rows; ``n_queries`` averages over a random subset of query
-    rows instead of all N (an unbiased estimate of the same mean at O(n_queries N d) cost).
+
+def auto_gauss_order(d: int, n_select: int, base_order: int, include_squares: bool = True,
+                     include_linear: bool = True, max_order: int = 8) -> int:
+    """The smallest Taylor order >= ``base_order`` whose dictionary has at least 2 n_select columns.
+
+    Greedy selection needs room to choose: with the paper's order-1 classification dictionary
+    (2d + 1 columns) and d = 20, 100 selected features are nearly the whole dictionary and the
+    model is close to logistic regression. Raising the order until there are twice as many
+    candidates as selections keeps the paper's dictionary when d is large (order 1 for d >= 50)
+    and adds the interaction terms when it is small; ``max_order`` (8, the largest order the
+    dictionary supports) bounds it for d <= 3.
     """
-    X = check_array(X, min_samples=2)
-    N = X.shape[0]
-    check_scalar(k, "k", numbers.Integral, low=1, high=N - 1)
-    check_scalar(n_queries, "n_queries", numbers.Integral, low=1, allow_none=True)
-    if n_queries is None or n_queries >= N:
-        queries = np.arange(N)
-    else:
-        queries = np.sort(check_random_state(random_state).choice(N, int(n_queries),
-                                                                  replace=False))
-    sq = np.einsum("ij,ij->i", X, X)
-    total = 0.0
-    for start in range(0, len(queries), block_size):
-        q = queries[start:start + block_size]
-        d2 = sq[q, None] + sq[None, :] - 2.0 * (X[q] @ X.T)
-        # The query itself sits at distance ~0: the k-th other point is order statistic k.
-        d2[np.arange(len(q)), q] = -1.0
-        kth = np.partition(d2, k, axis=1)[:, k]
-        total += np.sqrt(np.maximum(kth, 0.0)).sum()
-    return float(total / len(queries))
+    order = int(base_order)
+    while order < max_order and dictionary_size(d, order, include_squares,
+                                                include_linear) < 2 * int(n_select):
+        order += 1
+    return order
 
 
 class TaylorMultiKernelFeatures(FeatureMap):
@@ -168,10 +168,7 @@ class TaylorMultiKernelFeatures(FeatureMap):
                              f"gauss_order or set include_squares=False")
 
     def _count(self, d):
-        K = int(self.gauss_order)
-        n = sum(math.comb(d + k - 1, k) if self.include_squares or k < 2 else math.comb(d, k)
-                for k in range(K + 1))
-        return n + (d if self.include_linear else 0)
+        return dictionary_size(d, self.gauss_order, self.include_squares, self.include_linear)
 
     def _sample(self, rng, n_in, X):
         d, K = n_in, int(self.gauss_order)

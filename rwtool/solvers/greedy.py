@@ -29,6 +29,7 @@ import numpy as np
 
 from scipy.linalg.blas import dsyrk
 
+from ..errors import NumericalError
 from ..losses import LogisticLoss
 from ..progress import FitCancelled, make_progress
 from .ridge import solve_normal_equations
@@ -247,6 +248,12 @@ def mfga(dictionary, Y: np.ndarray, loss: str, lam: float, n_select: int,
         while len(support) < M:
             G = dictionary.correlate(loss_derivative(F, Y, loss)) / N
             G = G[:, None] if G.ndim == 1 else G
+            if not np.isfinite(G).all():
+                raise NumericalError(
+                    f"the gradient over the {M0} candidates is not finite after {len(support)} "
+                    f"selections", solver="mfga", iteration=len(support),
+                    fix="standardise the inputs (standardize=True) or lower gauss_order "
+                        "(high-order Taylor features of large inputs overflow)")
             score = np.abs(G[:, 0]) if K == 1 else np.sqrt(np.einsum("ij,ij->i", G, G))
             if normalize:
                 score = score / norms
@@ -278,6 +285,12 @@ def mfga(dictionary, Y: np.ndarray, loss: str, lam: float, n_select: int,
                 coef, intercept, _ = glm_fit(A[:, :t_new], Y, loss, lam, fit_intercept, coef0,
                                              intercept, tol=newton_tol)
             F = A[:, :t_new] @ coef + intercept
+            if not (np.isfinite(F).all() and np.isfinite(coef).all()):
+                raise NumericalError(
+                    f"the refit on {t_new} selected features gave non-finite coefficients or "
+                    f"predictions", solver="mfga", iteration=t_new,
+                    fix="standardise the inputs (standardize=True), raise reg, or lower "
+                        "gauss_order (high-order Taylor features of large inputs overflow)")
             metrics = record(best)
             progress.update(t_new, **metrics)
         progress.end()

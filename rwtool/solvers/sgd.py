@@ -27,6 +27,7 @@ import warnings
 import numpy as np
 from numba import njit
 
+from ..errors import NumericalError
 from ..losses import LOGISTIC, LogisticLoss, loss_deriv, loss_value
 from ..progress import FitCancelled, make_progress
 from .ridge import NumericalWarning
@@ -120,6 +121,23 @@ def _asgd_chunk(Phi, Y, rows, t0, lam, gamma, average, beta, betabar, stats):
         stats[2] += 1.0
 
 
+def _check_chunk(state, stats, lam, feature_sq_norm, solver):
+    """Raise NumericalError when the chunk just run left non-finite or impossible iterates."""
+    fix = ("standardise the inputs (standardize=True) or rescale X: features of huge inputs "
+           "overflow; or raise gamma (smaller first steps) or reg")
+    if not (np.isfinite(stats[0]) and np.isfinite(state.beta).all()
+            and np.isfinite(state.betabar).all()):
+        raise NumericalError(f"SGD met non-finite features, losses or coefficients by step "
+                             f"{state.t}", solver=solver, iteration=state.t, fix=fix)
+    if feature_sq_norm is not None:
+        bound = 2.0 * math.sqrt(feature_sq_norm) / lam
+        norm = float(np.sqrt(np.einsum("kj,kj->k", state.beta, state.beta)).max())
+        if norm > bound * (1.0 + 1e-9):
+            raise NumericalError(f"SGD diverged by step {state.t}: ||beta|| = {norm:.4g} exceeds "
+                                 f"the bound 2 R / lam = {bound:.4g} of a stable recursion",
+                                 solver=solver, iteration=state.t, fix=fix)
+
+
 class SGDState:
     """Iterate of the averaged SGD: beta_t, betabar_t and the number of steps taken."""
 
@@ -139,7 +157,8 @@ class SGDState:
 
 def averaged_sgd(feature_map, X, Y, order, lam: float, gamma: float, state: SGDState | None = None,
                  average: bool = True, chunk_size: int | None = None, progress=None,
-                 checkpoints=None, evaluate=None):
+                 checkpoints=None, evaluate=None, feature_sq_norm: float | None = None,
+                 solver: str = "averaged_sgd"):
     """Run len(order) steps of averaged SGD on the examples X[order[0]], X[order[1]], ...
 
     Parameters
@@ -155,6 +174,16 @@ def averaged_sgd(feature_map, X, Y, order, lam: float, gamma: float, state: SGDS
         train_error (progressive: each example scored before its step), plus whatever
         ``evaluate(state)`` returns (e.g. val_error).
     checkpoints : sorted step counts t at which to copy betabar (after t steps), or None.
+    feature_sq_norm : R^2 >= ||phi(x)||^2 when known (1 for paired Fourier features, 2 for the
+        random-phase ones), or None.
+    solver : the name :class:`rwtool.NumericalError` reports.
+
+    Divergence is detected after every chunk: non-finite features, losses or coefficients, and,
+    with ``feature_sq_norm``, ||beta_k|| above 2 R / lam, a bound the recursion cannot exceed
+    in exact arithmetic (|l'| <= 1 and |1 - eta_t lam| <= 1 for gamma >= 0, so
+    ||beta_{t+1}|| <= max(||beta_t||, R / lam) after the first step, which is at most 2 R / lam).
+    Either raises :class:`rwtool.NumericalError` naming the step and the fix; the iterates in
+    ``state`` are then not usable.
 
     Returns ``(state, snapshots, history)``; on cancellation raises FitCancelled with
     ``partial=(state, history)`` holding the last completed chunk.
@@ -198,10 +227,7 @@ def averaged_sgd(feature_map, X, Y, order, lam: float, gamma: float, state: SGDS
         done = stop
         if not average:
             state.betabar[...] = state.beta
-        if not np.isfinite(state.beta).all():
-            raise FloatingPointError(
-                f"SGD diverged at step {state.t} (non-finite coefficients); raise gamma (smaller "
-                f"first steps) or reg, or standardise the inputs")
+        _check_chunk(state, stats, lam, feature_sq_norm, solver)
         while next_ck < len(checkpoints) and checkpoints[next_ck] <= state.t:
             if checkpoints[next_ck] == state.t:
                 snaps[next_ck] = state.betabar
@@ -278,4 +304,7 @@ def kernel_averaged_sgd(X, y, sigma: float, lam: float, gamma: float, checkpoint
     snaps = np.zeros((len(checkpoints), T))
     _kernel_asgd(X, y, float(lam), float(gamma), 1.0 / (2.0 * sigma * sigma), checkpoints, a,
                  abar, snaps)
+    if not (np.isfinite(abar).all() and np.isfinite(a).all()):
+        raise NumericalError("kernel SGD produced non-finite coefficients", solver="kernel_sgd",
+                             iteration=T, fix="standardise the inputs or raise gamma or lam")
     return abar, a, snaps
