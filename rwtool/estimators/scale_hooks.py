@@ -14,7 +14,31 @@ from .._base import is_dask
 __all__ = ["ScaleHooks", "ScaleClassifierHooks"]
 
 
+class _ForSumSolvers:
+    """``partial_fit`` exists only while ``solver`` learns from sums of rows.
+
+    Duck-typing callers (scikit-learn's estimator checks, incremental-learning wrappers) test
+    ``hasattr(est, "partial_fit")`` before streaming chunks; an SFGD or OSD model must not claim
+    a method that can only refuse. Like scikit-learn's ``available_if``.
+    """
+
+    def __init__(self, fn):
+        self.fn = fn
+        self.__doc__ = fn.__doc__
+
+    def __get__(self, obj, owner=None):
+        if obj is None:
+            return self
+        from ..streaming import STREAM_SOLVERS
+        solver = str(getattr(obj, "solver", "")).lower()
+        if solver not in STREAM_SOLVERS:
+            raise AttributeError(f"{type(obj).__name__} with solver={solver!r} has no "
+                                 f"partial_fit: streaming needs solver in {sorted(STREAM_SOLVERS)}")
+        return self.fn.__get__(obj, owner)
+
+
 class ScaleHooks:
+    @_ForSumSolvers
     def partial_fit(self, X, y, classes=None, *, x_scaler=None, y_scaler=None, callback=None):
         """Add a chunk of rows to the least-squares sums; the model is solved when first used.
 
