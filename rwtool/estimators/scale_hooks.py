@@ -30,11 +30,15 @@ class _ForSumSolvers:
         if obj is None:
             return self
         from ..streaming import STREAM_SOLVERS
-        solver = str(getattr(obj, "solver", "")).lower()
-        if solver not in STREAM_SOLVERS:
-            raise AttributeError(f"{type(obj).__name__} with solver={solver!r} has no "
-                                 f"partial_fit: streaming needs solver in {sorted(STREAM_SOLVERS)}")
+        if str(getattr(obj, "solver", "")).lower() not in STREAM_SOLVERS:
+            raise _no_partial_fit(obj)
         return self.fn.__get__(obj, owner)
+
+
+def _no_partial_fit(obj) -> AttributeError:
+    from ..streaming import STREAM_SOLVERS
+    return AttributeError(f"{type(obj).__name__} with solver={obj.solver!r} has no partial_fit: "
+                          f"streaming needs solver in {sorted(STREAM_SOLVERS)}")
 
 
 class ScaleHooks:
@@ -68,6 +72,8 @@ class ScaleHooks:
                 d.pop("_solving", None)
             if name in d:
                 return d[name]
+        if name == "partial_fit":   # _ForSumSolvers refused it; Python retries here
+            raise _no_partial_fit(self)
         raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     def fit(self, X, y, callback=None):
