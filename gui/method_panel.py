@@ -19,6 +19,7 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (QCheckBox, QComboBox, QFormLayout, QGroupBox, QHBoxLayout, QLabel,
                                QLineEdit, QScrollArea, QToolButton, QVBoxLayout, QWidget)
 
+from . import custom_instantiation
 from .methods import ParamSpec, available_families, format_value, param_specs, parse_value
 
 __all__ = ["MethodPanel", "derived_quantities", "DataStats", "RELEVANCE"]
@@ -37,6 +38,7 @@ RELEVANCE = {
     "nu": ("selector", {"mfga"}),
     "features_per_step": ("selector", {"mfga"}),
     "s": ("penalty", {"concave_variable", "concave_feature"}),
+    **custom_instantiation.relevance(),
 }
 
 #: parameters of the model itself, whatever the solver (their docs may mention solvers)
@@ -107,6 +109,9 @@ def derived_quantities(family: str, params: dict, data) -> list[tuple[str, str]]
     d = data.n_inputs
     if family == "rw":
         inst = str(params.get("instantiation", "rwsign")).lower()
+        if inst not in ("rwsign", "rwrelu", "rwexpsign", "rwexprelu", "rwstumps"):
+            return [("θ, κ", "no closed form: Monte Carlo estimates in the bounds after "
+                             "training (docs/INSTANTIATIONS.md)")]
         bias = bool(params.get("bias", True)) and inst != "rwstumps"
         n = d + int(bias)
         sigma = float(params.get("sigma", 1.0))
@@ -375,7 +380,7 @@ class MethodPanel(QWidget):
                 self.paper_label.setText("No estimator for this task.")
                 return
             self.paper_label.setText(f"<i>{cls.__name__}</i> · {fam.paper}")
-            specs = param_specs(cls)
+            specs = custom_instantiation.with_fields(param_specs(cls))
             if fam.primary:
                 specs.sort(key=lambda s: s.name != fam.primary)
             self._relevance = relevance_rules(specs)
@@ -441,13 +446,13 @@ class MethodPanel(QWidget):
                 problems.append(str(exc))
         if problems and not partial:
             raise ValueError("; ".join(problems))
-        return out
+        return custom_instantiation.fold(out)
 
     def set_method(self, family_key: str, params: dict | None = None) -> None:
         i = self.method_combo.findData(family_key)
         if i >= 0:
             self.method_combo.setCurrentIndex(i)
-        for name, v in (params or {}).items():
+        for name, v in custom_instantiation.unfold(params or {}).items():
             if name in self._fields:
                 self._fields[name].set_value(v)
         self._field_changed()

@@ -181,8 +181,9 @@ def _registry_choices(cls, name: str) -> tuple:
                     out.append(key)
             return tuple(out)
     if name == "instantiation":
-        from rwtool.features import INSTANTIATIONS
-        return tuple(INSTANTIATIONS)
+        from rwtool.instantiation import instantiation_names
+        from .custom_instantiation import CUSTOM
+        return instantiation_names() + (CUSTOM,)
     if name == "base":
         bases = getattr(mod, "RKS_BASES", None)
         if bases:

@@ -262,6 +262,8 @@ def _bounds(est, X, y) -> tuple[dict, str | None]:
     for k, v in (b.items() if isinstance(b, dict) else []):
         if isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool):
             out[f"bound_{k}"] = float(v)
+    if isinstance(b, dict) and b.get("theta_kappa") == "Monte Carlo estimates":
+        return out, "bound_theta and bound_kappa are Monte Carlo estimates (no closed form)"
     return out, None
 
 
@@ -646,7 +648,9 @@ are refused; any other estimator parameter can be set with --param NAME=VALUE.""
                    help="model family (default: rw)")
     m = p.add_argument_group("model (defaults: the estimator's)")
     m.add_argument("--instantiation", help="RW instantiation: rwsign, rwexpsign, rwrelu, "
-                   "rwexprelu, rwstumps")
+                   "rwexprelu, rwstumps (closed forms), or mc:DISTRIBUTION:KERNEL:BASE[:S] "
+                   "with Monte Carlo features, e.g. mc:cauchy:gaussian:relu "
+                   "(docs/INSTANTIATIONS.md)")
     m.add_argument("--base", help="RKS base predictor: sign, relu, stumps, fourier")
     m.add_argument("--solver", help="solver (rw: lstsq...; rks: ridge...)")
     m.add_argument("-T", "--n-features", dest="n_features", type=int,

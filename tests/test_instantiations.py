@@ -310,3 +310,17 @@ def test_mostly_zero_features_warn_with_the_fix(binary_data):
     with warnings.catch_warnings():
         warnings.simplefilter("error", RuntimeWarning)
         rw.RWClassifier(instantiation="mc:normal:gaussian:sign:500", n_features=20).fit(X, y)
+
+
+def test_cli_trains_and_predicts_by_name(capsys, tmp_path):
+    import json
+    from rwtool import cli
+    samples = os.path.join(ROOT, "samples", "moons.csv")
+    model = tmp_path / "m.rwm"
+    code = cli.main(["train", samples, "--target", "label", "--instantiation",
+                     "mc:laplace:gaussian:tanh:600", "-T", "80", "--out", str(model), "--json"])
+    doc = json.loads(capsys.readouterr().out)
+    assert code == 0 and doc["metrics"]["test_error"] < 0.25
+    assert any("Monte Carlo estimates" in n for n in doc.get("notes", [])), doc.get("notes")
+    code = cli.main(["predict", str(model), samples, "--json"])
+    assert code == 0 and len(json.loads(capsys.readouterr().out)["columns"]["prediction"]) == 400

@@ -1,0 +1,80 @@
+"""The "custom (Monte Carlo)" choice of the RKHS-weighting form: distribution, kernel and base.
+
+The estimators take an instantiation by name; a Monte Carlo instantiation of built-in pieces is
+named "mc:<distribution>:<kernel>:<base>[:<n_draws>]" (rwtool.instantiation). The form shows
+the choice CUSTOM with four extra fields (``mc_distribution``, ``mc_kernel``, ``mc_base``,
+``mc_n_draws``); :func:`fold` turns them into that name for the estimator and :func:`unfold`
+does the reverse when a run's parameters are put back in the form.
+
+This module describes fields and translates values; it builds no widget.
+"""
+
+from __future__ import annotations
+
+from rwtool.features.montecarlo import BASES, DISTRIBUTIONS, KERNELS
+
+from .methods import ParamSpec
+
+__all__ = ["CUSTOM", "FIELDS", "extra_specs", "with_fields", "fold", "unfold", "relevance"]
+
+CUSTOM = "custom (Monte Carlo)"
+FIELDS = ("mc_distribution", "mc_kernel", "mc_base", "mc_n_draws")
+
+
+def extra_specs() -> list[ParamSpec]:
+    """The fields shown under "instantiation" for CUSTOM."""
+    return [
+        ParamSpec("mc_distribution", "normal", "choice", DISTRIBUTIONS, "str",
+                  "p, the sampling distribution of w (scale sigma): normal N(0, s^2 I), cauchy, "
+                  "laplace, uniform U(-s, s)^n, stumps U{1..n} x N(0, s^2) (docs/INSTANTIATIONS.md)."),
+        ParamSpec("mc_kernel", "gaussian", "choice", KERNELS, "str",
+                  "K(u, w) of the weight function: gaussian exp(-||u - w||^2 / 2g^2), exponential "
+                  "exp(<u, w> / 2g^2), indicator-gaussian (stumps), polynomial (1 + <u, w>/g^2)^2."),
+        ParamSpec("mc_base", "sign", "choice", BASES, "str",
+                  "phi(w, x), the base predictor: sign, relu, tanh, sigmoid of <w, x>, or the "
+                  "stump sign(x_{w1} - w2) (with distribution stumps)."),
+        ParamSpec("mc_n_draws", None, "int", (), "int or None",
+                  "S, the number of Monte Carlo draws shared by every centre (empty: 4 "
+                  "n_features). The features are estimates with error ~ 1/sqrt(S), less with "
+                  "the quasi-Monte Carlo points used by default.", True),
+    ]
+
+
+def with_fields(specs: list[ParamSpec]) -> list[ParamSpec]:
+    """``specs`` with the extra fields right after "instantiation" (when there is one)."""
+    out = []
+    for spec in specs:
+        out.append(spec)
+        if spec.name == "instantiation":
+            out.extend(extra_specs())
+    return out
+
+
+def relevance() -> dict:
+    """The extra fields matter only when the instantiation is CUSTOM."""
+    return {name: ("instantiation", {CUSTOM.lower()}) for name in FIELDS}
+
+
+def fold(params: dict) -> dict:
+    """Parameters for the estimator: CUSTOM and the extra fields become an "mc:..." name."""
+    out = {k: v for k, v in params.items() if k not in FIELDS}
+    if params.get("instantiation") == CUSTOM:
+        name = (f"mc:{params.get('mc_distribution', 'normal')}:"
+                f"{params.get('mc_kernel', 'gaussian')}:{params.get('mc_base', 'sign')}")
+        if params.get("mc_n_draws") is not None:
+            name += f":{int(params['mc_n_draws'])}"
+        out["instantiation"] = name
+    return out
+
+
+def unfold(params: dict) -> dict:
+    """Form values for parameters that name an "mc:..." instantiation."""
+    inst = params.get("instantiation")
+    if not (isinstance(inst, str) and inst.lower().startswith("mc:")):
+        return dict(params)
+    parts = inst.split(":")
+    out = dict(params, instantiation=CUSTOM)
+    for field, value in zip(FIELDS[:3], parts[1:4]):
+        out[field] = value
+    out["mc_n_draws"] = next((int(p) for p in parts[4:] if p.isdigit()), None)
+    return out

@@ -1,0 +1,45 @@
+"""The app's "custom (Monte Carlo)" instantiation: built-in pieces chosen in the form."""
+
+import numpy as np
+
+from gui.custom_instantiation import CUSTOM, fold, unfold, with_fields
+from gui.methods import param_specs
+from rwtool import RWClassifier
+
+
+def test_fold_and_unfold_round_trip():
+    form = {"instantiation": CUSTOM, "mc_distribution": "laplace", "mc_kernel": "polynomial",
+            "mc_base": "tanh", "mc_n_draws": 800, "sigma": 1.0}
+    est = fold(form)
+    assert est == {"instantiation": "mc:laplace:polynomial:tanh:800", "sigma": 1.0}
+    assert unfold(est) == form
+    assert fold({"instantiation": "rwsign", "mc_base": "relu"}) == {"instantiation": "rwsign"}
+
+
+def test_form_lists_custom_with_builtin_choices():
+    specs = {s.name: s for s in with_fields(param_specs(RWClassifier))}
+    assert CUSTOM in specs["instantiation"].choices
+    assert "rwrelu" in specs["instantiation"].choices
+    assert set(specs["mc_distribution"].choices) == {"normal", "cauchy", "laplace", "uniform",
+                                                     "stumps"}
+    assert set(specs["mc_kernel"].choices) == {"gaussian", "exponential",
+                                               "indicator-gaussian", "polynomial"}
+    assert set(specs["mc_base"].choices) == {"sign", "relu", "stump", "tanh", "sigmoid"}
+
+
+def test_panel_builds_a_custom_instantiation(qtbot):
+    from gui.method_panel import MethodPanel
+    panel = MethodPanel()
+    qtbot.addWidget(panel)
+    panel.set_method("rw", {"instantiation": "mc:cauchy:gaussian:relu:600", "n_features": 40,
+                            "random_state": 0})
+    assert panel.field_widget("mc_base").isEnabled()
+    assert panel.field_widget("instantiation").currentData() == CUSTOM
+    est = panel.make_estimator()
+    assert est.instantiation == "mc:cauchy:gaussian:relu:600"
+    X = np.random.default_rng(0).standard_normal((80, 3))
+    y = (X[:, 0] > 0).astype(int)
+    assert est.fit(X, y).score(X, y) > 0.7
+    panel.set_method("rw", {"instantiation": "rwsign"})
+    assert not panel.field_widget("mc_base").isEnabled()
+    assert panel.params()["instantiation"] == "rwsign" and "mc_base" not in panel.params()
