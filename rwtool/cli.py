@@ -362,9 +362,10 @@ def _add_dialect_options(g) -> None:
 
 def cmd_train(args) -> int:
     from .data import read_csv, train_test_csv
-    from .persist import save
     from .progress import FitCancelled
 
+    if _should_stream(args):
+        return _train_streaming(args)
     opts = _data_options(args)
     if args.test is not None:
         train, test = train_test_csv(args.data, args.target, test=args.test, **opts)
@@ -398,38 +399,124 @@ def cmd_train(args) -> int:
     if test is not None:
         metrics.update(_metrics(est, test.X, test.y, train.task, "test"))
     metrics["fit_time_s"] = float(getattr(est, "fit_time_", wall))
-    nf = _n_features(est)
-    if nf is not None:
-        metrics["n_features"] = nf
+    _add_n_features(est, metrics)
     bounds, bound_note = ({}, None) if args.no_bounds else _bounds(est, train.X, train.y)
     metrics.update(bounds)
     if cancelled:
         metrics["cancelled"] = True
-    saved = None
-    if args.out:
-        saved = save(est, args.out, preprocessing=train, metrics=metrics,
-                     notes=f"trained by 'rwtool train' on {os.path.basename(args.data)}")
     notes = list(train.notes) + ([bound_note] if bound_note else [])
     if cancelled:
         notes.append("training was cancelled: the model is the last completed iterate")
+    _report_training(args, est, metrics, notes, train.preprocessing, train.summary())
+    return EXIT_CANCELLED if cancelled else EXIT_OK
+
+
+def _report_training(args, est, metrics, notes, preprocessing, data_summary) -> None:
+    """Save the model (with --out) and print the training report (table or JSON)."""
+    from .persist import save
+    saved = None
+    if args.out:
+        saved = save(est, args.out, preprocessing=preprocessing, metrics=metrics,
+                     notes=f"trained by 'rwtool train' on {os.path.basename(args.data)}")
+    task, target = preprocessing.task, preprocessing.target["name"]
+    classes = None if preprocessing.target.get("classes") is None else list(
+        preprocessing.target["classes"])
     if args.json:
         _emit_json({"command": "train", "method": args.method, "estimator": type(est).__name__,
-                    "params": est.get_params(deep=False), "task": train.task,
-                    "target": train.target, "classes": train.classes,
-                    "feature_names": train.feature_names, "metrics": metrics,
-                    "model_file": saved, "notes": notes, "data": train.summary()})
+                    "params": est.get_params(deep=False), "task": task,
+                    "target": target, "classes": classes,
+                    "feature_names": preprocessing.feature_names_out, "metrics": metrics,
+                    "model_file": saved, "notes": notes, "data": data_summary})
     elif not args.quiet:
+        n_test = metrics.get("n_test", 0)
         print(f"{type(est).__name__} ({args.method}) on {os.path.basename(args.data)}: "
-              f"{train.task}, target {train.target!r}, {train.n_samples} training rows"
-              + (f", {test.n_samples} test rows" if test is not None else "")
-              + f", {train.n_features} input columns")
+              f"{task}, target {target!r}, {metrics['n_train']} training rows"
+              + (f", {n_test} test rows" if n_test else "")
+              + f", {metrics['n_inputs']} input columns")
         _table([(k, v) for k, v in metrics.items() if k not in ("n_train", "n_test",
                                                                   "n_inputs")])
         for n in notes:
             print(f"  note: {n}")
         if saved:
             print(f"model saved to {saved}")
-    return EXIT_CANCELLED if cancelled else EXIT_OK
+
+
+def _add_n_features(est, metrics) -> None:
+    nf = _n_features(est)
+    if nf is not None:
+        metrics["n_features"] = nf
+
+
+#: the in-memory reader needs about this many times the file's size
+_IN_MEMORY_FACTOR = 3
+
+
+def _should_stream(args) -> bool:
+    """--stream yes/no, or auto: stream a regular file whose in-memory reading would not fit (or
+    would pass the size limit) when the method learns from sums of rows."""
+    from .resources import MEMORY_FRACTION, available_memory
+    from .train_stream import can_stream
+    if args.stream == "no":
+        return False
+    path = args.data
+    regular = path != "-" and os.path.isfile(path)
+    if args.stream == "yes":
+        if not regular:
+            raise CLIError(f"--stream yes needs a regular file (it reads it several times), not "
+                           f"{path!r}")
+        if args.nrows is not None:
+            raise CLIError("--stream yes reads the whole file; drop --nrows")
+        return True
+    if not regular or args.nrows is not None:
+        return False
+    size = os.path.getsize(path)
+    limit = (1 << 30) if args.max_mb is None else (
+        math.inf if args.max_mb <= 0 else args.max_mb * 1e6)
+    if size <= limit and _IN_MEMORY_FACTOR * size <= MEMORY_FRACTION * available_memory():
+        return False
+    try:
+        probe = _make_estimator(args, "regression")
+    except CLIError:
+        probe = _make_estimator(args, "binary")
+    return can_stream(probe)
+
+
+def _train_streaming(args) -> int:
+    """`rwtool train` on a file read in blocks (rwtool.train_stream): bounded memory."""
+    from .progress import FitCancelled
+    from .train_stream import train_csv
+
+    opts = _data_options(args)
+    opts.pop("nrows", None)
+    opts["max_bytes"] = opts.get("max_bytes")
+    block = int(args.block_mb * 2**20)
+    bar = ProgressBar(enabled=not (args.quiet or args.no_progress))
+    old = bar.install_sigint()
+    try:
+        run = train_csv(args.data, args.target, lambda task: _make_estimator(args, task),
+                        test=args.test, test_size=args.test_size, split_seed=args.split_seed,
+                        block_bytes=block, callback=bar, **opts)
+    except FitCancelled:
+        raise CLIError("training cancelled; no model was kept",
+                       exit_code=EXIT_CANCELLED) from None
+    except ValueError as exc:
+        if type(exc) is ValueError:
+            raise CLIError(str(exc)) from None
+        raise
+    finally:
+        bar.close()
+        if old is not None:
+            signal.signal(signal.SIGINT, old)
+    _add_n_features(run.estimator, run.metrics)
+    notes = list(run.notes)
+    if not args.no_bounds:
+        notes.append("bounds need the training data in memory: not computed when streaming")
+    summary = {"source": os.path.abspath(args.data), "n_samples": run.n_train,
+               "n_features": run.preprocessing.n_features_out, "target": run.target,
+               "task": run.task, "notes": list(run.notes), "streamed": True,
+               "dialect": run.dialect.to_dict()}
+    _report_training(args, run.estimator, run.metrics, notes, run.preprocessing, summary)
+    return EXIT_OK
 
 
 def _load_and_apply(args, require_target):
@@ -673,6 +760,12 @@ are refused; any other estimator parameter can be set with --param NAME=VALUE.""
     s.add_argument("--split-seed", type=int, default=0, help="seed of the holdout split")
     s.add_argument("--out", "-o", help="write the model file here (.rwm)")
     s.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    s.add_argument("--stream", default="auto", choices=["auto", "yes", "no"],
+                   help="read the file in blocks and learn from running sums, in memory "
+                        "bounded by --block-mb and T (rw lstsq, rks ridge, lasso); auto: when "
+                        "the file would not fit in memory (docs/SCALE.md)")
+    s.add_argument("--block-mb", type=float, default=16.0,
+                   help="MiB of CSV read at a time when streaming (default 16)")
     s.add_argument("--no-bounds", action="store_true",
                    help="skip the generalisation-bound values (they cost a T x T Gram matrix)")
     _add_data_options(p)

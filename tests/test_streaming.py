@@ -250,3 +250,107 @@ def test_partial_fit_exists_only_for_solvers_that_learn_from_sums():
         assert not hasattr(est, "partial_fit")
         with pytest.raises(AttributeError, match="streaming needs solver"):
             est.partial_fit
+
+
+# ----------------------------------------------------------------------------- CSV files
+
+def _write_csv(path, n=3000, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 3))
+    color = rng.choice(["red", "green", "blue"], n)
+    y = np.sin(X[:, 0]) + 0.5 * (color == "red") + 0.1 * rng.normal(size=n)
+    label = np.where(y > 0.3, "high", "low")
+    with open(path, "w") as fh:
+        fh.write("a,b,c,color,y,label\n")
+        for i in range(n):
+            fh.write(f"{X[i, 0]:.6f},{X[i, 1]:.6f},{X[i, 2]:.6f},{color[i]},{y[i]:.6f},"
+                     f"{label[i]}\n")
+    return path
+
+
+@pytest.mark.parametrize("target, cls", [("y", rw.RWRegressor), ("label", rw.RKSClassifier)])
+def test_train_csv_equals_in_memory_fit(tmp_path, target, cls):
+    """Streaming a file in small blocks gives the model fit gives on read_csv's X, y."""
+    from rwtool.data import read_csv
+    from rwtool.train_stream import train_csv
+    path = _write_csv(tmp_path / "d.csv")
+    other = "label" if target == "y" else "y"
+    run = train_csv(path, target, cls(n_features=40, reg=1e-5, random_state=0), test_size=0,
+                    block_bytes=4096, ignore=[other])
+    data = read_csv(path, target, ignore=[other])
+    ref = cls(n_features=40, reg=1e-5, random_state=0).fit(data.X, data.y)
+    assert run.n_train == 3000 and run.n_test == 0
+    assert _rel(run.estimator.coef_, ref.coef_) < 1e-9
+    key = "train_r2" if target == "y" else "train_accuracy"
+    assert run.metrics[key] == pytest.approx(ref.score(data.X, data.y), rel=1e-9)
+
+
+def test_train_csv_holdout_and_test_file(tmp_path):
+    from rwtool.data import read_csv
+    from rwtool.solvers.sufficient import position_uniform
+    from rwtool.train_stream import _HOLDOUT_SEED, train_csv
+    path = _write_csv(tmp_path / "d.csv")
+    run = train_csv(path, "y", rw.RWRegressor(n_features=40, random_state=0), test_size=0.3,
+                    split_seed=7, block_bytes=4096, ignore=["label"])
+    held = position_uniform(np.arange(3000), _HOLDOUT_SEED + 7) < 0.3
+    assert run.n_test == held.sum() and 800 < run.n_test < 1000
+    data = read_csv(path, "y", ignore=["label"])
+    ref = rw.RWRegressor(n_features=40, random_state=0).fit(data.X[~held], data.y[~held])
+    assert _rel(run.estimator.coef_, ref.coef_) < 1e-9
+    assert run.metrics["test_r2"] == pytest.approx(ref.score(data.X[held], data.y[held]),
+                                                   rel=1e-9)
+    test = _write_csv(tmp_path / "t.csv", n=500, seed=1)
+    run2 = train_csv(path, "y", rw.RWRegressor(n_features=40, random_state=0), test=test,
+                     block_bytes=4096, ignore=["label"])
+    tdata = run2.preprocessing.apply_csv(test)
+    assert run2.metrics["n_test"] == 500
+    assert run2.metrics["test_mse"] == pytest.approx(
+        np.mean((run2.estimator.predict(tdata.X) - tdata.y) ** 2), rel=1e-9)
+    with pytest.raises(ValueError, match="cannot learn from a stream"):
+        train_csv(path, "y", rw.RWRegressor(solver="sfgd", reg=1e-3), ignore=["label"])
+
+
+def test_streaming_cli_under_a_memory_limit(tmp_path):
+    """`rwtool train` on a file larger than the address-space limit of its process streams and
+    succeeds; the in-memory path fails under the same limit (the test can fail)."""
+    import json
+    import os
+    import resource
+    import subprocess
+    import sys
+    limit = 800 * 2**20
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(2000, 3))
+    y = np.sin(X[:, 0]) + 0.1 * rng.normal(size=2000)
+    pad = "x" * 2000                  # wide rows: many bytes, few rows, a quick test
+    block = "".join(f"{X[i, 0]:.5f},{X[i, 1]:.5f},{X[i, 2]:.5f},{pad},{y[i]:.5f}\n"
+                    for i in range(2000)).encode()
+    path = tmp_path / "big.csv"
+    with open(path, "wb") as fh:
+        fh.write(b"a,b,c,note,y\n")
+        while fh.tell() <= limit + 20 * 2**20:
+            fh.write(block)
+    assert os.path.getsize(path) > limit
+
+    def cap():
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+    # one malloc arena and the system allocator for Arrow: virtual reservations that are not
+    # memory in use would otherwise eat most of an address-space limit
+    env = dict(os.environ, MALLOC_ARENA_MAX="1", ARROW_DEFAULT_MEMORY_POOL="system",
+               OPENBLAS_NUM_THREADS="1", NUMBA_NUM_THREADS="1")
+    cmd = [sys.executable, "-m", "rwtool", "train", str(path), "--target", "y", "--ignore",
+           "note", "-T", "50", "--no-progress", "--json", "--out", str(tmp_path / "m.rwm")]
+    out = subprocess.run(cmd, preexec_fn=cap, env=env, capture_output=True, text=True,
+                         timeout=600)
+    assert out.returncode == 0, out.stderr[-2000:]
+    report = json.loads(out.stdout)
+    assert report["data"]["streamed"] is True
+    assert report["metrics"]["test_r2"] > 0.9
+    assert report["metrics"]["n_train"] + report["metrics"]["n_test"] == 2000 * (
+        (os.path.getsize(path) - 13) // len(block))
+    model = rw.load(tmp_path / "m.rwm")
+    assert model.n_features_in_ == 3
+    fail = subprocess.run(cmd[:-2] + ["--stream", "no"], preexec_fn=cap, env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert fail.returncode != 0

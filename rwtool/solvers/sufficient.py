@@ -30,25 +30,36 @@ from numpy.linalg import LinAlgError
 
 from .ridge import RegPath, normal_equations, solve_normal_equations
 
-__all__ = ["SufficientStats", "fold_of", "select_reg"]
+__all__ = ["SufficientStats", "fold_of", "position_uniform", "select_reg"]
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _MIX1 = np.uint64(0xBF58476D1CE4E5B9)
 _MIX2 = np.uint64(0x94D049BB133111EB)
 
 
+def _splitmix(positions, seed: int) -> np.ndarray:
+    """SplitMix64 of each position: a well-mixed 64-bit hash any process can recompute."""
+    offset = np.uint64(((int(seed) + 1) * int(_GOLDEN)) & 0xFFFFFFFFFFFFFFFF)
+    z = np.asarray(positions, dtype=np.uint64) + offset   # arrays wrap around silently
+    z = (z ^ (z >> np.uint64(30))) * _MIX1
+    z = (z ^ (z >> np.uint64(27))) * _MIX2
+    return z ^ (z >> np.uint64(31))
+
+
 def fold_of(positions, n_folds: int, seed: int = 0) -> np.ndarray:
     """The fold (0..n_folds-1) of the rows at ``positions`` (0-based row numbers in the data).
 
-    SplitMix64 of the position: folds look shuffled (a file sorted by class or time still gets
+    A hash of the position: folds look shuffled (a file sorted by class or time still gets
     every kind of row in every fold), yet any process can compute a row's fold from its position
     alone, whatever the chunking.
     """
-    z = np.asarray(positions, dtype=np.uint64) + np.uint64(seed) * _GOLDEN + _GOLDEN
-    z = (z ^ (z >> np.uint64(30))) * _MIX1
-    z = (z ^ (z >> np.uint64(27))) * _MIX2
-    z ^= z >> np.uint64(31)
-    return (z % np.uint64(n_folds)).astype(np.int64)
+    return (_splitmix(positions, seed) % np.uint64(n_folds)).astype(np.int64)
+
+
+def position_uniform(positions, seed: int = 0) -> np.ndarray:
+    """A number in [0, 1) per position, uniform and independent across positions and seeds
+    (a holdout of fraction p is ``position_uniform(pos, seed) < p``)."""
+    return (_splitmix(positions, seed) >> np.uint64(11)).astype(np.float64) * 2.0 ** -53
 
 
 class SufficientStats:
