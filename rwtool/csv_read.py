@@ -18,6 +18,7 @@ notes. This module must not decide column roles, encode features or fit anything
 from __future__ import annotations
 
 import codecs
+import csv
 import math
 from dataclasses import dataclass, field
 from typing import Iterator, Mapping, Sequence
@@ -63,7 +64,7 @@ class Column:
     """
 
     __slots__ = ("name", "index", "values", "codes", "vocab", "_lookup", "_vchunks",
-                 "_cchunks", "max_vocab", "n_distinct_text", "fast", "lines")
+                 "_cchunks", "max_vocab", "n_distinct_text", "fast", "lines", "_full")
 
     def __init__(self, name: str, index: int, max_vocab: int, fast: bool = True):
         # fast: no missing-value token reads as a number, so a clean chunk is cast whole
@@ -73,10 +74,15 @@ class Column:
         self._vchunks: list[np.ndarray] = []
         self._cchunks: list[np.ndarray] = []
         self.n_distinct_text = 0
+        self._full = None
 
     def add_chunk(self, cells, decimal: str, na: frozenset) -> None:
         vals, codes = type_cells(cells, decimal, na, self.fast, self._intern)
         self._vchunks.append(vals)
+        self._cchunks.append(codes)
+
+    def add_typed(self, values: np.ndarray, codes: np.ndarray) -> None:
+        self._vchunks.append(values)
         self._cchunks.append(codes)
 
     def _intern(self, texts: list[str]) -> np.ndarray:
@@ -98,15 +104,29 @@ class Column:
         return out
 
     def finish(self) -> None:
-        self.values = np.concatenate(self._vchunks) if self._vchunks else np.empty(0)
-        self.codes = (np.concatenate(self._cchunks) if self._cchunks
+        self.values = (self._vchunks[0] if len(self._vchunks) == 1 else
+                       np.concatenate(self._vchunks) if self._vchunks else np.empty(0))
+        self.codes = (self._cchunks[0] if len(self._cchunks) == 1 else
+                      np.concatenate(self._cchunks) if self._cchunks
                       else np.empty(0, dtype=np.int32))
         self._vchunks, self._cchunks = [], []
+        self._full = None
+
+    def _all(self, rows) -> bool:
+        # rows are distinct indices (or a slice): as many as the column means all of them
+        return rows is None or (isinstance(rows, slice) and rows == slice(None)) or (
+            not isinstance(rows, slice) and len(rows) == len(self.codes))
 
     # -- views used by the encoder -----------------------------------------------------------
     def counts(self, rows=None) -> tuple[int, int, int]:
+        if self._all(rows) and self._full is not None:
+            return self._full
         c = self.codes if rows is None else self.codes[rows]
-        return int(np.sum(c == -1)), int(np.sum(c >= 0)), int(np.sum(c == -2))
+        n_num, n_miss = int(np.count_nonzero(c == -1)), int(np.count_nonzero(c == -2))
+        out = (n_num, len(c) - n_num - n_miss, n_miss)
+        if self._all(rows):
+            self._full = out
+        return out
 
     def inferred_kind(self, rows=None) -> str:
         n_num, n_text, _ = self.counts(rows)
@@ -153,8 +173,8 @@ class Column:
 
     def max_magnitude(self, rows) -> float:
         """The largest finite |number| of ``rows`` (0 when none)."""
-        v = np.abs(self.values[rows][self.codes[rows] == -1])
-        v = v[np.isfinite(v)]
+        v = np.abs(self.values if self._all(rows) else self.values[rows])
+        v = v[np.isfinite(v)]            # text and missing cells hold NaN
         return float(v.max()) if len(v) else 0.0
 
     def numeric_fill(self, policy: str, rows):
@@ -266,7 +286,7 @@ class Block:
 
     names: list[str]
     lines: np.ndarray
-    cells: dict[int, pa.Array]
+    cells: dict[int, pa.ChunkedArray]
     head: list[list[str]]
 
 
@@ -400,23 +420,19 @@ def iter_blocks(source, dialect: Dialect, *, usecols=None, nrows=None, head_rows
 
 
 def _split_one(rec: np.ndarray, dialect: Dialect) -> list[str]:
-    """The fields of one record, tokenised by pyarrow like every other record."""
-    opts = pacsv.ParseOptions(delimiter=dialect.delimiter, quote_char=dialect.quotechar,
-                              newlines_in_values=True)
-    t = pacsv.read_csv(pa.BufferReader(pa.py_buffer(rec.tobytes() + b"\n")),
-                       read_options=pacsv.ReadOptions(autogenerate_column_names=True,
-                                                      block_size=max(1 << 20,
-                                                                     2 * len(rec) + 2)),
-                       parse_options=opts,
-                       convert_options=pacsv.ConvertOptions(strings_can_be_null=False,
-                                                            column_types=_all_text(
-                                                                rec, dialect)))
-    return [t.column(j)[0].as_py() if t.num_rows else "" for j in range(t.num_columns)]
-
-
-def _all_text(rec, dialect):
-    n = int(np.count_nonzero(rec == ord(dialect.delimiter))) + 1
-    return {f"f{j}": pa.string() for j in range(n)}
+    """The fields of one record (the header line), with the tokeniser's quoting rules."""
+    text = rec.tobytes().decode("utf-8", errors="replace")
+    try:
+        return next(csv.reader([text], delimiter=dialect.delimiter,
+                               quotechar=dialect.quotechar, strict=False))
+    except (csv.Error, StopIteration):        # a field over csv's size limit: ask pyarrow
+        opts = pacsv.ParseOptions(delimiter=dialect.delimiter, quote_char=dialect.quotechar,
+                                  newlines_in_values=True)
+        reader = pacsv.open_csv(pa.BufferReader(pa.py_buffer(rec.tobytes() + b"\n")),
+                                read_options=pacsv.ReadOptions(
+                                    block_size=max(1 << 20, 2 * len(rec) + 2)),
+                                parse_options=opts)
+        return list(reader.schema.names)
 
 
 def _check_fields(buf, starts, ends, flags, nf, lines, ncols, dialect, path):
@@ -464,11 +480,12 @@ def _tokenise(buf, starts, ends, flags, max_len, ncols, keep, dialect, path, hea
         raise DataError(f"the CSV structure is broken ({table.num_rows} records tokenised, "
                         f"{len(starts)} expected)", file=path,
                         hint="check the quotes and line breaks")
-    cells = {j: table.column(names[j]).combine_chunks() for j in keep}
+    pos = {j: k for k, j in enumerate(sorted(want))}     # by position: a name lookup is O(d)
+    cells = {j: table.column(pos[j]) for j in keep}
     head = []
     if head_rows > 0:
         m = min(head_rows, table.num_rows)
-        cols = [table.column(names[j]).slice(0, m).to_pylist() for j in range(ncols)]
+        cols = [table.column(pos[j]).slice(0, m).to_pylist() for j in range(ncols)]
         head = [[c[i] for c in cols] for i in range(m)]
     return cells, head
 
@@ -536,6 +553,27 @@ def _decodes(src: Source, encoding: str) -> bool:
         return False
 
 
+def _add_block(columns, block, decimal, na, fast):
+    """Type the block's cells into the columns. A wide block of few rows is cast in one call
+    (the per-column overhead would otherwise dominate); a block with text falls back to the
+    column-by-column path."""
+    cols = [(j, c) for j, c in columns.items() if j in block.cells]
+    n = len(block.lines)
+    if fast and decimal == "." and len(cols) > 64 and n:
+        try:
+            vals = pc.cast(pa.concat_arrays([a for j, _ in cols for a in block.cells[j].chunks]),
+                           pa.float64()).to_numpy(zero_copy_only=False).reshape(len(cols), n)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            vals = None
+        if vals is not None:
+            codes = np.where(np.isnan(vals), -2, -1).astype(np.int32)
+            for k, (_, c) in enumerate(cols):
+                c.add_typed(vals[k], codes[k])
+            return
+    for j, c in cols:
+        c.add_chunk(block.cells[j], decimal, na)
+
+
 def _parse_with(src, dialect, usecols, nrows, na_values, max_vocab, head_rows, notes,
                 names=None) -> Table:
     na = frozenset(na_values)
@@ -555,9 +593,7 @@ def _parse_with(src, dialect, usecols, nrows, na_values, max_vocab, head_rows, n
             keep = (range(len(names)) if usecols is None
                     else sorted({names.index(c) for c in usecols if c in names}))
             columns = {j: Column(names[j], j, max_vocab, fast) for j in keep}
-        for j, c in columns.items():
-            if j in block.cells:
-                c.add_chunk(block.cells[j], dialect.decimal, na)
+        _add_block(columns, block, dialect.decimal, na, fast)
         lines.append(block.lines)
         if block.head:
             head = block.head

@@ -44,8 +44,8 @@ __all__ = [
     "NonFiniteError", "MissingValueError", "AllMissingError", "SingleClassError",
     "DuplicateColumnError", "FileTooLargeError", "HighCardinalityError",
     "UnseenCategoryError", "MissingColumnError", "ColumnNotFoundError", "EncodingError",
-    "TargetError", "QuoteError", "HeaderError", "ScaleError", "NA_VALUES", "MISSING_POLICIES", "TASKS",
-    "samples_dir", "list_samples",
+    "TargetError", "QuoteError", "HeaderError", "ScaleError", "NA_VALUES", "MISSING_POLICIES",
+    "TASKS", "samples_dir", "list_samples",
 ]
 
 #: learning tasks; "classification" means binary or multiclass as the labels say
