@@ -194,3 +194,36 @@ def test_bad_values_on_a_worker_are_clear_errors(client, data):
     with pytest.raises(ValueError, match="does not learn from sums"):
         rw.RWRegressor(n_features=20, solver="sfgd", reg=1e-3).fit(da.from_array(X),
                                                                    ys["regression"])
+
+
+def test_read_files_csv_and_parquet_through_the_record(client, tmp_path):
+    """Many files, one partition each (one of a single row), encoded by the record learned on
+    the first: the arrays equal read_csv on the concatenated file, and so does the model."""
+    import pandas as pd
+    from rwtool.data import UnseenCategoryError, read_csv
+    from rwtool.dask_io import read_files
+    rng = np.random.default_rng(0)
+    frames = []
+    for k, n in enumerate([400, 1, 300]):
+        df = pd.DataFrame({"a": rng.normal(size=n), "b": rng.normal(size=n) * 100,
+                           "color": rng.choice(["r", "g", "b"], n) if n > 1 else ["g"]})
+        df["y"] = np.where(df.a + 0.5 * (df.color == "r") > 0, "yes", "no")
+        df.to_csv(tmp_path / f"p{k}.csv", index=False)
+        df.to_parquet(tmp_path / f"p{k}.parquet")
+        frames.append(df)
+    pd.concat(frames).to_csv(tmp_path / "all.csv", index=False)
+    full = read_csv(tmp_path / "all.csv", "y")
+    ref = rw.RKSClassifier(n_features=30, reg=1e-4, random_state=0).fit(full.X, full.y)
+    for pattern in ("p*.csv", "p*.parquet"):
+        X, y, pre = read_files(str(tmp_path / pattern), "y")
+        assert pre.feature_names_out == full.feature_names
+        np.testing.assert_allclose(X.compute(), full.X, rtol=1e-15)
+        np.testing.assert_array_equal(y.compute(), full.y)
+        est = rw.RKSClassifier(n_features=30, reg=1e-4, random_state=0).fit(X, y)
+        assert _rel(est.coef_, ref.coef_) < 1e-9
+    # a category the sample file never saw: a located error from the worker, not a wrong X
+    pd.DataFrame({"a": [0.1], "b": [1.0], "color": ["violet"], "y": ["no"]}).to_csv(
+        tmp_path / "p9.csv", index=False)
+    X, y, _ = read_files([str(tmp_path / "p0.csv"), str(tmp_path / "p9.csv")], "y")
+    with pytest.raises(UnseenCategoryError, match="violet"):
+        X.compute()
