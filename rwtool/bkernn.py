@@ -21,8 +21,8 @@ import numpy as np
 from ._base import (BaseEstimator, ClassifierMixin, RegressorMixin, Standardizer, check_array,
                     check_choice, check_is_fitted, check_random_state, check_scalar, check_X_y,
                     encode_classes)
-from .bkernn_core import (PENALTIES, feature_learning_score, fit_particles, ridge_decision,
-                          ridge_tables)
+from .bkernn_core import (CG_TOL, KERNEL_SOLVERS, PENALTIES, choose_kernel_solver,
+                          feature_learning_score, fit_particles, ridge_decision, ridge_tables)
 from .errors import NumericalError, check_finite_result
 from .progress import FitCancelled
 from .resources import FitEstimate, check_memory
@@ -67,6 +67,15 @@ _PARAMS_DOC = """
         Standardise the inputs (and regression targets) with training statistics. The paper
         standardises real data beforehand; pass False to work on raw inputs (its synthetic
         experiments).
+    kernel_solver : {"auto", "dense", "cg"}
+        How each trial's kernel ridge step is solved. "dense": the n x n kernel and a Cholesky
+        factorisation (O(n^2 m + n^3) time, O(n^2) memory). "cg": conjugate gradients on kernel
+        products by sorted prefix sums (O(m n) per product after an O(m n log n) sort, O(n m)
+        memory), warm-started from the last alpha. "auto": "cg" from 500 rows (measured
+        switch point, docs/bench/bkernn.md).
+    cg_tol : float in (0, 0.1]
+        Relative residual ||Y~ - (K~ + n reg I) alpha|| / ||Y~|| at which CG stops. G is read
+        by the variational form, so its error is below cg_tol^2 ||Y~||^2 / (2n).
     random_state : None, int or Generator
         Seeds the initial particles, i.i.d. N(0, 1/d).
 
@@ -84,6 +93,10 @@ _PARAMS_DOC = """
         The lambda used.
     n_iter_ : int
         Completed iterations.
+    kernel_solver_ : str
+        "dense" or "cg", the path taken.
+    cg_iterations_ : int
+        Conjugate-gradient iterations summed over all solves (0 on the dense path).
     history_ : dict of arrays
         Per iteration (entry 0 is the initial point): objective (G + reg Omega), G, penalty
         (reg Omega), train_loss ((1/2) mean squared residual on the fitted targets), step_size,
@@ -92,9 +105,9 @@ _PARAMS_DOC = """
     n_features_in_ : int
 
     Cancellation: a progress callback (stage "iterations"; metrics objective, train_loss,
-    step_size) that returns True stops the fit after the current iteration; the estimator keeps
-    that iterate (particles with their own alpha and c) and ``fit`` raises
-    :class:`rwtool.FitCancelled` with ``partial_model=True``.
+    step_size; polled between CG iterations too, at most 0.1 s apart) that returns True stops
+    the fit; the estimator keeps the last completed iterate (particles with their own alpha and
+    c) and ``fit`` raises :class:`rwtool.FitCancelled` with ``partial_model=True``.
 """
 
 
@@ -103,7 +116,7 @@ class _BKerNN(BaseEstimator):
 
     def __init__(self, penalty="concave_feature", reg="auto", n_particles=50, s=1.0,
                  step_size=500.0, max_iter=40, backtracking=True, max_backtrack=8,
-                 standardize=True, random_state=None):
+                 standardize=True, kernel_solver="auto", cg_tol=CG_TOL, random_state=None):
         self.penalty = penalty
         self.reg = reg
         self.n_particles = n_particles
@@ -113,11 +126,15 @@ class _BKerNN(BaseEstimator):
         self.backtracking = backtracking
         self.max_backtrack = max_backtrack
         self.standardize = standardize
+        self.kernel_solver = kernel_solver
+        self.cg_tol = cg_tol
         self.random_state = random_state
 
     # -- validation -------------------------------------------------------------------------
     def _validate(self):
         penalty = check_choice(self.penalty, "penalty", PENALTIES)
+        check_choice(self.kernel_solver, "kernel_solver", KERNEL_SOLVERS)
+        check_scalar(self.cg_tol, "cg_tol", low=0.0, high=0.1, low_inclusive=False)
         if isinstance(self.reg, str):
             if self.reg != "auto":
                 raise ValueError(f"reg must be a positive number or 'auto', got {self.reg!r}")
@@ -172,7 +189,9 @@ class _BKerNN(BaseEstimator):
             res = fit_particles(Xp, Yc, W0, lam, penalty, s=float(self.s),
                                 step_size=float(self.step_size), max_iter=int(self.max_iter),
                                 backtracking=bool(self.backtracking),
-                                max_backtrack=int(self.max_backtrack), callback=callback)
+                                max_backtrack=int(self.max_backtrack), callback=callback,
+                                kernel_solver=self.kernel_solver.lower(),
+                                cg_tol=float(self.cg_tol))
         except FitCancelled as exc:
             if exc.partial_model and exc.partial is not None:
                 self._set_fitted(exc.partial, lam, y_mean, t0, cancelled=True)
@@ -199,18 +218,26 @@ class _BKerNN(BaseEstimator):
     def _estimate_fit(self, n_samples, n_features_in, n_outputs):
         """Peak memory of ``fit`` beyond the inputs (rwtool.resources contract).
 
-        Dense path: the n x n kernel K~ + n reg I and its Cholesky factor; the rest is O(n (d + m
-        + q)): the standardised copy of X and its transpose, two iterates' projections (m x n),
-        the gradient's signed sums and the prediction tables (m x (n + 1) x q, twice).
+        Common O(n (d + m q)) part: the standardised copy of X and its transpose, two iterates'
+        projections and sort orders (m x n), the gradient's signed sums and the prediction tables
+        (m x (n + 1) x q, twice). The dense path adds the n x n kernel and its Cholesky factor;
+        the CG path adds about ten n x q vectors and the product accumulators (4 n q).
         """
         n, d, q = int(n_samples), int(n_features_in), max(1, int(n_outputs))
         m = int(self.n_particles)
-        linear = 8 * n * (3 * d + 4 * m + 2 * m * q + 6 * q)
-        dense = 2 * 8 * n * n
+        linear = 8 * n * (3 * d + 7 * m + 2 * m * q + 6 * q)
+        if choose_kernel_solver(str(self.kernel_solver).lower(), n) == "dense":
+            dense = 2 * 8 * n * n
+            return FitEstimate(
+                peak_bytes=linear + dense, seconds=None,
+                detail=(f"the n x n kernel and its Cholesky factor ({dense / 2**30:.1f} GiB at "
+                        f"n = {n}) dominate; use kernel_solver='cg' (or 'auto'), whose memory "
+                        f"grows linearly in n"))
         return FitEstimate(
-            peak_bytes=linear + dense, seconds=None,
-            detail=(f"the n x n kernel and its Cholesky factor ({2 * 8 * n * n / 2**30:.1f} GiB "
-                    f"at n = {n}) dominate; fit on fewer rows"))
+            peak_bytes=linear + 8 * n * q * 14, seconds=None,
+            detail=(f"O(n (d + m q)) arrays ({(linear + 8 * n * q * 14) / 2**20:.0f} MiB at "
+                    f"n = {n}): the projections, their sort orders and the prediction tables "
+                    f"(m = {m} particles, q = {q} outputs); fit on fewer rows or particles"))
 
     def _set_fitted(self, res, lam, y_mean, t0, cancelled=False):
         self.reg_ = lam
@@ -218,6 +245,8 @@ class _BKerNN(BaseEstimator):
         self.train_projections_ = np.ascontiguousarray(res["PT"].T)
         self.dual_coef_ = np.ascontiguousarray(res["alpha"])
         self.n_iter_ = int(res["n_iter"])
+        self.kernel_solver_ = res["kernel_solver"]
+        self.cg_iterations_ = int(res["cg_iterations"])
         self.history_ = res["history"]
         self.cancelled_ = cancelled
         self._prepare()

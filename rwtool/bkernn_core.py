@@ -19,42 +19,25 @@ from __future__ import annotations
 import math
 import time
 import warnings
-from contextlib import contextmanager
 
-import numba
 import numpy as np
 from numba import njit, prange
 from scipy.linalg import LinAlgError
 
+from .bkernn_cg import NystroemPreconditioner, SortedProjections, _threads_for, cg_ridge
 from .errors import NumericalError
 from .progress import FitCancelled, make_progress
 from .solvers.ridge import NumericalWarning, cholesky_solve
 
-__all__ = ["PENALTIES", "centred_kernel", "ridge_step", "particle_gradient", "penalty_value",
+__all__ = ["PENALTIES", "KERNEL_SOLVERS", "CG_MIN_N", "CG_TOL", "choose_kernel_solver", "centred_kernel", "ridge_step", "particle_gradient", "penalty_value",
            "prox", "concave_shrink", "ridge_tables", "ridge_decision", "fit_particles",
            "feature_learning_score"]
 
 #: the five weight penalties of Section 2.5 (spec section 1.6)
 PENALTIES = ("basic", "variable", "feature", "concave_variable", "concave_feature")
 
-
-#: element operations below which the parallel kernels run on the calling thread only: waking a
-#: thread team costs more than the work, and on a loaded machine the spinning team also slows the
-#: BLAS calls that follow (measured here: about 50x slower on a 150-point fit)
-PARALLEL_MIN_WORK = 4_000_000
-
-
-@contextmanager
-def _threads_for(work: float):
-    if work >= PARALLEL_MIN_WORK:
-        yield
-        return
-    previous = numba.get_num_threads()
-    numba.set_num_threads(1)
-    try:
-        yield
-    finally:
-        numba.set_num_threads(previous)
+#: how the kernel ridge step is solved (fit_particles)
+KERNEL_SOLVERS = ("auto", "dense", "cg")
 
 
 # ----------------------------------------------------------------------------- kernel (Lemma 7)
@@ -166,7 +149,7 @@ def _jittered_solve(PT, Yc, lam):
 # ----------------------------------------------------------------------------- gradient (Lemma 8)
 
 @njit(cache=True, parallel=True, nogil=True)
-def _signed_sums(PT, Z, RT):
+def _signed_sums(PT, order_all, Z, RT):
     """RT[j, i] = sum_k Z[i, k] r_{jk}(i),  r_{jk}(i) = sum_{i'} Z[i', k] sign(p_ji - p_ji').
 
     Sorting the projections of particle j gives r by prefix sums: the sum of z below p_i minus
@@ -177,7 +160,7 @@ def _signed_sums(PT, Z, RT):
     q = Z.shape[1]
     for j in prange(m):
         p = PT[j]
-        order = np.argsort(p, kind="mergesort")
+        order = order_all[j]
         total = np.zeros(q)
         for i in range(n):
             for k in range(q):
@@ -208,21 +191,25 @@ def _signed_sums(PT, Z, RT):
             start = stop
 
 
-def particle_gradient(X: np.ndarray, PT: np.ndarray, alpha: np.ndarray, lam: float) -> np.ndarray:
+def particle_gradient(X: np.ndarray, PT: np.ndarray, alpha: np.ndarray, lam: float,
+                      order: np.ndarray | None = None) -> np.ndarray:
     """dG/dW (d x m), Lemma 8, averaged over the q target columns:
 
-        dG/dw_j = (lam/(4m)) sum_{i,i'} z_i z_i' sign(w_j^T (x_i - x_i')) (x_i - x_i')
-                = (lam/(2m)) X^T (z .* r_j),   z = alpha.
+        dG/dw_j = (lam/(2m)) X^T (z .* r_j),   z = alpha,
 
+    (the pairwise form (lam/(4m)) sum_{i,i'} z_i z_i' sign(w_j^T (x_i - x_i')) (x_i - x_i')).
+    ``order`` (m x n) sorts each particle's projections when the caller already has it.
     Cost O(m (n log n + n d)) (spec section 2.2).
     """
     m, n = PT.shape
+    if order is None:
+        order = np.argsort(PT, axis=1)
     RT = np.empty((m, n))
     # On u = n lam alpha (the residual, O(|Y|)): z_i r_i itself is O(|Y|^2 / (n lam)^2), which
     # overflows when the inputs are on a 1e-200 scale (lam ~ |x| / n).
     scale = n * lam
     with _threads_for(m * n * (math.log2(n + 1) + alpha.shape[1])):
-        _signed_sums(PT, np.ascontiguousarray(alpha * scale), RT)
+        _signed_sums(PT, order, np.ascontiguousarray(alpha * scale), RT)
     return (RT @ X).T * (1.0 / (2.0 * m * alpha.shape[1] * n * scale))
 
 
@@ -375,34 +362,122 @@ def ridge_decision(T: np.ndarray, knots, A, B) -> np.ndarray:
 
 # ----------------------------------------------------------------------------- Algorithm 1
 
+#: n from which kernel_solver="auto" takes the conjugate-gradient path (measured in
+#: docs/bench/bkernn.md, d = 20, m = 50, one thread: the two paths cost the same at n = 500,
+#: CG is 2.3x faster at 1000 and 8x at 2000; below 500 one dense kernel + Cholesky wins)
+CG_MIN_N = 500
+
+#: relative residual ||r|| / ||Y~|| at which CG stops. G is read from the CG iterate by the
+#: variational form, whose error is (lam/2) e^T (K~ + n lam I) e <= ||r||^2 / (2 n), far below
+#: the Beck test's margins (docs/BKERNN.md)
+CG_TOL = 1e-5
+
+
 class _Iterate:
-    """One evaluated point of Algorithm 1: particles, projections, dual coefficients, G."""
+    """One evaluated point of Algorithm 1: particles, projections, dual coefficients, G, and the
+    sorted projections (CG path) that the gradient reuses."""
 
-    __slots__ = ("W", "PT", "alpha", "G")
+    __slots__ = ("W", "PT", "alpha", "G", "order")
 
-    def __init__(self, W, PT, alpha, G):
-        self.W, self.PT, self.alpha, self.G = W, PT, alpha, G
+    def __init__(self, W, PT, alpha, G, order=None):
+        self.W, self.PT, self.alpha, self.G, self.order = W, PT, alpha, G, order
 
 
-def _evaluate(W, XT, Yc, lam, buf, timings, it):
+def _add_time(timings, key, t0):
+    if timings is not None:
+        timings[key] = timings.get(key, 0.0) + time.perf_counter() - t0
+
+
+class _DenseSolver:
+    """The ridge step by one n x n kernel and Cholesky per trial (O(n^2) memory)."""
+
+    kind = "dense"
+
+    def __init__(self, n, timings):
+        self.buf = np.empty((n, n))
+        self.timings = timings
+        self.cg_iterations = 0
+
+    def __call__(self, PT, Yc, lam, warm, tick):
+        alpha, G = ridge_step(PT, Yc, lam, self.buf, self.timings)
+        return alpha, G, None
+
+
+class _CGSolver:
+    """The ridge step by conjugate gradients on sorted-projection products (O(n m) memory).
+
+    Warm-started from the last accepted alpha. When ``precond_rank`` > 0, a randomized Nystroem
+    preconditioner is built from the first iterate's kernel and rebuilt for the current one when
+    a solve needs more than twice the iterations of the first solve after the last build: a
+    preconditioner of nearby particles stays a good one, and building it costs as much as a few
+    dozen CG iterations.
+    """
+
+    kind = "cg"
+
+    def __init__(self, n, timings, tol=CG_TOL, max_iter=2000, precond_rank=0):
+        self.timings = timings
+        self.tol, self.max_iter, self.rank = float(tol), int(max_iter), int(precond_rank)
+        self.precond = None
+        self.baseline = None
+        self.cg_iterations = 0
+        self.solves = 0
+
+    def __call__(self, PT, Yc, lam, warm, tick):
+        t0 = time.perf_counter()
+        sp = SortedProjections(PT)
+        _add_time(self.timings, "sort", t0)
+        n = PT.shape[1]
+        shift = n * lam
+        if self.rank > 0 and self.precond is None:
+            t0 = time.perf_counter()
+            self.precond = NystroemPreconditioner(sp, self.rank, shift,
+                                                  np.random.default_rng(20240717))
+            self.baseline = None
+            _add_time(self.timings, "preconditioner", t0)
+        t0 = time.perf_counter()
+        alpha, R, its = cg_ridge(sp, Yc, shift, warm, self.tol, self.max_iter, self.precond,
+                                 tick)
+        _add_time(self.timings, "solve", t0)
+        self.cg_iterations += its
+        self.solves += 1
+        if self.precond is not None:
+            if self.baseline is None:
+                self.baseline = max(its, 5)
+            elif its > 2 * self.baseline:
+                self.precond = None          # rebuilt at the next solve
+        # G = -lam min_a phi(a), phi(a) = a^T M a / 2 - Y~^T a; at the CG iterate a, with
+        # r = Y~ - M a, -lam phi(a) = (lam/2)(Y~^T a + a^T r): an error quadratic in a - alpha
+        G = 0.5 * lam * float(np.sum(Yc * alpha) + np.sum(alpha * R)) / Yc.shape[1]
+        return alpha, G, sp.order
+
+
+def _evaluate(W, XT, Yc, lam, solver, it, warm=None, tick=None):
     t0 = time.perf_counter()
     PT = W.T @ XT
-    if timings is not None:
-        timings["projections"] = timings.get("projections", 0.0) + time.perf_counter() - t0
+    _add_time(solver.timings, "projections", t0)
     if not np.all(np.isfinite(PT)):
         raise NumericalError("the projections X W overflowed", solver="bkernn", iteration=it,
                              fix="standardise the inputs (standardize=True) or rescale X")
-    alpha, G = ridge_step(PT, Yc, lam, buf, timings)
+    alpha, G, order = solver(PT, Yc, lam, warm, tick)
     if not (math.isfinite(G) and np.all(np.isfinite(alpha))):
         raise NumericalError("the kernel ridge step gave non-finite coefficients",
                              solver="bkernn", iteration=it,
                              fix="standardise the inputs and targets, or raise reg")
-    return _Iterate(W, PT, alpha, G)
+    return _Iterate(W, PT, alpha, G, order)
+
+
+def choose_kernel_solver(kernel_solver: str, n: int) -> str:
+    """"dense" or "cg" for ``kernel_solver`` in {"auto", "dense", "cg"} at n rows."""
+    if kernel_solver == "auto":
+        return "cg" if n >= CG_MIN_N else "dense"
+    return kernel_solver
 
 
 def fit_particles(X, Yc, W0, lam, penalty, s=1.0, step_size=500.0, max_iter=20,
                   backtracking=True, max_backtrack=8, beta_up=1.5, beta_down=0.5,
-                  callback=None, timings=None, gradient=None):
+                  callback=None, timings=None, gradient=None, kernel_solver="auto",
+                  cg_tol=CG_TOL, cg_max_iter=2000, precond_rank=0):
     """Algorithm 1 of seed 001 (square loss), from particles ``W0`` (d x m).
 
     Each iteration: gradient of G at the current W (Lemma 8); gamma <- beta_up gamma; trial
@@ -417,28 +492,33 @@ def fit_particles(X, Yc, W0, lam, penalty, s=1.0, step_size=500.0, max_iter=20,
     objective G + lam Omega then never increases. Without backtracking the step is constant and
     always taken.
 
+    ``kernel_solver``: "dense" (n x n kernel and Cholesky per trial), "cg" (conjugate gradients
+    on O(m n) sorted-projection products, :mod:`rwtool.bkernn_cg`, to relative residual
+    ``cg_tol``, warm-started, Nystroem-preconditioned with ``precond_rank`` > 0) or "auto"
+    (cg from :data:`CG_MIN_N` rows).
+
     ``gradient(X, PT, alpha, lam) -> (d, m)`` replaces :func:`particle_gradient` (the benchmark
     swaps in the direct double sum); ``timings`` (a dict) accumulates seconds per part.
 
     Returns a dict: W, PT, alpha, G, n_iter, step_size, history (per-iteration arrays, entry 0 is
-    the initial point). A cancelling ``callback`` raises FitCancelled with ``partial`` set to the
-    same dict for the last completed iterate.
+    the initial point), kernel_solver, cg_iterations. A cancelling ``callback`` (polled between
+    CG iterations too) raises FitCancelled with ``partial`` set to the same dict for the last
+    completed iterate.
     """
     progress = make_progress(callback)
     n = X.shape[0]
     XT = np.ascontiguousarray(X.T)
-    buf = np.empty((n, n))
-    grad_fn = particle_gradient if gradient is None else gradient
-    # The start event comes before the first (possibly long) kernel solve, so a cancel or a
-    # progress bar has something to act on at once.
-    progress.start("iterations", max_iter)
-    cur = _evaluate(np.array(W0, dtype=np.float64, order="C"), XT, Yc, lam, buf, timings, 0)
+    kind = choose_kernel_solver(kernel_solver, n)
+    solver = (_DenseSolver(n, timings) if kind == "dense" else
+              _CGSolver(n, timings, cg_tol, cg_max_iter, precond_rank))
     gamma = float(step_size)
     q = Yc.shape[1]
     hist = {k: [] for k in ("objective", "G", "penalty", "train_loss", "step_size",
                             "n_backtracks", "accepted")}
+    state = {"cur": None, "it": 0}
 
     def record(nb, accepted):
+        cur = state["cur"]
         pen = lam * penalty_value(cur.W, penalty, s)
         # Residual Y - f = -n lam alpha at the closed-form (alpha, c) (Lemma 7).
         loss = 0.5 * float(np.sum((n * lam * cur.alpha) ** 2)) / (n * q)
@@ -451,10 +531,15 @@ def fit_particles(X, Yc, W0, lam, penalty, s=1.0, step_size=500.0, max_iter=20,
         h = {k: np.asarray(v, dtype=bool if k == "accepted" else
                            (np.int64 if k == "n_backtracks" else np.float64))
              for k, v in hist.items()}
+        cur = state["cur"]
         return {"W": cur.W, "PT": cur.PT, "alpha": cur.alpha, "G": cur.G, "n_iter": it,
-                "step_size": gamma, "history": h}
+                "step_size": gamma, "history": h, "kernel_solver": solver.kind,
+                "cg_iterations": solver.cg_iterations}
 
     def report(method, *args, it):
+        if state["cur"] is None:          # nothing completed yet: no partial model to keep
+            method(*args)
+            return
         try:
             method(*args, objective=hist["objective"][-1], train_loss=hist["train_loss"][-1],
                    step_size=gamma)
@@ -463,25 +548,39 @@ def fit_particles(X, Yc, W0, lam, penalty, s=1.0, step_size=500.0, max_iter=20,
             exc.partial = result(it)
             raise
 
+    def tick(_):
+        # between CG iterations: rate-limited by Progress, so a cancel stops a long solve
+        report(progress.update, state["it"], it=state["it"])
+
+    # The start event comes before the first (possibly long) kernel solve, so a cancel or a
+    # progress bar has something to act on at once.
+    progress.start("iterations", max_iter)
+    grad_fn = particle_gradient if gradient is None else gradient
+    state["cur"] = None
+    first = _evaluate(np.array(W0, dtype=np.float64, order="C"), XT, Yc, lam, solver, 0,
+                      tick=tick)
+    state["cur"] = first
     record(0, True)
     report(progress.update, 0, True, it=0)
     for it in range(1, max_iter + 1):
+        cur = state["cur"]
         t0 = time.perf_counter()
-        grad = grad_fn(X, cur.PT, cur.alpha, lam)
+        if gradient is None:
+            grad = particle_gradient(X, cur.PT, cur.alpha, lam, cur.order)
+        else:
+            grad = grad_fn(X, cur.PT, cur.alpha, lam)
+        _add_time(timings, "gradient", t0)
         if not np.all(np.isfinite(grad)):
             raise NumericalError("the particle gradient is not finite", solver="bkernn",
                                  iteration=it, fix="standardise the inputs (standardize=True)")
-        if timings is not None:
-            timings["gradient"] = timings.get("gradient", 0.0) + time.perf_counter() - t0
         if backtracking:
             gamma *= beta_up
         accepted, nb = False, 0
         while True:
             t0 = time.perf_counter()
             Wn = prox(cur.W - gamma * grad, lam * gamma, penalty, s)
-            if timings is not None:
-                timings["prox"] = timings.get("prox", 0.0) + time.perf_counter() - t0
-            trial = _evaluate(Wn, XT, Yc, lam, buf, timings, it)
+            _add_time(timings, "prox", t0)
+            trial = _evaluate(Wn, XT, Yc, lam, solver, it, warm=cur.alpha, tick=tick)
             if not backtracking:
                 accepted = True
                 break
@@ -495,7 +594,8 @@ def fit_particles(X, Yc, W0, lam, penalty, s=1.0, step_size=500.0, max_iter=20,
             gamma *= beta_down
             nb += 1
         if accepted:
-            cur = trial
+            state["cur"] = trial
+        state["it"] = it
         record(nb, accepted)
         report(progress.update, it, it=it)
     report(progress.end, it=max_iter)

@@ -419,6 +419,7 @@ def test_sklearn_estimator_checks(Est):
 
 
 def test_parallel_and_single_thread_paths_agree(problem, monkeypatch):
+    import rwtool.bkernn_cg
     import rwtool.bkernn_core as core
     X, Y, W, lam = problem
     Yc = Y - Y.mean()
@@ -426,7 +427,7 @@ def test_parallel_and_single_thread_paths_agree(problem, monkeypatch):
     alpha, _ = ridge_step(PT, Yc, lam)
     serial = (centred_kernel(PT, 0.3), particle_gradient(X, PT, alpha, lam),
               core.ridge_decision(X @ W, *core.ridge_tables(PT, alpha)))
-    monkeypatch.setattr(core, "PARALLEL_MIN_WORK", 0)
+    monkeypatch.setattr(rwtool.bkernn_cg, "PARALLEL_MIN_WORK", 0)
     parallel = (centred_kernel(PT, 0.3), particle_gradient(X, PT, alpha, lam),
                 core.ridge_decision(X @ W, *core.ridge_tables(PT, alpha)))
     for a, b in zip(serial, parallel):

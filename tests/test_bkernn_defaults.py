@@ -26,7 +26,7 @@ def data():
 
 
 def test_memory_estimate_counts_the_dense_kernel_and_refuses_before_allocating(data, monkeypatch):
-    est = BKerNNRegressor()
+    est = BKerNNRegressor(kernel_solver="dense")
     big = estimate_fit(est, 200_000, 20, 1)
     assert big.peak_bytes >= 2 * 8 * 200_000 ** 2 and "n x n" in big.detail
     X, y = data
@@ -57,7 +57,7 @@ def test_start_event_comes_before_the_first_kernel_solve(data, monkeypatch):
         events.append((ev.kind, len(solves)))
         return True
 
-    est = BKerNNRegressor(max_iter=3, random_state=0)
+    est = BKerNNRegressor(max_iter=3, random_state=0, kernel_solver="dense")
     with pytest.raises(FitCancelled) as info:
         est.fit(X, y, callback=Progress(cancel_at_start, min_interval=0.0))
     assert events == [("start", 0)] and not solves
@@ -113,6 +113,15 @@ def test_tiny_unstandardised_inputs_fit_through_the_scaled_gradient(data):
     assert est.score(X * 1e-200, y) > 0.5 and ref.score(X, y) > 0.5
 
 
-def test_classifier_memory_estimate_grows_with_classes():
-    est = BKerNNClassifier()
+@pytest.mark.parametrize("solver", ["dense", "cg"])
+def test_classifier_memory_estimate_grows_with_classes(solver):
+    est = BKerNNClassifier(kernel_solver=solver)
     assert estimate_fit(est, 1000, 5, 10).peak_bytes > estimate_fit(est, 1000, 5, 1).peak_bytes
+
+
+def test_memory_estimate_of_the_cg_path_is_linear_in_n():
+    est = BKerNNRegressor()                             # auto: CG at this size
+    small, big = (estimate_fit(est, n, 20, 1).peak_bytes for n in (100_000, 200_000))
+    assert big == 2 * small and big < 2 * 2**30 and "n x n" not in estimate_fit(
+        est, 200_000, 20, 1).detail
+    assert estimate_fit(BKerNNRegressor(kernel_solver="dense"), 200_000, 20, 1).peak_bytes > 2**38
