@@ -37,8 +37,7 @@ from .csv_dialect import NA_VALUES, Dialect, open_source, sniff_csv
 from .csv_read import Column, Table, _BadUTF8, _decodes, canon, is_number_text, iter_blocks
 from .data_errors import EncodingError, MissingColumnError, MissingValueError
 from .dataset import Dataset
-from .encoding import (_DEFAULT_MAX_ABS, Preprocessing, _fit_columns, _fit_target,
-                       norm_policy)
+from .encoding import _DEFAULT_MAX_ABS, Preprocessing, _fit_columns, _fit_target
 
 __all__ = ["CsvScan", "scan_csv", "iter_csv"]
 
@@ -210,7 +209,7 @@ def scan_csv(path, target=None, *, features=None, ignore=None, categorical=None,
              handle_unknown: str = "error", encoding=None, delimiter=None, decimal=None,
              header=None, na_values=NA_VALUES, max_abs: float = _DEFAULT_MAX_ABS,
              moments: bool = True, block_bytes: int = _STREAM_BLOCK_BYTES,
-             max_distinct: int = _MAX_DISTINCT, max_bytes=None) -> CsvScan:
+             max_distinct: int = _MAX_DISTINCT, max_bytes=None, names=None) -> CsvScan:
     """Pass one over a CSV file too large for memory: learn the encoding record.
 
     The options are those of :func:`rwtool.data.read_csv` (the record equals the one
@@ -218,9 +217,10 @@ def scan_csv(path, target=None, *, features=None, ignore=None, categorical=None,
     and standard deviation of each encoded column), ``block_bytes`` (bytes read at a time:
     memory is a small multiple of it) and ``max_distinct`` (see the module docstring).
     ``max_bytes`` defaults to None here (no size limit: the file is never held whole).
+    ``names`` names the columns as in ``read_csv``.
     Raises the same located :class:`~rwtool.data.DataError` subclasses as ``read_csv``.
     """
-    from .data import _check_options, _resolve
+    from .data import _check_options
     policy = _check_options(task, missing, max_categories, handle_unknown)
     src = open_source(path, max_bytes, None)
     dialect = sniff_csv(src, encoding=encoding, delimiter=delimiter, decimal=decimal,
@@ -229,7 +229,7 @@ def scan_csv(path, target=None, *, features=None, ignore=None, categorical=None,
     try:
         table, n_rec, n_fit, tname, feats, cat, num = _pass_one(
             src, dialect, target, features, ignore, categorical, numeric, na_values, policy,
-            block_bytes, max_distinct)
+            block_bytes, max_distinct, names)
     except _BadUTF8 as bad:
         if encoding is not None:
             raise EncodingError(f"the bytes are not valid {dialect.encoding} ({bad.reason})",
@@ -242,7 +242,7 @@ def scan_csv(path, target=None, *, features=None, ignore=None, categorical=None,
         dialect = Dialect(enc, dialect.delimiter, dialect.decimal, dialect.header)
         table, n_rec, n_fit, tname, feats, cat, num = _pass_one(
             src, dialect, target, features, ignore, categorical, numeric, na_values, policy,
-            block_bytes, max_distinct)
+            block_bytes, max_distinct, names)
     if n_rec == 0:
         from .encoding import _require_rows
         _require_rows(Table(src.name, dialect, table.names, np.empty(0, np.int64), {}, []))
@@ -268,8 +268,8 @@ def scan_csv(path, target=None, *, features=None, ignore=None, categorical=None,
 
 
 def _pass_one(src, dialect, target, features, ignore, categorical, numeric, na_values, policy,
-              block_bytes, max_distinct):
-    from .data import _resolve, _roles
+              block_bytes, max_distinct, names=None):
+    from .data import _roles
     na = frozenset(na_values)
     fast = not any(is_number_text(t.strip()) and not math.isnan(float(t.strip()))
                    for t in na if t.strip())
@@ -277,7 +277,7 @@ def _pass_one(src, dialect, target, features, ignore, categorical, numeric, na_v
     table = None
     tname = None
     n_rec = n_fit = 0
-    for block in iter_blocks(src, dialect, block_bytes=block_bytes):
+    for block in iter_blocks(src, dialect, block_bytes=block_bytes, names=names):
         if table is None:
             names = block.names
             table = _StreamTable(src.name, dialect, names, {})
@@ -319,9 +319,12 @@ def iter_csv(path, preprocessing: Preprocessing, *, dialect: Dialect | None = No
         dialect = sniff_csv(src, header=pre.header, na_values=pre.na_values)
     need = pre.input_columns + ([pre.target["name"]] if pre.target else [])
     na = frozenset(pre.na_values)
+    default = [f"col{j + 1}" for j in range(len(pre.file_columns))]
+    names = None if pre.header or pre.file_columns == default else pre.file_columns
     checked = False
     try:
-        for block in iter_blocks(src, dialect, usecols=need, block_bytes=block_bytes):
+        for block in iter_blocks(src, dialect, usecols=need, block_bytes=block_bytes,
+                                 names=names):
             names = block.names
             if not checked:
                 _check_columns(pre, names, src.name, dialect, require_target)

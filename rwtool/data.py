@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .csv_dialect import _DEFAULT_MAX_BYTES, NA_VALUES, Dialect, open_source, sniff_csv
-from .csv_read import Column, Table, parse
+from .csv_read import parse
 from .data_errors import (AllMissingError, ColumnNotFoundError, DataError, DuplicateColumnError,
                           EmptyFileError, EncodingError, FileTooLargeError, HeaderError,
                           HeaderOnlyError, HighCardinalityError, MissingColumnError,
@@ -86,6 +86,7 @@ class CsvPreview:
     columns: list[ColumnSummary]
     complete: bool            # False when only the first ``nrows`` rows were scanned
     tasks: dict[str, str] = field(default_factory=dict, repr=False)
+    notes: list[str] = field(default_factory=list)    # e.g. the encoding switched
 
     def column(self, name: str) -> ColumnSummary:
         for c in self.columns:
@@ -110,6 +111,7 @@ class CsvPreview:
         return {"path": self.path, "dialect": self.dialect.to_dict(), "names": self.names,
                 "head": self.head, "n_rows": self.n_rows, "complete": self.complete,
                 "columns": [c.to_dict() for c in self.columns], "tasks": dict(self.tasks),
+                "notes": list(self.notes),
                 "suggested_target": self.suggested_target()}
 
 
@@ -146,7 +148,7 @@ def preview_csv(path, *, n_head: int = 20, nrows: int | None = None, encoding=No
                                   float(finite.max()) if len(finite) else None, examples))
         tasks[name] = infer_task(c, kind, np.flatnonzero(c.codes != -2))
     return CsvPreview(src.name, table.dialect, table.names, table.head, table.n_rows,
-                      cols, nrows is None or table.n_rows < nrows, tasks)
+                      cols, nrows is None or table.n_rows < nrows, tasks, list(table.notes))
 
 
 # ============================================================================ read_csv

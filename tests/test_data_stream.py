@@ -55,3 +55,22 @@ def test_stream_errors_are_located(tmp_path, rng):
     with pytest.raises(D.RaggedRowError) as e:
         D.scan_csv(q)
     assert e.value.row == 3
+
+
+def test_stream_names_for_a_header_less_file(tmp_path):
+    p = tmp_path / "nh.csv"
+    p.write_text("".join(f"{i},{'ab'[i % 2]},{i % 2}\n" for i in range(30)))
+    full = D.read_csv(p, "y", header=False, names=["x", "c", "y"])
+    scan = D.scan_csv(p, "y", header=False, names=["x", "c", "y"], block_bytes=64)
+    assert scan.preprocessing == full.preprocessing
+    X = np.vstack([c.X for c in D.iter_csv(p, scan.preprocessing, dialect=scan.dialect,
+                                           block_bytes=64)])
+    np.testing.assert_array_equal(X, full.X)
+
+
+def test_preview_reports_the_encoding_switch(tmp_path):
+    p = tmp_path / "m.csv"
+    p.write_bytes(b"a,b\n" + b"".join(b"x,%d\n" % i for i in range(14000)) + b"caf\xe9,1\n")
+    pv = D.preview_csv(p)
+    assert pv.dialect.encoding == "cp1252" and "not valid UTF-8" in pv.notes[0]
+    assert pv.to_dict()["notes"] == pv.notes
