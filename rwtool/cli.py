@@ -349,6 +349,12 @@ def _add_data_options(p) -> None:
     _add_dialect_options(g)
 
 
+def _add_model_limit(p) -> None:
+    p.add_argument("--max-model-mb", type=float, metavar="MB",
+                   help="refuse model files that would take more memory than this to load "
+                        "(default 4096; raise it for a trusted larger model)")
+
+
 def _add_dialect_options(g) -> None:
     g.add_argument("--delimiter", help="field delimiter (default: detected; 'tab' for tab)")
     g.add_argument("--decimal", choices=[".", ","], help="decimal mark (default: detected)")
@@ -519,9 +525,14 @@ def _train_streaming(args) -> int:
     return EXIT_OK
 
 
+def _model_limit(args) -> dict:
+    mb = getattr(args, "max_model_mb", None)
+    return {} if mb is None else {"max_bytes": max(1, int(mb * 2**20))}
+
+
 def _load_and_apply(args, require_target):
     from .persist import read_model
-    mf = read_model(args.model)
+    mf = read_model(args.model, **_model_limit(args))
     return mf, mf.apply_csv(args.data, require_target=require_target, **_dialect_options(args))
 
 
@@ -608,7 +619,7 @@ def cmd_evaluate(args) -> int:
 def cmd_info(args) -> int:
     from .data import Preprocessing
     from .persist import read_info
-    info = read_info(args.model)
+    info = read_info(args.model, **_model_limit(args))
     if args.json:
         _emit_json(info)
         return EXIT_OK
@@ -780,6 +791,7 @@ are refused; any other estimator parameter can be set with --param NAME=VALUE.""
     p.add_argument("--out", "-o", help="write the predictions CSV here (default: stdout)")
     p.add_argument("--decision", action="store_true",
                    help="add the decision function value(s) of classifiers")
+    _add_model_limit(p)
     _add_dialect_options(p)
 
     p = command("evaluate", cmd_evaluate, "score a model file on labelled CSV",
@@ -788,12 +800,15 @@ are refused; any other estimator parameter can be set with --param NAME=VALUE.""
                 "example:\n  rwtool evaluate model.rwm test.csv --json")
     p.add_argument("model")
     p.add_argument("data")
+    _add_model_limit(p)
     _add_dialect_options(p)
 
     p = command("info", cmd_info, "describe a model file",
                 "Class, parameters, versions, preprocessing and training metrics of a model "
-                "file (checksums are verified).", "example:\n  rwtool info model.rwm")
+                "file (the file is loaded and checked as predict would).",
+                "example:\n  rwtool info model.rwm")
     p.add_argument("model")
+    _add_model_limit(p)
 
     p = command("inspect", cmd_inspect, "column types and missing values of a CSV file",
                 "Detected dialect, per-column type, missing count and range, and the "

@@ -9,12 +9,18 @@ A model file (``.rwm``) is a zip archive holding
 - ``model.json.sha256``: the SHA-256 of ``model.json``;
 - ``arrays/aN.npy``: numeric (or fixed-width text) arrays, written and read without pickle.
 
-Loading checks the format version, both checksums, each array's header against the recorded
-dtype and shape, rebuilds only classes of the allow-list (rwtool's own estimators and feature
-maps, found by walking rwtool's packages, never by a name taken from the file), sets only
-attribute names that look like fitted attributes, then checks the rebuilt model's consistency
-and runs one prediction. Anything else is refused with :class:`ModelFileError`. Files are
-written atomically (temporary file in the same directory, fsync, rename).
+Loading reads nothing it has not bounded first: only regular files are opened (never a device
+or a FIFO); the zip directory, the document and its parsed size are capped; every member must
+be stored or deflated at a ratio real arrays have; every array's declared shape is checked
+against the model's own parameters (rwtool.persist_validate, a table per class) and the total
+against ``max_bytes`` and the free memory; then each array is decompressed in a stream, capped
+at its declared size, with its SHA-256 computed on the way. Only classes of the allow-list are
+rebuilt (rwtool's own estimators and feature maps, found by walking rwtool's packages, never by
+a name taken from the file), only attribute names that look like fitted attributes are set,
+the parameters are checked as fit checks them, the rebuilt model's consistency is checked and
+one prediction is run. Anything else, including every zip, zlib and JSON failure, is refused
+with :class:`ModelFileError`. Files are written atomically (temporary file in the same
+directory, fsync, rename).
 
 This module must not use pickle, eval or imports driven by file content, and must not know any
 particular estimator beyond the consistency checks registered for it.
@@ -32,6 +38,8 @@ import os
 import pkgutil
 import platform
 import re
+import stat
+import struct
 import tempfile
 import threading
 import zipfile
@@ -42,10 +50,14 @@ from typing import Any, Callable
 
 import numpy as np
 
+from . import persist_validate as _validate
 from ._base import BaseEstimator, Standardizer
+from .persist_validate import MAX_DIM
+from .resources import FitEstimate, check_memory
 
 __all__ = ["save", "load", "read_model", "read_info", "ModelFile", "ModelFileError",
-           "register", "registered_classes", "atomic_writer", "FORMAT", "FORMAT_VERSION"]
+           "register", "registered_classes", "atomic_writer", "FORMAT", "FORMAT_VERSION",
+           "DEFAULT_MAX_BYTES"]
 
 FORMAT = "rwtool-model"
 FORMAT_VERSION = 1
@@ -54,7 +66,17 @@ _DOC_SUM = "model.json.sha256"
 _ARRAY_NAME = re.compile(r"^a[0-9]{1,7}$")
 _FITTED_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]*_$")
 _PARAM_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
-_MAX_DOC_BYTES = 64 << 20
+#: default cap on what loading one model may take (arrays plus what is rebuilt from them)
+DEFAULT_MAX_BYTES = 4 << 30
+_MAX_DOC_BYTES = 8 << 20          # model.json: real ones take a few KB to a few MB
+_DOC_MEMORY = 48 << 20            # the parsed document (see _parse_doc)
+_PER_VALUE = 80                   # bytes of a parsed JSON value, with its slot in a container
+_MAX_DIRECTORY_BYTES = 256 << 10  # the zip directory: ~60 bytes per member
+_MAX_NPY_HEADER = 16 << 10
+_MAX_RATIO = 64                   # deflate ratio allowed for an array (rwtool stores them)
+_RATIO_SLACK = 64 << 10
+_CHUNK = 1 << 20                  # streaming unit
+_EOCD = 22                        # bytes of the zip end-of-directory record
 _MAX_DEPTH = 64
 _ARRAY_KINDS = "biufcUS"
 #: packages walked for allow-listed classes, and single modules (imported when present)
@@ -205,8 +227,23 @@ def _random_feature_model_check(est) -> None:
             raise ValueError("classes_ and coef_ disagree on the number of classes")
 
 
+def _taylor_check(fmap) -> None:
+    """The Taylor dictionary is a function of its parameters and input width (its variable
+    indices drive an unchecked kernel): re-derive it and compare."""
+    fresh = type(fmap)(**fmap.get_params(deep=False))
+    fresh._sample(None, fmap.n_features_in_, None)
+    for name in ("vars_", "kernel_index_", "degree_", "scale_", "nu_"):
+        a, b = getattr(fmap, name), getattr(fresh, name)
+        same = (np.array_equal(a, b) if a.dtype.kind in "iu"
+                else a.shape == b.shape and np.allclose(a, b, rtol=1e-12, atol=0.0))
+        if not same:
+            raise ValueError(f"TaylorMultiKernelFeatures.{name} is not the dictionary its "
+                             f"parameters define")
+
+
 def _register_default_checks() -> None:
-    from .features import fourier, kitchen, rkhs
+    from .features import fourier, kitchen, rkhs, taylor
+    _CHECKS.setdefault(taylor.TaylorMultiKernelFeatures, []).append(_taylor_check)
     for mod in (rkhs, kitchen, fourier):
         for _, cls in inspect.getmembers(mod, inspect.isclass):
             if cls.__module__ == mod.__name__ and _qualname(cls) in _REGISTRY:
@@ -467,31 +504,26 @@ class ModelFile:
 
 
 class _Reader:
-    def __init__(self, zf: zipfile.ZipFile, path: str, table: dict, max_bytes: int):
-        self.zf, self.path, self.table, self.max_bytes = zf, path, table, max_bytes
+    """Rebuilds the document's values, reading each array once, streamed and capped."""
+
+    def __init__(self, zf: zipfile.ZipFile, path: str, table: dict, plan):
+        self.zf, self.path, self.table, self.plan = zf, path, table, plan
         self.cache: dict[str, np.ndarray] = {}
 
     def fail(self, msg):
         raise ModelFileError(msg, self.path)
 
     def array(self, key) -> np.ndarray:
-        if not isinstance(key, str) or key not in self.table:
+        if not isinstance(key, str) or key not in self.plan.arrays:
             self.fail(f"reference to an unknown array {key!r}")
         if key in self.cache:
             return self.cache[key]
-        meta = self.table[key]
-        name = f"arrays/{key}.npy"
-        try:
-            info = self.zf.getinfo(name)
-        except KeyError:
-            self.fail(f"array {name} is missing (truncated file?)")
-        if info.file_size > self.max_bytes:
-            self.fail(f"array {name} declares {info.file_size} bytes, above the limit")
-        with self.zf.open(info) as fh:
-            data = fh.read(info.file_size + 1)
-        if hashlib.sha256(data).hexdigest() != meta["sha256"]:
-            self.fail(f"checksum mismatch for {name}: the file is corrupted or was modified")
-        arr = _read_npy(data, meta, name, self.fail)
+        where, spec = self.plan.arrays[key]
+        arr = _read_npy(self.zf, self.zf.getinfo(f"arrays/{key}.npy"), self.table[key],
+                        self.fail)
+        if (spec is not None and spec.finite and arr.dtype.kind in "fc"
+                and not np.isfinite(arr).all()):
+            self.fail(f"{where} holds non-finite values")
         self.cache[key] = arr
         return arr
 
@@ -570,9 +602,27 @@ class _Reader:
             prepare = getattr(obj, "_prepare", None)
             if callable(prepare):
                 prepare()
+        _validate_params(obj, self.fail)
         for check in _checks_for(type(obj)):
             check(obj)
         return obj
+
+
+def _validate_params(obj, fail) -> None:
+    """The checks fit runs on the parameters, so that a file cannot hold values no fit accepts
+    (later code relies on them: predict reads ``standardize``, the maps their bandwidths)."""
+    own = getattr(obj, "_validate", None)
+    try:
+        if callable(own):
+            own()
+        elif callable(getattr(obj, "_validate_params", None)):
+            obj._validate_params(getattr(obj, "n_features_in_", 1))
+    except (ValueError, TypeError) as exc:
+        fail(f"{type(obj).__name__} has an invalid parameter ({_first_line(exc)})")
+
+
+def _first_line(exc) -> str:
+    return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
 
 
 def _checks_for(cls):
@@ -582,32 +632,150 @@ def _checks_for(cls):
     return out
 
 
-def _read_npy(data: bytes, meta: dict, name: str, fail) -> np.ndarray:
-    fh = io.BytesIO(data)
+# ============================================================================ reading the zip
+
+def _open_regular(path):
+    """(binary file object, size) of ``path``, refused unless it is a regular file: a device or a
+    FIFO would read forever or block. Opened non-blocking and checked again on the descriptor,
+    so a file swapped after the first check is refused too."""
     try:
-        version = np.lib.format.read_magic(fh)
-        if version == (1, 0):
-            shape, fortran, dtype = np.lib.format.read_array_header_1_0(fh)
-        elif version == (2, 0):
-            shape, fortran, dtype = np.lib.format.read_array_header_2_0(fh)
-        else:
-            fail(f"{name}: unsupported .npy version {version}")
-    except ModelFileError:
-        raise
-    except Exception as exc:
-        fail(f"{name}: not a valid .npy array ({exc})")
-    if dtype.hasobject or dtype.kind not in _ARRAY_KINDS or dtype.fields is not None:
-        fail(f"{name}: dtype {dtype} is not allowed (object arrays are refused)")
-    if dtype.str != meta.get("dtype") or list(shape) != meta.get("shape"):
-        fail(f"{name}: header ({dtype.str}, {list(shape)}) disagrees with the document "
-             f"({meta.get('dtype')}, {meta.get('shape')})")
-    count = math.prod(shape)
-    offset = fh.tell()
-    if len(data) - offset != count * dtype.itemsize:
-        fail(f"{name}: {len(data) - offset} data bytes for {count} values of {dtype}")
-    arr = np.frombuffer(data, dtype=dtype, count=count, offset=offset)
-    arr = arr.reshape(shape, order="F" if fortran else "C")
-    arr = np.array(arr, order="C", copy=True)        # writable, owns its memory
+        st = os.stat(path)
+    except FileNotFoundError:
+        raise ModelFileError("file not found", path) from None
+    except OSError as exc:
+        raise ModelFileError(f"cannot read the file ({exc.strerror or exc})", path) from None
+    if stat.S_ISDIR(st.st_mode):
+        raise ModelFileError("is a directory, not a model file", path)
+    flags = (os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
+             | getattr(os, "O_BINARY", 0))
+    fd = None
+    if stat.S_ISREG(st.st_mode):
+        try:
+            fd = os.open(path, flags)
+        except OSError as exc:
+            raise ModelFileError(f"cannot read the file ({exc.strerror or exc})", path) from None
+        st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):
+        if fd is not None:
+            os.close(fd)
+        kind = ("a FIFO" if stat.S_ISFIFO(st.st_mode) else "a device"
+                if stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode)
+                else "a socket" if stat.S_ISSOCK(st.st_mode) else "not a regular file")
+        raise ModelFileError(f"is {kind}, not a model file (model files are regular files "
+                             f"written by rwtool.save)", path)
+    return os.fdopen(fd, "rb"), st.st_size
+
+
+def _directory_size(fh, size, fail) -> int:
+    """Bytes of the zip central directory, found as zipfile finds it (end record without a
+    comment first, then the last one in the final 64 KB, then its zip64 record): zipfile
+    reads it whole and builds an object per entry, so it is bounded before zipfile runs."""
+    tail_len = min(size, _EOCD + 65535)
+    fh.seek(size - tail_len)
+    tail = fh.read(tail_len)
+    if len(tail) >= _EOCD and tail[-_EOCD:-_EOCD + 4] == b"PK\x05\x06" and tail[-2:] == b"\0\0":
+        pos = len(tail) - _EOCD
+    else:
+        pos = tail.rfind(b"PK\x05\x06")
+    if pos < 0 or len(tail) - pos < _EOCD:
+        fail("not an rwtool model file (not a zip archive; truncated or another kind of file)")
+    size_cd = struct.unpack("<L", tail[pos + 12:pos + 16])[0]
+    end = size - tail_len + pos
+    if end >= 20 + 56:
+        fh.seek(end - 20)
+        if fh.read(4) == b"PK\x06\x07":
+            fh.seek(end - 20 - 56)
+            rec = fh.read(56)
+            if rec[:4] == b"PK\x06\x06":
+                size_cd = struct.unpack("<Q", rec[40:48])[0]
+    return size_cd
+
+
+def _check_member(info: zipfile.ZipInfo, file_size: int, fail) -> None:
+    name = info.filename
+    if info.flag_bits & 0x41:
+        fail(f"member {name} is encrypted; model files are not")
+    if info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
+        fail(f"member {name} uses compression method {info.compress_type}; model files use "
+             f"none or deflate")
+    if info.header_offset + info.compress_size > file_size:
+        fail(f"member {name} extends past the end of the file (truncated?)")
+    if info.compress_type == zipfile.ZIP_STORED and info.compress_size != info.file_size:
+        fail(f"member {name} declares {info.file_size} bytes but stores {info.compress_size}")
+    if (info.compress_type == zipfile.ZIP_DEFLATED and name != _DOC
+            and info.file_size > _MAX_RATIO * info.compress_size + _RATIO_SLACK):
+        fail(f"member {name} would expand {info.file_size // max(1, info.compress_size)}-fold; "
+             f"no model array compresses like that (a zip bomb?)")
+
+
+def _read_member(zf, info, limit: int, fail) -> bytes:
+    """A small member whole, refusing more than ``limit`` bytes (the document, its checksum)."""
+    if info.file_size > limit:
+        fail(f"member {info.filename} declares {info.file_size} bytes; rwtool writes at most "
+             f"{limit}")
+    out = bytearray()
+    with zf.open(info) as fh:
+        while len(out) < info.file_size:
+            chunk = fh.read(min(_CHUNK, info.file_size - len(out)))
+            if not chunk:
+                fail(f"member {info.filename} ends early (truncated or corrupted)")
+            out += chunk
+    return bytes(out)
+
+
+def _read_npy(zf, info, meta: dict, fail) -> np.ndarray:
+    """One .npy member streamed into its own array: the header is checked against the table
+    before the array is allocated, at most the declared bytes are decompressed, and the
+    SHA-256 is computed on the way."""
+    name = info.filename
+    h = hashlib.sha256()
+    with zf.open(info) as fh:
+        def take(n):
+            b = fh.read(n)
+            if len(b) != n:
+                fail(f"{name} ends early (truncated or corrupted)")
+            h.update(b)
+            return b
+
+        head = take(8)
+        if head[:6] != b"\x93NUMPY" or head[6:8] not in (b"\x01\x00", b"\x02\x00"):
+            fail(f"{name}: not a .npy array of version 1.0 or 2.0")
+        len_bytes = take(2 if head[6] == 1 else 4)
+        hlen = int.from_bytes(len_bytes, "little")
+        if hlen > _MAX_NPY_HEADER:
+            fail(f"{name}: .npy header of {hlen} bytes (rwtool writes fewer than 200)")
+        header = io.BytesIO(head + len_bytes + take(hlen))
+        try:
+            np.lib.format.read_magic(header)
+            read = (np.lib.format.read_array_header_1_0 if head[6] == 1
+                    else np.lib.format.read_array_header_2_0)
+            shape, fortran, dtype = read(header)
+        except Exception as exc:
+            fail(f"{name}: not a valid .npy array ({_first_line(exc)})")
+        if dtype.hasobject or dtype.kind not in _ARRAY_KINDS or dtype.fields is not None:
+            fail(f"{name}: dtype {dtype} is not allowed (object arrays are refused)")
+        if dtype.str != meta.get("dtype") or list(shape) != meta.get("shape"):
+            fail(f"{name}: header ({dtype.str}, {list(shape)}) disagrees with the document "
+                 f"({meta.get('dtype')}, {meta.get('shape')})")
+        count = math.prod(shape)
+        nbytes = count * dtype.itemsize
+        if info.file_size != header.tell() + nbytes:
+            fail(f"{name}: {info.file_size - header.tell()} data bytes for {count} values of "
+                 f"{dtype}")
+        flat = np.empty(count, dtype=dtype)
+        if nbytes:
+            buf = flat.view(np.uint8)
+            for start in range(0, nbytes, _CHUNK):
+                stop = min(nbytes, start + _CHUNK)
+                buf[start:stop] = np.frombuffer(take(stop - start), dtype=np.uint8)
+        fh.read(1)                                        # end of member: zipfile's CRC check
+    if h.hexdigest() != meta["sha256"]:
+        fail(f"checksum mismatch for {name}: the file is corrupted or was modified")
+    arr = flat.reshape(shape, order="F" if fortran else "C")
+    if fortran:
+        arr = np.ascontiguousarray(arr)
+    if not dtype.isnative:
+        arr = arr.astype(dtype.newbyteorder("="))
     if meta.get("object"):
         arr = arr.astype(object)
     return arr
@@ -619,155 +787,187 @@ def _check_meta(meta_table, fail) -> dict:
     for key, meta in meta_table.items():
         if (not _ARRAY_NAME.match(str(key)) or not isinstance(meta, dict)
                 or not isinstance(meta.get("sha256"), str) or not isinstance(meta.get("dtype"), str)
-                or not isinstance(meta.get("shape"), list)
-                or not all(isinstance(s, int) and not isinstance(s, bool) and s >= 0
+                or not isinstance(meta.get("shape"), list) or len(meta["shape"]) > 32
+                or not all(isinstance(s, int) and not isinstance(s, bool) and 0 <= s <= MAX_DIM
                            for s in meta["shape"])
                 or not isinstance(meta.get("object", False), bool)):
             fail(f"invalid entry {key!r} in the array table")
     return meta_table
 
 
-def _open_doc(path, max_bytes):
-    """(zipfile, verified document); the caller closes the zip."""
+def _parse_doc(data: bytes, fail) -> dict:
+    # json builds one Python object per value: bound that before parsing (a document of "[],"
+    # repeated costs about 25 times its size).
+    values = sum(data.count(c) for c in (b",", b"[", b"{", b":"))
+    width = 1 if data.isascii() else 4
+    if (1 + width) * len(data) + 2 * _PER_VALUE * values > _DOC_MEMORY:
+        fail(f"the model document holds {values} values, more than any model needs")
+
+    def no_constants(name):
+        raise ValueError(f"non-standard JSON constant {name}")
+    return json.loads(data.decode("utf-8"), parse_constant=no_constants)
+
+
+@contextmanager
+def _opened(path, max_bytes: int):
+    """Yields (zipfile, document, plan, reader) once everything that can be checked without
+    reading an array has been: a regular file, a bounded zip directory, the document's
+    checksum and format, every member's size and compression, every declared shape against
+    the model's own parameters, and the total against ``max_bytes`` and the free memory."""
     path = os.fspath(path)
-    if not os.path.exists(path):
-        raise ModelFileError("file not found", path)
-    if os.path.isdir(path):
-        raise ModelFileError("is a directory, not a model file", path)
-    try:
-        zf = zipfile.ZipFile(path, "r")
-    except zipfile.BadZipFile:
-        raise ModelFileError("not an rwtool model file (not a zip archive; truncated or "
-                             "another kind of file)", path) from None
-    except OSError as exc:
-        raise ModelFileError(f"cannot read the file ({exc.strerror or exc})", path) from None
-    try:
-        names = set(zf.namelist())
-        if _DOC not in names or _DOC_SUM not in names:
-            raise ModelFileError("not an rwtool model file (a zip archive without "
-                                 f"{_DOC})", path)
-        total = 0
-        for info in zf.infolist():
-            total += info.file_size
-            if info.compress_type != zipfile.ZIP_STORED and \
-                    info.file_size > 1000 * info.compress_size + (1 << 20):
-                raise ModelFileError(f"member {info.filename} has an implausible "
-                                     f"compression ratio", path)
-        if total > max_bytes:
-            raise ModelFileError(f"the archive declares {total} bytes, above the limit "
-                                 f"max_bytes={max_bytes}", path)
-        if zf.getinfo(_DOC).file_size > _MAX_DOC_BYTES:
-            raise ModelFileError("the model document is implausibly large", path)
-        with zf.open(_DOC) as fh:
-            data = fh.read(_MAX_DOC_BYTES + 1)
-        with zf.open(_DOC_SUM) as fh:
-            expected = fh.read(200).decode("ascii", "replace").strip()
-        if hashlib.sha256(data).hexdigest() != expected:
-            raise ModelFileError("checksum mismatch for the model document: the file is "
-                                 "corrupted or was modified", path)
 
-        def no_constants(name):
-            raise ValueError(f"non-standard JSON constant {name}")
-        doc = json.loads(data.decode("utf-8"), parse_constant=no_constants)
-        if not isinstance(doc, dict) or doc.get("format") != FORMAT:
-            raise ModelFileError("not an rwtool model file (unknown document format)", path)
-        version = doc.get("format_version")
-        if not isinstance(version, int) or isinstance(version, bool) or version < 1:
-            raise ModelFileError("invalid format version", path)
-        if version > FORMAT_VERSION:
-            raise ModelFileError(
-                f"the file has model format {version}, newer than this rwtool's "
-                f"({FORMAT_VERSION}; rwtool {doc.get('rwtool_version', '?')} wrote it): "
-                f"upgrade rwtool", path)
-        def fail(msg):
-            raise ModelFileError(msg, path)
-        _check_meta(doc.get("arrays"), fail)
-        return zf, doc
-    except ModelFileError:
-        zf.close()
-        raise
-    except Exception as exc:  # zlib, zipfile, json and unicode errors alike: a damaged file
-        zf.close()
-        raise ModelFileError(f"not a valid rwtool model file ({type(exc).__name__}: {exc})",
-                             path) from None
-
-
-def read_info(path, *, max_bytes: int = 1 << 34) -> dict:
-    """The verified document of a model file (without rebuilding the estimator): versions,
-    class, parameters, preprocessing, metrics. For ``rwtool info``."""
-    zf, doc = _open_doc(path, max_bytes)
+    def fail(msg):
+        raise ModelFileError(msg, path)
+    if not isinstance(max_bytes, int) or max_bytes < 1:
+        raise ValueError(f"max_bytes must be a positive number of bytes, got {max_bytes!r}")
+    fh, size = _open_regular(path)
+    zf = None
     try:
-        reader = _Reader(zf, os.fspath(path), doc["arrays"], max_bytes)
-        for key in doc["arrays"]:
-            reader.array(key)       # verify every checksum
-        est = doc.get("estimator") or {}
-        params = reader.value(est.get("params")) if isinstance(est, dict) else None
-        metrics = reader.value(doc.get("metrics", {"$": "dict", "items": {}}))
-    except ModelFileError:
-        raise
-    except Exception as exc:
-        raise ModelFileError(f"not a valid rwtool model file ({type(exc).__name__}: {exc})",
-                             path) from None
+        try:
+            size_cd = _directory_size(fh, size, fail)
+            if size_cd > _MAX_DIRECTORY_BYTES:
+                fail(f"the zip directory declares {size_cd} bytes; a model file's takes a few KB")
+            fh.seek(0)
+            zf = zipfile.ZipFile(fh, "r")
+            names = zf.namelist()
+            if len(names) != len(set(names)):
+                fail("the archive holds two members of the same name")
+            if _DOC not in names or _DOC_SUM not in names:
+                raise ModelFileError("not an rwtool model file (a zip archive without "
+                                     f"{_DOC})", path)
+            infos = {i.filename: i for i in zf.infolist()}
+            for n in (_DOC, _DOC_SUM):
+                _check_member(infos[n], size, fail)
+            data = _read_member(zf, infos[_DOC], _MAX_DOC_BYTES, fail)
+            expected = _read_member(zf, infos[_DOC_SUM], 200, fail)
+            if hashlib.sha256(data).hexdigest() != expected.decode("ascii", "replace").strip():
+                fail("checksum mismatch for the model document: the file is corrupted or "
+                     "was modified")
+            doc = _parse_doc(data, fail)
+            del data
+            if not isinstance(doc, dict) or doc.get("format") != FORMAT:
+                fail("not an rwtool model file (unknown document format)")
+            version = doc.get("format_version")
+            if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+                fail("invalid format version")
+            if version > FORMAT_VERSION:
+                fail(f"the file has model format {version}, newer than this rwtool's "
+                     f"({FORMAT_VERSION}; rwtool {doc.get('rwtool_version', '?')} wrote it): "
+                     f"upgrade rwtool")
+            table = _check_meta(doc.get("arrays"), fail)
+            try:
+                plan = _validate.plan_load(doc, table, lambda name: _lookup(name, path))
+            except _validate.SpecError as exc:
+                fail(str(exc))
+            stored = infos[_DOC].compress_size + infos[_DOC_SUM].compress_size
+            for key in plan.arrays:
+                info = infos.get(f"arrays/{key}.npy")
+                if info is None:
+                    fail(f"array arrays/{key}.npy is missing (truncated file?)")
+                _check_member(info, size, fail)
+                data_bytes = _validate.array_nbytes(table[key])
+                if not 10 <= info.file_size - data_bytes <= 12 + _MAX_NPY_HEADER:
+                    fail(f"array arrays/{key}.npy holds {info.file_size} bytes for "
+                         f"{data_bytes} bytes of data")
+                stored += info.compress_size
+            if stored > size:
+                fail(f"the members store {stored} bytes in a file of {size} (corrupted)")
+        except ModelFileError:
+            raise
+        except (MemoryError, KeyboardInterrupt):
+            raise
+        except Exception as exc:  # zlib, zipfile, json and unicode errors alike: a damaged file
+            raise ModelFileError(f"not a valid rwtool model file ({type(exc).__name__}: "
+                                 f"{_first_line(exc)})", path) from None
+        if plan.total > max_bytes:
+            fail(f"loading would take about {_validate._mb(plan.total)} (largest: "
+                 f"{plan.describe()}), above the limit max_bytes={max_bytes}; if the file is "
+                 f"trusted, raise the limit (rwtool.load(path, max_bytes=...), or "
+                 f"--max-model-mb on the command line)")
+        check_memory(FitEstimate(plan.total, detail=f"largest arrays: {plan.describe()}"),
+                     f"loading {os.path.basename(path)} needs about "
+                     f"{_validate._mb(plan.total)}",
+                     fix="free memory or load the model on a larger machine")
+        yield zf, doc, _Reader(zf, path, table, plan)
     finally:
-        zf.close()
+        if zf is not None:
+            zf.close()
+        fh.close()
+
+
+def _load(path, max_bytes: int, smoke_test: bool):
+    """(ModelFile, document, reader) with every check of :func:`read_model` passed."""
+    from .data import Preprocessing
+    path = os.fspath(path)
+    with _opened(path, max_bytes) as (zf, doc, reader):
+        try:
+            est = reader.obj(doc["estimator"])
+            if not (isinstance(est, BaseEstimator) and getattr(est, "_estimator_type", None)
+                    in ("classifier", "regressor")):
+                raise ModelFileError(f"{type(est).__name__} is not an estimator", path)
+            pre = doc.get("preprocessing")
+            pre = None if pre is None else Preprocessing.from_dict(pre)
+            metrics = reader.value(doc.get("metrics", {"$": "dict", "items": {}}))
+            if not isinstance(metrics, dict):
+                raise ModelFileError("invalid metrics", path)
+            params = reader.value(doc["estimator"].get("params"))
+            n_in = est.n_features_in_
+            if pre is not None and pre.n_features_out != n_in:
+                raise ModelFileError(f"the preprocessing makes {pre.n_features_out} columns "
+                                     f"but the model expects {n_in}", path)
+            if smoke_test:
+                with np.errstate(all="ignore"):
+                    out = np.asarray(est.predict(np.zeros((1, n_in))))
+                if out.shape[:1] != (1,):
+                    raise ModelFileError("the model predicts the wrong number of rows", path)
+        except ModelFileError:
+            raise
+        except (MemoryError, KeyboardInterrupt):
+            raise
+        except RecursionError:
+            raise ModelFileError("not a valid rwtool model file (nested too deeply)",
+                                 path) from None
+        except Exception as exc:  # any inconsistency met while rebuilding is the file's fault
+            raise ModelFileError(f"invalid or inconsistent model file ({_first_line(exc)})",
+                                 path) from None
+    info = {k: doc.get(k) for k in ("format_version", "rwtool_version", "numpy_version",
+                                    "python_version", "created", "estimator_class", "notes",
+                                    "feature_names", "classes")}
+    info["load_bytes"] = reader.plan.total
+    mf = ModelFile(os.path.abspath(path), est, pre, metrics, info)
+    return mf, doc, params
+
+
+def read_info(path, *, max_bytes: int = DEFAULT_MAX_BYTES) -> dict:
+    """What ``rwtool info`` shows: versions, class, parameters, preprocessing, metrics, arrays.
+
+    The file is loaded completely first (every check of :func:`read_model`), so a file that
+    :func:`load` refuses is refused here too, with the same :class:`ModelFileError`.
+    """
+    mf, doc, params = _load(path, max_bytes, smoke_test=True)
     out = {k: doc.get(k) for k in ("format", "format_version", "rwtool_version",
                                    "numpy_version", "python_version", "created",
                                    "estimator_class", "feature_names", "classes", "notes",
                                    "preprocessing")}
     out["params"] = params
-    out["metrics"] = metrics
+    out["metrics"] = mf.metrics
     out["arrays"] = {k: {"dtype": v["dtype"], "shape": v["shape"]}
                      for k, v in doc["arrays"].items()}
     out["size_bytes"] = os.path.getsize(path)
     return out
 
 
-def read_model(path, *, max_bytes: int = 1 << 34, smoke_test: bool = True) -> ModelFile:
+def read_model(path, *, max_bytes: int = DEFAULT_MAX_BYTES, smoke_test: bool = True) -> ModelFile:
     """Load a model file completely: estimator, preprocessing record, metrics, metadata.
 
-    ``smoke_test`` runs one prediction on a row of zeros so that an inconsistent file fails
-    here with a clear message rather than later. Raises :class:`ModelFileError`.
+    Nothing is read before the document's declared shapes are checked against the model's own
+    parameters, and loading is refused when it would take more than ``max_bytes`` (arrays plus
+    what is rebuilt from them; default 4 GiB: raise it for a trusted larger model) or more
+    than the machine has free (:class:`rwtool.InsufficientMemoryError`). ``smoke_test`` runs
+    one prediction on a row of zeros so that an inconsistent file fails here with a clear
+    message rather than later. Raises :class:`ModelFileError`.
     """
-    from .data import Preprocessing
-    path = os.fspath(path)
-    zf, doc = _open_doc(path, max_bytes)
-    try:
-        reader = _Reader(zf, path, doc["arrays"], max_bytes)
-        node = doc.get("estimator")
-        if not isinstance(node, dict) or node.get("$") != "object":
-            raise ModelFileError("the document holds no estimator", path)
-        est = reader.obj(node)
-        if not (isinstance(est, BaseEstimator) and getattr(est, "_estimator_type", None)
-                in ("classifier", "regressor")):
-            raise ModelFileError(f"{type(est).__name__} is not an estimator", path)
-        pre = doc.get("preprocessing")
-        pre = None if pre is None else Preprocessing.from_dict(pre)
-        metrics = reader.value(doc.get("metrics", {"$": "dict", "items": {}}))
-        if not isinstance(metrics, dict):
-            raise ModelFileError("invalid metrics", path)
-        n_in = getattr(est, "n_features_in_", None)
-        if pre is not None and n_in is not None and pre.n_features_out != n_in:
-            raise ModelFileError(f"the preprocessing makes {pre.n_features_out} columns but "
-                                 f"the model expects {n_in}", path)
-        if smoke_test and isinstance(n_in, int) and 0 < n_in <= 10**7:
-            with np.errstate(all="ignore"):
-                out = np.asarray(est.predict(np.zeros((1, n_in))))
-            if out.shape[:1] != (1,):
-                raise ModelFileError("the model predicts the wrong number of rows", path)
-    except ModelFileError:
-        raise
-    except (MemoryError, RecursionError) as exc:
-        raise ModelFileError(f"not a valid rwtool model file ({type(exc).__name__})",
-                             path) from None
-    except Exception as exc:  # any inconsistency met while rebuilding is the file's fault
-        msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise ModelFileError(f"invalid or inconsistent model file ({msg})", path) from None
-    finally:
-        zf.close()
-    info = {k: doc.get(k) for k in ("format_version", "rwtool_version", "numpy_version",
-                                    "python_version", "created", "estimator_class", "notes",
-                                    "feature_names", "classes")}
-    return ModelFile(os.path.abspath(path), est, pre, metrics, info)
+    return _load(path, max_bytes, smoke_test)[0]
 
 
 def load(path, **kwargs):
