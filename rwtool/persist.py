@@ -241,9 +241,18 @@ def _taylor_check(fmap) -> None:
                              f"parameters define")
 
 
+def _montecarlo_check(fmap) -> None:
+    """Centres and draws fit the base predictor (a stump's index is read unchecked)."""
+    from .features import montecarlo as mc
+    base, kernel = mc._lookup("base", fmap.base), mc._lookup("kernel", fmap.kernel)
+    for D in (fmap.W_, fmap.mc_.draws_):
+        mc._check_layout(base, kernel, D, fmap.n_features_in_, fmap.label)
+
+
 def _register_default_checks() -> None:
-    from .features import fourier, kitchen, rkhs, taylor
+    from .features import fourier, kitchen, montecarlo, rkhs, taylor
     _CHECKS.setdefault(taylor.TaylorMultiKernelFeatures, []).append(_taylor_check)
+    _CHECKS.setdefault(montecarlo.MonteCarloRKHS, []).append(_montecarlo_check)
     for mod in (rkhs, kitchen, fourier):
         for _, cls in inspect.getmembers(mod, inspect.isclass):
             if cls.__module__ == mod.__name__ and _qualname(cls) in _REGISTRY:

@@ -107,12 +107,16 @@ def _scalar_ok(rule: str, v) -> bool:
         return isinstance(v, bool)
     if rule == "count":
         return isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= MAX_DIM
+    if rule == "estimate":         # a Monte Carlo constant: inf when the estimate overflowed
+        return (v == {"$": "float", "v": "inf"}
+                or isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0)
     if not (isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)):
         return False
     return {"finite": True, "positive": v > 0, "nonneg": v >= 0}[rule]
 
 
 _RULE_TEXT = {"bool": "true or false", "count": "a whole number >= 0",
+              "estimate": "a number >= 0 or inf",
               "finite": "a finite number", "positive": "a finite number > 0",
               "nonneg": "a finite number >= 0"}
 
@@ -158,6 +162,17 @@ def _with_map(f: Fields, s: dict) -> None:
                         f"model has n_features_in_={s['n_in']}" + (" plus a bias" if bias else ""))
 
 
+def _montecarlo_dims(f: Fields, s: dict) -> None:
+    draws = f.child("mc_")
+    s["S"], s["d"] = draws.get("S", 0), draws.get("d", 0)
+
+
+def _montecarlo_sections(s: dict) -> int:
+    # the S x T sections (float64), the float32 matrix of the product plan, and the draws'
+    # features of a block of rows
+    return 16 * s["S"] * s["T"]
+
+
 def _bkernn_dims(f: Fields, s: dict) -> None:
     s["m"] = f.int("n_particles", low=1, param=True)
 
@@ -196,6 +211,12 @@ SPECS: dict[str, Spec] = {
         arrays={"vars_": Arr(("n_output", "K1"), "i"), "kernel_index_": Arr(("n_output",), "i"),
                 "degree_": Arr(("n_output",), "i"), "scale_": Arr(("n_output",)),
                 "nu_": Arr(("P",))}),
+    "rwtool.features.montecarlo.MonteCarloRKHS": Spec(
+        dims=_montecarlo_dims, derived=_montecarlo_sections,
+        arrays={"W_": Arr(("T", "mc_.d"))},
+        scalars={"theta_": "estimate", "kappa_": "estimate"}),
+    "rwtool.features.montecarlo.MonteCarloDraws": Spec(arrays={"draws_": Arr(("S", "d"))}),
+    "rwtool.instantiation.Instantiation": Spec(),      # parameters only
     # --- estimators
     "rwtool.estimators.random_features._RandomFeatureModel": Spec(
         dims=lambda f, s: (_estimator_dims(f, s), _with_map(f, s)),
@@ -233,8 +254,8 @@ def _spec_rows(cls: type) -> list[Spec]:
 
 
 def has_spec(cls: type) -> bool:
-    """Whether some row of the table (the class's own or a base's) covers ``cls``."""
-    return any(r.dims is not None for r in _spec_rows(cls))
+    """Whether a row of the table other than the generic BaseEstimator one covers ``cls``."""
+    return any(r is not SPECS["rwtool._base.BaseEstimator"] for r in _spec_rows(cls))
 
 
 # ============================================================================ planning
@@ -333,21 +354,21 @@ def _plan_object(node, where, table, lookup, plan, depth) -> dict:
     cls = lookup(node.get("class"))
     params, fitted = _items(node.get("params")), _items(node.get("fitted"))
     children = {}
-    for k, v in fitted.items():
+    for k, v in list(params.items()) + list(fitted.items()):
         if isinstance(v, dict) and v.get("$") == "object":
             children[k] = _plan_object(v, f"{where}.{k}", table, lookup, plan, depth + 1)
     rows = _spec_rows(cls)
     syms: dict = {}
     f = Fields(cls.__name__, params, fitted, children)
+    arrays, scalars = {}, {}
     for row in rows:
         if row.dims is not None:
             row.dims(f, syms)
-        for name, rule in row.scalars.items():
-            if name in fitted and not _scalar_ok(rule, fitted[name]):
-                f._fail(name, _RULE_TEXT[rule], fitted[name])
-    arrays = {}
-    for row in rows:
         arrays.update(row.arrays)
+        scalars.update(row.scalars)
+    for name, rule in scalars.items():
+        if name in fitted and not _scalar_ok(rule, fitted[name]):
+            f._fail(name, _RULE_TEXT[rule], fitted[name])
     for source, items in (("params", params), ("fitted", fitted)):
         for attr, value in items.items():
             for path, key, part in _array_refs(value, (attr,)):
