@@ -1,9 +1,12 @@
-"""Monte Carlo features (rwtool.Instantiation) against the closed forms: fit time, S = 4 T.
+"""Monte Carlo features (rwtool.Instantiation) against the closed forms: speed and accuracy.
 
-    python -m benchmarks.bench_instantiations [--datasets PATH] [--T 500 1000] [--repeats 5]
-        [--names rwsign rwrelu rwstumps] [--rows N] [--out FILE]
+    python -m benchmarks.bench_instantiations speed [--datasets PATH] [--T 500 1000]
+        [--repeats 5] [--names rwsign rwrelu rwstumps] [--rows N] [--out FILE]
+    python -m benchmarks.bench_instantiations accuracy [--datasets PATH] [--T 500]
+        [--S 500 2000] [--seeds 3] [--n-iter 20] [--cv 3] [--search-rows 4000]
+        [--search-T 200] [--out FILE]
 
-On adults (32561 x 108 + bias), for each closed-form instantiation and T, fits the closed-form
+speed: on adults (32561 x 108 + bias), for each closed-form instantiation and T, fits the closed-form
 RWClassifier and its Monte Carlo version (the same centres, S = 4 T shared draws, the default
 sampling) in turn, ``repeats`` times interleaved, and reports the median wall-clock and CPU fit
 times and the median of the per-pair ratios MC / closed form (target: <= 3), with the test
@@ -20,7 +23,12 @@ import time
 import numpy as np
 
 from .bench_core import machine
-from .datasets import load_adults
+from .datasets import load_abalone, load_adults, load_cancer
+
+DATASETS = {"cancer": load_cancer, "adults": load_adults, "abalone": load_abalone}
+#: instantiations without a closed form in the accuracy table (plus rwrelu as the reference)
+NO_CLOSED_FORM = ("mc:cauchy:gaussian:sign", "mc:laplace:gaussian:relu",
+                  "mc:normal:gaussian:tanh", "mc:normal:polynomial:sigmoid")
 
 PIECES = {"rwsign": ("normal", "gaussian", "sign"), "rwrelu": ("normal", "gaussian", "relu"),
           "rwexpsign": ("normal", "exponential", "sign"),
@@ -78,17 +86,105 @@ def table(rows) -> str:
     return "\n".join(lines)
 
 
+def _score(est, X, y, task):
+    if task == "regression":
+        return float(np.mean((est.predict(X) - y) ** 2))
+    return float(est.score(X, y))
+
+
+def _seeded(cls, inst, T, params, Xtr, ytr, Xte, yte, task, seeds):
+    scores, times = [], []
+    for seed in range(seeds):
+        est = cls(instantiation=inst, n_features=T, random_state=seed, **params)
+        t = time.perf_counter()
+        est.fit(Xtr, ytr)
+        times.append(time.perf_counter() - t)
+        scores.append(_score(est, Xte, yte, task))
+    return float(np.mean(scores)), float(np.std(scores)), float(np.median(times))
+
+
+def accuracy(root, T, sizes, seeds, n_iter, cv, search_rows, search_T):
+    import warnings
+    import rwtool as rw
+    from rwtool.tuning import RandomizedSearchCV
+    side, tuned = [], []
+    for ds, loader in DATASETS.items():
+        Xtr, Xte, ytr, yte = loader(root)
+        task = "regression" if ds == "abalone" else "binary"
+        cls = rw.RWRegressor if task == "regression" else rw.RWClassifier
+        for name, pieces in PIECES.items():
+            variants = [("closed form", name)] + [
+                (f"MC S={S}", rw.Instantiation(*pieces, n_draws=S)) for S in sizes]
+            for label, inst in variants:
+                with warnings.catch_warnings(record=True) as caught:
+                    warnings.simplefilter("always")
+                    m, sd, t = _seeded(cls, inst, T, {}, Xtr, ytr, Xte, yte, task, seeds)
+                row = {"dataset": ds, "name": name, "variant": label, "mean": m, "std": sd,
+                       "fit_s": t, "warnings": sorted({str(w.message)[:60] for w in caught})}
+                side.append(row)
+                print(json.dumps(row), flush=True)
+        rows = min(len(Xtr), search_rows)
+        for inst in ("rwrelu",) + NO_CLOSED_FORM:
+            t0 = time.perf_counter()
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                search = RandomizedSearchCV(cls(instantiation=inst, n_features=search_T,
+                                                random_state=0), n_iter=n_iter, cv=cv,
+                                            random_state=0).fit(Xtr[:rows], ytr[:rows])
+                search_s = time.perf_counter() - t0
+                best = {k: v for k, v in search.best_params_.items()}
+                m, sd, t = _seeded(cls, inst, T, best, Xtr, ytr, Xte, yte, task, seeds)
+            row = {"dataset": ds, "name": inst, "best": best, "mean": m, "std": sd, "fit_s": t,
+                   "search_s": search_s}
+            tuned.append(row)
+            print(json.dumps(row), flush=True)
+    return side, tuned
+
+
+def accuracy_tables(side, tuned) -> str:
+    metric = {"cancer": "accuracy", "adults": "accuracy", "abalone": "MSE"}
+    lines = ["| dataset | instantiation | features | test " + "metric | fit (s) |",
+             "|---|---|---|---|---|"]
+    for r in side:
+        warn = " (warns: mostly zero)" if any("mostly zero" in w for w in r["warnings"]) else ""
+        lines.append(f"| {r['dataset']} | {r['name']} | {r['variant']}{warn} | "
+                     f"{metric[r['dataset']]} {r['mean']:.4f} +/- {r['std']:.4f} | "
+                     f"{r['fit_s']:.2f} |")
+    lines += ["", "| dataset | instantiation | chosen parameters | test metric | fit (s) | "
+                  "search (s) |", "|---|---|---|---|---|---|"]
+    for r in tuned:
+        best = ", ".join(f"{k}={v:.3g}" for k, v in sorted(r["best"].items()))
+        lines.append(f"| {r['dataset']} | {r['name']} | {best} | {metric[r['dataset']]} "
+                     f"{r['mean']:.4f} +/- {r['std']:.4f} | {r['fit_s']:.2f} | "
+                     f"{r['search_s']:.1f} |")
+    return "\n".join(lines)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("mode", choices=("speed", "accuracy"))
     ap.add_argument("--datasets", default=None)
-    ap.add_argument("--T", type=int, nargs="+", default=[500, 1000])
+    ap.add_argument("--T", type=int, nargs="+", default=None,
+                    help="speed: T values (default 500 1000); accuracy: T (default 500)")
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--names", nargs="+", default=list(PIECES), choices=list(PIECES))
     ap.add_argument("--rows", type=int, default=0, help="use the first N training rows (0: all)")
+    ap.add_argument("--S", type=int, nargs="+", default=[500, 2000])
+    ap.add_argument("--seeds", type=int, default=3)
+    ap.add_argument("--n-iter", type=int, default=20)
+    ap.add_argument("--cv", type=int, default=3)
+    ap.add_argument("--search-rows", type=int, default=4000)
+    ap.add_argument("--search-T", type=int, default=200)
     ap.add_argument("--out", default=None, help="write the markdown table here")
     args = ap.parse_args(argv)
-    rows = run(args.datasets, args.T, args.repeats, args.names, args.rows)
-    text = f"{machine()}\n\n{table(rows)}\n"
+    if args.mode == "speed":
+        rows = run(args.datasets, args.T or [500, 1000], args.repeats, args.names, args.rows)
+        body = table(rows)
+    else:
+        side, tuned = accuracy(args.datasets, (args.T or [500])[0], args.S, args.seeds,
+                               args.n_iter, args.cv, args.search_rows, args.search_T)
+        body = accuracy_tables(side, tuned)
+    text = f"{machine()}\n\n{body}\n"
     print(text)
     if args.out:
         with open(args.out, "w") as fh:
