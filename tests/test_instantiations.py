@@ -324,3 +324,15 @@ def test_cli_trains_and_predicts_by_name(capsys, tmp_path):
     assert any("Monte Carlo estimates" in n for n in doc.get("notes", [])), doc.get("notes")
     code = cli.main(["predict", str(model), samples, "--json"])
     assert code == 0 and len(json.loads(capsys.readouterr().out)["columns"]["prediction"]) == 400
+
+
+def test_inconsistent_draws_in_a_model_file_are_refused(tmp_path, binary_data):
+    """A file whose draws disagree with the centres is refused when loaded."""
+    X, y = binary_data
+    clf = rw.RWClassifier(instantiation="mc:normal:gaussian:relu:300", n_features=30,
+                          random_state=0).fit(X, y)
+    clf.feature_map_.mc_.draws_ = clf.feature_map_.mc_.draws_[:, :3]
+    path = tmp_path / "bad.rwm"
+    rw.save(clf, path)
+    with pytest.raises(rw.ModelFileError, match="draws of shape"):
+        rw.load(path)

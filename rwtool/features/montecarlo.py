@@ -534,6 +534,19 @@ class MonteCarloDraws(BaseEstimator):
         return {"draws_": self.draws_}
 
 
+def check_state(centres, draws, n_features, label):
+    """A map's centres (T x d) and draws (S x d) agree and are finite (e.g. read from a file)."""
+    D = getattr(draws, "draws_", None)
+    if not isinstance(draws, MonteCarloDraws) or not isinstance(D, np.ndarray):
+        raise ValueError(f"{label}: the Monte Carlo draws are missing")
+    if (centres.ndim != 2 or centres.shape[0] != n_features or D.ndim != 2
+            or D.shape[0] < 1 or D.shape[1] != centres.shape[1]):
+        raise ValueError(f"{label}: centres of shape {centres.shape} and draws of shape "
+                         f"{D.shape} do not fit n_features={n_features}")
+    if D.dtype.kind != "f" or not (np.isfinite(D).all() and np.isfinite(centres).all()):
+        raise ValueError(f"{label}: the centres or the draws are not finite floats")
+
+
 def resolve_sampling(distribution, sampling, n_in) -> str:
     """"auto": QMC where the distribution has an inverse CDF (built-ins, d <= 21201), else MC."""
     if sampling != "auto":
@@ -714,6 +727,9 @@ class MonteCarloRKHS(RKHSWeighting):
 
     def _prepare(self):
         kernel = _lookup("kernel", self.kernel)
+        check_state(self.W_, self.mc_, int(self.n_features), self.label)
+        _check_layout(_lookup("base", self.base), kernel, self.W_, self.n_features_in_,
+                      self.label)
         self.normalized_ = bool(kernel == "exponential" and self.normalize)
         W, g, deg, norm = self.W_, self.gamma_, int(self.degree), self.normalized_
         self._mc = Integrator(self.mc_.draws_,

@@ -197,7 +197,9 @@ class RKHSWeighting(FeatureMap):
         if self.closed_form:
             self._mc = None
             return
-        from .montecarlo import Integrator, kernel_sections
+        from .montecarlo import Integrator, check_state, kernel_sections
+        check_state(centres, getattr(self, "mc_", None), int(self.n_features),
+                    f"{type(self).__name__}(closed_form=False)")
         D, g, norm = self.mc_.draws_, self.gamma_, bool(self.normalized_)
         self._mc = Integrator(D, lambda: kernel_sections(kernel, D, centres, g, normalized=norm),
                               base, f"{type(self).__name__}(closed_form=False)",
