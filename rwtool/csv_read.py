@@ -344,6 +344,11 @@ def iter_blocks(source, dialect: Dialect, *, usecols=None, nrows=None, head_rows
     block_bytes = block_bytes or _BLOCK_BYTES
     given = None if names is None else [str(n) for n in names]
     dec = _Decoder(dialect.encoding)
+    if nrows is None and dec.utf8 and 0 < src.size <= block_bytes:
+        block = _clean_file(src, dialect, usecols, head_rows, given, path)
+        if block is not None:
+            yield block
+            return
     delim, quote = dialect.delimiter, dialect.quotechar
     names = None
     ncols = 0
@@ -378,20 +383,9 @@ def iter_blocks(source, dialect: Dialect, *, usecols=None, nrows=None, head_rows
                                                                        rel))
             lines = rel + line_base
             if names is None and len(starts):
-                header_cells = _split_one(buf[starts[0]:ends[0]], dialect)
                 ncols = int(nf[0])
-                if header_cells and header_cells[0].startswith("\ufeff"):
-                    header_cells[0] = header_cells[0][1:]
-                names = make_names(header_cells if dialect.header else None, ncols, path)
-                if given is not None:
-                    if len(given) != ncols:
-                        raise HeaderError(
-                            f"{len(given)} column name(s) given for a file of {ncols} "
-                            f"column(s)", file=path, row=int(lines[0]),
-                            hint="give one name per column")
-                    names = make_names(given, ncols, path)
-                keep = (list(range(ncols)) if usecols is None
-                        else sorted({names.index(c) for c in usecols if c in names}))
+                names, keep = _names(_split_one(buf[starts[0]:ends[0]], dialect), ncols,
+                                     dialect, given, usecols, path, int(lines[0]))
                 if dialect.header:
                     starts, ends, flags, nf, lines = (a[1:] for a in (starts, ends, flags, nf,
                                                                        lines))
@@ -417,6 +411,22 @@ def iter_blocks(source, dialect: Dialect, *, usecols=None, nrows=None, head_rows
         raise EmptyFileError("the file holds no data (only blank lines)", file=path)
     if n_read == 0:
         yield Block(names, np.empty(0, np.int64), {}, [])
+
+
+def _names(header_cells, ncols, dialect, given, usecols, path, line):
+    """(column names, indices of the columns to type) from the first record."""
+    if header_cells and header_cells[0].startswith("\ufeff"):
+        header_cells[0] = header_cells[0][1:]
+    names = make_names(header_cells if dialect.header else None, ncols, path)
+    if given is not None:
+        if len(given) != ncols:
+            raise HeaderError(f"{len(given)} column name(s) given for a file of {ncols} "
+                              f"column(s)", file=path, row=line,
+                              hint="give one name per column")
+        names = make_names(given, ncols, path)
+    keep = (list(range(ncols)) if usecols is None
+            else sorted({names.index(c) for c in usecols if c in names}))
+    return names, keep
 
 
 def _split_one(rec: np.ndarray, dialect: Dialect) -> list[str]:
@@ -459,20 +469,10 @@ def _tokenise(buf, starts, ends, flags, max_len, ncols, keep, dialect, path, hea
         data = buf[starts[0]:ends[-1]]
     else:
         data = compact_records(buf, starts, ends)
-    names = [f"f{j}" for j in range(ncols)]
-    want = set(keep) | (set(range(ncols)) if head_rows > 0 else set())
-    ro = pacsv.ReadOptions(column_names=names, block_size=int(max(1 << 20, 2 * max_len + 16)),
-                           use_threads=True)
-    po = pacsv.ParseOptions(delimiter=dialect.delimiter, quote_char=dialect.quotechar,
-                            double_quote=True, ignore_empty_lines=True,
-                            newlines_in_values=bool(np.any(flags & NEWLINE_IN_QUOTES)))
-    co = pacsv.ConvertOptions(column_types={names[j]: pa.string() for j in want},
-                              include_columns=[names[j] for j in sorted(want)],
-                              strings_can_be_null=False, quoted_strings_can_be_null=False,
-                              check_utf8=False)
     try:
-        table = pacsv.read_csv(pa.BufferReader(pa.py_buffer(data)), read_options=ro,
-                               parse_options=po, convert_options=co)
+        table, pos = _pyarrow_cells(data, ncols, keep, dialect, head_rows,
+                                    int(max(1 << 20, 2 * max_len + 16)),
+                                    bool(np.any(flags & NEWLINE_IN_QUOTES)))
     except pa.ArrowInvalid as exc:
         raise DataError(f"the CSV structure is broken ({' '.join(str(exc).split())[:200]})",
                         file=path, row=None) from None
@@ -480,7 +480,28 @@ def _tokenise(buf, starts, ends, flags, max_len, ncols, keep, dialect, path, hea
         raise DataError(f"the CSV structure is broken ({table.num_rows} records tokenised, "
                         f"{len(starts)} expected)", file=path,
                         hint="check the quotes and line breaks")
-    pos = {j: k for k, j in enumerate(sorted(want))}     # by position: a name lookup is O(d)
+    return _cells_and_head(table, pos, ncols, keep, head_rows)
+
+
+def _pyarrow_cells(data, ncols, keep, dialect, head_rows, block_size, newlines):
+    """pyarrow.csv's table of the records in ``data`` (every field as text) and the position
+    of each wanted column in it."""
+    names = [f"f{j}" for j in range(ncols)]
+    want = sorted(set(keep) | (set(range(ncols)) if head_rows > 0 else set()))
+    ro = pacsv.ReadOptions(column_names=names, block_size=block_size, use_threads=True)
+    po = pacsv.ParseOptions(delimiter=dialect.delimiter, quote_char=dialect.quotechar,
+                            double_quote=True, ignore_empty_lines=True,
+                            newlines_in_values=newlines)
+    co = pacsv.ConvertOptions(column_types={names[j]: pa.string() for j in want},
+                              include_columns=[names[j] for j in want],
+                              strings_can_be_null=False, quoted_strings_can_be_null=False,
+                              check_utf8=False)
+    table = pacsv.read_csv(pa.BufferReader(pa.py_buffer(data)), read_options=ro,
+                           parse_options=po, convert_options=co)
+    return table, {j: k for k, j in enumerate(want)}    # by position: a name lookup is O(d)
+
+
+def _cells_and_head(table, pos, ncols, keep, head_rows):
     cells = {j: table.column(pos[j]) for j in keep}
     head = []
     if head_rows > 0:
@@ -488,6 +509,60 @@ def _tokenise(buf, starts, ends, flags, max_len, ncols, keep, dialect, path, hea
         cols = [table.column(pos[j]).slice(0, m).to_pylist() for j in range(ncols)]
         head = [[c[i] for c in cols] for i in range(m)]
     return cells, head
+
+
+def _clean_file(src, dialect, usecols, head_rows, given, path):
+    """The whole file as one Block without the record scan, when it is plainly clean: UTF-8,
+    no quote character, no carriage return, no empty or blank line. Anything else (or any
+    tokeniser complaint: ragged rows, trailing delimiters, overlong rows) returns None and the
+    scanning reader takes over, which also locates the errors. Most numeric files take this
+    path; it saves the scan's pass over the bytes."""
+    with src.open() as fh:
+        raw = fh.read()
+    if dialect.encoding == "utf-8-sig" and raw.startswith(codecs.BOM_UTF8):
+        raw = raw[3:]
+    if not raw or dialect.quotechar.encode() in raw or b"\r" in raw or raw[:1] == b"\n":
+        return None
+    buf = np.frombuffer(raw, np.uint8)
+    _check_utf8(buf, len(buf), path, 1, dialect.encoding)
+    n_lines = raw.count(b"\n") + (0 if raw.endswith(b"\n") else 1)
+    eol = raw.find(b"\n")
+    header_cells = _split_one(buf[:eol if eol >= 0 else len(buf)], dialect)
+    ncols = len(header_cells)
+    if given is not None and len(given) != ncols:
+        return None                               # the scanning reader says so, located
+    names, keep = _names(header_cells, ncols, dialect, given, usecols, path, 1)
+    skip = 1 if dialect.header else 0
+    n = n_lines - skip
+    if n <= 0 or (usecols is not None and len(keep) < ncols):
+        return None
+    data = buf[eol + 1:] if skip else buf
+    try:
+        table, pos = _pyarrow_cells(data, ncols, keep, dialect, head_rows, 1 << 20, False)
+    except pa.ArrowInvalid:
+        return None
+    if table.num_rows != n or _has_blank_row(table):   # an empty line was skipped, or ",,"
+        return None
+    cells, head = _cells_and_head(table, pos, ncols, keep, head_rows)
+    return Block(names, np.arange(1 + skip, 1 + skip + n, dtype=np.int64), cells, head)
+
+
+def _has_blank_row(table) -> bool:
+    """Whether a row has only spaces in every field (a blank record, skipped by the reader)."""
+    mask = None
+    for col in table.columns:
+        blank = pc.equal(pc.utf8_trim_whitespace(col if mask is None else pc.filter(col, mask)),
+                         "")
+        if mask is None:
+            mask = blank
+        else:
+            idx = np.flatnonzero(mask.to_numpy(zero_copy_only=False))
+            m = np.zeros(len(mask), bool)
+            m[idx[blank.to_numpy(zero_copy_only=False)]] = True
+            mask = pa.array(m)
+        if not pc.any(mask).as_py():
+            return False
+    return True
 
 
 def _only_line_breaks_between(buf, starts, ends) -> bool:
@@ -531,13 +606,20 @@ def parse(source, dialect: Dialect, *, usecols=None, nrows=None, na_values=NA_VA
                                 file=src.name, row=bad.line,
                                 hint="pass the right encoding, e.g. encoding='latin-1'"
                                 ) from None
-        enc = "cp1252" if _decodes(src, "cp1252") else "latin-1"
-        note = (f"the file is not valid UTF-8 (first invalid byte on line {bad.line}): the "
-                f"whole file was read as {'Windows-1252' if enc == 'cp1252' else 'Latin-1'}; "
-                f"pass encoding=... if that is wrong")
-        d2 = Dialect(enc, dialect.delimiter, dialect.decimal, dialect.header, dialect.quotechar)
+        d2, note = legacy_dialect(src, dialect, bad)
         return _parse_with(src, d2, usecols, nrows, na_values, max_vocab, head_rows, [note],
                            names)
+
+
+def legacy_dialect(src: Source, dialect: Dialect, bad: _BadUTF8):
+    """(dialect, note) for re-reading a detected-UTF-8 file that is not: Windows-1252 when
+    every byte decodes so, else Latin-1 (which decodes any byte)."""
+    enc = "cp1252" if _decodes(src, "cp1252") else "latin-1"
+    note = (f"the file is not valid UTF-8 (first invalid byte on line {bad.line}): the "
+            f"whole file was read as {'Windows-1252' if enc == 'cp1252' else 'Latin-1'}; "
+            f"pass encoding=... if that is wrong")
+    return Dialect(enc, dialect.delimiter, dialect.decimal, dialect.header,
+                   dialect.quotechar), note
 
 
 def _decodes(src: Source, encoding: str) -> bool:

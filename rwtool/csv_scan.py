@@ -22,6 +22,11 @@ TRAILING_EMPTY = 2     # its last field is empty (a trailing delimiter when it h
 NEWLINE_IN_QUOTES = 4  # a quoted field holds a line break
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _emit(starts, ends, lines, nfields, flags, r, start, end, line, nf, fl):
+    starts[r], ends[r], lines[r], nfields[r], flags[r] = start, end, line, nf, fl
+
+
 @njit(cache=True, nogil=True)
 def _scan(buf, cls, final, starts, ends, lines, nfields, flags):
     """Fill the per-record arrays; returns (n_records, consumed, n_lines, open_quote_line,
@@ -99,14 +104,10 @@ def _scan(buf, cls, final, starts, ends, lines, nfields, flags):
                     break
             i += 1
             if end > rec_start:          # pyarrow skips empty lines; so do we
-                starts[n_rec] = rec_start
-                ends[n_rec] = end
-                lines[n_rec] = rec_line
-                nfields[n_rec] = nf
-                flags[n_rec] = fl
+                _emit(starts, ends, lines, nfields, flags, n_rec, rec_start, end, rec_line,
+                      nf, fl)
                 n_rec += 1
-                if end - rec_start > max_len:
-                    max_len = end - rec_start
+                max_len = max(max_len, end - rec_start)
             line += 1
             consumed = i
             consumed_lines = line
@@ -131,14 +132,9 @@ def _scan(buf, cls, final, starts, ends, lines, nfields, flags):
         if in_q:
             open_q = q_line
         elif n > rec_start:
-            starts[n_rec] = rec_start
-            ends[n_rec] = n
-            lines[n_rec] = rec_line
-            nfields[n_rec] = nf
-            flags[n_rec] = fl
+            _emit(starts, ends, lines, nfields, flags, n_rec, rec_start, n, rec_line, nf, fl)
             n_rec += 1
-            if n - rec_start > max_len:
-                max_len = n - rec_start
+            max_len = max(max_len, n - rec_start)
             consumed = n
             consumed_lines = line
     return n_rec, consumed, consumed_lines, open_q, max_len

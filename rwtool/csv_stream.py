@@ -34,7 +34,8 @@ from typing import Iterator
 import numpy as np
 
 from .csv_dialect import NA_VALUES, Dialect, open_source, sniff_csv
-from .csv_read import Column, Table, _BadUTF8, _decodes, canon, is_number_text, iter_blocks
+from .csv_read import (Column, Table, _BadUTF8, canon, is_number_text, iter_blocks,
+                       legacy_dialect)
 from .data_errors import EncodingError, MissingColumnError, MissingValueError
 from .dataset import Dataset
 from .encoding import _DEFAULT_MAX_ABS, Preprocessing, _fit_columns, _fit_target
@@ -226,23 +227,19 @@ def scan_csv(path, target=None, *, features=None, ignore=None, categorical=None,
     dialect = sniff_csv(src, encoding=encoding, delimiter=delimiter, decimal=decimal,
                         header=header, na_values=na_values)
     notes: list[str] = []
+    args = (target, features, ignore, categorical, numeric, na_values, policy, block_bytes,
+            max_distinct, names)
     try:
-        table, n_rec, n_fit, tname, feats, cat, num = _pass_one(
-            src, dialect, target, features, ignore, categorical, numeric, na_values, policy,
-            block_bytes, max_distinct, names)
+        table, n_rec, n_fit, tname, feats, cat, num = _pass_one(src, dialect, *args)
     except _BadUTF8 as bad:
         if encoding is not None:
             raise EncodingError(f"the bytes are not valid {dialect.encoding} ({bad.reason})",
                                 file=src.name, row=bad.line,
                                 hint="pass the right encoding, e.g. encoding='latin-1'"
                                 ) from None
-        enc = "cp1252" if _decodes(src, "cp1252") else "latin-1"
-        notes.append(f"the file is not valid UTF-8 (first invalid byte on line {bad.line}): "
-                     f"the whole file was read as {enc}")
-        dialect = Dialect(enc, dialect.delimiter, dialect.decimal, dialect.header)
-        table, n_rec, n_fit, tname, feats, cat, num = _pass_one(
-            src, dialect, target, features, ignore, categorical, numeric, na_values, policy,
-            block_bytes, max_distinct, names)
+        dialect, note = legacy_dialect(src, dialect, bad)
+        notes.append(note)
+        table, n_rec, n_fit, tname, feats, cat, num = _pass_one(src, dialect, *args)
     if n_rec == 0:
         from .encoding import _require_rows
         _require_rows(Table(src.name, dialect, table.names, np.empty(0, np.int64), {}, []))

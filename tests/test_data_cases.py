@@ -37,6 +37,7 @@ CASES = [
      ok(n=2, names=["a=x\ny", "a=z", "b"])),
     ("trailing delimiters", "a,b\n1,2,\n3,4,\n", {}, ok(X=[[1, 2], [3, 4]])),
     ("blank and space-only lines", "a,b\n\n1,2\n   \n,\n3,4\n", {}, ok(X=[[1, 2], [3, 4]])),
+    ("a row of delimiters only", "a,b\n1,2\n , \n3,4\n", {}, ok(X=[[1, 2], [3, 4]])),
     ("CRLF", "a,b\r\n1,2\r\n3,4\r\n", {}, ok(X=[[1, 2], [3, 4]])),
     ("lone CR", "a,b\r1,2\r3,4\r", {}, ok(X=[[1, 2], [3, 4]])),
     ("ragged row", "a,b\n1,2\n3\n", {}, err(D.RaggedRowError, row=3)),

@@ -74,3 +74,6 @@ def test_preview_reports_the_encoding_switch(tmp_path):
     pv = D.preview_csv(p)
     assert pv.dialect.encoding == "cp1252" and "not valid UTF-8" in pv.notes[0]
     assert pv.to_dict()["notes"] == pv.notes
+    scan = D.scan_csv(p, block_bytes=4096)
+    assert scan.dialect.encoding == "cp1252" and "not valid UTF-8" in scan.notes[0]
+    assert scan.preprocessing.columns[0]["categories"] == ["café", "x"]
