@@ -71,8 +71,9 @@ _PARAMS_DOC = """
         How each trial's kernel ridge step is solved. "dense": the n x n kernel and a Cholesky
         factorisation (O(n^2 m + n^3) time, O(n^2) memory). "cg": conjugate gradients on kernel
         products by sorted prefix sums (O(m n) per product after an O(m n log n) sort, O(n m)
-        memory), warm-started from the last alpha. "auto": "cg" from 500 rows (measured
-        switch point, docs/bench/bkernn.md).
+        memory), warm-started from the last alpha and preconditioned by a coarse (block)
+        version of the kernel. "auto": "cg" from 800 rows (measured switch point,
+        docs/bench/bkernn.md).
     cg_tol : float in (0, 0.1]
         Relative residual ||Y~ - (K~ + n reg I) alpha|| / ||Y~|| at which CG stops. G is read
         by the variational form, so its error is below cg_tol^2 ||Y~||^2 / (2n).

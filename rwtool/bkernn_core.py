@@ -24,7 +24,8 @@ import numpy as np
 from numba import njit, prange
 from scipy.linalg import LinAlgError
 
-from .bkernn_cg import NystroemPreconditioner, SortedProjections, _threads_for, cg_ridge
+from .bkernn_cg import (BlockPreconditioner, SortedProjections, _threads_for, block_count,
+                        cg_ridge)
 from .errors import NumericalError
 from .progress import FitCancelled, make_progress
 from .solvers.ridge import NumericalWarning, cholesky_solve
@@ -363,9 +364,9 @@ def ridge_decision(T: np.ndarray, knots, A, B) -> np.ndarray:
 # ----------------------------------------------------------------------------- Algorithm 1
 
 #: n from which kernel_solver="auto" takes the conjugate-gradient path (measured in
-#: docs/bench/bkernn.md, d = 20, m = 50, one thread: the two paths cost the same at n = 500,
-#: CG is 2.3x faster at 1000 and 8x at 2000; below 500 one dense kernel + Cholesky wins)
-CG_MIN_N = 500
+#: docs/bench/bkernn.md, d = 20, m = 50, one thread, 6 iterations: dense 0.28 s against CG
+#: 0.55 s at n = 500, 1.25 s against 0.83 s at 1000, 8.7 s against 1.4 s at 2000)
+CG_MIN_N = 800
 
 #: relative residual ||r|| / ||Y~|| at which CG stops. G is read from the CG iterate by the
 #: variational form, whose error is (lam/2) e^T (K~ + n lam I) e <= ||r||^2 / (2 n), far below
@@ -404,48 +405,32 @@ class _DenseSolver:
 
 
 class _CGSolver:
-    """The ridge step by conjugate gradients on sorted-projection products (O(n m) memory).
-
-    Warm-started from the last accepted alpha. When ``precond_rank`` > 0, a randomized Nystroem
-    preconditioner is built from the first iterate's kernel and rebuilt for the current one when
-    a solve needs more than twice the iterations of the first solve after the last build: a
-    preconditioner of nearby particles stays a good one, and building it costs as much as a few
-    dozen CG iterations.
-    """
+    """The ridge step by preconditioned conjugate gradients on sorted-projection products
+    (O(n m) memory), warm-started from the last accepted alpha; the block preconditioner is
+    rebuilt for each trial's particles (O(m^2 n + (m B)^3), a few CG iterations' worth)."""
 
     kind = "cg"
 
-    def __init__(self, n, timings, tol=CG_TOL, max_iter=2000, precond_rank=0):
+    def __init__(self, n, timings, tol=CG_TOL, max_iter=2000, blocks="auto"):
         self.timings = timings
-        self.tol, self.max_iter, self.rank = float(tol), int(max_iter), int(precond_rank)
-        self.precond = None
-        self.baseline = None
+        self.tol, self.max_iter = float(tol), int(max_iter)
+        self.blocks = block_count(n) if blocks == "auto" else int(blocks)
         self.cg_iterations = 0
-        self.solves = 0
 
     def __call__(self, PT, Yc, lam, warm, tick):
         t0 = time.perf_counter()
         sp = SortedProjections(PT)
         _add_time(self.timings, "sort", t0)
-        n = PT.shape[1]
-        shift = n * lam
-        if self.rank > 0 and self.precond is None:
+        shift = PT.shape[1] * lam
+        precond = None
+        if self.blocks > 0:
             t0 = time.perf_counter()
-            self.precond = NystroemPreconditioner(sp, self.rank, shift,
-                                                  np.random.default_rng(20240717))
-            self.baseline = None
+            precond = BlockPreconditioner(sp, shift, self.blocks)
             _add_time(self.timings, "preconditioner", t0)
         t0 = time.perf_counter()
-        alpha, R, its = cg_ridge(sp, Yc, shift, warm, self.tol, self.max_iter, self.precond,
-                                 tick)
+        alpha, R, its = cg_ridge(sp, Yc, shift, warm, self.tol, self.max_iter, precond, tick)
         _add_time(self.timings, "solve", t0)
         self.cg_iterations += its
-        self.solves += 1
-        if self.precond is not None:
-            if self.baseline is None:
-                self.baseline = max(its, 5)
-            elif its > 2 * self.baseline:
-                self.precond = None          # rebuilt at the next solve
         # G = -lam min_a phi(a), phi(a) = a^T M a / 2 - Y~^T a; at the CG iterate a, with
         # r = Y~ - M a, -lam phi(a) = (lam/2)(Y~^T a + a^T r): an error quadratic in a - alpha
         G = 0.5 * lam * float(np.sum(Yc * alpha) + np.sum(alpha * R)) / Yc.shape[1]
@@ -477,7 +462,7 @@ def choose_kernel_solver(kernel_solver: str, n: int) -> str:
 def fit_particles(X, Yc, W0, lam, penalty, s=1.0, step_size=500.0, max_iter=20,
                   backtracking=True, max_backtrack=8, beta_up=1.5, beta_down=0.5,
                   callback=None, timings=None, gradient=None, kernel_solver="auto",
-                  cg_tol=CG_TOL, cg_max_iter=2000, precond_rank=0):
+                  cg_tol=CG_TOL, cg_max_iter=2000, precond_blocks="auto"):
     """Algorithm 1 of seed 001 (square loss), from particles ``W0`` (d x m).
 
     Each iteration: gradient of G at the current W (Lemma 8); gamma <- beta_up gamma; trial
@@ -494,8 +479,9 @@ def fit_particles(X, Yc, W0, lam, penalty, s=1.0, step_size=500.0, max_iter=20,
 
     ``kernel_solver``: "dense" (n x n kernel and Cholesky per trial), "cg" (conjugate gradients
     on O(m n) sorted-projection products, :mod:`rwtool.bkernn_cg`, to relative residual
-    ``cg_tol``, warm-started, Nystroem-preconditioned with ``precond_rank`` > 0) or "auto"
-    (cg from :data:`CG_MIN_N` rows).
+    ``cg_tol``, warm-started, preconditioned by ``precond_blocks`` blocks per particle: "auto"
+    for :func:`rwtool.bkernn_cg.block_count`, 0 for none) or "auto" (cg from :data:`CG_MIN_N`
+    rows).
 
     ``gradient(X, PT, alpha, lam) -> (d, m)`` replaces :func:`particle_gradient` (the benchmark
     swaps in the direct double sum); ``timings`` (a dict) accumulates seconds per part.
@@ -510,7 +496,7 @@ def fit_particles(X, Yc, W0, lam, penalty, s=1.0, step_size=500.0, max_iter=20,
     XT = np.ascontiguousarray(X.T)
     kind = choose_kernel_solver(kernel_solver, n)
     solver = (_DenseSolver(n, timings) if kind == "dense" else
-              _CGSolver(n, timings, cg_tol, cg_max_iter, precond_rank))
+              _CGSolver(n, timings, cg_tol, cg_max_iter, precond_blocks))
     gamma = float(step_size)
     q = Yc.shape[1]
     hist = {k: [] for k in ("objective", "G", "penalty", "train_loss", "step_size",
