@@ -336,3 +336,47 @@ def test_inconsistent_draws_in_a_model_file_are_refused(tmp_path, binary_data):
     rw.save(clf, path)
     with pytest.raises(rw.ModelFileError, match="draws of shape"):
         rw.load(path)
+
+
+@njit
+def laplacian_kernel(u, w):
+    d = 0.0
+    for j in range(u.shape[0]):
+        d += abs(u[j] - w[j])
+    return np.exp(-0.5 * d)
+
+
+def test_custom_numba_kernel_trains_saves_and_loads(tmp_path, regression_data):
+    X, y = regression_data
+    inst = rw.Instantiation("normal", laplacian_kernel, "relu", n_draws=800)
+    reg = rw.RWRegressor(instantiation=inst, n_features=60, random_state=2).fit(X, y)
+    fmap = reg.feature_map_
+    U = fmap.W_
+    G = np.exp(-0.5 * np.abs(U[:, None, :] - U[None, :, :]).sum(-1))   # numpy oracle
+    np.testing.assert_allclose(fmap.gram(), G, rtol=1e-12)
+    # the features are the shared-draw average of K(u_t, w_s) phi(w_s, x) (numpy oracle)
+    Xp = reg._prepare_X(X[:5])
+    D = fmap.mc_.draws_
+    K = np.exp(-0.5 * np.abs(D[:, None, :] - U[None, :, :]).sum(-1))
+    np.testing.assert_allclose(fmap.transform(Xp), np.maximum(Xp @ D.T, 0) @ K / len(D),
+                               rtol=1e-4, atol=1e-6)
+    assert reg.score(X, y) > 0.8
+    path = tmp_path / "k.rwm"
+    rw.save(reg, path)
+    np.testing.assert_array_equal(rw.load(path).predict(X), reg.predict(X))
+
+
+@pytest.mark.parametrize("base,phi", [
+    ("sign", np.sign), ("relu", lambda z: np.maximum(z, 0.0)), ("tanh", np.tanh),
+    ("sigmoid", lambda z: 1.0 / (1.0 + np.exp(-z)))])
+@pytest.mark.parametrize("distribution", ["normal", "uniform"])
+def test_antithetic_folding_is_exact(base, phi, distribution, inputs):
+    """The folded product equals the plain average over all (w, -w) draws (numpy oracle)."""
+    fmap = MonteCarloRKHS(distribution, "gaussian", base, n_features=25, n_draws=300,
+                          sampling="mc", random_state=0).fit(inputs)
+    D, U = fmap.mc_.draws_, fmap.W_
+    assert fmap.mc_.antithetic and np.array_equal(D[150:], -D[:150])
+    K = np.exp(-((D[:, None, :] - U[None, :, :]) ** 2).sum(-1) / (2 * fmap.gamma_ ** 2))
+    expected = phi(inputs @ D.T) @ K / len(D)
+    np.testing.assert_allclose(fmap.transform(inputs), expected, rtol=1e-4,
+                               atol=1e-5 * np.abs(expected).max())
