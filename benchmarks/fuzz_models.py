@@ -81,7 +81,7 @@ def make_bases(directory) -> list[str]:
         ("rw_mc", RWClassifier(instantiation="mc:cauchy:gaussian:relu", n_features=5,
                                random_state=0), y2),
         ("rw_mc_stumps", RWRegressor(instantiation="mc:stumps:indicator-gaussian:stump",
-                                     n_features=5, gamma=3.0, random_state=0), yr),
+                                     n_features=5, gamma=10.0, random_state=0), yr),
         ("rks_fourier", RKSClassifier(base="fourier", n_features=5, random_state=0), y2),
         ("rks_relu", RKSRegressor(base="relu", n_features=5, random_state=0), yr),
         ("rfsgd", RFSGDClassifier(n_features=6, random_state=0), y3),
@@ -102,6 +102,24 @@ def make_bases(directory) -> list[str]:
     est = RKSClassifier(base="sign", n_features=5, random_state=0).fit(ds.X, ds.y)
     out.append(P.save(est, d / "with_csv.rwm", preprocessing=ds, metrics={"train_error": 0.1}))
     return out
+
+
+def make_large(directory, mb: int = 48) -> list[str]:
+    """Legitimate models whose largest array is about ``mb`` MB (RKS Fourier centres, BKerNN
+    training projections), to measure the peak of a real load against its justified bytes."""
+    import rwtool.persist as P
+    from rwtool import bkernn
+    from rwtool.estimators import RKSRegressor
+    d = Path(directory)
+    rng = np.random.default_rng(1)
+    n_in = 1500
+    T = max(1, (mb << 20) // (8 * n_in))
+    X = rng.standard_normal((40, n_in))
+    rks = RKSRegressor(base="fourier", n_features=T, random_state=0).fit(X, X[:, 0])
+    n = max(10, (mb << 20) // (8 * 50))
+    Xb = rng.standard_normal((n, 4))
+    bk = bkernn.BKerNNRegressor(n_particles=50, max_iter=1, random_state=0).fit(Xb, Xb[:, 0])
+    return [P.save(rks, d / "large_rks.rwm"), P.save(bk, d / "large_bkernn.rwm")]
 
 
 # ============================================================================ zip building
@@ -450,6 +468,7 @@ class Summary:
     limit_mb: int = 0
     seconds: float = 0.0
     slowest: list = field(default_factory=list)
+    rss_growth: int = 0          # growth of the process's peak RSS over the whole campaign
 
     def add(self, mutation, res: Outcome, seconds: float = 0.0) -> None:
         self.slowest = sorted(self.slowest + [(round(seconds, 2), res.outcome,
@@ -473,7 +492,8 @@ class Summary:
                 "peak_traced_mb": round(self.peak / 2**20, 1),
                 "peak_refused_mb": round(self.peak_refused / 2**20, 1),
                 "worst_peak_over_target": round(self.peak_ratio, 3),
-                "rlimit_as_extra_mb": self.limit_mb, "seconds": round(self.seconds, 1),
+                "rlimit_as_extra_mb": self.limit_mb,
+                "peak_rss_growth_mb": round(self.rss_growth / 2**20, 1), "seconds": round(self.seconds, 1),
                 "by_kind": {k: dict(v) for k, v in sorted(self.by_kind.items())},
                 "top_refusals": self.reasons.most_common(12),
                 "slowest": self.slowest, "crash_examples": self.crashes[:20]}
@@ -513,8 +533,10 @@ def campaign(examples: int, seed: int, limit_mb: int, max_bomb_mb: int, workdir=
             return
         summary.add(mutation, check_one(path), time.perf_counter() - t)
 
+    rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     run()
     summary.seconds = time.perf_counter() - t0
+    summary.rss_growth = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss0) * 1024
     tracemalloc.stop()
     if own is not None:
         own.cleanup()
@@ -563,8 +585,23 @@ def main(argv=None) -> int:
     ap.add_argument("--probe", nargs="+", help="only load these files (JSON lines out)")
     ap.add_argument("--warm", help="with --probe: a valid model file to warm up on")
     ap.add_argument("--timeout", type=float, default=20.0)
+    ap.add_argument("--large-mb", type=int,
+                    help="instead: peak of loading legitimate models of about this size")
     args = ap.parse_args(argv)
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    if args.large_mb:
+        with tempfile.TemporaryDirectory() as work:
+            paths = make_large(work, args.large_mb)
+            res = run_probe(paths, paths[0], args.limit_mb, args.timeout)
+            for r in res:
+                r["file_mb"] = round(os.path.getsize(r["path"]) / 2**20, 1)
+                r["justified_mb"] = round(r.pop("justified") / 2**20, 1)
+                r["peak_mb"] = round(r.pop("peak") / 2**20, 1)
+                r["path"] = os.path.basename(r["path"])
+        print(json.dumps(res, indent=1))
+        if args.json:
+            Path(args.json).write_text(json.dumps(res, indent=1) + "\n")
+        return 0 if all(r["outcome"] == "loaded" for r in res) else 1
     if args.probe:
         res = probe(args.probe, args.warm, args.limit_mb, args.timeout)
         print(json.dumps(res))

@@ -19,8 +19,8 @@ rebuilt (rwtool's own estimators and feature maps, found by walking rwtool's pac
 a name taken from the file), only attribute names that look like fitted attributes are set,
 the parameters are checked as fit checks them, the rebuilt model's consistency is checked and
 one prediction is run. Anything else, including every zip, zlib and JSON failure, is refused
-with :class:`ModelFileError`. Files are written atomically (temporary file in the same
-directory, fsync, rename).
+with :class:`ModelFileError`. Files are written atomically (rwtool.atomic_write: temporary
+file in the same directory, fsync, rename; stale temporaries of killed saves are removed).
 
 This module must not use pickle, eval or imports driven by file content, and must not know any
 particular estimator beyond the consistency checks registered for it.
@@ -40,7 +40,6 @@ import platform
 import re
 import stat
 import struct
-import tempfile
 import threading
 import zipfile
 from contextlib import contextmanager
@@ -51,6 +50,7 @@ from typing import Any, Callable
 import numpy as np
 
 from . import persist_validate as _validate
+from .atomic_write import atomic_writer
 from ._base import BaseEstimator, Standardizer
 from .persist_validate import MAX_DIM
 from .resources import FitEstimate, check_memory
@@ -278,43 +278,6 @@ class _HashWriter:
         return self.fh.write(data)
 
     def flush(self):
-        pass
-
-
-@contextmanager
-def atomic_writer(path, mode: str = "wb", **open_kwargs):
-    """Open a temporary file next to ``path``; on success fsync it and rename it over ``path``.
-
-    Readers see the old file or the complete new one, never a partial file; on error the
-    temporary file is removed and ``path`` is untouched.
-    """
-    path = os.path.abspath(os.fspath(path))
-    directory = os.path.dirname(path)
-    if not os.path.isdir(directory):
-        raise FileNotFoundError(f"directory {directory} does not exist")
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix="." + os.path.basename(path) + ".",
-                               suffix=".tmp")
-    try:
-        with os.fdopen(fd, mode, **open_kwargs) as fh:
-            yield fh
-            fh.flush()
-            os.fsync(fh.fileno())
-        mode_bits = os.stat(path).st_mode & 0o777 if os.path.exists(path) else 0o644
-        os.chmod(tmp, mode_bits)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-    try:  # make the rename itself durable (POSIX); harmless to skip where unsupported
-        dfd = os.open(directory, os.O_RDONLY)
-        try:
-            os.fsync(dfd)
-        finally:
-            os.close(dfd)
-    except OSError:
         pass
 
 

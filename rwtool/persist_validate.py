@@ -281,6 +281,8 @@ class Plan:
 
 
 def _mb(b: int) -> str:
+    if b < 2**20:
+        return f"{b / 2**10:.1f} KB"
     return f"{b / 2**20:.1f} MB" if b < 2**30 else f"{b / 2**30:.2f} GB"
 
 
