@@ -532,6 +532,9 @@ def campaign(examples: int, seed: int, limit_mb: int, max_bomb_mb: int, workdir=
         except Exception:                # a mutation that cannot be written is not a case
             return
         summary.add(mutation, check_one(path), time.perf_counter() - t)
+        if summary.tried % 250 == 0:
+            print(f"{summary.tried} files: {dict(summary.outcomes)}", file=sys.stderr,
+                  flush=True)
 
     rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     run()

@@ -162,9 +162,10 @@ def _with_map(f: Fields, s: dict) -> None:
                         f"model has n_features_in_={s['n_in']}" + (" plus a bias" if bias else ""))
 
 
-def _montecarlo_dims(f: Fields, s: dict) -> None:
-    draws = f.child("mc_")
-    s["S"], s["d"] = draws.get("S", 0), draws.get("d", 0)
+def _draws_dims(f: Fields, s: dict) -> None:
+    """Monte Carlo features (MonteCarloRKHS, closed_form=False): S shared draws in ``mc_``
+    (that centres and draws agree is the map's own check on load)."""
+    s["S"] = f.children.get("mc_", {}).get("S", 0)
 
 
 def _montecarlo_sections(s: dict) -> int:
@@ -203,6 +204,7 @@ SPECS: dict[str, Spec] = {
                 "thr_": Arr(("T",))},
         scalars={"fitted_": "bool"}),
     "rwtool.features.rkhs.RKHSWeighting": Spec(
+        dims=_draws_dims, derived=_montecarlo_sections,
         scalars={"gamma_": "positive", "x_norm_max_": "nonneg", "theta_": "finite",
                  "kappa_": "finite", "normalized_": "bool"}),
     "rwtool.features.fourier.RandomFourierFeatures": Spec(dims=_fourier_dims),
@@ -212,8 +214,7 @@ SPECS: dict[str, Spec] = {
                 "degree_": Arr(("n_output",), "i"), "scale_": Arr(("n_output",)),
                 "nu_": Arr(("P",))}),
     "rwtool.features.montecarlo.MonteCarloRKHS": Spec(
-        dims=_montecarlo_dims, derived=_montecarlo_sections,
-        arrays={"W_": Arr(("T", "mc_.d"))},
+        arrays={"W_": Arr(("T", "d"))},
         scalars={"theta_": "estimate", "kappa_": "estimate"}),
     "rwtool.features.montecarlo.MonteCarloDraws": Spec(arrays={"draws_": Arr(("S", "d"))}),
     "rwtool.instantiation.Instantiation": Spec(),      # parameters only
