@@ -27,6 +27,8 @@ _TITLES = {
     "train_error": "training error",
     "val_error": "validation error (held-out rows)",
     "error": "training error (current batch)",
+    "train_error_sample": "training error of the iterate (sample of ≤ 1000 rows)",
+    "train_r2_sample": "training R² of the iterate (sample of ≤ 1000 rows)",
     "best_score": "best cross-validated score so far (higher is better)",
     "score": "cross-validated score (higher is better)",
     "nnz": "non-zero coefficients",

@@ -22,7 +22,10 @@ from rwtool.persist import save as save_model_file
 from .plots import export_plot
 
 __all__ = ["save_model", "write_predictions", "python_snippet", "export_plot",
-           "numeric_metrics"]
+           "numeric_metrics", "READ_OPTIONS"]
+
+#: reading options of rwtool.data.read_csv the app records when the user overrides them
+READ_OPTIONS = ("encoding", "delimiter", "decimal", "header")
 
 
 def numeric_metrics(metrics: dict) -> dict:
@@ -95,7 +98,10 @@ def python_snippet(run, class_module: str) -> str:
             'data = mf.apply_csv("new.csv")          # encoded as the training CSV was',
             "print(model.predict(data.X))", ""])
     lines = [
-        f'"""Reproduces {run.name} of rwtool-gui."""',
+        f'"""Reproduces {run.name} of rwtool-gui (same data, parameters and seeds: the same '
+        f'numbers)."""',
+        "import numpy as np",
+        "",
         "from rwtool.data import read_csv, train_test_csv",
         f"from {class_module} import {cls}",
         "from rwtool.persist import save",
@@ -103,6 +109,7 @@ def python_snippet(run, class_module: str) -> str:
     ]
     opts = [f"features={d.get('features')!r}", f"missing={d.get('missing', 'error')!r}",
             f"task={d.get('task', 'auto')!r}"]
+    opts += [f"{k}={d[k]!r}" for k in READ_OPTIONS if d.get(k) is not None]
     path = d.get("path", "data.csv")
     if d.get("test_size", 0) > 0:
         lines.append(f"train, test = train_test_csv({path!r}, {d.get('target')!r}, "
@@ -113,20 +120,49 @@ def python_snippet(run, class_module: str) -> str:
                      + ")")
         lines.append("test = None")
     args = ",\n    ".join(f"{k}={v!r}" for k, v in run.params.items())
-    lines += ["", f"model = {cls}(\n    {args},\n)", "model.fit(train.X, train.y)"]
+    fit_kw = ""
+    if d.get("balanced"):
+        lines += ["", "# class weights n / (k n_c): every class counts the same in the loss",
+                  "classes, inverse, counts = np.unique(train.y, return_inverse=True, "
+                  "return_counts=True)",
+                  "weights = (len(train.y) / (len(classes) * counts))[inverse]"]
+        fit_kw = "weights"
+    lines += ["", f"params = dict(\n    {args},\n)", f"model = {cls}(**params)",
+              "model.fit_weighted(train.X, train.y, weights)" if fit_kw else
+              "model.fit(train.X, train.y)"]
     if d.get("prune"):
         p = d["prune"]
         lines.append(f"model = model.prune(eps={p['eps']!r}, accept={p['accept']!r}, "
                      f"X=train.X, y=train.y)")
-    lines.append("")
-    if (run.result or {}).get("task") == "regression":
-        lines += ["def score(ds):", "    r = model.predict(ds.X) - ds.y",
-                  "    return float((r ** 2).mean())", "",
-                  'print("train MSE", score(train))',
-                  'if test is not None:', '    print("test MSE", score(test))']
+    regression = (run.result or {}).get("task") == "regression"
+    if regression:
+        lines += ["", "def scores(est, X, y):", "    pred = est.predict(X)",
+                  "    ss = float(np.sum((y - y.mean()) ** 2))",
+                  '    return {"MSE": float(np.mean((pred - y) ** 2)),',
+                  '            "R^2": 1.0 - float(np.sum((y - pred) ** 2)) / ss}']
     else:
-        lines += ["def error(ds):", "    return float((model.predict(ds.X) != ds.y).mean())", "",
-                  'print("train error", error(train))',
-                  'if test is not None:', '    print("test error", error(test))']
-    lines += ['save(model, "model.rwm", preprocessing=train.preprocessing)', ""]
+        lines += ["", "def scores(est, X, y):",
+                  '    return {"error": float(np.mean(est.predict(X) != y))}']
+    lines += ["", "metrics = {f\"train {k}\": v for k, v in scores(model, train.X, train.y)"
+                  ".items()}",
+              "if test is not None:",
+              "    metrics.update({f\"test {k}\": v for k, v in scores(model, test.X, test.y)"
+              ".items()})"]
+    k = d.get("cv_k")
+    if k:
+        lines += ["", f"# {k}-fold cross-validation on the training rows (the app's folds)",
+                  "from rwtool.tuning import kfold_indices",
+                  f"folds = kfold_indices(train.y, {int(k)}, {not regression}, "
+                  f"{d.get('random_state', 0)!r})",
+                  f"per_fold = [scores({cls}(**params)."
+                  + ("fit_weighted(train.X[tr], train.y[tr], weights[tr])" if d.get("balanced")
+                     else "fit(train.X[tr], train.y[tr])")
+                  + ", train.X[va], train.y[va]) for tr, va in folds]",
+                  "for key in per_fold[0]:",
+                  "    vals = np.array([f[key] for f in per_fold])",
+                  "    metrics[f\"cv {key}\"] = float(vals.mean())",
+                  "    metrics[f\"cv {key} (std over {len(folds)} folds)\"] = "
+                  "float(vals.std(ddof=1))"]
+    lines += ["", "for key, value in metrics.items():", "    print(key, value)", "",
+              'save(model, "model.rwm", preprocessing=train.preprocessing)', ""]
     return "\n".join(lines)

@@ -22,16 +22,17 @@ from PySide6.QtWidgets import (QFileDialog, QMainWindow, QMessageBox, QSplitter,
 
 import rwtool
 
-from . import export
 from .data_panel import DataPanel, PreviewTable, list_samples
 from .evaluate import COUNT_METRICS, evaluate
+from .evaluation_panel import EvaluationPanel
+from .export_actions import ExportActions
 from .method_panel import MethodPanel
 from .preflight import many_classes, preflight
 from .methods import FAMILIES, available_families
 from .results_panel import ResultsPanel
 from .run_list import Run, RunList
 from .training_panel import TrainingPanel, curve_x, split_metrics
-from .widgets import Banner, PredictionsDialog, SnippetDialog, Welcome
+from .widgets import Banner, PredictionsDialog, Welcome
 from .worker import CallJob, PruneJob, TrainJob, WorkerController
 
 __all__ = ["MainWindow"]
@@ -41,7 +42,7 @@ CSV_SUFFIXES = (".csv", ".tsv", ".txt", ".data")
 MODEL_SUFFIX = ".rwm"
 
 
-class MainWindow(QMainWindow):
+class MainWindow(ExportActions, QMainWindow):
     """The rwtool desktop app."""
 
     run_finished = Signal(int)      # run id, after its results are shown (tests, scripts)
@@ -67,6 +68,7 @@ class MainWindow(QMainWindow):
         self.banner = Banner()
         self.data_panel = DataPanel()
         self.method_panel = MethodPanel()
+        self.eval_panel = EvaluationPanel()
         self.training_panel = TrainingPanel()
         self.results_panel = ResultsPanel()
         self.run_list = RunList()
@@ -75,6 +77,7 @@ class MainWindow(QMainWindow):
         self.left_tabs = QTabWidget()
         self.left_tabs.addTab(self.data_panel, "1  Data")
         self.left_tabs.addTab(self.method_panel, "2  Method")
+        self.left_tabs.addTab(self.eval_panel, "3  Evaluate")
         self.welcome = Welcome(self)
         self.preview_stack = QStackedWidget()
         self.preview_stack.addWidget(self.welcome)
@@ -109,11 +112,13 @@ class MainWindow(QMainWindow):
         self.data_panel.dataset_invalid.connect(self._dataset_invalid)
         self.data_panel.error.connect(self._data_error)
         self.method_panel.changed.connect(self._update_ready)
+        self.method_panel.changed.connect(self._method_changed)
         self.training_panel.train_requested.connect(self.train)
         self.training_panel.cancel_requested.connect(self.cancel)
         self.results_panel.prune_requested.connect(self.preview_prune)
         self.results_panel.keep_pruned_requested.connect(self.keep_pruned)
         self.run_list.selection_changed.connect(self._runs_selected)
+        self.run_list.export_requested.connect(self.export_runs_dialog)
         self.worker.progress.connect(self._progress)
         self.worker.finished.connect(self._finished)
         self.worker.failed.connect(self._failed)
@@ -347,6 +352,13 @@ class MainWindow(QMainWindow):
             self.show_error(f"The data cannot be encoded with these choices: {err['message']}",
                             err.get("details", ""))
 
+    def _method_changed(self) -> None:
+        try:
+            est = self.method_panel.make_estimator()
+        except (ValueError, TypeError):
+            est = None
+        self.eval_panel.update_for(est, self.method_panel.task)
+
     def _update_ready(self) -> None:
         why = ""
         if self.data_info is None:
@@ -400,7 +412,11 @@ class MainWindow(QMainWindow):
         fam = self.method_panel.family()
         info = self.data_info
         train, test = info["train"], info["test"]
-        check = preflight(est, train.X, train.y, train.task)
+        plan = self.eval_panel.plan(info["options"].get("random_state", 0))
+        weights = self.eval_panel.weights(train.y) if train.is_classification else None
+        check = preflight(est, train.X, train.y, train.task, folds=plan.folds(),
+                          folds_what="search or k-fold evaluation" if plan.name == "search"
+                          else "k-fold evaluation", n_fits=plan.n_fits())
         if check.refuse:
             self.show_error(f"Not started: {check.refuse}")
             return
@@ -410,7 +426,11 @@ class MainWindow(QMainWindow):
             self.statusBar().showMessage("Training not started.", 5000)
             return
         data = dict(info["options"], path=info["path"], preprocessing=train.preprocessing,
-                    train_rows=train.rows, test_rows=None if test is None else test.rows)
+                    train_rows=train.rows, test_rows=None if test is None else test.rows,
+                    task_encoded=train.task, evaluation=plan.describe(),
+                    balanced=weights is not None,
+                    cv_k=getattr(plan, "k", None) or getattr(getattr(plan, "then", None),
+                                                              "k", None))
         run = Run(self._new_id(), fam.key, fam.title, type(est).__name__, est.get_params(),
                   data)
         self.training_run = run
@@ -423,7 +443,7 @@ class MainWindow(QMainWindow):
         self.worker.submit(TrainJob(run.run_id, est, train.X, train.y,
                                     None if test is None else test.X,
                                     None if test is None else test.y, train.task,
-                                    list(train.feature_names)))
+                                    list(train.feature_names), plan, weights))
         if self._warming_up:
             # The user's fit goes first: the warm-up stops after its current tiny fit.
             self.worker.stop_warm_up()
@@ -457,9 +477,16 @@ class MainWindow(QMainWindow):
             return
         run.result = res
         run.status = "cancelled (partial model)" if res.get("cancelled") else "done"
+        if res.get("search"):
+            # the model is the best candidate's: the run, the snippet and the form say so
+            run.params = res["estimator"].get_params()
+            self.method_panel.set_method(run.family, res["search"]["best_params"])
+            self.show_info("Best parameters of the search put in the Method form: " + ", ".join(
+                f"{k} = {v:.4g}" if isinstance(v, float) else f"{k} = {v}"
+                for k, v in sorted(res["search"]["best_params"].items())))
         mc = res.get("model_curves") or {}
         if mc.get("curves"):
-            run.curves = {k: (list(x), list(y)) for k, (x, y) in mc["curves"].items()}
+            run.curves.update({k: (list(x), list(y)) for k, (x, y) in mc["curves"].items()})
             run.x_label = mc.get("x_label", run.x_label)
             self.training_panel.show_model_curves(mc)
         self.training_run = None
@@ -540,7 +567,7 @@ class MainWindow(QMainWindow):
         self.worker.submit(PruneJob(jid, est, train.X, train.y,
                                     None if test is None else test.X,
                                     None if test is None else test.y, train.task,
-                                    list(train.feature_names), kwargs))
+                                    list(train.feature_names), kwargs=kwargs))
 
     def _prune_finished(self, jid: int, res: dict) -> None:
         base_id = self._prune_jobs.pop(jid)
@@ -664,114 +691,6 @@ class MainWindow(QMainWindow):
         dlg.show()
         self.statusBar().showMessage(f"Predicted {len(out['pred'])} rows of "
                                      f"{os.path.basename(out['path'])}", 8000)
-
-    # -- exports ---------------------------------------------------------------------------------
-    def _need_run(self) -> Run | None:
-        run = self._selected_model_run()
-        if run is None:
-            self.show_error("Select a trained run first (Runs tab).")
-        return run
-
-    def save_model_dialog(self) -> None:
-        run = self._need_run()
-        if run is None:
-            return
-        path = self._ask_save("Save model", "rwtool models (*.rwm)", f"run{run.run_id}.rwm")
-        if path:
-            if not path.lower().endswith(MODEL_SUFFIX):
-                path += MODEL_SUFFIX
-            self.save_model(path, run)
-
-    def save_model(self, path: str, run: Run | None = None) -> bool:
-        run = run or self._need_run()
-        if run is None:
-            return False
-        try:
-            export.save_model(run, path, run.data.get("preprocessing"))
-        except (ValueError, TypeError, OSError) as exc:
-            self.show_error(f"Cannot save the model: {exc}")
-            return False
-        self.show_info(f"Saved {run.name} to {path}")
-        return True
-
-    def export_predictions_dialog(self) -> None:
-        run = self._need_run()
-        if run is None:
-            return
-        path = self._ask_save("Export predictions", "CSV files (*.csv)",
-                              f"run{run.run_id}-predictions.csv")
-        if path:
-            self.export_predictions(path, run)
-
-    def export_predictions(self, path: str, run: Run | None = None) -> bool:
-        run = run or self._need_run()
-        if run is None:
-            return False
-        cols = export.run_predictions(run, run.data.get("train_rows"),
-                                      run.data.get("test_rows"))
-        if not cols["set"]:
-            self.show_error(f"{run.name} has no predictions to export (a loaded model: use "
-                            f"File > Apply Model to CSV).")
-            return False
-        try:
-            export.write_predictions(path, cols)
-        except (ValueError, OSError) as exc:
-            self.show_error(f"Cannot write {path}: {exc}")
-            return False
-        self.show_info(f"Wrote {len(cols['set'])} predictions to {path}")
-        return True
-
-    def visible_plot(self):
-        w = self.right_tabs.currentWidget()
-        if w is self.results_panel:
-            return self.results_panel.current_plot()
-        if w is self.training_panel.curves:
-            return self.training_panel.board.first_plot()
-        if w is self.run_list:
-            return self.run_list.compare_plot
-        return None
-
-    def export_plot_dialog(self) -> None:
-        plot = self.visible_plot()
-        if plot is None:
-            self.show_error("Show a plot first (Training, Results or Runs tab).")
-            return
-        name = (plot.plot_title or "plot").split("(")[0].strip().lower().replace(" ", "-")
-        path = self._ask_save("Export plot", "PNG image (*.png);;SVG vector image (*.svg)",
-                              f"{name}.png")
-        if path:
-            self.export_plot(path, plot)
-
-    def export_plot(self, path: str, plot=None) -> bool:
-        plot = plot or self.visible_plot()
-        if plot is None:
-            self.show_error("Show a plot first (Training, Results or Runs tab).")
-            return False
-        if not path.lower().endswith((".png", ".svg")):
-            path += ".png"
-        if callable(getattr(plot, "flush", None)):
-            plot.flush()    # a live plot's last points may still wait for its timer
-        try:
-            export.export_plot(plot, path)
-        except (ValueError, OSError, RuntimeError) as exc:
-            self.show_error(f"Cannot export the plot: {exc}")
-            return False
-        self.show_info(f"Saved the plot to {path}")
-        return True
-
-    def snippet(self, run: Run | None = None) -> str | None:
-        run = run or self._need_run()
-        if run is None:
-            return None
-        fam = next((f for f in FAMILIES if f.key == run.family), None)
-        return export.python_snippet(run, fam.module if fam else "rwtool")
-
-    def show_snippet(self) -> None:
-        text = self.snippet()
-        if text is None:
-            return
-        dlg = SnippetDialog(self, text)
-        dlg.open()
 
     def about(self) -> None:
         QMessageBox.about(self, "About rwtool",

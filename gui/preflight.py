@@ -13,7 +13,7 @@ This module decides; it must not fit, and it must not build widgets.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -86,11 +86,14 @@ def _class_floor(y, folds: int, why: str) -> str:
 
 
 def preflight(est, X, y, task: str, *, folds: int | None = None,
-              folds_what: str = "k-fold evaluation", available: int | None = None) -> Preflight:
+              folds_what: str = "k-fold evaluation", n_fits: int = 1,
+              available: int | None = None) -> Preflight:
     """What to tell the user before ``est.fit(X, y)`` (see the module docstring).
 
     ``folds`` is the number of folds the app itself will use (k-fold evaluation or a search),
-    with ``folds_what`` naming the form control that sets it.
+    with ``folds_what`` naming the form control that sets it; ``n_fits`` fits of about this
+    size run one after the other (folds, candidates), which multiplies the time, not the
+    memory.
     """
     out = Preflight()
     n, d = X.shape
@@ -114,6 +117,9 @@ def preflight(est, X, y, task: str, *, folds: int | None = None,
                 return out
     n_outputs = 1 if k <= 2 else k
     out.estimate = estimate_fit(est, n, d, n_outputs)
+    if n_fits > 1 and out.estimate.seconds is not None:
+        out.estimate = replace(out.estimate, seconds=out.estimate.seconds * n_fits,
+                               detail=f"{out.estimate.detail} ({n_fits} fits)".strip())
     out.available = available_memory() if available is None else int(available)
     peak = out.estimate.peak_bytes
     if peak > MEMORY_FRACTION * out.available:

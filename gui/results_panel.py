@@ -30,6 +30,8 @@ __all__ = ["ResultsPanel", "format_metric"]
 def format_metric(v) -> str:
     if isinstance(v, str):
         return v
+    if isinstance(v, (tuple, list)) and len(v) == 2:      # (mean, spread) of k folds
+        return f"{format_metric(v[0])} ± {format_metric(v[1])}"
     if isinstance(v, (int, np.integer)):
         return str(int(v))
     v = float(v)
@@ -54,10 +56,39 @@ class _MetricsView(QWidget):
         self.notes = QLabel("")
         self.notes.setWordWrap(True)
         self.notes.setTextInteractionFlags(Qt.TextSelectableByMouse)
+        self.class_label = QLabel("")
+        self.class_table = QTableWidget(0, 5)
+        self.class_table.setHorizontalHeaderLabels(["Class", "Precision", "Recall", "F1",
+                                                    "Support"])
+        self.class_table.verticalHeader().setVisible(False)
+        self.class_table.setEditTriggers(QAbstractItemView.NoEditTriggers)
+        self.class_table.horizontalHeader().setSectionResizeMode(QHeaderView.Stretch)
         lay = QVBoxLayout(self)
         lay.addWidget(self.title)
-        lay.addWidget(self.table, 1)
+        lay.addWidget(self.table, 3)
+        lay.addWidget(self.class_label)
+        lay.addWidget(self.class_table, 2)
         lay.addWidget(self.notes)
+
+    def show_classes(self, rep: dict | None) -> None:
+        """Per-class precision, recall, F1 and support (classification), or nothing."""
+        on = bool(rep)
+        self.class_label.setVisible(on)
+        self.class_table.setVisible(on)
+        if not on:
+            return
+        self.class_label.setText(f"Per class, on the {rep.get('on', 'test')} rows:")
+        n = len(rep["classes"])
+        self.class_table.setRowCount(n)
+        for i in range(n):
+            cells = (rep["classes"][i], format_metric(float(rep["precision"][i])),
+                     format_metric(float(rep["recall"][i])), format_metric(float(rep["f1"][i])),
+                     str(int(rep["support"][i])))
+            for j, text in enumerate(cells):
+                item = QTableWidgetItem(text)
+                if j:
+                    item.setTextAlignment(Qt.AlignRight | Qt.AlignVCenter)
+                self.class_table.setItem(i, j, item)
 
     def show(self, title: str, metrics: dict, notes: list[str]) -> None:
         self.title.setText(title)
@@ -226,6 +257,7 @@ class ResultsPanel(QTabWidget):
             notes.append(f"<span style='color:#8a5a00'>warning: {html.escape(w)}</span>")
         notes += [html.escape(n) for n in res.get("notes", [])]
         self.metrics_view.show(title, res.get("metrics", {}), notes)
+        self.metrics_view.show_classes(res.get("per_class"))
         cls_task = res.get("task") != "regression"
         # what to draw, in tab order; a model opened from a file has no rows to draw from
         has_rows = res.get("y_train") is not None and res.get("pred_train") is not None

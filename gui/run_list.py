@@ -14,10 +14,12 @@ from dataclasses import dataclass, field
 import numpy as np
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QHBoxLayout, QHeaderView, QLabel,
-                               QSplitter, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget)
+                               QPushButton, QSplitter, QTableWidget, QTableWidgetItem, QVBoxLayout,
+                               QWidget)
 
 from .plots import ResultPlot, pen
 from .results_panel import format_metric
+from .runs_table import run_row, write_runs_csv
 
 __all__ = ["Run", "RunList"]
 
@@ -63,10 +65,36 @@ def format_value(v) -> str:
     return f"{v:g}" if isinstance(v, float) else str(v)
 
 
+class _Item(QTableWidgetItem):
+    """A cell that sorts numbers as numbers (and empty cells last)."""
+
+    def __init__(self, value, text: str | None = None):
+        if text is None:
+            text = "" if value is None else (format_metric(value) if isinstance(
+                value, (int, float, np.integer, np.floating)) and not isinstance(value, bool)
+                else str(value))
+        super().__init__(text)
+        self.value = value
+
+    def __lt__(self, other):
+        a, b = self.value, getattr(other, "value", None)
+        num = (int, float, np.integer, np.floating)
+        if isinstance(a, num) and isinstance(b, num):
+            return float(a) < float(b)
+        if a is None or b is None:
+            return b is None and a is not None
+        return str(a) < str(b)
+
+
 class RunList(QWidget):
     selection_changed = Signal(list)      # run ids, in table order
 
-    COLUMNS = ("Run", "Method", "Parameters", "Result", "Fit time", "Status")
+    COLUMNS = ("Run", "Dataset", "Task", "Method", "Parameters", "Error / MSE", "AUC / R²",
+               "Baseline", "Features used", "Fit time (s)", "Status")
+    #: the runs_table field behind each column (None: text made here)
+    _FIELDS = ("run", "dataset", "task", "estimator", None, "error / MSE", "AUC / R^2",
+               "baseline", "features used", "fit time (s)", "status")
+    export_requested = Signal()
 
     def __init__(self, parent=None):
         super().__init__(parent)
@@ -81,8 +109,15 @@ class RunList(QWidget):
         hh = self.table.horizontalHeader()
         for i in range(len(self.COLUMNS)):
             hh.setSectionResizeMode(i, QHeaderView.ResizeToContents)
-        hh.setSectionResizeMode(2, QHeaderView.Stretch)
-        self.table.setToolTip("Select one run to inspect it, several (Ctrl/Shift) to compare")
+        hh.setSectionResizeMode(self.COLUMNS.index("Parameters"), QHeaderView.Stretch)
+        self.table.setToolTip("Select one run to inspect it, several (Ctrl/Shift) to compare; "
+                              "click a header to sort")
+        self.table.setSortingEnabled(True)
+        self.table.sortByColumn(0, Qt.AscendingOrder)      # run order until a header is clicked
+        self.export_button = QPushButton("Export table as CSV…")
+        self.export_button.setToolTip("Every run with its data set, task, every parameter and "
+                                      "its numbers, one row per run")
+        self.export_button.clicked.connect(self.export_requested)
 
         self.metric_combo = QComboBox()
         self.metric_combo.setMinimumWidth(160)
@@ -91,6 +126,7 @@ class RunList(QWidget):
         top.addWidget(QLabel("Overlay"))
         top.addWidget(self.metric_combo)
         top.addStretch(1)
+        top.addWidget(self.export_button)
         lower = QWidget()
         lv = QVBoxLayout(lower)
         lv.setContentsMargins(0, 0, 0, 0)
@@ -109,14 +145,18 @@ class RunList(QWidget):
     # -- content ------------------------------------------------------------------------------
     def add(self, run: Run) -> None:
         self.runs[run.run_id] = run
+        self.table.setSortingEnabled(False)     # rows move while sorted: fill, then sort
         r = self.table.rowCount()
         self.table.insertRow(r)
         self._fill(r, run)
+        self.table.setSortingEnabled(True)
 
     def update_run(self, run: Run) -> None:
         r = self._row_of(run.run_id)
         if r is not None:
+            self.table.setSortingEnabled(False)
             self._fill(r, run)
+            self.table.setSortingEnabled(True)
         if run.run_id in self.selected_ids():
             self._overlay()
 
@@ -127,15 +167,23 @@ class RunList(QWidget):
         return None
 
     def _fill(self, r: int, run: Run) -> None:
-        fit = (run.result or {}).get("metrics", {}).get("fit time (s)")
-        cells = (run.name, run.class_name, run.key_params(), run.headline(),
-                 "" if fit is None else f"{fit:.2f} s", run.status)
-        for j, text in enumerate(cells):
-            item = QTableWidgetItem(text)
+        row = run_row(run)
+        tip = self._tooltip(run)
+        for j, field in enumerate(self._FIELDS):
+            v = run.key_params() if field is None else row.get(field)
+            item = _Item(v, run.name if field == "run" else None)
             if j == 0:
                 item.setData(Qt.UserRole, run.run_id)
-            item.setToolTip(self._tooltip(run))
+            item.setToolTip(tip)
             self.table.setItem(r, j, item)
+
+    def rows(self) -> list[Run]:
+        """The runs in the table's current (sorted) order."""
+        return [self.runs[self.table.item(r, 0).data(Qt.UserRole)]
+                for r in range(self.table.rowCount())]
+
+    def export_csv(self, path: str) -> str:
+        return write_runs_csv(path, self.rows())
 
     @staticmethod
     def _tooltip(run: Run) -> str:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import time
 
-from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtCore import QTimer, Signal
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QProgressBar, QPushButton, QVBoxLayout, QWidget
 
 from .curve_board import CurveBoard
@@ -194,11 +194,11 @@ class TrainingPanel(QWidget):
         self._tick()
 
     def show_model_curves(self, mc: dict) -> None:
-        """Replace the live curves by the complete ones the fitted model recorded."""
+        """Replace the live curves of the quantities the fitted model recorded by its complete
+        ones (the others stay as they were drawn live)."""
         curves = mc.get("curves") or {}
         if not curves:
             return
-        self.board.clear()
         for k, (x, y) in curves.items():
             self.board.set_curve(k, mc.get("x_label", "iteration"), x, y, bool(mc.get("log_x")))
         # the timers draw the last points: a finished run then costs no synchronous redraw

@@ -30,6 +30,7 @@ from rwtool.errors import InsufficientMemoryError, NumericalError
 from rwtool.progress import FitCancelled
 
 from .evaluate import evaluate
+from .plans import Holdout
 
 __all__ = ["TrainJob", "PruneJob", "CallJob", "TrainWorker", "WorkerController",
            "run_in_background", "describe_error", "warm_up_jobs"]
@@ -64,6 +65,8 @@ class TrainJob:
     y_test: np.ndarray | None
     task: str
     feature_names: list = field(default_factory=list)
+    plan: Any = None                    # gui.plans: Holdout (default), KFold, Search
+    weights: Any = None                 # per-row sample weights (class weights), or None
 
 
 @dataclass
@@ -132,15 +135,14 @@ class TrainWorker(QObject):
 
     def _train(self, job: TrainJob) -> None:
         est = job.estimator
-        kwargs = {"callback": self._callback(job.run_id)}
-        if job.X_test is not None and len(job.X_test) and _supports(est.fit, "eval_set"):
-            kwargs["eval_set"] = (job.X_test, job.y_test)
+        plan = job.plan if job.plan is not None else Holdout()
         t0 = time.perf_counter()
         cancelled = False
+        extra: dict = {}
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             try:
-                est.fit(job.X_train, job.y_train, **kwargs)
+                extra = plan.fit(est, job, self._callback(job.run_id), job.weights) or {}
             except FitCancelled as exc:
                 cancelled = True
                 if not (exc.partial_model and self._is_fitted(est)):
@@ -150,14 +152,14 @@ class TrainWorker(QObject):
             except Exception as exc:  # shown in the app; the previous model stays
                 self.failed.emit(job.run_id, describe_error(exc))
                 return
-        self._evaluate_and_emit(job, est, time.perf_counter() - t0, cancelled, caught)
+        self._evaluate_and_emit(job, est, time.perf_counter() - t0, cancelled, caught, extra)
 
     @staticmethod
     def _is_fitted(est) -> bool:
         return any(k.endswith("_") and not k.startswith("_") for k in vars(est)) and (
             hasattr(est, "coef_") or hasattr(est, "particles_") or hasattr(est, "dual_coef_"))
 
-    def _evaluate_and_emit(self, job, est, wall_time, cancelled, caught) -> None:
+    def _evaluate_and_emit(self, job, est, wall_time, cancelled, caught, extra=None) -> None:
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
@@ -169,9 +171,12 @@ class TrainWorker(QObject):
             return
         # reg="auto" spends most of the wall time choosing reg before the final fit
         final = getattr(est, "fit_time_", None)
-        if isinstance(getattr(est, "reg_", None), float) and isinstance(final, float) \
-                and final < wall_time:
+        if not extra and isinstance(getattr(est, "reg_", None), float) and \
+                isinstance(final, float) and final < wall_time:
             res["metrics"]["of which choosing reg (s)"] = wall_time - final
+        extra = dict(extra or {})
+        res["metrics"].update(extra.pop("metrics", {}))
+        res.update(extra)
         res["estimator"] = est
         res["cancelled"] = cancelled
         res["warnings"] = list(dict.fromkeys(str(w.message) for w in caught))

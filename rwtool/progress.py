@@ -85,9 +85,21 @@ class Progress:
         self.stage_name = ""
         self.total = 0
 
+    #: optional ``monitor(coef) -> {name: value}`` set by an estimator: metrics of the current
+    #: model (e.g. its error on a sample of training rows) that solvers holding an iterate add
+    #: to their events through :meth:`model_metrics`.
+    monitor = None
+
     @property
     def active(self) -> bool:
         return self.callback is not None
+
+    def model_metrics(self, coef_fn, force: bool = False) -> dict:
+        """``monitor(coef_fn())`` when an update now would be emitted, else {} (no cost)."""
+        if self.monitor is None or self.callback is None or (
+                not force and time.perf_counter() - self._last < self.min_interval):
+            return {}
+        return dict(self.monitor(coef_fn()))
 
     def _emit(self, event: ProgressEvent) -> None:
         if self.callback is None:

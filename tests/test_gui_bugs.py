@@ -211,6 +211,13 @@ def test_live_curves_one_plot_per_quantity_reset_per_run(qtbot, window, tmp_path
     for name, p in plots.items():
         assert p.curve_names() == [name]
     assert plots["norm"].getAxis("bottom").labelText.startswith("centres added")
+    # sfgd, osd and lasso draw the error of their iterate (a sample of the training rows)
+    assert "train_error_sample" in plots
+    for solver, extra in (("sfgd", {"radius": "10"}), ("lasso", {"reg": "0.001"})):
+        choose(window, "rw", solver=solver, n_features=60, **extra)
+        run = train(qtbot, window)
+        assert run.status == "done", run.note
+        assert "train_error_sample" in board.plots() and "train_error_sample" in run.curves
     # reg=auto: the search's score gets its own plot, which says higher is better
     choose(window, "rw", solver="lstsq", reg="auto", n_features=40)
     train(qtbot, window)

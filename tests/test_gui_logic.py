@@ -191,7 +191,7 @@ def test_snippet_and_predictions_writer(tmp_path):
                "task": "auto", "test_size": 0.25, "random_state": 0})
     code = python_snippet(run, "rwtool.estimators.random_features")
     compile(code, "snippet.py", "exec")
-    assert "RWClassifier(\n    n_features=10,\n    reg=1e-06,\n)" in code
+    assert "params = dict(\n    n_features=10,\n    reg=1e-06,\n)" in code and "RWClassifier(**params)" in code
 
 
 def test_warm_up_stops_on_request():

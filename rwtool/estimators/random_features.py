@@ -51,6 +51,8 @@ _DOT_PRODUCT = {"rwsign", "rwexpsign", "rwrelu", "rwexprelu", "sign", "relu"}
 def _fit_lstsq(est, fmap, X, Y, progress):
     """Least squares (003 Algorithm 4) / ridge (003 Algorithm 1), blocked (solvers/ridge.py)."""
     eps = est.eps if est._family == "rw" else 0.0
+    if isinstance(fmap, _RowWeighted):
+        Y = Y * fmap.sw[:, None]
     coef, info = ridge_fit(fmap, X, Y, reg=float(est.reg), eps=float(eps),
                            block_size=est.block_size, progress=progress)
     return coef, {"jitter": info["jitter"], "method": info["method"]}
@@ -127,6 +129,9 @@ _FIX = {"lstsq": "raise reg or eps, or standardize the inputs (standardize=True)
         "sfgd": "raise reg, keep the step cap (step_cap=0.25), or standardize the inputs",
         "osd": "use larger batches, raise reg, or standardize the inputs",
         "sgd": "raise reg, lower sigma, or standardize the inputs"}
+#: iterative solvers whose live events include the iterate's error on a sample of rows
+_MONITORED = ("sfgd", "osd", "lasso")
+MONITOR_ROWS = 1000
 #: solvers that minimise the squared loss only
 _SQUARED_ONLY = ("lstsq", "ridge", "lasso")
 
@@ -135,6 +140,26 @@ _SQUARED_ONLY = ("lstsq", "ridge", "lasso")
 AUTO_REG = {"lstsq": np.logspace(-12, -1, 12), "ridge": np.logspace(-12, -1, 12),
             "lasso": np.logspace(-6, -2, 5), "sfgd": np.logspace(-6, -2, 5),
             "osd": np.logspace(-6, -2, 5), "sgd": np.logspace(-7, -3, 5)}
+
+
+class _RowWeighted:
+    """A fitted map whose feature blocks come multiplied by sqrt(w) row by row: the normal
+    equations it feeds are Phi^T W Phi and Phi^T W Y when the targets are scaled by sqrt(w)
+    too (see ``_fit_lstsq``). Only what ridge_fit reads is forwarded."""
+
+    def __init__(self, fmap, weights):
+        self.fmap, self.sw = fmap, np.sqrt(weights)
+
+    has_gram = property(lambda self: self.fmap.has_gram)
+    n_output_ = property(lambda self: self.fmap.n_output_)
+
+    def gram(self):
+        return self.fmap.gram()
+
+    def blocks(self, X, block_size=None):
+        for start, stop, Phi in self.fmap.blocks(X, block_size):
+            Phi *= self.sw[start:stop, None]
+            yield start, stop, Phi
 
 
 def _keep_nonzero(fmap, coef):
@@ -230,7 +255,26 @@ class _RandomFeatureModel(BaseEstimator):
         the fit, which then raises :class:`rwtool.FitCancelled` and leaves the estimator
         unfitted.
         """
+        return self._fit(X, y, callback, None)
+
+    def fit_weighted(self, X, y, sample_weight, callback=None):
+        """``fit`` with row weights w (solvers "lstsq" and "ridge", a number for reg).
+
+        The weights are rescaled to mean 1 and give the weighted squared loss
+        (1/m) sum_i w_i (f(x_i) - y_i)^2 with the same regulariser: the normal equations
+        become Phi^T W Phi and Phi^T W Y, solved exactly. Integer weights fit the same model
+        as repeating each row w_i times, up to the standardisation statistics (unweighted
+        here). Class weights n / (k n_c) make every class count equally in the loss. (A
+        separate method rather than ``fit(sample_weight=...)``: scikit-learn's checks would
+        then require weights of every solver and of reg="auto".)
+        """
+        self.__dict__.pop("_stream", None)   # as fit: replaces any partial_fit stream
+        return self._fit(X, y, callback, sample_weight)
+
+    def _fit(self, X, y, callback, sample_weight):
         solver = self._validate()
+        if sample_weight is not None:
+            sample_weight = self._check_weights(sample_weight, solver, len(y))
         if self._auto_reg():
             return self._fit_auto_reg(X, y, solver, callback)
         X, Y = self._fit_targets(X, y)
@@ -248,8 +292,12 @@ class _RandomFeatureModel(BaseEstimator):
         rng = check_random_state(self.random_state)
         fmap = self._make_map(int(rng.integers(0, 2**63 - 1)))
         fmap.fit(Xp)
+        watched = progress.active and solver in _MONITORED and progress.monitor is None
+        if watched:
+            progress.monitor = self._sample_monitor(fmap, Xp, Y)
+        solve_map = fmap if sample_weight is None else _RowWeighted(fmap, sample_weight)
         try:
-            coef, info = SOLVERS[solver][1](self, fmap, Xp, Y, progress)
+            coef, info = SOLVERS[solver][1](self, solve_map, Xp, Y, progress)
         except FitCancelled as exc:
             # Iterative solvers hand back their last completed iterate: keep it and say so.
             if exc.partial_model and exc.partial is not None:
@@ -257,9 +305,51 @@ class _RandomFeatureModel(BaseEstimator):
                 if np.all(np.isfinite(coef)):
                     self._set_fitted(fmap, coef, dict(info, cancelled=True), t0)
             raise
+        finally:
+            if watched:
+                progress.monitor = None
         check_finite_result(coef, solver=solver, fix=_FIX[solver])
         self._set_fitted(fmap, coef, info, t0)
         return self
+
+    def _check_weights(self, sample_weight, solver, m):
+        if solver not in ("lstsq", "ridge"):
+            raise ValueError(f"sample_weight is taken by the least-squares solvers (lstsq, "
+                             f"ridge), whose weighted loss is exact; solver={solver!r} does "
+                             f"not take weights")
+        if self._auto_reg():
+            raise ValueError("reg='auto' does not take sample_weight (its folds are "
+                             "unweighted); give reg a number")
+        w = np.asarray(sample_weight, dtype=float)
+        if w.shape != (m,) or not np.all(np.isfinite(w)) or np.any(w < 0) or not w.sum() > 0:
+            raise ValueError(f"sample_weight must be {m} finite non-negative numbers, not all "
+                             f"zero (one per row)")
+        return w / w.mean()
+
+    def _sample_monitor(self, fmap, Xp, Y):
+        """coef -> the training error (classifiers) or R^2 (regressors) of the iterate on a
+        fixed sample of at most MONITOR_ROWS training rows, for the live curves of the
+        iterative solvers. Its own generator: the model does not depend on whether a callback
+        watched the fit."""
+        m = Xp.shape[0]
+        rows = np.sort(np.random.default_rng(0).choice(m, MONITOR_ROWS, replace=False)) \
+            if m > MONITOR_ROWS else np.arange(m)
+        Phi, Ys = fmap.transform(Xp[rows]), Y[rows]
+        if self._estimator_type == "classifier":
+            truth = Ys[:, 0] > 0 if Ys.shape[1] == 1 else np.argmax(Ys, axis=1)
+
+            def monitor(coef):
+                F = Phi @ np.asarray(coef).reshape(Phi.shape[1], -1)
+                guess = F[:, 0] > 0 if F.shape[1] == 1 else np.argmax(F, axis=1)
+                return {"train_error_sample": float(np.mean(guess != truth))}
+            return monitor
+        ss = float(np.sum((Ys - Ys.mean(axis=0)) ** 2))
+
+        def monitor(coef):
+            F = Phi @ np.asarray(coef).reshape(Phi.shape[1], -1)
+            return {"train_r2_sample": 1.0 - float(np.sum((F - Ys) ** 2)) / ss if ss > 0
+                    else float("nan")}
+        return monitor
 
     def _set_fitted(self, fmap, coef, info, t0):
         if self.solver.lower() == "lasso":

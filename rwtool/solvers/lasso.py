@@ -424,8 +424,11 @@ def _record(info, j, sweeps, gap, tol_abs):
 def _report(progress, done_units, lam_i, coef, gap, done, info, one_d):
     """Progress between two Lasso solves; a cancel keeps the last lam solved for every column."""
     try:
-        progress.update(done_units, lam=float(lam_i),
-                        nnz=int(np.count_nonzero(np.any(coef != 0, axis=1))), gap=float(gap))
+        # the last solve of the path is always reported (with the iterate's metrics)
+        progress.update(done_units, force=done_units == progress.total, lam=float(lam_i),
+                        nnz=int(np.count_nonzero(np.any(coef != 0, axis=1))), gap=float(gap),
+                        **progress.model_metrics(lambda: coef,
+                                                 force=done_units == progress.total))
     except FitCancelled as exc:
         if done is None:
             raise

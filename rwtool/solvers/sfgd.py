@@ -220,7 +220,8 @@ def report_block(progress, t1, last_loss, reg, norm2, partial):
     try:
         progress.update(t1, loss=float(last_loss),
                         objective=float(last_loss + 0.5 * reg * norm2.mean()),
-                        norm=float(np.sqrt(norm2).max()))
+                        norm=float(np.sqrt(norm2).max()),
+                        **progress.model_metrics(lambda: partial()[0]))
     except FitCancelled as exc:
         coef, info = partial()
         raise FitCancelled(str(exc), partial_model=True,

@@ -1,0 +1,145 @@
+"""The export actions of the main window: save the model, the predictions, the runs table, a
+plot or the Python snippet of the selected run.
+
+A mixin of gui.main_window.MainWindow (it uses the window's run list, banner and dialogs), kept
+apart so that the window's own module stays about wiring. The file formats live in gui.export
+and gui.runs_table; nothing here fits or predicts.
+"""
+
+from __future__ import annotations
+
+from . import export
+from .methods import FAMILIES
+from .run_list import Run
+from .widgets import SnippetDialog
+
+__all__ = ["ExportActions"]
+
+MODEL_SUFFIX = ".rwm"
+
+
+class ExportActions:
+    def _need_run(self) -> Run | None:
+        run = self._selected_model_run()
+        if run is None:
+            self.show_error("Select a trained run first (Runs tab).")
+        return run
+
+    def save_model_dialog(self) -> None:
+        run = self._need_run()
+        if run is None:
+            return
+        path = self._ask_save("Save model", "rwtool models (*.rwm)", f"run{run.run_id}.rwm")
+        if path:
+            if not path.lower().endswith(MODEL_SUFFIX):
+                path += MODEL_SUFFIX
+            self.save_model(path, run)
+
+    def save_model(self, path: str, run: Run | None = None) -> bool:
+        run = run or self._need_run()
+        if run is None:
+            return False
+        try:
+            export.save_model(run, path, run.data.get("preprocessing"))
+        except (ValueError, TypeError, OSError) as exc:
+            self.show_error(f"Cannot save the model: {exc}")
+            return False
+        self.show_info(f"Saved {run.name} to {path}")
+        return True
+
+    def export_predictions_dialog(self) -> None:
+        run = self._need_run()
+        if run is None:
+            return
+        path = self._ask_save("Export predictions", "CSV files (*.csv)",
+                              f"run{run.run_id}-predictions.csv")
+        if path:
+            self.export_predictions(path, run)
+
+    def export_predictions(self, path: str, run: Run | None = None) -> bool:
+        run = run or self._need_run()
+        if run is None:
+            return False
+        cols = export.run_predictions(run, run.data.get("train_rows"),
+                                      run.data.get("test_rows"))
+        if not cols["set"]:
+            self.show_error(f"{run.name} has no predictions to export (a loaded model: use "
+                            f"File > Apply Model to CSV).")
+            return False
+        try:
+            export.write_predictions(path, cols)
+        except (ValueError, OSError) as exc:
+            self.show_error(f"Cannot write {path}: {exc}")
+            return False
+        self.show_info(f"Wrote {len(cols['set'])} predictions to {path}")
+        return True
+
+    def export_runs_dialog(self) -> None:
+        if not self.run_list.runs:
+            self.show_error("No runs to export yet.")
+            return
+        path = self._ask_save("Export the runs table", "CSV files (*.csv)", "runs.csv")
+        if path:
+            self.export_runs(path if path.lower().endswith(".csv") else path + ".csv")
+
+    def export_runs(self, path: str) -> bool:
+        try:
+            self.run_list.export_csv(path)
+        except (ValueError, OSError) as exc:
+            self.show_error(f"Cannot write {path}: {exc}")
+            return False
+        self.show_info(f"Wrote {len(self.run_list.runs)} runs to {path}")
+        return True
+
+    def visible_plot(self):
+        w = self.right_tabs.currentWidget()
+        if w is self.results_panel:
+            return self.results_panel.current_plot()
+        if w is self.training_panel.curves:
+            return self.training_panel.board.first_plot()
+        if w is self.run_list:
+            return self.run_list.compare_plot
+        return None
+
+    def export_plot_dialog(self) -> None:
+        plot = self.visible_plot()
+        if plot is None:
+            self.show_error("Show a plot first (Training, Results or Runs tab).")
+            return
+        name = (plot.plot_title or "plot").split("(")[0].strip().lower().replace(" ", "-")
+        path = self._ask_save("Export plot", "PNG image (*.png);;SVG vector image (*.svg)",
+                              f"{name}.png")
+        if path:
+            self.export_plot(path, plot)
+
+    def export_plot(self, path: str, plot=None) -> bool:
+        plot = plot or self.visible_plot()
+        if plot is None:
+            self.show_error("Show a plot first (Training, Results or Runs tab).")
+            return False
+        if not path.lower().endswith((".png", ".svg")):
+            path += ".png"
+        if callable(getattr(plot, "flush", None)):
+            plot.flush()    # a live plot's last points may still wait for its timer
+        try:
+            export.export_plot(plot, path)
+        except (ValueError, OSError, RuntimeError) as exc:
+            self.show_error(f"Cannot export the plot: {exc}")
+            return False
+        self.show_info(f"Saved the plot to {path}")
+        return True
+
+    def snippet(self, run: Run | None = None) -> str | None:
+        run = run or self._need_run()
+        if run is None:
+            return None
+        fam = next((f for f in FAMILIES if f.key == run.family), None)
+        return export.python_snippet(run, fam.module if fam else "rwtool")
+
+    def show_snippet(self) -> None:
+        text = self.snippet()
+        if text is None:
+            return
+        dlg = SnippetDialog(self, text)
+        dlg.open()
+

@@ -1,0 +1,175 @@
+"""How a run uses its rows: the plans the worker thread executes for a Train.
+
+A plan fits the configured estimator and returns what it learned besides the model:
+
+- :class:`Holdout` fits on the training rows; the held-out rows (the Data tab's test
+  fraction) are evaluated afterwards, as always.
+- :class:`KFold` first scores k clones of the estimator on a (stratified) k-fold split of the
+  training rows and reports each metric's mean and spread over the folds, then fits the model
+  that is shown and saved on every training row (a holdout fraction, if any, is still
+  evaluated on top).
+- :class:`Search` runs rwtool.tuning.RandomizedSearchCV with the papers' search space over the
+  training rows, then hands the best parameters to its inner plan (Holdout or KFold). The
+  k-fold figures of a searched model reuse the rows the search chose on, so they are optimistic;
+  the held-out rows, which the search never sees, give the honest figure.
+
+This is also where other sources of rows plug in (a file streamed in chunks through
+``partial_fit``, BKerNN at scale): a new plan implements ``fit`` and ``n_fits``; the worker,
+the progress events and the result panels stay as they are.
+
+Plans run on the worker thread; they must not touch widgets.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from rwtool.progress import ProgressEvent
+
+__all__ = ["Holdout", "KFold", "Search", "search_space"]
+
+
+def _clone(est):
+    return type(est)(**est.get_params())
+
+
+def _supports(fn, name: str) -> bool:
+    import inspect
+    try:
+        return name in inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return False
+
+
+def search_space(est):
+    """The papers' search space for ``est`` (rwtool.tuning.default_space), or raise ValueError
+    saying which methods have one."""
+    from rwtool.tuning import default_space
+    try:
+        return default_space(est)
+    except ValueError:
+        raise ValueError(f"rwtool has the papers' search spaces for the RKHS weightings and "
+                         f"the random kitchen sinks (seed 003 Table 14), not for "
+                         f"{type(est).__name__}") from None
+
+
+@dataclass
+class Holdout:
+    """Fit on the training rows (the held-out rows are evaluated by the worker)."""
+
+    name = "holdout"
+
+    def folds(self) -> int | None:
+        return None
+
+    def n_fits(self) -> int:
+        return 1
+
+    def describe(self) -> str:
+        return "holdout"
+
+    def fit(self, est, job, callback, weights=None) -> dict:
+        kwargs = {"callback": callback}
+        if job.X_test is not None and len(job.X_test) and _supports(est.fit, "eval_set"):
+            kwargs["eval_set"] = (job.X_test, job.y_test)
+        if weights is None:
+            est.fit(job.X_train, job.y_train, **kwargs)
+        else:
+            est.fit_weighted(job.X_train, job.y_train, weights, callback=callback)
+        return {}
+
+
+@dataclass
+class KFold:
+    """k-fold cross-validated metrics (mean and spread), then the fit on every training row."""
+
+    k: int = 5
+    random_state: int | None = 0
+    name = "k-fold"
+
+    def folds(self) -> int | None:
+        return self.k
+
+    def n_fits(self) -> int:
+        return self.k + 1
+
+    def describe(self) -> str:
+        return f"{self.k}-fold cross-validation"
+
+    def fit(self, est, job, callback, weights=None) -> dict:
+        from rwtool.tuning import kfold_indices
+
+        from .evaluate import evaluate
+        X, y = job.X_train, np.asarray(job.y_train)
+        folds = kfold_indices(y, int(self.k), job.task != "regression", self.random_state)
+        per_fold: list[dict] = []
+        t0 = time.perf_counter()
+        for i, (tr, va) in enumerate(folds):
+            fold = _clone(est)
+            if weights is None:
+                fold.fit(X[tr], y[tr], callback=callback)
+            else:
+                fold.fit_weighted(X[tr], y[tr], weights[tr], callback=callback)
+            m = evaluate(fold, X[tr], y[tr], X[va], y[va], task=job.task, plots=False,
+                         set_names=("fold-train", "fold"))["metrics"]
+            per_fold.append({k[len("fold "):]: v for k, v in m.items()
+                             if k.startswith("fold ") and isinstance(v, (int, float))})
+            if callback is not None:
+                score = per_fold[-1].get("error", per_fold[-1].get("R^2", np.nan))
+                name = "fold_error" if "error" in per_fold[-1] else "fold_r2"
+                if callback(ProgressEvent("cross-validation", i + 1, len(folds),
+                                          {name: float(score)}, time.perf_counter() - t0)):
+                    from rwtool.progress import FitCancelled
+                    raise FitCancelled("cancelled during cross-validation")
+        metrics = {}
+        keys = [k for k in per_fold[0] if all(k in f for f in per_fold)]
+        for k in keys:
+            vals = np.array([f[k] for f in per_fold], float)
+            metrics[f"cv {k}"] = float(vals.mean())
+            metrics[f"cv {k} (std over {len(folds)} folds)"] = float(vals.std(ddof=1))
+        Holdout().fit(est, job, callback, weights)
+        return {"metrics": metrics, "cv": {"k": len(folds), "folds": per_fold}}
+
+
+@dataclass
+class Search:
+    """Randomized search (papers' space) on the training rows, then ``then`` at the best."""
+
+    n_iter: int = 20
+    cv: int = 3
+    random_state: int | None = 0
+    then: object = field(default_factory=Holdout)
+    name = "search"
+
+    def folds(self) -> int | None:
+        inner = self.then.folds()
+        return max(self.cv, inner) if inner else self.cv
+
+    def n_fits(self) -> int:
+        return self.n_iter * self.cv + self.then.n_fits()
+
+    def describe(self) -> str:
+        return (f"randomized search ({self.n_iter} candidates, {self.cv}-fold), then "
+                f"{self.then.describe()}")
+
+    def fit(self, est, job, callback, weights=None) -> dict:
+        from rwtool.tuning import RandomizedSearchCV
+        if weights is not None:
+            raise ValueError("the randomized search does not take class weights yet: untick "
+                             "Balance the classes, or train without the search")
+        search = RandomizedSearchCV(_clone(est), space=search_space(est), n_iter=int(self.n_iter),
+                                    cv=int(self.cv), refit=False,
+                                    random_state=self.random_state)
+        search.fit(job.X_train, job.y_train, callback=callback)
+        best = dict(search.best_params_)
+        est.set_params(**best)
+        out = self.then.fit(est, job, callback, weights)
+        out.setdefault("metrics", {})
+        out["metrics"]["search: best cv score"] = float(search.best_score_)
+        out["search"] = {"best_params": best, "best_score": float(search.best_score_),
+                         "table": search.results_table(), "n_iter": int(self.n_iter),
+                         "cv": int(self.cv)}
+        return out

@@ -1,0 +1,85 @@
+"""The runs as a table: one row per run with its data set, task, every parameter and its
+headline numbers, for the Runs tab (sortable) and for its CSV export.
+
+Numbers stay numbers (the table sorts them as numbers, the CSV writes them with full
+precision); a run without a value has an empty cell.
+
+This module turns runs into rows; it must not build widgets or fit anything.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import os
+
+from rwtool.persist import atomic_writer
+
+__all__ = ["SUMMARY_COLUMNS", "run_row", "runs_rows", "write_runs_csv", "pick_metric"]
+
+#: the fixed columns, before one column per parameter
+SUMMARY_COLUMNS = ("run", "dataset", "target", "task", "method", "estimator", "status",
+                   "error / MSE", "AUC / R^2", "baseline", "features used", "fit time (s)",
+                   "evaluation")
+
+
+def pick_metric(metrics: dict, *names: str):
+    """The first of ``names`` present in ``metrics``, as (key, value), preferring test rows,
+    then cross-validated means, then training rows."""
+    for prefix in ("test ", "cv mean ", "train "):
+        for n in names:
+            if prefix + n in metrics:
+                return prefix + n, metrics[prefix + n]
+    return None, None
+
+
+def run_row(run) -> dict:
+    res = run.result or {}
+    m = res.get("metrics", {})
+    task = res.get("task") or run.data.get("task_encoded") or run.data.get("task", "")
+    reg = task == "regression"
+    _, err = pick_metric(m, "MSE" if reg else "error")
+    _, score = pick_metric(m, "R^2" if reg else "AUC")
+    base = next((v for k, v in m.items() if k.startswith("baseline")), None)
+    path = run.data.get("path") or ""
+    row = {"run": run.run_id, "dataset": os.path.basename(path), "target":
+           run.data.get("target") or "", "task": task, "method": run.title,
+           "estimator": run.class_name, "status": run.status, "error / MSE": err,
+           "AUC / R^2": score, "baseline": base, "features used": m.get("features used"),
+           "fit time (s)": m.get("fit time (s)"),
+           "evaluation": run.data.get("evaluation", "holdout")}
+    for k, v in run.params.items():
+        row[f"param {k}"] = v
+    return row
+
+
+def runs_rows(runs) -> tuple[list[str], list[dict]]:
+    """(columns, rows) of ``runs``: the summary columns, then every parameter any run has."""
+    rows = [run_row(r) for r in runs]
+    params = []
+    for r in rows:
+        for k in r:
+            if k.startswith("param ") and k not in params:
+                params.append(k)
+    return list(SUMMARY_COLUMNS) + params, rows
+
+
+def _cell(v) -> str:
+    if v is None:
+        return ""
+    if isinstance(v, float):
+        return repr(v)
+    return str(v)
+
+
+def write_runs_csv(path: str, runs) -> str:
+    """Write the runs table to ``path`` as CSV (atomically)."""
+    cols, rows = runs_rows(runs)
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(cols)
+    for r in rows:
+        w.writerow([_cell(r.get(c)) for c in cols])
+    with atomic_writer(path, "w", encoding="utf-8", newline="") as fh:
+        fh.write(buf.getvalue())
+    return path

@@ -1,0 +1,245 @@
+"""What a Weka, Orange or scikit-learn user expects of the app (issue 15): honest evaluation,
+k-fold, class weights, tuning, the runs table, reproducibility and the estimate before a fit.
+
+Oracles: scikit-learn's metrics, rwtool's API called directly with the same folds, seeds and
+weights, weighted least squares against the same fit on repeated rows, the CSV read back.
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+
+import numpy as np
+import pytest
+
+pytest.importorskip("pytestqt")
+
+from tests.test_gui import (TIMEOUT, choose, load, moons_csv, regression_csv,  # noqa: E402,F401
+                            train, window, write_csv)
+
+
+def _imbalanced_csv(path, n=300, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, 3))
+    y = np.where(X[:, 0] + 0.5 * rng.standard_normal(n) > 1.0, "rare", "common")
+    return write_csv(path, ["a", "b", "c", "label"],
+                     [[f"{a:.5f}", f"{b:.5f}", f"{c:.5f}", v] for (a, b, c), v in zip(X, y)])
+
+
+def _run_snippet(code, tmp_path):
+    ns = {}
+    cwd = os.getcwd()
+    os.chdir(tmp_path)
+    try:
+        exec(compile(code, "snippet.py", "exec"), ns)
+    finally:
+        os.chdir(cwd)
+    return ns
+
+
+# ------------------------------------------------------------------ honest evaluation
+
+def test_class_report_matches_scikit_learn():
+    from sklearn.metrics import (balanced_accuracy_score, cohen_kappa_score,
+                                 precision_recall_fscore_support)
+
+    from gui.evaluate import class_report
+    rng = np.random.default_rng(3)
+    classes = ["a", "b", "c", "d"]
+    y = rng.choice(classes, 200, p=[0.5, 0.3, 0.15, 0.05])
+    pred = np.where(rng.random(200) < 0.7, y, rng.choice(classes[:3], 200))
+    rep = class_report(y, pred, classes)
+    p, r, f, s = precision_recall_fscore_support(y, pred, labels=classes, zero_division=0)
+    np.testing.assert_allclose(rep["precision"], p)
+    np.testing.assert_allclose(rep["recall"], r)
+    np.testing.assert_allclose(rep["f1"], f)
+    np.testing.assert_array_equal(rep["support"], s)
+    assert rep["balanced_accuracy"] == pytest.approx(balanced_accuracy_score(y, pred))
+    assert rep["kappa"] == pytest.approx(cohen_kappa_score(y, pred))
+
+
+def test_baseline_and_per_class_shown(qtbot, window, tmp_path):
+    load(qtbot, window, _imbalanced_csv(tmp_path / "imb.csv"))
+    choose(window, "rw", n_features=40)
+    run = train(qtbot, window)
+    m = run.result["metrics"]
+    tr, te = window.data_info["train"], window.data_info["test"]
+    values, counts = np.unique(tr.y, return_counts=True)
+    majority = values[np.argmax(counts)]
+    assert m["baseline test error (majority class)"] == pytest.approx(np.mean(te.y != majority))
+    assert "test balanced accuracy" in m and "test Cohen's kappa" in m
+    view = window.results_panel.metrics_view
+    assert view.class_table.isVisibleTo(view) and view.class_table.rowCount() == 2
+    assert {view.class_table.item(i, 0).text() for i in range(2)} == {"common", "rare"}
+
+
+# ------------------------------------------------------------------ k-fold
+
+def test_kfold_metrics_match_the_api_and_the_snippet(qtbot, window, tmp_path):
+    load(qtbot, window, moons_csv(tmp_path / "m.csv"))
+    window.eval_panel.set_kfold(4)
+    choose(window, "rks", n_features=50)
+    run = train(qtbot, window)
+    assert run.status == "done", run.note
+    m = run.result["metrics"]
+    from rwtool import RKSClassifier
+    from rwtool.tuning import kfold_indices
+    tr = window.data_info["train"]
+    folds = kfold_indices(tr.y, 4, True, window.data_panel.options()["random_state"])
+    errs = [np.mean(RKSClassifier(**run.params).fit(tr.X[a], tr.y[a]).predict(tr.X[b])
+                    != tr.y[b]) for a, b in folds]
+    assert m["cv error"] == pytest.approx(np.mean(errs), abs=0, rel=1e-15)
+    assert m["cv error (std over 4 folds)"] == pytest.approx(np.std(errs, ddof=1))
+    assert run.result["cv"]["k"] == 4
+    # the snippet prints the same numbers, exactly
+    ns = _run_snippet(window.snippet(run), tmp_path)
+    for key, value in ns["metrics"].items():
+        assert m[key] == value, key
+
+
+# ------------------------------------------------------------------ reproducible by default
+
+def test_default_seed_reproduces_and_snippet_gives_the_same_numbers(qtbot, window, tmp_path):
+    load(qtbot, window, regression_csv(tmp_path / "r.csv"))
+    choose(window, "rw", n_features=60)          # random_state untouched: 0 in the form
+    a = train(qtbot, window)
+    b = train(qtbot, window)
+    assert a.params["random_state"] == 0
+    assert a.result["metrics"]["test MSE"] == b.result["metrics"]["test MSE"]
+    ns = _run_snippet(window.snippet(a), tmp_path)
+    assert set(ns["metrics"]) >= {"train MSE", "test MSE", "train R^2", "test R^2"}
+    for key, value in ns["metrics"].items():
+        assert a.result["metrics"][key] == value, key
+    # clearing the field asks for a fresh draw
+    window.method_panel.field_widget("random_state").setText("")
+    c = train(qtbot, window)
+    assert c.params["random_state"] is None
+
+
+# ------------------------------------------------------------------ class weights
+
+def test_weighted_least_squares_equals_repeated_rows():
+    from rwtool import RKSClassifier, RWRegressor
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((150, 3))
+    y = X[:, 0] + X[:, 1] ** 2
+    w = rng.integers(0, 4, 150)
+    rep = np.repeat(np.arange(150), w)
+    for cls, yy, kw in ((RWRegressor, y, {"eps": 0.0}), (RKSClassifier, (y > 1).astype(int), {})):
+        a = cls(n_features=40, reg=1e-3, standardize=False, random_state=0, **kw)
+        b = cls(n_features=40, reg=1e-3, standardize=False, random_state=0, **kw)
+        a.fit_weighted(X, yy, w)
+        b.fit(X[rep], yy[rep])
+        np.testing.assert_allclose(a.coef_, b.coef_, rtol=1e-9, atol=1e-12)
+    with pytest.raises(ValueError, match="least-squares"):
+        RWRegressor(solver="osd", reg=1e-3).fit_weighted(X, y, w)
+    with pytest.raises(ValueError, match="auto"):
+        RWRegressor(reg="auto").fit_weighted(X, y, w)
+
+
+def test_balanced_class_weights_in_the_app(qtbot, window, tmp_path):
+    load(qtbot, window, _imbalanced_csv(tmp_path / "imb.csv"))
+    choose(window, "rw", n_features=40, reg="1e-4")
+    ep = window.eval_panel
+    assert ep.balance.isEnabled()
+    ep.balance.setChecked(True)
+    run = train(qtbot, window)
+    tr = window.data_info["train"]
+    from rwtool import RWClassifier
+
+    from gui.evaluation_panel import balanced_weights
+    w = balanced_weights(tr.y)
+    assert w[tr.y == "rare"][0] > w[tr.y == "common"][0]
+    ref = RWClassifier(**run.params).fit_weighted(tr.X, tr.y, w)
+    np.testing.assert_allclose(run.result["estimator"].coef_, ref.coef_)
+    ns = _run_snippet(window.snippet(run), tmp_path)
+    np.testing.assert_allclose(ns["model"].coef_, ref.coef_)
+    # a solver without weights: the form says so and the box is off
+    choose(window, "rw", solver="osd")
+    assert not ep.balance.isEnabled() and "weights" in ep.weight_note.text()
+
+
+# ------------------------------------------------------------------ tuning
+
+def test_randomized_search_from_the_form(qtbot, window, tmp_path):
+    load(qtbot, window, moons_csv(tmp_path / "m.csv"))
+    choose(window, "rw", n_features=40)
+    ep = window.eval_panel
+    assert ep.tune.isEnabled()
+    ep.set_tuning(True, n_iter=5, cv=3)
+    events = []
+    window.worker.progress.connect(lambda rid, ev: events.append(ev))
+    run = train(qtbot, window)
+    assert run.status == "done", run.note
+    s = run.result["search"]
+    from rwtool import RWClassifier
+    from rwtool.tuning import RandomizedSearchCV, default_space
+    tr = window.data_info["train"]
+    tmpl = RWClassifier(**dict(run.params, **{k: v for k, v in
+                                              window.method_panel.params().items()
+                                              if k not in s["best_params"]}))
+    ref = RandomizedSearchCV(tmpl, default_space(tmpl), n_iter=5, cv=3, refit=False,
+                             random_state=window.data_panel.options()["random_state"])
+    ref.fit(tr.X, tr.y)
+    assert s["best_params"] == ref.best_params_
+    assert s["best_score"] == pytest.approx(ref.best_score_)
+    # live progress per candidate, and the best parameters are now in the form
+    assert any(ev["stage"] == "search" and "best_score" in ev["metrics"] for ev in events)
+    params = window.method_panel.params()
+    for k, v in s["best_params"].items():
+        assert params[k] == pytest.approx(v, rel=1e-5)
+    assert run.params["sigma"] == s["best_params"]["sigma"]
+    # methods without the papers' space: the form says so
+    choose(window, "greedy")
+    assert not ep.tune.isEnabled() and "search spaces" in ep.tune_note.text()
+
+
+# ------------------------------------------------------------------ runs table
+
+def test_runs_table_sort_and_export(qtbot, window, tmp_path):
+    load(qtbot, window, moons_csv(tmp_path / "moons.csv"))
+    choose(window, "rw", n_features=20)
+    a = train(qtbot, window)
+    choose(window, "rw", n_features=120)
+    b = train(qtbot, window)
+    rl = window.run_list
+    col = rl.COLUMNS.index("Features used")
+    from PySide6.QtCore import Qt
+    rl.table.sortByColumn(col, Qt.DescendingOrder)
+    used = [r.result["metrics"]["features used"] for r in rl.rows()]
+    assert used == sorted(used, reverse=True)
+    out = str(tmp_path / "runs.csv")
+    assert window.export_runs(out)
+    with open(out, newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    assert len(rows) == 2
+    by_id = {int(r["run"]): r for r in rows}
+    for run in (a, b):
+        r = by_id[run.run_id]
+        assert r["dataset"] == "moons.csv" and r["task"] == "binary"
+        assert float(r["error / MSE"]) == run.result["metrics"]["test error"]
+        assert float(r["AUC / R^2"]) == run.result["metrics"]["test AUC"]
+        assert int(r["param n_features"]) == run.params["n_features"]
+        assert float(r["fit time (s)"]) == run.result["metrics"]["fit time (s)"]
+        assert all(f"param {k}" in r for k in run.params)
+
+
+# ------------------------------------------------------------------ estimate before a long fit
+
+def test_long_fit_is_confirmed_with_its_estimate(qtbot, window, tmp_path, monkeypatch):
+    import gui.preflight
+    from rwtool.resources import FitEstimate
+    load(qtbot, window, moons_csv(tmp_path / "m.csv"))
+    choose(window, "rw", n_features=30)
+    monkeypatch.setattr(gui.preflight, "estimate_fit",
+                        lambda est, n, d, k=1: FitEstimate(50 << 20, 900.0, "test"))
+    asked = []
+    window.ask = lambda title, text: asked.append(text) or False
+    n = len(window.run_list.runs)
+    window.train()
+    assert asked and "15 min" in asked[-1] and "50.0 MiB" in asked[-1]
+    assert len(window.run_list.runs) == n                  # refused: nothing started
+    window.ask = lambda title, text: True
+    run = train(qtbot, window)
+    assert run.status == "done"
