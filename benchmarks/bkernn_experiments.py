@@ -261,9 +261,14 @@ PAPER_EXP1 = {1: (10.37, 24.03), 5: (0.486, 16.65), 20: (0.0945, 10.68), 50: (0.
 
 # ----------------------------------------------------------------------------- experiments
 
+#: kernel_solver of every BKerNN fit here ("auto", "dense" or "cg"; --kernel-solver)
+KERNEL_SOLVER = "auto"
+
+
 def _bkernn(X, y, lam, m, penalty, n_iter, step=500.0, seed=0):
     return BKerNNRegressor(penalty=penalty, reg=lam, n_particles=m, s=1.0, step_size=step,
-                           max_iter=n_iter, standardize=False, random_state=seed).fit(X, y)
+                           max_iter=n_iter, standardize=False, kernel_solver=KERNEL_SOLVER,
+                           random_state=seed).fit(X, y)
 
 
 def run_exp5_point(n, d, seed):
@@ -510,7 +515,11 @@ def main(argv=None):
     ap.add_argument("--reps", type=int, default=None,
                     help="repetitions (Exp. 5: 10, Exp. 3: 20 in the paper)")
     ap.add_argument("--out", default=None, help="append the markdown tables to this file")
+    ap.add_argument("--kernel-solver", choices=["auto", "dense", "cg"], default="auto",
+                    help="how every BKerNN fit solves its kernel ridge steps")
     args = ap.parse_args(argv)
+    global KERNEL_SOLVER
+    KERNEL_SOLVER = args.kernel_solver
     todo = ["exp1", "exp2", "exp3", "exp4", "exp5"] if args.experiment == "all" else \
         [args.experiment]
     texts = []

@@ -21,6 +21,7 @@ import numpy as np
 from ._base import (BaseEstimator, ClassifierMixin, RegressorMixin, Standardizer, check_array,
                     check_choice, check_is_fitted, check_random_state, check_scalar, check_X_y,
                     encode_classes)
+from .bkernn_cg import block_count
 from .bkernn_core import (CG_TOL, KERNEL_SOLVERS, PENALTIES, choose_kernel_solver,
                           feature_learning_score, fit_particles, ridge_decision, ridge_tables)
 from .errors import NumericalError, check_finite_result
@@ -234,9 +235,14 @@ class _BKerNN(BaseEstimator):
                 detail=(f"the n x n kernel and its Cholesky factor ({dense / 2**30:.1f} GiB at "
                         f"n = {n}) dominate; use kernel_solver='cg' (or 'auto'), whose memory "
                         f"grows linearly in n"))
+        # CG vectors and product accumulators (14 n q); the block preconditioner: block
+        # indices (2 m n), pairwise block counts and their cumulative copies (4 x 8 m^2 B^2),
+        # its Gram matrix and Cholesky factor (2 x 8 (m B)^2)
+        B = block_count(n)
+        total = linear + 8 * n * q * 14 + 2 * m * n + 32 * (m * B) ** 2 + 16 * (m * B) ** 2
         return FitEstimate(
-            peak_bytes=linear + 8 * n * q * 14, seconds=None,
-            detail=(f"O(n (d + m q)) arrays ({(linear + 8 * n * q * 14) / 2**20:.0f} MiB at "
+            peak_bytes=total, seconds=None,
+            detail=(f"O(n (d + m q)) arrays ({total / 2**20:.0f} MiB at "
                     f"n = {n}): the projections, their sort orders and the prediction tables "
                     f"(m = {m} particles, q = {q} outputs); fit on fewer rows or particles"))
 

@@ -66,10 +66,20 @@ class SortedProjections:
 
     __slots__ = ("order", "values")
 
-    def __init__(self, PT: np.ndarray):
-        # numpy's unstable argsort: 3x faster here than numba's stable one on 128k rows
-        self.order = np.argsort(PT, axis=1)
-        self.values = np.take_along_axis(PT, self.order, axis=1)
+    def __init__(self, PT: np.ndarray, tick=None):
+        m, n = PT.shape
+        self.order = np.empty((m, n), dtype=np.int64)
+        self.values = np.empty((m, n))
+        # in slices of particles with a progress tick between them (a sort of 50 x 100k rows
+        # takes seconds on a loaded machine); numpy's unstable argsort is 3x faster here than
+        # numba's stable one
+        step = max(1, (1 << 20) // max(n, 1))
+        for a in range(0, m, step):
+            b = min(m, a + step)
+            self.order[a:b] = np.argsort(PT[a:b], axis=1)
+            self.values[a:b] = np.take_along_axis(PT[a:b], self.order[a:b], axis=1)
+            if tick is not None:
+                tick(0)
         # |p_i - p_i'| is shift invariant: centring keeps the prefix-sum form free of
         # cancellation when the projections sit far from 0
         self.values -= PT.mean(axis=1, keepdims=True)
@@ -209,7 +219,7 @@ class BlockPreconditioner:
     O(m^2 n + (m B)^3) and uses no random numbers.
     """
 
-    def __init__(self, sp: SortedProjections, shift: float, blocks: int = 16):
+    def __init__(self, sp: SortedProjections, shift: float, blocks: int = 16, tick=None):
         m, n = sp.shape
         B = int(max(2, min(blocks, n)))
         self.B, self.shift, self.n = B, float(shift), n
@@ -224,8 +234,12 @@ class BlockPreconditioner:
         self.tail = (n - starts[1:]) / n                     # mean of the step 1{block >= b}
         # N[j, j', b, b'] = #{beta_j >= b, beta_j' >= b'} from pairwise block counts
         H = np.zeros((m, m, B, B), dtype=np.int64)
+        if tick is not None:
+            tick(0)
         with _threads_for(m * m * n / 2):
             _pair_counts(self.beta, B, H)
+        if tick is not None:
+            tick(0)
         N = H[:, :, ::-1, ::-1].cumsum(axis=2).cumsum(axis=3)[:, :, ::-1, ::-1][:, :, 1:, 1:]
         N = N + np.transpose(N, (1, 0, 3, 2))
         idx = np.arange(B - 1)
@@ -237,6 +251,8 @@ class BlockPreconditioner:
         M = m * (B - 1)
         C = C.transpose(0, 2, 1, 3).reshape(M, M)
         C[np.diag_indices(M)] += self.shift
+        if tick is not None:
+            tick(0)
         self.L = np.linalg.cholesky(C)
 
     def _Ft(self, V):

@@ -419,13 +419,13 @@ class _CGSolver:
 
     def __call__(self, PT, Yc, lam, warm, tick):
         t0 = time.perf_counter()
-        sp = SortedProjections(PT)
+        sp = SortedProjections(PT, tick)
         _add_time(self.timings, "sort", t0)
         shift = PT.shape[1] * lam
         precond = None
         if self.blocks > 0:
             t0 = time.perf_counter()
-            precond = BlockPreconditioner(sp, shift, self.blocks)
+            precond = BlockPreconditioner(sp, shift, self.blocks, tick)
             _add_time(self.timings, "preconditioner", t0)
         t0 = time.perf_counter()
         alpha, R, its = cg_ridge(sp, Yc, shift, warm, self.tol, self.max_iter, precond, tick)
@@ -556,6 +556,7 @@ def fit_particles(X, Yc, W0, lam, penalty, s=1.0, step_size=500.0, max_iter=20,
         else:
             grad = grad_fn(X, cur.PT, cur.alpha, lam)
         _add_time(timings, "gradient", t0)
+        tick(0)
         if not np.all(np.isfinite(grad)):
             raise NumericalError("the particle gradient is not finite", solver="bkernn",
                                  iteration=it, fix="standardise the inputs (standardize=True)")
