@@ -25,6 +25,8 @@ from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QDoubleSpinBox, QFo
 import rwtool
 from rwtool import data as rwdata
 
+from .read_options import KEYS as READ_KEYS
+from .read_options import ReadOptions
 from .worker import run_in_background
 
 __all__ = ["DataPanel", "PreviewTable", "MISSING_LABELS", "samples_dir", "list_samples"]
@@ -140,10 +142,12 @@ class DataPanel(QWidget):
 
     DEBOUNCE_MS = 250
 
-    def __init__(self, parent=None):
+    def __init__(self, parent=None, settings=None):
         super().__init__(parent)
         self.preview = None
         self.path: str | None = None
+        self.read: dict = {}                # reading options of the file shown (overrides)
+        self.read_box = ReadOptions(settings)
         self.train = self.test = None
         self._generation = 0
         self._loading = False
@@ -217,6 +221,7 @@ class DataPanel(QWidget):
         lay = QVBoxLayout(self)
         lay.addLayout(top)
         lay.addLayout(form)
+        lay.addWidget(self.read_box)
         lay.addLayout(sel)
         lay.addWidget(self.columns_table, 1)
         lay.addWidget(self.status_label)
@@ -233,6 +238,7 @@ class DataPanel(QWidget):
         self.columns_table.itemChanged.connect(self._options_changed)
         self.all_button.clicked.connect(lambda: self._check_all(True))
         self.none_button.clicked.connect(lambda: self._check_all(False))
+        self.read_box.apply_requested.connect(self._reread)
         self._set_enabled(False)
 
     # -- opening -------------------------------------------------------------------------
@@ -241,9 +247,14 @@ class DataPanel(QWidget):
                   self.seed_spin, self.columns_table, self.all_button, self.none_button):
             w.setEnabled(on)
 
-    def open_path(self, path: str, target: str | None = None, options: dict | None = None):
-        """Preview ``path`` in the background; on success it replaces the current file."""
+    def open_path(self, path: str, target: str | None = None, options: dict | None = None,
+                  read: dict | None = None):
+        """Preview ``path`` in the background; on success it replaces the current file.
+
+        ``read``: reading options (header, delimiter, decimal, encoding, names) for
+        rwtool.data.preview_csv/read_csv; None uses the ones remembered for this file."""
         path = os.fspath(path)
+        read = self.read_box.remembered(path) if read is None else dict(read)
         self._loading = True
         self.busy.emit(True)
         self.status_label.setText(f"Reading {os.path.basename(path)}…")
@@ -259,6 +270,9 @@ class DataPanel(QWidget):
                 self.error.emit("open", {"message": str(err), "kind": "HeaderOnlyError",
                                          "details": "", "file": path})
                 return
+            self.read = read
+            self.read_box.set_values(read)
+            self.read_box.show_file(path, preview.dialect, preview.names)
             self._install(preview, target, options or {})
 
         def failed(err):
@@ -266,7 +280,14 @@ class DataPanel(QWidget):
             self.busy.emit(False)
             self._restore_status()
             self.error.emit("open", dict(err, file=path))
-        run_in_background(rwdata.preview_csv, path, on_done=done, on_error=failed)
+        run_in_background(rwdata.preview_csv, path, on_done=done, on_error=failed, **read)
+
+    def _reread(self, values: dict) -> None:
+        """Read the file again with the user's reading options, and remember them for it."""
+        if self.path is None:
+            return
+        self.read_box.remember(self.path, values)
+        self.open_path(self.path, self.target(), None, values)
 
     def _restore_status(self) -> None:
         if self.train is not None:
@@ -408,7 +429,7 @@ class DataPanel(QWidget):
                 "missing": self.missing_combo.currentData(),
                 "task": self.task_combo.currentData() or "auto",
                 "test_size": float(self.test_spin.value()),
-                "random_state": int(self.seed_spin.value())}
+                "random_state": int(self.seed_spin.value()), **self.read}
 
     def _target_changed(self) -> None:
         if self._filling or self.preview is None:
@@ -450,7 +471,8 @@ class DataPanel(QWidget):
         self.busy.emit(True)
 
         def read():
-            kw = dict(features=opts["features"], missing=opts["missing"], task=opts["task"])
+            kw = dict(features=opts["features"], missing=opts["missing"], task=opts["task"],
+                      **{k: opts[k] for k in READ_KEYS if k in opts})
             if opts["test_size"] > 0:
                 return rwdata.train_test_csv(path, opts["target"], test_size=opts["test_size"],
                                              random_state=opts["random_state"], **kw)

@@ -25,7 +25,7 @@ __all__ = ["save_model", "write_predictions", "python_snippet", "export_plot",
            "numeric_metrics", "READ_OPTIONS"]
 
 #: reading options of rwtool.data.read_csv the app records when the user overrides them
-READ_OPTIONS = ("encoding", "delimiter", "decimal", "header")
+READ_OPTIONS = ("encoding", "delimiter", "decimal", "header", "names")
 
 
 def numeric_metrics(metrics: dict) -> dict:

@@ -66,7 +66,7 @@ class MainWindow(ExportActions, QMainWindow):
         self.data_info: dict | None = None
 
         self.banner = Banner()
-        self.data_panel = DataPanel()
+        self.data_panel = DataPanel(settings=self.settings)
         self.method_panel = MethodPanel()
         self.eval_panel = EvaluationPanel()
         self.training_panel = TrainingPanel()

@@ -243,3 +243,46 @@ def test_long_fit_is_confirmed_with_its_estimate(qtbot, window, tmp_path, monkey
     window.ask = lambda title, text: True
     run = train(qtbot, window)
     assert run.status == "done"
+
+
+# ------------------------------------------------------------------ loading control
+
+def test_reading_options_override_rename_and_remember(qtbot, window, tmp_path):
+    # a header-less ';' file with decimal commas: detection guesses, the user decides
+    rng = np.random.default_rng(0)
+    rows = [[f"{a:.3f}".replace(".", ","), f"{b:.3f}".replace(".", ","), str(int(a + b > 0))]
+            for a, b in rng.standard_normal((120, 2))]
+    path = tmp_path / "raw.data"
+    path.write_text("\n".join(";".join(r) for r in rows) + "\n", encoding="latin-1")
+    load(qtbot, window, str(path))
+    box = window.data_panel.read_box
+    box.toggle.setChecked(True)
+    box.set_values({"header": False, "delimiter": ";", "decimal": ",", "encoding": "latin-1",
+                    "names": ["width", "height", "label"]})
+    box.apply_button.click()
+    qtbot.waitUntil(lambda: window.data_info is not None
+                    and window.data_panel.preview.names == ["width", "height", "label"],
+                    timeout=TIMEOUT)
+    qtbot.waitUntil(lambda: window.data_info is not None
+                    and window.data_info["options"].get("names") is not None, timeout=TIMEOUT)
+    tr = window.data_info["train"]
+    assert tr.n_samples + window.data_info["test"].n_samples == 120     # no row lost as header
+    from rwtool.data import read_csv
+    ref = read_csv(str(path), "label", header=False, delimiter=";", decimal=",",
+                   encoding="latin-1", names=["width", "height", "label"])
+    assert sorted(ref.X[:, 0].tolist()) == sorted(
+        np.concatenate([tr.X[:, 0], window.data_info["test"].X[:, 0]]).tolist())
+    # the run records the options, and its snippet reads the file the same way
+    choose(window, "rw", n_features=20)
+    run = train(qtbot, window)
+    ns = _run_snippet(window.snippet(run), tmp_path)
+    assert ns["metrics"]["test error"] == run.result["metrics"]["test error"]
+    # remembered for this file: opening it again reads it the same way
+    window.open_path(str(moons_csv(tmp_path / "other.csv")))
+    qtbot.waitUntil(lambda: window.data_info is not None
+                    and window.data_info["path"].endswith("other.csv"), timeout=TIMEOUT)
+    assert box.values() == {}
+    load(qtbot, window, str(path))
+    qtbot.waitUntil(lambda: window.data_panel.preview.names == ["width", "height", "label"],
+                    timeout=TIMEOUT)
+    assert box.values()["delimiter"] == ";"
