@@ -80,7 +80,7 @@ def make_bases(directory) -> list[str]:
                                   reg=1e-2, random_state=0), y2),
         ("rw_mc", RWClassifier(instantiation="mc:cauchy:gaussian:relu", n_features=5,
                                random_state=0), y2),
-        ("rw_mc_stumps", RWRegressor(instantiation="mc:stumps:indicator-gaussian:stump",
+        ("rw_mc_stumps", RWRegressor(instantiation="mc:stumps:indicator-gaussian:stump:400",
                                      n_features=5, gamma=10.0, random_state=0), yr),
         ("rks_fourier", RKSClassifier(base="fourier", n_features=5, random_state=0), y2),
         ("rks_relu", RKSRegressor(base="relu", n_features=5, random_state=0), yr),

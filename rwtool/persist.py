@@ -241,18 +241,28 @@ def _taylor_check(fmap) -> None:
                              f"parameters define")
 
 
-def _montecarlo_check(fmap) -> None:
-    """Centres and draws fit the base predictor (a stump's index is read unchecked)."""
+def _draws_check(fmap) -> None:
+    """Shared Monte Carlo draws fit the base predictor: a stump's column index is read
+    unchecked by the kernel (the map itself checks its centres, and that draws and centres
+    have the same width)."""
     from .features import montecarlo as mc
-    base, kernel = mc._lookup("base", fmap.base), mc._lookup("kernel", fmap.kernel)
-    for D in (fmap.W_, fmap.mc_.draws_):
-        mc._check_layout(base, kernel, D, fmap.n_features_in_, fmap.label)
+    from .features import rkhs
+    draws = getattr(getattr(fmap, "mc_", None), "draws_", None)
+    if draws is None:
+        return
+    if isinstance(fmap, mc.MonteCarloRKHS):
+        base, kernel = mc._lookup("base", fmap.base), mc._lookup("kernel", fmap.kernel)
+    elif isinstance(fmap, rkhs.RWStumps):
+        base, kernel = "stump", "indicator-gaussian"
+    else:
+        return
+    mc._check_layout(base, kernel, draws, fmap.n_features_in_, type(fmap).__name__)
 
 
 def _register_default_checks() -> None:
-    from .features import fourier, kitchen, montecarlo, rkhs, taylor
+    from .features import fourier, kitchen, rkhs, taylor
     _CHECKS.setdefault(taylor.TaylorMultiKernelFeatures, []).append(_taylor_check)
-    _CHECKS.setdefault(montecarlo.MonteCarloRKHS, []).append(_montecarlo_check)
+    _CHECKS.setdefault(rkhs.RKHSWeighting, []).append(_draws_check)
     for mod in (rkhs, kitchen, fourier):
         for _, cls in inspect.getmembers(mod, inspect.isclass):
             if cls.__module__ == mod.__name__ and _qualname(cls) in _REGISTRY:

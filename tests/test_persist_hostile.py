@@ -297,3 +297,24 @@ def test_taylor_dictionary_must_be_the_one_its_parameters_define(tmp_path):
     np.save(buf, vars_, allow_pickle=False)
     parts[f"arrays/{key}.npy"] = buf.getvalue()
     refused(rebuild(tmp_path / "t.rwm", parts, doc), "vars_")
+
+
+@pytest.mark.parametrize("which", ["W_", "draws_"])
+def test_monte_carlo_stump_indices_checked(tmp_path, which):
+    """The stump base reads column w[0] of x unchecked: centres and draws must hold indices."""
+    from rwtool.estimators import RWRegressor
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((40, 3))
+    est = RWRegressor(instantiation="mc:stumps:indicator-gaussian:stump:400", n_features=5,
+                      gamma=10.0, random_state=0).fit(X, X[:, 0])
+    path = P.save(est, tmp_path / "mc.rwm")
+    parts, doc = doc_of(path)
+    fmap = fitted(doc, "feature_map_")["fitted"]["items"]
+    node = fmap["W_"] if which == "W_" else fmap["mc_"]["fitted"]["items"]["draws_"]
+    arr = (P.load(path).feature_map_.W_ if which == "W_"
+           else P.load(path).feature_map_.mc_.draws_).copy()
+    arr[-1, 0] = 10.0 ** 6
+    buf = io.BytesIO()
+    np.save(buf, arr, allow_pickle=False)
+    parts[f"arrays/{node['id']}.npy"] = buf.getvalue()
+    refused(rebuild(tmp_path / "bad.rwm", parts, doc), "column index")
