@@ -26,7 +26,8 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
-__all__ = ["Arr", "Spec", "SPECS", "Plan", "plan_load", "MAX_DIM", "UNLISTED_BYTES"]
+__all__ = ["Arr", "Spec", "SPECS", "SpecError", "Plan", "plan_load", "has_spec", "array_nbytes",
+           "MAX_DIM", "UNLISTED_BYTES"]
 
 #: the largest dimension (inputs, features, rows) a model file may declare
 MAX_DIM = 2**31 - 1

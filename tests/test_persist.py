@@ -1,4 +1,5 @@
-"""rwtool.persist: round trips, integrity checks, refusal of foreign or hostile files, fuzzing.
+"""rwtool.persist: round trips, integrity checks, refusal of foreign or hostile files (the
+fuzzer is tests/test_persist_fuzz.py, the issue-16 cases tests/test_persist_hostile.py).
 
 Oracles: the in-memory estimator before saving (predictions must be bit-identical after
 reloading) and files built by hand with zipfile/json/hashlib to hold each defect.
@@ -13,8 +14,6 @@ import zipfile
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 import rwtool
 import rwtool.data as D
@@ -295,113 +294,3 @@ def test_registry_is_rwtool_only():
     assert all(n.startswith("rwtool.") for n in names)
     with pytest.raises(TypeError):
         P.register(dict)
-
-
-# ----------------------------------------------------------------------------- fuzzing
-
-def _load_outcome(path, X):
-    """Either a clean refusal or a model that predicts one value per row."""
-    try:
-        model = P.load(path)
-    except P.ModelFileError as exc:
-        assert str(exc) and "\n" not in str(exc)
-        return "refused"
-    pred = model.predict(X)
-    assert len(pred) == len(X)
-    return "loaded"
-
-
-@pytest.fixture(scope="module")
-def fuzz_base(tmp_path_factory, data):
-    X, y2, y3, yr = data
-    d = tmp_path_factory.mktemp("fuzz")
-    files = []
-    for i, est in enumerate([RWClassifier(instantiation="rwrelu", n_features=6, random_state=0),
-                             RKSClassifier(base="stumps", n_features=5, random_state=0)]):
-        est.fit(X, y2 if i == 0 else y3)
-        files.append(P.save(est, d / f"b{i}.rwm"))
-    return d, files, X[:5]
-
-
-FUZZ = settings(max_examples=60, deadline=None, derandomize=True,
-                suppress_health_check=[HealthCheck.function_scoped_fixture,
-                                       HealthCheck.too_slow])
-
-
-@FUZZ
-@given(which=st.integers(0, 1), flips=st.lists(st.tuples(st.integers(0, 10**6),
-                                                         st.integers(0, 255)), max_size=4),
-       cut=st.one_of(st.none(), st.integers(0, 10**6)))
-def test_fuzz_raw_bytes(fuzz_base, which, flips, cut):
-    d, files, X = fuzz_base
-    raw = bytearray(open(files[which], "rb").read())
-    for pos, val in flips:
-        raw[pos % len(raw)] = val
-    if cut is not None:
-        raw = raw[: cut % (len(raw) + 1)]
-    p = d / "raw.rwm"
-    p.write_bytes(bytes(raw))
-    _load_outcome(p, X)
-
-
-json_values = st.recursive(
-    st.none() | st.booleans() | st.integers(-10**20, 10**20) | st.floats(allow_nan=False)
-    | st.sampled_from(["", "a0", "array", "object", "float", "dict", "tuple", "nan",
-                       "rwtool.estimators.random_features.RWRegressor", "os.system",
-                       "rwtool.features.rkhs.RWStumps", "__class__", "W_", "coef_"]),
-    lambda c: st.lists(c, max_size=3) | st.dictionaries(
-        st.sampled_from(["$", "id", "items", "class", "params", "fitted", "v", "pairs", "x_"]),
-        c, max_size=3), max_leaves=8)
-
-
-def _paths(node, prefix=()):
-    yield prefix
-    if isinstance(node, dict):
-        for k, v in node.items():
-            yield from _paths(v, prefix + (k,))
-    elif isinstance(node, list):
-        for i, v in enumerate(node):
-            yield from _paths(v, prefix + (i,))
-
-
-@FUZZ
-@given(which=st.integers(0, 1), picks=st.lists(st.tuples(st.integers(0, 10**6), json_values),
-                                               min_size=1, max_size=3))
-def test_fuzz_document_with_valid_checksums(fuzz_base, which, picks):
-    d, files, X = fuzz_base
-    parts = members(files[which])
-    doc = json.loads(parts["model.json"])
-    for index, value in picks:
-        paths = [p for p in _paths(doc) if p]
-        target = paths[index % len(paths)]
-        node = doc
-        for k in target[:-1]:
-            node = node[k]
-        node[target[-1]] = value
-    p = build(d / "doc.rwm", parts, doc=doc, fix_arrays=False)
-    _load_outcome(p, X)
-
-
-@FUZZ
-@given(which=st.integers(0, 1), slot=st.integers(0, 100),
-       dtype=st.sampled_from(["<f8", "<f4", "<i8", "<i4", "|b1", "<U3", "<c16"]),
-       shape=st.lists(st.integers(0, 7), min_size=0, max_size=3),
-       fill=st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.integers(-9, 20)),
-       keep_meta=st.booleans())
-def test_fuzz_arrays_with_valid_checksums(fuzz_base, which, slot, dtype, shape, fill,
-                                          keep_meta):
-    d, files, X = fuzz_base
-    parts = members(files[which])
-    doc = json.loads(parts["model.json"])
-    key = sorted(doc["arrays"])[slot % len(doc["arrays"])]
-    try:
-        with np.errstate(all="ignore"):
-            arr = np.full(shape, fill).astype(dtype)
-    except (ValueError, OverflowError):
-        arr = np.zeros(shape, dtype=dtype)
-    buf = io.BytesIO()
-    np.save(buf, arr, allow_pickle=False)
-    if not keep_meta:
-        doc["arrays"][key].update(dtype=arr.dtype.str, shape=list(arr.shape))
-    p = build(d / "arr.rwm", dict(parts, **{f"arrays/{key}.npy": buf.getvalue()}), doc=doc)
-    _load_outcome(p, X)
