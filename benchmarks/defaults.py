@@ -44,7 +44,8 @@ LogisticRegression on make_classification (reported on every set).
 
 Results are checkpointed to ``--json`` after every row; ``--resume`` skips rows already there;
 runs split over processes by ``--only``/``--methods`` are joined by ``--merge``; the report is
-written to ``--out``. Run single-threaded (OPENBLAS_NUM_THREADS=1 NUMBA_NUM_THREADS=1).
+written to ``--out`` (between the markers ``<!-- defaults:begin -->`` and
+``<!-- defaults:end -->`` when the file has them, so the analysis around it survives). Run single-threaded (OPENBLAS_NUM_THREADS=1 NUMBA_NUM_THREADS=1).
 """
 
 from __future__ import annotations
@@ -429,8 +430,7 @@ def _f(v, nd=4):
 
 def report(results, cmd) -> str:
     c = checks(results)
-    lines = ["# Defaults benchmark: every method with its defaults (issue 12)", "",
-             f"Machine: {results.get('machine', machine())}; the machine was shared with other "
+    lines = [f"Machine: {results.get('machine', machine())}; the machine was shared with other "
              f"jobs (fit times are whole-fit wall clock, one run each, single-threaded BLAS and "
              f"numba). Command: `{cmd}`.", "",
              f"T = {results['T']} features for RW and RKS; the other estimators use their own "
@@ -480,6 +480,23 @@ def report(results, cmd) -> str:
                          f"{_f(r.get('fit'), 2)} | {_f((tuned or {}).get('test'))} | {tp} | "
                          f"{_f(r.get('paper'), 3)} | {status} |")
     return "\n".join(lines) + "\n"
+
+
+BEGIN, END = "<!-- defaults:begin -->", "<!-- defaults:end -->"
+TITLE = "# Defaults benchmark: every method with its defaults (issue 12)"
+
+
+def write_report(text, path):
+    """Write the report to ``path`` atomically; when the file holds the markers BEGIN/END, only
+    the text between them is replaced, so a hand-written analysis around it survives a rerun."""
+    old = Path(path).read_text() if Path(path).exists() else ""
+    if not (BEGIN in old and END in old):
+        old = f"{TITLE}\n\n{BEGIN}\n{END}\n"
+    head, rest = old.split(BEGIN, 1)
+    text = head + BEGIN + "\n" + text + END + rest.split(END, 1)[1]
+    tmp = f"{path}.tmp"
+    Path(tmp).write_text(text)
+    os.replace(tmp, path)
 
 
 def main(argv=None):
@@ -545,10 +562,8 @@ def main(argv=None):
     cmd = "python -m benchmarks.defaults " + " ".join(argv if argv is not None else sys.argv[1:])
     text = report(results, cmd)
     if args.out:
-        tmp = f"{args.out}.tmp"
-        Path(tmp).write_text(text)
-        os.replace(tmp, args.out)
-    print(text)
+        write_report(text, args.out)
+    print(TITLE + "\n\n" + text)
     c = checks(results)
     return 1 if any(c[k][1] for k in ("finite", "constant")) else 0
 

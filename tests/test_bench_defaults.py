@@ -46,3 +46,15 @@ def test_report_lists_every_miss():
     assert "| lstsq/ridge default within max(5% rel, 0.005 abs) of tuned | 3 | 2 |" in text
     assert "make_classification, RW/rwsign/sfgd: 0.1310 vs lstsq 0.1000 (+0.0310)" in text
     assert "**constant model**" in text
+
+
+def test_report_keeps_the_text_around_the_markers(tmp_path):
+    from benchmarks.defaults import BEGIN, END, write_report
+    out = tmp_path / "defaults.md"
+    write_report("first\n", out)
+    assert out.read_text().startswith("# Defaults benchmark") and "first" in out.read_text()
+    out.write_text(out.read_text().replace(END, END + "\nanalysis\n"))
+    write_report("second\n", out)
+    text = out.read_text()
+    assert "second" in text and "first" not in text and "analysis" in text.split(END)[1]
+    assert text.count(BEGIN) == 1
