@@ -75,6 +75,7 @@ class Column:
         self._cchunks: list[np.ndarray] = []
         self.n_distinct_text = 0
         self._full = None
+        self.lines = None       # file line of each cell; set by the Table holding the column
 
     def add_chunk(self, cells, decimal: str, na: frozenset) -> None:
         vals, codes = type_cells(cells, decimal, na, self.fast, self._intern)
@@ -250,6 +251,9 @@ class Table:
 
     def __post_init__(self):
         self._index = {n: j for j, n in enumerate(self.names)}
+        for c in self.columns.values():
+            if getattr(c, "lines", None) is None:
+                c.lines = self.lines
 
     @property
     def n_rows(self) -> int:
@@ -332,7 +336,8 @@ def iter_blocks(source, dialect: Dialect, *, usecols=None, nrows=None, head_rows
                 block_bytes: int | None = None, names=None) -> Iterator[Block]:
     """The file's records, block by block, checked for structure (see the module docstring).
 
-    ``usecols``: column names to type (None: all); ``nrows``: stop after that many records;
+    ``usecols``: column names to type (None: all; a callable gets the names and returns
+    them); ``nrows``: stop after that many records;
     ``names``: the column names to use (one per field; they replace the header line when the
     file has one, and col1, col2, ... when it has none).
     Raises :class:`RaggedRowError`, :class:`QuoteError`, :class:`EmptyFileError`,
@@ -359,11 +364,7 @@ def iter_blocks(source, dialect: Dialect, *, usecols=None, nrows=None, head_rows
     head: list[list[str]] = []
     with src.open() as fh:
         while True:
-            raw = fh.read(block_bytes)
-            final = not raw
-            data = dec(raw, final)
-            buf = np.concatenate([carry, np.frombuffer(data, np.uint8)]) if len(carry) \
-                else np.frombuffer(data, np.uint8)
+            buf, final = _next_bytes(fh, dec, carry, block_bytes)
             if final and not len(buf):
                 break
             sc = scan_records(buf, delim, quote, final)
@@ -404,7 +405,8 @@ def iter_blocks(source, dialect: Dialect, *, usecols=None, nrows=None, head_rows
             if nrows is not None and n_read >= nrows:
                 break
             line_base += sc["n_lines"]
-            carry = buf[sc["consumed"]:]
+            carry = buf[sc["consumed"]:].copy()      # a copy: the block's bytes can go now
+            del buf, sc, starts, ends, flags, nf, rel, lines
             if final:
                 break
     if names is None:
@@ -424,9 +426,28 @@ def _names(header_cells, ncols, dialect, given, usecols, path, line):
                               f"column(s)", file=path, row=line,
                               hint="give one name per column")
         names = make_names(given, ncols, path)
+    if callable(usecols):
+        usecols = usecols(names)
     keep = (list(range(ncols)) if usecols is None
             else sorted({names.index(c) for c in usecols if c in names}))
     return names, keep
+
+
+def _next_bytes(fh, dec, carry, block_bytes):
+    """(the carried bytes followed by the next block as UTF-8, whether the file ended). UTF-8
+    files are read straight into the block's array: no second copy of each block."""
+    if dec.utf8:
+        buf = np.empty(len(carry) + block_bytes, np.uint8)
+        buf[:len(carry)] = carry
+        n = fh.readinto(memoryview(buf)[len(carry):])
+        if dec.first and dec.encoding == "utf-8-sig" and n >= 3 and \
+                bytes(buf[:3]) == codecs.BOM_UTF8:
+            buf = buf[3:]
+        dec.first = False
+        return buf[:len(buf) - (block_bytes - n)], n == 0
+    raw = fh.read(block_bytes)
+    data = np.frombuffer(dec(raw, not raw), np.uint8)
+    return (np.concatenate([carry, data]) if len(carry) else data), not raw
 
 
 def _split_one(rec: np.ndarray, dialect: Dialect) -> list[str]:

@@ -140,6 +140,15 @@ def _scan(buf, cls, final, starts, ends, lines, nfields, flags):
     return n_rec, consumed, consumed_lines, open_q, max_len
 
 
+@njit(cache=True, nogil=True)
+def _count_breaks(buf):
+    n = 0
+    for i in range(buf.shape[0]):
+        if buf[i] == 10 or buf[i] == 13:
+            n += 1
+    return n
+
+
 def scan_records(buf: np.ndarray, delimiter: str, quotechar: str, final: bool):
     """Records of ``buf`` (uint8): a dict of arrays ``starts``, ``ends`` (byte offsets, the
     line break excluded), ``lines`` (0-based line of each record start, relative to ``buf``),
@@ -147,7 +156,7 @@ def scan_records(buf: np.ndarray, delimiter: str, quotechar: str, final: bool):
     ``consumed`` (bytes used: the rest starts a record that continues in the next block),
     ``n_lines`` (line breaks within the consumed bytes), ``open_quote`` (relative line of an
     unclosed quote when ``final``, else -1), ``max_len`` (longest record in bytes)."""
-    bound = int(np.count_nonzero(buf == 10) + np.count_nonzero(buf == 13)) + 1
+    bound = _count_breaks(buf) + 1
     starts = np.empty(bound, np.int64)
     ends = np.empty(bound, np.int64)
     lines = np.empty(bound, np.int64)

@@ -182,7 +182,9 @@ class CsvScan:
     """What pass one learned: the record to replay, the dialect to read with, and counts.
 
     ``n_rows``: the rows :func:`iter_csv` will yield (rows with a missing target, and under
-    ``missing="drop-rows"`` rows with a missing feature, are left out); ``mean``/``std``: of
+    ``missing="drop-rows"`` rows with a missing feature, are left out; without ``moments``,
+    the rows with a target, missing features not counted); ``n_records``: every data record
+    of the file; ``mean``/``std``: of
     each encoded column over those rows (None unless ``moments=True``); ``classes``: the
     target's classes (None for regression); ``notes``: what was dropped or switched.
     """
@@ -274,15 +276,20 @@ def _pass_one(src, dialect, target, features, ignore, categorical, numeric, na_v
     table = None
     tname = None
     n_rec = n_fit = 0
-    for block in iter_blocks(src, dialect, block_bytes=block_bytes, names=names):
+    roles = {}
+
+    def wanted(all_names):        # resolve the roles on the header: type only those columns
+        t = _StreamTable(src.name, dialect, all_names, {})
+        roles["r"] = (t,) + _roles(t, target, features, ignore, categorical, numeric)
+        return roles["r"][2] + ([roles["r"][1]] if roles["r"][1] else [])
+
+    for block in iter_blocks(src, dialect, block_bytes=block_bytes, names=names,
+                             usecols=wanted):
         if table is None:
-            names = block.names
-            table = _StreamTable(src.name, dialect, names, {})
-            tname, feats, cat, num = _roles(table, target, features, ignore, categorical,
-                                            numeric)
-            want = feats + ([tname] if tname else [])
-            cols = {names.index(n): _StreamColumn(n, names.index(n), 10_000, fast,
-                                                  max_distinct) for n in want}
+            table, tname, feats, cat, num = roles["r"]
+            idx = table._index
+            cols = {idx[n]: _StreamColumn(n, idx[n], 10_000, fast, max_distinct)
+                    for n in feats + ([tname] if tname else [])}
             table.columns = cols
         n = len(block.lines)
         if not n:
