@@ -295,7 +295,8 @@ class Block:
 
 
 class _Decoder:
-    """Bytes of the file to UTF-8 bytes, checking validity when the file is UTF-8 already."""
+    """Bytes of a file in another encoding to UTF-8 bytes (UTF-8 files are read as they are,
+    see :func:`_next_bytes`, and checked by :func:`_check_utf8`)."""
 
     def __init__(self, encoding: str):
         self.encoding = codecs.lookup(encoding).name
@@ -304,11 +305,7 @@ class _Decoder:
         self.first = True
 
     def __call__(self, raw: bytes, final: bool) -> bytes:
-        if self.first and self.encoding == "utf-8-sig" and raw.startswith(codecs.BOM_UTF8):
-            raw = raw[3:]
-        self.first = False
-        if self.utf8:
-            return raw
+        """UTF-8 bytes of the next block of a file in another encoding."""
         text = self.dec.decode(raw, final)
         if text.startswith("\ufeff"):
             text = text[1:]

@@ -164,3 +164,17 @@ def test_cli_train_refuses_extremes_with_exit_1(tmp_path):
                        timeout=300)
     assert r.returncode == 1
     assert "row 9, column 'y'" in r.stderr and "too large" in r.stderr
+
+
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-8-sig", "cp1252"])
+def test_other_encodings_whole_and_in_small_blocks(tmp_path, monkeypatch, encoding):
+    from rwtool import csv_read
+    text = "ville;x\n" + "".join(f"{'Zürich' if i % 2 else 'Genève'};{i},5\n" for i in range(40))
+    p = tmp_path / "e.csv"
+    p.write_bytes(text.encode(encoding))
+    ds = D.read_csv(p, "x")
+    assert ds.feature_names == ["ville=Genève", "ville=Zürich"] and ds.y[3] == 3.5
+    monkeypatch.setattr(csv_read, "_BLOCK_BYTES", 40)
+    ds2 = D.read_csv(p, "x")
+    np.testing.assert_array_equal(ds2.X, ds.X)
+    np.testing.assert_array_equal(ds2.rows, np.arange(2, 42))
