@@ -666,6 +666,8 @@ def cmd_inspect(args) -> int:
         print(f"  {c.name:<{w}}  {c.kind:<11} {c.n_missing:>7} {c.n_distinct:>8}  {detail}")
     t = pv.suggested_target()
     print(f"  suggested target: {t!r} ({pv.infer_task(t)})")
+    for n in pv.notes:
+        print(f"  note: {n}")
     return EXIT_OK
 
 

@@ -33,6 +33,7 @@ from .data_errors import (AllMissingError, ColumnNotFoundError, DataError, Dupli
                           UnseenCategoryError)
 from .csv_stream import CsvScan, iter_csv, scan_csv
 from .dataset import Dataset, split_indices
+from .numfmt import describe_format, detect_format, parse_formatted
 from .encoding import (_DEFAULT_MAX_ABS, MISSING_POLICIES, Preprocessing, fit_record,
                        infer_task, norm_policy, _fit_target, _require_rows)
 
@@ -130,14 +131,21 @@ def preview_csv(path, *, n_head: int = 20, nrows: int | None = None, encoding=No
                         header=header, na_values=na_values, nrows=nrows)
     table = parse(src, dialect, nrows=nrows, na_values=na_values, head_rows=n_head,
                   fallback=encoding is None, names=names)
-    cols, tasks = [], {}
+    cols, tasks, notes = [], {}, list(table.notes)
     for j, name in enumerate(table.names):
         c = table.columns[j]
         n_num, n_text, n_miss = c.counts()
         kind = c.inferred_kind()
         nums = c.values[c.codes == -1]
+        fmt = None
+        if kind == "categorical" and c.n_distinct_text == len(c.vocab):
+            fmt, _ = detect_format(c.vocab, dialect.decimal)   # "$3", "3%": as read_csv does
+        if fmt is not None:
+            kind = "numeric"
+            nums = np.concatenate([nums, parse_formatted(c.vocab, fmt)])
+            notes.append(f"column {name!r}: numbers written with {describe_format(fmt)}")
         finite = nums[np.isfinite(nums)]
-        n_distinct = len(np.unique(nums)) + c.n_distinct_text
+        n_distinct = len(np.unique(nums)) + (0 if fmt else c.n_distinct_text)
         if kind == "numeric":
             examples = c.vocab[:5]
         else:
@@ -148,7 +156,7 @@ def preview_csv(path, *, n_head: int = 20, nrows: int | None = None, encoding=No
                                   float(finite.max()) if len(finite) else None, examples))
         tasks[name] = infer_task(c, kind, np.flatnonzero(c.codes != -2))
     return CsvPreview(src.name, table.dialect, table.names, table.head, table.n_rows,
-                      cols, nrows is None or table.n_rows < nrows, tasks, list(table.notes))
+                      cols, nrows is None or table.n_rows < nrows, tasks, notes)
 
 
 # ============================================================================ read_csv

@@ -178,3 +178,13 @@ def test_other_encodings_whole_and_in_small_blocks(tmp_path, monkeypatch, encodi
     ds2 = D.read_csv(p, "x")
     np.testing.assert_array_equal(ds2.X, ds.X)
     np.testing.assert_array_equal(ds2.rows, np.arange(2, 42))
+
+
+def test_preview_types_numbers_written_for_people(tmp_path):
+    p = tmp_path / "p.csv"
+    p.write_text('price,y\n$3,1\n$4.50,2\n"$1,200.00",3\n')
+    pv = D.preview_csv(p)
+    c = pv.column("price")
+    assert (c.kind, c.min, c.max, c.n_distinct) == ("numeric", 3.0, 1200.0, 3)
+    assert any("currency" in n for n in pv.notes)
+    np.testing.assert_array_equal(D.read_csv(p, "y").X[:, 0], [3, 4.5, 1200])
