@@ -23,7 +23,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .csv_dialect import _DEFAULT_MAX_BYTES, NA_VALUES, Dialect, open_source, sniff_csv
+from .csv_dialect import (_DEFAULT_MAX_BYTES, NA_VALUES, Dialect, _numbered, open_source,
+                          sniff_csv)
 from .csv_read import parse
 from .data_errors import (AllMissingError, ColumnNotFoundError, DataError, DuplicateColumnError,
                           EmptyFileError, EncodingError, FileTooLargeError, HeaderError,
@@ -131,6 +132,7 @@ def preview_csv(path, *, n_head: int = 20, nrows: int | None = None, encoding=No
                         header=header, na_values=na_values, nrows=nrows)
     table = parse(src, dialect, nrows=nrows, na_values=na_values, head_rows=n_head,
                   fallback=encoding is None, names=names)
+    _note_numbered_header(table, header, names)
     cols, tasks, notes = [], {}, list(table.notes)
     for j, name in enumerate(table.names):
         c = table.columns[j]
@@ -195,9 +197,17 @@ def _read_table(path, target, features, ignore, categorical, numeric, encoding, 
                         header=header, na_values=na_values, nrows=nrows)
     table = parse(src, dialect, nrows=nrows, na_values=na_values, fallback=encoding is None,
                   names=names)
+    _note_numbered_header(table, header, names)
     _require_rows(table)
     tname, feats, cat, num = _roles(table, target, features, ignore, categorical, numeric)
     return table, tname, feats, cat, num
+
+
+def _note_numbered_header(table, header, names) -> None:
+    if header is None and names is None and table.dialect.header and _numbered(table.names):
+        table.notes.append(f"the first line ({', '.join(table.names[:3])}, ...) was read as "
+                           f"column names (it numbers the columns); pass header=False "
+                           f"(command line: --no-header) if it is data")
 
 
 def _roles(table, target, features, ignore, categorical, numeric):

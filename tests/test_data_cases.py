@@ -70,7 +70,7 @@ CASES = [
      err(D.NonNumericError, row=4, column="a")),
     # -- header
     ("numbered header row", "1,2,3\n0.5,0.7,1\n0.1,0.2,0.3\n", {},
-     ok(names=["1", "2", "3"], n=2)),
+     ok(names=["1", "2", "3"], n=2, note="read as column names")),
     ("integer data rows stay data", "1,2,3\n4,5,6\n7,8,9\n", {}, ok(n=3)),
     ("names for a header-less file", "1,2\n3,4\n", {"header": False, "names": ["u", "v"]},
      ok(X=[[1, 2], [3, 4]], names=["u", "v"])),
