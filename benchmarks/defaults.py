@@ -62,7 +62,7 @@ import numpy as np
 
 from .bench_core import machine
 from .datasets import LOADERS
-from .reproduce import TABLE_500
+from .reproduce import TABLE_500, _checkpoint
 
 CLASSIFICATION = ("adults", "skin", "mnist17", "cancer", "digits", "make_classification")
 REGRESSION = ("abalone", "diabetes", "wine")
@@ -272,14 +272,6 @@ def paper_figure(name, family, group):
 
 
 # ----------------------------------------------------------------------------- running
-
-def _checkpoint(results, path):
-    if path:
-        tmp = f"{path}.tmp"
-        with open(tmp, "w") as fh:
-            json.dump(results, fh, indent=1, default=str)
-        os.replace(tmp, path)
-
 
 def _once(store, key, path, fn, label):
     if key in store:

@@ -20,6 +20,7 @@ __all__ = [
     "BaseEstimator", "ClassifierMixin", "RegressorMixin", "NotFittedError",
     "check_array", "check_X_y", "check_random_state", "check_is_fitted",
     "check_scalar", "check_choice", "check_range", "Standardizer", "encode_classes", "is_dask",
+    "check_not_constant",
 ]
 
 
@@ -230,6 +231,14 @@ def check_array(X, name: str = "X", ensure_2d: bool = True, min_samples: int = 1
                          f"is expecting {n_features} features as input; pass the same columns "
                          f"as at fit time")
     return arr
+
+
+def check_not_constant(X) -> None:
+    """Refuse an X whose rows are all the same: any model fitted on it predicts one value."""
+    if X.shape[0] and not np.any(np.ptp(X, axis=0) > 0):
+        raise ValueError(f"X has {X.shape[0]} row(s) and every column is constant: there is "
+                         f"nothing to learn from (a model would predict one value everywhere). "
+                         f"Check that the feature columns were read correctly")
 
 
 def check_X_y(X, y, y_numeric: bool = False, min_samples: int = 1):

@@ -25,3 +25,19 @@ def regression_data(rng):
     X = rng.uniform(-2, 2, size=(300, 3))
     y = np.sin(X[:, 0]) + 0.5 * X[:, 1] * X[:, 2] + 0.05 * rng.standard_normal(300)
     return X, y
+
+
+@pytest.fixture
+def traced_peak():
+    """A function running ``fn()`` and returning the peak bytes tracemalloc saw it allocate
+    (numpy reports its buffers to tracemalloc), the oracle of the ``_estimate_fit`` tests."""
+    import tracemalloc
+
+    def run(fn):
+        tracemalloc.start()
+        try:
+            fn()
+            return tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+    return run

@@ -16,8 +16,8 @@ import warnings
 import numpy as np
 
 from .._base import (BaseEstimator, ClassifierMixin, RegressorMixin, Standardizer, check_array,
-                     check_choice, check_is_fitted, check_random_state, check_scalar, check_X_y,
-                     encode_classes)
+                     check_choice, check_is_fitted, check_not_constant, check_random_state,
+                     check_scalar, check_X_y, encode_classes)
 from ..features.fourier import RandomFourierFeatures
 from ..errors import NumericalError, check_finite_result
 from ..features.bandwidth import knn_sigma, scale_sigma
@@ -96,11 +96,7 @@ class _GreedyMK(BaseEstimator):
         if Xp.shape[0] < 2:
             raise ValueError(f"GreedyMK needs at least 2 training rows, got n_samples = "
                              f"{Xp.shape[0]}")
-        if not np.any(np.ptp(Xp, axis=0) > 0):
-            raise ValueError(f"X has {Xp.shape[0]} rows and every column is constant: there is "
-                             f"nothing to learn a decision from (a model would predict one "
-                             f"value everywhere). Check that the feature columns were read "
-                             f"correctly")
+        check_not_constant(Xp)
         if not isinstance(self.sigma, str):
             return float(self.sigma), {}
         rule = self.sigma.lower()

@@ -17,7 +17,8 @@ import warnings
 import numpy as np
 
 from .._base import (BaseEstimator, ClassifierMixin, Standardizer, check_array, check_choice,
-                     check_is_fitted, check_random_state, check_scalar, check_X_y, encode_classes)
+                     check_is_fitted, check_not_constant, check_random_state, check_scalar,
+                     check_X_y, encode_classes)
 from ..errors import NumericalError
 from ..features.bandwidth import median_sigma, scale_sigma
 from ..features.fourier import FOURIER_KERNELS, RandomFourierFeatures
@@ -288,11 +289,7 @@ class RFSGDClassifier(ClassifierMixin, BaseEstimator):
         for name in ("coef_", "classes_"):
             if hasattr(self, name):
                 delattr(self, name)
-        if not np.any(np.ptp(X, axis=0) > 0):
-            raise ValueError(f"X has {X.shape[0]} row(s) and every column is constant: there is "
-                             f"nothing to learn a decision from (the model would predict one "
-                             f"class everywhere). Check that the feature columns were read "
-                             f"correctly")
+        check_not_constant(X)
         t0 = time.perf_counter()
         rng = check_random_state(self.random_state)
         self._start(X, classes, rng)
