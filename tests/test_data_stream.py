@@ -4,6 +4,8 @@ Oracle: read_csv on the whole file (same record, same X and y once the chunks ar
 numpy's mean/std of that X.
 """
 
+import os
+
 import numpy as np
 import pytest
 
@@ -77,3 +79,60 @@ def test_preview_reports_the_encoding_switch(tmp_path):
     scan = D.scan_csv(p, block_bytes=4096)
     assert scan.dialect.encoding == "cp1252" and "not valid UTF-8" in scan.notes[0]
     assert scan.preprocessing.columns[0]["categories"] == ["café", "x"]
+
+
+# ----------------------------------------------------------------------------- tokeniser oracle
+
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+_CELL = st.text(alphabet=list('a1 ,"\n\r\té;-'), max_size=6)
+
+
+@settings(max_examples=60, deadline=None)
+@given(rows=st.integers(1, 4).flatmap(
+    lambda k: st.lists(st.lists(_CELL, min_size=k, max_size=k), min_size=1, max_size=8)),
+    eol=st.sampled_from(["\n", "\r\n", "\r"]), block=st.sampled_from([7, 64, 1 << 20]))
+def test_cells_and_lines_match_python_csv(rows, eol, block):
+    """The scan + pyarrow reader splits any quoted file into the cells and file lines that
+    Python's csv module (the reference tokeniser) finds, in any block size."""
+    import csv
+    import io
+    import tempfile
+
+    from rwtool import csv_read
+    from rwtool.csv_dialect import Dialect
+    buf = io.StringIO(newline="")
+    csv.writer(buf, lineterminator=eol).writerows(rows)
+    text = buf.getvalue()
+    expect, lines, prev = [], [], 0
+    reader = csv.reader(io.StringIO(text, newline=""), strict=False)
+    for rec in reader:
+        start, prev = prev + 1, reader.line_num
+        if rec and any(c.strip() for c in rec):      # blank records are skipped
+            expect.append(rec)
+            lines.append(start)
+    k = len(expect[0]) if expect else 0
+    # the reader's rules: one trailing empty field is a trailing delimiter; another count is
+    # a ragged row (a lone CR that csv.writer left unquoted ends a record for both readers)
+    expect = [r[:k] if len(r) == k + 1 and not r[-1].strip() else r for r in expect]
+    ragged = any(len(r) != k for r in expect)
+    with tempfile.NamedTemporaryFile("wb", suffix=".csv", delete=False) as fh:
+        fh.write(text.encode("utf-8"))
+    try:
+        if ragged:
+            with pytest.raises(D.RaggedRowError) as e:
+                list(csv_read.iter_blocks(fh.name, Dialect(header=False), block_bytes=block))
+            assert e.value.row == lines[next(i for i, r in enumerate(expect) if len(r) != k)]
+            return
+        if not expect:
+            with pytest.raises(D.EmptyFileError):
+                list(csv_read.iter_blocks(fh.name, Dialect(header=False), block_bytes=block))
+            return
+        got, got_lines = [], []
+        for b in csv_read.iter_blocks(fh.name, Dialect(header=False), block_bytes=block):
+            cols = [b.cells[j].to_pylist() for j in sorted(b.cells)]
+            got += [list(r) for r in zip(*cols)] if cols else []
+            got_lines += b.lines.tolist()
+        assert got == expect and got_lines == lines
+    finally:
+        os.remove(fh.name)
