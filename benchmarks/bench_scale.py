@@ -190,9 +190,13 @@ def estimate(args):
         for _ in range(reps):
             np.matmul(Phi.T, Phi, out=A)
         per_row = (time.perf_counter() - t0) / (reps * r)      # seconds per row for A
-        t0 = time.perf_counter()
-        B = A + A
-        add = time.perf_counter() - t0                          # one merge of two T x T sums
+        B = np.empty_like(A)
+        adds = []
+        for _ in range(5):                                      # one merge of two T x T sums
+            t0 = time.perf_counter()
+            np.add(A, A, out=B)
+            adds.append(time.perf_counter() - t0)
+        add = statistics.median(adds)
         del B
         msg = 8.0 * T * T                                       # bytes of one partition's A
         s = 8
@@ -206,6 +210,7 @@ def estimate(args):
             out["rows"].append({"T": T, "partitions": P, "bytes_per_partition_mb": msg / 1e6,
                                 "depth": depth, "reduction_s": crit,
                                 "a_rate_rows_per_s": 1.0 / per_row,
+                                "merge_s": add, "link_s": link,
                                 "rows_per_worker_where_reduction_equals_features": rows_break,
                                 "solve_gflop": T ** 3 / 3e9})
     return out

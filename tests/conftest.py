@@ -41,3 +41,14 @@ def traced_peak():
         finally:
             tracemalloc.stop()
     return run
+
+
+@pytest.fixture(scope="session")
+def scale_data():
+    """Rows on unequal scales and offsets (standardisation matters), a smooth regression target
+    and three classes: the streaming and Dask tests compare models fitted on it."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(600, 4)) * [1.0, 3.0, 0.5, 10.0] + [0.0, 5.0, -1.0, 2.0]
+    y = np.sin(X[:, 0]) + 0.1 * X[:, 1] + 0.1 * rng.normal(size=600)
+    labels = np.array(["a", "b", "c"])[(X[:, 0] > 0).astype(int) + (X[:, 2] > -0.5)]
+    return X, y, labels

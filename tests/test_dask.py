@@ -29,11 +29,8 @@ def client():
 
 
 @pytest.fixture(scope="module")
-def data():
-    rng = np.random.default_rng(0)
-    X = rng.normal(size=(600, 4)) * [1.0, 3.0, 0.5, 10.0] + [0.0, 5.0, -1.0, 2.0]
-    y = np.sin(X[:, 0]) + 0.1 * X[:, 1] + 0.1 * rng.normal(size=600)
-    labels = np.array(["a", "b", "c"])[(X[:, 0] > 0).astype(int) + (X[:, 2] > -0.5)]
+def data(scale_data):
+    X, y, labels = scale_data
     return X, {"regression": y, "binary": np.where(labels == "a", "a", "b"),
                "multiclass": labels}
 

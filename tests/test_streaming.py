@@ -16,12 +16,8 @@ CUTS = [(0, 170), (170, 171), (171, 400), (400, 600)]   # uneven, one of a singl
 
 
 @pytest.fixture(scope="module")
-def data():
-    rng = np.random.default_rng(0)
-    X = rng.normal(size=(600, 4)) * [1.0, 3.0, 0.5, 10.0] + [0.0, 5.0, -1.0, 2.0]
-    y = np.sin(X[:, 0]) + 0.1 * X[:, 1] + 0.1 * rng.normal(size=600)
-    labels = np.array(["a", "b", "c"])[(X[:, 0] > 0).astype(int) + (X[:, 2] > -0.5)]
-    return X, y, labels
+def data(scale_data):
+    return scale_data
 
 
 def _target(cls, data, binary=False):
