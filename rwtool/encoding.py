@@ -360,6 +360,11 @@ def _numeric_block(col: Column, rows, spec, max_abs, path, lines):
             hint = f"it looks like a decimal comma: pass decimal=',' or {declare}"
         elif cell_fmt is not None and not fmt:
             hint = f"it looks like a number written with {describe_format(cell_fmt)}: {declare}"
+        elif any(ch.isdigit() and not ch.isascii() for ch in cell):
+            hint = ("only the digits 0-9 are read as numbers: convert the other digits "
+                    "(Arabic-Indic, full-width, ...) in the file")
+        elif re.fullmatch(r"[+-]?[0-9]+(_[0-9]+)+(\.[0-9]*)?", cell):
+            hint = "'_' is not a digit separator in a CSV number: remove it from the file"
         raise NonNumericError(
             f"non-numeric text {cell!r} in a numeric column ({len(text)} such cell(s))",
             file=path, row=int(lines[rows[i]]), column=col.name, hint=hint)
