@@ -73,7 +73,7 @@ class SortedProjections:
         # in slices of particles with a progress tick between them (a sort of 50 x 100k rows
         # takes seconds on a loaded machine); numpy's unstable argsort is 3x faster here than
         # numba's stable one
-        step = max(1, (1 << 20) // max(n, 1))
+        step = max(1, (1 << 19) // max(n, 1))
         for a in range(0, m, step):
             b = min(m, a + step)
             self.order[a:b] = np.argsort(PT[a:b], axis=1)
@@ -159,10 +159,10 @@ def _bin_index(order, B, beta):
 
 
 @njit(cache=True, parallel=True, nogil=True)
-def _pair_counts(beta, B, H):
-    """H[j, j', b, b'] = #{i : beta_j(i) = b, beta_j'(i) = b'} for j < j'."""
+def _pair_counts(beta, B, H, j0, j1):
+    """H[j, j', b, b'] = #{i : beta_j(i) = b, beta_j'(i) = b'} for j0 <= j < j1, j < j'."""
     m, n = beta.shape
-    for j in prange(m):
+    for j in prange(j0, j1):
         for jj in range(j + 1, m):
             h = H[j, jj]
             h[:, :] = 0
@@ -200,10 +200,15 @@ def _bin_gather(beta, A, out):
 
 
 def block_count(n: int) -> int:
-    """Blocks per particle for the preconditioner at n rows: about sqrt(n) / 5.6 within [8, 32]
-    (measured: CG iterations at 2k / 8k / 32k / 128k rows 4 / 6 / 8 / 15 with 32 blocks, while the
-    (m B)^3 factorisation makes 32 blocks cost more than they save below a few thousand rows)."""
-    return int(min(32, max(8, round(math.sqrt(n) / 5.6))))
+    """Blocks per particle for the preconditioner at n rows: about sqrt(n) / 5.6 within [8, 64].
+
+    The dropped within-block part scales like 1/B^2 of the spectrum's top, which grows with n;
+    measured at d = 20, m = 50 (random particles, 1e-5): 32 blocks give 4 / 6 / 8 / 15 CG
+    iterations at 2k / 8k / 32k / 128k rows, and at 128k with larger particles 30 iterations
+    against 19 with 64 blocks; below a few thousand rows the (m B)^3 factorisation of many
+    blocks costs more than it saves.
+    """
+    return int(min(64, max(8, round(math.sqrt(n) / 5.6))))
 
 
 class BlockPreconditioner:
@@ -236,10 +241,12 @@ class BlockPreconditioner:
         H = np.zeros((m, m, B, B), dtype=np.int64)
         if tick is not None:
             tick(0)
+        step = max(2, (1 << 21) // max(n * m, 1))     # slices of particles between ticks
         with _threads_for(m * m * n / 2):
-            _pair_counts(self.beta, B, H)
-        if tick is not None:
-            tick(0)
+            for j0 in range(0, m, step):
+                _pair_counts(self.beta, B, H, j0, min(m, j0 + step))
+                if tick is not None:
+                    tick(0)
         N = H[:, :, ::-1, ::-1].cumsum(axis=2).cumsum(axis=3)[:, :, ::-1, ::-1][:, :, 1:, 1:]
         N = N + np.transpose(N, (1, 0, 3, 2))
         idx = np.arange(B - 1)

@@ -193,13 +193,14 @@ def _signed_sums(PT, order_all, Z, RT):
 
 
 def particle_gradient(X: np.ndarray, PT: np.ndarray, alpha: np.ndarray, lam: float,
-                      order: np.ndarray | None = None) -> np.ndarray:
+                      order: np.ndarray | None = None, tick=None) -> np.ndarray:
     """dG/dW (d x m), Lemma 8, averaged over the q target columns:
 
         dG/dw_j = (lam/(2m)) X^T (z .* r_j),   z = alpha,
 
     (the pairwise form (lam/(4m)) sum_{i,i'} z_i z_i' sign(w_j^T (x_i - x_i')) (x_i - x_i')).
-    ``order`` (m x n) sorts each particle's projections when the caller already has it.
+    ``order`` (m x n) sorts each particle's projections when the caller already has it;
+    ``tick(0)`` is called between slices of particles (progress).
     Cost O(m (n log n + n d)) (spec section 2.2).
     """
     m, n = PT.shape
@@ -209,8 +210,13 @@ def particle_gradient(X: np.ndarray, PT: np.ndarray, alpha: np.ndarray, lam: flo
     # On u = n lam alpha (the residual, O(|Y|)): z_i r_i itself is O(|Y|^2 / (n lam)^2), which
     # overflows when the inputs are on a 1e-200 scale (lam ~ |x| / n).
     scale = n * lam
+    Z = np.ascontiguousarray(alpha * scale)
+    step = max(1, (1 << 19) // max(n, 1))    # slices of particles, a progress tick after each
     with _threads_for(m * n * (math.log2(n + 1) + alpha.shape[1])):
-        _signed_sums(PT, order, np.ascontiguousarray(alpha * scale), RT)
+        for a in range(0, m, step):
+            _signed_sums(PT[a:a + step], order[a:a + step], Z, RT[a:a + step])
+            if tick is not None:
+                tick(0)
     return (RT @ X).T * (1.0 / (2.0 * m * alpha.shape[1] * n * scale))
 
 
@@ -406,8 +412,14 @@ class _DenseSolver:
 
 class _CGSolver:
     """The ridge step by preconditioned conjugate gradients on sorted-projection products
-    (O(n m) memory), warm-started from the last accepted alpha; the block preconditioner is
-    rebuilt for each trial's particles (O(m^2 n + (m B)^3), a few CG iterations' worth)."""
+    (O(n m) memory), warm-started from the last accepted alpha.
+
+    The block preconditioner of one set of particles stays a valid (fixed SPD) preconditioner
+    for the next ones, so it is kept until a solve needs more than 1.5 times (plus 2) the
+    iterations of the first solve after its build, then rebuilt for the current particles:
+    building it costs as much as several CG iterations. The rule counts iterations, never
+    seconds, so a fit does not depend on the machine's load.
+    """
 
     kind = "cg"
 
@@ -416,21 +428,31 @@ class _CGSolver:
         self.tol, self.max_iter = float(tol), int(max_iter)
         self.blocks = block_count(n) if blocks == "auto" else int(blocks)
         self.cg_iterations = 0
+        self.precond = None
+        self.baseline = None
+        self.builds = 0
 
     def __call__(self, PT, Yc, lam, warm, tick):
         t0 = time.perf_counter()
         sp = SortedProjections(PT, tick)
         _add_time(self.timings, "sort", t0)
         shift = PT.shape[1] * lam
-        precond = None
-        if self.blocks > 0:
+        if self.blocks > 0 and self.precond is None:
             t0 = time.perf_counter()
-            precond = BlockPreconditioner(sp, shift, self.blocks, tick)
+            self.precond = BlockPreconditioner(sp, shift, self.blocks, tick)
+            self.baseline = None
+            self.builds += 1
             _add_time(self.timings, "preconditioner", t0)
         t0 = time.perf_counter()
-        alpha, R, its = cg_ridge(sp, Yc, shift, warm, self.tol, self.max_iter, precond, tick)
+        alpha, R, its = cg_ridge(sp, Yc, shift, warm, self.tol, self.max_iter, self.precond,
+                                 tick)
         _add_time(self.timings, "solve", t0)
         self.cg_iterations += its
+        if self.precond is not None:
+            if self.baseline is None:
+                self.baseline = its
+            elif its > 1.5 * self.baseline + 2:
+                self.precond = None             # rebuilt for the next solve's particles
         # G = -lam min_a phi(a), phi(a) = a^T M a / 2 - Y~^T a; at the CG iterate a, with
         # r = Y~ - M a, -lam phi(a) = (lam/2)(Y~^T a + a^T r): an error quadratic in a - alpha
         G = 0.5 * lam * float(np.sum(Yc * alpha) + np.sum(alpha * R)) / Yc.shape[1]
@@ -520,7 +542,8 @@ def fit_particles(X, Yc, W0, lam, penalty, s=1.0, step_size=500.0, max_iter=20,
         cur = state["cur"]
         return {"W": cur.W, "PT": cur.PT, "alpha": cur.alpha, "G": cur.G, "n_iter": it,
                 "step_size": gamma, "history": h, "kernel_solver": solver.kind,
-                "cg_iterations": solver.cg_iterations}
+                "cg_iterations": solver.cg_iterations,
+                "preconditioner_builds": getattr(solver, "builds", 0)}
 
     def report(method, *args, it):
         if state["cur"] is None:          # nothing completed yet: no partial model to keep
@@ -535,14 +558,13 @@ def fit_particles(X, Yc, W0, lam, penalty, s=1.0, step_size=500.0, max_iter=20,
             raise
 
     def tick(_):
-        # between CG iterations: rate-limited by Progress, so a cancel stops a long solve
+        # between CG iterations, sort slices, preconditioner stages and after each gradient;
+        # rate-limited by Progress, so a cancel stops a long solve within one CG iteration
         report(progress.update, state["it"], it=state["it"])
 
     # The start event comes before the first (possibly long) kernel solve, so a cancel or a
     # progress bar has something to act on at once.
     progress.start("iterations", max_iter)
-    grad_fn = particle_gradient if gradient is None else gradient
-    state["cur"] = None
     first = _evaluate(np.array(W0, dtype=np.float64, order="C"), XT, Yc, lam, solver, 0,
                       tick=tick)
     state["cur"] = first
@@ -552,9 +574,9 @@ def fit_particles(X, Yc, W0, lam, penalty, s=1.0, step_size=500.0, max_iter=20,
         cur = state["cur"]
         t0 = time.perf_counter()
         if gradient is None:
-            grad = particle_gradient(X, cur.PT, cur.alpha, lam, cur.order)
+            grad = particle_gradient(X, cur.PT, cur.alpha, lam, cur.order, tick)
         else:
-            grad = grad_fn(X, cur.PT, cur.alpha, lam)
+            grad = gradient(X, cur.PT, cur.alpha, lam)
         _add_time(timings, "gradient", t0)
         tick(0)
         if not np.all(np.isfinite(grad)):
