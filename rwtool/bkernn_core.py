@@ -384,10 +384,11 @@ class _Iterate:
     """One evaluated point of Algorithm 1: particles, projections, dual coefficients, G, and the
     sorted projections (CG path) that the gradient reuses."""
 
-    __slots__ = ("W", "PT", "alpha", "G", "order")
+    __slots__ = ("W", "PT", "alpha", "G", "order", "slack")
 
-    def __init__(self, W, PT, alpha, G, order=None):
+    def __init__(self, W, PT, alpha, G, order=None, slack=0.0):
         self.W, self.PT, self.alpha, self.G, self.order = W, PT, alpha, G, order
+        self.slack = slack
 
 
 def _add_time(timings, key, t0):
@@ -407,7 +408,7 @@ class _DenseSolver:
 
     def __call__(self, PT, Yc, lam, warm, tick):
         alpha, G = ridge_step(PT, Yc, lam, self.buf, self.timings)
-        return alpha, G, None
+        return alpha, G, None, 0.0
 
 
 class _CGSolver:
@@ -456,7 +457,10 @@ class _CGSolver:
         # G = -lam min_a phi(a), phi(a) = a^T M a / 2 - Y~^T a; at the CG iterate a, with
         # r = Y~ - M a, -lam phi(a) = (lam/2)(Y~^T a + a^T r): an error quadratic in a - alpha
         G = 0.5 * lam * float(np.sum(Yc * alpha) + np.sum(alpha * R)) / Yc.shape[1]
-        return alpha, G, sp.order
+        # ... and G lies in [G, G + slack], slack = ||R||^2 / (2 n q) (the bound of the
+        # docstring with lambda_min(K~ + n lam I) >= n lam)
+        slack = float(np.sum(R * R)) / (2.0 * R.shape[0] * R.shape[1])
+        return alpha, G, sp.order, slack
 
 
 def _evaluate(W, XT, Yc, lam, solver, it, warm=None, tick=None):
@@ -466,12 +470,12 @@ def _evaluate(W, XT, Yc, lam, solver, it, warm=None, tick=None):
     if not np.all(np.isfinite(PT)):
         raise NumericalError("the projections X W overflowed", solver="bkernn", iteration=it,
                              fix="standardise the inputs (standardize=True) or rescale X")
-    alpha, G, order = solver(PT, Yc, lam, warm, tick)
+    alpha, G, order, slack = solver(PT, Yc, lam, warm, tick)
     if not (math.isfinite(G) and np.all(np.isfinite(alpha))):
         raise NumericalError("the kernel ridge step gave non-finite coefficients",
                              solver="bkernn", iteration=it,
                              fix="standardise the inputs and targets, or raise reg")
-    return _Iterate(W, PT, alpha, G, order)
+    return _Iterate(W, PT, alpha, G, order, slack)
 
 
 def choose_kernel_solver(kernel_solver: str, n: int) -> str:
@@ -594,11 +598,15 @@ def fit_particles(X, Yc, W0, lam, penalty, s=1.0, step_size=500.0, max_iter=20,
                 accepted = True
                 break
             step = Wn - cur.W
-            bound = cur.G + float(np.sum(grad * step)) + float(np.sum(step * step)) / (2 * gamma)
+            # CG path: G(W) is known to within its slack, so the test takes the upper end for
+            # the current point; otherwise, near a stationary point, decreases smaller than the
+            # slack would be rejected at every step size and gamma would shrink to 0
+            bound = (cur.G + cur.slack + float(np.sum(grad * step))
+                     + float(np.sum(step * step)) / (2 * gamma))
             if trial.G <= bound:
                 accepted = True
                 break
-            if nb == max_backtrack:
+            if nb == max_backtrack or gamma * beta_down == 0.0:
                 break
             gamma *= beta_down
             nb += 1
