@@ -21,7 +21,7 @@ __all__ = ["evaluate", "roc_curve", "confusion_matrix", "r2_score", "model_size"
            "class_report", "check_finite_model", "COUNT_METRICS"]
 
 #: metrics that count things (shown as whole numbers, also when a model file stored floats)
-COUNT_METRICS = frozenset({"features used", "iterations", "rows"})
+COUNT_METRICS = frozenset({"features used", "iterations", "rows", "bound: m"})
 
 #: points per axis of the decision-region grid
 GRID = 120

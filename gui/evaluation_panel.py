@@ -48,8 +48,8 @@ class EvaluationPanel(QWidget):
 
     def __init__(self, parent=None):
         super().__init__(parent)
-        self.holdout = QRadioButton("Holdout: the test fraction of the Data tab")
-        self.kfold = QRadioButton("k-fold cross-validation on the training rows")
+        self.holdout = QRadioButton("Holdout")
+        self.kfold = QRadioButton("k-fold cross-validation")
         self.holdout.setChecked(True)
         group = QButtonGroup(self)
         group.addButton(self.holdout)
@@ -67,11 +67,16 @@ class EvaluationPanel(QWidget):
         ev = QVBoxLayout(eval_box)
         ev.addWidget(self.holdout)
         ev.addLayout(k_row)
-        ev.addWidget(QLabel("<small>k-fold reports each metric's mean and spread over the "
-                            "folds, then trains the model shown on every training row; "
-                            "held-out rows, if any, are evaluated as well.</small>"))
+        note = QLabel("<small>Holdout judges the model on the test fraction of the Data tab. "
+                      "k-fold reports each metric's mean and spread over k folds of the "
+                      "training rows, then trains the model shown on every training row "
+                      "(held-out rows, if any, are judged as well).</small>")
+        note.setWordWrap(True)
+        ev.addWidget(note)
 
-        self.tune = QCheckBox("Tune first: randomized search with the papers' search space")
+        self.tune = QCheckBox("Tune first (randomized search)")
+        self.tune.setToolTip("rwtool.tuning.RandomizedSearchCV with the papers' search space "
+                             "(seed 003 Table 14) on the training rows")
         self.n_iter_spin = QSpinBox()
         self.n_iter_spin.setRange(1, 500)
         self.n_iter_spin.setValue(20)
@@ -89,9 +94,9 @@ class EvaluationPanel(QWidget):
         tf.addRow("folds (cv)", self.cv_spin)
         tf.addRow(self.tune_note)
 
-        self.balance = QCheckBox("Balance the classes (weights n / (k n_c))")
-        self.balance.setToolTip("Weighted squared loss: every class counts the same, whatever "
-                                "its number of rows (imbalanced targets)")
+        self.balance = QCheckBox("Balance the classes")
+        self.balance.setToolTip("Row weights n / (k n_c): a weighted squared loss in which "
+                                "every class counts the same, whatever its number of rows")
         self.weight_note = QLabel("")
         self.weight_note.setWordWrap(True)
         weight_box = QGroupBox("Class weights")

@@ -80,6 +80,10 @@ class _MetricsView(QWidget):
         self.class_label.setText(f"Per class, on the {rep.get('on', 'test')} rows:")
         n = len(rep["classes"])
         self.class_table.setRowCount(n)
+        # as tall as its rows (up to 8), so that the metrics above keep the room
+        h = self.class_table.horizontalHeader().height() + 4 + \
+            min(n, 8) * self.class_table.verticalHeader().defaultSectionSize()
+        self.class_table.setMaximumHeight(h)
         for i in range(n):
             cells = (rep["classes"][i], format_metric(float(rep["precision"][i])),
                      format_metric(float(rep["recall"][i])), format_metric(float(rep["f1"][i])),

@@ -89,11 +89,11 @@ class _Item(QTableWidgetItem):
 class RunList(QWidget):
     selection_changed = Signal(list)      # run ids, in table order
 
-    COLUMNS = ("Run", "Dataset", "Task", "Method", "Parameters", "Error / MSE", "AUC / R²",
-               "Baseline", "Features used", "Fit time (s)", "Status")
+    COLUMNS = ("Run", "Method", "Dataset", "Task", "Error / MSE", "AUC / R²", "Baseline",
+               "Features used", "Fit time (s)", "Status", "Parameters")
     #: the runs_table field behind each column (None: text made here)
-    _FIELDS = ("run", "dataset", "task", "estimator", None, "error / MSE", "AUC / R^2",
-               "baseline", "features used", "fit time (s)", "status")
+    _FIELDS = ("run", "method", "dataset", "task", "error / MSE", "AUC / R^2", "baseline",
+               "features used", "fit time (s)", "status", None)
     export_requested = Signal()
 
     def __init__(self, parent=None):
@@ -171,7 +171,7 @@ class RunList(QWidget):
         tip = self._tooltip(run)
         for j, field in enumerate(self._FIELDS):
             v = run.key_params() if field is None else row.get(field)
-            item = _Item(v, run.name if field == "run" else None)
+            item = _Item(v, f"#{run.run_id}" if field == "run" else None)
             if j == 0:
                 item.setData(Qt.UserRole, run.run_id)
             item.setToolTip(tip)

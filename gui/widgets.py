@@ -9,6 +9,8 @@ from __future__ import annotations
 import html
 import os
 
+import numpy as np
+
 from PySide6.QtCore import Qt, QTimer
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import (QDialog, QDialogButtonBox, QFileDialog, QFrame, QHBoxLayout,
@@ -137,6 +139,11 @@ class SnippetDialog(QDialog):
                 fh.write(self.edit.toPlainText())
 
 
+def _cell(v) -> str:
+    """A prediction as shown (the saved file keeps every digit)."""
+    return f"{v:.6g}" if isinstance(v, (float, np.floating)) else str(v)
+
+
 class PredictionsDialog(QDialog):
     """Predictions of a model on a new CSV (first rows) with metrics when the target is there."""
 
@@ -153,9 +160,9 @@ class PredictionsDialog(QDialog):
         table.verticalHeader().setVisible(False)
         for i in range(table.rowCount()):
             table.setItem(i, 0, QTableWidgetItem(str(out["rows"][i])))
-            table.setItem(i, 1, QTableWidgetItem(str(out["pred"][i])))
+            table.setItem(i, 1, QTableWidgetItem(_cell(out["pred"][i])))
             if has_y:
-                table.setItem(i, 2, QTableWidgetItem(str(out["y"][i])))
+                table.setItem(i, 2, QTableWidgetItem(_cell(out["y"][i])))
         text = f"{len(out['pred'])} rows predicted"
         if len(out["pred"]) > self.SHOW:
             text += f" (first {self.SHOW} shown; save to get all)"
