@@ -73,12 +73,13 @@ def cli(*args):
 # ----------------------------------------------------------------------------- 1. memory
 
 def test_huge_scaler_refused_before_a_byte_is_decompressed(tmp_path, model_file):
-    """The campaign's case: a 5-entry scaler replaced, checksums recomputed, by a deflated run
-    of zeros declaring 256 MB. The old loader decompressed it whole (and copied it) before any
-    check; now its shape is compared with n_features_in_ first."""
+    """The campaign's case: a 5-entry scaler replaced, checksums recomputed, by deflated data
+    declaring 256 MB at a ratio of ~900:1 (under the old 1000:1 guard). The old loader
+    decompressed it whole (and copied it) before any check; now its shape is compared with
+    n_features_in_ first."""
     parts, doc = doc_of(model_file)
     key = fitted(doc, "x_scaler_")["mean"]["id"]
-    z = Zeros("<f8", (32 * MB,))
+    z = Zeros("<f8", (32 * MB,), mark_every=16384)
     parts[f"arrays/{key}.npy"] = z
     doc["arrays"][key].update(shape=[32 * MB])
     bomb = rebuild(tmp_path / "bomb.rwm", parts, doc, deflate=(f"arrays/{key}.npy",))
