@@ -352,7 +352,7 @@ def _add_data_options(p) -> None:
 def _add_model_limit(p) -> None:
     p.add_argument("--max-model-mb", type=float, metavar="MB",
                    help="refuse model files that would take more memory than this to load "
-                        "(default 4096; raise it for a trusted larger model)")
+                        "(default 4295, i.e. 4 GiB; raise it for a trusted larger model)")
 
 
 def _add_dialect_options(g) -> None:
@@ -527,7 +527,7 @@ def _train_streaming(args) -> int:
 
 def _model_limit(args) -> dict:
     mb = getattr(args, "max_model_mb", None)
-    return {} if mb is None else {"max_bytes": max(1, int(mb * 2**20))}
+    return {} if mb is None else {"max_bytes": max(1, int(mb * 1e6))}
 
 
 def _load_and_apply(args, require_target):
@@ -618,6 +618,7 @@ def cmd_evaluate(args) -> int:
 
 def cmd_info(args) -> int:
     from .data import Preprocessing
+    from .errors import _human
     from .persist import read_info
     info = read_info(args.model, **_model_limit(args))
     if args.json:
@@ -628,7 +629,7 @@ def cmd_info(args) -> int:
             ("written by", f"rwtool {info['rwtool_version']} (numpy {info['numpy_version']}, "
                            f"python {info['python_version']}) at {info['created']}"),
             ("size", f"{info['size_bytes']} bytes, {len(info['arrays'])} arrays, "
-                     f"checksums verified")])
+                     f"checksums verified, {_human(info['load_bytes'])} to load")])
     print("  parameters:")
     _table([(f"  {k}", "None" if v is None else v) for k, v in (info["params"] or {}).items()])
     if info.get("classes") is not None:

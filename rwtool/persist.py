@@ -862,13 +862,13 @@ def _opened(path, max_bytes: int):
             raise ModelFileError(f"not a valid rwtool model file ({type(exc).__name__}: "
                                  f"{_first_line(exc)})", path) from None
         if plan.total > max_bytes:
-            fail(f"loading would take about {_validate._mb(plan.total)} (largest: "
+            fail(f"loading would take about {_validate._human(plan.total)} (largest: "
                  f"{plan.describe()}), above the limit max_bytes={max_bytes}; if the file is "
                  f"trusted, raise the limit (rwtool.load(path, max_bytes=...), or "
                  f"--max-model-mb on the command line)")
         check_memory(FitEstimate(plan.total, detail=f"largest arrays: {plan.describe()}"),
                      f"loading {os.path.basename(path)} needs about "
-                     f"{_validate._mb(plan.total)}",
+                     f"{_validate._human(plan.total)}",
                      fix="free memory or load the model on a larger machine")
         yield zf, doc, _Reader(zf, path, table, plan)
     finally:
@@ -936,6 +936,7 @@ def read_info(path, *, max_bytes: int = DEFAULT_MAX_BYTES) -> dict:
     out["arrays"] = {k: {"dtype": v["dtype"], "shape": v["shape"]}
                      for k, v in doc["arrays"].items()}
     out["size_bytes"] = os.path.getsize(path)
+    out["load_bytes"] = mf.info["load_bytes"]
     return out
 
 

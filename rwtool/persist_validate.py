@@ -26,6 +26,8 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
+from .errors import _human
+
 __all__ = ["Arr", "Spec", "SPECS", "SpecError", "Plan", "plan_load", "has_spec", "array_nbytes",
            "MAX_DIM", "UNLISTED_BYTES"]
 
@@ -279,13 +281,7 @@ class Plan:
 
     def describe(self, n=3) -> str:
         top = sorted(self.largest, reverse=True)[:n]
-        return ", ".join(f"{where} {_mb(b)}" for b, where in top)
-
-
-def _mb(b: int) -> str:
-    if b < 2**20:
-        return f"{b / 2**10:.1f} KB"
-    return f"{b / 2**20:.1f} MB" if b < 2**30 else f"{b / 2**30:.2f} GB"
+        return ", ".join(f"{where} {_human(b)}" for b, where in top)
 
 
 def array_nbytes(meta: dict) -> int:
@@ -347,8 +343,8 @@ def plan_load(doc: dict, table: dict, lookup: Callable[[Any], type]) -> Plan:
     if unused:
         raise SpecError(f"the array table lists {sorted(unused)[:3]} that nothing refers to")
     if plan.unlisted_bytes > UNLISTED_BYTES:
-        raise SpecError(f"{_mb(plan.unlisted_bytes)} of arrays that no rwtool model attribute "
-                        f"accounts for (at most {_mb(UNLISTED_BYTES)})")
+        raise SpecError(f"{_human(plan.unlisted_bytes)} of arrays that no rwtool model attribute "
+                        f"accounts for (at most {_human(UNLISTED_BYTES)})")
     return plan
 
 
