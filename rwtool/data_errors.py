@@ -123,5 +123,5 @@ class HeaderError(DataError):
 
 
 class ScaleError(DataError):
-    """A numeric column whose values are all so small (below 1e-150 in magnitude, not zero) that
-    their squares underflow: standardisation would see a constant column."""
+    """A regression target whose values are all so small (below 1e-150 in magnitude, not zero)
+    that squared errors underflow: no error metric could be computed."""

@@ -546,11 +546,13 @@ def _is_float(x: str) -> bool:
 
 
 def _check_scale(col, rows, path, what):
+    # Features on any scale are fine (the estimators standardise in units of each column's
+    # largest value); a regression target this small makes every error metric underflow.
     top = col.max_magnitude(rows)
     if 0.0 < top < _MIN_SCALE:
         raise ScaleError(
             f"every value of this {what} is below {_MIN_SCALE:g} in magnitude (largest "
-            f"{top:.3g}): squares underflow to zero, so it would be read as constant",
+            f"{top:.3g}): squared errors underflow to zero, so no error or R^2 can be computed",
             file=path, column=col.name,
             hint=f"rescale it (e.g. multiply by 1e{-int(np.floor(np.log10(top)))}) before "
                  f"training")
@@ -586,7 +588,6 @@ def _fit_columns(table: Table, features, categorical, numeric, policy, max_categ
                          f"--numeric {name}) to read the comma as a thousands separator, "
                          f"or write the numbers without it")
         if kind == "numeric":
-            _check_scale(col, fit_rows, path, "column")
             spec = {"name": name, "kind": "numeric", "fill": None}
             if fmt is not None:
                 spec["format"] = fmt
