@@ -33,7 +33,7 @@ from typing import Iterator
 
 import numpy as np
 
-from .csv_dialect import NA_VALUES, Dialect, open_source, sniff_csv
+from .csv_dialect import NA_VALUES, Dialect, Source, open_source, sniff_csv
 from .csv_read import (Column, Table, _BadUTF8, canon, is_number_text, iter_blocks,
                        legacy_dialect)
 from .data_errors import EncodingError, MissingColumnError, MissingValueError
@@ -186,7 +186,9 @@ class CsvScan:
     the rows with a target, missing features not counted); ``n_records``: every data record
     of the file; ``mean``/``std``: of
     each encoded column over those rows (None unless ``moments=True``); ``classes``: the
-    target's classes (None for regression); ``notes``: what was dropped or switched.
+    target's classes (None for regression); ``notes``: what was dropped or switched;
+    ``source``: the input, to give :func:`iter_csv` when it is standard input or a pipe (read
+    once, then held in memory), e.g. ``iter_csv(scan.source, scan.preprocessing, ...)``.
     """
 
     preprocessing: Preprocessing
@@ -196,6 +198,7 @@ class CsvScan:
     mean: np.ndarray | None = None
     std: np.ndarray | None = None
     notes: list[str] = field(default_factory=list)
+    source: Source | None = field(default=None, repr=False)
 
     @property
     def classes(self):
@@ -260,7 +263,7 @@ def scan_csv(path, target=None, *, features=None, ignore=None, categorical=None,
     specs = _fit_columns(table, feats, cat, num, policy, max_categories, FIT)
     pre = Preprocessing(specs, tspec, policy, na_values, max_abs, handle_unknown,
                         dialect.header, table.names)
-    scan = CsvScan(pre, dialect, n_fit, n_rec, notes=notes)
+    scan = CsvScan(pre, dialect, n_fit, n_rec, notes=notes, source=src)
     if moments:
         _moments(src, scan, block_bytes)
     return scan

@@ -59,6 +59,18 @@ def test_stream_errors_are_located(tmp_path, rng):
     assert e.value.row == 3
 
 
+def test_stream_from_standard_input(monkeypatch):
+    import io
+    import sys
+    text = "a,y\n" + "".join(f"{i},{i % 2}\n" for i in range(20))
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(text.encode())))
+    scan = D.scan_csv("-", "y", block_bytes=32)
+    X = np.vstack([c.X for c in D.iter_csv(scan.source, scan.preprocessing,
+                                           dialect=scan.dialect, block_bytes=32)])
+    np.testing.assert_array_equal(X[:, 0], np.arange(20))
+    assert scan.source.name == "<stdin>"
+
+
 def test_stream_names_for_a_header_less_file(tmp_path):
     p = tmp_path / "nh.csv"
     p.write_text("".join(f"{i},{'ab'[i % 2]},{i % 2}\n" for i in range(30)))
