@@ -347,6 +347,19 @@ def run(results, tuned, args):
 
 # ----------------------------------------------------------------------------- checks and report
 
+def attach_tuned(results, tuned):
+    """Give every lstsq/ridge row the cached tuned figure of its data, T and training size."""
+    for name, ds in results["datasets"].items():
+        for key, r in ds["rows"].items():
+            family, group, solver = (key.split("/") + ["", ""])[:3]
+            if family in ("RW", "RKS") and solver in ("lstsq", "ridge"):
+                r["paper"] = paper_figure(name, family, group)
+                tkey = (f"{name}|{family}|{group}|T{results['T']}|n{ds.get('n_train')}"
+                        f"|d{results['tune_draws']}")
+                if tkey in tuned["runs"]:
+                    ds["tuned"][key] = tuned["runs"][tkey]
+
+
 def checks(results):
     """Per target: (description, rows checked, list of misses as (dataset, row, text))."""
     out = {k: [0, []] for k in ("finite", "constant", "loud", "tuned", "iterative", "rfsgd",
@@ -549,6 +562,7 @@ def main(argv=None):
             args.tuned = None                  # a smoke run never writes the cache
         run(results, tuned, args)
     _checkpoint(results, args.json)
+    attach_tuned(results, tuned)
     order = [n for n in DATASETS if n in results["datasets"]]
     results["datasets"] = {n: results["datasets"][n] for n in order}
     cmd = "python -m benchmarks.defaults " + " ".join(argv if argv is not None else sys.argv[1:])
