@@ -75,6 +75,27 @@ def _write_csv(path: str, rows: int, seed: int = 0) -> None:
             fh.write(",".join(f"{a:.5f}" for a in r) + f",{int(v)}\n")
 
 
+class Heartbeat:
+    """A 10 ms QTimer on the GUI thread; ``gaps`` are the times between its ticks."""
+
+    def __init__(self):
+        from PySide6.QtCore import QTimer
+        self.gaps: list[float] = []
+        self.last = [time.perf_counter()]
+        self.timer = QTimer()
+        self.timer.setInterval(10)
+        self.timer.timeout.connect(self._beat)
+        self.timer.start()
+
+    def _beat(self):
+        now = time.perf_counter()
+        self.gaps.append(now - self.last[0])
+        self.last[0] = now
+
+    def stop(self):
+        self.timer.stop()
+
+
 def _skin_path(datasets: str | None) -> str | None:
     root = datasets or os.environ.get("RWTOOL_DATASETS") or "/work/shared/datasets"
     p = Path(root) / "skin" / "Skin_NonSkin.txt"
@@ -88,7 +109,7 @@ def draw_stalls(rows: int = 250_000, repeats: int = 3) -> list[dict]:
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     sys.path.insert(0, str(ROOT))
     import numpy as np
-    from PySide6.QtCore import QEventLoop, QTimer
+    from PySide6.QtCore import QEventLoop
 
     from gui.app import create_app
     from gui.results_panel import ResultsPanel
@@ -106,17 +127,8 @@ def draw_stalls(rows: int = 250_000, repeats: int = 3) -> list[dict]:
     for tab in ("Predicted vs actual", "Residuals"):
         walls, cpus = [], []
         for _ in range(repeats):
-            gaps, turns = [], []
-            last = [time.perf_counter()]
-
-            def beat():
-                now = time.perf_counter()
-                gaps.append(now - last[0])
-                last[0] = now
-            hb = QTimer()
-            hb.setInterval(10)
-            hb.timeout.connect(beat)
-            hb.start()
+            turns = []
+            hb = Heartbeat()
             rp.show_result(res)
             rp.setCurrentIndex([rp.tabText(i) for i in range(rp.count())].index(tab))
             t = time.perf_counter()
@@ -126,7 +138,7 @@ def draw_stalls(rows: int = 250_000, repeats: int = 3) -> list[dict]:
                 turns.append(time.process_time() - c)
                 time.sleep(0.002)
             hb.stop()
-            walls.append(max(gaps))
+            walls.append(max(hb.gaps))
             cpus.append(max(turns))
         out.append({"phase": f"draw {rows:,}-point regression results: {tab}",
                     "max_ms": 1000 * sorted(walls)[len(walls) // 2],
@@ -138,7 +150,7 @@ def draw_stalls(rows: int = 250_000, repeats: int = 3) -> list[dict]:
 def stalls(rows: int, only=None, skin: str | None = None) -> list[dict]:
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     sys.path.insert(0, str(ROOT))
-    from PySide6.QtCore import QEventLoop, QSettings, QTimer
+    from PySide6.QtCore import QEventLoop, QSettings
 
     from gui.app import create_app
     app = create_app()
@@ -152,17 +164,8 @@ def stalls(rows: int, only=None, skin: str | None = None) -> list[dict]:
     win.resize(1280, 800)
     win.show()
 
-    gaps: list[float] = []
-    last = [time.perf_counter()]
-
-    def beat():
-        now = time.perf_counter()
-        gaps.append(now - last[0])
-        last[0] = now
-    hb = QTimer()
-    hb.setInterval(10)
-    hb.timeout.connect(beat)
-    hb.start()
+    hb = Heartbeat()
+    gaps, last = hb.gaps, hb.last
 
     def run_until(cond, timeout=600.0):
         t = time.perf_counter()

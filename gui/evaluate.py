@@ -79,8 +79,7 @@ def model_size(est) -> int | None:
     if isinstance(coef, np.ndarray):
         c = coef if coef.ndim == 2 else coef[:, None]
         used = np.any(c != 0, axis=1)
-        fmap = getattr(est, "feature_map_", None)
-        if str(getattr(fmap, "variant", "")).lower() == "pair" and len(used) % 2 == 0:
+        if _pair_map(est) and len(used) % 2 == 0:
             M = len(used) // 2
             used = used[:M] | used[M:]
         return int(np.count_nonzero(used))
@@ -160,8 +159,18 @@ def coefficient_magnitudes(est) -> tuple[np.ndarray, str] | None:
     coef = getattr(est, "coef_", None)
     if isinstance(coef, np.ndarray) and coef.size:
         c = coef if coef.ndim == 2 else coef[:, None]
+        if _pair_map(est) and len(c) % 2 == 0:
+            # one magnitude per frequency: its cos and sin coefficients together
+            M = len(c) // 2
+            return (np.sqrt(np.linalg.norm(c[:M], axis=1) ** 2 + np.linalg.norm(c[M:], axis=1)
+                            ** 2), "coefficient magnitude per frequency ||(a_cos, a_sin)||")
         return np.linalg.norm(c, axis=1), "coefficient magnitude ||a_t||"
     return None
+
+
+def _pair_map(est) -> bool:
+    """A random Fourier map of the "pair" variant: rows [cos; sin] of M frequencies."""
+    return str(getattr(getattr(est, "feature_map_", None), "variant", "")).lower() == "pair"
 
 
 def variable_importance(est, n_inputs: int) -> tuple[np.ndarray, str] | None:

@@ -131,6 +131,7 @@ class MainWindow(ExportActions, QMainWindow):
             self.statusBar().showMessage("Preparing the numerical kernels in the background…")
             self.worker.warm_up(self.families)
             QTimer.singleShot(0, PreviewTable.warm_up_painting)
+            QTimer.singleShot(50, self.training_panel.board.prepare)
 
     # -- construction --------------------------------------------------------------------------
     def _action(self, text, slot, shortcut=None, icon=None, tip=None) -> QAction:

@@ -151,6 +151,7 @@ class TrainingPanel(QWidget):
         self.time_label.setText(f"took {format_seconds(elapsed)}")
         # the timers draw the last points: a finished run then costs no synchronous redraw
         self.board.request_redraw()
+        self.board.finish()
 
     def mark_cancelling(self) -> None:
         """Show that a cancel was asked for (by the button, Esc or the menu)."""
@@ -203,6 +204,7 @@ class TrainingPanel(QWidget):
             self.board.set_curve(k, mc.get("x_label", "iteration"), x, y, bool(mc.get("log_x")))
         # the timers draw the last points: a finished run then costs no synchronous redraw
         self.board.request_redraw()
+        self.board.finish()
 
     def _tick(self) -> None:
         if self._t0 is None:

@@ -85,6 +85,18 @@ def choose(win, family, **params):
             w.setCurrentIndex(w.findData(v))
 
 
+def run_snippet(code, folder):
+    """Execute a run's Python snippet in ``folder`` (it saves model.rwm there)."""
+    ns = {}
+    cwd = os.getcwd()
+    os.chdir(folder)
+    try:
+        exec(compile(code, "snippet.py", "exec"), ns)
+    finally:
+        os.chdir(cwd)
+    return ns
+
+
 def train(qtbot, win):
     with qtbot.waitSignal(win.run_finished, timeout=TIMEOUT) as blocker:
         qtbot.mouseClick(win.training_panel.train_button, Qt.LeftButton)
@@ -242,14 +254,7 @@ def test_export_reload_apply(qtbot, window, tmp_path):
                 open(out, "rb").read() or b"<?xml" in head
 
     # the snippet reproduces the run with the public API
-    code = window.snippet(run)
-    ns = {}
-    cwd = os.getcwd()
-    os.chdir(tmp_path)
-    try:
-        exec(compile(code, "snippet.py", "exec"), ns)
-    finally:
-        os.chdir(cwd)
+    ns = run_snippet(window.snippet(run), tmp_path)
     np.testing.assert_array_equal(ns["model"].predict(te.X), est.predict(te.X))
 
     # reopen the saved model and apply it to a new CSV

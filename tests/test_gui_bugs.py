@@ -237,6 +237,7 @@ def test_numbers_and_labels(qtbot, window, tmp_path, monkeypatch):
     choose(window, "rfsgd", n_features=30, n_epochs=1)
     run = train(qtbot, window)
     assert run.result["metrics"]["features used"] == 30
+    assert len(run.result["coef_magnitudes"]) == 30        # one magnitude per frequency
     model = str(tmp_path / "sgd.rwm")
     assert window.save_model(model, run)
     loaded = _open_model(qtbot, window, model)

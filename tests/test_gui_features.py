@@ -8,7 +8,6 @@ weights, weighted least squares against the same fit on repeated rows, the CSV r
 from __future__ import annotations
 
 import csv
-import os
 
 import numpy as np
 import pytest
@@ -16,7 +15,7 @@ import pytest
 pytest.importorskip("pytestqt")
 
 from tests.test_gui import (TIMEOUT, choose, load, moons_csv, regression_csv,  # noqa: E402,F401
-                            train, window, write_csv)
+                            run_snippet, train, window, write_csv)
 
 
 def _imbalanced_csv(path, n=300, seed=0):
@@ -25,17 +24,6 @@ def _imbalanced_csv(path, n=300, seed=0):
     y = np.where(X[:, 0] + 0.5 * rng.standard_normal(n) > 1.0, "rare", "common")
     return write_csv(path, ["a", "b", "c", "label"],
                      [[f"{a:.5f}", f"{b:.5f}", f"{c:.5f}", v] for (a, b, c), v in zip(X, y)])
-
-
-def _run_snippet(code, tmp_path):
-    ns = {}
-    cwd = os.getcwd()
-    os.chdir(tmp_path)
-    try:
-        exec(compile(code, "snippet.py", "exec"), ns)
-    finally:
-        os.chdir(cwd)
-    return ns
 
 
 # ------------------------------------------------------------------ honest evaluation
@@ -93,7 +81,7 @@ def test_kfold_metrics_match_the_api_and_the_snippet(qtbot, window, tmp_path):
     assert m["cv error (std over 4 folds)"] == pytest.approx(np.std(errs, ddof=1))
     assert run.result["cv"]["k"] == 4
     # the snippet prints the same numbers, exactly
-    ns = _run_snippet(window.snippet(run), tmp_path)
+    ns = run_snippet(window.snippet(run), tmp_path)
     for key, value in ns["metrics"].items():
         assert m[key] == value, key
 
@@ -107,7 +95,7 @@ def test_default_seed_reproduces_and_snippet_gives_the_same_numbers(qtbot, windo
     b = train(qtbot, window)
     assert a.params["random_state"] == 0
     assert a.result["metrics"]["test MSE"] == b.result["metrics"]["test MSE"]
-    ns = _run_snippet(window.snippet(a), tmp_path)
+    ns = run_snippet(window.snippet(a), tmp_path)
     assert set(ns["metrics"]) >= {"train MSE", "test MSE", "train R^2", "test R^2"}
     for key, value in ns["metrics"].items():
         assert a.result["metrics"][key] == value, key
@@ -153,7 +141,7 @@ def test_balanced_class_weights_in_the_app(qtbot, window, tmp_path):
     assert w[tr.y == "rare"][0] > w[tr.y == "common"][0]
     ref = RWClassifier(**run.params).fit_weighted(tr.X, tr.y, w)
     np.testing.assert_allclose(run.result["estimator"].coef_, ref.coef_)
-    ns = _run_snippet(window.snippet(run), tmp_path)
+    ns = run_snippet(window.snippet(run), tmp_path)
     np.testing.assert_allclose(ns["model"].coef_, ref.coef_)
     # a solver without weights: the form says so and the box is off
     choose(window, "rw", solver="osd")
@@ -275,7 +263,7 @@ def test_reading_options_override_rename_and_remember(qtbot, window, tmp_path):
     # the run records the options, and its snippet reads the file the same way
     choose(window, "rw", n_features=20)
     run = train(qtbot, window)
-    ns = _run_snippet(window.snippet(run), tmp_path)
+    ns = run_snippet(window.snippet(run), tmp_path)
     assert ns["metrics"]["test error"] == run.result["metrics"]["test error"]
     # remembered for this file: opening it again reads it the same way
     window.open_path(str(moons_csv(tmp_path / "other.csv")))
