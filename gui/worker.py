@@ -175,7 +175,13 @@ class TrainWorker(QObject):
                 isinstance(final, float) and final < wall_time:
             res["metrics"]["of which choosing reg (s)"] = wall_time - final
         extra = dict(extra or {})
-        res["metrics"].update(extra.pop("metrics", {}))
+        # the k-fold and search figures go beside the holdout ones, before the model's size,
+        # time and bounds
+        m, more = res["metrics"], extra.pop("metrics", {})
+        keys = list(m)
+        at = keys.index("features used") if "features used" in keys else len(keys)
+        res["metrics"] = {**{k: m[k] for k in keys[:at]}, **more,
+                          **{k: m[k] for k in keys[at:]}}
         res.update(extra)
         res["estimator"] = est
         res["cancelled"] = cancelled
