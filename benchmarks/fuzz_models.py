@@ -78,8 +78,8 @@ def make_bases(directory) -> list[str]:
          np.c_[yr, -yr]),
         ("rw_lasso", RWClassifier(instantiation="rwsign", n_features=12, solver="lasso",
                                   reg=1e-2, random_state=0), y2),
-        ("rw_mc", RWClassifier(instantiation="mc:cauchy:gaussian:relu", n_features=5,
-                               random_state=0), y2),
+        ("rw_mc", RWClassifier(instantiation="mc:cauchy:gaussian:relu:400", n_features=5,
+                               gamma=5.0, random_state=0), y2),
         ("rw_mc_stumps", RWRegressor(instantiation="mc:stumps:indicator-gaussian:stump:400",
                                      n_features=5, gamma=10.0, random_state=0), yr),
         ("rks_fourier", RKSClassifier(base="fourier", n_features=5, random_state=0), y2),
@@ -510,8 +510,10 @@ def _reason(detail: str) -> str:
     return re.sub(r"[0-9]+", "N", re.sub(r"'[^']*'|\([^)]*\)", "...", detail))[:70]
 
 
-def campaign(examples: int, seed: int, limit_mb: int, max_bomb_mb: int, workdir=None) -> Summary:
-    """Run ``examples`` hypothesis-drawn mutations in this process under an RLIMIT_AS cap."""
+def campaign(examples: int, seed: int, limit_mb: int, max_bomb_mb: int, workdir=None,
+             progress=None) -> Summary:
+    """Run ``examples`` hypothesis-drawn mutations in this process under an RLIMIT_AS cap;
+    ``progress(summary)`` is called every 250 files."""
     from hypothesis import HealthCheck, Phase, given, settings
     from hypothesis import seed as hseed
     import rwtool.persist as P
@@ -541,6 +543,9 @@ def campaign(examples: int, seed: int, limit_mb: int, max_bomb_mb: int, workdir=
         if summary.tried % 250 == 0:
             print(f"{summary.tried} files: {dict(summary.outcomes)}", file=sys.stderr,
                   flush=True)
+            if progress is not None:
+                summary.seconds = time.perf_counter() - t0
+                progress(summary)
 
     rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     run()
@@ -615,7 +620,11 @@ def main(argv=None) -> int:
         res = probe(args.probe, args.warm, args.limit_mb, args.timeout)
         print(json.dumps(res))
         return 0 if all(r["outcome"] != "crash" for r in res) else 1
-    s = campaign(args.examples, args.seed, args.limit_mb, args.max_bomb_mb).as_dict()
+    def dump(summary):
+        if args.json:
+            Path(args.json).write_text(json.dumps(summary.as_dict(), indent=1) + "\n")
+    s = campaign(args.examples, args.seed, args.limit_mb, args.max_bomb_mb,
+                 progress=dump).as_dict()
     text = json.dumps(s, indent=1)
     print(text)
     if args.json:

@@ -777,6 +777,22 @@ def _check_meta(meta_table, fail) -> dict:
     return meta_table
 
 
+def _check_header_fields(doc: dict, fail) -> None:
+    """The descriptive fields ``info`` and the app show: text, lists of labels, or absent."""
+    for key in ("rwtool_version", "numpy_version", "python_version", "created",
+                "estimator_class", "notes"):
+        if doc.get(key) is not None and not isinstance(doc[key], str):
+            fail(f"the document's {key} must be text")
+    names = doc.get("feature_names")
+    if names is not None and not (isinstance(names, list)
+                                  and all(isinstance(n, str) for n in names)):
+        fail("the document's feature_names must be a list of column names")
+    classes = doc.get("classes")
+    if classes is not None and not (isinstance(classes, list) and all(
+            isinstance(c, (str, int, float, bool)) for c in classes)):
+        fail("the document's classes must be a list of labels")
+
+
 def _parse_doc(data: bytes, fail) -> dict:
     # json builds one Python object per value: bound that before parsing (a document of "[],"
     # repeated costs about 25 times its size).
@@ -837,6 +853,7 @@ def _opened(path, max_bytes: int):
                      f"({FORMAT_VERSION}; rwtool {doc.get('rwtool_version', '?')} wrote it): "
                      f"upgrade rwtool")
             table = _check_meta(doc.get("arrays"), fail)
+            _check_header_fields(doc, fail)
             try:
                 plan = _validate.plan_load(doc, table, lambda name: _lookup(name, path))
             except _validate.SpecError as exc:

@@ -132,17 +132,23 @@ def test_the_limit_caps_the_total_and_can_be_raised(tmp_path, data):
     assert cli("info", path, "--max-model-mb", "64").returncode == 0
 
 
-def test_deeply_nested_or_value_heavy_documents_refused(tmp_path, model_file):
+def test_value_heavy_documents_refused(tmp_path, model_file):
     parts, doc = doc_of(model_file)
     doc["notes"] = [[]] * 2_000_000                # 6 MB of JSON, ~130 MB once parsed
     refused(rebuild(tmp_path / "v.rwm", parts, doc), "values, more than any model needs")
+
+
+@pytest.mark.parametrize("key,value", [("notes", [1, 2]), ("created", 5),
+                                       ("feature_names", [1, "a"]), ("classes", {"a": 1}),
+                                       ("rwtool_version", {"$": "object"})])
+def test_descriptive_fields_must_have_their_type(tmp_path, model_file, key, value):
+    """info and the app show these fields: a file cannot make them crash."""
     parts, doc = doc_of(model_file)
-    doc["notes"] = json.loads("[" * 50 + "]" * 50)
-    for _ in range(40):
-        doc["notes"] = [doc["notes"]]
-    p = tmp_path / "d.rwm"
-    rebuild(p, parts, doc)
-    P.read_model(p)                                # notes are not parsed into the model
+    doc[key] = value
+    p = rebuild(tmp_path / "h.rwm", parts, doc)
+    refused(p, key)
+    r = cli("info", p)
+    assert r.returncode == 1 and key in r.stderr
 
 
 def test_every_array_of_every_saved_class_is_in_the_table(tmp_path):
