@@ -78,9 +78,8 @@ class Dots(pg.GraphicsObject):
         self._size = float(size)
         self._name = name
         # what pyqtgraph's legend reads to draw the sample symbol
-        self.opts = {"pen": None, "brush": None, "fillLevel": None, "symbol": "o",
-                     "symbolSize": size, "symbolPen": None, "symbolBrush": pg.mkBrush(color),
-                     "antialias": True}
+        self.opts = {"pen": None, "brush": pg.mkBrush(color), "size": size, "symbol": "o",
+                     "fillLevel": None, "antialias": True}
 
     def name(self):
         return self._name
@@ -142,6 +141,13 @@ class ResultPlot(pg.PlotWidget):
             self.setLabel("bottom", xlabel)
         if ylabel is not None:
             self.setLabel("left", ylabel)
+
+    def add_dots(self, dots: "Dots") -> None:
+        """Add a :class:`Dots` scatter with its legend entry (pyqtgraph lists only its own
+        plot-data items by itself)."""
+        self.addItem(dots)
+        if dots.name():
+            self.legend.addItem(dots, dots.name())
 
     def message(self, text: str) -> None:
         """Replace the content with a centred explanation (nothing to draw for this model)."""

@@ -382,8 +382,8 @@ class ResultsPanel(QTabWidget):
         lo, hi = math.inf, -math.inf
         for name, y, f, n, i in shown:
             brush = pg.mkBrush(QColor(PALETTE[i]).lighter(110))
-            p.addItem(scatter(f, y - f, brush, name=name) if residuals else
-                      scatter(y, f, brush, name=name))
+            p.add_dots(scatter(f, y - f, brush, name=name) if residuals else
+                       scatter(y, f, brush, name=name))
             if len(y):
                 lo, hi = min(lo, y.min(), f.min()), max(hi, y.max(), f.max())
         if not math.isfinite(lo):
@@ -405,7 +405,7 @@ class ResultsPanel(QTabWidget):
             if X is None or y is None:
                 continue
             x, yv, n, _ = thin_points(np.asarray(X, float), np.asarray(y, float))
-            p.addItem(scatter(x, yv, pg.mkBrush(QColor(PALETTE[i]).lighter(110)), name=label))
+            p.add_dots(scatter(x, yv, pg.mkBrush(QColor(PALETTE[i]).lighter(110)), name=label))
         p.plot(c["x"], c["y"], pen=pen(2, 2.5), name="model")
     def _draw_regions(self, res) -> None:
         p = self.region_plot
