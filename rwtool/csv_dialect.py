@@ -238,6 +238,11 @@ def _numbered(cells: list[str]) -> bool:
     return step != 0 and all(b - a == step for a, b in zip(v, v[1:]))
 
 
+def _unindexed(cells: list[str]) -> list[str]:
+    """The cells after an empty first one: pandas names its index column "" (",0,1,2")."""
+    return cells[1:] if cells and cells[0] == "" else cells
+
+
 def _detect_header(records: list[list[str]], decimal: str, na: frozenset) -> bool:
     first, rest = records[0], records[1:]
     if not rest:
@@ -250,8 +255,13 @@ def _detect_header(records: list[list[str]], decimal: str, na: frozenset) -> boo
         if (numeric * 2 > len(col) and cell.strip() not in na
                 and not _is_number(cell, decimal)):
             return True
+        # The reverse: a number above a text column (",0,1,...,14" over "State-gov, Male").
+        if (numeric * 10 < len(col) and cell.strip() not in na and cell.strip()
+                and _is_number(cell, decimal)):
+            return True
     cells = [c.strip() for c in first]
-    if _numbered(cells) and not any(_numbered([c.strip() for c in r]) for r in rest):
+    if _numbered(_unindexed(cells)) and not any(
+            _numbered(_unindexed([c.strip() for c in r])) for r in rest):
         return True      # column numbers as names ("1,2,3", "0,1,...,783"), not a data row
     if any(c in na or _is_number(c, decimal) for c in cells) or len(set(cells)) != len(cells):
         return False

@@ -200,14 +200,31 @@ def _read_table(path, target, features, ignore, categorical, numeric, encoding, 
     _note_numbered_header(table, header, names)
     _require_rows(table)
     tname, feats, cat, num = _roles(table, target, features, ignore, categorical, numeric)
+    _note_row_index(table, feats)
     return table, tname, feats, cat, num
 
 
 def _note_numbered_header(table, header, names) -> None:
-    if header is None and names is None and table.dialect.header and _numbered(table.names):
+    numbered = _numbered(table.names) or (table.names[0] == "col1" and _numbered(table.names[1:]))
+    if header is None and names is None and table.dialect.header and numbered:
         table.notes.append(f"the first line ({', '.join(table.names[:3])}, ...) was read as "
                            f"column names (it numbers the columns); pass header=False "
                            f"(command line: --no-header) if it is data")
+
+
+def _note_row_index(table, feats) -> None:
+    """A feature column that numbers the rows (pandas' saved index) carries no information."""
+    for name in feats:
+        c = table.columns[table.names.index(name)]
+        n = len(c.codes)
+        if n < 3 or np.any(c.codes != -1):
+            continue
+        v = c.values
+        if v[0] in (0.0, 1.0) and np.array_equal(v, np.arange(v[0], v[0] + n)):
+            table.notes.append(
+                f"column {name!r} numbers the rows ({v[0]:.0f}, {v[1]:.0f}, ..., {v[-1]:.0f}): "
+                f"a row index carries no information about the target; ignore it "
+                f"(ignore=[{name!r}]; command line: --ignore {name})")
 
 
 def _roles(table, target, features, ignore, categorical, numeric):

@@ -72,6 +72,13 @@ CASES = [
     ("numbered header row", "1,2,3\n0.5,0.7,1\n0.1,0.2,0.3\n", {},
      ok(names=["1", "2", "3"], n=2, note="read as column names")),
     ("integer data rows stay data", "1,2,3\n4,5,6\n7,8,9\n", {}, ok(n=3)),
+    # pandas' to_csv with its index: an empty first name, then the column numbers
+    ("numbered header after a pandas index", ",0,1,2\n0,0.5,1,3\n1,0.7,2,4\n2,0.1,3,5\n", {},
+     ok(names=["col1", "0", "1", "2"], n=3, note="read as column names")),
+    ("a number above a text column is a header", "1,x\nred,p\nblue,q\ngreen,r\n", {},
+     ok(n=3)),
+    ("a saved row index is named", ",x,y\n0,0.5,1\n1,0.7,2\n2,0.1,3\n3,0.2,1\n", {},
+     ok(n=4, note="numbers the rows")),
     ("names for a header-less file", "1,2\n3,4\n", {"header": False, "names": ["u", "v"]},
      ok(X=[[1, 2], [3, 4]], names=["u", "v"])),
     ("too few names", "1,2\n3,4\n", {"header": False, "names": ["u"]},
