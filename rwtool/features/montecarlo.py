@@ -49,7 +49,7 @@ SAMPLINGS = ("auto", "mc", "qmc")
 #: rows of phi(X; draws) held at once by the feature loop (about 32 MB of float64)
 _BLOCK_ELEMENTS = 4_000_000
 #: draws used for the estimates of kappa and theta (theta's is quadratic in them)
-_KAPPA_DRAWS, _THETA_DRAWS = 2048, 256
+_KAPPA_DRAWS, _THETA_DRAWS = 512, 256
 #: median effective number of draws per centre below which the features are called mostly zero
 _MIN_EFFECTIVE_DRAWS = 30.0
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.\-]*$")
