@@ -51,7 +51,7 @@ _BLOCK_ELEMENTS = 4_000_000
 #: draws used for the estimates of kappa and theta (theta's is quadratic in them)
 _KAPPA_DRAWS, _THETA_DRAWS = 512, 256
 #: median effective number of draws per centre below which the features are called mostly zero
-_MIN_EFFECTIVE_DRAWS = 30.0
+_MIN_EFFECTIVE_DRAWS = 5.0
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.\-]*$")
 
 
@@ -766,8 +766,8 @@ def warn_if_sparse(integrator, label, gamma, d, stacklevel=2):
         S = integrator.draws.shape[0]
         g = "" if gamma is None else f"gamma={gamma:.3g} "
         warnings.warn(
-            f"{label}: the Monte Carlo features are mostly zero: half the centres have fewer "
-            f"than {med:.1f} effective draws out of S={S} (the kernel {g}is narrow for the "
-            f"{d}-dimensional parameter space, seed 003 Sec. 4.6); raise gamma (or leave "
+            f"{label}: the Monte Carlo features are mostly zero: half the centres rest on "
+            f"fewer than {med:.1f} effective draws out of S={S} (the kernel {g}is narrow for "
+            f"the {d}-dimensional parameter space, seed 003 Sec. 4.6); raise gamma (or leave "
             f"gamma=None so theta/kappa set it), or raise n_draws", RuntimeWarning,
             stacklevel=stacklevel + 1)
