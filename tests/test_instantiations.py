@@ -380,3 +380,17 @@ def test_antithetic_folding_is_exact(base, phi, distribution, inputs):
     expected = phi(inputs @ D.T) @ K / len(D)
     np.testing.assert_allclose(fmap.transform(inputs), expected, rtol=1e-4,
                                atol=1e-5 * np.abs(expected).max())
+
+
+@pytest.mark.parametrize("sampling", ["mc", "qmc"])
+def test_stump_features_by_column_equal_the_dense_product(sampling, inputs):
+    """The per-column products of the indicator kernel equal (1/S) phi(X; w) K (numpy oracle)."""
+    fmap = rw.features.RWStumps(n_features=40, closed_form=False, n_draws=700,
+                                sampling=sampling, random_state=1).fit(inputs)
+    D = fmap.mc_.draws_
+    same = fmap.idx_[None, :] == D[:, :1].astype(int)
+    K = same * np.exp(-(D[:, 1:2] - fmap.thr_[None, :]) ** 2 / (2 * fmap.gamma_ ** 2))
+    B = np.sign(inputs[:, D[:, 0].astype(int)] - D[:, 1][None, :])
+    expected = B @ K / len(D)
+    np.testing.assert_allclose(fmap.transform(inputs), expected, rtol=1e-4,
+                               atol=1e-6 * np.abs(expected).max())

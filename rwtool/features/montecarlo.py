@@ -423,8 +423,11 @@ class Integrator:
       Monte Carlo error (~S^(-1/2)), and the row's features stay a fixed function of the row.
     """
 
-    def __init__(self, draws, sections, base, label, antithetic=False):
+    def __init__(self, draws, sections, base, label, antithetic=False, columns=None):
         self.draws = draws
+        #: indicator kernel: the column of each centre (K(w, u) = 0 unless w1 = u1), so the
+        #: product splits into one small product per column: m S T / n operations, not m S T
+        self.columns = None if columns is None else np.asarray(columns, dtype=np.int64)
         self._sections_fn = sections   # () -> S x T matrix of K(w_s, u_t)
         self.base = _lookup("base", base) if isinstance(base, str) else base
         self.base_name = base
@@ -480,13 +483,35 @@ class Integrator:
         else:
             M = KS
         dtype = np.float32 if isinstance(self.base, str) else np.float64
+        groups = None
+        if self.columns is not None:
+            # draws sorted by column: each column's draws are a slice of phi(X; w)
+            order = np.argsort(D[:, 0], kind="stable")
+            D, M = D[order], M[order]
+            cols = D[:, 0].astype(np.int64)
+            groups = []
+            for j in np.unique(self.columns):
+                lo, hi = np.searchsorted(cols, [j, j + 1])
+                centres = np.flatnonzero(self.columns == j)
+                if hi > lo:
+                    groups.append((lo, hi, centres,
+                                   np.ascontiguousarray(M[lo:hi][:, centres], dtype=dtype)))
+            self._stump_idx = cols
         return (np.ascontiguousarray(D, dtype=dtype), np.ascontiguousarray(M, dtype=dtype),
-                lin, const, dtype)
+                lin, const, dtype, groups)
+
+    def _product(self, B, M, groups, out):
+        if groups is None:
+            np.matmul(B, M, out=out)
+            return
+        out[:] = 0.0
+        for lo, hi, centres, Mg in groups:
+            out[:, centres] = B[:, lo:hi] @ Mg
 
     def features_into(self, X, out):
         if self._plan is None:
             self._plan = self._build_plan()
-        D, M, lin, const, dtype = self._plan
+        D, M, lin, const, dtype, groups = self._plan
         S = D.shape[0]
         step = max(1, min(X.shape[0], _BLOCK_ELEMENTS // max(1, S)))
         buf = np.empty((step, S), dtype=dtype)
@@ -496,9 +521,9 @@ class Integrator:
             Xb = X[start:stop] if dtype == X.dtype else X[start:stop].astype(dtype)
             B = self.base_block(Xb, buf[: stop - start], D)
             if prod is None:
-                np.matmul(B, M, out=out[start:stop])
+                self._product(B, M, groups, out[start:stop])
             else:
-                np.matmul(B, M, out=prod[: stop - start])
+                self._product(B, M, groups, prod[: stop - start])
                 out[start:stop] = prod[: stop - start]
         if lin is not None:
             out += X @ lin
@@ -735,7 +760,8 @@ class MonteCarloRKHS(RKHSWeighting):
         self._mc = Integrator(self.mc_.draws_,
                               lambda: kernel_sections(self.kernel, self.mc_.draws_, W, g, deg,
                                                       norm),
-                              self.base, self.label, self.mc_.antithetic)
+                              self.base, self.label, self.mc_.antithetic,
+                              W[:, 0] if kernel == "indicator-gaussian" else None)
 
     def fit(self, X, y=None):
         """Sample the centres and the shared draws; build the sections (and check them)."""

@@ -192,7 +192,7 @@ class RKHSWeighting(FeatureMap):
         self.mc_ = MonteCarloDraws.draw(rng, distribution, S, n_in, float(self.sigma), sampling,
                                         antithetic=distribution == "normal")
 
-    def _prepare_mc(self, kernel, base, centres):
+    def _prepare_mc(self, kernel, base, centres, columns=None):
         """The Monte Carlo integrator of this map's kernel sections in its basis."""
         if self.closed_form:
             self._mc = None
@@ -203,7 +203,7 @@ class RKHSWeighting(FeatureMap):
         D, g, norm = self.mc_.draws_, self.gamma_, bool(self.normalized_)
         self._mc = Integrator(D, lambda: kernel_sections(kernel, D, centres, g, normalized=norm),
                               base, f"{type(self).__name__}(closed_form=False)",
-                              self.mc_.antithetic)
+                              self.mc_.antithetic, columns)
 
     def fit(self, X, y=None):
         super().fit(X)
@@ -540,7 +540,7 @@ class RWStumps(RKHSWeighting):
         self._shift = s2 * self.thr_ / (s2 + g2)
         self._k = 1.0 / (_SQRT2 * zeta)
         self._prepare_mc("indicator-gaussian", "stump",
-                         np.column_stack([self.idx_.astype(float), self.thr_]))
+                         np.column_stack([self.idx_.astype(float), self.thr_]), self.idx_)
 
     def _features_into(self, X, out):
         if self._mc is not None:
