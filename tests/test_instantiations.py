@@ -334,7 +334,7 @@ def test_inconsistent_draws_in_a_model_file_are_refused(tmp_path, binary_data):
     clf.feature_map_.mc_.draws_ = clf.feature_map_.mc_.draws_[:, :3]
     path = tmp_path / "bad.rwm"
     rw.save(clf, path)
-    with pytest.raises(rw.ModelFileError, match="draws of shape"):
+    with pytest.raises(rw.ModelFileError, match="shape"):
         rw.load(path)
 
 
