@@ -778,8 +778,9 @@ are refused; any other estimator parameter can be set with --param NAME=VALUE.""
                    help="read the file in blocks and learn from running sums, in memory "
                         "bounded by --block-mb and T (rw lstsq, rks ridge, lasso); auto: when "
                         "the file would not fit in memory (docs/SCALE.md)")
-    s.add_argument("--block-mb", type=float, default=16.0,
-                   help="MiB of CSV read at a time when streaming (default 16)")
+    s.add_argument("--block-mb", type=float, default=4.0,
+                   help="MiB of CSV read at a time when streaming (default 4; memory is about "
+                        "25 times this)")
     s.add_argument("--no-bounds", action="store_true",
                    help="skip the generalisation-bound values (they cost a T x T Gram matrix)")
     _add_data_options(p)

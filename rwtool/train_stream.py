@@ -35,8 +35,10 @@ from .streaming import STREAM_SOLVERS, Moments
 
 __all__ = ["StreamTraining", "train_csv", "can_stream", "BLOCK_BYTES"]
 
-#: bytes of CSV read at a time (memory is a small multiple of it, plus the T x T sums)
-BLOCK_BYTES = 1 << 24
+#: bytes of CSV read at a time: the reader's memory is about 25 times this while a block is
+#: typed and encoded (one Python string per cell), so 4 MiB keeps it near 100 MB; larger blocks
+#: are no faster (docs/bench/scale.md)
+BLOCK_BYTES = 1 << 22
 #: seed offset of the holdout hash, so it is independent of the reg="auto" folds
 _HOLDOUT_SEED = 0x5EED
 
