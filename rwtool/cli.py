@@ -220,6 +220,32 @@ def _metrics(est, X, y, task: str, prefix: str) -> dict:
     return {f"{prefix}_error": 1.0 - acc, f"{prefix}_accuracy": acc}
 
 
+def _label_check(est, y, source: str) -> str | None:
+    """A note on test labels the model never saw; CLIError when most rows carry such labels.
+
+    Metrics over labels the model cannot predict measure the files' coding, not the model
+    (adults' test file writes '<=50K.' where training wrote '<=50K').
+    """
+    known = [str(c) for c in est.classes_]
+    y = np.asarray(y).astype(str)
+    labels, counts = np.unique(y, return_counts=True)
+    unseen = {lab: int(c) for lab, c in zip(labels, counts) if lab not in set(known)}
+    if not unseen:
+        return None
+    n_bad = sum(unseen.values())
+    shown = ", ".join(repr(lab) for lab in list(unseen)[:10])
+    if 2 * n_bad <= len(y):
+        return (f"{n_bad} of {len(y)} rows of {source} have labels absent from training "
+                f"(always counted wrong): {shown}")
+    strip = {lab: lab.strip().strip(".;,").strip() for lab in unseen}
+    hint = ("the labels differ only by punctuation or spaces: make them equal in both files"
+            if all(v in known for v in strip.values())
+            else "check that both files code the target column the same way")
+    raise CLIError(f"{n_bad} of {len(y)} rows of {source} have labels the model never saw in "
+                   f"training ({shown}; training labels: {', '.join(map(repr, known[:10]))}), "
+                   f"so no metric would mean anything; {hint}")
+
+
 def _same_labels(pred, y) -> np.ndarray:
     pred, y = np.asarray(pred), np.asarray(y)
     if pred.dtype.kind in "US" or y.dtype.kind in "US":
@@ -402,7 +428,10 @@ def cmd_train(args) -> int:
     metrics = {"n_train": train.n_samples, "n_test": 0 if test is None else test.n_samples,
                "n_inputs": train.n_features}
     metrics.update(_metrics(est, train.X, train.y, train.task, "train"))
+    notes = list(train.notes)
     if test is not None:
+        if train.task != "regression":
+            notes.append(_label_check(est, test.y, os.path.basename(args.test or args.data)))
         metrics.update(_metrics(est, test.X, test.y, train.task, "test"))
     metrics["fit_time_s"] = float(getattr(est, "fit_time_", wall))
     _add_n_features(est, metrics)
@@ -410,7 +439,7 @@ def cmd_train(args) -> int:
     metrics.update(bounds)
     if cancelled:
         metrics["cancelled"] = True
-    notes = list(train.notes) + ([bound_note] if bound_note else [])
+    notes = [n for n in notes + [bound_note] if n]
     if cancelled:
         notes.append("training was cancelled: the model is the last completed iterate")
     _report_training(args, est, metrics, notes, train.preprocessing, train.summary())
@@ -589,14 +618,14 @@ def cmd_evaluate(args) -> int:
     est = mf.estimator
     task = ds.task
     m = {"n_rows": ds.n_samples}
-    m.update(_metrics(est, ds.X, ds.y, task, "test"))
     conf = None
     if task != "regression":
+        note = _label_check(est, ds.y, os.path.basename(args.data))
+        if note:
+            ds.notes.append(note)
+    m.update(_metrics(est, ds.X, ds.y, task, "test"))
+    if task != "regression":
         conf = _confusion(est.predict(ds.X), ds.y, est.classes_)
-        known = {str(c) for c in est.classes_}
-        unseen = sorted({str(v) for v in np.asarray(ds.y).astype(str)} - known)
-        if unseen:
-            ds.notes.append(f"labels absent from training (always wrong): {unseen[:10]}")
     if args.json:
         _emit_json({"command": "evaluate", "model": mf.path, "data": args.data, "task": task,
                     "metrics": m, "confusion": conf, "notes": ds.notes})

@@ -234,3 +234,30 @@ def test_cancel_keeps_partial_model_of_iterative_solver(capsys, tmp_path, monkey
         pytest.skip("this BKerNN build keeps no partial model on cancellation")
     assert model.is_file() and "last completed iterate" in " ".join(doc["notes"])
     assert run(capsys, "evaluate", model, SAMPLES / "moons.csv")[0] == 0
+
+
+def _relabel(src, dst, rows, suffix):
+    """A copy of ``src`` whose first ``rows`` data rows have ``suffix`` after their label."""
+    lines = Path(src).read_text().splitlines()
+    head, body = lines[0], lines[1:]
+    out = [head] + [ln + suffix if i < rows else ln for i, ln in enumerate(body)]
+    Path(dst).write_text("\n".join(out) + "\n")
+
+
+def test_test_labels_the_model_never_saw(capsys, tmp_path):
+    """adults' test file writes '<=50K.' where training wrote '<=50K': no accuracy of 0 then."""
+    train, test = tmp_path / "train.csv", tmp_path / "test.csv"
+    _relabel(SAMPLES / "spirals.csv", train, 0, "")
+    _relabel(SAMPLES / "spirals.csv", test, 600, ".")        # every label now ends with '.'
+    code, out, err = run(capsys, "train", train, "--target", "color", "-T", 50, "--test", test,
+                         "--out", tmp_path / "m.rwm", "--no-bounds")
+    assert code != 0 and "never saw in training" in err and "punctuation" in err
+    assert not (tmp_path / "m.rwm").exists()
+    # a minority of such rows: metrics, with a note counting them
+    _relabel(SAMPLES / "spirals.csv", test, 10, "x")
+    code, out, err = run(capsys, "train", train, "--target", "color", "-T", 50, "--test", test,
+                         "--out", tmp_path / "m.rwm", "--no-bounds", "--json")
+    doc = json.loads(out)
+    assert code == 0 and any("10 of 600 rows" in n for n in doc["notes"])
+    code, out, err = run(capsys, "evaluate", tmp_path / "m.rwm", test, "--json")
+    assert code == 0 and any("10 of 600 rows" in n for n in json.loads(out)["notes"])
