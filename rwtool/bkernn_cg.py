@@ -200,15 +200,15 @@ def _bin_gather(beta, A, out):
 
 
 def block_count(n: int) -> int:
-    """Blocks per particle for the preconditioner at n rows: about sqrt(n) / 5.6 within [8, 64].
+    """Blocks per particle for the preconditioner at n rows: about sqrt(n) / 5.6 within [8, 48].
 
     The dropped within-block part scales like 1/B^2 of the spectrum's top, which grows with n;
     measured at d = 20, m = 50 (random particles, 1e-5): 32 blocks give 4 / 6 / 8 / 15 CG
     iterations at 2k / 8k / 32k / 128k rows, and at 128k with larger particles 30 iterations
-    against 19 with 64 blocks; below a few thousand rows the (m B)^3 factorisation of many
-    blocks costs more than it saves.
+    against 19 with 64 blocks, whose (m B)^3 factorisation then costs as much as the saved
+    iterations; below a few thousand rows many blocks cost more than they save.
     """
-    return int(min(64, max(8, round(math.sqrt(n) / 5.6))))
+    return int(min(48, max(8, round(math.sqrt(n) / 5.6))))
 
 
 class BlockPreconditioner:

@@ -121,9 +121,9 @@ def test_classifier_memory_estimate_grows_with_classes(solver):
 
 def test_memory_estimate_of_the_cg_path_is_linear_in_n():
     est = BKerNNRegressor()                             # auto: CG at this size
-    # from 125,000 rows the preconditioner has its largest block count: the rest is linear
+    # from 72,000 rows the preconditioner has its largest block count: the rest is linear
     small, big, bigger = (estimate_fit(est, n, 20, 1).peak_bytes
-                          for n in (200_000, 300_000, 400_000))
+                          for n in (100_000, 200_000, 300_000))
     assert bigger - big == big - small and estimate_fit(est, 100_000, 20, 1).peak_bytes < 2**30
     assert small < 2 * 2**30 and "n x n" not in estimate_fit(
         est, 200_000, 20, 1).detail
