@@ -154,8 +154,11 @@ def mlp_default(X, y, Xt, seed=0):
 
 def mlp(datasets_root):
     from benchmarks.datasets import load_abalone, load_diabetes
-    sets = [("diabetes (331 / 111, d = 10)", load_diabetes(datasets_root)),
-            ("abalone (3132 / 1045, d = 10)", load_abalone(datasets_root))]
+    sets = []
+    for name, loader in (("diabetes (331 / 111, d = 10)", load_diabetes),
+                         ("abalone (3132 / 1045, d = 10)", load_abalone)):
+        Xtr, Xte, ytr, yte = loader(datasets_root)
+        sets.append((name, (Xtr, ytr, Xte, yte)))
     X, y = noisy_data(25000, 20, seed=3)
     sets.append(("Exp. 5 generator + noise (20000 / 5000, d = 20)",
                  (X[:20000], y[:20000], X[20000:], y[20000:])))
