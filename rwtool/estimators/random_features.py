@@ -24,7 +24,7 @@ import numpy as np
 from .._base import (BaseEstimator, ClassifierMixin, RegressorMixin, Standardizer, check_array,
                      check_choice, check_is_fitted, check_random_state, check_range,
                      check_scalar, check_X_y, encode_classes)
-from ..features import INSTANTIATIONS, KITCHEN_BASES, RandomFourierFeatures, make_instantiation
+from ..features import KITCHEN_BASES, RandomFourierFeatures
 from ..features.fourier import FOURIER_KERNELS
 from ..errors import NumericalError, check_finite_result
 from ..bounds import estimate_tau, gap_theorem62, gap_theorem65, l2p_norm, rademacher_bound
