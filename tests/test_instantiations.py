@@ -394,3 +394,19 @@ def test_stump_features_by_column_equal_the_dense_product(sampling, inputs):
     expected = B @ K / len(D)
     np.testing.assert_allclose(fmap.transform(inputs), expected, rtol=1e-4,
                                atol=1e-6 * np.abs(expected).max())
+
+
+def test_registering_another_function_under_a_name_warns():
+    def twice_relu(w, x):
+        return 2.0 * max(0.0, np.dot(w, x))
+
+    rw.register_base("twice_relu", twice_relu)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        rw.register_base("twice_relu", twice_relu)      # the same code again: silent
+
+    def other(w, x):
+        return 3.0
+
+    with pytest.warns(UserWarning, match="registered with another function"):
+        rw.register_base("twice_relu", other)

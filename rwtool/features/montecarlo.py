@@ -138,6 +138,13 @@ def _register(kind: str, name, func) -> str:
     if params is not None and len(params) != len(want):
         raise TypeError(f"{kind} {name!r} ({_function_name(func)}) takes {len(params)} "
                         f"argument(s); it must be {_function_name(func)}({', '.join(want)})")
+    old = _USER[kind].get(name)
+    old_code = getattr(getattr(old, "py_func", old), "__code__", None)
+    if old is not None and getattr(old_code, "co_code", None) != getattr(
+            getattr(py, "__code__", None), "co_code", None):
+        warnings.warn(f"{kind} {name!r} was registered with another function; models fitted "
+                      f"from now on use the new one (a model file names the {kind}, so load "
+                      f"each with the function it was trained with)", UserWarning, stacklevel=3)
     if kind != "distribution" and not isinstance(func, CPUDispatcher):
         func = njit(cache=False)(func)  # compiled (or refused) on the first fit that uses it
     _USER[kind][name] = func
