@@ -310,7 +310,7 @@ def solve_from_stats(est, fmap, stats: SufficientStats, callback=None):
         reg, table = select_reg(stats, AUTO_REG[solver], classifier, R, eps,
                                 lasso=_lasso_path_fn(est) if lasso else None)
     else:
-        reg = float(est.reg)
+        reg = float(est._resolve_reg(solver))
     if lasso:
         from .solvers.lasso import lasso_gram
         max_iter = 1000 if est.max_iter is None else int(est.max_iter)
@@ -322,6 +322,7 @@ def solve_from_stats(est, fmap, stats: SufficientStats, callback=None):
         info = {"jitter": info["jitter"], "method": info["method"]}
     check_finite_result(coef, solver=solver, fix="raise reg, lower sigma or standardise X")
     progress.end()
+    est._fit_reg = float(reg)
     est._set_fitted(fmap, coef, info, t0)
     if table is not None:
         est.reg_, est.reg_search_ = reg, table

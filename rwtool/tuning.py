@@ -7,25 +7,28 @@ random kitchen sinks) candidates that differ only in ``reg`` share their feature
 the data accumulates the normal equations of every fold (the training-fold system is the total
 minus the fold's own block), each (fold, reg) pair costs one T x T factorisation, and a second
 pass scores all reg values of all folds at once. A search over ``reg`` alone therefore costs
-about two fits plus the factorisations, whatever the number of reg values and folds.
+about two fits plus the factorisations, whatever the number of reg values and folds. The folds
+and the scoring are rwtool.selection's (shared with ``reg="auto"``); the shared pass is the
+estimators' own ``_reg_path_scores``.
 
 Every fit runs in the calling thread, one after the other, so numba's parallel kernels are never
-entered from two threads at once. This module chooses parameters; it does not define models.
+entered from two threads at once. This module chooses parameters; it does not define models and
+imports no estimator module.
 """
 
 from __future__ import annotations
 
 import math
 import numbers
-import time
-from collections import OrderedDict
 
 import numpy as np
 
-from ._base import (BaseEstimator, Standardizer, check_is_fitted, check_random_state, check_scalar,
-                    is_dask)
+from ._base import BaseEstimator, check_is_fitted, check_random_state, check_scalar
 from .errors import NumericalError
 from .progress import make_progress
+from .selection import clone as _clone
+from .selection import cross_validate as _cross_validate
+from .selection import kfold_indices, select_reg
 
 __all__ = ["LogUniform", "Uniform", "Choice", "default_space", "kfold_indices",
            "RandomizedSearchCV", "select_reg"]
@@ -135,38 +138,7 @@ def _draw(space, rng):
 
 # ----------------------------------------------------------------------------- folds
 
-def kfold_indices(y, n_splits: int, stratified: bool, random_state=None):
-    """Shuffled (stratified) k-fold splits as a list of (train_idx, val_idx)."""
-    check_scalar(n_splits, "cv", numbers.Integral, low=2)
-    m = len(y)
-    if n_splits > m:
-        raise ValueError(f"cv={n_splits} folds need at least {n_splits} rows, but the data has "
-                         f"{m}; lower cv or add rows")
-    rng = check_random_state(random_state)
-    fold_of = np.empty(m, dtype=np.int64)
-    if stratified:
-        classes, idx, counts = np.unique(y, return_inverse=True, return_counts=True)
-        if counts.min() < n_splits:
-            c = classes[np.argmin(counts)]
-            raise ValueError(f"class {c!r} has {counts.min()} row(s), fewer than cv={n_splits} "
-                             f"folds; lower cv to at most {counts.min()} or add rows of that class")
-        offset = 0
-        for k in range(len(classes)):
-            members = rng.permutation(np.flatnonzero(idx == k))
-            fold_of[members] = (np.arange(len(members)) + offset) % n_splits
-            offset += len(members)
-    else:
-        fold_of[rng.permutation(m)] = np.arange(m) % n_splits
-    return [(np.flatnonzero(fold_of != k), np.flatnonzero(fold_of == k)) for k in range(n_splits)]
-
-
 # ----------------------------------------------------------------------------- the search
-
-def _is_fast(est) -> bool:
-    """Exact least squares on random features: candidates can share their normal equations."""
-    from .estimators.random_features import _RandomFeatureModel
-    return isinstance(est, _RandomFeatureModel) and str(est.solver).lower() in ("lstsq", "ridge")
-
 
 class RandomizedSearchCV(BaseEstimator):
     """Randomized-search cross-validation (seed 003 Appendix C protocol).
@@ -278,131 +250,3 @@ class RandomizedSearchCV(BaseEstimator):
         return [dict(r["params"][i], mean_test_score=float(r["mean_test_score"][i]),
                      std_test_score=float(r["std_test_score"][i]),
                      rank=int(r["rank_test_score"][i])) for i in order]
-
-
-def _cross_validate(template, candidates, X, y, folds, scoring, progress):
-    """Scores (candidates x folds) and mean fit times; shares features where it can."""
-    scores = np.full((len(candidates), len(folds)), np.nan)
-    times = np.zeros(len(candidates))
-    progress.start("search", len(candidates))
-    done = 0
-    if scoring is None and _is_fast(template):
-        groups = OrderedDict()
-        for i, c in enumerate(candidates):
-            key = tuple(sorted((k, repr(v)) for k, v in c.items() if k != "reg"))
-            groups.setdefault(key, []).append(i)
-        for members in groups.values():
-            t0 = time.perf_counter()
-            base = {k: v for k, v in candidates[members[0]].items() if k != "reg"}
-            regs = [candidates[i].get("reg", template.reg) for i in members]
-            scores[members] = _fast_scores(template, base, regs, X, y, folds)
-            times[members] = (time.perf_counter() - t0) / len(members)
-            done += len(members)
-            progress.update(done, force=True, best_score=_best_so_far(scores))
-    else:
-        if is_dask(X):
-            raise ValueError("on Dask data RandomizedSearchCV shares per-fold sums between the "
-                             "candidates, which needs solver 'lstsq' or 'ridge' and the default "
-                             "scoring; compute the data into memory for other searches")
-        X_arr = np.asarray(X)
-        for i, c in enumerate(candidates):
-            t0 = time.perf_counter()
-            for k, (tr, va) in enumerate(folds):
-                est = _clone(template).set_params(**c)
-                try:
-                    est.fit(X_arr[tr], y[tr])
-                    scores[i, k] = (est.score(X_arr[va], y[va]) if scoring is None
-                                    else scoring(est, X_arr[va], y[va]))
-                except NumericalError:
-                    # a diverged candidate is invalid: it scores NaN, never the best
-                    scores[i, :] = np.nan
-                    break
-            times[i] = time.perf_counter() - t0
-            done += 1
-            progress.update(done, best_score=_best_so_far(scores))
-    progress.end()
-    return scores, times
-
-
-def select_reg(estimator, X, y, values, cv: int = 3, random_state=0, callback=None):
-    """Cross-validate ``reg`` over ``values`` (everything else fixed); ``(best, table)``.
-
-    The table lists each value with its mean and standard deviation of the validation score
-    (accuracy or R^2). On the exact least-squares solvers every value shares one feature draw
-    and one pass over the data per fold set, so the whole selection costs about two fits.
-    """
-    y_arr = np.asarray(y)
-    is_clf = getattr(estimator, "_estimator_type", None) == "classifier"
-    folds = kfold_indices(y_arr, int(cv), is_clf, random_state)
-    candidates = [{"reg": float(v)} for v in values]
-    scores, _ = _cross_validate(estimator, candidates, X, y_arr, folds, None,
-                                make_progress(callback))
-    mean = scores.mean(axis=1)
-    valid = np.isfinite(mean)
-    if not valid.any():
-        raise NumericalError(f"every reg candidate ({values[0]:g} to {values[-1]:g}) diverged or "
-                             f"gave non-finite scores",
-                             solver=str(getattr(estimator, "solver", "")) or None,
-                             fix="standardize the inputs, or choose another solver")
-    best = int(np.argmax(np.where(valid, mean, -np.inf)))  # ties: the smallest reg
-    table = {"reg": [float(v) for v in values], "mean_score": mean.tolist(),
-             "std_score": scores.std(axis=1).tolist(), "diverged": (~valid).tolist()}
-    return float(values[best]), table
-
-
-def _best_so_far(scores: np.ndarray) -> float:
-    scored = ~np.isnan(scores).any(axis=1)
-    return float(scores[scored].mean(axis=1).max()) if scored.any() else math.nan
-
-
-def _clone(est):
-    return type(est)(**est.get_params(deep=False))
-
-
-def _fast_scores(template, base_params, regs, X, y, folds):
-    """Scores (len(regs) x n_folds) of least-squares candidates sharing one feature draw."""
-    if is_dask(X) or is_dask(y):
-        from .dask_backend import fold_scores
-        return fold_scores(template, base_params, regs, X, y, folds)
-    from .solvers.ridge import RegPath
-    from .solvers.sufficient import SufficientStats
-
-    est = _clone(template).set_params(**base_params)
-    est._validate()
-    Xc, Y = est._fit_targets(X, y)
-    est.x_scaler_ = Standardizer.fit(Xc) if est.standardize else None
-    est.bias_ = est._uses_bias()
-    Xp = est._prepare_X(Xc)
-    # The same seed derivation as fit(), so the refit reuses the validated feature draw.
-    seed = int(check_random_state(est.random_state).integers(0, 2**63 - 1))
-    fmap = est._make_map(seed)
-    fmap.fit(Xp)
-    G = fmap.gram() if fmap.has_gram else None
-    eps = float(getattr(est, "eps", 0.0)) if fmap.has_gram else 0.0
-    fold_ids = np.empty(len(Xp), dtype=np.int64)
-    for k, (_, va) in enumerate(folds):
-        fold_ids[va] = k
-    stats = SufficientStats(fmap.n_output_, Y.shape[1], len(folds))
-    stats.add(fmap, Xp, Y, folds=fold_ids, block_size=est.block_size)
-    Linv = RegPath.for_gram(G) if len(regs) >= 10 and G is not None else None
-    out = np.empty((len(regs), len(folds)))
-    for k, (tr, va) in enumerate(folds):
-        coefs = stats.fold_coefs(k, regs, G, eps, Linv)
-        # every reg value of the fold in one blocked pass: no fold-sized feature matrix
-        D = fmap.linear_predict(np.ascontiguousarray(Xp[va]), coefs)
-        q = Y.shape[1]
-        for j in range(len(regs)):
-            Dj = D[:, j * q:(j + 1) * q]
-            if not np.isfinite(Dj).all():
-                out[j, k] = np.nan      # no score from non-finite decision values
-                continue
-            if est._estimator_type == "classifier":
-                pred = (est.classes_[(Dj[:, 0] > 0).astype(int)] if q == 1
-                        else est.classes_[np.argmax(Dj, axis=1)])
-                out[j, k] = float(np.mean(pred == y[va]))
-            else:
-                Yv = Y[va]
-                ss_res = ((Yv - Dj) ** 2).sum(axis=0)
-                ss_tot = ((Yv - Yv.mean(axis=0)) ** 2).sum(axis=0)
-                out[j, k] = float(np.mean(1.0 - ss_res / np.where(ss_tot > 0, ss_tot, 1.0)))
-    return out

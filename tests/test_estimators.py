@@ -58,14 +58,14 @@ def test_rks_classifier_matches_scikit_learn_ridge_on_its_features(binary_data):
 def test_multiclass_one_vs_rest_shares_features(rng):
     X = rng.standard_normal((240, 3))
     y = np.array(["a", "b", "c"])[np.argmax(X @ rng.standard_normal((3, 3)), axis=1)]
-    est = rw.RWClassifier(instantiation="rwrelu", n_features=60, random_state=3).fit(X, y)
+    est = rw.RWClassifier(instantiation="rwrelu", n_features=60, random_state=3, reg=1e-6).fit(X, y)
     assert list(est.classes_) == ["a", "b", "c"] and est.coef_.shape == (60, 3)
     D = est.decision_function(X)
     assert D.shape == (240, 3)
     np.testing.assert_array_equal(est.predict(X), est.classes_[D.argmax(1)])
     # each column is the binary one-vs-rest solution on the same features
     for k, c in enumerate(est.classes_):
-        binary = rw.RWClassifier(instantiation="rwrelu", n_features=60, random_state=3)
+        binary = rw.RWClassifier(instantiation="rwrelu", n_features=60, random_state=3, reg=1e-6)
         binary.fit(X, np.where(y == c, "yes", "no"))  # "yes" sorts last: positive class
         np.testing.assert_allclose(binary.decision_function(X), D[:, k], rtol=1e-8, atol=1e-10)
     assert est.score(X, y) > 0.9
@@ -164,12 +164,12 @@ def _raw_map_factory(est):
 def test_progress_events_and_cancellation(binary_data):
     X, y = binary_data
     events = []
-    rw.RWClassifier(n_features=30, block_size=50, random_state=0).fit(
+    rw.RWClassifier(n_features=30, block_size=50, random_state=0, reg=1e-6).fit(
         X, y, callback=lambda e: events.append(e))
     stages = [e.stage for e in events if e.kind == "start"]
     assert stages == ["features", "normal equations", "solve"]
     assert events[-1].kind == "end" and events[-1].stage == "solve"
-    est = rw.RWClassifier(n_features=30, block_size=50, random_state=0).fit(X, y)
+    est = rw.RWClassifier(n_features=30, block_size=50, random_state=0, reg=1e-6).fit(X, y)
     with pytest.raises(FitCancelled) as info:
         est.fit(X, y, callback=lambda e: e.stage == "normal equations")
     assert not info.value.partial_model

@@ -23,20 +23,22 @@ import numpy as np
 
 from .._base import (BaseEstimator, ClassifierMixin, RegressorMixin, Standardizer, check_array,
                      check_choice, check_is_fitted, check_random_state, check_range,
-                     check_scalar, check_X_y, encode_classes)
+                     check_scalar, check_X_y, encode_classes, is_dask)
 from ..features import KITCHEN_BASES, RandomFourierFeatures
 from ..features.fourier import FOURIER_KERNELS
-from ..errors import NumericalError, check_finite_result
+from ..errors import check_finite_result
 from ..bounds import estimate_tau, gap_theorem62, gap_theorem65, l2p_norm, rademacher_bound
 from ..losses import LOSSES, get_loss
 from ..progress import FitCancelled, make_progress
+from ..selection import clone, select_reg
 from ..solvers.lasso import lasso_fit
 from ..solvers.osd import osd_fit
 from ..solvers.prune import (ACCEPT_CRITERIA, make_accept, prune_weights, subset_map,
                              subset_scale)
-from ..solvers.ridge import ridge_fit
+from ..solvers.ridge import RegPath, ridge_fit
 from ..solvers.sfgd import sfgd_fit
 from ..solvers.sgd_rks import sgd_fit
+from ..solvers.sufficient import SufficientStats
 from .scale_hooks import ScaleClassifierHooks, ScaleHooks
 
 __all__ = ["RWClassifier", "RWRegressor", "RKSClassifier", "RKSRegressor", "SOLVERS",
@@ -53,7 +55,7 @@ def _fit_lstsq(est, fmap, X, Y, progress):
     eps = est.eps if est._family == "rw" else 0.0
     if isinstance(fmap, _RowWeighted):
         Y = Y * fmap.sw[:, None]
-    coef, info = ridge_fit(fmap, X, Y, reg=float(est.reg), eps=float(eps),
+    coef, info = ridge_fit(fmap, X, Y, reg=float(est._fit_reg), eps=float(eps),
                            block_size=est.block_size, progress=progress)
     return coef, {"jitter": info["jitter"], "method": info["method"]}
 
@@ -61,7 +63,7 @@ def _fit_lstsq(est, fmap, X, Y, progress):
 def _fit_lasso(est, fmap, X, Y, progress):
     """Lasso fit (003 Algorithm 5 for RW, Algorithm 2 for RKS); zero rows are dropped later."""
     max_iter = 1000 if est.max_iter is None else int(est.max_iter)
-    return lasso_fit(fmap, X, Y, lam=float(est.reg), path_length=int(est.path_length),
+    return lasso_fit(fmap, X, Y, lam=float(est._fit_reg), path_length=int(est.path_length),
                      tol=float(est.tol), max_iter=max_iter, block_size=est.block_size,
                      progress=progress)
 
@@ -90,7 +92,7 @@ def _batch_size(est, m):
 def _fit_sfgd(est, fmap, X, Y, progress):
     """SFGD (003 Algorithm 3), one iteration per centre, averaged output, capped step."""
     b = _batch_size(est, len(X))
-    coef, info = sfgd_fit(fmap, X, Y, reg=float(est.reg), loss=est.loss, batch_size=b,
+    coef, info = sfgd_fit(fmap, X, Y, reg=float(est._fit_reg), loss=est.loss, batch_size=b,
                           radius=est.radius, average=bool(est.average),
                           random_state=_batch_rng(est), progress=progress, step_cap=est.step_cap)
     return coef, dict(info, batch_size=b)
@@ -99,7 +101,7 @@ def _fit_sfgd(est, fmap, X, Y, progress):
 def _fit_osd(est, fmap, X, Y, progress):
     """Optimal Stepsize Descent (000 Algorithm 2), one iteration per centre."""
     b = _batch_size(est, len(X))
-    coef, info = osd_fit(fmap, X, Y, reg=float(est.reg), loss=est.loss, batch_size=b,
+    coef, info = osd_fit(fmap, X, Y, reg=float(est._fit_reg), loss=est.loss, batch_size=b,
                          random_state=_batch_rng(est), progress=progress)
     return coef, dict(info, batch_size=b)
 
@@ -107,7 +109,7 @@ def _fit_osd(est, fmap, X, Y, progress):
 def _fit_sgd(est, fmap, X, Y, progress):
     """Averaged mini-batch SGD on the kitchen-sink features (solvers/sgd_rks.py)."""
     max_iter = 5 if est.max_iter is None else int(est.max_iter)
-    return sgd_fit(fmap, X, Y, reg=float(est.reg), loss=est.loss,
+    return sgd_fit(fmap, X, Y, reg=float(est._fit_reg), loss=est.loss,
                    batch_size=_batch_size(est, len(X)),
                    max_iter=max_iter, tol=float(est.tol), average=bool(est.average),
                    random_state=_batch_rng(est), progress=progress)
@@ -140,6 +142,65 @@ _SQUARED_ONLY = ("lstsq", "ridge", "lasso")
 AUTO_REG = {"lstsq": np.logspace(-12, -1, 12), "ridge": np.logspace(-12, -1, 12),
             "lasso": np.logspace(-6, -2, 5), "sfgd": np.logspace(-6, -2, 5),
             "osd": np.logspace(-6, -2, 5), "sgd": np.logspace(-7, -3, 5)}
+#: reg=None (the default): cross-validation where it costs a few passes (the exact least-squares
+#: solvers), a value measured across data sets for the iterative ones (docs/SOLVERS.md)
+DEFAULT_REG = {"lstsq": "auto", "ridge": "auto", "lasso": 1e-5, "sfgd": 1e-6, "osd": 1e-6,
+               "sgd": 1e-6}
+#: when reg="auto" picks an end of its grid, the grid grows by EXTEND_BY decades that way, at
+#: most EXTEND_MAX times, within REG_LIMITS (OSD: below 1)
+EXTEND_BY, EXTEND_MAX, REG_LIMITS = 3, 2, (1e-18, 1e3)
+#: ... and only when the end beats its neighbour by more than this (accuracy or R^2): below it
+#: the scores differ by rounding, not by the model
+EXTEND_MARGIN = 1e-4
+
+
+#: reg=None on data too small to cross-validate (the value the estimators defaulted to before)
+SMALL_DATA_REG = 1e-6
+
+
+def _three_folds(Y, classifier) -> bool:
+    """Whether 3-fold (stratified, for classifiers) cross-validation is possible on Y."""
+    if len(Y) < 6:
+        return False
+    if not classifier:
+        return True
+    counts = np.bincount(np.argmax(Y, axis=1)) if Y.shape[1] > 1 else np.bincount(
+        (Y[:, 0] > 0).astype(int), minlength=2)
+    return int(counts.min()) >= 3
+
+
+def _best_index(table) -> int:
+    """The best valid candidate of a select_reg table (ties: the smallest reg)."""
+    mean = np.asarray(table["mean_score"], dtype=float)
+    return int(np.argmax(np.where(np.isfinite(mean), mean, -np.inf)))
+
+
+def _extension(table, solver):
+    """New candidates beyond the end of the grid the best value sits at, or None.
+
+    The best must beat its only neighbour by EXTEND_MARGIN: on a plateau the grid end is not
+    the optimum's side (accuracy ties among tiny regs are common).
+    """
+    regs, mean = table["reg"], np.asarray(table["mean_score"], dtype=float)
+    j = _best_index(table)
+    if len(regs) < 2:
+        return None
+    if j == 0 and mean[0] > np.nan_to_num(mean[1], nan=-np.inf) + EXTEND_MARGIN:
+        more = regs[0] * 10.0 ** -np.arange(EXTEND_BY, 0, -1)
+        more = more[more >= REG_LIMITS[0]]
+    elif j == len(regs) - 1 and mean[-1] > np.nan_to_num(mean[-2], nan=-np.inf) + EXTEND_MARGIN:
+        more = regs[-1] * 10.0 ** np.arange(1, EXTEND_BY + 1)
+        more = more[more <= (0.5 if solver == "osd" else REG_LIMITS[1])]
+    else:
+        return None
+    return more if len(more) else None
+
+
+def _merge_tables(a, b):
+    """Two select_reg tables as one, sorted by reg."""
+    keys = [k for k in a if k in b]
+    rows = sorted(zip(*(a[k] + b[k] for k in keys)))
+    return {k: [r[i] for r in rows] for i, k in enumerate(keys)}
 
 
 class _RowWeighted:
@@ -181,8 +242,6 @@ class _RandomFeatureModel(BaseEstimator):
     # -- validation and construction -------------------------------------------------------
     def _validate(self):
         check_scalar(self.n_features, "n_features", numbers.Integral, low=1)
-        if not self._auto_reg():
-            check_scalar(self.reg, "reg", low=0.0)
         check_scalar(self.sigma, "sigma", low=0.0, low_inclusive=False)
         check_scalar(self.block_size, "block_size", numbers.Integral, low=1, allow_none=True)
         solver = check_choice(self.solver, "solver",
@@ -198,21 +257,31 @@ class _RandomFeatureModel(BaseEstimator):
         check_scalar(self.tol, "tol", low=0.0, low_inclusive=False)
         check_scalar(self.batch_size, "batch_size", numbers.Integral, low=1, allow_none=True)
         check_scalar(self.path_length, "path_length", numbers.Integral, low=1)
-        if self._auto_reg():
+        reg = self._resolve_reg(solver)
+        if reg == "auto":
             return solver
-        if solver in ("lasso", "sfgd") and not self.reg > 0:
-            raise ValueError(f"solver={solver!r} needs reg > 0, got reg={self.reg!r}")
-        if solver == "osd" and not self.reg < 1:
+        check_scalar(reg, "reg", low=0.0)
+        if solver in ("lasso", "sfgd") and not reg > 0:
+            raise ValueError(f"solver={solver!r} needs reg > 0, got reg={reg!r}")
+        if solver == "osd" and not reg < 1:
             raise ValueError(f"solver='osd' shrinks alpha by (1 - reg) each step: reg must be "
-                             f"< 1, got {self.reg!r}")
+                             f"< 1, got {reg!r}")
         return solver
 
+    def _resolve_reg(self, solver=None):
+        """The reg of this fit: a number or "auto"; None means DEFAULT_REG[solver]."""
+        reg = self.reg
+        if reg is None:
+            return DEFAULT_REG[str(self.solver).lower() if solver is None else solver]
+        if isinstance(reg, str):
+            if reg.lower() != "auto":
+                raise ValueError(f"reg must be a non-negative number, 'auto' or None, got "
+                                 f"{reg!r}")
+            return "auto"
+        return reg
+
     def _auto_reg(self) -> bool:
-        if isinstance(self.reg, str):
-            if self.reg.lower() != "auto":
-                raise ValueError(f"reg must be a non-negative number or 'auto', got {self.reg!r}")
-            return True
-        return False
+        return self._resolve_reg() == "auto"
 
     def _fit_auto_reg(self, X, y, solver, callback):
         """reg="auto": 3-fold cross-validation over AUTO_REG[solver], then the fit at the best.
@@ -220,22 +289,91 @@ class _RandomFeatureModel(BaseEstimator):
         On "lstsq"/"ridge" the candidates share one feature draw and its normal equations
         (rwtool.tuning), so the choice costs two passes over the data and the fit a third.
         ``reg_`` is the value used and ``reg_search_`` the validation scores of every candidate.
+        With reg=None (the default) on data too small for three folds (fewer than 3 rows of
+        some class, or 6 rows), the fit uses ``SMALL_DATA_REG`` and ``reg_search_`` is None.
         """
-        from ..tuning import select_reg
         params = self.get_params(deep=False)
         if params["random_state"] is None:  # every candidate and the final fit: one draw
             params["random_state"] = int(np.random.default_rng().integers(2**31 - 1))
+        if not is_dask(X):
+            _, Y = self._fit_targets(X, y)   # bad targets: the estimator's error, not a fold's
+            if self.reg is None and not _three_folds(Y, self._estimator_type == "classifier"):
+                params["reg"] = SMALL_DATA_REG
+                fitted = type(self)(**params).fit(X, y, callback=callback)
+                return self._adopt(fitted, SMALL_DATA_REG, None)
         values = AUTO_REG[solver]
         params["reg"] = float(values[0])
         template = type(self)(**params)
         best, table = select_reg(template, X, y, values, cv=3, random_state=0, callback=callback)
+        for _ in range(EXTEND_MAX):
+            more = _extension(table, solver)
+            if more is None:
+                break
+            _, extra = select_reg(template, X, y, more, cv=3, random_state=0, callback=callback)
+            table = _merge_tables(table, extra)
+            best = table["reg"][_best_index(table)]
         fitted = template.set_params(reg=best).fit(X, y, callback=callback)
+        return self._adopt(fitted, best, table)
+
+    def _adopt(self, fitted, reg, table):
         for key, value in vars(fitted).items():
             if key.endswith("_") and not key.startswith("_"):
                 setattr(self, key, value)
-        self.reg_ = best
+        self.reg_ = reg
         self.reg_search_ = table
         return self
+
+    # -- reg selection (rwtool.selection) --------------------------------------------------
+    def _shares_reg_path(self) -> bool:
+        """Exact least squares: candidates differing only in reg share one pass over the data."""
+        return str(self.solver).lower() in ("lstsq", "ridge")
+
+    def _reg_path_scores(self, base_params, regs, X, y, folds) -> np.ndarray:
+        """Validation scores (len(regs) x n_folds) of this model with ``base_params`` at each
+        reg, from one feature draw and the per-fold normal equations (one pass over X)."""
+        if is_dask(X) or is_dask(y):
+            from ..dask_backend import fold_scores
+            return fold_scores(self, base_params, regs, X, y, folds)
+    
+        est = clone(self).set_params(**base_params)
+        est._validate()
+        Xc, Y = est._fit_targets(X, y)
+        est.x_scaler_ = Standardizer.fit(Xc) if est.standardize else None
+        est.bias_ = est._uses_bias()
+        Xp = est._prepare_X(Xc)
+        # The same seed derivation as fit(), so the refit reuses the validated feature draw.
+        seed = int(check_random_state(est.random_state).integers(0, 2**63 - 1))
+        fmap = est._make_map(seed)
+        fmap.fit(Xp)
+        G = fmap.gram() if fmap.has_gram else None
+        eps = float(getattr(est, "eps", 0.0)) if fmap.has_gram else 0.0
+        fold_ids = np.empty(len(Xp), dtype=np.int64)
+        for k, (_, va) in enumerate(folds):
+            fold_ids[va] = k
+        stats = SufficientStats(fmap.n_output_, Y.shape[1], len(folds))
+        stats.add(fmap, Xp, Y, folds=fold_ids, block_size=est.block_size)
+        Linv = RegPath.for_gram(G) if len(regs) >= 10 and G is not None else None
+        out = np.empty((len(regs), len(folds)))
+        for k, (tr, va) in enumerate(folds):
+            coefs = stats.fold_coefs(k, regs, G, eps, Linv)
+            # every reg value of the fold in one blocked pass: no fold-sized feature matrix
+            D = fmap.linear_predict(np.ascontiguousarray(Xp[va]), coefs)
+            q = Y.shape[1]
+            for j in range(len(regs)):
+                Dj = D[:, j * q:(j + 1) * q]
+                if not np.isfinite(Dj).all():
+                    out[j, k] = np.nan      # no score from non-finite decision values
+                    continue
+                if est._estimator_type == "classifier":
+                    pred = (est.classes_[(Dj[:, 0] > 0).astype(int)] if q == 1
+                            else est.classes_[np.argmax(Dj, axis=1)])
+                    out[j, k] = float(np.mean(pred == y[va]))
+                else:
+                    Yv = Y[va]
+                    ss_res = ((Yv - Dj) ** 2).sum(axis=0)
+                    ss_tot = ((Yv - Yv.mean(axis=0)) ** 2).sum(axis=0)
+                    out[j, k] = float(np.mean(1.0 - ss_res / np.where(ss_tot > 0, ss_tot, 1.0)))
+        return out
 
     def _uses_bias(self) -> bool:
         return bool(self.bias) and self._kind() in _DOT_PRODUCT
@@ -258,7 +396,8 @@ class _RandomFeatureModel(BaseEstimator):
         return self._fit(X, y, callback, None)
 
     def fit_weighted(self, X, y, sample_weight, callback=None):
-        """``fit`` with row weights w (solvers "lstsq" and "ridge", a number for reg).
+        """``fit`` with row weights w (solvers "lstsq" and "ridge", a number for reg; reg=None
+        uses 1e-6 here, as reg="auto" cross-validates on unweighted folds).
 
         The weights are rescaled to mean 1 and give the weighted squared loss
         (1/m) sum_i w_i (f(x_i) - y_i)^2 with the same regulariser: the normal equations
@@ -275,11 +414,15 @@ class _RandomFeatureModel(BaseEstimator):
         solver = self._validate()
         if sample_weight is not None:
             sample_weight = self._check_weights(sample_weight, solver, len(y))
-        if self._auto_reg():
-            return self._fit_auto_reg(X, y, solver, callback)
-        X, Y = self._fit_targets(X, y)
         if hasattr(self, "coef_"):  # a failed or cancelled refit must not leave the old model
             del self.coef_
+        if self._auto_reg():
+            if sample_weight is None:
+                return self._fit_auto_reg(X, y, solver, callback)
+            self._fit_reg = SMALL_DATA_REG    # reg=None with weights: the folds are unweighted
+        else:
+            self._fit_reg = float(self._resolve_reg(solver))
+        X, Y = self._fit_targets(X, y)
         if not self.standardize:
             check_range(X, "X", "pass standardize=True, or rescale X")
             check_range(Y, "y", "pass standardize=True, or rescale y")
@@ -317,7 +460,7 @@ class _RandomFeatureModel(BaseEstimator):
             raise ValueError(f"sample_weight is taken by the least-squares solvers (lstsq, "
                              f"ridge), whose weighted loss is exact; solver={solver!r} does "
                              f"not take weights")
-        if self._auto_reg():
+        if self.reg is not None and self._auto_reg():
             raise ValueError("reg='auto' does not take sample_weight (its folds are "
                              "unweighted); give reg a number")
         w = np.asarray(sample_weight, dtype=float)
@@ -358,6 +501,7 @@ class _RandomFeatureModel(BaseEstimator):
         self.feature_map_ = fmap
         self.coef_ = np.ascontiguousarray(coef)
         self.solver_info_ = info
+        self.reg_ = self._fit_reg
         # iterations the solver ran: sweeps (lasso), centres (sfgd/osd), epochs (sgd), 1 (direct)
         n_iter = info.get("n_iter", max(info.get("sweeps", [1]) or [1]))
         self.n_iter_ = max(1, int(n_iter))
@@ -504,7 +648,7 @@ class _RegressorTargets(RegressorMixin):
 class _RW(_RandomFeatureModel):
     _family = "rw"
 
-    def __init__(self, instantiation="rwsign", n_features=1000, solver="lstsq", reg=1e-6,
+    def __init__(self, instantiation="rwsign", n_features=1000, solver="lstsq", reg=None,
                  sigma=1.0, gamma=None, theta=0.5, kappa=2.0, eps=1e-10, loss="squared",
                  max_iter=None, tol=1e-4, batch_size=None, radius=None, step_cap=0.25,
                  average=True, path_length=1, standardize=True, bias=True, block_size=None,
@@ -623,11 +767,14 @@ _RW_DOC = """
         "sfgd": stochastic functional gradient descent (003 Algorithm 3), one centre per
         iteration, averaged output. "osd": Optimal Stepsize Descent (000 Algorithm 2).
         See docs/SOLVERS.md.
-    reg : float or "auto", default 1e-6
+    reg : float, "auto" or None, default None
         lam in J = (1/m) sum loss(f, y) + (lam/2) ||alpha||_H^2 (lstsq, sfgd, osd) or lam1 in
         J1 (lasso): the same lam means the same model whatever the solver (spec section 3).
-        "auto" chooses it by 3-fold cross-validation over ``AUTO_REG[solver]`` (``reg_``,
-        ``reg_search_``); for "lstsq" that costs about three passes over the data in all.
+        "auto" chooses it by 3-fold cross-validation over ``AUTO_REG[solver]``, growing the grid
+        past an end the best value sits at (``reg_``, ``reg_search_``); for "lstsq" that costs
+        about three passes over the data in all. None (the default) is the solver's default,
+        ``DEFAULT_REG[solver]``: "auto" for "lstsq", and values measured across data sets for
+        the iterative solvers (1e-6 for sfgd and osd, 1e-5 for lasso; docs/SOLVERS.md).
     sigma : float, default 1.0
         s, standard deviation of the sampling distribution p.
     gamma : float or None, default None
@@ -677,6 +824,8 @@ _RW_DOC = """
     feature_map_ : RKHSWeighting
         The fitted instantiation (centres, gamma_, theta_, kappa_).
     x_scaler_, bias_ : the recorded preprocessing.
+    reg_ : float, the reg the model was fitted with; reg_search_ (reg "auto"): the validation
+        scores of every candidate (``diverged`` marks the candidates whose fit diverged).
     n_features_in_ : int
     fit_time_ : float, seconds.
     solver_info_ : dict, what the solver reports (jitter, iterations, convergence).
@@ -700,7 +849,7 @@ class RWRegressor(ScaleHooks, _RegressorTargets, _RW):
 class _RKS(_RandomFeatureModel):
     _family = "rks"
 
-    def __init__(self, base="relu", n_features=1000, solver="ridge", reg=1e-6, sigma=1.0,
+    def __init__(self, base="relu", n_features=1000, solver="ridge", reg=None, sigma=1.0,
                  kernel="gaussian", loss="squared", max_iter=None, tol=1e-4, batch_size=50,
                  average=True, path_length=1, standardize=True, bias=True, block_size=None,
                  random_state=None):
@@ -766,10 +915,11 @@ _RKS_DOC = """
         "ridge": (Psi^T Psi + m lam I) a = Psi^T y, accumulated over row blocks (003 Algorithm 1).
         "lasso": (1/m) sum (f - y)^2 / 2 + reg ||a||_1 (003 Algorithm 2), zero features dropped.
         "sgd": averaged mini-batch SGD on the fixed features (docs/SOLVERS.md).
-    reg : float or "auto", default 1e-6
+    reg : float, "auto" or None, default None
         lam in J = (1/m) sum loss(f, y) + (lam/2) ||a||^2, features scaled by 1/sqrt(T)
         (lam1 of the Lasso for solver="lasso"). "auto": 3-fold cross-validation over
-        ``AUTO_REG[solver]``, as for the RKHS weightings.
+        ``AUTO_REG[solver]``, as for the RKHS weightings. None (the default):
+        ``DEFAULT_REG[solver]``, "auto" for "ridge" and measured values for "lasso" and "sgd".
     sigma : float, default 1.0
         Standard deviation of p (sign/relu/stumps) or the kernel bandwidth (fourier).
     kernel : {"gaussian", "laplacian", "cauchy"}, default "gaussian"
@@ -792,7 +942,8 @@ _RKS_DOC = """
 
     Attributes
     ----------
-    coef_ : ndarray (T, k); feature_map_ : the fitted map; x_scaler_, bias_; n_features_in_;
+    coef_ : ndarray (T, k); feature_map_ : the fitted map; x_scaler_, bias_; reg_, reg_search_
+    (as for the RKHS weightings); n_features_in_;
     fit_time_; solver_info_; n_iter_ (Lasso sweeps, SGD epochs, 1 for ridge).
 """
 
