@@ -286,17 +286,17 @@ def test_train_csv_holdout_and_test_file(tmp_path):
     from rwtool.solvers.sufficient import position_uniform
     from rwtool.train_stream import _HOLDOUT_SEED, train_csv
     path = _write_csv(tmp_path / "d.csv")
-    run = train_csv(path, "y", rw.RWRegressor(n_features=40, random_state=0), test_size=0.3,
+    run = train_csv(path, "y", rw.RWRegressor(n_features=40, reg=1e-6, random_state=0), test_size=0.3,
                     split_seed=7, block_bytes=4096, ignore=["label"])
     held = position_uniform(np.arange(3000), _HOLDOUT_SEED + 7) < 0.3
     assert run.n_test == held.sum() and 800 < run.n_test < 1000
     data = read_csv(path, "y", ignore=["label"])
-    ref = rw.RWRegressor(n_features=40, random_state=0).fit(data.X[~held], data.y[~held])
+    ref = rw.RWRegressor(n_features=40, reg=1e-6, random_state=0).fit(data.X[~held], data.y[~held])
     assert _rel(run.estimator.coef_, ref.coef_) < 1e-9
     assert run.metrics["test_r2"] == pytest.approx(ref.score(data.X[held], data.y[held]),
                                                    rel=1e-9)
     test = _write_csv(tmp_path / "t.csv", n=500, seed=1)
-    run2 = train_csv(path, "y", rw.RWRegressor(n_features=40, random_state=0), test=test,
+    run2 = train_csv(path, "y", rw.RWRegressor(n_features=40, reg=1e-6, random_state=0), test=test,
                      block_bytes=4096, ignore=["label"])
     tdata = run2.preprocessing.apply_csv(test)
     assert run2.metrics["n_test"] == 500
