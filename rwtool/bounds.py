@@ -6,8 +6,11 @@ tau = sup_x sqrt(E_w phi(w, x)^2), is estimated as in 003 Section 7.3: the large
 of sqrt((1/T') sum_t phi(u_t, x)^2) for fresh centres u_t ~ p.
 
 Bounds, with B = ||alpha||_H taken a posteriori (000 Appendix), F = theta B the bound on |f|,
-rho = the loss's Lipschitz constant on |f| <= F and M its largest value there (losses.py; for
-the squared loss (f - y)^2 / 2 these are half the 000 values 2 (B theta + 1) and (B theta + 1)^2):
+Y = max |y| in the units the model is fit in (1 for +/-1 class targets; standardised regression
+targets often exceed 1, e.g. 5.9 on abalone), rho = the loss's Lipschitz constant on |f| <= F,
+|y| <= Y and M its largest value there (losses.py; for the squared loss (f - y)^2 / 2 these are
+rho = B theta + Y and M = (B theta + Y)^2 / 2, half the 000 values 2 (B theta + 1) and
+(B theta + 1)^2 when Y = 1):
 
 - 000 Theorem 10 (eq. 71):  L_D <= L_S + 2 B rho theta / sqrt(m) + M sqrt(log(1/delta) / (2m))
 - 003 Theorem 6.2 (eq. 89): L_D - L_S <= 2 rho theta B / sqrt(m) (1 + sqrt(log(1/delta) / 2))
@@ -38,28 +41,29 @@ def _check_delta(delta):
     return delta
 
 
-def rademacher_bound(train_loss, norm, theta, m, delta=0.05, loss="squared") -> float:
-    """000 Theorem 10 (eq. 71): the bound on L_D for B = ``norm`` = ||alpha||_H."""
+def rademacher_bound(train_loss, norm, theta, m, delta=0.05, loss="squared",
+                     y_bound=1.0) -> float:
+    """000 Theorem 10 (eq. 71): the bound on L_D for B = ``norm`` = ||alpha||_H, |y| <= y_bound."""
     delta = _check_delta(delta)
     loss = get_loss(loss)
     F = theta * norm
-    rho, M = loss.lipschitz(F), loss.max_value(F)
+    rho, M = loss.lipschitz(F, y_bound), loss.max_value(F, y_bound)
     return float(train_loss + 2.0 * norm * rho * theta / math.sqrt(m)
                  + M * math.sqrt(math.log(1.0 / delta) / (2.0 * m)))
 
 
-def gap_theorem62(norm, theta, m, delta=0.05, loss="squared") -> float:
+def gap_theorem62(norm, theta, m, delta=0.05, loss="squared", y_bound=1.0) -> float:
     """003 Theorem 6.2 (eq. 89): the bound on L_D - L_S for ||alpha||_H <= ``norm``."""
     delta = _check_delta(delta)
-    rho = get_loss(loss).lipschitz(theta * norm)
+    rho = get_loss(loss).lipschitz(theta * norm, y_bound)
     return float(2.0 * rho * theta * norm / math.sqrt(m)
                  * (1.0 + math.sqrt(math.log(1.0 / delta) / 2.0)))
 
 
-def gap_theorem65(l2_norm, tau, m, delta=0.05, loss="squared") -> float:
+def gap_theorem65(l2_norm, tau, m, delta=0.05, loss="squared", y_bound=1.0) -> float:
     """003 Theorem 6.5 (eq. 95): the bound on L_D - L_S for ||alpha||_{L2(p)} <= ``l2_norm``."""
     delta = _check_delta(delta)
-    rho = get_loss(loss).lipschitz(tau * l2_norm)
+    rho = get_loss(loss).lipschitz(tau * l2_norm, y_bound)
     return float(2.0 * rho * tau * l2_norm / math.sqrt(m)
                  * (1.0 + math.sqrt(math.log(1.0 / delta) / 2.0)))
 

@@ -85,12 +85,12 @@ class Loss(ABC):
         return float(np.mean(self.value(f, y)))
 
     @abstractmethod
-    def lipschitz(self, f_bound: float) -> float:
-        """rho: Lipschitz constant of f -> l(f, y) on |f| <= f_bound, |y| <= 1."""
+    def lipschitz(self, f_bound: float, y_bound: float = 1.0) -> float:
+        """rho: Lipschitz constant of f -> l(f, y) on |f| <= f_bound, |y| <= y_bound."""
 
     @abstractmethod
-    def max_value(self, f_bound: float) -> float:
-        """M: the largest loss on |f| <= f_bound, |y| <= 1."""
+    def max_value(self, f_bound: float, y_bound: float = 1.0) -> float:
+        """M: the largest loss on |f| <= f_bound, |y| <= y_bound."""
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}()"
@@ -113,12 +113,13 @@ class SquaredLoss(Loss):
     def second_derivative(self, f, y):
         return np.ones(np.broadcast(np.asarray(f), np.asarray(y)).shape)
 
-    def lipschitz(self, f_bound):
-        # |d/df (f - y)^2 / 2| = |f - y| <= F + 1: half the 2(F + 1) of 000 Appendix
-        return float(f_bound) + 1.0
+    def lipschitz(self, f_bound, y_bound=1.0):
+        # |d/df (f - y)^2 / 2| = |f - y| <= F + Y: half the 2(F + 1) of 000 Appendix (Y = 1);
+        # regressors fit standardised targets, whose |y| often exceeds 1
+        return float(f_bound) + float(y_bound)
 
-    def max_value(self, f_bound):
-        return 0.5 * (float(f_bound) + 1.0) ** 2
+    def max_value(self, f_bound, y_bound=1.0):
+        return 0.5 * (float(f_bound) + float(y_bound)) ** 2
 
 
 class LogisticLoss(Loss):
@@ -141,10 +142,10 @@ class LogisticLoss(Loss):
         e = np.exp(-np.abs(np.asarray(y, dtype=float) * np.asarray(f, dtype=float)))
         return e / ((1.0 + e) * (1.0 + e))
 
-    def lipschitz(self, f_bound):
-        return 1.0
+    def lipschitz(self, f_bound, y_bound=1.0):
+        return 1.0                      # y is +/-1: y_bound does not enter
 
-    def max_value(self, f_bound):
+    def max_value(self, f_bound, y_bound=1.0):
         return float(np.logaddexp(0.0, float(f_bound)))
 
 

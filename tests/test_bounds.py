@@ -92,3 +92,55 @@ def test_estimator_bounds(binary_data):
     assert b["l2p_norm"] <= b["kappa"] * b["rkhs_norm"] * 1.05
     with pytest.raises(ValueError, match="delta"):
         clf.bounds(X, y, delta=0.0)
+
+
+def test_regression_bounds_use_the_largest_target(regression_data):
+    """Regressors fit standardised y, whose |y| exceeds 1 (here 4.7 after one outlier): rho and M
+    of 000 Theorem 10 / 003 Theorem 6.2 are theta B + max|y| and (theta B + max|y|)^2 / 2, not
+    theta B + 1 (a bound that assumed |y| <= 1 is not valid). Oracle: the formulas written out
+    here, and the sample itself (|l'| = |f - y| and l never exceed rho and M on it)."""
+    X, y = regression_data
+    y = y.copy()
+    y[5] = 12.0                                        # a heavy tail, as abalone's rings
+    est = rw.RWRegressor(n_features=80, reg=1e-6, random_state=0).fit(X, y)
+    b = est.bounds(X, y, n_draws=300)
+    Y = est.y_scaler_.transform(y[:, None])[:, 0]
+    Yb = np.max(np.abs(Y))
+    assert Yb > 4 and b["y_bound"] == pytest.approx(Yb)
+    F = theta_B = b["theta"] * b["rkhs_norm"]
+    rho, M = F + Yb, 0.5 * (F + Yb) ** 2
+    assert b["rho"] == pytest.approx(rho) and b["loss_max"] == pytest.approx(M)
+    f = est.feature_matrix(X) @ est.coef_[:, 0]
+    assert np.max(np.abs(f - Y)) <= rho and np.max(0.5 * (f - Y) ** 2) <= M
+    m, d = len(X), 0.05
+    L = np.mean(0.5 * (f - Y) ** 2)
+    assert b["rademacher_bound"] == pytest.approx(
+        L + 2 * b["rkhs_norm"] * rho * b["theta"] / math.sqrt(m)
+        + M * math.sqrt(math.log(1 / d) / (2 * m)), rel=1e-9)
+    assert b["gap_theorem62"] == pytest.approx(
+        2 * rho * theta_B / math.sqrt(m) * (1 + math.sqrt(math.log(1 / d) / 2)), rel=1e-9)
+    # a classifier's targets are +/-1: y_bound 1, rho = theta B + 1 as in the papers
+    Xc = X
+    yc = (X[:, 0] > 0).astype(int)
+    bc = rw.RWClassifier(n_features=40, reg=1e-6, random_state=0).fit(Xc, yc).bounds(
+        Xc, yc, n_draws=200)
+    assert bc["y_bound"] == 1.0 and bc["rho"] == pytest.approx(bc["theta"] * bc["rkhs_norm"] + 1)
+
+
+def test_pruning_a_regressor_uses_the_largest_target(regression_data):
+    X, y = regression_data
+    y = y.copy()
+    y[5] = 12.0
+    est = rw.RWRegressor(n_features=60, reg=1e-6, random_state=0).fit(X, y)
+    Y = est.y_scaler_.transform(y[:, None])
+    from rwtool.solvers.prune import make_accept
+    G, theta = est._prune_geometry(None)
+    acc = make_accept("probabilistic", 0.1, est.coef_, G, theta, est.feature_matrix(X), Y,
+                      classify=False)
+    acc1 = make_accept("probabilistic", 0.1, est.coef_, G, theta, est.feature_matrix(X), Y,
+                       classify=False, y_bound=1.0)
+    half = est.coef_ * 0.5
+    # the criterion's penalty rho theta C / sqrt(m) (...) grows with max|y| > 1
+    assert acc(half)[1]["criterion"] > acc1(half)[1]["criterion"]
+    with pytest.raises(ValueError, match="max\\|y\\|"):
+        est.prune(accept="bound")

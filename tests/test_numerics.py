@@ -212,3 +212,34 @@ def test_cli_metrics_refuse_non_finite_output(binary_data, regression_data):
     reg.solver_info_ = {}
     with pytest.raises(rw.NumericalError):
         cli._metrics(reg, Xr, yr, "regression", "test")
+
+
+# ----------------------------------------------------------------------------- cost model
+
+@pytest.mark.parametrize("cls,params", [
+    (rw.RWClassifier, dict(reg=1e-6)), (rw.RWClassifier, dict()), (rw.RKSRegressor, dict()),
+    (rw.RWClassifier, dict(solver="lasso", reg=1e-3)), (rw.RWClassifier, dict(solver="sfgd")),
+    (rw.RWClassifier, dict(solver="osd")), (rw.RKSClassifier, dict(solver="sgd"))])
+def test_estimate_fit_is_near_the_measured_peak(cls, params):
+    """_estimate_fit against tracemalloc's peak of the same fit (numpy reports its buffers to
+    tracemalloc): within a factor 2 either way."""
+    import tracemalloc
+
+    from rwtool.resources import estimate_fit
+    rng = np.random.default_rng(0)
+    n, d = 8000, 20
+    X = rng.standard_normal((n, d))
+    y = X[:, 0] + 0.1 * rng.standard_normal(n)
+    if cls._estimator_type == "classifier":
+        y = (y > 0).astype(int)
+    est = cls(n_features=400, random_state=0, **params)
+    est.fit(X[:100], y[:100])                      # compile and warm everything first
+    e = estimate_fit(est, n, d, 1)
+    assert e.peak_bytes > 0 and e.seconds > 0 and e.detail
+    tracemalloc.start()
+    try:
+        est.fit(X, y)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert 0.5 < e.peak_bytes / peak < 2.0, (e.peak_bytes, peak)

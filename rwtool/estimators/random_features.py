@@ -30,6 +30,7 @@ from ..errors import check_finite_result
 from ..bounds import estimate_tau, gap_theorem62, gap_theorem65, l2p_norm, rademacher_bound
 from ..losses import LOSSES, get_loss
 from ..progress import FitCancelled, make_progress
+from ..resources import FitEstimate
 from ..selection import clone, select_reg
 from ..solvers.lasso import lasso_fit
 from ..solvers.osd import osd_fit
@@ -323,6 +324,66 @@ class _RandomFeatureModel(BaseEstimator):
         self.reg_search_ = table
         return self
 
+    # -- cost model (rwtool.resources) ------------------------------------------------------
+    def _estimate_fit(self, n_samples, n_features_in, n_outputs=1) -> FitEstimate:
+        """Peak bytes and rough seconds of ``fit`` on n rows of d inputs (n_outputs classes).
+
+        Memory, in float64 words: the standardised copy of X and a checked copy (2 n (d + 1)),
+        the targets (n k) and the centres (T (d + 1)), then per solver: lstsq/ridge one block of
+        features (about 32 MB unless ``block_size`` says otherwise), Phi^T Phi, its block
+        product, the regularised copy and its Cholesky factor (4 T^2; the Gram matrix G of an
+        RKHS weighting one more); reg="auto" adds the sums of three folds and the reg path
+        (5 T^2) and the validation predictions of every reg (n/3 x 12 k); the Lasso holds Phi
+        (n x T) in design mode (n T <= 32e6), else a block and the normal equations (3 T^2);
+        SFGD/OSD the features of a block of 64 batches twice (2 x 64 b T: the features and
+        their product temporary), the block's base predictions (64 b x 64) and Gram columns;
+        SGD a chunk of 2048 rows of features. Measured against tracemalloc's peak in
+        tests/test_numerics.py (within a factor 2). Time: the features (2 n T d) plus the
+        solver's operations (n T^2 and T^3 / 3 for the normal equations, b T^2 (d + k) / 2 for
+        SFGD/OSD, ...) at about 1e9 a second on one core of a shared machine.
+        """
+        solver = self._validate()
+        n, d, T = int(n_samples), int(n_features_in) + 1, int(self.n_features)
+        k = 1 if n_outputs <= 2 else int(n_outputs)
+        rw_gram = self._family == "rw"
+        auto = self._auto_reg()
+        block = (min(n, max(64, int(32e6 // (8 * T)))) if self.block_size is None
+                 else min(n, int(self.block_size)))
+        words = 2 * n * d + n * k + T * d
+        ops = 2.0 * n * T * d
+        if solver in ("lstsq", "ridge"):
+            words += block * T + (4 + rw_gram) * T * T
+            ops += n * T * T + T ** 3 / 3
+            if auto:
+                words += 5 * T * T + (n // 3 + 1) * 12 * k
+                ops += 2 * n * T * T + 3 * 10 * T ** 3
+            detail = (f"the {T} x {T} normal equations" + (" of three folds and the reg path"
+                                                           if auto else "")
+                      + f", features in blocks of {block} rows")
+        elif solver == "lasso":
+            design = n * T <= 32_000_000
+            words += (n * T if design else block * T + 3 * T * T) + 4 * T * k + rw_gram * T * T
+            sweeps = 1000 if self.max_iter is None else int(self.max_iter)
+            ops += (n if design else T) * T * min(sweeps, 50)
+            detail = (f"the {n} x {T} feature matrix" if design
+                      else f"the {T} x {T} normal equations") + " of the Lasso"
+        elif solver in ("sfgd", "osd"):
+            b = DEFAULT_BATCH[solver] if self.batch_size is None else int(self.batch_size)
+            b = min(b, n) if solver == "osd" and self.batch_size is None else b
+            words += 64 * b * (2 * T + 64 + d) + 64 * T + 3 * T * k
+            ops += b * T * T * (d + k) / 2.0      # features of the batches on the centres so far
+            detail = f"blocks of 64 iterations x {b} rows of features on up to {T} centres"
+        else:                                          # sgd on kitchen sinks
+            epochs = 5 if self.max_iter is None else int(self.max_iter)
+            words += 2048 * T + 3 * T * k
+            ops += epochs * n * T * (d + 4 * k)
+            detail = f"{epochs} passes over chunks of 2048 rows of {T} features"
+        if auto and solver not in ("lstsq", "ridge"):
+            n_reg = len(AUTO_REG[solver])
+            ops *= 3 * n_reg + 1                       # a fit per (fold, reg) and the refit
+            detail += f"; reg='auto' refits {3 * n_reg + 1} times"
+        return FitEstimate(peak_bytes=int(8 * words), seconds=float(ops / 1e9), detail=detail)
+
     # -- reg selection (rwtool.selection) --------------------------------------------------
     def _shares_reg_path(self) -> bool:
         """Exact least squares: candidates differing only in reg share one pass over the data."""
@@ -583,10 +644,16 @@ class _RandomFeatureModel(BaseEstimator):
             Y = self._targets_for(y, len(X))
         G, theta = self._prune_geometry(Phi)
         coef = np.asarray(self.coef_, dtype=float)
+        classify = self._estimator_type == "classifier"
+        if Y is None and not classify:
+            raise ValueError("pruning a regressor needs its sample: pass X and y (rho = theta B "
+                             "+ max|y| is measured on the standardised targets, which often "
+                             "exceed 1)")
+        y_bound = 1.0 if Y is None else float(np.max(np.abs(Y)))
         acc = make_accept(kind, float(eps), coef, G, theta, Phi, Y, loss, delta,
-                          classify=self._estimator_type == "classifier")
+                          classify=classify, y_bound=y_bound)
         norm_a = acc.before["norm_alpha"]
-        rho = get_loss(loss).lipschitz(theta * max(norm_a))
+        rho = get_loss(loss).lipschitz(theta * max(norm_a), y_bound)
         beta, rep = prune_weights(coef, G, acc, lam=lam, eps=float(eps), rho=rho, theta=theta,
                                   max_steps=int(max_steps), tol=float(tol),
                                   max_iter=int(max_iter), progress=callback)
@@ -702,7 +769,10 @@ class _RW(_RandomFeatureModel):
         ``theta``, ``kappa`` (003 Table 2, from the map; Monte Carlo estimates for an
         rwtool.Instantiation, which ``theta_kappa`` says), ``tau`` (003 eq. 56, estimated on X
         with ``n_draws`` fresh centres, 003 Sec. 7.3), ``rkhs_norm``, ``l2p_norm`` (estimated),
-        ``train_loss`` (mean (f - y)^2 / 2 on +/-1 or standardised targets), ``train_error``
+        ``train_loss`` (mean (f - y)^2 / 2 on +/-1 or standardised targets), ``y_bound``
+        (max |y| in those units), ``rho`` = theta B + y_bound and ``loss_max`` =
+        (theta B + y_bound)^2 / 2 (the squared loss's Lipschitz constant and largest value on
+        |f| <= theta B, |y| <= y_bound, which every bound uses), ``train_error``
         (classifiers), ``rademacher_bound`` (000 Theorem 10, a bound on the test loss),
         ``gap_theorem62`` and ``gap_theorem65`` (003 eq. 89 and 95, bounds on test minus train
         loss), ``m`` and ``delta``. With several outputs each entry is a list (one per output).
@@ -725,12 +795,18 @@ class _RW(_RandomFeatureModel):
         out = {"theta": theta, "kappa": kappa, "tau": tau, "m": m, "delta": float(delta),
                "theta_kappa": ("Monte Carlo estimates" if getattr(
                    fmap, "constants_are_estimates", False) else "003 Table 2")}
+        # |y| in the units the model is fit in: +/-1 for classes, standardised regression targets
+        ybs = np.max(np.abs(Y), axis=0)
         per = {"rkhs_norm": norms.tolist(), "l2p_norm": l2.tolist(),
-               "train_loss": losses.tolist(),
-               "rademacher_bound": [rademacher_bound(L, B, theta, m, delta)
-                                    for L, B in zip(losses, norms)],
-               "gap_theorem62": [gap_theorem62(B, theta, m, delta) for B in norms],
-               "gap_theorem65": [gap_theorem65(B2, tau, m, delta) for B2 in l2]}
+               "train_loss": losses.tolist(), "y_bound": ybs.tolist(),
+               "rho": [sq.lipschitz(theta * B, Yb) for B, Yb in zip(norms, ybs)],
+               "loss_max": [sq.max_value(theta * B, Yb) for B, Yb in zip(norms, ybs)],
+               "rademacher_bound": [rademacher_bound(L, B, theta, m, delta, y_bound=Yb)
+                                    for L, B, Yb in zip(losses, norms, ybs)],
+               "gap_theorem62": [gap_theorem62(B, theta, m, delta, y_bound=Yb)
+                                 for B, Yb in zip(norms, ybs)],
+               "gap_theorem65": [gap_theorem65(B2, tau, m, delta, y_bound=Yb)
+                                 for B2, Yb in zip(l2, ybs)]}
         for key, val in per.items():
             out[key] = val[0] if len(val) == 1 else val
         if self._estimator_type == "classifier":

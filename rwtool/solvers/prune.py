@@ -97,13 +97,14 @@ def _rkhs_norms(G, C):
 
 
 def make_accept(kind, eps, coef, G, theta, Phi=None, Y=None, loss="squared", delta=0.05,
-                classify=True):
+                classify=True, y_bound=None):
     """ACCEPT(alpha, .) of 000 eq. 63-66 as a function beta -> (accepted, metrics).
 
     ``Phi`` (m x T) and ``Y`` (m x k, +/-1 for classifiers) are the sample S; they are needed by
     every criterion except "bound". With several outputs (one-vs-rest) the losses are averaged
     over outputs, the 0-1 error is that of the combined classifier (sign or argmax), and
-    C = max over outputs of ||alpha_j - beta_j||_H.
+    C = max over outputs of ||alpha_j - beta_j||_H. ``y_bound`` bounds |y| in rho (None: max|Y|
+    of the sample, or 1 without one).
     """
     if kind not in ACCEPT_CRITERIA:
         raise ValueError(f"accept must be one of {', '.join(map(repr, ACCEPT_CRITERIA))}, "
@@ -117,6 +118,8 @@ def make_accept(kind, eps, coef, G, theta, Phi=None, Y=None, loss="squared", del
         raise ValueError(f"delta must be in (0, 1), got {delta!r}")
     loss = get_loss(loss)
     norm_a = _rkhs_norms(G, coef)
+    if y_bound is None:
+        y_bound = float(np.max(np.abs(Y))) if Y is not None and np.size(Y) else 1.0
 
     def risks(C):
         if Phi is None:
@@ -137,7 +140,7 @@ def make_accept(kind, eps, coef, G, theta, Phi=None, Y=None, loss="squared", del
     def accept(beta):
         norm_b = _rkhs_norms(G, beta)
         C = float(np.max(_rkhs_norms(G, coef - beta)))
-        rho = loss.lipschitz(theta * float(max(norm_a.max(), norm_b.max())))
+        rho = loss.lipschitz(theta * float(max(norm_a.max(), norm_b.max())), y_bound)
         L_b, err_b = risks(beta)
         if kind == "bound":
             value = rho * theta * C
