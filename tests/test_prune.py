@@ -109,3 +109,20 @@ def test_prune_kitchen_sinks_and_regressor(regression_data):
 def test_make_accept_validates():
     with pytest.raises(ValueError, match="accept must be"):
         make_accept("nope", 0.1, np.zeros((2, 1)), np.eye(2), 1.0)
+
+
+def test_paper_schedule_starts_at_1e_minus_10_with_at_most_10_solves(binary_data):
+    """The authors' code of seed 000: lamL = 1e-10, 1e-9, ..., at most 10 Lasso solves."""
+    X, y = binary_data
+    est = rw.RWClassifier(n_features=60, reg=1e-6, random_state=0).fit(X, y)
+    pr = est.prune(eps=0.05, accept="error", X=X, y=y, schedule="paper")
+    steps = pr.prune_report_["steps"]
+    assert 1 <= len(steps) <= 10 and pr.prune_report_["schedule"] == "paper"
+    np.testing.assert_allclose([s["lam"] for s in steps],
+                               1e-10 * 10.0 ** np.arange(len(steps)), rtol=1e-12)
+    eq62 = est.prune(eps=0.05, accept="error", X=X, y=y)
+    assert eq62.prune_report_["steps"][0]["lam"] != 1e-10
+    loose = est.prune(eps=10.0, accept="error", X=X, y=y, schedule="paper", max_steps=40)
+    assert len(loose.prune_report_["steps"]) <= 10
+    with pytest.raises(ValueError, match="schedule"):
+        est.prune(X=X, y=y, schedule="fast")
