@@ -137,7 +137,7 @@ def test_regression_tabs_and_importance(qtbot, window, tmp_path):
     path = regression_csv(tmp_path / "reg.csv")
     load(qtbot, window, path)
     assert window.method_panel.task == "regression"
-    choose(window, "rw", instantiation="rwstumps", n_features=120, random_state=0)
+    choose(window, "rw", instantiation="rwstumps", n_features=120, random_state=0, reg=1e-6)
     run = train(qtbot, window)
     assert run.status == "done", run.note
     tabs = set(window.results_panel.plots())
