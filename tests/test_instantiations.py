@@ -410,3 +410,12 @@ def test_registering_another_function_under_a_name_warns():
 
     with pytest.warns(UserWarning, match="registered with another function"):
         rw.register_base("twice_relu", other)
+
+
+def test_sections_too_large_for_memory_are_refused_before_allocation(monkeypatch, binary_data):
+    import rwtool.resources as resources
+    X, y = binary_data
+    monkeypatch.setattr(resources, "available_memory", lambda: 50_000_000)
+    with pytest.raises(rw.InsufficientMemoryError, match="lower n_draws"):
+        rw.RWClassifier(instantiation="mc:normal:gaussian:relu:100000", n_features=200,
+                        random_state=0).fit(X, y)

@@ -430,8 +430,10 @@ class Integrator:
       Monte Carlo error (~S^(-1/2)), and the row's features stay a fixed function of the row.
     """
 
-    def __init__(self, draws, sections, base, label, antithetic=False, columns=None):
+    def __init__(self, draws, sections, base, label, antithetic=False, columns=None,
+                 n_centres=None):
         self.draws = draws
+        self._n_centres = 1 if n_centres is None else int(n_centres)
         #: indicator kernel: the column of each centre (K(w, u) = 0 unless w1 = u1), so the
         #: product splits into one small product per column: m S T / n operations, not m S T
         self.columns = None if columns is None else np.asarray(columns, dtype=np.int64)
@@ -446,6 +448,13 @@ class Integrator:
 
     def sections(self):
         if self._KS is None:
+            from ..resources import FitEstimate, check_memory
+            S = self.draws.shape[0]
+            T = self._n_centres
+            check_memory(FitEstimate(peak_bytes=12 * S * T + 8 * _BLOCK_ELEMENTS),
+                         f"the {S} x {T} kernel sections of {self.label}",
+                         fix="lower n_draws (S) or n_features (T): the sections take "
+                             "about 12 S T bytes")
             K = self._sections_fn()
             if not np.isfinite(K).all():
                 raise ValueError(f"{self.label}: the kernel sections K(w_s, u_t) are not all "
@@ -768,7 +777,7 @@ class MonteCarloRKHS(RKHSWeighting):
                               lambda: kernel_sections(self.kernel, self.mc_.draws_, W, g, deg,
                                                       norm),
                               self.base, self.label, self.mc_.antithetic,
-                              W[:, 0] if kernel == "indicator-gaussian" else None)
+                              W[:, 0] if kernel == "indicator-gaussian" else None, len(W))
 
     def fit(self, X, y=None):
         """Sample the centres and the shared draws; build the sections (and check them)."""

@@ -203,7 +203,7 @@ class RKHSWeighting(FeatureMap):
         D, g, norm = self.mc_.draws_, self.gamma_, bool(self.normalized_)
         self._mc = Integrator(D, lambda: kernel_sections(kernel, D, centres, g, normalized=norm),
                               base, f"{type(self).__name__}(closed_form=False)",
-                              self.mc_.antithetic, columns)
+                              self.mc_.antithetic, columns, len(centres))
 
     def fit(self, X, y=None):
         super().fit(X)
