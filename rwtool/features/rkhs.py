@@ -426,15 +426,8 @@ class RWExpSign(_RWDot):
         Target kappa (used only when gamma is None).
     normalize : bool, default True
         Use the normalised kernel sections (module docstring): same model, no overflow.
-    closed_form : bool, default True
-        False: estimate psi by Monte Carlo with ``n_draws`` draws shared by every centre
-        (rwtool.features.montecarlo); the centres are those of the closed form for the same
-        random_state, so the two maps can be compared feature by feature.
-    n_draws : int or None, default None
-        S, the number of Monte Carlo draws (None: 4 n_features); ignored by the closed form.
-    sampling : {"auto", "mc", "qmc"}, default "auto"
-        Scrambled Sobol points through the inverse CDF of p ("qmc", S rounded up to a power of
-        two; what "auto" chooses, it converges faster) or plain Monte Carlo draws ("mc").
+    closed_form, n_draws, sampling
+        Monte Carlo features instead of the closed form, as :class:`RWSign`.
     """
 
     name = "rwexpsign"
@@ -496,15 +489,8 @@ class RWStumps(RKHSWeighting):
     n_features : int, default 1000
     sigma : float, default 1.0
     gamma : float or None, default None (gamma = sigma)
-    closed_form : bool, default True
-        False: estimate psi by Monte Carlo with ``n_draws`` draws shared by every centre
-        (rwtool.features.montecarlo); the centres are those of the closed form for the same
-        random_state, so the two maps can be compared feature by feature.
-    n_draws : int or None, default None
-        S, the number of Monte Carlo draws (None: 4 n_features); ignored by the closed form.
-    sampling : {"auto", "mc", "qmc"}, default "auto"
-        Scrambled Sobol points through the inverse CDF of p ("qmc", S rounded up to a power of
-        two; what "auto" chooses, it converges faster) or plain Monte Carlo draws ("mc").
+    closed_form, n_draws, sampling
+        Monte Carlo features instead of the closed form, as :class:`RWSign`.
     random_state : int, Generator or None
     """
 
