@@ -291,7 +291,7 @@ class _RandomFeatureModel(BaseEstimator):
         """reg="auto": 3-fold cross-validation over AUTO_REG[solver], then the fit at the best.
 
         On "lstsq"/"ridge" the candidates share one feature draw and its normal equations
-        (rwtool.tuning), so the choice costs two passes over the data and the fit a third.
+        (rwtool.selection), so the choice costs two passes over the data and the fit a third.
         ``reg_`` is the value used and ``reg_search_`` the validation scores of every candidate.
         With reg=None (the default) on data too small for three folds (fewer than 3 rows of
         some class, or 6 rows), the fit uses ``SMALL_DATA_REG`` and ``reg_search_`` is None.
