@@ -304,6 +304,8 @@ def cg_ridge(sp: SortedProjections, Yc: np.ndarray, shift: float, x0: np.ndarray
         A = np.array(x0, dtype=np.float64)
         A -= A.mean(axis=0)
         R = Yc - kernel_product(sp, A, shift, acc)
+        if tick is not None:
+            tick(0)
     goal = tol * np.linalg.norm(Yc, axis=0)
     active = np.linalg.norm(R, axis=0) > goal
     it = 0
@@ -331,6 +333,8 @@ def cg_ridge(sp: SortedProjections, Yc: np.ndarray, shift: float, x0: np.ndarray
             rz = rz_new
         # the recursive residual drifts from the true one over many iterations
         R = Yc - kernel_product(sp, A, shift, acc)
+        if tick is not None:
+            tick(it)
         if it == max_iter and np.any(np.linalg.norm(R, axis=0) > 10 * goal):
             warnings.warn(f"conjugate gradients did not reach the tolerance {tol:g} in "
                           f"{max_iter} iterations (relative residual "
