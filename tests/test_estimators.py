@@ -238,3 +238,24 @@ def test_breast_cancer_accuracy_matches_the_paper():
                                 theta=0.5, random_state=s).fit(Xtr, ytr).score(Xte, yte)
             for s in range(3)]
     assert np.mean(errs) <= 0.048 + 0.01
+
+
+def test_rks_fourier_default_bandwidth_is_data_scaled():
+    """sigma=None gives Fourier features the bandwidth of scikit-learn's gamma="scale" on the
+    standardised inputs; sigma=1 (the old default) sat at chance level once d was 20."""
+    from sklearn.datasets import make_classification
+    from sklearn.kernel_approximation import RBFSampler
+    from sklearn.linear_model import RidgeClassifier
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+    X, y = make_classification(1500, 20, n_informative=8, random_state=0)
+    Xtr, Xte, ytr, yte = X[:1000], X[1000:], y[:1000], y[1000:]
+    est = rw.RKSClassifier(base="fourier", n_features=400, random_state=0).fit(Xtr, ytr)
+    assert est.feature_map_.sigma == pytest.approx(np.sqrt(20 / 2))
+    sk = make_pipeline(StandardScaler(), RBFSampler(gamma="scale", n_components=400,
+                                                     random_state=0),
+                       RidgeClassifier(alpha=1e-3)).fit(Xtr, ytr)
+    assert 1 - est.score(Xte, yte) <= (1 - sk.score(Xte, yte)) + 0.03
+    old = rw.RKSClassifier(base="fourier", n_features=400, sigma=1.0, random_state=0)
+    assert 1 - old.fit(Xtr, ytr).score(Xte, yte) > 0.3          # what the default used to do
+    assert rw.RKSClassifier(base="relu").fit(Xtr, ytr).feature_map_.sigma == 1.0

@@ -246,7 +246,8 @@ class _RandomFeatureModel(BaseEstimator):
     # -- validation and construction -------------------------------------------------------
     def _validate(self):
         check_scalar(self.n_features, "n_features", numbers.Integral, low=1)
-        check_scalar(self.sigma, "sigma", low=0.0, low_inclusive=False)
+        check_scalar(self.sigma, "sigma", low=0.0, low_inclusive=False,
+                     allow_none=self._family == "rks")
         check_scalar(self.block_size, "block_size", numbers.Integral, low=1, allow_none=True)
         solver = check_choice(self.solver, "solver",
                               [k for k, (fam, _) in SOLVERS.items() if self._family in fam])
@@ -402,6 +403,7 @@ class _RandomFeatureModel(BaseEstimator):
         est = clone(self).set_params(**base_params)
         est._validate()
         Xc, Y = est._fit_targets(X, y)
+        est.n_features_in_ = Xc.shape[1]
         est.x_scaler_ = Standardizer.fit(Xc) if est.standardize else None
         est.bias_ = est._uses_bias()
         Xp = est._prepare_X(Xc)
@@ -938,7 +940,7 @@ class RWRegressor(ScaleHooks, _RegressorTargets, _RW):
 class _RKS(_RandomFeatureModel):
     _family = "rks"
 
-    def __init__(self, base="relu", n_features=1000, solver="ridge", reg=None, sigma=1.0,
+    def __init__(self, base="relu", n_features=1000, solver="ridge", reg=None, sigma=None,
                  kernel="gaussian", loss="squared", max_iter=None, tol=1e-4, batch_size=50,
                  average=True, path_length=1, standardize=True, bias=True, block_size=None,
                  random_state=None):
@@ -982,12 +984,24 @@ class _RKS(_RandomFeatureModel):
                              "measured on it)")
         return np.eye(T), theta
 
+    def _map_sigma(self) -> float:
+        """sigma, or its default: 1 for the base predictors (p = N(0, I) on standardised inputs,
+        003 Table 2) and sqrt(d / 2) for Fourier features, scikit-learn's gamma="scale" on d
+        standardised columns (sigma = 1 left every pair of rows nearly orthogonal as soon as d
+        was more than a few: docs/bench/defaults.md)."""
+        if self.sigma is not None:
+            return float(self.sigma)
+        if self._kind() != "fourier":
+            return 1.0
+        return math.sqrt(max(int(self.n_features_in_), 1) / 2.0)
+
     def _make_map(self, seed):
         kind = self._kind()
         if kind == "fourier":
             return RandomFourierFeatures(n_features=self.n_features, kernel=self.kernel,
-                                         sigma=self.sigma, variant="phase", random_state=seed)
-        return KITCHEN_BASES[kind](n_features=self.n_features, sigma=self.sigma,
+                                         sigma=self._map_sigma(), variant="phase",
+                                         random_state=seed)
+        return KITCHEN_BASES[kind](n_features=self.n_features, sigma=self._map_sigma(),
                                    random_state=seed)
 
 
@@ -1009,8 +1023,11 @@ _RKS_DOC = """
         (lam1 of the Lasso for solver="lasso"). "auto": 3-fold cross-validation over
         ``AUTO_REG[solver]``, as for the RKHS weightings. None (the default):
         ``DEFAULT_REG[solver]``, "auto" for "ridge" and measured values for "lasso" and "sgd".
-    sigma : float, default 1.0
-        Standard deviation of p (sign/relu/stumps) or the kernel bandwidth (fourier).
+    sigma : float or None, default None
+        Standard deviation of p (sign/relu/stumps) or the kernel bandwidth (fourier). None:
+        1.0 for sign/relu/stumps, and sqrt(d / 2) for fourier (d = n_features_in_), the
+        bandwidth of scikit-learn's gamma="scale" on standardised inputs; with
+        standardize=False give a number. The value used is ``feature_map_.sigma``.
     kernel : {"gaussian", "laplacian", "cauchy"}, default "gaussian"
         Kernel of the Fourier features (base="fourier" only).
     loss : {"squared", "logistic"}, default "squared"
