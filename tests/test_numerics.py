@@ -7,6 +7,8 @@ a finite model are finite or raise; the CLI writes no model file and computes no
 non-finite numbers.
 """
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -243,3 +245,22 @@ def test_estimate_fit_is_near_the_measured_peak(cls, params):
     finally:
         tracemalloc.stop()
     assert 0.5 < e.peak_bytes / peak < 2.0, (e.peak_bytes, peak)
+
+
+def test_a_model_that_predicts_one_class_is_not_silent():
+    """Finite coefficients can still be the majority rate (SFGD on RWRelu features dominated by
+    one common direction): fit says so. Oracle: the predictions themselves."""
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((400, 5))
+    y = (X[:, 0] > 0.8).astype(int)              # about 20% positives
+    with pytest.warns(rw.NumericalWarning, match="one class on every training row"):
+        est = rw.RWClassifier(instantiation="rwrelu", n_features=50, reg=1e3,
+                              random_state=0).fit(X, y)
+    assert len(np.unique(est.predict(X))) == 1   # the warning told the truth
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", rw.NumericalWarning)
+        good = rw.RWClassifier(instantiation="rwsign", n_features=50, reg=1e-6,
+                               random_state=0).fit(X, y)
+    assert len(np.unique(good.predict(X))) == 2
+    with pytest.warns(rw.NumericalWarning, match="same value for every training row"):
+        rw.RWRegressor(n_features=50, reg=1e12, random_state=0).fit(X, X[:, 0])

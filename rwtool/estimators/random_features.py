@@ -18,6 +18,7 @@ import copy
 import math
 import numbers
 import time
+import warnings
 
 import numpy as np
 
@@ -36,7 +37,7 @@ from ..solvers.lasso import lasso_fit
 from ..solvers.osd import osd_fit
 from ..solvers.prune import (ACCEPT_CRITERIA, make_accept, prune_weights, subset_map,
                              subset_scale)
-from ..solvers.ridge import RegPath, ridge_fit
+from ..solvers.ridge import NumericalWarning, RegPath, ridge_fit
 from ..solvers.sfgd import sfgd_fit
 from ..solvers.sgd_rks import sgd_fit
 from ..solvers.sufficient import SufficientStats
@@ -519,7 +520,37 @@ class _RandomFeatureModel(BaseEstimator):
                 progress.monitor = None
         check_finite_result(coef, solver=solver, fix=_FIX[solver])
         self._set_fitted(fmap, coef, info, t0)
+        self._warn_if_constant(Xp, Y, solver)
         return self
+
+    def _warn_if_constant(self, Xp, Y, solver, n_rows=2000):
+        """Say so when the model predicts one class (or one value) on every training row.
+
+        Measured on at most ``n_rows`` evenly spaced rows. A first-order solver on features
+        dominated by one common direction (RWRelu on wide inputs: docs/SOLVERS.md) can end at
+        the majority rate with finite coefficients; that model must not pass for a fit.
+        """
+        m = Xp.shape[0]
+        idx = np.unique(np.linspace(0, m - 1, min(m, n_rows)).astype(np.int64))
+        D = self.feature_map_.linear_predict(np.ascontiguousarray(Xp[idx]), self.coef_)
+        D, Ys = D.reshape(len(idx), -1), Y.reshape(m, -1)[idx]
+        if self._estimator_type == "classifier":
+            labels = (D[:, 0] > 0) if D.shape[1] == 1 else np.argmax(D, axis=1)
+            truth = (Ys[:, 0] > 0) if Ys.shape[1] == 1 else np.argmax(Ys, axis=1)
+            constant = len(np.unique(labels)) == 1 and len(np.unique(truth)) > 1
+            what = "one class on every training row (the majority rate at best)"
+        else:
+            spread = np.ptp(Ys, axis=0)
+            constant = bool(np.all(np.ptp(D, axis=0) <= 1e-6 * np.where(spread > 0, spread, 1))
+                            and np.any(spread > 0))
+            what = "the same value for every training row"
+        if constant:
+            hint = ("solver='lstsq' (or 'lasso'), or instantiation='rwsign'"
+                    if solver in ("sfgd", "osd", "sgd") else
+                    "a smaller reg, or another sigma/instantiation")
+            warnings.warn(f"{type(self).__name__} (solver={solver!r}) predicts {what}: the model "
+                          f"has learned nothing usable; try {hint}", NumericalWarning,
+                          stacklevel=3)
 
     def _check_weights(self, sample_weight, solver, m):
         if solver not in ("lstsq", "ridge"):
