@@ -435,6 +435,10 @@ def cmd_train(args) -> int:
         metrics.update(_metrics(est, test.X, test.y, train.task, "test"))
     metrics["fit_time_s"] = float(getattr(est, "fit_time_", wall))
     _add_n_features(est, metrics)
+    reg = getattr(est, "reg_", None)
+    if isinstance(reg, (int, float)) and not isinstance(reg, bool):
+        # the value used, and whether cross-validation chose it (the least-squares default)
+        metrics["reg_chosen_by_cv" if getattr(est, "reg_search_", None) else "reg"] = float(reg)
     bounds, bound_note = ({}, None) if args.no_bounds else _bounds(est, train.X, train.y)
     metrics.update(bounds)
     if cancelled:
