@@ -274,3 +274,16 @@ def test_reading_options_override_rename_and_remember(qtbot, window, tmp_path):
     qtbot.waitUntil(lambda: window.data_panel.preview.names == ["width", "height", "label"],
                     timeout=TIMEOUT)
     assert box.values()["delimiter"] == ";"
+
+
+def test_a_routine_fit_is_not_asked_about():
+    """The default RW and RKS fits of 20,000 rows at T = 2000 take seconds: no confirmation
+    (the time model once put them at 7 minutes, and the app asked before every one)."""
+    import rwtool as rw
+    from gui.preflight import preflight
+    rng = np.random.default_rng(0)
+    X, y = rng.standard_normal((20000, 10)), rng.integers(0, 2, 20000)
+    for est in (rw.RWClassifier(n_features=2000), rw.RKSClassifier(n_features=2000)):
+        check = preflight(est, X, y, "binary", available=16 << 30)
+        assert not check.refuse and not check.confirm and not check.warnings
+        assert check.estimate.seconds < 60
