@@ -353,7 +353,7 @@ class _RandomFeatureModel(BaseEstimator):
         SGD a chunk of 2048 rows of features. Measured against tracemalloc's peak in
         tests/test_numerics.py (within a factor 2). Time: the features (2 n T d) plus the
         solver's operations (n T^2 and T^3 / 3 for the normal equations, b T^2 (d + k) / 2 for
-        SFGD/OSD, ...) at about 1e9 a second on one core of a shared machine.
+        SFGD/OSD, ...): numba loops at ``_ELEMENT_RATE``, BLAS/LAPACK work at ``_BLAS_RATE``.
         """
         solver = self._validate()
         n, d, T = int(n_samples), int(n_features_in) + 1, int(self.n_features)
