@@ -653,7 +653,15 @@ def _decodes(src: Source, encoding: str) -> bool:
         return False
 
 
-def _add_block(columns, block, decimal, na, fast):
+def fast_cast_ok(na) -> bool:
+    """Whether a clean chunk may be cast whole: no missing-value token reads as a number other
+    than NaN ("-999" must stay missing, not become -999)."""
+    return not any(is_number_text(t.strip().replace(",", "."))
+                   and not math.isnan(float(t.strip().replace(",", "."))) for t in na
+                   if t.strip())
+
+
+def add_block(columns, block, decimal, na, fast):
     """Type the block's cells into the columns. A wide block of few rows is cast in one call
     (the per-column overhead would otherwise dominate); a block with text falls back to the
     column-by-column path."""
@@ -677,10 +685,7 @@ def _add_block(columns, block, decimal, na, fast):
 def _parse_with(src, dialect, usecols, nrows, na_values, max_vocab, head_rows, notes,
                 names=None) -> Table:
     na = frozenset(na_values)
-    # a missing-value token that casts to a number other than NaN ("-999") must not be cast
-    fast = not any(is_number_text(t.strip().replace(",", "."))
-                   and not math.isnan(float(t.strip().replace(",", "."))) for t in na
-                   if t.strip())
+    fast = fast_cast_ok(na)
     columns: dict[int, Column] = {}
     lines = []
     head: list[list[str]] = []
@@ -693,7 +698,7 @@ def _parse_with(src, dialect, usecols, nrows, na_values, max_vocab, head_rows, n
             keep = (range(len(names)) if usecols is None
                     else sorted({names.index(c) for c in usecols if c in names}))
             columns = {j: Column(names[j], j, max_vocab, fast) for j in keep}
-        _add_block(columns, block, dialect.decimal, na, fast)
+        add_block(columns, block, dialect.decimal, na, fast)
         lines.append(block.lines)
         if block.head:
             head = block.head

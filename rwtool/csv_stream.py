@@ -27,22 +27,20 @@ is taken over the values seen first. This module must not fit models.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Iterator
 
 import numpy as np
 
 from .csv_dialect import NA_VALUES, Dialect, Source, open_source, sniff_csv
-from .csv_read import (Column, Table, _BadUTF8, canon, is_number_text, iter_blocks,
-                       legacy_dialect)
+from .csv_read import (_STREAM_BLOCK_BYTES, Column, Table, _BadUTF8, add_block, canon,
+                       fast_cast_ok, iter_blocks, legacy_dialect)
 from .data_errors import EncodingError, MissingColumnError, MissingValueError
 from .dataset import Dataset
 from .encoding import _DEFAULT_MAX_ABS, Preprocessing, _fit_columns, _fit_target
 
 __all__ = ["CsvScan", "scan_csv", "iter_csv"]
 
-_STREAM_BLOCK_BYTES = 1 << 24
 _MAX_DISTINCT = 100_000
 ALL, FIT = "all", "fit"        # row sets of a streamed column: every row, rows with a target
 
@@ -273,8 +271,7 @@ def _pass_one(src, dialect, target, features, ignore, categorical, numeric, na_v
               block_bytes, max_distinct, names=None):
     from .data import _roles
     na = frozenset(na_values)
-    fast = not any(is_number_text(t.strip()) and not math.isnan(float(t.strip()))
-                   for t in na if t.strip())
+    fast = fast_cast_ok(na)
     cols: dict[int, _StreamColumn] = {}
     table = None
     tname = None
@@ -326,6 +323,7 @@ def iter_csv(path, preprocessing: Preprocessing, *, dialect: Dialect | None = No
         dialect = sniff_csv(src, header=pre.header, na_values=pre.na_values)
     need = pre.input_columns + ([pre.target["name"]] if pre.target else [])
     na = frozenset(pre.na_values)
+    fast = fast_cast_ok(na)
     default = [f"col{j + 1}" for j in range(len(pre.file_columns))]
     names = None if pre.header or pre.file_columns == default else pre.file_columns
     checked = False
@@ -337,13 +335,10 @@ def iter_csv(path, preprocessing: Preprocessing, *, dialect: Dialect | None = No
                 _check_columns(pre, names, src.name, dialect, require_target)
                 has_target = pre.target is not None and pre.target["name"] in names
                 checked = True
-            cols = {}
-            for j, cells in block.cells.items():
-                c = Column(names[j], j, 10_000, False)
-                c.add_chunk(cells, dialect.decimal, na)
+            cols = {j: Column(names[j], j, 10_000, fast) for j in block.cells}
+            add_block(cols, block, dialect.decimal, na, fast)
+            for c in cols.values():
                 c.finish()
-                c.lines = block.lines
-                cols[j] = c
             table = Table(src.name, dialect, names, block.lines, cols, [])
             yield pre._encode(table, np.arange(len(block.lines)), with_target=has_target,
                               allow_empty=True)
