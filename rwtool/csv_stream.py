@@ -34,7 +34,7 @@ import numpy as np
 
 from .csv_dialect import NA_VALUES, Dialect, Source, open_source, sniff_csv
 from .csv_read import (_STREAM_BLOCK_BYTES, Column, Table, _BadUTF8, add_block, canon,
-                       fast_cast_ok, iter_blocks, legacy_dialect)
+                       fast_cast_ok, iter_blocks, legacy_dialect, type_cells)
 from .data_errors import EncodingError, MissingColumnError, MissingValueError
 from .dataset import Dataset
 from .encoding import _DEFAULT_MAX_ABS, Preprocessing, _fit_columns, _fit_target
@@ -71,8 +71,9 @@ class _StreamColumn:
     def vocab(self):
         return self._col.vocab
 
-    def add(self, cells, lines, fit_mask, decimal, na):
-        vals, codes = self._type(cells, decimal, na)
+    def add(self, vals, codes, lines, fit_mask):
+        """Count a block's typed cells (:meth:`type`) into the summaries of every row and of
+        the rows with a target (``fit_mask``)."""
         for key, m in ((ALL, None), (FIT, fit_mask)):
             c = codes if m is None else codes[m]
             v = vals if m is None else vals[m]
@@ -107,8 +108,8 @@ class _StreamColumn:
                     if len(d) > self.max_distinct:
                         self.overflow[key] = True
 
-    def _type(self, cells, decimal, na):
-        from .csv_read import type_cells
+    def type(self, cells, decimal, na):
+        """(values, codes) of a block's cells, their text interned in this column."""
         return type_cells(cells, decimal, na, self._col.fast, self._col._intern)
 
     # -- the questions rwtool.encoding asks --------------------------------------------------
@@ -294,13 +295,14 @@ def _pass_one(src, dialect, target, features, ignore, categorical, numeric, na_v
         n = len(block.lines)
         if not n:
             continue
-        fit = np.ones(n, bool)
-        if tname is not None:
-            tcol = cols[table._index[tname]]
-            tvals, tcodes = tcol._type(block.cells[tcol.index], dialect.decimal, na)
-            fit = tcodes != -2
+        # the target is typed first (its missing cells say which rows count) and only once;
+        # the other columns one at a time, so a block's typed cells are never all held at once
+        jt = None if tname is None else table._index[tname]
+        typed_t = None if jt is None else cols[jt].type(block.cells[jt], dialect.decimal, na)
+        fit = np.ones(n, bool) if jt is None else typed_t[1] != -2
         for j, c in cols.items():
-            c.add(block.cells[j], block.lines, fit, dialect.decimal, na)
+            typed = typed_t if j == jt else c.type(block.cells[j], dialect.decimal, na)
+            c.add(*typed, block.lines, fit)
         n_rec += n
         n_fit += int(fit.sum())
     return table, n_rec, n_fit, tname, feats, cat, num
