@@ -326,8 +326,7 @@ def iter_csv(path, preprocessing: Preprocessing, *, dialect: Dialect | None = No
     need = pre.input_columns + ([pre.target["name"]] if pre.target else [])
     na = frozenset(pre.na_values)
     fast = fast_cast_ok(na)
-    default = [f"col{j + 1}" for j in range(len(pre.file_columns))]
-    names = None if pre.header or pre.file_columns == default else pre.file_columns
+    names = pre.given_names
     checked = False
     try:
         for block in iter_blocks(src, dialect, usecols=need, block_bytes=block_bytes,

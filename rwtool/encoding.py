@@ -81,6 +81,14 @@ class Preprocessing:
         return [c["name"] for c in self.columns]
 
     @property
+    def given_names(self) -> list[str] | None:
+        """The column names to give the reader of a new file: those of a headerless training
+        file that were named by the user, None when the file's header (or col1, col2, ...)
+        names them."""
+        default = [f"col{j + 1}" for j in range(len(self.file_columns))]
+        return None if self.header or self.file_columns == default else self.file_columns
+
+    @property
     def feature_names_out(self) -> list[str]:
         """Names of the columns of ``X``: "age", "color=red", "color=blue", ..."""
         out = []
@@ -230,10 +238,8 @@ class Preprocessing:
         dialect = sniff_csv(src, encoding=encoding, delimiter=delimiter, decimal=decimal,
                             header=self.header, na_values=self.na_values, nrows=nrows)
         need = self.input_columns + ([self.target["name"]] if self.target else [])
-        default = [f"col{j + 1}" for j in range(len(self.file_columns))]
-        names = None if self.header or self.file_columns == default else self.file_columns
         table = parse(src, dialect, usecols=need, nrows=nrows, na_values=self.na_values,
-                      fallback=encoding is None, names=names)
+                      fallback=encoding is None, names=self.given_names)
         _require_rows(table)
         missing = [c for c in self.input_columns if c not in table.names]
         if missing:
