@@ -301,20 +301,16 @@ def fold_scores(template, base_params, regs, X, y, folds):
     alone, classifiers by accuracy in a third pass that predicts every (fold, reg) at once.
     """
     dask, _ = _dask()
-    from .tuning import _clone
-    est = _clone(template).set_params(**base_params)
-    fold_ids = np.empty(sum(len(va) for _, va in folds), dtype=np.int64)
-    for k, (_, va) in enumerate(folds):
-        fold_ids[va] = k
+    from .selection import clone, fold_ids
+    est = clone(template).set_params(**base_params)
+    ids = fold_ids(folds)
     F = len(folds)
     X, y, stream = _prepare(est, X, y, F, None)
-    stats = _distributed_stats(est, stream, X, y, fold_ids, None)
+    stats = _distributed_stats(est, stream, X, y, ids, None)
     fmap = stream.fmap
     G = fmap.gram() if fmap.has_gram else None
     eps = float(getattr(est, "eps", 0.0)) if fmap.has_gram else 0.0
-    from .solvers.ridge import RegPath
-    Linv = RegPath.for_gram(G) if len(regs) >= 10 and G is not None else None
-    coefs = [stats.fold_coefs(f, regs, G, eps, Linv) for f in range(F)]
+    coefs = stats.each_fold_coefs(regs, G, eps)
     if est._estimator_type != "classifier":
         return np.column_stack([stats.validation_scores(f, coefs[f], False) for f in range(F)])
     coefs = np.ascontiguousarray(np.hstack(coefs))
@@ -322,7 +318,7 @@ def fold_scores(template, base_params, regs, X, y, folds):
     coefs_d = dask.delayed(coefs, pure=True)
     part = dask.delayed(_part_fold_hits, pure=True)
     starts = _offsets(X.chunks[0])
-    tasks = [part(est_d, fmap_d, coefs_d, (len(regs), F), a, b, fold_ids[s:s + n])
+    tasks = [part(est_d, fmap_d, coefs_d, (len(regs), F), a, b, ids[s:s + n])
              for a, b, s, n in zip(X.to_delayed().ravel(), y.to_delayed().ravel(), starts,
                                    X.chunks[0])]
     hits = dask.compute(_tree(tasks, _sum, dask))[0]

@@ -24,7 +24,7 @@ from ._base import check_random_state, check_scalar, is_dask
 from .errors import NumericalError
 from .progress import make_progress
 
-__all__ = ["kfold_indices", "cross_validate", "select_reg", "clone"]
+__all__ = ["kfold_indices", "fold_ids", "cross_validate", "select_reg", "clone"]
 
 
 def kfold_indices(y, n_splits: int, stratified: bool, random_state=None):
@@ -50,6 +50,14 @@ def kfold_indices(y, n_splits: int, stratified: bool, random_state=None):
     else:
         fold_of[rng.permutation(m)] = np.arange(m) % n_splits
     return [(np.flatnonzero(fold_of != k), np.flatnonzero(fold_of == k)) for k in range(n_splits)]
+
+
+def fold_ids(folds) -> np.ndarray:
+    """Each row's fold number, from (train_idx, val_idx) pairs whose val_idx cover the rows."""
+    ids = np.empty(sum(len(va) for _, va in folds), dtype=np.int64)
+    for k, (_, va) in enumerate(folds):
+        ids[va] = k
+    return ids
 
 
 def _shares_reg_path(template, candidates) -> bool:

@@ -32,12 +32,12 @@ from ..bounds import estimate_tau, gap_theorem62, gap_theorem65, l2p_norm, radem
 from ..losses import LOSSES, get_loss
 from ..progress import FitCancelled, make_progress
 from ..resources import FitEstimate
-from ..selection import clone, select_reg
+from ..selection import clone, fold_ids, select_reg
 from ..solvers.lasso import lasso_fit
 from ..solvers.osd import osd_fit
 from ..solvers.prune import (ACCEPT_CRITERIA, make_accept, prune_weights, subset_map,
                              subset_scale)
-from ..solvers.ridge import NumericalWarning, RegPath, ridge_fit
+from ..solvers.ridge import NumericalWarning, ridge_fit
 from ..solvers.sfgd import sfgd_fit
 from ..solvers.sgd_rks import sgd_fit
 from ..solvers.sufficient import SufficientStats
@@ -424,15 +424,10 @@ class _RandomFeatureModel(BaseEstimator):
         fmap.fit(Xp)
         G = fmap.gram() if fmap.has_gram else None
         eps = float(getattr(est, "eps", 0.0)) if fmap.has_gram else 0.0
-        fold_ids = np.empty(len(Xp), dtype=np.int64)
-        for k, (_, va) in enumerate(folds):
-            fold_ids[va] = k
         stats = SufficientStats(fmap.n_output_, Y.shape[1], len(folds))
-        stats.add(fmap, Xp, Y, folds=fold_ids, block_size=est.block_size)
-        Linv = RegPath.for_gram(G) if len(regs) >= 10 and G is not None else None
+        stats.add(fmap, Xp, Y, folds=fold_ids(folds), block_size=est.block_size)
         out = np.empty((len(regs), len(folds)))
-        for k, (tr, va) in enumerate(folds):
-            coefs = stats.fold_coefs(k, regs, G, eps, Linv)
+        for k, ((tr, va), coefs) in enumerate(zip(folds, stats.each_fold_coefs(regs, G, eps))):
             # every reg value of the fold in one blocked pass: no fold-sized feature matrix
             D = fmap.linear_predict(np.ascontiguousarray(Xp[va]), coefs)
             q = Y.shape[1]

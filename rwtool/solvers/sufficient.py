@@ -214,6 +214,11 @@ class SufficientStats:
                 pass    # rounding made the system indefinite: the jittered route
         return np.hstack([solve_normal_equations(A_tr, B_tr, m_tr, r, R, eps)[0] for r in regs])
 
+    def each_fold_coefs(self, regs, R: np.ndarray | None = None, eps: float = 0.0) -> list:
+        """:meth:`fold_coefs` of every fold, with R factored once for all of them."""
+        Linv = RegPath.for_gram(R) if len(regs) >= 10 and R is not None else None
+        return [self.fold_coefs(f, regs, R, eps, Linv) for f in range(self.n_folds)]
+
     def validation_scores(self, fold: int, coefs: np.ndarray, classifier: bool) -> np.ndarray:
         """Scores on fold ``fold`` of the column blocks of ``coefs`` (one block of k per reg),
         from the sums alone: R^2 averaged over outputs (regression), or minus the mean squared
