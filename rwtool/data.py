@@ -34,9 +34,10 @@ from .data_errors import (AllMissingError, ColumnNotFoundError, DataError, Dupli
                           UnseenCategoryError)
 from .csv_stream import CsvScan, iter_csv, scan_csv
 from .dataset import Dataset, split_indices
-from .numfmt import describe_format, detect_format, parse_formatted
+from .numfmt import describe_format, parse_formatted
 from .encoding import (_DEFAULT_MAX_ABS, MISSING_POLICIES, Preprocessing, fit_record,
-                       infer_task, norm_policy, _fit_target, _require_rows)
+                       infer_task, norm_policy, _column_format, _fit_target,
+                       _require_rows)
 
 __all__ = [
     "read_csv", "preview_csv", "train_test_csv", "sniff_csv", "split_indices",
@@ -139,9 +140,8 @@ def preview_csv(path, *, n_head: int = 20, nrows: int | None = None, encoding=No
         n_num, n_text, n_miss = c.counts()
         kind = c.inferred_kind()
         nums = c.values[c.codes == -1]
-        fmt = None
-        if kind == "categorical" and c.n_distinct_text == len(c.vocab):
-            fmt, _ = detect_format(c.vocab, dialect.decimal)   # "$3", "3%": as read_csv does
+        # "$3", "3%": numbers, as read_csv reads them
+        fmt = _column_format(c, dialect.decimal, False)[0] if kind == "categorical" else None
         if fmt is not None:
             kind = "numeric"
             nums = np.concatenate([nums, parse_formatted(c.vocab, fmt)])
