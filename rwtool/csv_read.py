@@ -328,6 +328,12 @@ class _BadUTF8(Exception):
         super().__init__(reason)
         self.line, self.reason = line, reason
 
+    def error(self, encoding: str, path,
+              hint: str = "pass the right encoding, e.g. encoding='latin-1'") -> EncodingError:
+        """The user-facing error for this invalid byte."""
+        return EncodingError(f"the bytes are not valid {encoding} ({self.reason})", file=path,
+                             row=self.line, hint=hint)
+
 
 def iter_blocks(source, dialect: Dialect, *, usecols=None, nrows=None, head_rows: int = 0,
                 block_bytes: int | None = None, names=None) -> Iterator[Block]:
@@ -620,10 +626,7 @@ def parse(source, dialect: Dialect, *, usecols=None, nrows=None, na_values=NA_VA
                            names)
     except _BadUTF8 as bad:
         if not (fallback and dialect.encoding in ("utf-8", "utf-8-sig")):
-            raise EncodingError(f"the bytes are not valid {dialect.encoding} ({bad.reason})",
-                                file=src.name, row=bad.line,
-                                hint="pass the right encoding, e.g. encoding='latin-1'"
-                                ) from None
+            raise bad.error(dialect.encoding, src.name) from None
         d2, note = legacy_dialect(src, dialect, bad)
         return _parse_with(src, d2, usecols, nrows, na_values, max_vocab, head_rows, [note],
                            names)

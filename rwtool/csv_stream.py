@@ -35,7 +35,7 @@ import numpy as np
 from .csv_dialect import NA_VALUES, Dialect, Source, open_source, sniff_csv
 from .csv_read import (_STREAM_BLOCK_BYTES, Column, Table, _BadUTF8, add_block, canon,
                        fast_cast_ok, iter_blocks, legacy_dialect, type_cells)
-from .data_errors import EncodingError, MissingColumnError, MissingValueError
+from .data_errors import MissingColumnError, MissingValueError
 from .dataset import Dataset
 from .encoding import _DEFAULT_MAX_ABS, Preprocessing, _fit_columns, _fit_target
 
@@ -237,10 +237,7 @@ def scan_csv(path, target=None, *, features=None, ignore=None, categorical=None,
         table, n_rec, n_fit, tname, feats, cat, num = _pass_one(src, dialect, *args)
     except _BadUTF8 as bad:
         if encoding is not None:
-            raise EncodingError(f"the bytes are not valid {dialect.encoding} ({bad.reason})",
-                                file=src.name, row=bad.line,
-                                hint="pass the right encoding, e.g. encoding='latin-1'"
-                                ) from None
+            raise bad.error(dialect.encoding, src.name) from None
         dialect, note = legacy_dialect(src, dialect, bad)
         notes.append(note)
         table, n_rec, n_fit, tname, feats, cat, num = _pass_one(src, dialect, *args)
@@ -344,10 +341,8 @@ def iter_csv(path, preprocessing: Preprocessing, *, dialect: Dialect | None = No
             yield pre._encode(table, np.arange(len(block.lines)), with_target=has_target,
                               allow_empty=True)
     except _BadUTF8 as bad:
-        raise EncodingError(f"the bytes are not valid {dialect.encoding} ({bad.reason})",
-                            file=src.name, row=bad.line,
-                            hint="pass the dialect scan_csv detected (dialect=scan.dialect)"
-                            ) from None
+        raise bad.error(dialect.encoding, src.name,
+                        "pass the dialect scan_csv detected (dialect=scan.dialect)") from None
 
 
 def _check_columns(pre, names, path, dialect, require_target):
