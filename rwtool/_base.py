@@ -8,6 +8,7 @@ estimator to scikit-learn's utilities. This module must not know any particular 
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import numbers
 from typing import Any
@@ -15,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from .errors import check_finite_result
+from .progress import FitCancelled
 
 __all__ = [
     "BaseEstimator", "ClassifierMixin", "RegressorMixin", "NotFittedError",
@@ -180,6 +182,22 @@ class RegressorMixin:
 def is_dask(obj) -> bool:
     """Whether ``obj`` is a Dask collection (array, dataframe, series), without importing Dask."""
     return type(obj).__module__.partition(".")[0] in ("dask", "dask_expr")
+
+
+@contextlib.contextmanager
+def unfitted_on_failure(est):
+    """Run a fit body so that any failure but a cancel leaves ``est`` unfitted (no ``coef_``).
+
+    A cancel passes through untouched: the estimator keeps what the cancel handler stored.
+    """
+    try:
+        yield
+    except FitCancelled:
+        raise
+    except Exception:
+        if hasattr(est, "coef_"):
+            del est.coef_
+        raise
 
 
 def check_array(X, name: str = "X", ensure_2d: bool = True, min_samples: int = 1,

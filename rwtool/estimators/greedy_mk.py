@@ -17,7 +17,7 @@ import numpy as np
 
 from .._base import (BaseEstimator, ClassifierMixin, RegressorMixin, Standardizer, check_array,
                      check_choice, check_is_fitted, check_not_constant, check_random_state,
-                     check_scalar, check_X_y, encode_classes)
+                     check_scalar, check_X_y, encode_classes, unfitted_on_failure)
 from ..features.fourier import RandomFourierFeatures
 from ..errors import NumericalError, check_finite_result
 from ..features.bandwidth import knn_sigma, scale_sigma
@@ -184,7 +184,7 @@ class _GreedyMK(BaseEstimator):
         Xp = np.ascontiguousarray(self._prepare_X(X))
         self.sigma_, sigma_info = self._resolve_sigma(Xp, rng)
         selector = self.selector.lower()
-        try:
+        with unfitted_on_failure(self):   # a failed fit leaves the estimator unfitted
             if selector == "mfga":
                 self._fit_mfga(Xp, Y, progress, eval_set, t0)
             else:
@@ -201,12 +201,6 @@ class _GreedyMK(BaseEstimator):
                     f"envelope exp(-||x||^2 / (2 sigma^2)) underflows for sigma = {self.sigma_:.4g}",
                     solver=selector, iteration=0,
                     fix="standardise the inputs (standardize=True) or use a larger sigma")
-        except FitCancelled:
-            raise
-        except Exception:
-            if hasattr(self, "coef_"):
-                del self.coef_                 # a failed fit leaves the estimator unfitted
-            raise
         self.solver_info_.update(sigma_info)
         return self
 

@@ -18,7 +18,7 @@ import numpy as np
 
 from .._base import (BaseEstimator, ClassifierMixin, Standardizer, check_array, check_choice,
                      check_is_fitted, check_not_constant, check_random_state, check_scalar,
-                     check_X_y, encode_classes)
+                     check_X_y, encode_classes, unfitted_on_failure)
 from ..errors import NumericalError
 from ..features.bandwidth import median_sigma, scale_sigma
 from ..features.fourier import FOURIER_KERNELS, RandomFourierFeatures
@@ -307,16 +307,10 @@ class RFSGDClassifier(ClassifierMixin, BaseEstimator):
             progress.start("features", 1)
             Xp = self.feature_map_.transform(Xp)
             progress.end()
-        try:
+        with unfitted_on_failure(self):   # a failed fit leaves the estimator unfitted
             self._run(Xp, Y, order, progress, eval_set, t0,
                       {"finite_sample": epochs > 1, "n_epochs": epochs, "features_cached": cache},
                       precomputed=cache)
-        except FitCancelled:
-            raise
-        except Exception:
-            if hasattr(self, "coef_"):
-                del self.coef_                 # a failed fit leaves the estimator unfitted
-            raise
         return self
 
     def partial_fit(self, X, y, classes=None, callback=None):
