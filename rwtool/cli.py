@@ -233,7 +233,7 @@ def _label_check(est, y, source: str) -> str | None:
     if not unseen:
         return None
     n_bad = sum(unseen.values())
-    shown = ", ".join(repr(lab) for lab in list(unseen)[:10])
+    shown = ", ".join(repr(str(lab)) for lab in list(unseen)[:10])
     if 2 * n_bad <= len(y):
         return (f"{n_bad} of {len(y)} rows of {source} have labels absent from training "
                 f"(always counted wrong): {shown}")

@@ -252,6 +252,7 @@ def test_test_labels_the_model_never_saw(capsys, tmp_path):
     code, out, err = run(capsys, "train", train, "--target", "color", "-T", 50, "--test", test,
                          "--out", tmp_path / "m.rwm", "--no-bounds")
     assert code != 0 and "never saw in training" in err and "punctuation" in err
+    assert "np.str_" not in err and "'blue.'" in err        # labels quoted as the file has them
     assert not (tmp_path / "m.rwm").exists()
     # a minority of such rows: metrics, with a note counting them
     _relabel(SAMPLES / "spirals.csv", test, 10, "x")
