@@ -10,7 +10,10 @@ target compares with (SFGD and OSD within 0.03 test error of lstsq).
 
 Studies: "cap" (SFGD step_cap in 0.1, 0.25, 0.5, 1), "batch" (OSD batch 50, 200, 500, 1000),
 "reg" (sfgd/osd/lasso reg grid), "adults_relu" (SFGD/OSD on adults with RWRelu and clipped or
-quantile-transformed inputs). Results: docs/bench/iterative_defaults.md.
+quantile-transformed inputs), "sfgd_output" (SFGD batch 50/200/500 x averaged or last iterate,
+OSD batch 500/2000, on the classification sets of benchmarks/defaults.py, loaded as there:
+``--cases`` picks among adults, skin, mnist17, cancer, digits, make_classification).
+Results: docs/bench/iterative_defaults.md.
 """
 
 from __future__ import annotations
@@ -67,6 +70,19 @@ STUDIES = {
     + [{"solver": "lasso", "reg": r} for r in (1e-5, 1e-4, 1e-3)],
 }
 
+STUDIES["sfgd_output"] = (
+    [{"solver": "sfgd", "reg": 1e-6, "batch_size": b, "average": avg}
+     for b in (50, 200, 500) for avg in (True, False)]
+    + [{"solver": "osd", "reg": 1e-6, "batch_size": b} for b in (500, 2000)]
+    + [{"solver": "lstsq", "reg": "auto"}])
+
+#: the sets and instantiations of the defaults benchmark the "sfgd_output" study runs on
+#: (benchmarks/defaults.py's data: at most 20000 training rows, its make_classification)
+DEFAULTS_CASES = [(name, inst, 500, None)
+                  for name in ("adults", "skin", "mnist17", "cancer", "digits",
+                               "make_classification")
+                  for inst in ("rwsign", "rwstumps", "rwrelu")]
+
 #: (data set, instantiation, T, training rows kept) of each study
 CASES = [("synthetic", "rwrelu", 500, None), ("synthetic", "rwsign", 500, None),
          ("synthetic", "rwstumps", 500, None), ("adults", "rwsign", 500, 8000),
@@ -83,10 +99,15 @@ def main(argv=None):
     args = p.parse_args(argv)
     keep = None if args.cases is None else set(args.cases.split(","))
     out = open(args.out, "a") if args.out else sys.stdout
-    for name, inst, T, n_train in CASES:
+    defaults_data = args.study == "sfgd_output"
+    for name, inst, T, n_train in (DEFAULTS_CASES if defaults_data else CASES):
         if keep is not None and name not in keep:
             continue
-        data = load(name, args.datasets, n_train)
+        if defaults_data:
+            from benchmarks.defaults import load as load_defaults
+            data = load_defaults(name, args.datasets, 20000)
+        else:
+            data = load(name, args.datasets, n_train)
         for params in STUDIES[args.study]:
             row = run_one(data, name, inst, T, dict(params))
             out.write(json.dumps(row) + "\n")

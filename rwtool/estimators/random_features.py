@@ -78,21 +78,25 @@ def _batch_rng(est):
     return np.random.default_rng(int(rng.integers(0, 2**63 - 1)))
 
 
-#: batch_size=None: rows per iteration of each iterative solver (OSD capped at the rows given);
-#: OSD fits one scalar per centre to its batch, so it needs far more rows than SFGD (000's remark
-#: after Algorithm 2; measured in docs/SOLVERS.md)
-DEFAULT_BATCH = {"sfgd": 50, "osd": 500, "sgd": 50}
+#: batch_size=None: rows per iteration of each iterative solver (SFGD and OSD capped at the rows
+#: given). Both fit one coefficient per centre on its batch, once: OSD's line search and SFGD's
+#: gradient step both overfit a small batch (000's remark after Algorithm 2; the papers used 50);
+#: measured in docs/bench/iterative_defaults.md
+DEFAULT_BATCH = {"sfgd": 500, "osd": 500, "sgd": 50}
+#: the RW solvers whose default batch is capped at the number of training rows
+_CAPPED_BATCH = ("sfgd", "osd")
 
 
 def _batch_size(est, m):
     if est.batch_size is not None:
         return int(est.batch_size)
-    b = DEFAULT_BATCH[est.solver.lower()]
-    return max(1, min(b, m)) if est.solver.lower() == "osd" else b
+    solver = est.solver.lower()
+    b = DEFAULT_BATCH[solver]
+    return max(1, min(b, m)) if solver in _CAPPED_BATCH else b
 
 
 def _fit_sfgd(est, fmap, X, Y, progress):
-    """SFGD (003 Algorithm 3), one iteration per centre, averaged output, capped step."""
+    """SFGD (003 Algorithm 3), one iteration per centre, capped step (docs/SOLVERS.md)."""
     b = _batch_size(est, len(X))
     coef, info = sfgd_fit(fmap, X, Y, reg=float(est._fit_reg), loss=est.loss, batch_size=b,
                           radius=est.radius, average=bool(est.average),
@@ -383,7 +387,7 @@ class _RandomFeatureModel(BaseEstimator):
                       else f"the {T} x {T} normal equations") + " of the Lasso"
         elif solver in ("sfgd", "osd"):
             b = DEFAULT_BATCH[solver] if self.batch_size is None else int(self.batch_size)
-            b = min(b, n) if solver == "osd" and self.batch_size is None else b
+            b = min(b, n) if self.batch_size is None else b
             words += 64 * b * (2 * T + 64 + d) + 64 * T + 3 * T * k
             ops += b * T * T * (d + k) / 2.0      # features of the batches on the centres so far
             detail = f"blocks of 64 iterations x {b} rows of features on up to {T} centres"
@@ -769,7 +773,7 @@ class _RW(_RandomFeatureModel):
     def __init__(self, instantiation="rwsign", n_features=1000, solver="lstsq", reg=None,
                  sigma=1.0, gamma=None, theta=0.5, kappa=2.0, eps=1e-10, loss="squared",
                  max_iter=None, tol=1e-4, batch_size=None, radius=None, step_cap=0.25,
-                 average=True, path_length=1, standardize=True, bias=True, block_size=None,
+                 average=False, path_length=1, standardize=True, bias=True, block_size=None,
                  random_state=None):
         self.instantiation = instantiation
         self.n_features = n_features
@@ -892,7 +896,7 @@ _RW_DOC = """
         "lasso": J1 = (1/m) sum (f - y)^2 / 2 + reg ||a||_1 by coordinate descent (003
         Algorithm 5); only the features with a non-zero coefficient are kept.
         "sfgd": stochastic functional gradient descent (003 Algorithm 3), one centre per
-        iteration, averaged output. "osd": Optimal Stepsize Descent (000 Algorithm 2).
+        iteration, capped step. "osd": Optimal Stepsize Descent (000 Algorithm 2).
         See docs/SOLVERS.md.
     reg : float, "auto" or None, default None
         lam in J = (1/m) sum loss(f, y) + (lam/2) ||alpha||_H^2 (lstsq, sfgd, osd) or lam1 in
@@ -921,17 +925,21 @@ _RW_DOC = """
     tol : float, default 1e-4
         lasso: stop when the duality gap is <= tol ||y||^2 / m (scikit-learn's rule).
     batch_size : int or None, default None
-        b, rows per iteration of sfgd/osd (drawn with replacement). None: 50 for sfgd (000
-        used 50) and min(500, rows) for osd, which fits one scalar per centre to its batch and
-        needs large batches (000's remark after Algorithm 2; measured in docs/SOLVERS.md).
+        b, rows per iteration of sfgd/osd (drawn with replacement). None: min(500, rows) for
+        both (the papers used 50): each fits one coefficient per centre on its batch, once,
+        and small batches cost 0.02-0.08 test error (000's remark after Algorithm 2; measured
+        in docs/bench/iterative_defaults.md).
     radius : float or None, default None
         B, radius of the projection step of sfgd (None: no projection); 000 used B = 1000.
     step_cap : float or None, default 0.25
         c of the sfgd step eta_t = min(1 / (reg t), c / L), L the smoothness of one step's
         objective estimated on the data (docs/SOLVERS.md). None: the paper's 1 / (reg t),
         whose first steps are huge for a small reg (the run then stops with NumericalError).
-    average : bool, default True
-        sfgd outputs the average of its iterates (003 Algorithm 3) or the last one.
+    average : bool, default False
+        sfgd outputs the average of its iterates (True: 003 Algorithm 3's output) or the last
+        one (the default: each iterate adds a centre, so the average damps the late centres'
+        coefficients; at batch 500 the last iterate was better on 11 of 14 cases measured in
+        docs/bench/iterative_defaults.md, worse on 2 by at most 0.011).
     path_length : int, default 1
         lasso: number of lam values on a geometric path from lam_max down to reg, solved with
         warm starts (1: solve at reg directly).
