@@ -30,8 +30,8 @@ drawn first, their features psi_1..psi_t1 (a prefix map, BLAS + numba) and base 
 phi(w_t, x) are computed at once, the Gram columns K(w_s, w_t) too; a numba kernel then runs
 the iterations of the block in order. Cost O(b n T^2 + n T^2) time and O(block (b + 1) T)
 memory besides the coefficients: the m x T feature matrix is never built. Progress and
-cancellation happen between blocks (stage "sfgd"); a cancel keeps the averaged iterate of the
-completed iterations.
+cancellation happen between blocks (stage "sfgd"); a cancel keeps the output (averaged or last
+iterate) of the completed iterations.
 
 This module also holds :class:`BlockStream`, the block machinery Optimal Stepsize Descent
 reuses. It does not validate estimator parameters (the estimators do).
