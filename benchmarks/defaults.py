@@ -1,7 +1,7 @@
 """Every rwtool estimator and solver with its defaults, beside a tuned figure and scikit-learn.
 
     python -m benchmarks.defaults [--datasets PATH] [--quick] [--only adults,cancer]
-        [--methods RW,RKS,RFSGD,GreedyMK,BKerNN] [--T 500] [--max-train 20000]
+        [--methods RW,RKS,RFSGD,GreedyMK,BKerNN] [--solvers lstsq,ridge] [--T 500] [--max-train 20000]
         [--bkernn-rows 2000] [--tune-draws 40] [--tune-folds 3] [--tune-rows 3000] [--no-tune]
         [--tune-only]
         [--tuned benchmarks/defaults_tuned.json] [--json FILE [--resume] [--merge A,B]]
@@ -130,6 +130,7 @@ def rows(name, args):
     reg = name in REGRESSION
     T = int(args.T)
     out = []
+    keep = set(args.solvers) if getattr(args, "solvers", None) else None
     if "RW" in args.methods:
         Est = rw.RWRegressor if reg else rw.RWClassifier
         for inst in INSTANTIATIONS:
@@ -144,6 +145,8 @@ def rows(name, args):
                 out.append((f"RKS/{base}/{solver}", "RKS", base,
                             lambda b=base, s=solver, E=Est: E(base=b, solver=s, n_features=T,
                                                               random_state=0)))
+    if keep is not None:     # --solvers: the RW/RKS rows of those solvers only
+        return [row for row in out if row[0].split("/")[-1] in keep]
     if "RFSGD" in args.methods and not reg:
         out.append(("RFSGD", "RFSGD", "", lambda: rw.RFSGDClassifier(random_state=0)))
     if "GreedyMK" in args.methods:
@@ -511,6 +514,9 @@ def main(argv=None):
                     help="smoke run: 1500 training rows, T = 100, no tuning unless cached")
     ap.add_argument("--only", default=",".join(DATASETS))
     ap.add_argument("--methods", default=",".join(METHODS))
+    ap.add_argument("--solvers", default=None,
+                    help="only the RW/RKS rows of these solvers (comma-separated), e.g. "
+                         "lstsq,ridge")
     ap.add_argument("--T", type=int, default=500)
     ap.add_argument("--max-train", type=int, default=20000)
     ap.add_argument("--bkernn-rows", type=int, default=2000)
@@ -529,6 +535,11 @@ def main(argv=None):
     args = ap.parse_args(argv)
     args.only = [s for s in args.only.split(",") if s]
     args.methods = [s for s in args.methods.split(",") if s]
+    args.solvers = [s for s in args.solvers.split(",") if s] if args.solvers else None
+    for s in args.solvers or ():
+        if s not in RW_SOLVERS + RKS_SOLVERS:
+            ap.error(f"unknown solver {s!r}; choose among "
+                     f"{', '.join(dict.fromkeys(RW_SOLVERS + RKS_SOLVERS))}")
     for s in args.only:
         if s not in DATASETS:
             ap.error(f"unknown data set {s!r}; choose among {', '.join(DATASETS)}")

@@ -21,9 +21,10 @@ the data can arrive in chunks. The first call fixes everything that the whole da
 
 Each call adds its chunk's sums; the first read of a fitted attribute (``coef_``, ``predict``,
 ``score``, saving) solves the T x T system, and a later ``partial_fit`` adds to the same sums
-and solves again when needed. ``reg="auto"`` keeps the sums of three folds, a row's fold being
-a hash of its position in the stream, and picks reg from them without a second pass
-(sufficient.select_reg). The same solve serves the Dask backend (rwtool.dask_backend).
+and solves again when needed. ``reg="auto"`` (the default of "lstsq"/"ridge") keeps the sums of
+three folds, a row's fold being a hash of its position in the stream, and picks reg from them
+without a second pass, by the criterion of an in-memory ``fit`` and of Dask
+(rwtool.estimators.from_sums): the same rows in any chunking choose the same reg.
 
 This module orchestrates; it holds no formula and must not import Dask.
 """
@@ -36,17 +37,14 @@ import warnings
 import numpy as np
 
 from ._base import Standardizer, check_array, check_random_state
-from .errors import check_finite_result
-from .progress import make_progress
-from .solvers.sufficient import SufficientStats, select_reg
+from .estimators.from_sums import AUTO_FOLDS, solve_from_stats
+from .solvers.sufficient import SufficientStats
 
 __all__ = ["Moments", "scan_moments", "partial_fit", "solve_from_stats", "STREAM_SOLVERS",
            "AUTO_FOLDS"]
 
 #: solvers that learn from the sums alone
 STREAM_SOLVERS = ("lstsq", "ridge", "lasso")
-#: folds kept apart when reg="auto" (the in-memory reg="auto" uses 3 as well)
-AUTO_FOLDS = 3
 
 
 class Moments:
@@ -268,62 +266,3 @@ def finish(est):
     stream.seconds += time.perf_counter() - t0
     est.fit_time_ = stream.seconds
     stream.coef = est.coef_
-
-
-def _lasso_path_fn(est):
-    """Lasso solutions for several lams (decreasing, warm-started) from a Gram form."""
-    from .solvers.lasso import lasso_gram
-
-    max_iter = 1000 if est.max_iter is None else int(est.max_iter)
-
-    def run(Q, q, yy, lams):
-        coef, out = None, {}
-        for lam in sorted(lams, reverse=True):
-            coef, _ = lasso_gram(Q, q, yy, lam, coef_init=coef, tol=float(est.tol),
-                                 max_iter=max_iter, warn=False)
-            out[lam] = coef
-        return [out[lam] for lam in lams]
-    return run
-
-
-def solve_from_stats(est, fmap, stats: SufficientStats, callback=None):
-    """Set the fitted attributes of ``est`` from the sums: choose reg if "auto", then solve.
-
-    Least squares: (A + m reg R + m eps I) a = B (R = G for the RKHS weightings); Lasso: the
-    Gram form (A / m, B / m, ||y||^2 / m). Non-finite coefficients raise NumericalError.
-    """
-    from .estimators.random_features import AUTO_REG
-
-    solver = est._validate()
-    progress = make_progress(callback)
-    lasso = solver == "lasso"
-    R = fmap.gram() if fmap.has_gram and not lasso else None
-    eps = float(est.eps) if est._family == "rw" and not lasso else 0.0
-    classifier = est._estimator_type == "classifier"
-    t0 = time.perf_counter()
-    progress.start("solve", 1)
-    table = None
-    if est._auto_reg():
-        if stats.n_folds < 2:
-            raise ValueError("reg='auto' needs the per-fold sums, but this stream started with "
-                             "a fixed reg (one fold); start it with reg='auto' or pass a number")
-        reg, table = select_reg(stats, AUTO_REG[solver], classifier, R, eps,
-                                lasso=_lasso_path_fn(est) if lasso else None)
-    else:
-        reg = float(est._resolve_reg(solver))
-    if lasso:
-        from .solvers.lasso import lasso_gram
-        max_iter = 1000 if est.max_iter is None else int(est.max_iter)
-        coef, info = lasso_gram(*stats.gram_form(), reg, path_length=int(est.path_length),
-                                tol=float(est.tol), max_iter=max_iter)
-        info["mode"] = "gram"
-    else:
-        coef, info = stats.solve(reg, R, eps)
-        info = {"jitter": info["jitter"], "method": info["method"]}
-    check_finite_result(coef, solver=solver, fix="raise reg, lower sigma or standardise X")
-    progress.end()
-    est._fit_reg = float(reg)
-    est._set_fitted(fmap, coef, info, t0)
-    if table is not None:
-        est.reg_, est.reg_search_ = reg, table
-    return est

@@ -111,44 +111,37 @@ def test_bad_space_is_named(binary_data):
         RandomizedSearchCV(rw.RWClassifier(), {"lam": [1.0]}, n_iter=1).fit(X, y)
 
 
-def test_auto_reg_picks_the_cross_validated_value(regression_data, binary_data, monkeypatch):
-    from rwtool.tuning import select_reg
+def test_auto_reg_is_the_default_and_refits_at_its_choice(regression_data, binary_data):
+    """reg=None is reg="auto" for the exact least-squares solver, and the model is the fixed-reg
+    fit at the chosen value (the brute-force oracle of the choice: tests/test_reg_auto.py)."""
     X, y = regression_data
     est = rw.RWRegressor(n_features=60, reg="auto", random_state=2).fit(X, y)
     grid = list(rw.estimators.random_features.AUTO_REG["lstsq"])
-    values = est.reg_search_["reg"]
-    # the best of the grid (1e-12) was its smallest value: the grid grew below it
-    assert set(grid) < set(values) and min(values) < min(grid)
-    best, table = select_reg(rw.RWRegressor(n_features=60, random_state=2), X, y, values, cv=3,
-                             random_state=0)
-    # (the extension's few values are Cholesky solves, the full grid's the eigen route)
-    assert est.reg_ == best and est.reg == "auto"
-    np.testing.assert_allclose(est.reg_search_["mean_score"], table["mean_score"], rtol=1e-8)
-    assert table["mean_score"][values.index(best)] == max(table["mean_score"])
-    # reg=None (the default) is the same choice for the exact least-squares solver
+    assert set(grid) <= set(est.reg_search_["reg"]) and est.reg_ in est.reg_search_["reg"]
     dflt = rw.RWRegressor(n_features=60, random_state=2).fit(X, y)
     assert dflt.reg is None and dflt.reg_ == est.reg_
-    ref = rw.RWRegressor(n_features=60, reg=best, random_state=2).fit(X, y)
-    np.testing.assert_array_equal(est.predict(X), ref.predict(X))
+    np.testing.assert_array_equal(dflt.coef_, est.coef_)
+    ref = rw.RWRegressor(n_features=60, reg=est.reg_, random_state=2).fit(X, y)
+    np.testing.assert_allclose(est.predict(X), ref.predict(X), rtol=1e-7, atol=1e-9)
     # an iterative solver goes through plain refits per fold
     Xb, yb = binary_data
     clf = rw.RKSClassifier(n_features=30, solver="sgd", reg="auto", random_state=0).fit(Xb, yb)
-    assert clf.reg_ in rw.estimators.random_features.AUTO_REG["sgd"]
+    assert clf.reg_ in clf.reg_search_["reg"]
     with pytest.raises(ValueError, match="'auto'"):
         rw.RWRegressor(reg="best").fit(X, y)
 
 
 def test_auto_reg_grid_grows_toward_the_side_it_ends_on(regression_data):
     """A best value at the large end (strong noise: the model wants a large reg) extends the
-    grid upwards; a best value inside the grid adds nothing."""
-    from rwtool.estimators.random_features import _extension
-    table = {"reg": [1e-3, 1e-2, 1e-1], "mean_score": [0.1, 0.2, 0.3], "std_score": [0] * 3}
-    np.testing.assert_allclose(_extension(table, "lstsq"), [1.0, 10.0, 100.0])
-    assert _extension(table, "osd") is None          # OSD needs reg < 1
-    table["mean_score"] = [0.1, 0.3, 0.2]
-    assert _extension(table, "lstsq") is None
-    table["mean_score"] = [0.30001, 0.3, 0.2]      # a plateau at the small end: no extension
-    assert _extension(table, "lstsq") is None
+    grid upwards by a decade; a best value inside the grid, or a plateau, adds nothing."""
+    from rwtool.solvers.sufficient import extension
+    regs = [1e-3, 1e-2, 1e-1]
+    assert extension(regs, [0.1, 0.2, 0.3]) == pytest.approx(1.0)
+    assert extension(regs, [0.1, 0.2, 0.3], upper=0.5) is None      # OSD needs reg < 1
+    assert extension(regs, [0.3, 0.2, 0.1]) == pytest.approx(1e-4)
+    assert extension(regs, [0.1, 0.3, 0.2]) is None
+    assert extension(regs, [0.3 + 1e-9, 0.3, 0.2]) is None         # a plateau at the small end
+    assert extension(regs, [-0.1, -0.1 - 1e-9, -0.2], ceiling=0.0) is None   # ... of an MSE
     X, y = regression_data
     noisy = np.random.default_rng(2).standard_normal(len(y))  # pure noise: large regs win
     est = rw.RWRegressor(n_features=60, reg="auto", random_state=0).fit(X, noisy)

@@ -40,7 +40,9 @@ from ..solvers.prune import (ACCEPT_CRITERIA, make_accept, prune_weights, subset
 from ..solvers.ridge import NumericalWarning, ridge_fit
 from ..solvers.sfgd import sfgd_fit
 from ..solvers.sgd_rks import sgd_fit
-from ..solvers.sufficient import SufficientStats
+from ..solvers.sufficient import (EXTEND_MAX, REG_LIMITS, SufficientStats, best_index,
+                                  extension)
+from .from_sums import AUTO_FOLDS, SMALL_DATA_REG, solve_from_stats
 from .scale_hooks import ScaleClassifierHooks, ScaleHooks
 
 __all__ = ["RWClassifier", "RWRegressor", "RKSClassifier", "RKSRegressor", "SOLVERS",
@@ -148,65 +150,18 @@ _SQUARED_ONLY = ("lstsq", "ridge", "lasso")
 AUTO_REG = {"lstsq": np.logspace(-12, -1, 12), "ridge": np.logspace(-12, -1, 12),
             "lasso": np.logspace(-6, -2, 5), "sfgd": np.logspace(-6, -2, 5),
             "osd": np.logspace(-6, -2, 5), "sgd": np.logspace(-7, -3, 5)}
-#: reg=None (the default): cross-validation where it costs a few passes (the exact least-squares
-#: solvers), a value measured across data sets for the iterative ones (docs/SOLVERS.md)
+#: reg=None (the default): cross-validation where it costs one pass (the exact least-squares
+#: solvers, from per-fold sums: estimators.from_sums), a value measured across data sets for the
+#: iterative ones (docs/SOLVERS.md)
 DEFAULT_REG = {"lstsq": "auto", "ridge": "auto", "lasso": 1e-5, "sfgd": 1e-6, "osd": 1e-6,
                "sgd": 1e-6}
-#: when reg="auto" picks an end of its grid, the grid grows by EXTEND_BY decades that way, at
-#: most EXTEND_MAX times, within REG_LIMITS (OSD: below 1)
-EXTEND_BY, EXTEND_MAX, REG_LIMITS = 3, 2, (1e-18, 1e3)
-#: ... and only when the end beats its neighbour by more than this (accuracy or R^2): below it
-#: the scores differ by rounding, not by the model
-EXTEND_MARGIN = 1e-4
-
-
 #: prune(schedule="paper"): the authors' code of seed 000 starts lamL at 1e-10 and stops after
 #: 10 Lasso solves
 PAPER_LAM_START, PAPER_MAX_SOLVES = 1e-10, 10
-#: reg=None on data too small to cross-validate (the value the estimators defaulted to before)
-SMALL_DATA_REG = 1e-6
-
-
-def _three_folds(Y, classifier) -> bool:
-    """Whether 3-fold (stratified, for classifiers) cross-validation is possible on Y."""
-    if len(Y) < 6:
-        return False
-    if not classifier:
-        return True
-    counts = np.bincount(np.argmax(Y, axis=1)) if Y.shape[1] > 1 else np.bincount(
-        (Y[:, 0] > 0).astype(int), minlength=2)
-    return int(counts.min()) >= 3
-
-
-def _best_index(table) -> int:
-    """The best valid candidate of a select_reg table (ties: the smallest reg)."""
-    mean = np.asarray(table["mean_score"], dtype=float)
-    return int(np.argmax(np.where(np.isfinite(mean), mean, -np.inf)))
-
-
-def _extension(table, solver):
-    """New candidates beyond the end of the grid the best value sits at, or None.
-
-    The best must beat its only neighbour by EXTEND_MARGIN: on a plateau the grid end is not
-    the optimum's side (accuracy ties among tiny regs are common).
-    """
-    regs, mean = table["reg"], np.asarray(table["mean_score"], dtype=float)
-    j = _best_index(table)
-    if len(regs) < 2:
-        return None
-    if j == 0 and mean[0] > np.nan_to_num(mean[1], nan=-np.inf) + EXTEND_MARGIN:
-        more = regs[0] * 10.0 ** -np.arange(EXTEND_BY, 0, -1)
-        more = more[more >= REG_LIMITS[0]]
-    elif j == len(regs) - 1 and mean[-1] > np.nan_to_num(mean[-2], nan=-np.inf) + EXTEND_MARGIN:
-        more = regs[-1] * 10.0 ** np.arange(1, EXTEND_BY + 1)
-        more = more[more <= (0.5 if solver == "osd" else REG_LIMITS[1])]
-    else:
-        return None
-    return more if len(more) else None
 
 
 def _merge_tables(a, b):
-    """Two select_reg tables as one, sorted by reg."""
+    """Two selection.select_reg tables as one, sorted by reg."""
     keys = [k for k in a if k in b]
     rows = sorted(zip(*(a[k] + b[k] for k in keys)))
     return {k: [r[i] for r in rows] for i, k in enumerate(keys)}
@@ -301,37 +256,56 @@ class _RandomFeatureModel(BaseEstimator):
     def _auto_reg(self) -> bool:
         return self._resolve_reg() == "auto"
 
+    def _auto_grid(self, solver) -> np.ndarray:
+        """The reg="auto" candidates of ``solver`` (AUTO_REG; the grid may grow past its ends)."""
+        return AUTO_REG[solver]
+
     def _fit_auto_reg(self, X, y, solver, callback):
         """reg="auto": 3-fold cross-validation over AUTO_REG[solver], then the fit at the best.
 
-        On "lstsq"/"ridge" the candidates share one feature draw and its normal equations
-        (rwtool.selection), so the choice costs two passes over the data and the fit a third.
-        ``reg_`` is the value used and ``reg_search_`` the validation scores of every candidate.
-        With reg=None (the default) on data too small for three folds (fewer than 3 rows of
-        some class, or 6 rows), the fit uses ``SMALL_DATA_REG`` and ``reg_search_`` is None.
+        "lstsq"/"ridge": one pass accumulates the per-fold sums of the normal equations (a row's
+        fold is a hash of its position), and reg is chosen and the model solved from them
+        (estimators.from_sums), the criterion of partial_fit and Dask. The iterative solvers
+        refit each candidate on stratified folds (rwtool.selection) and grow the grid by the
+        same rule (solvers.sufficient.extension). ``reg_`` is the value used and ``reg_search_``
+        the validation scores of every candidate (None when reg=None fell back to
+        ``SMALL_DATA_REG`` on data too small for three folds).
         """
+        if solver in ("lstsq", "ridge") and not is_dask(X):
+            return self._fit_from_sums(X, y, callback)
         params = self.get_params(deep=False)
         if params["random_state"] is None:  # every candidate and the final fit: one draw
             params["random_state"] = int(np.random.default_rng().integers(2**31 - 1))
-        if not is_dask(X):
-            _, Y = self._fit_targets(X, y)   # bad targets: the estimator's error, not a fold's
-            if self.reg is None and not _three_folds(Y, self._estimator_type == "classifier"):
-                params["reg"] = SMALL_DATA_REG
-                fitted = type(self)(**params).fit(X, y, callback=callback)
-                return self._adopt(fitted, SMALL_DATA_REG, None)
-        values = AUTO_REG[solver]
-        params["reg"] = float(values[0])
+        params["reg"] = float(self._auto_grid(solver)[0])
         template = type(self)(**params)
-        best, table = select_reg(template, X, y, values, cv=3, random_state=0, callback=callback)
-        for _ in range(EXTEND_MAX):
-            more = _extension(table, solver)
-            if more is None:
+        table = None
+        more = list(self._auto_grid(solver))
+        for _ in range(EXTEND_MAX + 1):
+            _, extra = select_reg(template, X, y, more, cv=AUTO_FOLDS, random_state=0,
+                                  callback=callback)
+            table = extra if table is None else _merge_tables(table, extra)
+            nxt = extension(table["reg"], table["mean_score"],
+                            upper=0.5 if solver == "osd" else REG_LIMITS[1])
+            if nxt is None:
                 break
-            _, extra = select_reg(template, X, y, more, cv=3, random_state=0, callback=callback)
-            table = _merge_tables(table, extra)
-            best = table["reg"][_best_index(table)]
+            more = [nxt]
+        best = table["reg"][best_index(table["mean_score"])]
         fitted = template.set_params(reg=best).fit(X, y, callback=callback)
         return self._adopt(fitted, best, table)
+
+    def _fit_from_sums(self, X, y, callback):
+        """reg="auto" for "lstsq"/"ridge" in memory: the per-fold sums of one pass, then
+        from_sums.solve_from_stats, as partial_fit and the Dask backend do."""
+        solver = self._validate()
+        X, Y = self._fit_targets(X, y)
+        t0 = time.perf_counter()
+        Xp, fmap = self._start_fit(X, Y)
+        stats = SufficientStats(fmap.n_output_, Y.shape[1], AUTO_FOLDS)
+        stats.add(fmap, Xp, Y, start=0, block_size=self.block_size, progress=callback)
+        solve_from_stats(self, fmap, stats, callback)
+        self.fit_time_ = time.perf_counter() - t0
+        self._warn_if_constant(Xp, Y, solver)
+        return self
 
     def _adopt(self, fitted, reg, table):
         for key, value in vars(fitted).items():
@@ -349,8 +323,10 @@ class _RandomFeatureModel(BaseEstimator):
         the targets (n k) and the centres (T (d + 1)), then per solver: lstsq/ridge one block of
         features (about 32 MB unless ``block_size`` says otherwise), Phi^T Phi, its block
         product, the regularised copy and its Cholesky factor (4 T^2; the Gram matrix G of an
-        RKHS weighting one more); reg="auto" adds the sums of three folds and the reg path
-        (5 T^2) and the validation predictions of every reg (n/3 x 12 k); the Lasso holds Phi
+        RKHS weighting one more); reg="auto" holds the sums of three folds, their total,
+        a training fold's and the reg path's matrices instead ((3 + 4) T^2, plus G), with the
+        features and a copy of one fold's rows at a time (one pass; the choice and the final
+        solve come from the sums); the Lasso holds Phi
         (n x T) in design mode (n T <= 32e6), else a block and the normal equations (3 T^2);
         SFGD/OSD the features of a block of 64 batches twice (2 x 64 b T: the features and
         their product temporary), the block's base predictions (64 b x 64) and Gram columns;
@@ -369,12 +345,15 @@ class _RandomFeatureModel(BaseEstimator):
         words = 2 * n * d + n * k + T * d
         ops = 2.0 * n * T * d
         blas = 0.0                      # dense products and factorisations, on BLAS/LAPACK
+        if solver in ("lstsq", "ridge") and auto:
+            fold = -(-n // AUTO_FOLDS)         # the rows of a fold, gathered and mapped alone
+            words += (min(block, fold) * T + (AUTO_FOLDS + 4 + rw_gram) * T * T
+                      + fold * (d + k))
+            blas += n * T * T + T ** 3 / 3 + AUTO_FOLDS * 10 * T ** 3
         if solver in ("lstsq", "ridge"):
-            words += block * T + (4 + rw_gram) * T * T
-            blas += n * T * T + T ** 3 / 3
-            if auto:
-                words += 5 * T * T + (n // 3 + 1) * 12 * k
-                blas += 2 * n * T * T + 3 * 10 * T ** 3
+            if not auto:
+                words += block * T + (4 + rw_gram) * T * T
+                blas += n * T * T + T ** 3 / 3
             detail = (f"the {T} x {T} normal equations" + (" of three folds and the reg path"
                                                            if auto else "")
                       + f", features in blocks of {block} rows")
@@ -499,18 +478,9 @@ class _RandomFeatureModel(BaseEstimator):
         else:
             self._fit_reg = float(self._resolve_reg(solver))
         X, Y = self._fit_targets(X, y)
-        if not self.standardize:
-            check_range(X, "X", "pass standardize=True, or rescale X")
-            check_range(Y, "y", "pass standardize=True, or rescale y")
         t0 = time.perf_counter()
         progress = make_progress(callback)
-        self.n_features_in_ = X.shape[1]
-        self.x_scaler_ = Standardizer.fit(X) if self.standardize else None
-        self.bias_ = self._uses_bias()
-        Xp = self._prepare_X(X)
-        rng = check_random_state(self.random_state)
-        fmap = self._make_map(int(rng.integers(0, 2**63 - 1)))
-        fmap.fit(Xp)
+        Xp, fmap = self._start_fit(X, Y)
         watched = progress.active and solver in _MONITORED and progress.monitor is None
         if watched:
             progress.monitor = self._sample_monitor(fmap, Xp, Y)
@@ -531,6 +501,20 @@ class _RandomFeatureModel(BaseEstimator):
         self._set_fitted(fmap, coef, info, t0)
         self._warn_if_constant(Xp, Y, solver)
         return self
+
+    def _start_fit(self, X, Y):
+        """Fix the preprocessing of a fit on (X, Y) and draw the feature map: (Xp, fmap)."""
+        if not self.standardize:
+            check_range(X, "X", "pass standardize=True, or rescale X")
+            check_range(Y, "y", "pass standardize=True, or rescale y")
+        self.n_features_in_ = X.shape[1]
+        self.x_scaler_ = Standardizer.fit(X) if self.standardize else None
+        self.bias_ = self._uses_bias()
+        Xp = self._prepare_X(X)
+        rng = check_random_state(self.random_state)
+        fmap = self._make_map(int(rng.integers(0, 2**63 - 1)))
+        fmap.fit(Xp)
+        return Xp, fmap
 
     def _warn_if_constant(self, Xp, Y, solver, n_rows=2000):
         """Say so when the model predicts one class (or one value) on every training row.

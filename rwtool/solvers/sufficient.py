@@ -28,9 +28,12 @@ from __future__ import annotations
 import numpy as np
 from numpy.linalg import LinAlgError
 
+from ..errors import NumericalError
+from ..progress import make_progress
 from .ridge import RegPath, normal_equations, solve_normal_equations
 
-__all__ = ["SufficientStats", "fold_of", "position_uniform", "select_reg"]
+__all__ = ["SufficientStats", "fold_of", "position_uniform", "select_reg", "best_index",
+           "extension", "EXTEND_MAX", "REG_LIMITS", "REG_TIE", "REG_TIE_ABS"]
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _MIX1 = np.uint64(0xBF58476D1CE4E5B9)
@@ -239,17 +242,65 @@ class SufficientStats:
         return (1.0 - res / ss_tot).mean(axis=1)
 
 
-def select_reg(stats: SufficientStats, values, classifier: bool, R: np.ndarray | None = None,
-               eps: float = 0.0, lasso=None, max_extend: int = 3):
-    """Cross-validated reg from the per-fold sums: ``(best, table)``.
+#: the grid-extension rule of every reg="auto": when the chosen value is at an end of the grid,
+#: add the next decade beyond it, at most EXTEND_MAX times, within REG_LIMITS
+EXTEND_MAX, REG_LIMITS = 6, (1e-18, 1e3)
+#: candidates whose validation loss (the ceiling of the score minus the score: 1 - R^2, the mean
+#: squared error, 1 - accuracy) is within a factor 1 + REG_TIE (plus REG_TIE_ABS) of the best
+#: count as tied, and the largest tied reg is chosen: losses that differ by rounding (sums added
+#: in another order, a plateau of tiny regs) then choose the same value in every mode, and a
+#: plateau at the small end does not extend the grid
+REG_TIE, REG_TIE_ABS = 1e-6, 1e-12
 
-    Scores every value of ``values`` (increasing) on every non-empty fold
-    (:meth:`SufficientStats.validation_scores`) and takes the best mean (ties: the smallest
-    reg). When the best is at an end of the grid, the grid grows by decades in that direction
-    (at most ``max_extend`` times), since a value at the edge says the optimum may lie beyond;
-    every extra value costs a T x T solve per fold, no pass over the data. ``lasso``: a
-    function (Q, q, yy, lams) -> list of coefficient matrices, one per lam, for the Lasso;
-    None: least squares. The table lists reg, mean_score and std_score, and names the score.
+
+def best_index(means, ceiling: float = 1.0) -> int:
+    """The chosen candidate among increasing regs, from their mean validation scores (higher is
+    better, at most ``ceiling``: 1 for R^2 and accuracy, 0 for minus a squared error): the
+    largest reg tied with the best (``REG_TIE``). NaN (a diverged candidate) is never chosen."""
+    loss = float(ceiling) - np.asarray(means, dtype=float)
+    valid = np.isfinite(loss)
+    if not valid.any():
+        raise NumericalError("every reg candidate diverged or gave non-finite validation "
+                             "scores", solver="reg='auto'",
+                             fix="standardize the inputs, or pass a number for reg")
+    low = max(float(loss[valid].min()), 0.0)
+    tied = np.flatnonzero(valid & (loss <= low * (1.0 + REG_TIE) + REG_TIE_ABS))
+    return int(tied[-1])
+
+
+def extension(regs, means, upper: float = REG_LIMITS[1], ceiling: float = 1.0):
+    """The value to add beyond the end of the increasing grid ``regs`` the choice
+    (:func:`best_index`) sits at -- a decade further, within REG_LIMITS and ``upper`` -- or None
+    when the choice is inside the grid."""
+    if len(regs) < 2:
+        return None
+    j = best_index(means, ceiling)
+    if j == 0 and regs[0] / 10.0 >= REG_LIMITS[0]:
+        return regs[0] / 10.0
+    if j == len(regs) - 1 and regs[-1] * 10.0 <= min(upper, REG_LIMITS[1]):
+        return regs[-1] * 10.0
+    return None
+
+
+def select_reg(stats: SufficientStats, values, classifier: bool, R: np.ndarray | None = None,
+               eps: float = 0.0, lasso=None, progress=None):
+    """reg="auto" from per-fold sums, the one criterion of every mode: ``(best, table)``.
+
+    Every value of ``values`` is solved on the rows outside each non-empty fold f (from
+    A - A_f, B - B_f; :meth:`SufficientStats.fold_coefs`) and scored on f from the sums alone
+    (:meth:`SufficientStats.validation_scores`: R^2 for regression, minus the mean squared
+    error of the +/-1 codes for classification); the choice is the best mean score over the
+    folds (:func:`best_index`: the largest reg among those tied to rounding). While the choice
+    is at an end of the grid, the grid grows by a decade that way (:func:`extension`), since
+    the optimum may lie beyond; an extra value costs a T x T solve per fold and no pass over
+    the data. ``lasso``: a function (Q, q, yy, lams) -> list of coefficient matrices, one per
+    lam (the Gram form of each training fold, :meth:`SufficientStats.gram_form`); None: least
+    squares (A + m reg R + m eps I) a = B.
+
+    ``progress`` (a Progress or callback) gets stage "search": the candidates scored so far and
+    ``best_score``. The table lists ``reg`` (increasing), ``mean_score`` and ``std_score`` over
+    the folds,
+    ``fold_scores`` (one list per reg), ``score`` ("r2" or "neg_mse") and ``folds`` (used).
     """
     used = [f for f in range(stats.n_folds) if stats.n[f] > 0 and stats.n_samples > stats.n[f]]
     if len(used) < 2:
@@ -272,23 +323,25 @@ def select_reg(stats: SufficientStats, values, classifier: bool, R: np.ndarray |
             table[:, j] = stats.validation_scores(f, coefs, classifier)
         for r, row in zip(regs, table):
             scored[r] = row
+        means = np.array([row.mean() for row in scored.values()])
+        progress.update(len(scored), force=True,
+                        best_score=float(np.max(means[np.isfinite(means)], initial=-np.inf)))
 
+    ceiling = 0.0 if classifier else 1.0
     grid = sorted(float(v) for v in values)
+    progress = make_progress(progress)
+    progress.start("search", len(grid))
     score(grid)
-    for _ in range(max_extend):
-        means = [scored[r].mean() for r in grid]
-        best = int(np.argmax(means))
-        if best == 0 and grid[0] > 1e-16:
-            grid.insert(0, grid[0] / 10.0)
-            score(grid[:1])
-        elif best == len(grid) - 1 and len(grid) > 1 and grid[-1] < 1e3:
-            grid.append(grid[-1] * 10.0)
-            score(grid[-1:])
-        else:
+    for _ in range(EXTEND_MAX):
+        more = extension(grid, [scored[r].mean() for r in grid], ceiling=ceiling)
+        if more is None:
             break
+        grid = sorted(grid + [more])
+        score([more])
+    progress.end()
     means = np.array([scored[r].mean() for r in grid])
-    best = int(np.argmax(means))
     table = {"reg": grid, "mean_score": means.tolist(),
              "std_score": [float(scored[r].std()) for r in grid],
+             "fold_scores": [scored[r].tolist() for r in grid],
              "score": "neg_mse" if classifier else "r2", "folds": len(used)}
-    return grid[best], table
+    return grid[best_index(means, ceiling)], table

@@ -1,0 +1,101 @@
+"""reg="auto", the default of the exact least-squares estimators: one criterion in every mode.
+
+Oracle: a brute-force cross-validation with dense numpy solves on the same folds (a row's fold
+is the hash of its position, rwtool.solvers.sufficient.fold_of), over every decade from 1e-18
+to 1e3. The Dask and streaming modes are compared with ``fit`` in tests/test_dask.py.
+"""
+
+import numpy as np
+import pytest
+
+import rwtool as rw
+from rwtool.solvers.sufficient import REG_LIMITS, fold_of
+
+DECADES = 10.0 ** np.arange(np.log10(REG_LIMITS[0]), np.log10(REG_LIMITS[1]) + 0.5)
+
+
+def brute_force_scores(est, X, y, regs):
+    """Mean validation score of every reg: each fold solved densely on the other folds'
+    features, R^2 (regressors) or minus the mean squared error of the +/-1 codes (classifiers)
+    on the fold, averaged over outputs and then over folds."""
+    Phi = est.feature_matrix(X)
+    Y = est._targets_for(y, len(X))
+    T = Phi.shape[1]
+    fmap = est.feature_map_
+    R = fmap.gram() if fmap.has_gram else np.eye(T)
+    eps = est.eps if isinstance(est, (rw.RWClassifier, rw.RWRegressor)) else 0.0
+    folds = fold_of(np.arange(len(X)), 3)
+    out = []
+    for reg in regs:
+        scores = []
+        for f in range(3):
+            tr, va = folds != f, folds == f
+            m = int(tr.sum())
+            M = Phi[tr].T @ Phi[tr] + m * reg * R + m * eps * np.eye(T)
+            C = np.linalg.solve(M, Phi[tr].T @ Y[tr])
+            res = ((Y[va] - Phi[va] @ C) ** 2).sum(axis=0)
+            if est._estimator_type == "classifier":
+                scores.append(-np.mean(res / va.sum()))
+            else:
+                tot = ((Y[va] - Y[va].mean(axis=0)) ** 2).sum(axis=0)
+                scores.append(np.mean(1.0 - res / tot))
+        out.append(np.mean(scores))
+    return np.array(out)
+
+
+def _problem(kind):
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(240, 3))
+    noise = rng.normal(size=240)
+    if kind == "regression":
+        return X, np.sin(X[:, 0]) + X[:, 1] * X[:, 2] + 0.3 * noise
+    if kind == "binary":
+        return X, np.where(X[:, 0] + 0.5 * X[:, 1] ** 2 + 0.5 * noise > 0.3, "p", "n")
+    flip = (rng.random(240) < 0.2).astype(int)
+    return X, np.array(list("abc"))[((X[:, 0] > 0).astype(int) + (X[:, 1] > 0.3) + flip) % 3]
+
+
+@pytest.mark.parametrize("cls, kind, T", [(rw.RWRegressor, "regression", 20),
+                                          (rw.RKSClassifier, "binary", 20),
+                                          (rw.RWClassifier, "multiclass", 120),
+                                          (rw.RKSRegressor, "regression", 20)])
+def test_default_reg_is_the_brute_force_cross_validated_choice(cls, kind, T):
+    X, y = _problem(kind)
+    est = cls(n_features=T, random_state=0).fit(X, y)       # reg=None: "auto"
+    table = est.reg_search_
+    np.testing.assert_allclose(brute_force_scores(est, X, y, table["reg"]), table["mean_score"],
+                               rtol=1e-7, atol=1e-9)
+    scores = brute_force_scores(est, X, y, DECADES)
+    best = int(np.argmax(scores))
+    assert scores[best] - np.delete(scores, best).max() > 1e-6   # an unambiguous oracle
+    assert est.reg_ == pytest.approx(DECADES[best], rel=1e-12)
+    assert table["score"] == ("neg_mse" if cls._estimator_type == "classifier" else "r2")
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")   # jitter at the tiniest regs
+def test_grid_grows_to_an_optimum_below_it():
+    """60 features of smooth Fourier features on 60 training rows per fold, targets in their
+    span: the validation error falls down to reg = 1e-16, four decades below the grid."""
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(90, 3))
+    kw = dict(n_features=60, base="fourier", sigma=3.0, standardize=False, random_state=0)
+    y = rw.RKSRegressor(reg=1.0, **kw).fit(X, X[:, 0]).feature_matrix(X) @ rng.normal(size=60)
+    est = rw.RKSRegressor(**kw).fit(X, y)
+    grid = rw.estimators.random_features.AUTO_REG["ridge"]
+    scores = brute_force_scores(est, X, y, DECADES)
+    assert DECADES[np.argmax(scores)] < grid.min()
+    assert est.reg_ == pytest.approx(DECADES[np.argmax(scores)], rel=1e-12)
+    assert min(est.reg_search_["reg"]) < est.reg_ < grid.min()   # an interior choice
+
+
+def test_too_few_rows_for_three_folds():
+    """reg=None falls back to SMALL_DATA_REG when a fold would hold fewer than 2 rows;
+    an explicit reg='auto' says what is missing."""
+    from rwtool.estimators.from_sums import SMALL_DATA_REG
+    X, y = _problem("regression")
+    est = rw.RWRegressor(n_features=10, random_state=0).fit(X[:4], y[:4])
+    assert est.reg_ == SMALL_DATA_REG and est.reg_search_ is None
+    ref = rw.RWRegressor(n_features=10, reg=SMALL_DATA_REG, random_state=0).fit(X[:4], y[:4])
+    np.testing.assert_allclose(est.coef_, ref.coef_, rtol=1e-9)
+    with pytest.raises(ValueError, match="at least two"):
+        rw.RWRegressor(n_features=10, reg="auto").fit(X[:1], y[:1])
