@@ -38,7 +38,8 @@ class FitEstimate:
 
 def available_memory() -> int:
     """Bytes this process can still allocate: the smallest of MemAvailable, the cgroup limit
-    less its usage, and RLIMIT_AS less the current virtual size (when each is known)."""
+    less its usage, and the soft RLIMIT_AS and RLIMIT_DATA (``ulimit -v``, ``ulimit -d``) less
+    the current use they count (when each is known)."""
     limits = []
     try:
         with open("/proc/meminfo") as f:
@@ -60,21 +61,39 @@ def available_memory() -> int:
             break
         except (OSError, ValueError):
             continue
-    try:
-        import resource
-        soft, _ = resource.getrlimit(resource.RLIMIT_AS)
-        if soft != resource.RLIM_INFINITY:
-            with open("/proc/self/statm") as f:
-                vsize = int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
-            limits.append(soft - vsize)
-    except (ImportError, OSError, ValueError):
-        pass
+    limits.extend(_rlimit_rooms())
     if not limits:
         try:
             return int(os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
         except (ValueError, OSError):
             return 1 << 62
     return max(0, min(limits))
+
+
+#: soft resource limits on this process's memory, and the /proc/self/status field of the use each
+#: one counts: the whole address space (VmSize) and the private writable memory (VmData, what
+#: Linux counts against RLIMIT_DATA since 4.7: heap and anonymous mappings, numpy's buffers)
+_RLIMITS = (("RLIMIT_AS", "VmSize:"), ("RLIMIT_DATA", "VmData:"))
+
+
+def _rlimit_rooms() -> list:
+    """Soft limit minus current use of every memory rlimit that is set (bytes)."""
+    try:
+        import resource
+    except ImportError:          # not a POSIX system
+        return []
+    rooms = []
+    for name, field in _RLIMITS:
+        soft = resource.getrlimit(getattr(resource, name))[0]
+        if soft == resource.RLIM_INFINITY:
+            continue
+        try:
+            with open("/proc/self/status") as f:
+                used = next(int(line.split()[1]) * 1024 for line in f if line.startswith(field))
+        except (OSError, StopIteration, ValueError):
+            used = 0             # no /proc: the limit alone still bounds what is left
+        rooms.append(soft - used)
+    return rooms
 
 
 def estimate_fit(estimator, n_samples: int, n_features_in: int, n_outputs: int = 1) -> FitEstimate:
