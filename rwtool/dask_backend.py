@@ -12,7 +12,8 @@ collection is fitted in two passes over its partitions, each one task per partit
 
 Then one T x T solve on the client (rwtool.streaming.solve_from_stats), so the model equals the
 in-memory ``fit`` to rounding. A row's fold is a hash of its position (rows are numbered across
-partitions in order), so reg="auto" picks its value from the fold sums without a third pass.
+partitions in order), so reg="auto" picks its value from the fold sums (and a classifier's
+position-hashed validation sample) without a third pass, as ``fit`` in memory does.
 ``predict``/``decision_function`` return lazy Dask arrays (map_blocks) and
 ``RandomizedSearchCV`` over reg on Dask data shares one pass of per-fold sums between the
 candidates (:func:`fold_scores`).
@@ -33,7 +34,7 @@ import numpy as np
 from ._base import check_is_fitted
 from .progress import make_progress
 from .solvers.sufficient import SufficientStats
-from .streaming import AUTO_FOLDS, Moments, coded_chunk, solve_from_stats, start_model
+from .streaming import Moments, coded_chunk, solve_from_stats, start_model
 
 __all__ = ["fit", "lazy", "score", "fold_scores", "as_dask_arrays"]
 
@@ -133,9 +134,11 @@ def _merge_scans(items):
     return mx, my, labels
 
 
-def _part_stats(est, fmap, n_outputs, n_folds, Xb, yb, start, folds=None):
-    """Pass 2 on one partition: its sufficient statistics (rows numbered from ``start``)."""
-    stats = SufficientStats(fmap.n_output_, n_outputs, n_folds)
+def _part_stats(est, fmap, shape, Xb, yb, start, folds=None):
+    """Pass 2 on one partition: its sufficient statistics (rows numbered from ``start``);
+    ``shape`` = (outputs, folds, validation sample rows) of the client's empty statistics."""
+    n_outputs, n_folds, sample_rows = shape
+    stats = SufficientStats(fmap.n_output_, n_outputs, n_folds, sample_rows=sample_rows)
     if len(Xb):
         Xp, Y = coded_chunk(est, Xb, yb)
         stats.add(fmap, Xp, Y, start=start, folds=folds, block_size=est.block_size)
@@ -175,8 +178,7 @@ def fit(est, X, y, callback=None):
     t0 = time.perf_counter()
     for key in ("coef_", "feature_map_"):
         est.__dict__.pop(key, None)   # a failed refit must not leave the old model
-    n_folds = AUTO_FOLDS if est._auto_reg() else 1
-    X, y, stream = _prepare(est, X, y, n_folds, callback)
+    X, y, stream = _prepare(est, X, y, None, callback)   # folds (and sample) as reg needs
     stats = _distributed_stats(est, stream, X, y, None, callback)
     solve_from_stats(est, stream.fmap, stats, callback)
     est.fit_time_ = time.perf_counter() - t0
@@ -191,12 +193,13 @@ def _distributed_stats(est, stream, X, y, folds, callback):
     est_d = dask.delayed(est, pure=True)
     fmap_d = dask.delayed(stream.fmap, pure=True)
     part = dask.delayed(_part_stats, pure=True)
-    k, F = stream.stats.n_outputs, stream.stats.n_folds
+    empty = stream.stats
+    shape = (empty.n_outputs, empty.n_folds, 0 if empty.sample is None else empty.sample.size)
     starts = _offsets(X.chunks[0])
     tasks = []
     for a, b, s, n in zip(X.to_delayed().ravel(), y.to_delayed().ravel(), starts, X.chunks[0]):
         f = None if folds is None else folds[s:s + n]
-        tasks.append(part(est_d, fmap_d, k, F, a, b, int(s), f))
+        tasks.append(part(est_d, fmap_d, shape, a, b, int(s), f))
     progress.start("dask normal equations", 1)
     stats = dask.compute(_tree(tasks, _sum, dask))[0]
     progress.end()

@@ -22,8 +22,9 @@ the data can arrive in chunks. The first call fixes everything that the whole da
 Each call adds its chunk's sums; the first read of a fitted attribute (``coef_``, ``predict``,
 ``score``, saving) solves the T x T system, and a later ``partial_fit`` adds to the same sums
 and solves again when needed. ``reg="auto"`` (the default of "lstsq"/"ridge") keeps the sums of
-three folds, a row's fold being a hash of its position in the stream, and picks reg from them
-without a second pass, by the criterion of an in-memory ``fit`` and of Dask
+three folds, a row's fold being a hash of its position in the stream (and, for a classifier,
+a validation sample of at most 10000 rows chosen by another hash of the positions), and picks
+reg from them without a second pass, by the criterion of an in-memory ``fit`` and of Dask
 (rwtool.estimators.from_sums): the same rows in any chunking choose the same reg.
 
 This module orchestrates; it holds no formula and must not import Dask.
@@ -37,7 +38,7 @@ import warnings
 import numpy as np
 
 from ._base import Standardizer, check_array, check_random_state
-from .estimators.from_sums import AUTO_FOLDS, solve_from_stats
+from .estimators.from_sums import AUTO_FOLDS, empty_stats, solve_from_stats
 from .solvers.sufficient import SufficientStats
 
 __all__ = ["Moments", "scan_moments", "partial_fit", "solve_from_stats", "STREAM_SOLVERS",
@@ -179,9 +180,7 @@ def start_model(est, n_features_in: int, *, x_scaler, classes=None, y_scaler=Non
     fmap = est._make_map(seed)
     n_in = est.n_features_in_ + (1 if est.bias_ else 0)
     fmap.fit(np.zeros((1, n_in)))   # the maps read only the number of columns of X
-    if n_folds is None:
-        n_folds = AUTO_FOLDS if est._auto_reg() else 1
-    return _Stream(fmap, SufficientStats(fmap.n_output_, n_outputs, n_folds))
+    return _Stream(fmap, empty_stats(est, fmap, n_outputs, n_folds))
 
 
 def coded_chunk(est, X, y):

@@ -16,8 +16,8 @@ DECADES = 10.0 ** np.arange(np.log10(REG_LIMITS[0]), np.log10(REG_LIMITS[1]) + 0
 
 def brute_force_scores(est, X, y, regs):
     """Mean validation score of every reg: each fold solved densely on the other folds'
-    features, R^2 (regressors) or minus the mean squared error of the +/-1 codes (classifiers)
-    on the fold, averaged over outputs and then over folds."""
+    features, R^2 averaged over outputs (regressors) or accuracy (classifiers) on the fold,
+    averaged over folds."""
     Phi = est.feature_matrix(X)
     Y = est._targets_for(y, len(X))
     T = Phi.shape[1]
@@ -33,9 +33,12 @@ def brute_force_scores(est, X, y, regs):
             m = int(tr.sum())
             M = Phi[tr].T @ Phi[tr] + m * reg * R + m * eps * np.eye(T)
             C = np.linalg.solve(M, Phi[tr].T @ Y[tr])
-            res = ((Y[va] - Phi[va] @ C) ** 2).sum(axis=0)
+            D = Phi[va] @ C
+            res = ((Y[va] - D) ** 2).sum(axis=0)
             if est._estimator_type == "classifier":
-                scores.append(-np.mean(res / va.sum()))
+                guess = est.classes_[np.argmax(D, axis=1) if D.shape[1] > 1
+                                     else (D[:, 0] > 0).astype(int)]
+                scores.append(np.mean(guess == np.asarray(y)[va]))
             else:
                 tot = ((Y[va] - Y[va].mean(axis=0)) ** 2).sum(axis=0)
                 scores.append(np.mean(1.0 - res / tot))
@@ -66,10 +69,13 @@ def test_default_reg_is_the_brute_force_cross_validated_choice(cls, kind, T):
     np.testing.assert_allclose(brute_force_scores(est, X, y, table["reg"]), table["mean_score"],
                                rtol=1e-7, atol=1e-9)
     scores = brute_force_scores(est, X, y, DECADES)
-    best = int(np.argmax(scores))
-    assert scores[best] - np.delete(scores, best).max() > 1e-6   # an unambiguous oracle
+    if cls._estimator_type == "classifier":
+        best = int(np.flatnonzero(scores == scores.max())[-1])   # accuracy ties: largest reg
+    else:
+        best = int(np.argmax(scores))
+        assert scores[best] - np.delete(scores, best).max() > 1e-6   # an unambiguous oracle
     assert est.reg_ == pytest.approx(DECADES[best], rel=1e-12)
-    assert table["score"] == ("neg_mse" if cls._estimator_type == "classifier" else "r2")
+    assert table["score"] == ("accuracy" if cls._estimator_type == "classifier" else "r2")
 
 
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")   # jitter at the tiniest regs
@@ -99,3 +105,30 @@ def test_too_few_rows_for_three_folds():
     np.testing.assert_allclose(est.coef_, ref.coef_, rtol=1e-9)
     with pytest.raises(ValueError, match="at least two"):
         rw.RWRegressor(n_features=10, reg="auto").fit(X[:1], y[:1])
+
+
+def test_validation_sample_is_the_same_rows_in_any_chunking():
+    """The classifier's validation sample keeps the rows with the smallest position hash: a
+    stream in uneven chunks, merged partitions and one array keep the same rows, and a fold's
+    accuracy on them equals numpy's on those rows."""
+    from rwtool.features import RandomFourierFeatures
+    from rwtool.solvers.sufficient import SAMPLE_SEED, SufficientStats, position_uniform
+    rng = np.random.default_rng(0)
+    X, Y = rng.normal(size=(500, 3)), np.where(rng.random((500, 1)) < 0.5, 1.0, -1.0)
+    fmap = RandomFourierFeatures(n_features=10, variant="phase", random_state=0).fit(X)
+    whole = SufficientStats(10, 1, 3, sample_rows=60).add(fmap, X, Y)
+    stream = SufficientStats(10, 1, 3, sample_rows=60)
+    for i, j in [(0, 7), (7, 8), (8, 333), (333, 500)]:
+        stream.add(fmap, X[i:j], Y[i:j])
+    parts = (SufficientStats(10, 1, 3, sample_rows=60).add(fmap, X[300:], Y[300:], start=300)
+             + SufficientStats(10, 1, 3, sample_rows=60).add(fmap, X[:300], Y[:300], start=0))
+    expected = np.sort(np.argsort(position_uniform(np.arange(500), SAMPLE_SEED))[:60])
+    for s in (whole, stream, parts):
+        order = np.argsort(s.sample.pos)
+        np.testing.assert_array_equal(s.sample.pos[order], expected)
+        np.testing.assert_array_equal(s.sample.X[order], X[expected])
+    coef = rng.normal(size=(10, 2))
+    rows = whole.sample.pos[whole.sample.fold == 1]
+    D = fmap.transform(X[rows]) @ coef
+    np.testing.assert_allclose(whole.sample.accuracy(1, fmap, coef, 1),
+                               np.mean((D > 0) == (Y[rows] > 0), axis=0))

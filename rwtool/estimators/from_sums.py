@@ -6,8 +6,10 @@ on an in-memory array, ``partial_fit`` chunks (rwtool.streaming), the partitions
 collection (rwtool.dask_backend) -- the model is solved here, by one function, so reg="auto"
 is one criterion in every mode: a row's fold is a hash of its position in the data
 (sufficient.fold_of, ``AUTO_FOLDS`` folds), each candidate is solved on the other folds and
-scored on its own fold from the sums, and the grid grows past an end the choice sits at
-(sufficient.select_reg). The same data in any chunking chooses the same reg.
+scored on its own fold -- R^2 from the sums for regressors, accuracy on a position-hashed
+validation sample kept beside the sums for classifiers (sufficient.ValidationSample) -- and the
+grid grows past an end the choice sits at (sufficient.select_reg). The same data in any
+chunking chooses the same reg.
 
 This module orchestrates; it holds no formula and must not import the estimator classes,
 rwtool.streaming or Dask (they import it).
@@ -21,8 +23,8 @@ from ..errors import check_finite_result
 from ..progress import make_progress
 from ..solvers.sufficient import SufficientStats, select_reg
 
-__all__ = ["AUTO_FOLDS", "SMALL_DATA_REG", "MIN_FOLD_ROWS", "can_cross_validate",
-           "solve_from_stats"]
+__all__ = ["AUTO_FOLDS", "SMALL_DATA_REG", "MIN_FOLD_ROWS", "VALIDATION_ROWS", "empty_stats",
+           "can_cross_validate", "solve_from_stats"]
 
 #: folds kept apart when reg is chosen from the sums
 AUTO_FOLDS = 3
@@ -30,6 +32,19 @@ AUTO_FOLDS = 3
 SMALL_DATA_REG = 1e-6
 #: reg=None cross-validates when every fold holds at least this many rows
 MIN_FOLD_ROWS = 2
+#: rows of the validation sample a classifier keeps to score reg by accuracy
+#: (sufficient.ValidationSample: all rows up to this many, a position-hashed sample beyond)
+VALIDATION_ROWS = 10000
+
+
+def empty_stats(est, fmap, n_outputs: int, n_folds: int | None = None) -> SufficientStats:
+    """The empty sums a fit of ``est`` accumulates: ``AUTO_FOLDS`` folds when reg is chosen
+    from them (``n_folds`` None and reg "auto"), and then, for a classifier, a validation
+    sample of ``VALIDATION_ROWS`` rows; one fold for a fixed reg."""
+    auto = n_folds is None and est._auto_reg()
+    F = (AUTO_FOLDS if auto else 1) if n_folds is None else int(n_folds)
+    sample = VALIDATION_ROWS if auto and est._estimator_type == "classifier" else 0
+    return SufficientStats(fmap.n_output_, n_outputs, F, sample_rows=sample)
 
 
 def can_cross_validate(stats: SufficientStats) -> bool:
@@ -81,7 +96,7 @@ def solve_from_stats(est, fmap, stats: SufficientStats, callback=None):
     elif auto:
         reg, table = select_reg(stats, est._auto_grid(solver), classifier, R, eps,
                                 lasso=_lasso_path_fn(est) if lasso else None,
-                                progress=progress)
+                                progress=progress, feature_map=fmap)
     else:
         reg = float(est._resolve_reg(solver))
     progress.start("solve", 1)

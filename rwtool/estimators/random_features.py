@@ -42,7 +42,7 @@ from ..solvers.sfgd import sfgd_fit
 from ..solvers.sgd_rks import sgd_fit
 from ..solvers.sufficient import (EXTEND_MAX, REG_LIMITS, SufficientStats, best_index,
                                   extension)
-from .from_sums import AUTO_FOLDS, SMALL_DATA_REG, solve_from_stats
+from .from_sums import AUTO_FOLDS, SMALL_DATA_REG, empty_stats, solve_from_stats
 from .scale_hooks import ScaleClassifierHooks, ScaleHooks
 
 __all__ = ["RWClassifier", "RWRegressor", "RKSClassifier", "RKSRegressor", "SOLVERS",
@@ -300,7 +300,7 @@ class _RandomFeatureModel(BaseEstimator):
         X, Y = self._fit_targets(X, y)
         t0 = time.perf_counter()
         Xp, fmap = self._start_fit(X, Y)
-        stats = SufficientStats(fmap.n_output_, Y.shape[1], AUTO_FOLDS)
+        stats = empty_stats(self, fmap, Y.shape[1])
         stats.add(fmap, Xp, Y, start=0, block_size=self.block_size, progress=callback)
         solve_from_stats(self, fmap, stats, callback)
         self.fit_time_ = time.perf_counter() - t0

@@ -32,7 +32,7 @@ from ..errors import NumericalError
 from ..progress import make_progress
 from .ridge import RegPath, normal_equations, solve_normal_equations
 
-__all__ = ["SufficientStats", "fold_of", "position_uniform", "select_reg", "best_index",
+__all__ = ["SufficientStats", "ValidationSample", "fold_of", "position_uniform", "select_reg", "best_index",
            "extension", "EXTEND_MAX", "REG_LIMITS", "REG_TIE", "REG_TIE_ABS"]
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
@@ -65,6 +65,74 @@ def position_uniform(positions, seed: int = 0) -> np.ndarray:
     return (_splitmix(positions, seed) >> np.uint64(11)).astype(np.float64) * 2.0 ** -53
 
 
+#: seed of the hash that picks the validation sample (independent of the folds' hash)
+SAMPLE_SEED = 1
+
+
+class ValidationSample:
+    """The ``size`` rows (preprocessed X, coded Y, fold) whose positions have the smallest
+    :func:`position_uniform` hash under ``SAMPLE_SEED``: a uniform sample of the data (all of it
+    when it has at most ``size`` rows) whose membership depends on the rows' positions alone --
+    chunks and partitions merged in any order keep the same rows (a bottom-k sketch). It lets
+    reg="auto" score classifiers by accuracy, which is not a function of the sums, in every mode
+    at the memory of ``size`` rows."""
+
+    def __init__(self, size: int):
+        self.size = int(size)
+        self.key = np.empty(0)
+        self.pos = np.empty(0, dtype=np.int64)
+        self.fold = np.empty(0, dtype=np.int64)
+        self.X = self.Y = None
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.key.nbytes * 3 + (0 if self.X is None else self.X.nbytes + self.Y.nbytes))
+
+    def offer(self, positions, folds, X, Y) -> None:
+        """Keep the rows of (X, Y) at ``positions`` that belong to the sample."""
+        key = position_uniform(positions, SAMPLE_SEED)
+        take = np.flatnonzero(key < self.key.max()) if len(self.key) >= self.size else None
+        if take is None and len(key) > self.size:
+            take = np.argpartition(key, self.size - 1)[:self.size]
+        if take is not None:
+            positions, folds, X, Y, key = (positions[take], folds[take], X[take], Y[take],
+                                           key[take])
+        self._merge(key, np.asarray(positions, dtype=np.int64), np.asarray(folds), X, Y)
+
+    def _merge(self, key, pos, fold, X, Y):
+        if self.X is None:
+            self.X, self.Y = np.empty((0, X.shape[1])), np.empty((0, Y.shape[1]))
+        key, pos = np.concatenate([self.key, key]), np.concatenate([self.pos, pos])
+        order = np.lexsort((pos, key))[:self.size]
+        self.key, self.pos = key[order], pos[order]
+        self.fold = np.concatenate([self.fold, fold]).astype(np.int64)[order]
+        self.X = np.ascontiguousarray(np.concatenate([self.X, X])[order])
+        self.Y = np.ascontiguousarray(np.concatenate([self.Y, Y])[order])
+
+    def __add__(self, other: "ValidationSample") -> "ValidationSample":
+        out = ValidationSample(self.size)
+        for part in (self, other):
+            if part.X is not None:
+                out._merge(part.key, part.pos, part.fold, part.X, part.Y)
+        return out
+
+    def accuracy(self, fold: int, feature_map, coefs: np.ndarray, n_outputs: int) -> np.ndarray:
+        """Accuracy on the sample's rows of ``fold`` of each block of ``n_outputs`` columns of
+        ``coefs`` (one block per reg; NaN where the decision values are not finite)."""
+        rows = np.flatnonzero(self.fold == fold)
+        D = feature_map.linear_predict(np.ascontiguousarray(self.X[rows]), coefs)
+        D = D.reshape(len(rows), -1)
+        Y = self.Y[rows]
+        truth = np.argmax(Y, axis=1) if n_outputs > 1 else Y[:, 0] > 0
+        out = np.full(D.shape[1] // n_outputs, np.nan)
+        for j in range(len(out)):
+            Dj = D[:, j * n_outputs:(j + 1) * n_outputs]
+            if np.isfinite(Dj).all():
+                guess = np.argmax(Dj, axis=1) if n_outputs > 1 else Dj[:, 0] > 0
+                out[j] = float(np.mean(guess == truth))
+        return out
+
+
 class SufficientStats:
     """Per-fold sums A_f, B_f, n_f, s_f, yy_f of a least-squares problem (see the module doc).
 
@@ -78,12 +146,15 @@ class SufficientStats:
         Folds kept apart for cross-validation (1: only the total, for a fixed reg).
     fold_seed : int, default 0
         Seed of :func:`fold_of`.
+    sample_rows : int, default 0
+        Size of the :class:`ValidationSample` kept beside the sums (``sample``; 0: none).
 
     The arrays are plain float64 numpy arrays, so the object pickles to Dask workers and back;
     it is never written to a model file.
     """
 
-    def __init__(self, n_features: int, n_outputs: int, n_folds: int = 1, fold_seed: int = 0):
+    def __init__(self, n_features: int, n_outputs: int, n_folds: int = 1, fold_seed: int = 0,
+                 sample_rows: int = 0):
         if n_folds < 1:
             raise ValueError(f"n_folds must be >= 1, got {n_folds}")
         T, k, F = int(n_features), int(n_outputs), int(n_folds)
@@ -93,6 +164,7 @@ class SufficientStats:
         self.ysum = np.zeros((F, k))
         self.yy = np.zeros((F, k))
         self.fold_seed = int(fold_seed)
+        self.sample = ValidationSample(sample_rows) if sample_rows else None
 
     # -- shape -------------------------------------------------------------------------------
     @property
@@ -115,7 +187,7 @@ class SufficientStats:
     @property
     def nbytes(self) -> int:
         return int(self.A.nbytes + self.B.nbytes + self.n.nbytes + self.ysum.nbytes
-                   + self.yy.nbytes)
+                   + self.yy.nbytes + (0 if self.sample is None else self.sample.nbytes))
 
     # -- accumulation ------------------------------------------------------------------------
     def add(self, feature_map, X: np.ndarray, Y: np.ndarray, *, start: int | None = None,
@@ -125,18 +197,22 @@ class SufficientStats:
 
         ``start`` is the position of X's first row in the whole data (default: the rows added
         so far, as in a stream); the rows' folds follow from their positions unless ``folds``
-        gives them explicitly (an index-based k-fold split).
+        gives them explicitly (an index-based k-fold split). The validation sample, if kept,
+        is offered the rows.
         """
         Y = np.asarray(Y, dtype=float)
         if Y.ndim != 2 or Y.shape[1] != self.n_outputs or len(Y) != len(X):
             raise ValueError(f"Y must have shape ({len(X)}, {self.n_outputs}), got {Y.shape}")
-        if self.n_folds == 1 and folds is None:
+        first = self.n_samples if start is None else int(start)
+        positions = np.arange(first, first + len(X))
+        if self.n_folds == 1 and folds is None and self.sample is None:
             self._add_fold(0, feature_map, X, Y, block_size, progress)
             return self
         if folds is None:
-            first = self.n_samples if start is None else int(start)
-            folds = fold_of(np.arange(first, first + len(X)), self.n_folds, self.fold_seed)
+            folds = fold_of(positions, self.n_folds, self.fold_seed)
         folds = np.asarray(folds)
+        if self.sample is not None:
+            self.sample.offer(positions, folds, np.asarray(X), Y)
         for f in range(self.n_folds):
             rows = np.flatnonzero(folds == f)
             if len(rows):
@@ -154,15 +230,19 @@ class SufficientStats:
         """The statistics of the union of two disjoint sets of rows (a reduction step)."""
         if not isinstance(other, SufficientStats):
             return NotImplemented
-        if (self.A.shape, self.B.shape, self.fold_seed) != (other.A.shape, other.B.shape,
-                                                           other.fold_seed):
+        size = (None if self.sample is None else self.sample.size,
+                None if other.sample is None else other.sample.size)
+        if (self.A.shape, self.B.shape, self.fold_seed, size[0]) != (
+                other.A.shape, other.B.shape, other.fold_seed, size[1]):
             raise ValueError(f"cannot merge statistics of shapes {self.B.shape} and "
                              f"{other.B.shape} (folds x features x outputs) or fold seeds "
-                             f"{self.fold_seed} and {other.fold_seed}")
+                             f"{self.fold_seed} and {other.fold_seed}, or validation samples "
+                             f"of {size[0]} and {size[1]} rows")
         out = SufficientStats.__new__(SufficientStats)
         out.A, out.B = self.A + other.A, self.B + other.B
         out.n, out.ysum, out.yy = self.n + other.n, self.ysum + other.ysum, self.yy + other.yy
         out.fold_seed = self.fold_seed
+        out.sample = None if self.sample is None else self.sample + other.sample
         return out
 
     # -- totals and solves -------------------------------------------------------------------
@@ -283,13 +363,16 @@ def extension(regs, means, upper: float = REG_LIMITS[1], ceiling: float = 1.0):
 
 
 def select_reg(stats: SufficientStats, values, classifier: bool, R: np.ndarray | None = None,
-               eps: float = 0.0, lasso=None, progress=None):
+               eps: float = 0.0, lasso=None, progress=None, feature_map=None):
     """reg="auto" from per-fold sums, the one criterion of every mode: ``(best, table)``.
 
     Every value of ``values`` is solved on the rows outside each non-empty fold f (from
     A - A_f, B - B_f; :meth:`SufficientStats.fold_coefs`) and scored on f from the sums alone
     (:meth:`SufficientStats.validation_scores`: R^2 for regression, minus the mean squared
-    error of the +/-1 codes for classification); the choice is the best mean score over the
+    error of the +/-1 codes for classification) -- or, for a classifier whose sums keep a
+    :class:`ValidationSample` when ``feature_map`` is given, by accuracy on the sample's rows of
+    the fold (the squared error of the codes can prefer a worse classifier: a few rows with huge
+    decision values dominate it); the choice is the best mean score over the
     folds (:func:`best_index`: the largest reg among those tied to rounding). While the choice
     is at an end of the grid, the grid grows by a decade that way (:func:`extension`), since
     the optimum may lie beyond; an extra value costs a T x T solve per fold and no pass over
@@ -300,9 +383,12 @@ def select_reg(stats: SufficientStats, values, classifier: bool, R: np.ndarray |
     ``progress`` (a Progress or callback) gets stage "search": the candidates scored so far and
     ``best_score``. The table lists ``reg`` (increasing), ``mean_score`` and ``std_score`` over
     the folds,
-    ``fold_scores`` (one list per reg), ``score`` ("r2" or "neg_mse") and ``folds`` (used).
+    ``fold_scores`` (one list per reg), ``score`` ("r2", "accuracy" or "neg_mse") and ``folds``
+    (used).
     """
-    used = [f for f in range(stats.n_folds) if stats.n[f] > 0 and stats.n_samples > stats.n[f]]
+    accuracy = classifier and stats.sample is not None and feature_map is not None
+    used = [f for f in range(stats.n_folds) if stats.n[f] > 0 and stats.n_samples > stats.n[f]
+            and (not accuracy or bool(np.any(stats.sample.fold == f)))]
     if len(used) < 2:
         raise ValueError(f"reg='auto' needs rows in at least two of the {stats.n_folds} "
                          f"cross-validation folds, but {stats.n_samples} row(s) were given; "
@@ -320,14 +406,15 @@ def select_reg(stats: SufficientStats, values, classifier: bool, R: np.ndarray |
                 coefs = stats.fold_coefs(f, regs, R, eps, Linv)
             else:
                 coefs = np.hstack(lasso(*stats.gram_form(f), regs))
-            table[:, j] = stats.validation_scores(f, coefs, classifier)
+            table[:, j] = (stats.sample.accuracy(f, feature_map, coefs, stats.n_outputs)
+                           if accuracy else stats.validation_scores(f, coefs, classifier))
         for r, row in zip(regs, table):
             scored[r] = row
         means = np.array([row.mean() for row in scored.values()])
         progress.update(len(scored), force=True,
                         best_score=float(np.max(means[np.isfinite(means)], initial=-np.inf)))
 
-    ceiling = 0.0 if classifier else 1.0
+    ceiling = 0.0 if classifier and not accuracy else 1.0
     grid = sorted(float(v) for v in values)
     progress = make_progress(progress)
     progress.start("search", len(grid))
@@ -343,5 +430,6 @@ def select_reg(stats: SufficientStats, values, classifier: bool, R: np.ndarray |
     table = {"reg": grid, "mean_score": means.tolist(),
              "std_score": [float(scored[r].std()) for r in grid],
              "fold_scores": [scored[r].tolist() for r in grid],
-             "score": "neg_mse" if classifier else "r2", "folds": len(used)}
+             "score": "accuracy" if accuracy else "neg_mse" if classifier else "r2",
+             "folds": len(used)}
     return grid[best_index(means, ceiling)], table
