@@ -30,18 +30,36 @@ last completed block. This module draws no centres (they come, in order, from th
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 from numba import njit
 
 from ..losses import SQUARED, get_loss, loss_deriv, loss_deriv2, loss_value
 from ..progress import make_progress
-from .sfgd import BlockStream, check_rkhs_map, diverged, loss_limit, report_block
+from .ridge import NumericalWarning
+from .sfgd import (BlockStream, check_rkhs_map, diverged, loss_limit, report_block,
+                   sample_features)
 
-__all__ = ["osd_fit", "optimal_stepsize", "ETA_CAP"]
+__all__ = ["osd_fit", "optimal_stepsize", "common_mode_share", "ETA_CAP", "COLLINEAR_SHARE"]
 
 #: largest |eta| the logistic root finder returns when g(eta) has no root
 ETA_CAP = 1e12
+#: a top singular value carrying this share of the sampled features' energy makes OSD warn:
+#: measured on the defaults benchmark's sets, RWRelu/RWExpRelu at >= 0.994 (mnist17, adults,
+#: digits, cancer, make_classification) gave constant or near-chance OSD models, while every
+#: instantiation at <= 0.99 gave a usable one (docs/bench/iterative_defaults.md)
+COLLINEAR_SHARE = 0.99
+
+
+def common_mode_share(feature_map, X, n_rows=512, n_centres=128) -> float:
+    """s_1^2 / sum s_i^2 of the features of at most ``n_rows`` rows on the first ``n_centres``
+    centres: near 1 when every feature is nearly the same function of x (RWRelu on wide inputs,
+    where each psi_t(x) is about ||x|| / sqrt(2 pi); docs/SOLVERS.md)."""
+    _, _, _, Psi = sample_features(feature_map, X, n_rows, n_centres)
+    sv = np.linalg.svd(Psi, compute_uv=False)
+    energy = float(np.sum(sv ** 2))
+    return float(sv[0] ** 2 / energy) if energy > 0 and math.isfinite(energy) else 0.0
 
 
 @njit(cache=True, nogil=True)
@@ -191,6 +209,13 @@ def osd_fit(feature_map, X, Y, reg, loss="squared", batch_size=50, random_state=
     if int(batch_size) < 1:
         raise ValueError(f"batch_size must be >= 1, got {batch_size!r}")
     loss = get_loss(loss)
+    share = common_mode_share(feature_map, X)
+    if share >= COLLINEAR_SHARE:
+        warnings.warn(f"OSD: the features are nearly collinear (the top singular value carries "
+                      f"{100 * share:.2f}% of their energy on a sample of rows): each exact "
+                      f"line search fits their common mode, so the model is unreliable "
+                      f"(RWRelu/RWExpRelu on wide inputs, docs/SOLVERS.md); use solver='sfgd' "
+                      f"or 'lstsq', or instantiation='rwsign'", NumericalWarning, stacklevel=3)
     rng = random_state if isinstance(random_state, np.random.Generator) else \
         np.random.default_rng(random_state)
     Y = np.ascontiguousarray(Y, dtype=float)

@@ -51,7 +51,7 @@ from ..progress import FitCancelled, make_progress
 from .prune import subset_map
 
 __all__ = ["sfgd_fit", "BlockStream", "section_scale", "report_block", "check_rkhs_map",
-           "step_smoothness", "diverged", "loss_limit", "STEP_CAP", "DIVERGED"]
+           "sample_features", "step_smoothness", "diverged", "loss_limit", "STEP_CAP", "DIVERGED"]
 
 #: c of the capped step eta_t = min(1 / (lam t), c / L) (measured, docs/SOLVERS.md)
 STEP_CAP = 0.25
@@ -188,13 +188,11 @@ def diverged(name, iteration, batch_loss, limit, fix) -> NumericalError:
                           solver=name.lower(), iteration=int(iteration), fix=fix)
 
 
-def step_smoothness(feature_map, X, loss, n_rows=256, n_centres=64) -> float:
-    """L: smoothness(loss) x mean of phi(w_t, x) psi_{w_t}(x) over rows and the first centres.
-
-    Estimated on ``n_rows`` rows drawn with a fixed seed (not the batch generator, so the
-    batches do not depend on whether the step is capped) and the first ``n_centres`` centres;
-    psi_{w_t} is feature t divided by the section scale d_t (:func:`section_scale`).
-    """
+def sample_features(feature_map, X, n_rows, n_centres):
+    """(prefix map, centre indices, rows, features) of at most ``n_rows`` rows of X drawn with
+    a fixed seed (not the batch generator: the batches must not depend on what is measured)
+    on the first ``n_centres`` centres: the cheap look at the features the solvers take
+    before iterating."""
     m = X.shape[0]
     rows = np.arange(m) if m <= n_rows else np.sort(
         np.random.default_rng(0).choice(m, n_rows, replace=False))
@@ -205,6 +203,17 @@ def step_smoothness(feature_map, X, loss, n_rows=256, n_centres=64) -> float:
         sub = subset_map(feature_map, idx)
     Psi = np.empty((len(rows), len(idx)))
     sub._features_into(Xs, Psi)
+    return sub, idx, Xs, Psi
+
+
+def step_smoothness(feature_map, X, loss, n_rows=256, n_centres=64) -> float:
+    """L: smoothness(loss) x mean of phi(w_t, x) psi_{w_t}(x) over rows and the first centres.
+
+    Estimated on ``n_rows`` rows drawn with a fixed seed (not the batch generator, so the
+    batches do not depend on whether the step is capped) and the first ``n_centres`` centres;
+    psi_{w_t} is feature t divided by the section scale d_t (:func:`section_scale`).
+    """
+    sub, idx, Xs, Psi = sample_features(feature_map, X, n_rows, n_centres)
     P = sub.base_predictor(Xs)           # RKHS-weighting features do not depend on T
     prod = P * Psi / section_scale(feature_map, idx)[None, :]
     val = abs(float(np.mean(prod)))
