@@ -21,6 +21,8 @@ import time
 
 from ..errors import check_finite_result
 from ..progress import make_progress
+from ..solvers.lasso import lasso_gram
+from ..solvers.lasso_cv import lasso_cv
 from ..solvers.sufficient import SufficientStats, select_reg
 
 __all__ = ["AUTO_FOLDS", "SMALL_DATA_REG", "MIN_FOLD_ROWS", "VALIDATION_ROWS", "empty_stats",
@@ -53,28 +55,14 @@ def can_cross_validate(stats: SufficientStats) -> bool:
     return stats.n_folds >= 2 and int(stats.n.min()) >= MIN_FOLD_ROWS
 
 
-def _lasso_path_fn(est):
-    """Lasso solutions for several lams (decreasing, warm-started) from a Gram form."""
-    from ..solvers.lasso import lasso_gram
-
-    max_iter = 1000 if est.max_iter is None else int(est.max_iter)
-
-    def run(Q, q, yy, lams):
-        coef, out = None, {}
-        for lam in sorted(lams, reverse=True):
-            coef, _ = lasso_gram(Q, q, yy, lam, coef_init=coef, tol=float(est.tol),
-                                 max_iter=max_iter, warn=False)
-            out[lam] = coef
-        return [out[lam] for lam in lams]
-    return run
-
-
 def solve_from_stats(est, fmap, stats: SufficientStats, callback=None):
     """Set the fitted attributes of ``est`` from the sums: choose reg if "auto", then solve.
 
     Least squares: (A + m reg R + m eps I) a = B (R = G for the RKHS weightings); Lasso: the
-    Gram form (A / m, B / m, ||y||^2 / m). reg="auto" (or reg=None on a least-squares solver)
-    chooses among ``est._auto_grid(solver)`` by :func:`rwtool.solvers.sufficient.select_reg`;
+    Gram form (A / m, B / m, ||y||^2 / m). reg="auto" (or reg=None on a least-squares solver
+    or the Lasso) chooses among ``est._auto_grid(solver)`` by
+    :func:`rwtool.solvers.sufficient.select_reg`, the Lasso along its path from lam_max by
+    :func:`rwtool.solvers.lasso_cv.lasso_cv` (same folds, same score);
     reg=None on sums too small to cross-validate (:func:`can_cross_validate`) uses
     ``SMALL_DATA_REG`` and sets ``reg_search_`` to None. Non-finite coefficients raise
     NumericalError.
@@ -93,16 +81,21 @@ def solve_from_stats(est, fmap, stats: SufficientStats, callback=None):
                          "fixed reg (one fold); start it with reg='auto' or pass a number")
     if auto and est.reg is None and not can_cross_validate(stats):
         reg = SMALL_DATA_REG
+    elif auto and lasso:
+        reg = None      # chosen with its path below (solvers/lasso_cv.py)
     elif auto:
         reg, table = select_reg(stats, est._auto_grid(solver), classifier, R, eps,
-                                lasso=_lasso_path_fn(est) if lasso else None,
                                 progress=progress, feature_map=fmap)
     else:
         reg = float(est._resolve_reg(solver))
     progress.start("solve", 1)
-    if lasso:
-        from ..solvers.lasso import lasso_gram
-        max_iter = 1000 if est.max_iter is None else int(est.max_iter)
+    max_iter = 1000 if est.max_iter is None else int(est.max_iter)
+    if lasso and reg is None:
+        # the Lasso's own candidates: its warm-started path from lam_max, same folds and score
+        coef, info, reg, table = lasso_cv(stats, classifier, tol=float(est.tol),
+                                          max_iter=max_iter)
+        info["mode"] = "gram"
+    elif lasso:
         coef, info = lasso_gram(*stats.gram_form(), reg, path_length=int(est.path_length),
                                 tol=float(est.tol), max_iter=max_iter)
         info["mode"] = "gram"

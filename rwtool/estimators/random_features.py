@@ -34,6 +34,7 @@ from ..progress import FitCancelled, make_progress
 from ..resources import FitEstimate
 from ..selection import clone, fold_ids, select_reg
 from ..solvers.lasso import lasso_fit
+from ..solvers.lasso_cv import N_LAMS
 from ..solvers.osd import osd_fit
 from ..solvers.prune import (ACCEPT_CRITERIA, make_accept, prune_weights, subset_map,
                              subset_scale)
@@ -65,7 +66,8 @@ def _fit_lstsq(est, fmap, X, Y, progress):
 
 
 def _fit_lasso(est, fmap, X, Y, progress):
-    """Lasso fit (003 Algorithm 5 for RW, Algorithm 2 for RKS); zero rows are dropped later."""
+    """Lasso fit (003 Algorithm 5 for RW, Algorithm 2 for RKS) at a given reg; zero rows are
+    dropped later. reg="auto" goes through the per-fold sums (estimators.from_sums)."""
     max_iter = 1000 if est.max_iter is None else int(est.max_iter)
     return lasso_fit(fmap, X, Y, lam=float(est._fit_reg), path_length=int(est.path_length),
                      tol=float(est.tol), max_iter=max_iter, block_size=est.block_size,
@@ -151,9 +153,9 @@ AUTO_REG = {"lstsq": np.logspace(-12, -1, 12), "ridge": np.logspace(-12, -1, 12)
             "lasso": np.logspace(-6, -2, 5), "sfgd": np.logspace(-6, -2, 5),
             "osd": np.logspace(-6, -2, 5), "sgd": np.logspace(-7, -3, 5)}
 #: reg=None (the default): cross-validation where it costs one pass (the exact least-squares
-#: solvers, from per-fold sums: estimators.from_sums), a value measured across data sets for the
-#: iterative ones (docs/SOLVERS.md)
-DEFAULT_REG = {"lstsq": "auto", "ridge": "auto", "lasso": 1e-5, "sfgd": 1e-6, "osd": 1e-6,
+#: solvers and the Lasso, from per-fold sums: estimators.from_sums), a value measured across data
+#: sets for the other iterative ones (docs/SOLVERS.md)
+DEFAULT_REG = {"lstsq": "auto", "ridge": "auto", "lasso": "auto", "sfgd": 1e-6, "osd": 1e-6,
                "sgd": 1e-6}
 #: prune(schedule="paper"): the authors' code of seed 000 starts lamL at 1e-10 and stops after
 #: 10 Lasso solves
@@ -271,7 +273,7 @@ class _RandomFeatureModel(BaseEstimator):
         the validation scores of every candidate (None when reg=None fell back to
         ``SMALL_DATA_REG`` on data too small for three folds).
         """
-        if solver in ("lstsq", "ridge") and not is_dask(X):
+        if solver in ("lstsq", "ridge", "lasso") and not is_dask(X):
             return self._fit_from_sums(X, y, callback)
         params = self.get_params(deep=False)
         if params["random_state"] is None:  # every candidate and the final fit: one draw
@@ -357,6 +359,14 @@ class _RandomFeatureModel(BaseEstimator):
             detail = (f"the {T} x {T} normal equations" + (" of three folds and the reg path"
                                                            if auto else "")
                       + f", features in blocks of {block} rows")
+        elif solver == "lasso" and auto:
+            # per-fold sums and the folds' Gram forms; K + 1 warm-started paths, each lam
+            # taking tens of sweeps of O(T) per moving coefficient (docs/bench/lasso.md)
+            words += block * T + (2 * AUTO_FOLDS + 2) * T * T + 4 * T * k + rw_gram * T * T
+            blas += n * T * T
+            ops += (AUTO_FOLDS + 1) * N_LAMS * 50 * T * T / 4.0
+            detail = (f"the {T} x {T} normal equations of {AUTO_FOLDS} folds and the Lasso "
+                      f"path of each, features in blocks of {block} rows")
         elif solver == "lasso":
             design = n * T <= 32_000_000
             words += (n * T if design else block * T + 3 * T * T) + 4 * T * k + rw_gram * T * T
@@ -375,7 +385,7 @@ class _RandomFeatureModel(BaseEstimator):
             words += 2048 * T + 3 * T * k
             ops += epochs * n * T * (d + 4 * k)
             detail = f"{epochs} passes over chunks of 2048 rows of {T} features"
-        if auto and solver not in ("lstsq", "ridge"):
+        if auto and solver not in ("lstsq", "ridge", "lasso"):
             n_reg = len(AUTO_REG[solver])
             ops *= 3 * n_reg + 1                       # a fit per (fold, reg) and the refit
             detail += f"; reg='auto' refits {3 * n_reg + 1} times"
@@ -887,9 +897,12 @@ _RW_DOC = """
         J1 (lasso): the same lam means the same model whatever the solver (spec section 3).
         "auto" chooses it by 3-fold cross-validation over ``AUTO_REG[solver]``, growing the grid
         past an end the best value sits at (``reg_``, ``reg_search_``); for "lstsq" that costs
-        about three passes over the data in all. None (the default) is the solver's default,
-        ``DEFAULT_REG[solver]``: "auto" for "lstsq", and values measured across data sets for
-        the iterative solvers (1e-6 for sfgd and osd, 1e-5 for lasso; docs/SOLVERS.md).
+        about three passes over the data in all. For "lasso", "auto" is the warm-started path
+        from lam_max = max |Phi^T y| / m down to lam_max / 1000 (30 values, further while the
+        smallest is best), chosen by 3-fold cross-validation from per-fold sums (one pass, as
+        partial_fit and Dask do; solvers/lasso_cv.py). None (the default) is the solver's
+        default, ``DEFAULT_REG[solver]``: "auto" for "lstsq" and "lasso", and values measured
+        across data sets for sfgd and osd (1e-6; docs/SOLVERS.md).
     sigma : float, default 1.0
         s, standard deviation of the sampling distribution p.
     gamma : float or None, default None
@@ -926,7 +939,7 @@ _RW_DOC = """
         docs/bench/iterative_defaults.md, worse on 2 by at most 0.011).
     path_length : int, default 1
         lasso: number of lam values on a geometric path from lam_max down to reg, solved with
-        warm starts (1: solve at reg directly).
+        warm starts (1: solve at reg directly); reg="auto" walks its own path and ignores it.
     standardize : bool, default True
         Standardise X (and y for the regressor) with training statistics (003 Appendix C).
     bias : bool, default True
@@ -1049,8 +1062,9 @@ _RKS_DOC = """
     reg : float, "auto" or None, default None
         lam in J = (1/m) sum loss(f, y) + (lam/2) ||a||^2, features scaled by 1/sqrt(T)
         (lam1 of the Lasso for solver="lasso"). "auto": 3-fold cross-validation over
-        ``AUTO_REG[solver]``, as for the RKHS weightings. None (the default):
-        ``DEFAULT_REG[solver]``, "auto" for "ridge" and measured values for "lasso" and "sgd".
+        ``AUTO_REG[solver]``, as for the RKHS weightings (the Lasso: over its path from
+        lam_max, as RWClassifier says). None (the default): ``DEFAULT_REG[solver]``, "auto"
+        for "ridge" and "lasso" and a measured value for "sgd".
     sigma : float or None, default None
         Standard deviation of p (sign/relu/stumps) or the kernel bandwidth (fourier). None:
         1.0 for sign/relu/stumps, and sqrt(d / 2) for fourier (d = n_features_in_), the

@@ -43,8 +43,13 @@ from ..errors import NumericalError
 from ..progress import FitCancelled, make_progress
 from .ridge import NumericalWarning, auto_block_size, normal_equations
 
-__all__ = ["lasso_path", "lasso_gram", "lam_max", "lasso_fit", "lasso_objective",
-           "duality_gap"]
+__all__ = ["lasso_path", "lasso_gram", "gram_path", "lam_max", "lasso_fit", "lasso_objective",
+           "duality_gap", "ConvergenceWarning"]
+
+
+class ConvergenceWarning(NumericalWarning):
+    """The Lasso stopped at its sweep cap before its duality gap met the tolerance: the model
+    is finite but not the Lasso solution; the message names the fix."""
 
 
 # ----------------------------------------------------------------------------- numba kernels
@@ -444,12 +449,15 @@ def _finish(progress, coef, info, one_d, warn):
     return (coef[:, 0] if one_d else coef), info
 
 
-def _warn_unconverged(info, warn):
+def _warn_unconverged(info, warn, stacklevel=4):
     if warn and not all(info["converged"]):
         worst = max(info["gap"])
-        warnings.warn(f"the Lasso did not converge (duality gap {worst:.3g} after "
-                      f"{max(info['sweeps'])} sweeps); raise max_iter or tol, or raise reg",
-                      NumericalWarning, stacklevel=4)
+        warnings.warn(f"the Lasso did not converge: it stopped at its cap of "
+                      f"{max(info['sweeps'])} sweeps with duality gap {worst:.3g} (tolerance "
+                      f"{info['tol']:g} ||y||^2/m); the model is finite but not the Lasso "
+                      f"solution. Fix: "
+                      f"reg='auto' (the default), a larger reg, or a larger max_iter",
+                      ConvergenceWarning, stacklevel=stacklevel)
 
 
 # ----------------------------------------------------------------------------- Gram mode
@@ -485,6 +493,36 @@ def lasso_gram(Q, q, yy, lam, path_length: int = 1, lams=None, coef_init=None,
                 done = (coef.copy(), float(lam_i))
             _report(progress, li * k + j + 1, lam_i, coef, gap, done, info, one_d)
     return _finish(progress, coef, info, one_d, warn)
+
+
+def gram_path(Q, q, yy, lams, tol: float = 1e-4, max_iter: int = 1000, coef_init=None):
+    """The Gram-form Lasso at every lam of a decreasing path, each warm-started from the last.
+
+    ``Q`` (T, T), ``q`` (T, k), ``yy`` (k,) as in :func:`lasso_gram`. Returns ``coefs``
+    (len(lams), T, k) and ``info`` with per (lam, output) arrays ``sweeps``, ``gap`` and
+    ``converged`` (gap <= tol yy). Used by the cross-validated Lasso (lasso_cv.py), which
+    needs every solution of the path, not only the last. Never warns: the caller does.
+    """
+    Q = np.ascontiguousarray(Q, dtype=float)
+    q = np.asarray(q, dtype=float).reshape(Q.shape[0], -1)
+    yy = np.broadcast_to(np.asarray(yy, dtype=float), (q.shape[1],))
+    lams = np.asarray(lams, dtype=float)
+    T, k = q.shape
+    L = len(lams)
+    coefs = np.zeros((L, T, k))
+    sweeps = np.zeros((L, k), dtype=np.int64)
+    gaps = np.zeros((L, k))
+    start = np.zeros((T, k)) if coef_init is None else np.asarray(coef_init, float).reshape(T, k)
+    for j in range(k):
+        a = np.ascontiguousarray(start[:, j]).copy()
+        h = Q @ a
+        qj = np.ascontiguousarray(q[:, j])
+        for i in range(L):
+            if yy[j] > 0.0:
+                sweeps[i, j], gaps[i, j] = _cd_gram(Q, qj, float(yy[j]), float(lams[i]), a, h,
+                                                    tol * float(yy[j]), tol, int(max_iter))
+            coefs[i, :, j] = a
+    return coefs, {"sweeps": sweeps, "gap": gaps, "converged": gaps <= tol * yy}
 
 
 # ----------------------------------------------------------------------------- feature maps
