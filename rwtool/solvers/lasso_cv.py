@@ -12,12 +12,16 @@ The candidates are the geometric grid lam_max, ..., lam_max * ``LAM_RATIO`` (``N
 lam_max = max |Phi^T y| / m over the outputs (every coefficient is 0 there), which is
 scikit-learn's LassoCV / glmnet's grid; the score is the one every solver's reg="auto" shares
 (SufficientStats.validation_scores: R^2 for regression, minus the mean squared error of the
-+/-1 codes for classification), averaged over the folds. Ties go to the larger lam (the sparser
-model: sufficient.best_index, the rule every reg="auto" shares). The folds walk down the grid together and stop ``PATIENCE`` lams after the best so far
-(the small lams are the slow ones, and past the optimum they only cost sweeps); while the best is
-the last lam, the walk goes on below the grid at the same ratio (at most ``MAX_EXTEND`` decades).
-The chosen lam is then solved on all rows along the same path. Used by the estimators' fit, partial_fit and the Dask backend alike (the sums are the
-same, so the choice is too); it must not import estimators or Dask.
++/-1 codes for classification), averaged over the folds; the choice is the largest lam tied
+with the best (sufficient.best_index, the rule every reg="auto" shares). The folds walk down the
+grid together and stop ``PATIENCE`` lams after the best so far (the small lams are the slow
+ones, and past the optimum they only cost sweeps), or at a lam where every fold's solve stopped
+at the sweep cap (the solver no longer follows the path there); while the best is the last lam,
+the walk goes on below the grid at the same ratio (at most ``MAX_EXTEND`` decades). A fold
+solve stopped at the cap still scores the model the capped final solve would give. The chosen
+lam is then solved on all rows along the same path. Used by the estimators' fit, partial_fit and
+the Dask backend alike (the sums are the same, so the choice is too); it must not import
+estimators or Dask.
 """
 
 from __future__ import annotations
@@ -57,8 +61,8 @@ def lasso_cv(stats, classifier: bool, n_lams: int = N_LAMS, ratio: float = LAM_R
 
     ``stats``: a SufficientStats with at least two non-empty folds. The folds walk the path
     together, one lam at a time, and the walk stops once the mean fold score has not improved
-    for ``patience`` lams in a row (past the optimum the small lams only cost sweeps: they are
-    the slow ones). ``info`` is the report of the final solve on all rows (as lasso_gram's,
+    for ``patience`` lams in a row, or when every fold solve of a lam stopped at ``max_iter``
+    (see the module doc). ``info`` is the report of the final solve on all rows (as lasso_gram's,
     ``sweeps`` summed along the path, plus the path's ``lams``); ``table`` lists every lam
     scored (increasing) with its mean and standard deviation of the fold scores, the sweeps the
     folds took and how many of them stopped at the cap. A final solve that stops at the
@@ -104,7 +108,7 @@ def lasso_cv(stats, classifier: bool, n_lams: int = N_LAMS, ratio: float = LAM_R
             best = len(lams) - 1
         progress.update(len(lams), force=True, best_score=float(scores[best].mean()))
         i += 1
-        if len(lams) - 1 - best >= patience:
+        if len(lams) - 1 - best >= patience or cap == len(used) * k:
             break
         # the grid, then on down by the same ratio (best at the end: the optimum may be below)
         lam = float(grid[i]) if i < len(grid) else lam * step
