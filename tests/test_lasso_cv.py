@@ -96,7 +96,7 @@ def test_default_lasso_does_not_overfit_diabetes():
 def test_default_classifier_picks_from_the_path(binary_data):
     X, y = binary_data
     est = rw.RWClassifier(solver="lasso", n_features=100, random_state=0).fit(X, y)
-    assert est.reg_search_["score"] == "neg_mse" and est.reg_ in est.reg_search_["reg"]
+    assert est.reg_search_["score"] == "accuracy" and est.reg_ in est.reg_search_["reg"]
     assert 0 < est.coef_.shape[0] <= 100 and est.score(X, y) > 0.8
 
 
@@ -121,3 +121,10 @@ def test_fit_equals_partial_fit_and_explicit_reg_keeps_its_value():
     np.testing.assert_allclose(a.predict(X), b.predict(X), atol=1e-6)
     c = rw.RWRegressor(reg=1e-3, **kw).fit(X, y)
     assert c.reg_ == 1e-3 and not hasattr(c, "reg_search_")
+
+
+def test_zero_targets_give_the_zero_model():
+    X, _, _, _ = _features(seed=5)
+    est = rw.RWRegressor(solver="lasso", n_features=30, standardize=False,
+                         random_state=0).fit(X, np.zeros(len(X)))
+    assert np.all(est.predict(X) == 0.0) and est.reg_ == 0.0

@@ -75,26 +75,27 @@ def solve_from_stats(est, fmap, stats: SufficientStats, callback=None):
     classifier = est._estimator_type == "classifier"
     t0 = time.perf_counter()
     auto = est._auto_reg()
-    table = None
+    table, coef = None, None
+    max_iter = 1000 if est.max_iter is None else int(est.max_iter)
     if auto and stats.n_folds < 2:
         raise ValueError("reg='auto' needs the per-fold sums, but this stream started with a "
                          "fixed reg (one fold); start it with reg='auto' or pass a number")
     if auto and est.reg is None and not can_cross_validate(stats):
         reg = SMALL_DATA_REG
     elif auto and lasso:
-        reg = None      # chosen with its path below (solvers/lasso_cv.py)
+        # the Lasso's own candidates: its warm-started path from lam_max, same folds and score
+        coef, info, reg, table = lasso_cv(stats, classifier, tol=float(est.tol),
+                                          max_iter=max_iter, progress=progress,
+                                          feature_map=fmap)
+        info["mode"] = "gram"
     elif auto:
         reg, table = select_reg(stats, est._auto_grid(solver), classifier, R, eps,
                                 progress=progress, feature_map=fmap)
     else:
         reg = float(est._resolve_reg(solver))
     progress.start("solve", 1)
-    max_iter = 1000 if est.max_iter is None else int(est.max_iter)
-    if lasso and reg is None:
-        # the Lasso's own candidates: its warm-started path from lam_max, same folds and score
-        coef, info, reg, table = lasso_cv(stats, classifier, tol=float(est.tol),
-                                          max_iter=max_iter)
-        info["mode"] = "gram"
+    if coef is not None:
+        pass            # the Lasso, solved with its path above
     elif lasso:
         coef, info = lasso_gram(*stats.gram_form(), reg, path_length=int(est.path_length),
                                 tol=float(est.tol), max_iter=max_iter)

@@ -11,8 +11,9 @@ reg="auto" of the least-squares solvers, then K + 1 paths on T x T matrices.
 The candidates are the geometric grid lam_max, ..., lam_max * ``LAM_RATIO`` (``N_LAMS`` values),
 lam_max = max |Phi^T y| / m over the outputs (every coefficient is 0 there), which is
 scikit-learn's LassoCV / glmnet's grid; the score is the one every solver's reg="auto" shares
-(SufficientStats.validation_scores: R^2 for regression, minus the mean squared error of the
-+/-1 codes for classification), averaged over the folds; the choice is the largest lam tied
+(R^2 from the sums for regression, SufficientStats.validation_scores; accuracy on the
+position-hashed validation sample for classification, SufficientStats.sample, when a feature
+map is given), averaged over the folds; the choice is the largest lam tied
 with the best (sufficient.best_index, the rule every reg="auto" shares). The folds walk down the
 grid together and stop ``PATIENCE`` lams after the best so far (the small lams are the slow
 ones, and past the optimum they only cost sweeps), or at a lam where every fold's solve stopped
@@ -56,7 +57,7 @@ def lam_grid(q, n_lams: int = N_LAMS, ratio: float = LAM_RATIO) -> np.ndarray:
 
 def lasso_cv(stats, classifier: bool, n_lams: int = N_LAMS, ratio: float = LAM_RATIO,
              tol: float = 1e-4, max_iter: int = 1000, max_extend: int = MAX_EXTEND,
-             patience: int = PATIENCE, warn: bool = True, progress=None):
+             patience: int = PATIENCE, warn: bool = True, progress=None, feature_map=None):
     """Cross-validated Lasso from per-fold sums: ``(coef (T, k), info, lam, table)``.
 
     ``stats``: a SufficientStats with at least two non-empty folds. The folds walk the path
@@ -70,7 +71,10 @@ def lasso_cv(stats, classifier: bool, n_lams: int = N_LAMS, ratio: float = LAM_R
     gets stage "search" (lams scored, ``best_score``) as sufficient.select_reg reports it; a
     cancel raises FitCancelled between two lams.
     """
-    used = [f for f in range(stats.n_folds) if stats.n[f] > 0 and stats.n_samples > stats.n[f]]
+    # classifiers: accuracy on the validation sample, as sufficient.select_reg scores them
+    accuracy = classifier and stats.sample is not None and feature_map is not None
+    used = [f for f in range(stats.n_folds) if stats.n[f] > 0 and stats.n_samples > stats.n[f]
+            and (not accuracy or bool(np.any(stats.sample.fold == f)))]
     if len(used) < 2:
         raise ValueError(f"reg='auto' needs rows in at least two of the {stats.n_folds} "
                          f"cross-validation folds, but {stats.n_samples} row(s) were given; "
@@ -84,8 +88,10 @@ def lasso_cv(stats, classifier: bool, n_lams: int = N_LAMS, ratio: float = LAM_R
         return np.zeros((T, k)), info, 0.0, None
     progress = make_progress(progress)
     progress.start("search", len(grid))
-    ceiling = 0.0 if classifier else 1.0
+    ceiling = 0.0 if classifier and not accuracy else 1.0
     forms = [stats.gram_form(f) for f in used]
+    score = (_AccuracyScorer(stats.sample, feature_map, used, k) if accuracy else
+             lambda j, c: stats.validation_scores(used[j], c, classifier)[0])
     coefs = [np.zeros((T, k)) for _ in used]
     step = grid[1] / grid[0] if len(grid) > 1 else 0.1
     floor = grid[-1] * 10.0 ** -max_extend
@@ -97,7 +103,7 @@ def lasso_cv(stats, classifier: bool, n_lams: int = N_LAMS, ratio: float = LAM_R
         for j, f in enumerate(used):
             c, pinfo = gram_path(*forms[j], [lam], tol, max_iter, coefs[j])
             coefs[j] = c[0]
-            row[j] = stats.validation_scores(f, c[0], classifier)[0]
+            row[j] = score(j, c[0])
             swp += int(pinfo["sweeps"].sum())
             cap += int((~pinfo["converged"]).sum())
         lams.append(lam)
@@ -131,5 +137,27 @@ def lasso_cv(stats, classifier: bool, n_lams: int = N_LAMS, ratio: float = LAM_R
              "std_score": scores.std(axis=1).tolist(), "fold_scores": scores.tolist(),
              "sweeps": np.asarray(sweeps)[order].tolist(),
              "capped": np.asarray(capped)[order].tolist(),
-             "score": "neg_mse" if classifier else "r2", "folds": len(used)}
+             "score": "accuracy" if accuracy else "neg_mse" if classifier else "r2",
+             "folds": len(used)}
     return coef, info, lam, table
+
+
+class _AccuracyScorer:
+    """Accuracy of a fold's coefficients on the validation sample's rows of that fold; the rows'
+    features are computed once per fold (every lam of the walk reuses them)."""
+
+    def __init__(self, sample, feature_map, folds, n_outputs):
+        self.k = n_outputs
+        self.Phi, self.truth = [], []
+        for f in folds:
+            rows = np.flatnonzero(sample.fold == f)
+            self.Phi.append(feature_map.transform(np.ascontiguousarray(sample.X[rows])))
+            Y = sample.Y[rows]
+            self.truth.append(np.argmax(Y, axis=1) if n_outputs > 1 else Y[:, 0] > 0)
+
+    def __call__(self, j, coef):
+        D = self.Phi[j] @ coef
+        if not np.isfinite(D).all():
+            return np.nan
+        guess = np.argmax(D, axis=1) if self.k > 1 else D[:, 0] > 0
+        return float(np.mean(guess == self.truth[j]))
