@@ -1,7 +1,8 @@
 """Responsiveness of rwtool-gui: startup time to a usable window, event-loop stalls in training.
 
-    python -m benchmarks.bench_gui                       # offscreen, writes docs/bench/gui.md
-    python -m benchmarks.bench_gui --rows 20000 --repeats 5 --out /tmp/gui.md
+    python -m benchmarks.bench_gui --datasets /work/shared/datasets   # writes docs/bench/gui.md
+    python -m benchmarks.bench_gui --skip startup draw --only greedy --trace /tmp/stacks.txt \
+        --out /tmp/gui.md                                # one method, with the stacks of long gaps
 
 Startup: wall time from launching a fresh Python process to the first event-loop turn after
 the main window is shown (the warm-up of the numba kernels then runs in the background; the
@@ -9,9 +10,12 @@ numba cache is warm when the suite or a previous run compiled it). Stalls: a 10 
 heartbeat on the GUI thread records the gap between its ticks while the results panel draws a
 250,000-point regression run, the app loads the 245,057-row skin file (``--datasets``), loads a
 generated CSV and trains each available method with live plots; the longest gap is the longest
-time the window could not react. On a shared machine the gaps also hold the time other processes
-had the cores, so the draw phases also report the CPU time of the longest event-loop turn.
-Nothing here is asserted: the numbers go into a markdown table.
+time the window could not react. Each gap is split into the GUI thread's CPU time, its time
+without a core and its time blocked (mostly waiting for the interpreter lock), so that a shared
+machine's load can be told apart from the window's own work. ``--trace`` writes the stacks of all
+Python threads whenever a tick is 80 ms late (faulthandler's watchdog is a C thread, so it also
+reports while the worker holds the interpreter lock). Nothing here is asserted: the numbers go
+into a markdown table.
 """
 
 from __future__ import annotations
@@ -75,25 +79,80 @@ def _write_csv(path: str, rows: int, seed: int = 0) -> None:
             fh.write(",".join(f"{a:.5f}" for a in r) + f",{int(v)}\n")
 
 
-class Heartbeat:
-    """A 10 ms QTimer on the GUI thread; ``gaps`` are the times between its ticks."""
+def _sched() -> tuple[float, float]:
+    """(CPU seconds, seconds runnable but waiting for a core) of the calling thread; the wait is
+    NaN where the kernel does not report it (Linux's schedstat)."""
+    try:
+        with open("/proc/thread-self/schedstat") as fh:
+            run, wait = fh.read().split()[:2]
+        return int(run) / 1e9, int(wait) / 1e9
+    except (OSError, ValueError):
+        return time.thread_time(), float("nan")
 
-    def __init__(self):
+
+class Heartbeat:
+    """A 10 ms QTimer on the GUI thread; ``gaps`` are the times between its ticks, and for each
+    gap ``cpu`` the GUI thread's CPU time in it (what the window itself did) and ``runq`` the
+    time it was ready but had no core (other processes). The rest of a gap is time the GUI
+    thread was blocked: waiting for the interpreter lock, or in the 2 ms sleeps of the loop below.
+
+    With ``trace`` (an open text file), a watchdog thread writes every Python thread's stack when
+    a tick is ``trace_ms`` late, so that the file shows what ran during each long gap.
+    """
+
+    def __init__(self, trace=None, trace_ms: float = 80.0):
         from PySide6.QtCore import QTimer
         self.gaps: list[float] = []
+        self.cpu: list[float] = []
+        self.runq: list[float] = []
         self.last = [time.perf_counter()]
+        self._last_sched = _sched()
+        self.trace, self.trace_s = trace, trace_ms / 1000.0
         self.timer = QTimer()
         self.timer.setInterval(10)
         self.timer.timeout.connect(self._beat)
         self.timer.start()
 
+    def restart(self) -> None:
+        """Forget the gaps so far (a new phase starts)."""
+        for lst in (self.gaps, self.cpu, self.runq):
+            lst.clear()
+        self.last[0] = time.perf_counter()
+        self._last_sched = _sched()
+
     def _beat(self):
         now = time.perf_counter()
-        self.gaps.append(now - self.last[0])
-        self.last[0] = now
+        sched = _sched()
+        gap = now - self.last[0]
+        self.gaps.append(gap)
+        self.cpu.append(sched[0] - self._last_sched[0])
+        self.runq.append(sched[1] - self._last_sched[1])
+        self.last[0], self._last_sched = now, sched
+        if self.trace is not None:
+            import faulthandler
+            faulthandler.cancel_dump_traceback_later()
+            if gap > self.trace_s:
+                self.trace.write(f"### the tick above came {1000 * gap:.0f} ms after the "
+                                 f"previous one\n")
+                self.trace.flush()
+            faulthandler.dump_traceback_later(self.trace_s, file=self.trace)
+
+    def longest(self) -> dict:
+        """The longest gap (ms) with its parts, and the longest GUI-thread CPU in one gap."""
+        if not self.gaps:
+            return {k: float("nan") for k in ("max_ms", "max_cpu_ms", "max_runq_ms",
+                                              "max_blocked_ms", "cpu_ms")}
+        i = max(range(len(self.gaps)), key=self.gaps.__getitem__)
+        return {"max_ms": 1000 * self.gaps[i], "max_cpu_ms": 1000 * self.cpu[i],
+                "max_runq_ms": 1000 * self.runq[i],
+                "max_blocked_ms": 1000 * (self.gaps[i] - self.cpu[i] - self.runq[i]),
+                "cpu_ms": 1000 * max(self.cpu)}
 
     def stop(self):
         self.timer.stop()
+        if self.trace is not None:
+            import faulthandler
+            faulthandler.cancel_dump_traceback_later()
 
 
 def _skin_path(datasets: str | None) -> str | None:
@@ -102,10 +161,21 @@ def _skin_path(datasets: str | None) -> str | None:
     return str(p) if p.is_file() else None
 
 
-def draw_stalls(rows: int = 250_000, repeats: int = 3) -> list[dict]:
+def _median_rows(runs: list[dict]) -> dict:
+    """One row from repeats of a phase: the median of each number, the last status."""
+    out = dict(runs[-1])
+    for k, v in runs[-1].items():
+        if isinstance(v, (int, float)) and k != "repeats":
+            vals = sorted(r[k] for r in runs)
+            out[k] = vals[len(vals) // 2]
+    out["repeats"] = len(runs)
+    return out
+
+
+def draw_stalls(rows: int = 250_000, repeats: int = 3, trace=None) -> list[dict]:
     """The longest event-loop gap while the results panel draws a regression run of ``rows``
-    points (predicted vs actual, residuals), each plot shown; and the CPU time of the longest
-    event-loop turn (which the load of other processes does not inflate)."""
+    points (predicted vs actual, residuals), each plot shown, with the GUI thread's own CPU time
+    in it (which the load of other processes does not inflate); medians of ``repeats``."""
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     sys.path.insert(0, str(ROOT))
     import numpy as np
@@ -125,29 +195,40 @@ def draw_stalls(rows: int = 250_000, repeats: int = 3) -> list[dict]:
            "pred_test": y[cut:] + 0.1 * rng.standard_normal(rows - cut)}
     out = []
     for tab in ("Predicted vs actual", "Residuals"):
-        walls, cpus = [], []
+        runs = []
         for _ in range(repeats):
-            turns = []
-            hb = Heartbeat()
+            hb = Heartbeat(trace)
             rp.show_result(res)
             rp.setCurrentIndex([rp.tabText(i) for i in range(rp.count())].index(tab))
             t = time.perf_counter()
             while time.perf_counter() - t < 1.0:
-                c = time.thread_time()
                 app.processEvents(QEventLoop.AllEvents)
-                turns.append(time.thread_time() - c)
                 time.sleep(0.002)
             hb.stop()
-            walls.append(max(hb.gaps))
-            cpus.append(max(turns))
-        out.append({"phase": f"draw {rows:,}-point regression results: {tab}",
-                    "max_ms": 1000 * sorted(walls)[len(walls) // 2],
-                    "cpu_ms": 1000 * sorted(cpus)[len(cpus) // 2], "repeats": repeats})
+            runs.append({"phase": f"draw {rows:,}-point regression results: {tab}",
+                         **hb.longest()})
+        out.append(_median_rows(runs))
     rp.close()
     return out
 
 
-def stalls(rows: int, only=None, skin: str | None = None) -> list[dict]:
+#: (family key, parameters, label) of the training phases
+TRAIN_CONFIGS = [("rw", {"n_features": 2000, "random_state": 0}, "RW lstsq T=2000"),
+                 ("rw", {"n_features": 1000, "solver": "lasso", "random_state": 0},
+                  "RW lasso T=1000"),
+                 ("rks", {"n_features": 2000, "random_state": 0}, "RKS ridge T=2000"),
+                 ("rfsgd", {"n_features": 500, "n_epochs": 3, "random_state": 0},
+                  "SGD-RF M=500, 3 epochs"),
+                 ("greedy", {"n_features": 60, "random_state": 0}, "greedy MFGA M=60"),
+                 ("bkernn", {"max_iter": 5, "n_particles": 20, "random_state": 0},
+                  "BKerNN m=20, 5 it.")]
+
+
+def stalls(rows: int, only=None, skin: str | None = None, repeats: int = 1,
+           trace=None) -> list[dict]:
+    """Heartbeat gaps of the main window loading files and training each method, ``repeats``
+    rounds (each round loads and trains everything once, so that the repeats of a phase are
+    spread over the run); each row holds the medians over the rounds."""
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     sys.path.insert(0, str(ROOT))
     from PySide6.QtCore import QEventLoop, QSettings
@@ -163,87 +244,91 @@ def stalls(rows: int, only=None, skin: str | None = None) -> list[dict]:
                      warm_up=True)
     win.resize(1280, 800)
     win.show()
-
-    hb = Heartbeat()
-    gaps, last = hb.gaps, hb.last
-
-    turns: list[float] = []     # CPU seconds of the GUI thread in each event-loop turn
+    hb = Heartbeat(trace)
 
     def run_until(cond, timeout=600.0):
         t = time.perf_counter()
         while not cond() and time.perf_counter() - t < timeout:
-            c = time.thread_time()
             app.processEvents(QEventLoop.AllEvents, 5)
-            turns.append(time.thread_time() - c)
             time.sleep(0.002)
 
     def phase(name, start, cond, timeout=600.0):
-        gaps.clear()
-        turns.clear()
-        last[0] = time.perf_counter()
+        if trace is not None:
+            trace.write(f"\n======== {name}\n")
+        hb.restart()
         t = time.perf_counter()
         start()
         run_until(cond, timeout)
         run_until(lambda: False, timeout=0.3)     # the redraws that follow
         wall = time.perf_counter() - t
-        g = sorted(gaps)
+        g = sorted(hb.gaps)
         return {"phase": name, "wall_s": wall, "ticks": len(g),
-                "max_ms": 1000 * g[-1] if g else float("nan"),
                 "p99_ms": 1000 * g[int(0.99 * (len(g) - 1))] if g else float("nan"),
-                "over_100ms": sum(x > 0.1 for x in g),
-                "cpu_ms": 1000 * max(turns) if turns else float("nan")}
+                "over_100ms": sum(x > 0.1 for x in g), **hb.longest()}
 
-    results = [phase("warm-up (background)", lambda: None, lambda: not win.worker.busy)]
-    if skin:
-        results.append(phase("open + encode skin (245,057 rows, tab, no header)",
-                             lambda: win.open_path(skin),
-                             lambda: win.data_info is not None
-                             and win.data_info["path"] == skin, timeout=600))
-    results.append(phase(f"open + encode CSV ({rows} rows)", lambda: win.open_path(path),
-                         lambda: win.data_info is not None and win.data_info["path"] == path))
-    configs = [("rw", {"n_features": 2000, "random_state": 0}, "RW lstsq T=2000"),
-               ("rw", {"n_features": 1000, "solver": "lasso", "random_state": 0},
-                "RW lasso T=1000"),
-               ("rks", {"n_features": 2000, "random_state": 0}, "RKS ridge T=2000"),
-               ("rfsgd", {"n_features": 500, "n_epochs": 3, "random_state": 0},
-                "SGD-RF M=500, 3 epochs"),
-               ("greedy", {"n_features": 60, "random_state": 0}, "greedy MFGA M=60"),
-               ("bkernn", {"max_iter": 5, "n_particles": 20, "random_state": 0},
-                "BKerNN m=20, 5 it.")]
-    for key, params, label in configs:
-        if not any(f.key == key for f in win.families) or (only and key not in only):
-            continue
+    def train(key, params, label):
         win.method_panel.set_method(key, params)
         done: list[int] = []
         conn = win.run_finished.connect(lambda rid: done.append(rid))
-        results.append(phase(f"train {label}", win.train,
-                             lambda: bool(done) and not win.results_panel.drawing, timeout=300))
+        row = phase(f"train {label}", win.train,
+                    lambda: bool(done) and not win.results_panel.drawing, timeout=300)
         win.run_finished.disconnect(conn)
         if not done:
-            results[-1]["status"] = f"not run: {win.banner.text}"
-            continue
-        run = win.run_list.runs[done[0]]
-        results[-1]["status"] = run.status + (f" ({run.note})" if run.note else "")
+            row["status"] = f"not run: {win.banner.text}"
+        else:
+            run = win.run_list.runs[done[0]]
+            row["status"] = run.status + (f" ({run.note})" if run.note else "")
+        return row
+
+    rounds: dict[str, list[dict]] = {}
+    first = phase("warm-up (background)", lambda: None, lambda: not win.worker.busy)
+    rounds[first["phase"]] = [first]
+    for _ in range(max(1, repeats)):
+        rows_ = []
+        if skin:
+            rows_.append(phase("open + encode skin (245,057 rows, tab, no header)",
+                               lambda: win.open_path(skin),
+                               lambda: win.data_info is not None
+                               and win.data_info["path"] == skin, timeout=600))
+        rows_.append(phase(f"open + encode CSV ({rows} rows)", lambda: win.open_path(path),
+                           lambda: win.data_info is not None and win.data_info["path"] == path))
+        for key, params, label in TRAIN_CONFIGS:
+            if any(f.key == key for f in win.families) and not (only and key not in only):
+                rows_.append(train(key, params, label))
+        for r in rows_:
+            rounds.setdefault(r["phase"], []).append(r)
     hb.stop()
     win.close()
     win.worker.shutdown()
-    return results
+    return [_median_rows(runs) for runs in rounds.values()]
 
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--repeats", type=int, default=5)
+    p.add_argument("--repeats", type=int, default=5, help="start-ups to time")
+    p.add_argument("--stall-repeats", type=int, default=3,
+                   help="rounds of loading and training (each row is the median of the rounds)")
     p.add_argument("--rows", type=int, default=5000,
                    help="rows of the generated CSV (BKerNN's exact kernel solve is O(n^2))")
     p.add_argument("--only", nargs="*", help="method keys to train (rw rks rfsgd greedy bkernn)")
+    p.add_argument("--skip", nargs="*", default=[], choices=["startup", "draw"],
+                   help="sections not to measure (their tables are left out)")
     p.add_argument("--datasets", help="the benchmark data folder (skin/ is read from it; "
                                       "default $RWTOOL_DATASETS or /work/shared/datasets)")
     p.add_argument("--draw-rows", type=int, default=250_000)
+    p.add_argument("--trace", help="write every thread's Python stack at each gap over 80 ms "
+                                   "to this file (what ran while the window waited)")
+    p.add_argument("--json", help="also write the rows as JSON to this file")
     p.add_argument("--out", default=str(ROOT / "docs" / "bench" / "gui.md"))
     args = p.parse_args(argv)
-    st = startup_times(args.repeats)
-    ds = draw_stalls(args.draw_rows)
-    rs = stalls(args.rows, args.only, _skin_path(args.datasets))
+    trace = open(args.trace, "w") if args.trace else None
+    try:
+        st = startup_times(args.repeats) if "startup" not in args.skip else []
+        ds = draw_stalls(args.draw_rows, trace=trace) if "draw" not in args.skip else []
+        rs = stalls(args.rows, args.only, _skin_path(args.datasets), args.stall_repeats, trace)
+    finally:
+        if trace is not None:
+            trace.close()
     try:
         load = os.getloadavg()[0]
     except OSError:
@@ -255,40 +340,50 @@ def main(argv=None) -> int:
                        if line.startswith("model name"))
     except (OSError, StopIteration):
         pass
+    if args.json:
+        import json
+        Path(args.json).write_text(json.dumps({"startup_s": st, "draw": ds, "stalls": rs,
+                                               "load": load}, indent=1))
     cmd = "python -m benchmarks.bench_gui " + " ".join(argv if argv is not None
                                                        else sys.argv[1:])
     lines = ["# rwtool-gui responsiveness", "",
              f"Command: `{cmd.strip()}` (QT_QPA_PLATFORM="
              f"{os.environ.get('QT_QPA_PLATFORM', 'offscreen')}), machine: {cpu}, "
              f"{os.cpu_count()} cores, Python {platform.python_version()}; load average "
-             f"{load:.1f} at the end (the machine is shared with other jobs: wall-clock gaps "
-             f"include the time other processes held the cores).", "",
-             "## Startup to a usable window (warm numba cache)", "",
-             "| runs | min (s) | median (s) | max (s) |", "|---:|---:|---:|---:|",
-             f"| {len(st)} | {min(st):.2f} | {sorted(st)[len(st) // 2]:.2f} | {max(st):.2f} |",
-             "",
-             "## Drawing large results (10 ms heartbeat; median of 3)", "",
-             "| phase | longest gap, wall (ms) | longest event-loop turn, CPU (ms) |",
-             "|---|---:|---:|"]
-    for r in ds:
-        lines.append(f"| {r['phase']} | {r['max_ms']:.0f} | {r['cpu_ms']:.0f} |")
-    lines += ["",
-             "## Event-loop stalls (10 ms heartbeat on the GUI thread)", "",
-             "| phase | wall (s) | heartbeats | longest gap (ms) | 99th pct (ms) | gaps > 100 ms "
-             "| longest turn, GUI-thread CPU (ms) "
-             "| status |",
-             "|---|---:|---:|---:|---:|---:|---:|---|"]
+             f"{load:.1f} at the end.", ""]
+    if st:
+        lines += ["## Startup to a usable window (warm numba cache)", "",
+                  "| runs | min (s) | median (s) | max (s) |", "|---:|---:|---:|---:|",
+                  f"| {len(st)} | {min(st):.2f} | {sorted(st)[len(st) // 2]:.2f} | "
+                  f"{max(st):.2f} |", ""]
+    parts = ("| longest gap (ms) | its GUI-thread CPU / no core / blocked (ms) "
+             "| most GUI-thread CPU between two ticks (ms) |")
+    if ds:
+        lines += [f"## Drawing large results (10 ms heartbeat; median of {ds[0]['repeats']})",
+                  "", "| phase " + parts, "|---|---:|---|---:|"]
+        for r in ds:
+            lines.append(f"| {r['phase']} | {r['max_ms']:.0f} | {r['max_cpu_ms']:.0f} / "
+                         f"{r['max_runq_ms']:.0f} / {r['max_blocked_ms']:.0f} | "
+                         f"{r['cpu_ms']:.0f} |")
+        lines.append("")
+    lines += [f"## Event-loop stalls (10 ms heartbeat on the GUI thread; median of "
+              f"{rs[-1]['repeats']} rounds)", "",
+              "| phase | wall (s) | heartbeats " + parts + " 99th pct (ms) | gaps > 100 ms "
+              "| status |", "|---|---:|---:|---:|---|---:|---:|---:|---|"]
     for r in rs:
         lines.append(f"| {r['phase']} | {r['wall_s']:.2f} | {r['ticks']} | {r['max_ms']:.0f} | "
-                     f"{r['p99_ms']:.0f} | {r['over_100ms']} | {r['cpu_ms']:.0f} | "
-                     f"{r.get('status', '')} |")
-    lines += ["", "How to read it: the GUI thread itself only draws (its handlers take a few ten "
-              "ms). A long gap comes from a compiled call on the worker thread that holds the "
-              "GIL (scipy's f2py LAPACK/BLAS wrappers, numba kernels without nogil=True: rwtool "
-              "uses neither on its fit paths) or from the fit taking every core away from Qt's "
-              "painting (the worker runs numba with one thread fewer than the machine has). "
-              "Startup is measured from process launch, so it includes the Python, Qt, "
-              "pyqtgraph and rwtool imports."]
+                     f"{r['max_cpu_ms']:.0f} / {r['max_runq_ms']:.0f} / "
+                     f"{r['max_blocked_ms']:.0f} | {r['cpu_ms']:.0f} | {r['p99_ms']:.0f} | "
+                     f"{r['over_100ms']} | {r.get('status', '')} |")
+    lines += ["", "How to read it: a gap is the time between two ticks of a 10 ms timer on the "
+              "GUI thread, the longest time the window could not react. It is split into the "
+              "GUI thread's own CPU time (handlers and painting: what the window did), the time "
+              "it was ready but had no core (the fit's threads and other processes; Linux's "
+              "schedstat), and the rest, when it was blocked: waiting for the interpreter lock "
+              "held by the worker thread, or in the benchmark loop's 2 ms sleeps. On a shared "
+              "machine only the CPU column is free of the other processes' load. Startup is "
+              "measured from process launch, so it includes the Python, Qt, pyqtgraph and "
+              "rwtool imports."]
     text = "\n".join(lines) + "\n"
     print(text)
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)

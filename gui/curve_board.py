@@ -7,6 +7,12 @@ flat, and a score looks like an error. Here each quantity gets its own small plo
 what it is, against the x of the stage that produced it (iterations, features added, lambda,
 candidates); every run starts from empty plots whose ranges follow its own data.
 
+Redraws go one plot per event-loop turn: Qt paints every widget of a window that changed since
+its last paint together, so plots redrawn in the same turn (their points arriving together at the
+end of a run, or their timers falling due together after a late turn) cost the sum of their paints
+in one turn, 60-110 ms for four plots (docs/bench/gui.md). One timer of the board redraws the next
+plot with pending points at each tick, in turn.
+
 This module draws; it must not compute models or metrics.
 """
 
@@ -50,7 +56,8 @@ class CurveBoard(QWidget):
 
     The plots are kept and reused from run to run (creating a pyqtgraph plot and laying out the
     grid again cost the window 50-150 ms in one turn); a new run only clears them, re-titles the
-    ones it uses, and hides the unused ones when it ends.
+    ones it uses, and hides the unused ones when it ends. Pending points are drawn by
+    :meth:`_redraw_next`, one plot per tick of a timer that runs while points wait.
     """
 
     def __init__(self, parent=None):
@@ -63,6 +70,11 @@ class CurveBoard(QWidget):
                             "the solver reports.")
         self._hint.setWordWrap(True)
         self._grid.addWidget(self._hint, 0, 0)
+        self._turn = 0
+        # each plot with pending points is redrawn at most every REDRAW_MS while four wait
+        self._redraws = QTimer(self)
+        self._redraws.setInterval(max(1, REDRAW_MS // 4))
+        self._redraws.timeout.connect(self._redraw_next)
 
     def prepare(self, n: int = 4) -> None:
         """Create ``n`` plots ahead (hidden), one per event-loop turn, before the first fit."""
@@ -72,8 +84,7 @@ class CurveBoard(QWidget):
 
     def _new_plot(self) -> LivePlot:
         i = len(self._pool)
-        # timers of neighbouring plots fire in different event-loop turns
-        p = LivePlot("", "", "", phase_ms=(i * REDRAW_MS // 4) % REDRAW_MS)
+        p = LivePlot("", "", "")
         p.metric = None
         self._pool.append(p)
         self._grid.addWidget(p, i // COLUMNS, i % COLUMNS)
@@ -100,9 +111,11 @@ class CurveBoard(QWidget):
 
     def append(self, name: str, xlabel: str, x: float, y: float, log_x: bool = False) -> None:
         self.plot_for(name, xlabel, log_x).append(name, x, y)
+        self._schedule()
 
     def set_curve(self, name: str, xlabel: str, x, y, log_x: bool = False) -> None:
         self.plot_for(name, xlabel, log_x).set_curve(name, x, y)
+        self._schedule()
 
     def clear(self) -> None:
         """Forget the curves: the next run starts with fresh axes and ranges."""
@@ -119,12 +132,31 @@ class CurveBoard(QWidget):
         self._hint.setVisible(not self._plots)
 
     def request_redraw(self) -> None:
+        """Draw every plot again, one per tick (not now: the caller's turn stays short)."""
         for p in self._plots.values():
             p.request_redraw()
+        self._schedule()
 
     def flush(self) -> None:
+        """Draw every pending point now (exports and tests)."""
         for p in self._plots.values():
             p.flush()
+
+    def _schedule(self) -> None:
+        if not self._redraws.isActive():
+            self._redraws.start()
+
+    def _redraw_next(self) -> None:
+        """Redraw the next plot with pending points after the last one redrawn; stop the timer
+        when none waits."""
+        plots = list(self._plots.values())
+        for k in range(len(plots)):
+            i = (self._turn + k) % len(plots)
+            if plots[i].dirty:
+                plots[i].redraw()
+                self._turn = i + 1
+                return
+        self._redraws.stop()
 
     def first_plot(self) -> LivePlot | None:
         return next(iter(self._plots.values()), None)

@@ -1,8 +1,9 @@
 """pyqtgraph helpers: live curves with batched redraws, result plots, image/vector export.
 
 Only the GUI thread draws: the worker's progress arrives as queued signals that append numbers to
-buffers here, and a QTimer pushes the buffers into the curves at most every ``REDRAW_MS``, so a
-fast solver cannot flood the event loop with repaints.
+buffers here, and the owner's QTimer (gui.curve_board) pushes the buffers into the curves of one
+plot per tick, a tick every ``REDRAW_MS`` / 4, so a fast solver cannot flood the event loop with
+repaints.
 
 This module draws; it must not compute models or metrics.
 """
@@ -160,21 +161,20 @@ class ResultPlot(pg.PlotWidget):
 
 
 class LivePlot(ResultPlot):
-    """Curves fed point by point from progress events and redrawn on a timer."""
+    """Curves fed point by point from progress events; :meth:`redraw` pushes the pending points
+    into the drawn curves (its owner calls it from a timer, see gui.curve_board)."""
 
-    def __init__(self, title: str = "", xlabel: str = "", ylabel: str = "", parent=None,
-                 phase_ms: int = 0):
+    def __init__(self, title: str = "", xlabel: str = "", ylabel: str = "", parent=None):
         super().__init__(title, xlabel, ylabel, parent)
         self._data: dict[str, tuple[list, list]] = {}
         self._curves: dict[str, pg.PlotDataItem] = {}
         self._styles: dict[str, dict] = {}
         self._dirty = False
-        self._timer = QTimer(self)
-        self._timer.setInterval(REDRAW_MS)
-        self._timer.timeout.connect(self._redraw)
-        # plots side by side get different phases, so that their redraws fall in different
-        # turns of the event loop instead of one long one
-        QTimer.singleShot(int(phase_ms), self._timer, self._timer.start)
+
+    @property
+    def dirty(self) -> bool:
+        """Points wait to be drawn."""
+        return self._dirty
 
     def clear_curves(self) -> None:
         self._data.clear()
@@ -209,7 +209,7 @@ class LivePlot(ResultPlot):
             self._styles[name] = {"index": index, "dash": dash}
         self._dirty = True
 
-    def _redraw(self) -> None:
+    def redraw(self) -> None:
         if not self._dirty:
             return
         self._dirty = False
@@ -227,10 +227,10 @@ class LivePlot(ResultPlot):
     def flush(self) -> None:
         """Draw pending points now (tests and exports)."""
         self._dirty = True
-        self._redraw()
+        self.redraw()
 
     def request_redraw(self) -> None:
-        """Draw at the next tick of the timer (not now: the caller's turn stays short)."""
+        """Draw at the owner's next redraw (not now: the caller's turn stays short)."""
         self._dirty = True
 
 

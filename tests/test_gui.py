@@ -465,7 +465,7 @@ def test_auto_reg_button_trains_with_cross_validated_reg(qtbot, window, tmp_path
 
 
 def test_live_curves_drawn_by_their_timers_after_the_run(qtbot, window, tmp_path):
-    """A finished run's last points reach the curves through the staggered redraw timers."""
+    """A finished run's last points reach the curves through the board's redraw timer."""
     path = moons_csv(tmp_path / "moons.csv")
     load(qtbot, window, path)
     choose(window, "rfsgd", n_epochs=3, n_features=40, random_state=0)
@@ -473,12 +473,40 @@ def test_live_curves_drawn_by_their_timers_after_the_run(qtbot, window, tmp_path
     assert run.status == "done"
     tp = window.training_panel
     for plot in tp.board.plots().values():
-        qtbot.waitUntil(lambda p=plot: not p._dirty and bool(p._curves), timeout=2000)
+        qtbot.waitUntil(lambda p=plot: not p.dirty and bool(p._curves), timeout=2000)
         for name in plot.curve_names():
             x, y = plot.curve_data(name)
             drawn = plot._curves[name]
             np.testing.assert_array_equal(drawn.xData, x)
             np.testing.assert_array_equal(drawn.yData, y)
+
+
+def test_curve_board_redraws_one_plot_per_tick(qtbot):
+    """Points arriving for four plots at once are drawn one plot per timer tick, in turn, and
+    all of them in the end; the timer stops when nothing waits."""
+    from gui.curve_board import CurveBoard
+    board = CurveBoard()
+    qtbot.addWidget(board)
+    names = ["loss", "norm", "train_error", "val_error"]
+    for k, name in enumerate(names):
+        for i in range(5):
+            board.append(name, "iteration", i, (k + 1) * 0.5 ** i)
+    plots = board.plots()
+    assert all(p.dirty and not p._curves for p in plots.values())
+    board._redraws.stop()          # the ticks are driven by hand below
+    for tick in range(len(names)):
+        board._redraw_next()
+        assert sum(not p.dirty for p in plots.values()) == tick + 1
+    board._redraw_next()
+    assert not board._redraws.isActive()
+    for k, name in enumerate(names):
+        drawn = plots[name]._curves[name]
+        np.testing.assert_array_equal(drawn.xData, np.arange(5.0))
+        np.testing.assert_allclose(drawn.yData, (k + 1) * 0.5 ** np.arange(5.0))
+    board.append("loss", "iteration", 5, 0.01)
+    assert board._redraws.isActive()
+    qtbot.waitUntil(lambda: not board._redraws.isActive(), timeout=2000)
+    assert plots["loss"]._curves["loss"].yData[-1] == 0.01
 
 
 def test_preview_painting_warm_up_leaves_nothing_behind(qtbot):
