@@ -236,10 +236,9 @@ class _BKerNN(BaseEstimator):
                         f"n = {n}) dominate; use kernel_solver='cg' (or 'auto'), whose memory "
                         f"grows linearly in n"))
         # CG vectors and product accumulators (14 n q); the block preconditioner: block
-        # indices (2 m n), pairwise block counts and their cumulative copies (4 x 8 m^2 B^2),
-        # its Gram matrix and Cholesky factor (2 x 8 (m B)^2)
+        # indices (2 m n), its Gram matrix and Cholesky factor (2 x 8 (m (B - 1))^2)
         B = block_count(n)
-        total = linear + 8 * n * q * 14 + 2 * m * n + 32 * (m * B) ** 2 + 16 * (m * B) ** 2
+        total = linear + 8 * n * q * 14 + 2 * m * n + 16 * (m * (B - 1)) ** 2
         return FitEstimate(
             peak_bytes=total, seconds=None,
             detail=(f"O(n (d + m q)) arrays ({total / 2**20:.0f} MiB at "

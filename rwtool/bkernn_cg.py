@@ -30,7 +30,7 @@ from scipy.linalg import cho_solve
 
 from .solvers.ridge import NumericalWarning
 
-__all__ = ["SortedProjections", "kernel_product", "cg_ridge", "BlockPreconditioner"]
+__all__ = ["SortedProjections", "kernel_product", "cg_ridge", "lower_value", "BlockPreconditioner"]
 
 #: element operations below which the parallel kernels run on the calling thread only: waking a
 #: thread team costs more than the work, and on a loaded machine the spinning team also slows the
@@ -73,16 +73,14 @@ class SortedProjections:
         # in slices of particles with a progress tick between them (a sort of 50 x 100k rows
         # takes seconds on a loaded machine); numpy's unstable argsort is 3x faster here than
         # numba's stable one
-        step = max(1, (1 << 19) // max(n, 1))
-        for a in range(0, m, step):
-            b = min(m, a + step)
+        for a, b in particle_slices(m, n * math.log2(n + 1)):
             self.order[a:b] = np.argsort(PT[a:b], axis=1)
             self.values[a:b] = np.take_along_axis(PT[a:b], self.order[a:b], axis=1)
+            # |p_i - p_i'| is shift invariant: centring keeps the prefix-sum form free of
+            # cancellation when the projections sit far from 0
+            self.values[a:b] -= PT[a:b].mean(axis=1, keepdims=True)
             if tick is not None:
                 tick(0)
-        # |p_i - p_i'| is shift invariant: centring keeps the prefix-sum form free of
-        # cancellation when the projections sit far from 0
-        self.values -= PT.mean(axis=1, keepdims=True)
 
     @property
     def shape(self):
@@ -91,13 +89,12 @@ class SortedProjections:
 
 @njit(cache=True, parallel=True, nogil=True)
 def _distance_products(order, qs, U, acc):
-    """acc[g] <- sum over the particles j = g, g + G, ... of sum_i' |q_ji - q_ji'| U[i', :]."""
+    """acc[g] += sum over the particles j = g, g + G, ... of sum_i' |q_ji - q_ji'| U[i', :]."""
     G = acc.shape[0]
     m, n = qs.shape
     q = U.shape[1]
     for g in prange(G):
         out = acc[g]
-        out[:, :] = 0.0
         S = np.empty(q)
         T = np.empty(q)
         Sb = np.empty(q)
@@ -130,16 +127,41 @@ def _distance_products(order, qs, U, acc):
                     Tb[k] += u * vt
 
 
+#: element operations (particles x rows x columns) of one uninterrupted numba call between two
+#: progress ticks: about 0.05 s on one core, so a cancel is seen well within a second even when
+#: the process gets a fraction of a core
+TICK_WORK = 1 << 20
+
+
+def particle_slices(m: int, work_per_particle: float, multiple: int = 1):
+    """Consecutive particle ranges (a, b) of at most :data:`TICK_WORK` work each (at least one
+    particle, a multiple of ``multiple`` when there are more)."""
+    step = int(TICK_WORK // max(work_per_particle, 1.0))
+    step = max(multiple, step - step % multiple) if step >= multiple else max(1, step)
+    return [(a, min(m, a + step)) for a in range(0, m, step)]
+
+
 def kernel_product(sp: SortedProjections, U: np.ndarray, shift: float = 0.0,
-                   acc: np.ndarray | None = None) -> np.ndarray:
-    """(K~ + shift I) U for K~ = Pi (-D/2) Pi, U of shape (n, q): O(m n q), no n x n matrix."""
+                   acc: np.ndarray | None = None, tick=None) -> np.ndarray:
+    """(K~ + shift I) U for K~ = Pi (-D/2) Pi, U of shape (n, q): O(m n q), no n x n matrix.
+
+    Runs in slices of particles with ``tick(0)`` after each (progress and cancellation); the
+    slices and the accumulator groups are fixed by the shapes, so the result does not depend on
+    the thread count.
+    """
     m, n = sp.shape
     U = np.ascontiguousarray(U, dtype=np.float64)
     q = U.shape[1]
-    if acc is None or acc.shape != (min(N_GROUPS, m), n, q):
-        acc = np.empty((min(N_GROUPS, m), n, q))
+    G = min(N_GROUPS, m)
+    if acc is None or acc.shape != (G, n, q):
+        acc = np.empty((G, n, q))
+    acc[:] = 0.0
+    Uc = U - U.mean(axis=0)
     with _threads_for(m * n * q):
-        _distance_products(sp.order, sp.values, U - U.mean(axis=0), acc)
+        for a, b in particle_slices(m, n * q, G):
+            _distance_products(sp.order[a:b], sp.values[a:b], Uc, acc)
+            if tick is not None:
+                tick(0)
     R = acc[0].copy()
     for g in range(1, acc.shape[0]):
         R += acc[g]
@@ -151,24 +173,55 @@ def kernel_product(sp: SortedProjections, U: np.ndarray, shift: float = 0.0,
 
 
 @njit(cache=True, parallel=True, nogil=True)
-def _bin_index(order, B, beta):
+def _bin_index(order, starts, beta):
+    """beta[j, i] = the block of particle j holding row i (blocks start at ranks starts[j])."""
     m, n = order.shape
+    B = starts.shape[1]
     for j in prange(m):
+        b = 0
         for t in range(n):
-            beta[j, order[j, t]] = (t * B) // n
+            while b + 1 < B and starts[j, b + 1] <= t:
+                b += 1
+            beta[j, order[j, t]] = b
 
 
 @njit(cache=True, parallel=True, nogil=True)
-def _pair_counts(beta, B, H, j0, j1):
-    """H[j, j', b, b'] = #{i : beta_j(i) = b, beta_j'(i) = b'} for j0 <= j < j1, j < j'."""
+def _step_gram(beta, starts, scale, tail, j0, j1, C):
+    """Rows j0 <= j < j1 of the step features' Gram matrix, and their mirror:
+
+    C[(j, b), (j', b')] = scale_jb scale_j'b' (N_jj'bb' - n tail_jb tail_j'b'),
+    N_jj'bb' = #{i : beta_j(i) > b, beta_j'(i) > b'} (j' >= j), from the pairwise block counts
+    of the rows (O(n) per pair of particles).
+    """
     m, n = beta.shape
+    B = starts.shape[1]
+    K = B - 1
     for j in prange(j0, j1):
+        h = np.empty((B, B), dtype=np.int64)
+        bj = beta[j]
+        for b in range(K):
+            for bb in range(K):
+                # one particle: both steps hold on the rows of the later one
+                cnt = n - starts[j, max(b, bb) + 1]
+                C[j * K + b, j * K + bb] = (scale[j, b] * scale[j, bb]
+                                            * (cnt - n * tail[j, b] * tail[j, bb]))
         for jj in range(j + 1, m):
-            h = H[j, jj]
             h[:, :] = 0
-            bj, bjj = beta[j], beta[jj]
+            bjj = beta[jj]
             for i in range(n):
                 h[bj[i], bjj[i]] += 1
+            for c in range(B - 2, -1, -1):          # suffix sums over both block indices
+                for cc in range(B):
+                    h[c, cc] += h[c + 1, cc]
+            for c in range(B):
+                for cc in range(B - 2, -1, -1):
+                    h[c, cc] += h[c, cc + 1]
+            for b in range(K):
+                for bb in range(K):
+                    v = scale[j, b] * scale[jj, bb] * (h[b + 1, bb + 1]
+                                                       - n * tail[j, b] * tail[jj, bb])
+                    C[j * K + b, jj * K + bb] = v
+                    C[jj * K + bb, j * K + b] = v
 
 
 @njit(cache=True, parallel=True, nogil=True)
@@ -200,15 +253,43 @@ def _bin_gather(beta, A, out):
 
 
 def block_count(n: int) -> int:
-    """Blocks per particle for the preconditioner at n rows: about sqrt(n) / 5.6 within [8, 48].
+    """Blocks per particle for the preconditioner at n rows: about sqrt(n) / 8 within [8, 32].
 
-    The dropped within-block part scales like 1/B^2 of the spectrum's top, which grows with n;
-    measured at d = 20, m = 50 (random particles, 1e-5): 32 blocks give 4 / 6 / 8 / 15 CG
-    iterations at 2k / 8k / 32k / 128k rows, and at 128k with larger particles 30 iterations
-    against 19 with 64 blocks, whose (m B)^3 factorisation then costs as much as the saved
-    iterations; below a few thousand rows many blocks cost more than they save.
+    With energy-balanced blocks the dropped within-block part scales like n / B^2. Measured in
+    3-iteration default fits at d = 20, m = 50 (CPU seconds per iteration, one thread):
+    n = 8000: B = 8 / 16 / 24 / 32 give 0.21 / 0.17 / 0.25 / 0.32; n = 32000: 0.78 / 0.67 /
+    0.71 / 0.76; n = 128000: 5.4 / 3.7 / 3.6 / 3.2, and 48 blocks cost more again (their
+    (m B)^3 factorisation and (m B)^2 memory grow faster than the iterations they save).
     """
-    return int(min(48, max(8, round(math.sqrt(n) / 5.6))))
+    return int(min(32, max(8, round(math.sqrt(n) / 8))))
+
+
+def block_starts(values: np.ndarray, B: int, spacing: str = "energy"):
+    """First rank of each of B blocks per particle (m x B, strictly increasing, starting at 0).
+
+    "count": equal-count blocks. "energy": equal sums of sqrt(gap) over the sorted projections
+    ``values`` (m x n). A block of c rows spanning a width h drops a part of the kernel of size
+    about c h / m; with density rho, c ~ n rho h, so c h is the same in every block when h is
+    proportional to 1 / sqrt(rho), i.e. when the blocks hold equal sums of sqrt(gap)
+    (sqrt(rho) dx ~ sqrt(gap / n) per gap). Equal-count blocks put most of the dropped part in
+    the two tail blocks, whose width grows with n. A particle with all projections equal gets
+    equal-count blocks.
+    """
+    m, n = values.shape
+    base = np.arange(B)
+    even = -((-base * n) // B)
+    if spacing == "count":
+        return np.tile(even, (m, 1))
+    starts = np.empty((m, B), dtype=np.int64)
+    for j in range(m):
+        mu = np.concatenate([[0.0], np.cumsum(np.sqrt(np.diff(values[j])))])
+        if not mu[-1] > 0:
+            starts[j] = even
+            continue
+        starts[j] = np.searchsorted(mu / mu[-1], base / B, side="left")
+    starts[:, 0] = 0
+    starts = np.maximum.accumulate(starts - base, axis=1) + base
+    return np.minimum(starts, n - B + base)
 
 
 class BlockPreconditioner:
@@ -216,50 +297,44 @@ class BlockPreconditioner:
 
     The centred distance kernel is exactly a sum of step features: with p sorted and g_t the gap
     between the t-th and (t+1)-th projection, K~ = (1/m) sum_j sum_t g_jt (Pi 1{rank_j > t})
-    (Pi 1{rank_j > t})^T. Keeping one step per boundary of B equal-count blocks (weight: the
-    gaps between the neighbouring block middles) leaves m (B - 1) features F whose Gram matrix
-    comes from pairwise block counts (O(m^2 n)); what is dropped lives inside blocks, about
-    1/B^2 of the top of the spectrum, so CG on the preconditioned system needs several times
-    fewer iterations. Woodbury applies P^{-1} in O(m n q + (m B)^2 q); building it costs
-    O(m^2 n + (m B)^3) and uses no random numbers.
+    (Pi 1{rank_j > t})^T. Keeping one step per boundary of B blocks (weight: the gaps between
+    the neighbouring block middles) leaves m (B - 1) features F whose Gram matrix comes from
+    pairwise block counts (O(m^2 n)); what is dropped lives inside blocks. The blocks balance
+    count x width (:func:`block_starts`, ``spacing="energy"``; "count" for equal counts), which
+    keeps the dropped part small in the sparse tails too. Woodbury applies P^{-1} in
+    O(m n q + (m B)^2 q); building it costs O(m^2 n + (m B)^3), in slices with a ``tick(0)``
+    between them, and uses no random numbers.
     """
 
-    def __init__(self, sp: SortedProjections, shift: float, blocks: int = 16, tick=None):
+    def __init__(self, sp: SortedProjections, shift: float, blocks: int = 16, tick=None,
+                 spacing: str = "energy"):
         m, n = sp.shape
         B = int(max(2, min(blocks, n)))
         self.B, self.shift, self.n = B, float(shift), n
+        v = sp.values
+        starts = block_starts(v, B, spacing)                 # (m, B) first rank of each block
+        if tick is not None:
+            tick(0)
         self.beta = np.empty((m, n), dtype=np.int16)
         with _threads_for(m * n):
-            _bin_index(sp.order, B, self.beta)
-        starts = -((-np.arange(B) * n) // B)                 # first rank of each block
-        mids = np.minimum((starts + np.append(starts[1:], n)) // 2, n - 1)
-        v = sp.values
-        G = np.maximum(v[:, mids[1:]] - v[:, mids[:-1]], 0.0)   # (m, B - 1)
+            _bin_index(sp.order, starts, self.beta)
+        ends = np.concatenate([starts[:, 1:], np.full((m, 1), n)], axis=1)
+        mids = np.minimum((starts + ends) // 2, n - 1)
+        G = np.maximum(np.take_along_axis(v, mids[:, 1:], axis=1)
+                       - np.take_along_axis(v, mids[:, :-1], axis=1), 0.0)   # (m, B - 1)
         self.scale = np.sqrt(G / m)                          # feature weights sqrt(G_jb / m)
-        self.tail = (n - starts[1:]) / n                     # mean of the step 1{block >= b}
-        # N[j, j', b, b'] = #{beta_j >= b, beta_j' >= b'} from pairwise block counts
-        H = np.zeros((m, m, B, B), dtype=np.int64)
+        self.tail = (n - starts[:, 1:]) / n                  # mean of the step 1{block >= b}
         if tick is not None:
             tick(0)
-        step = max(2, (1 << 21) // max(n * m, 1))     # slices of particles between ticks
+        M = m * (B - 1)
+        C = np.empty((M, M))
         with _threads_for(m * m * n / 2):
-            for j0 in range(0, m, step):
-                _pair_counts(self.beta, B, H, j0, min(m, j0 + step))
+            # a count increment costs about a sixteenth of a product element (measured)
+            for j0, j1 in particle_slices(m, (m - 1) * n / 16):
+                _step_gram(self.beta, starts, self.scale, self.tail, j0, j1, C)
                 if tick is not None:
                     tick(0)
-        N = H[:, :, ::-1, ::-1].cumsum(axis=2).cumsum(axis=3)[:, :, ::-1, ::-1][:, :, 1:, 1:]
-        N = N + np.transpose(N, (1, 0, 3, 2))
-        idx = np.arange(B - 1)
-        own = n - starts[1:][np.maximum.outer(idx, idx)]     # same particle: the later step
-        for j in range(m):
-            N[j, j] = own
-        C = N - n * np.multiply.outer(self.tail, self.tail)[None, None]
-        C *= self.scale[:, None, :, None] * self.scale[None, :, None, :]
-        M = m * (B - 1)
-        C = C.transpose(0, 2, 1, 3).reshape(M, M)
         C[np.diag_indices(M)] += self.shift
-        if tick is not None:
-            tick(0)
         self.L = np.linalg.cholesky(C)
 
     def _Ft(self, V):
@@ -278,7 +353,7 @@ class BlockPreconditioner:
         A[:, 1:] = a.cumsum(axis=1)
         out = np.empty((self.n, q))
         _bin_gather(self.beta, A, out)
-        return out - np.einsum("jbk,b->k", a, self.tail)
+        return out - np.einsum("jbk,jb->k", a, self.tail)
 
     def apply(self, R: np.ndarray) -> np.ndarray:
         W = cho_solve((self.L, True), self._Ft(R), check_finite=False)
@@ -287,13 +362,19 @@ class BlockPreconditioner:
 
 def cg_ridge(sp: SortedProjections, Yc: np.ndarray, shift: float, x0: np.ndarray | None = None,
              tol: float = 1e-8, max_iter: int = 2000, precond: BlockPreconditioner | None = None,
-             tick=None):
+             tick=None, give_up_above: float | None = None):
     """Solve (K~ + shift I) A = Yc column by column with (preconditioned) conjugate gradients.
 
-    Stops each column when ||r_k|| <= tol ||Yc_k||; ``x0`` is the warm start, ``tick(it)`` is
-    called after every iteration (progress and cancellation). Returns ``(A, R, n_iter)`` with R
-    the true residual Yc - (K~ + shift I) A of the returned A. A warning is issued (and the last
-    iterate returned) if ``max_iter`` iterations do not reach the tolerance.
+    Stops each column when ||r_k|| <= tol ||Yc_k||; ``x0`` is the warm start, ``tick(it)`` is called after every iteration (progress and cancellation).
+    Returns ``(A, R, n_iter)`` with R the true residual Yc - (K~ + shift I) A of the returned A.
+    A warning is issued (and the last iterate returned) if ``max_iter`` iterations do not reach
+    the tolerance.
+
+    ``give_up_above``: stop early once :func:`lower_value` (A, R) exceeds it. CG decreases
+    phi(a) = a^T M a / 2 - Yc^T a over growing Krylov spaces, so -phi(A) = (Yc^T A + A^T R) / 2
+    only grows and the solution's value, Yc^T M^{-1} Yc / 2, is larger still: the caller learns
+    for certain that the exact value exceeds the threshold (a line-search trial it will reject)
+    without converging. The check uses the true residual before stopping.
     """
     n, q = Yc.shape
     acc = np.empty((min(N_GROUPS, sp.shape[0]), n, q))
@@ -303,19 +384,27 @@ def cg_ridge(sp: SortedProjections, Yc: np.ndarray, shift: float, x0: np.ndarray
     else:
         A = np.array(x0, dtype=np.float64)
         A -= A.mean(axis=0)
-        R = Yc - kernel_product(sp, A, shift, acc)
+        R = Yc - kernel_product(sp, A, shift, acc, tick)
         if tick is not None:
             tick(0)
     goal = tol * np.linalg.norm(Yc, axis=0)
-    active = np.linalg.norm(R, axis=0) > goal
     it = 0
-    if active.any():
+
+    def certain():
+        return give_up_above is not None and lower_value(Yc, A, R) > give_up_above
+
+    while True:
+        active = np.linalg.norm(R, axis=0) > goal
+        if not active.any() or certain() or it >= max_iter:
+            break
+        gave_up = False
+        # (re)start from the current residual
         Z = precond.apply(R) if precond is not None else R.copy()
         Pd = Z.copy()
         rz = np.einsum("ij,ij->j", R, Z)
         while it < max_iter:
             it += 1
-            AP = kernel_product(sp, Pd, shift, acc)
+            AP = kernel_product(sp, Pd, shift, acc, tick)
             pAp = np.einsum("ij,ij->j", Pd, AP)
             step = np.where(active, rz / np.where(pAp > 0, pAp, 1.0), 0.0)
             A += step * Pd
@@ -326,19 +415,31 @@ def cg_ridge(sp: SortedProjections, Yc: np.ndarray, shift: float, x0: np.ndarray
                 tick(it)
             if not active.any():
                 break
+            if certain():
+                gave_up = True
+                break
             Z = precond.apply(R) if precond is not None else R
             rz_new = np.einsum("ij,ij->j", R, Z)
             beta = np.where(active, rz_new / np.where(rz > 0, rz, 1.0), 0.0)
             Pd = Z + beta * Pd
             rz = rz_new
-        # the recursive residual drifts from the true one over many iterations
-        R = Yc - kernel_product(sp, A, shift, acc)
+        # the recursive residual drifts from the true one over many iterations: recompute it
+        # (and go on if giving up is not confirmed by the true one)
+        R = Yc - kernel_product(sp, A, shift, acc, tick)
         if tick is not None:
             tick(it)
-        if it == max_iter and np.any(np.linalg.norm(R, axis=0) > 10 * goal):
-            warnings.warn(f"conjugate gradients did not reach the tolerance {tol:g} in "
-                          f"{max_iter} iterations (relative residual "
-                          f"{float(np.max(np.linalg.norm(R, axis=0) / np.linalg.norm(Yc, axis=0))):.1e}); "
-                          f"raise reg or use kernel_solver='dense' on this size",
-                          NumericalWarning, stacklevel=3)
+        if not gave_up or certain():
+            break
+    if it >= max_iter and np.any(np.linalg.norm(R, axis=0) > 10 * goal) and not certain():
+        warnings.warn(f"conjugate gradients did not reach the tolerance {tol:g} in "
+                      f"{max_iter} iterations (relative residual "
+                      f"{float(np.max(np.linalg.norm(R, axis=0) / np.linalg.norm(Yc, axis=0))):.1e}); "
+                      f"raise reg or use kernel_solver='dense' on this size",
+                      NumericalWarning, stacklevel=3)
     return A, R, it
+
+
+def lower_value(Yc: np.ndarray, A: np.ndarray, R: np.ndarray) -> float:
+    """-phi(A) = (Yc^T A + A^T R) / 2 summed over columns, R = Yc - M A: a lower bound of
+    Yc^T M^{-1} Yc / 2 (its error is e^T M e / 2, e = M^{-1} Yc - A) that CG increases."""
+    return 0.5 * float(np.sum(Yc * A) + np.sum(A * R))

@@ -25,7 +25,7 @@ from numba import njit, prange
 from scipy.linalg import LinAlgError
 
 from .bkernn_cg import (BlockPreconditioner, SortedProjections, _threads_for, block_count,
-                        cg_ridge)
+                        cg_ridge, lower_value, particle_slices)
 from .errors import NumericalError
 from .progress import FitCancelled, make_progress
 from .solvers.ridge import NumericalWarning, cholesky_solve
@@ -211,10 +211,9 @@ def particle_gradient(X: np.ndarray, PT: np.ndarray, alpha: np.ndarray, lam: flo
     # overflows when the inputs are on a 1e-200 scale (lam ~ |x| / n).
     scale = n * lam
     Z = np.ascontiguousarray(alpha * scale)
-    step = max(1, (1 << 19) // max(n, 1))    # slices of particles, a progress tick after each
     with _threads_for(m * n * (math.log2(n + 1) + alpha.shape[1])):
-        for a in range(0, m, step):
-            _signed_sums(PT[a:a + step], order[a:a + step], Z, RT[a:a + step])
+        for a, b in particle_slices(m, n * (1 + alpha.shape[1])):
+            _signed_sums(PT[a:b], order[a:b], Z, RT[a:b])
             if tick is not None:
                 tick(0)
     return (RT @ X).T * (1.0 / (2.0 * m * alpha.shape[1] * n * scale))
@@ -405,8 +404,10 @@ class _DenseSolver:
         self.buf = np.empty((n, n))
         self.timings = timings
         self.cg_iterations = 0
+        self.skipped = 0                      # trials rejected without a solve (_evaluate)
+        self.gave_up = 0
 
-    def __call__(self, PT, Yc, lam, warm, tick):
+    def __call__(self, PT, Yc, lam, warm, tick, give_up_above=None):
         alpha, G = ridge_step(PT, Yc, lam, self.buf, self.timings)
         return alpha, G, None, 0.0
 
@@ -415,7 +416,7 @@ class _CGSolver:
     """The ridge step by preconditioned conjugate gradients on sorted-projection products
     (O(n m) memory), warm-started from the last accepted alpha.
 
-    The block preconditioner is rebuilt for every trial's particles: keeping one across trials
+    The block preconditioner is rebuilt for every solved trial: keeping one across trials
     (rebuilt when a solve needs 1.5 times the iterations of its first) was measured to need
     1.6-2x the CG iterations at n = 2000 and 8000 for the same total time.
     """
@@ -427,21 +428,31 @@ class _CGSolver:
         self.tol, self.max_iter = float(tol), int(max_iter)
         self.blocks = block_count(n) if blocks == "auto" else int(blocks)
         self.cg_iterations = 0
+        self.skipped = 0                      # trials rejected without a solve (_evaluate)
+        self.gave_up = 0                      # trials whose solve stopped at the certificate
 
-    def __call__(self, PT, Yc, lam, warm, tick):
+    def __call__(self, PT, Yc, lam, warm, tick, give_up_above=None):
         t0 = time.perf_counter()
         sp = SortedProjections(PT, tick)
         _add_time(self.timings, "sort", t0)
         shift = PT.shape[1] * lam
+        q = Yc.shape[1]
+        # a line-search trial only needs G to within the Beck test: once a CG iterate's lower
+        # bound of G passes the test's threshold, the trial is rejected for certain (the exact
+        # solve would reject it too) and its solve stops there
+        limit = None if give_up_above is None else give_up_above * q / lam
         precond = None
         if self.blocks > 0:
             t0 = time.perf_counter()
             precond = BlockPreconditioner(sp, shift, self.blocks, tick)
             _add_time(self.timings, "preconditioner", t0)
         t0 = time.perf_counter()
-        alpha, R, its = cg_ridge(sp, Yc, shift, warm, self.tol, self.max_iter, precond, tick)
+        alpha, R, its = cg_ridge(sp, Yc, shift, warm, self.tol, self.max_iter, precond, tick,
+                                 give_up_above=limit)
         _add_time(self.timings, "solve", t0)
         self.cg_iterations += its
+        if limit is not None and lower_value(Yc, alpha, R) > limit:
+            self.gave_up += 1
         # G = -lam min_a phi(a), phi(a) = a^T M a / 2 - Y~^T a; at the CG iterate a, with
         # r = Y~ - M a, -lam phi(a) = (lam/2)(Y~^T a + a^T r): an error quadratic in a - alpha
         G = 0.5 * lam * float(np.sum(Yc * alpha) + np.sum(alpha * R)) / Yc.shape[1]
@@ -451,14 +462,20 @@ class _CGSolver:
         return alpha, G, sp.order, slack
 
 
-def _evaluate(W, XT, Yc, lam, solver, it, warm=None, tick=None):
+def _evaluate(W, XT, Yc, lam, solver, it, warm=None, tick=None, give_up_above=None):
     t0 = time.perf_counter()
     PT = W.T @ XT
     _add_time(solver.timings, "projections", t0)
     if not np.all(np.isfinite(PT)):
         raise NumericalError("the projections X W overflowed", solver="bkernn", iteration=it,
                              fix="standardise the inputs (standardize=True) or rescale X")
-    alpha, G, order, slack = solver(PT, Yc, lam, warm, tick)
+    if give_up_above is not None and give_up_above < 0.0:
+        # G = (lam/2) mean_k Y~_k^T (K~ + n lam I)^{-1} Y~_k >= 0: a trial whose Beck threshold
+        # is negative is rejected without a solve, on either path (long first steps: the
+        # linear term of the threshold dominates)
+        solver.skipped += 1
+        return _Iterate(W, PT, warm, 0.0)
+    alpha, G, order, slack = solver(PT, Yc, lam, warm, tick, give_up_above)
     if not (math.isfinite(G) and np.all(np.isfinite(alpha))):
         raise NumericalError("the kernel ridge step gave non-finite coefficients",
                              solver="bkernn", iteration=it,
@@ -500,10 +517,16 @@ def fit_particles(X, Yc, W0, lam, penalty, s=1.0, step_size=500.0, max_iter=20,
     ``gradient(X, PT, alpha, lam) -> (d, m)`` replaces :func:`particle_gradient` (the benchmark
     swaps in the direct double sum); ``timings`` (a dict) accumulates seconds per part.
 
+    A trial needs G only as far as the test: since G >= 0, a trial whose threshold (the right
+    side above) is negative is rejected without a solve (``skipped_trials``), and on the CG path
+    a solve stops once its iterate's lower bound of G exceeds the threshold
+    (``certified_trials``, :func:`rwtool.bkernn_cg.cg_ridge`). Both give the decision the exact
+    solve would; accepted trials are always solved to ``cg_tol``.
+
     Returns a dict: W, PT, alpha, G, n_iter, step_size, history (per-iteration arrays, entry 0 is
-    the initial point), kernel_solver, cg_iterations. A cancelling ``callback`` (polled between
-    CG iterations too) raises FitCancelled with ``partial`` set to the same dict for the last
-    completed iterate.
+    the initial point), kernel_solver, cg_iterations, skipped_trials, certified_trials. A
+    cancelling ``callback`` (polled between slices of every long numba call too) raises
+    FitCancelled with ``partial`` set to the same dict for the last completed iterate.
     """
     progress = make_progress(callback)
     n = X.shape[0]
@@ -534,7 +557,8 @@ def fit_particles(X, Yc, W0, lam, penalty, s=1.0, step_size=500.0, max_iter=20,
         cur = state["cur"]
         return {"W": cur.W, "PT": cur.PT, "alpha": cur.alpha, "G": cur.G, "n_iter": it,
                 "step_size": gamma, "history": h, "kernel_solver": solver.kind,
-                "cg_iterations": solver.cg_iterations}
+                "cg_iterations": solver.cg_iterations, "skipped_trials": solver.skipped,
+                "certified_trials": solver.gave_up}
 
     def report(method, *args, it):
         if state["cur"] is None:          # nothing completed yet: no partial model to keep
@@ -580,16 +604,17 @@ def fit_particles(X, Yc, W0, lam, penalty, s=1.0, step_size=500.0, max_iter=20,
             t0 = time.perf_counter()
             Wn = prox(cur.W - gamma * grad, lam * gamma, penalty, s)
             _add_time(timings, "prox", t0)
-            trial = _evaluate(Wn, XT, Yc, lam, solver, it, warm=cur.alpha, tick=tick)
-            if not backtracking:
-                accepted = True
-                break
             step = Wn - cur.W
             # CG path: G(W) is known to within its slack, so the test takes the upper end for
             # the current point; otherwise, near a stationary point, decreases smaller than the
             # slack would be rejected at every step size and gamma would shrink to 0
             bound = (cur.G + cur.slack + float(np.sum(grad * step))
                      + float(np.sum(step * step)) / (2 * gamma))
+            trial = _evaluate(Wn, XT, Yc, lam, solver, it, warm=cur.alpha, tick=tick,
+                              give_up_above=bound if backtracking else None)
+            if not backtracking:
+                accepted = True
+                break
             if trial.G <= bound:
                 accepted = True
                 break

@@ -246,3 +246,172 @@ def test_cancel_stops_inside_a_cg_solve(monkeypatch):
     assert len(products) == at_cancel[0]          # no product after the cancelling tick
     assert len(est.history_["objective"]) == 3
     assert np.all(np.isfinite(est.predict(X)))
+
+
+# ----------------------------------------------------------------------------- issue 13, scale
+
+def test_energy_blocks_are_valid_and_shrink_in_the_tails():
+    rng = np.random.default_rng(9)
+    n, B = 4000, 16
+    v = np.sort(rng.standard_normal((3, n)), axis=1)
+    v[1] = 0.0                                              # a dead particle: equal counts
+    v[2, : n // 2] = -1.0                                   # half the rows tied
+    starts = cgmod.block_starts(v, B, "energy")
+    even = cgmod.block_starts(v, B, "count")
+    assert starts.shape == (3, B) and np.all(starts[:, 0] == 0)
+    assert np.all(np.diff(starts, axis=1) >= 1) and np.all(starts[:, -1] < n)
+    np.testing.assert_array_equal(starts[1], even[1])
+    # count x width of the blocks: balanced by "energy", dominated by the tails with "count"
+    def energy(st):
+        ends = np.append(st[1:], n)
+        return (ends - st) * (v[0, ends - 1] - v[0, st])
+    e, c = energy(starts[0]), energy(even[0])
+    assert e.max() < 0.5 * c.max()
+    assert e.max() / np.median(e) < 4.0 < c.max() / np.median(c)
+
+
+@pytest.mark.parametrize("spacing", ["count", "energy"])
+def test_preconditioner_applies_its_dense_definition(spacing):
+    """P^{-1} R = (F F^T + s I)^{-1} R with the step features F written out densely:
+    F[i, (j, b)] = sqrt(G_jb / m) (1{block_j(i) > b} - mean of that step), for centred R."""
+    rng = np.random.default_rng(10)
+    X, W = awkward_inputs(rng, n=150)
+    n, m = len(X), W.shape[1]
+    sp = SortedProjections(np.ascontiguousarray((X @ W).T))
+    shift, B = 0.3, 7
+    pre = BlockPreconditioner(sp, shift, B, spacing=spacing)
+    F = np.zeros((n, m, B - 1))
+    for j in range(m):
+        for b in range(B - 1):
+            F[:, j, b] = pre.scale[j, b] * ((pre.beta[j] > b) - pre.tail[j, b])
+    F = F.reshape(n, -1)
+    # the blocks, step means and weights from their definitions
+    starts = cgmod.block_starts(sp.values, B, spacing)
+    ranks = np.argsort(sp.order, axis=1)
+    for j in range(m):
+        np.testing.assert_array_equal(
+            pre.beta[j], np.searchsorted(starts[j], ranks[j], side="right") - 1)
+        ends = np.append(starts[j, 1:], n)
+        mids = np.minimum((starts[j] + ends) // 2, n - 1)
+        gaps = np.maximum(np.diff(sp.values[j, mids]), 0.0)
+        np.testing.assert_allclose(pre.scale[j], np.sqrt(gaps / m), rtol=1e-14)
+        np.testing.assert_allclose(pre.tail[j], (pre.beta[j][:, None] > np.arange(B - 1)).mean(0))
+    R = rng.standard_normal((n, 2))
+    R -= R.mean(axis=0)
+    want = np.linalg.solve(F @ F.T + shift * np.eye(n), R)
+    np.testing.assert_allclose(pre.apply(R), want, rtol=0, atol=1e-10 * np.abs(want).max())
+
+
+def test_cg_gives_up_only_when_the_exact_value_exceeds_the_threshold():
+    rng = np.random.default_rng(11)
+    n, d, m = 2000, 8, 12
+    X = rng.standard_normal((n, d))
+    W = 2 * rng.standard_normal((d, m)) / math.sqrt(d)
+    sp = SortedProjections(np.ascontiguousarray((X @ W).T))
+    Yc = rng.standard_normal((n, 2))
+    Yc -= Yc.mean(axis=0)
+    shift = 3.0
+    pre = BlockPreconditioner(sp, shift, 8)
+    A, R, full = cg_ridge(sp, Yc, shift, tol=1e-10, precond=pre)
+    exact = cgmod.lower_value(Yc, A, R)           # Yc^T M^{-1} Yc / 2 to ~1e-20 relative
+    x0 = 0.2 * A
+    for frac in (0.9, 0.99):
+        A1, R1, its = cg_ridge(sp, Yc, shift, x0=x0, tol=1e-10, precond=pre,
+                               give_up_above=frac * exact)
+        assert its < full
+        got = cgmod.lower_value(Yc, A1, R1)
+        assert frac * exact < got <= exact * (1 + 1e-12)
+        np.testing.assert_allclose(R1, Yc - kernel_product(sp, A1, shift), atol=1e-12 * n)
+    # a threshold above the exact value never stops the solve early
+    A2, R2, its2 = cg_ridge(sp, Yc, shift, x0=x0, tol=1e-10, precond=pre,
+                            give_up_above=exact * (1 + 1e-9))
+    A3, R3, its3 = cg_ridge(sp, Yc, shift, x0=x0, tol=1e-10, precond=pre)
+    assert its2 == its3
+    np.testing.assert_array_equal(A2, A3)
+
+
+@pytest.mark.parametrize("penalty", PENALTIES)
+def test_line_search_certificates_keep_the_dense_decisions(penalty):
+    """Skipped trials (negative threshold) and solves stopped by the lower bound of G make the
+    same accept / reject decisions as exact dense solves, and happen in these fits."""
+    X, Yc, W0, lam = _problem(seed=1)
+    kw = dict(step_size=500.0, max_iter=10)
+    dense = fit_particles(X, Yc, W0, lam, penalty, kernel_solver="dense", **kw)
+    cg = fit_particles(X, Yc, W0, lam, penalty, kernel_solver="cg", cg_tol=1e-11, **kw)
+    assert cg["certified_trials"] > 0
+    assert cg["skipped_trials"] == dense["skipped_trials"]
+    np.testing.assert_array_equal(cg["history"]["n_backtracks"], dense["history"]["n_backtracks"])
+    np.testing.assert_allclose(cg["history"]["objective"], dense["history"]["objective"],
+                               rtol=1e-6)
+    # the same fit with both certificates switched off (an exact solve for every trial)
+    monkey = pytest.MonkeyPatch()
+    monkey.setattr(core, "_evaluate", _evaluate_without_certificates)
+    try:
+        plain = fit_particles(X, Yc, W0, lam, penalty, kernel_solver="dense", **kw)
+    finally:
+        monkey.undo()
+    assert plain["skipped_trials"] == 0
+    np.testing.assert_array_equal(plain["history"]["n_backtracks"],
+                                  dense["history"]["n_backtracks"])
+    np.testing.assert_array_equal(plain["W"], dense["W"])
+
+
+_real_evaluate = core._evaluate
+
+
+def _evaluate_without_certificates(*args, give_up_above=None, **kw):
+    return _real_evaluate(*args, **kw)
+
+
+def test_kernel_product_ticks_between_slices_of_particles(monkeypatch):
+    rng = np.random.default_rng(12)
+    X, W = awkward_inputs(rng, n=300, m=13)
+    sp = SortedProjections(np.ascontiguousarray((X @ W).T))
+    U = rng.standard_normal((300, 2))
+    whole = kernel_product(sp, U, 0.5)
+    monkeypatch.setattr(cgmod, "TICK_WORK", 4 * 300 * 2)
+    ticks = []
+    sliced = kernel_product(sp, U, 0.5, tick=ticks.append)
+    assert len(ticks) == 4                       # 13 particles in slices of 4, 4, 4, 1
+    np.testing.assert_allclose(sliced, whole, rtol=0, atol=1e-12 * np.abs(whole).max())
+    assert [b - a for a, b in cgmod.particle_slices(13, 600, 4)] == [4, 4, 4, 1]
+    assert [b - a for a, b in cgmod.particle_slices(5, 10**9, 4)] == [1] * 5
+
+
+def test_progress_gaps_with_a_fake_clock(monkeypatch):
+    """With every numba kernel charged to a fake clock by the work it does, no two progress
+    events of a CG fit are further apart than the rate limit plus two slices of work: the
+    kernels are called in slices of at most TICK_WORK with a tick after each."""
+    import rwtool.progress as progmod
+    clock = [0.0]
+    per_slice = 0.25                              # fake seconds for TICK_WORK operations
+    monkeypatch.setattr(cgmod, "TICK_WORK", 800)  # a whole product (3200) would take 1 s
+
+    class FakeTime:
+        @staticmethod
+        def perf_counter():
+            return clock[0]
+
+    monkeypatch.setattr(progmod, "time", FakeTime)
+
+    def charged(kernel, work):
+        def run(*args):
+            clock[0] += per_slice * work(*args) / cgmod.TICK_WORK
+            return kernel(*args)
+        return run
+
+    monkeypatch.setattr(cgmod, "_distance_products", charged(
+        cgmod._distance_products, lambda o, v, U, acc: v.size * U.shape[1]))
+    monkeypatch.setattr(cgmod, "_step_gram", charged(
+        cgmod._step_gram, lambda beta, starts, scale, tail, j0, j1, C:
+        sum(beta.shape[0] - 1 - j for j in range(j0, j1)) * beta.shape[1] / 16))
+    monkeypatch.setattr(core, "_signed_sums", charged(
+        core._signed_sums, lambda PT, order, Z, RT: PT.size * (1 + Z.shape[1])))
+    X, Yc, W0, lam = _problem(n=400)
+    times = []
+    fit_particles(X, Yc, W0, lam, "concave_feature", step_size=500.0, max_iter=4,
+                  kernel_solver="cg", callback=Progress(lambda ev: times.append(clock[0]),
+                                                        min_interval=0.1))
+    gaps = np.diff(times)
+    assert clock[0] > 20 * per_slice and len(times) > 20
+    assert gaps.max() <= 0.1 + per_slice + 1e-9
