@@ -58,3 +58,14 @@ def test_report_keeps_the_text_around_the_markers(tmp_path):
     text = out.read_text()
     assert "second" in text and "first" not in text and "analysis" in text.split(END)[1]
     assert text.count(BEGIN) == 1
+
+
+def test_solvers_filter_keeps_only_those_rw_and_rks_rows():
+    import argparse
+
+    from benchmarks.defaults import rows
+    args = argparse.Namespace(T=50, methods=["RW", "RKS", "RFSGD"], solvers=["lstsq", "ridge"])
+    keys = [key for key, *_ in rows("cancer", args)]
+    assert len(keys) == 9 and all(k.endswith(("/lstsq", "/ridge")) for k in keys)
+    args.solvers = None
+    assert "RFSGD" in [key for key, *_ in rows("cancer", args)]
