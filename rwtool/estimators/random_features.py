@@ -896,8 +896,10 @@ _RW_DOC = """
         lam in J = (1/m) sum loss(f, y) + (lam/2) ||alpha||_H^2 (lstsq, sfgd, osd) or lam1 in
         J1 (lasso): the same lam means the same model whatever the solver (spec section 3).
         "auto" chooses it by 3-fold cross-validation over ``AUTO_REG[solver]``, growing the grid
-        past an end the best value sits at (``reg_``, ``reg_search_``); for "lstsq" that costs
-        about three passes over the data in all. For "lasso", "auto" is the warm-started path
+        past an end the best value sits at (``reg_``, ``reg_search_``); for "lstsq" it is one
+        pass over the data, the per-fold sums scoring every value (R^2 from the sums, or
+        accuracy on a position-hashed validation sample for classifiers) and giving the model,
+        the same choice as partial_fit and Dask make (docs/TUNING.md). For "lasso", "auto" is the warm-started path
         from lam_max = max |Phi^T y| / m down to lam_max / 1000 (30 values, further while the
         smallest is best), chosen by 3-fold cross-validation from per-fold sums (one pass, as
         partial_fit and Dask do; solvers/lasso_cv.py). None (the default) is the solver's

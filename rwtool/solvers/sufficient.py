@@ -14,13 +14,16 @@ training-fold solution a = a(A - A_f, B - B_f), the validation residual is
 
     ||Y_f - Phi_f a||^2 = yy_f - 2 a^T B_f + a^T A_f a,
 
-so the choice of reg on a stream costs one pass. The Lasso in Gram mode solves from the same
-sums (Q = A / m, q = B / m, ||y||^2 / m). A row's fold is a deterministic function of its
-position in the data (a SplitMix64 hash, :func:`fold_of`), so a stream, a file read in chunks
-and a partitioned collection split the same rows the same way.
+so the choice of reg on a stream costs one pass (:func:`select_reg`, the one criterion of every
+mode). Accuracy is not such a sum: for classifiers the statistics may keep a
+:class:`ValidationSample`, the rows with the smallest hash of their position, scored by
+prediction. The Lasso in Gram mode solves from the same sums (Q = A / m, q = B / m,
+||y||^2 / m). A row's fold is a deterministic function of its position in the data (a
+SplitMix64 hash, :func:`fold_of`), so a stream, a file read in chunks and a partitioned
+collection split the same rows the same way.
 
-This module knows feature maps only through ridge.normal_equations; it must not import
-estimators or Dask.
+This module knows feature maps only through ridge.normal_equations and ``linear_predict`` (the
+validation sample's accuracy); it must not import estimators or Dask.
 """
 
 from __future__ import annotations
