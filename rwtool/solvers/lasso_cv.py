@@ -114,7 +114,9 @@ def lasso_cv(stats, classifier: bool, n_lams: int = N_LAMS, ratio: float = LAM_R
             best = len(lams) - 1
         progress.update(len(lams), force=True, best_score=float(scores[best].mean()))
         i += 1
-        if len(lams) - 1 - best >= patience or cap == len(used) * k:
+        # patience counts from a model better than lam_max's zero one (a plateau of accuracy
+        # at the start of the path is not the optimum)
+        if (best > 0 and len(lams) - 1 - best >= patience) or cap == len(used) * k:
             break
         # the grid, then on down by the same ratio (best at the end: the optimum may be below)
         lam = float(grid[i]) if i < len(grid) else lam * step
