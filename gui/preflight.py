@@ -17,12 +17,14 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from rwtool.estimators.random_features import FROM_SUMS_SOLVERS
 from rwtool.resources import MEMORY_FRACTION, available_memory, estimate_fit
 
 __all__ = ["Preflight", "preflight", "many_classes", "AUTO_REG_FOLDS", "LONG_FIT_S",
            "LARGE_FIT_BYTES"]
 
-#: folds of reg="auto" in rwtool (estimators/random_features.py _fit_auto_reg)
+#: folds of reg="auto" in rwtool (estimators/random_features.py _fit_auto_reg); only the solvers
+#: outside FROM_SUMS_SOLVERS split them by class
 AUTO_REG_FOLDS = 3
 #: a fit estimated longer than this, or larger than LARGE_FIT_BYTES, is confirmed first
 LONG_FIT_S = 60.0
@@ -104,7 +106,8 @@ def preflight(est, X, y, task: str, *, folds: int | None = None,
         if w:
             out.warnings.append(w)
         params = est.get_params() if hasattr(est, "get_params") else {}
-        if isinstance(params.get("reg"), str) and params["reg"].lower() == "auto":
+        stratified = params.get("solver") not in FROM_SUMS_SOLVERS
+        if stratified and isinstance(params.get("reg"), str) and params["reg"].lower() == "auto":
             msg = _class_floor(y, AUTO_REG_FOLDS,
                                f"reg = auto (chosen by {AUTO_REG_FOLDS}-fold cross-validation)")
             if msg:

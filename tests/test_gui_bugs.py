@@ -141,12 +141,20 @@ def test_many_classes_warn_refuse_and_estimate(qtbot, window, tmp_path, monkeypa
     asked = []
     window.ask = lambda title, text: asked.append(text) or False
     n = len(window.run_list.runs)
-    choose(window, "rw", n_features=20, reg="auto")
+    choose(window, "rw", solver="sfgd", n_features=20, reg="auto")
     window.train()
-    # reg=auto's 3 folds need 3 rows per class: said in the form's words, not "lower cv"
+    # an iterative solver's reg=auto refits on 3 stratified folds, which need 3 rows per class:
+    # said in the form's words, not "lower cv"
     assert window.banner.kind == "error" and "reg" in window.banner.text
     assert "cv" not in window.banner.text.replace("cross-validation", "")
     assert len(window.run_list.runs) == n
+    # least squares chooses reg from sums over hashed folds: no per-class floor, but the many
+    # classes are still asked about first (and refused here)
+    choose(window, "rw", solver="lstsq", reg="auto")
+    window.train()
+    assert asked and "3 rows" not in asked[-1] and "regression" in asked[-1]
+    assert len(window.run_list.runs) == n
+    asked.clear()
     choose(window, "rw", reg="1e-3")
     window.train()                  # many classes: asked first, with the estimate; refused
     assert asked and "regression" in asked[-1] and "memory" in asked[-1]

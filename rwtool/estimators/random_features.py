@@ -146,6 +146,9 @@ _MONITORED = ("sfgd", "osd", "lasso")
 MONITOR_ROWS = 1000
 #: solvers that minimise the squared loss only
 _SQUARED_ONLY = ("lstsq", "ridge", "lasso")
+#: solvers whose reg="auto" comes from per-fold sums over position-hashed folds (no class needs
+#: rows in every fold); the others refit each candidate on stratified folds (rwtool.selection)
+FROM_SUMS_SOLVERS = ("lstsq", "ridge", "lasso")
 
 
 #: reg="auto" candidates per solver (increasing): the least-squares path is nearly free
@@ -273,7 +276,7 @@ class _RandomFeatureModel(BaseEstimator):
         the validation scores of every candidate (None when reg=None fell back to
         ``SMALL_DATA_REG`` on data too small for three folds).
         """
-        if solver in ("lstsq", "ridge", "lasso") and not is_dask(X):
+        if solver in FROM_SUMS_SOLVERS and not is_dask(X):
             return self._fit_from_sums(X, y, callback)
         params = self.get_params(deep=False)
         if params["random_state"] is None:  # every candidate and the final fit: one draw
@@ -385,7 +388,7 @@ class _RandomFeatureModel(BaseEstimator):
             words += 2048 * T + 3 * T * k
             ops += epochs * n * T * (d + 4 * k)
             detail = f"{epochs} passes over chunks of 2048 rows of {T} features"
-        if auto and solver not in ("lstsq", "ridge", "lasso"):
+        if auto and solver not in FROM_SUMS_SOLVERS:
             n_reg = len(AUTO_REG[solver])
             ops *= 3 * n_reg + 1                       # a fit per (fold, reg) and the refit
             detail += f"; reg='auto' refits {3 * n_reg + 1} times"
