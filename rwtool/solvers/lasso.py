@@ -523,6 +523,7 @@ def _active_set_step(Q, q, yy, lam, a, tol_abs):
         x = np.empty(0)
         for _ in range(_SIGN_FIXES):
             if len(A) == 0:
+                x = np.empty(0)
                 break
             try:
                 x = np.linalg.solve(Q[np.ix_(A, A)], q[A] - lam * sgn)
