@@ -298,7 +298,7 @@ def test_overflow_raises_numerical_error_and_leaves_unfitted(rng):
 
 
 @pytest.mark.parametrize("kw", [dict(), dict(gauss_order=3), dict(selector="eerf"),
-                                dict(loss="squared")])
+                                dict(loss="squared"), dict(loss="squared", reg=1e-4)])
 def test_estimate_fit_brackets_the_measured_peak(rng, kw, traced_peak):
     from rwtool.resources import estimate_fit
     X = rng.standard_normal((2000, 12))
