@@ -214,7 +214,9 @@ class TaylorMultiKernelFeatures(FeatureMap):
 
     def _columns_into(self, X, cols, out, env=None):
         env = self.envelope(X) if env is None else env
-        if X.shape[0] * len(cols) >= 200_000:
+        # Many columns (a block of the dictionary) or many values: the parallel kernel, which
+        # multiplies in the same order as the loop below, so both give the same bits.
+        if X.shape[0] * len(cols) >= 200_000 or len(cols) > 64:
             _monomial_columns(X, env, self.vars_, self.kernel_index_, self.scale_,
                               np.ascontiguousarray(cols, dtype=np.int64), out)
             return out

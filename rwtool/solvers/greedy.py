@@ -263,7 +263,8 @@ def mfga(dictionary, Y: np.ndarray, loss: str, lam: float, n_select: int,
                 stopped = "tolerance"
                 break
             s = min(int(per_step), M - len(support))
-            new = np.argsort(-score, kind="stable")[:s]
+            # one pick: argmax takes the first of tied maxima, as the stable sort does
+            new = np.argsort(-score, kind="stable")[:s] if s > 1 else np.array([np.argmax(score)])
             new = new[np.isfinite(score[new])]
             t = len(support)
             B = dictionary.columns(new, np.empty((N, len(new))))
