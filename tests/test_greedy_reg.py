@@ -39,7 +39,7 @@ def test_choose_reg_extends_past_the_end_and_breaks_ties_upwards():
 def test_auto_equals_brute_force_cross_validation(rng):
     X, y = _noisy(rng, 120)
     est = GreedyMKRegressor(n_features=15, random_state=0).fit(X, y)
-    search = est.solver_info_["reg_search"]
+    search = est.reg_search_
     Xp = est.x_scaler_.transform(X)
     # Independently: every candidate fitted by the public estimator on each fold's fit rows
     # (explicit reg, the same bandwidth and dictionary, inputs standardised once), scored by the
@@ -88,7 +88,7 @@ def test_explicit_reg_is_the_papers_model_unchanged(rng):
     X, y = _noisy(rng, 90)
     est = GreedyMKRegressor(n_features=10, reg=1e-3, fit_intercept=False, random_state=0)
     est.fit(X, y)
-    assert est.reg_ == 1e-3 and "reg_search" not in est.solver_info_
+    assert est.reg_ == 1e-3 and est.reg_search_ is None
     # the same path computed by hand: standardised X, [-1, 1]-scaled y, MFGA at lam = 1e-3
     Xp = (X - X.mean(0)) / X.std(0)
     Y = ((y - (y.max() + y.min()) / 2) / ((y.max() - y.min()) / 2))[:, None]
@@ -109,10 +109,10 @@ def test_auto_for_random_selectors_and_the_classifier(rng, selector):
     X, y = _noisy(rng, 150)
     reg = GreedyMKRegressor(selector=selector, n_features=30, n_candidates=60,
                             random_state=0).fit(X, y)
-    assert reg.reg_ in reg.solver_info_["reg_search"]["reg"]
+    assert reg.reg_ in reg.reg_search_["reg"]
     clf = GreedyMKClassifier(selector=selector, n_features=30, n_candidates=60, reg="auto",
                              random_state=0).fit(X, y > 0)
-    losses = clf.solver_info_["reg_search"]["val_loss"]
+    losses = clf.reg_search_["val_loss"]
     assert 0.0 <= min(losses) <= 0.5
     assert clf.score(X, y > 0) > 0.7
 
@@ -121,7 +121,7 @@ def test_auto_classifier_mfga_scores_held_out_accuracy(rng):
     X, y = _noisy(rng, 160)
     labels = np.digitize(y, [-0.5, 0.5])         # three classes
     clf = GreedyMKClassifier(n_features=10, reg="auto", random_state=0).fit(X, labels)
-    search = clf.solver_info_["reg_search"]
+    search = clf.reg_search_
     assert clf.reg_ in search["reg"] and all(0.0 <= v <= 1.0 for v in search["val_loss"])
     with pytest.raises(ValueError, match="reg must be one of 'auto'"):
         GreedyMKRegressor(reg="best").fit(X, y)

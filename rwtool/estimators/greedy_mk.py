@@ -240,11 +240,11 @@ class _GreedyMK(BaseEstimator):
         return float(np.mean(F.argmax(axis=1) != Y.argmax(axis=1)))
 
     def _choose_reg(self, n_rows, rng, fit_on, progress):
-        """``(reg, info)``: the number given, or the reg="auto" choice by cross-validation
+        """``(reg, table)``: the number given (table None), or the reg="auto" choice by CV
         (rwtool.solvers.greedy_reg), ``fit_on(fit_rows, val_rows)`` returning the function of
         lam that fits on the first rows and gives the loss on the others."""
         if not isinstance(self.reg, str):
-            return float(self.reg), {}
+            return float(self.reg), None
         seed = int(rng.integers(0, 2**63 - 1))
         folds = fold_splits(n_rows, seed)
         losses = [fit_on(fit_rows, val_rows) for fit_rows, val_rows in folds]
@@ -264,7 +264,7 @@ class _GreedyMK(BaseEstimator):
             if failures:   # every candidate failed: the learner's own error says why
                 raise failures[0] from None
             raise
-        return reg, {"reg_search": dict(table, folds=len(folds), seed=seed)}
+        return reg, dict(table, folds=len(folds), seed=seed)
 
     def _mfga_holdout(self, fmap, Xp, Y):
         """The reg="auto" loss function of MFGA on one fold: the greedy path on the fit rows for
@@ -324,11 +324,11 @@ class _GreedyMK(BaseEstimator):
             if exc.partial is not None:
                 support, coef, intercept, path = exc.partial
                 self._set_fitted(fmap, support, coef, intercept, np.ones(len(support)), path,
-                                 t0, t_pp, reg, cancelled=True, **reg_info)
+                                 t0, t_pp, reg, reg_info, cancelled=True)
             raise
         self._set_fitted(fmap, support, coef, intercept, np.ones(len(support)), path, t0, t_pp,
-                         reg, stopped=path.get("stopped"), n_candidates=fmap.n_output_,
-                         gauss_order=order, include_linear=linear, **reg_info)
+                         reg, reg_info, stopped=path.get("stopped"),
+                         n_candidates=fmap.n_output_, gauss_order=order, include_linear=linear)
 
     def _fit_random(self, selector, Xp, Y, progress, rng, t0):
         M = int(self.n_features)
@@ -374,16 +374,18 @@ class _GreedyMK(BaseEstimator):
         path = {"n_features": [M], "objective": [glm_objective(F, Y, coef, self._loss, reg)],
                 "train_error": [self._train_error(F, Y)]}
         self._set_fitted(fmap, np.asarray(idx, dtype=np.int64), coef, intercept, scale, path,
-                         t0, t_pp, reg, **info, **sinfo, **reg_info)
+                         t0, t_pp, reg, reg_info, **info, **sinfo)
 
     def _train_error(self, F, Y):
         if self._loss == "logistic":
             return float(np.mean((F > 0) != (Y > 0)))
         return float(np.mean((F - Y) ** 2))
 
-    def _set_fitted(self, fmap, support, coef, intercept, scale, path, t0, t_pp, reg, **info):
+    def _set_fitted(self, fmap, support, coef, intercept, scale, path, t0, t_pp, reg, search,
+                    **info):
         self.feature_map_ = fmap
         self.reg_ = float(reg)
+        self.reg_search_ = search
         self.support_ = np.asarray(support, dtype=np.int64)
         self.coef_ = np.ascontiguousarray(coef)
         self.intercept_ = np.asarray(intercept, dtype=float)
@@ -479,6 +481,9 @@ _DOC = """
     sigma_ : float, the bandwidth used (``solver_info_`` holds the rule and the k-NN and
         "scale" values it compared, and ``gauss_order`` / ``n_candidates`` of the dictionary).
     path_ : dict of lists: n_features, objective, train_error (and val_error) along the path.
+    reg_ : float, the lam used; reg_search_ : dict or None, for reg="auto" the candidates
+        ``reg`` (increasing), their mean held-out errors ``val_loss``, ``folds`` and the
+        ``seed`` of the fold permutation.
     n_features_in_, x_scaler_, solver_info_, preprocess_time_, fit_time_ (seconds).
 """
 
@@ -489,7 +494,7 @@ _REG_AUTO = """\
         there; each candidate runs the whole learner (for MFGA the greedy path) on 3 folds and
         is scored on the fourth (mean squared error of the scaled targets, or the 0-1 error);
         the least mean error wins (the largest lam among ties) and the model is refitted on
-        all rows. ``reg_`` is the lam used, ``solver_info_["reg_search"]`` the errors.
+        all rows. ``reg_`` is the lam used, ``reg_search_`` the errors (None for a number).
 """
 _INTERCEPT_DOC = """\
         The paper's model has no intercept; True adds an unpenalised one to every selector.

@@ -1,0 +1,89 @@
+"""What reg="auto" costs and gives GreedyMK: the default against the old default and scikit-learn.
+
+    python -m benchmarks.bench_greedy_reg [--datasets PATH] [--rounds 5] [--classifier]
+
+Regression (abalone, diabetes, wine as in benchmarks/defaults.py: 75/25 splits, MSE on
+standardised y): GreedyMKRegressor() (reg="auto", intercept), the old default
+GreedyMKRegressor(reg=1e-4, fit_intercept=False) and StandardScaler + Nystroem(100) + Ridge.
+``--classifier``: GreedyMKClassifier() (reg=1e-4) against GreedyMKClassifier(reg="auto") on the
+small classification sets (make_classification, cancer, digits), the measurement behind keeping
+the classifier's fixed default. Fits run in turn, one of each per round (so drifts in the
+machine's speed hit all alike); the table gives median fit seconds, their ratio to the old
+default, and the test error (deterministic: random_state=0). Run single-threaded
+(OPENBLAS_NUM_THREADS=1 NUMBA_NUM_THREADS=1).
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+import warnings
+
+import numpy as np
+
+from .bench_core import machine
+from .defaults import error, load
+
+
+def _candidates(task):
+    import rwtool as rw
+    from sklearn.kernel_approximation import Nystroem
+    from sklearn.linear_model import Ridge
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+    if task == "regression":
+        return {"default (reg='auto')": lambda: rw.GreedyMKRegressor(random_state=0),
+                "old default (1e-4, no intercept)":
+                    lambda: rw.GreedyMKRegressor(reg=1e-4, fit_intercept=False, random_state=0),
+                "Nystroem(100) + Ridge": lambda: make_pipeline(
+                    StandardScaler(), Nystroem(n_components=100, random_state=0), Ridge())}
+    return {"reg='auto'": lambda: rw.GreedyMKClassifier(reg="auto", random_state=0),
+            "old default (1e-4, no intercept)": lambda: rw.GreedyMKClassifier(random_state=0)}
+
+
+def measure(name, task, root, rounds):
+    Xtr, Xte, ytr, yte = load(name, root, 5000)
+    cands = _candidates(task)
+    times = {k: [] for k in cands}
+    errs, regs = {}, {}
+    for k, make in cands.items():                 # warm-up: numba caches, first imports
+        make().fit(Xtr[:50], ytr[:50])
+    for _ in range(rounds):
+        for k, make in cands.items():
+            est = make()
+            t = time.perf_counter()
+            est.fit(Xtr, ytr)
+            times[k].append(time.perf_counter() - t)
+            errs[k] = error(est.predict(Xte), yte, task == "regression")
+            regs[k] = getattr(est, "reg_", None)
+    base = "old default (1e-4, no intercept)"
+    rows = []
+    for k in cands:
+        med = float(np.median(times[k]))
+        ratio = float(np.median(np.array(times[k]) / np.array(times[base])))
+        rows.append((name, k, errs[k], regs[k], med, ratio))
+    return rows
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--datasets", default=None)
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--classifier", action="store_true")
+    args = ap.parse_args(argv)
+    warnings.simplefilter("ignore")
+    sets = (("make_classification", "cancer", "digits") if args.classifier
+            else ("abalone", "diabetes", "wine"))
+    task = "classification" if args.classifier else "regression"
+    print(f"Machine: {machine()}; {args.rounds} rounds, median fit seconds\n")
+    print("| data | fit | test error | reg_ | fit s (median) | / old default |")
+    print("|---|---|---|---|---|---|")
+    for name in sets:
+        for name_, k, err, reg, med, ratio in measure(name, task, args.datasets, args.rounds):
+            reg_s = "–" if reg is None else f"{reg:g}"
+            print(f"| {name_} | {k} | {err:.4f} | {reg_s} | {med:.3f} | {ratio:.2f} |",
+                  flush=True)
+
+
+if __name__ == "__main__":
+    main()
