@@ -790,7 +790,8 @@ are refused; any other estimator parameter can be set with --param NAME=VALUE.""
     m.add_argument("-T", "--n-features", dest="n_features", type=int,
                    help="number of random features T")
     m.add_argument("--reg", help="regularisation lambda, or auto (cross-validated); default: the "
-                   "method's (RW/RKS: auto for lstsq/ridge, a measured value otherwise)")
+                   "method's (RW/RKS: auto for lstsq/ridge, a measured value otherwise; greedy: "
+                   "auto for regression, 1e-4 for classification)")
     m.add_argument("--sigma", help="sampling / kernel width sigma")
     m.add_argument("--gamma", help="kernel width gamma of the RKHS weighting")
     m.add_argument("--theta", help="target theta (RWSign, RWRelu)")
