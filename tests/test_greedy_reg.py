@@ -125,3 +125,28 @@ def test_auto_classifier_mfga_scores_held_out_accuracy(rng):
     assert clf.reg_ in search["reg"] and all(0.0 <= v <= 1.0 for v in search["val_loss"])
     with pytest.raises(ValueError, match="reg must be one of 'auto'"):
         GreedyMKRegressor(reg="best").fit(X, y)
+
+
+def test_search_reports_progress_and_can_be_cancelled(rng):
+    from rwtool.progress import FitCancelled
+    from sklearn.exceptions import NotFittedError
+    X, y = _noisy(rng, 120)
+    events = []
+    GreedyMKRegressor(n_features=10, random_state=0).fit(X, y, callback=events.append)
+    search = [e for e in events if e.stage == "search"]
+    assert search[0].kind == "start" and search[-1].kind == "end"
+    assert "best_loss" in search[-1].metrics or any("best_loss" in e.metrics for e in search)
+    assert [e.stage for e in events if e.kind == "start"] == ["search", "greedy path"]
+
+    calls = []
+
+    def cancel_in_the_first_path(event):
+        calls.append(event)
+        return event.stage == "search" and event.kind == "update"
+
+    est = GreedyMKRegressor(n_features=10, random_state=0)
+    with pytest.raises(FitCancelled):
+        est.fit(X, y, callback=cancel_in_the_first_path)
+    assert calls[-1].done == 0                   # within the first candidate's paths
+    with pytest.raises(NotFittedError):
+        est.predict(X)

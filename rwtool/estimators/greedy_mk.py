@@ -23,7 +23,7 @@ from ..features.fourier import RandomFourierFeatures
 from ..errors import NumericalError, check_finite_result
 from ..features.bandwidth import knn_sigma, scale_sigma
 from ..features.taylor import TaylorMultiKernelFeatures, auto_gauss_order, dictionary_size
-from ..progress import FitCancelled, make_progress
+from ..progress import FitCancelled, Progress, make_progress
 from ..resources import FitEstimate
 from ..solvers.greedy import (DenseDictionary, DictionaryView, eerf_scores, feature_alignment,
                               glm_fit, glm_objective, lkrf_select, lkrf_weights, mfga)
@@ -241,22 +241,28 @@ class _GreedyMK(BaseEstimator):
 
     def _choose_reg(self, n_rows, rng, fit_on, progress):
         """``(reg, table)``: the number given (table None), or the reg="auto" choice by CV
-        (rwtool.solvers.greedy_reg), ``fit_on(fit_rows, val_rows)`` returning the function of
-        lam that fits on the first rows and gives the loss on the others."""
+        (rwtool.solvers.greedy_reg). ``fit_on(fit_rows, val_rows)`` returns the function
+        ``loss(lam, progress)`` that fits on the first rows and gives the loss on the others;
+        its progress forwards to stage "search" (done = candidates finished), so that a
+        cancel is seen within a path, not only between candidates."""
         if not isinstance(self.reg, str):
             return float(self.reg), None
         seed = int(rng.integers(0, 2**63 - 1))
         folds = fold_splits(n_rows, seed)
-        losses = [fit_on(fit_rows, val_rows) for fit_rows, val_rows in folds]
-
-        failures = []
+        fold_losses = [fit_on(fit_rows, val_rows) for fit_rows, val_rows in folds]
+        progress = make_progress(progress)
+        finished, failures = [], []
+        inner = (Progress(lambda event: progress.update(len(finished)))
+                 if progress.active else None)
 
         def loss_of(lam):
             try:
-                return float(np.mean([loss(lam) for loss in losses]))
+                return float(np.mean([loss(lam, inner) for loss in fold_losses]))
             except NumericalError as exc:   # a candidate that fails is never chosen
                 failures.append(exc)
                 return float("nan")
+            finally:
+                finished.append(lam)
 
         try:
             reg, table = choose_reg(loss_of, AUTO_REG, progress)
@@ -266,7 +272,7 @@ class _GreedyMK(BaseEstimator):
             raise
         return reg, dict(table, folds=len(folds), seed=seed)
 
-    def _mfga_holdout(self, fmap, Xp, Y):
+    def _mfga_cv(self, fmap, Xp, Y):
         """The reg="auto" loss function of MFGA on one fold: the greedy path on the fit rows for
         each lam. The dictionary of all rows is evaluated once when it fits in half of
         DENSE_BUDGET (one fold's copy of the fit rows at a time takes the other half)."""
@@ -277,7 +283,7 @@ class _GreedyMK(BaseEstimator):
             Xv = np.ascontiguousarray(Xp[val_rows])
             Yf, Yv = Y[fit_rows], Y[val_rows]
 
-            def loss(lam):
+            def loss(lam, progress=None):
                 if dense:
                     dictionary = DenseDictionary(Psi[fit_rows])
                 else:
@@ -285,7 +291,8 @@ class _GreedyMK(BaseEstimator):
                 support, coef, intercept, _ = mfga(
                     dictionary, Yf, self._loss, lam, int(self.n_features),
                     per_step=int(self.features_per_step), tol=float(self.tol),
-                    normalize=bool(self.normalize), fit_intercept=bool(self.fit_intercept))
+                    normalize=bool(self.normalize), fit_intercept=bool(self.fit_intercept),
+                    progress=progress)
                 A = Psi[val_rows][:, support] if dense else fmap.columns(Xv, support)
                 return self._holdout_loss(A @ coef + intercept, Yv)
             return loss
@@ -312,7 +319,7 @@ class _GreedyMK(BaseEstimator):
                 D = fmap.columns(Xv, support) @ coef + intercept
                 return {"val_error": self._error(D, yv)}
         t_pp = time.perf_counter() - t0
-        reg, reg_info = self._choose_reg(Xp.shape[0], rng, self._mfga_holdout(fmap, Xp, Y),
+        reg, reg_info = self._choose_reg(Xp.shape[0], rng, self._mfga_cv(fmap, Xp, Y),
                                          progress)
         try:
             support, coef, intercept, path = mfga(
@@ -360,7 +367,7 @@ class _GreedyMK(BaseEstimator):
         A = fmap.transform(Xp) * scale
 
         def fit_on(fit_rows, val_rows):
-            def loss(lam):
+            def loss(lam, progress=None):
                 c, b, _ = glm_fit(A[fit_rows], Y[fit_rows], self._loss, lam,
                                   bool(self.fit_intercept))
                 return self._holdout_loss(A[val_rows] @ c + b, Y[val_rows])
