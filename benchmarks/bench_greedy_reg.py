@@ -1,13 +1,14 @@
 """What reg="auto" costs and gives GreedyMK: the default against the old default and scikit-learn.
 
-    python -m benchmarks.bench_greedy_reg [--datasets PATH] [--rounds 5] [--classifier]
+    python -m benchmarks.bench_greedy_reg [--datasets PATH] [--rounds 5] [--classifier | --large]
 
 Regression (abalone, diabetes, wine as in benchmarks/defaults.py: 75/25 splits, MSE on
 standardised y): GreedyMKRegressor() (reg="auto", intercept), the old default
 GreedyMKRegressor(reg=1e-4, fit_intercept=False) and StandardScaler + Nystroem(100) + Ridge.
 ``--classifier``: GreedyMKClassifier() (reg=1e-4) against GreedyMKClassifier(reg="auto") on the
 small classification sets (make_classification, cancer, digits), the measurement behind keeping
-the classifier's fixed default. Fits run in turn, one of each per round (so drifts in the
+the classifier's fixed default. ``--large``: the regressors on 20000 synthetic rows (d = 20,
+y = sin x1 + x2 x3 + noise 0.5, 5000 test rows), where the search holds out one fold. Fits run in turn, one of each per round (so drifts in the
 machine's speed hit all alike); the table gives median fit seconds, their ratio to the
 fixed-lam fit (the second row of each set) and the test error (deterministic: random_state=0).
 Run single-threaded
@@ -42,8 +43,15 @@ def _candidates(task):
             "default (1e-4, no intercept)": lambda: rw.GreedyMKClassifier(random_state=0)}
 
 
+def _synthetic(n=20000, n_test=5000, d=20):
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((n + n_test, d))
+    y = np.sin(X[:, 0]) + X[:, 1] * X[:, 2] + 0.5 * rng.standard_normal(n + n_test)
+    return X[:n], X[n:], y[:n], y[n:]
+
+
 def measure(name, task, root, rounds):
-    Xtr, Xte, ytr, yte = load(name, root, 5000)
+    Xtr, Xte, ytr, yte = _synthetic() if name == "synthetic" else load(name, root, 5000)
     cands = _candidates(task)
     times = {k: [] for k in cands}
     errs, regs = {}, {}
@@ -71,10 +79,11 @@ def main(argv=None):
     ap.add_argument("--datasets", default=None)
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--classifier", action="store_true")
+    ap.add_argument("--large", action="store_true")
     args = ap.parse_args(argv)
     warnings.simplefilter("ignore")
     sets = (("make_classification", "cancer", "digits") if args.classifier
-            else ("abalone", "diabetes", "wine"))
+            else ("synthetic",) if args.large else ("abalone", "diabetes", "wine"))
     task = "classification" if args.classifier else "regression"
     print(f"Machine: {machine()}; {args.rounds} rounds, median fit seconds\n")
     print("| data | fit | test error | reg_ | fit s (median) | / fixed-lam fit |")

@@ -22,6 +22,8 @@ def test_fold_splits_partition_the_rows():
     for fit_rows, val_rows in folds:
         assert not set(fit_rows) & set(val_rows) and len(fit_rows) + len(val_rows) == 10
     assert len(fold_splits(2, seed=0)) == 2
+    (fit_rows, val_rows), = fold_splits(8000, seed=3)   # large N: one 1/4 holdout
+    assert len(val_rows) == 2000 and len(np.union1d(fit_rows, val_rows)) == 8000
     with pytest.raises(ValueError, match="pass a number for reg"):
         fold_splits(1, seed=0)
 

@@ -27,7 +27,8 @@ from ..progress import FitCancelled, Progress, make_progress
 from ..resources import FitEstimate
 from ..solvers.greedy import (DenseDictionary, DictionaryView, eerf_scores, feature_alignment,
                               glm_fit, glm_objective, lkrf_select, lkrf_weights, mfga)
-from ..solvers.greedy_reg import AUTO_REG, DENSE_BUDGET, N_FOLDS, choose_reg, fold_splits
+from ..solvers.greedy_reg import (AUTO_REG, DENSE_BUDGET, HOLDOUT_ROWS, N_FOLDS, choose_reg,
+                                  fold_splits)
 
 __all__ = ["GreedyMKClassifier", "GreedyMKRegressor", "SELECTORS"]
 
@@ -143,6 +144,9 @@ class _GreedyMK(BaseEstimator):
         M = int(self.n_features)
         peak = 8 * N * (d + 2 * k)
         ops = 0.0
+        # reg="auto": fits on 3/4 of the rows per candidate and fold (one fold for large N)
+        searches = (len(AUTO_REG) * (1 if N >= HOLDOUT_ROWS else N_FOLDS) * 0.75
+                    if isinstance(self.reg, str) else 0.0)
         if isinstance(self.sigma, str) and self.sigma.lower() in ("knn", "auto"):
             q = N if self.knn_queries is None else min(N, int(self.knn_queries))
             peak += 8 * 2 * min(512, q) * N
@@ -161,22 +165,20 @@ class _GreedyMK(BaseEstimator):
                 grad = 2.0 * N * M0 * (order + k)
             refit = (5.0 * N * M**3 / 3.0 * k) if self._loss == "logistic" else N * M * M
             ops += M * grad + refit
-            if isinstance(self.reg, str):
-                # reg="auto": one path per candidate and fold on 3/4 of the rows, over the
-                # dictionary materialised once (plus one fold's copy) when it is small enough
-                dense = 8 * N * M0 <= DENSE_BUDGET / 2
-                if dense:
+            if searches:
+                # a path per search, over the dictionary materialised once (plus one fold's
+                # copy) when it is small enough
+                if 8 * N * M0 <= DENSE_BUDGET / 2:
                     peak += int(8 * N * M0 * 1.75)
                     grad = 2.0 * N * M0 * k
-                ops += len(AUTO_REG) * N_FOLDS * 0.75 * (M * grad + refit)
+                ops += searches * (M * grad + refit)
             detail = (f"MFGA over {M0} candidates (Taylor order {order}), {M} selected from "
                       f"{N} rows")
         else:
             M0 = M if selector == "rks" else int(self.n_candidates)
             peak += 8 * (M0 * (d + 1) + 2 * N * M + min(N, 4096) * M0 + M0 * k + M * M)
             ops += 2.0 * N * M0 * d + 5.0 * N * M * M * k
-            if isinstance(self.reg, str):
-                ops += len(AUTO_REG) * N_FOLDS * 0.75 * 5.0 * N * M * M * k
+            ops += searches * 5.0 * N * M * M * k
             detail = f"{selector} over {M0} random features, {M} kept, {N} rows"
         return FitEstimate(peak_bytes=int(peak), seconds=ops / 1e9, detail=detail)
 
@@ -496,12 +498,12 @@ _DOC = """
 
 
 _REG_AUTO = """\
-        "auto": 4-fold cross-validation (folds from a permutation drawn from random_state)
-        over lam in {1e-6, 1e-5, ..., 1}, extended a decade past an end while the best sits
-        there; each candidate runs the whole learner (for MFGA the greedy path) on 3 folds and
-        is scored on the fourth (mean squared error of the scaled targets, or the 0-1 error);
-        the least mean error wins (the largest lam among ties) and the model is refitted on
-        all rows. ``reg_`` is the lam used, ``reg_search_`` the errors (None for a number).
+        "auto": 4-fold cross-validation (folds from a permutation drawn from random_state;
+        from 4000 training rows on, only the first fold is held out) over lam in
+        {1e-6, 1e-5, ..., 1}, extended a decade past an end while the best sits there; each
+        candidate runs the whole learner (for MFGA the greedy path) on 3 folds and is scored
+        on the fourth (mean squared error of the scaled targets, or the 0-1 error); the least
+        mean error wins (the largest lam among ties) and the model is refitted on all rows. ``reg_`` is the lam used, ``reg_search_`` the errors (None for a number).
 """
 _INTERCEPT_DOC = """\
         The paper's model has no intercept; True adds an unpenalised one to every selector.
