@@ -17,7 +17,10 @@ import sys
 _CORES = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 2)
 os.environ.setdefault("OPENBLAS_NUM_THREADS", str(max(1, _CORES - 1)))
 
-__all__ = ["main", "create_app", "guard_singleton_refcounts"]
+__all__ = ["main", "create_app", "guard_singleton_refcounts", "SWITCH_INTERVAL"]
+
+#: seconds a thread holding the interpreter lock keeps it while another waits (see create_app)
+SWITCH_INTERVAL = 0.001
 
 
 _GUARDED: bool | None = None
@@ -68,6 +71,10 @@ def create_app(argv=None):
 
     from .plots import configure
     guard_singleton_refcounts()
+    # While the training thread runs Python between its compiled calls, every call from Qt's
+    # painting back into Python (each item's paint and bounding box) waits for the interpreter
+    # lock for up to the switch interval: 5 ms by default, several per repaint (docs/bench/gui.md)
+    sys.setswitchinterval(min(sys.getswitchinterval(), SWITCH_INTERVAL))
     app = QApplication.instance()
     if app is None:
         app = QApplication(list(argv) if argv is not None else [sys.argv[0]])

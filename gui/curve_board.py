@@ -99,30 +99,30 @@ class CurveBoard(QWidget):
         if p is None:
             p = next((q for q in self._pool if q.metric is None), None) or self._new_plot()
             p.metric = name
-            p.clear_curves()
-            p.reset(describe_metric(name), xlabel, "")
-            p.setLogMode(bool(log_x), name in LOG_Y)
-            p.setVisible(True)
+            p.restart(describe_metric(name), xlabel, log_x, name in LOG_Y)
+            if p.isHidden():
+                p.setVisible(True)
             self._plots[name] = p
             self._hint.hide()
-        elif p.getAxis("bottom").labelText != xlabel:
-            p.setLabel("bottom", xlabel)
+        elif p.x_label != xlabel:
+            p.relabel_x(xlabel)
+        self._schedule()
         return p
 
     def append(self, name: str, xlabel: str, x: float, y: float, log_x: bool = False) -> None:
         self.plot_for(name, xlabel, log_x).append(name, x, y)
-        self._schedule()
 
     def set_curve(self, name: str, xlabel: str, x, y, log_x: bool = False) -> None:
         self.plot_for(name, xlabel, log_x).set_curve(name, x, y)
-        self._schedule()
 
     def clear(self) -> None:
-        """Forget the curves: the next run starts with fresh axes and ranges."""
+        """Forget the curves: the next run starts with fresh axes and ranges (the drawings are
+        cleared one plot per tick)."""
         for p in self._pool:
-            p.clear_curves()
+            p.restart()
             p.metric = None
         self._plots.clear()
+        self._schedule()
 
     def finish(self) -> None:
         """Hide the plots the run did not use (at its end, when the tab is usually hidden)."""
@@ -138,8 +138,8 @@ class CurveBoard(QWidget):
         self._schedule()
 
     def flush(self) -> None:
-        """Draw every pending point now (exports and tests)."""
-        for p in self._plots.values():
+        """Draw every pending change now (exports and tests)."""
+        for p in self._pool:
             p.flush()
 
     def _schedule(self) -> None:
@@ -147,9 +147,9 @@ class CurveBoard(QWidget):
             self._redraws.start()
 
     def _redraw_next(self) -> None:
-        """Redraw the next plot with pending points after the last one redrawn; stop the timer
+        """Redraw the next plot with pending changes after the last one redrawn; stop the timer
         when none waits."""
-        plots = list(self._plots.values())
+        plots = self._pool
         for k in range(len(plots)):
             i = (self._turn + k) % len(plots)
             if plots[i].dirty:

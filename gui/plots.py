@@ -162,7 +162,8 @@ class ResultPlot(pg.PlotWidget):
 
 class LivePlot(ResultPlot):
     """Curves fed point by point from progress events; :meth:`redraw` pushes the pending points
-    into the drawn curves (its owner calls it from a timer, see gui.curve_board)."""
+    and the pending title and axes into the drawn plot (its owner calls it from a timer, see
+    gui.curve_board), so that every change to the drawing happens in the plot's own turn."""
 
     def __init__(self, title: str = "", xlabel: str = "", ylabel: str = "", parent=None):
         super().__init__(title, xlabel, ylabel, parent)
@@ -170,20 +171,51 @@ class LivePlot(ResultPlot):
         self._curves: dict[str, pg.PlotDataItem] = {}
         self._styles: dict[str, dict] = {}
         self._dirty = False
+        self._restart: tuple | None = None      # (title, x label, log x, log y) to apply
+        self._xlabel = xlabel
 
     @property
     def dirty(self) -> bool:
-        """Points wait to be drawn."""
+        """Points, titles or axes wait to be drawn."""
         return self._dirty
 
-    def clear_curves(self) -> None:
+    @property
+    def x_label(self) -> str:
+        """The x-axis label, once drawn (it may still be pending)."""
+        return self._xlabel
+
+    def restart(self, title: str | None = None, xlabel: str | None = None,
+                log_x: bool = False, log_y: bool = False) -> None:
+        """Forget the curves now; at the next :meth:`redraw`, remove them from the drawing and
+        apply ``title`` and the axes (None keeps the title and x label). A hidden plot (another
+        tab is shown) changes at once: that costs no painting until it is shown."""
         self._data.clear()
         self._styles.clear()
+        if xlabel is not None:
+            self._xlabel = xlabel
+        self._restart = (title, xlabel, bool(log_x), bool(log_y))
+        self._dirty = True
+        if not self.isVisible():
+            self.redraw()
+
+    def relabel_x(self, xlabel: str) -> None:
+        """Change the x-axis label at the next :meth:`redraw`."""
+        self._xlabel = xlabel
+        self._dirty = True
+
+    def clear_curves(self) -> None:
+        """Forget the curves and remove them from the drawing now."""
+        self._data.clear()
+        self._styles.clear()
+        self._restart = None
+        self._remove_curves()
+        self._dirty = False
+
+    def _remove_curves(self) -> None:
         for c in self._curves.values():
             self.removeItem(c)
         self._curves.clear()
         self.legend.clear()
-        self._dirty = False
 
     def curve_names(self) -> list[str]:
         return list(self._data)
@@ -213,6 +245,14 @@ class LivePlot(ResultPlot):
         if not self._dirty:
             return
         self._dirty = False
+        if self._restart is not None:
+            title, xlabel, log_x, log_y = self._restart
+            self._restart = None
+            self._remove_curves()
+            self.reset(title, xlabel)
+            self.setLogMode(log_x, log_y)
+        elif self.getAxis("bottom").labelText != self._xlabel:
+            self.setLabel("bottom", self._xlabel)
         for i, (name, (xs, ys)) in enumerate(self._data.items()):
             curve = self._curves.get(name)
             if curve is None:

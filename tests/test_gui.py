@@ -509,6 +509,42 @@ def test_curve_board_redraws_one_plot_per_tick(qtbot):
     assert plots["loss"]._curves["loss"].yData[-1] == 0.01
 
 
+def test_curve_board_restarts_a_shown_plot_in_its_own_tick(qtbot):
+    """A new run's titles and empty axes reach a shown plot at its redraw tick (not in the
+    progress handler, with every other plot); a hidden plot changes at once."""
+    from gui.curve_board import CurveBoard
+    board = CurveBoard()
+    qtbot.addWidget(board)
+    board.show()
+    board.append("loss", "iteration", 0, 1.0)
+    board.flush()
+    plot = board.plots()["loss"]
+    assert plot.curve_names() == ["loss"] and "loss" in plot._curves
+    board.clear()
+    board._redraws.stop()
+    assert plot.curve_names() == [] and "loss" in plot._curves     # still drawn
+    board.append("gap", "lambda", 0.5, 1e-3, log_x=True)
+    assert board.plots()["gap"] is plot and plot.plot_title != "duality gap"
+    board._redraw_next()
+    assert plot.plot_title == "duality gap" and not plot.dirty
+    assert list(plot._curves) == ["gap"]
+    assert plot.getAxis("bottom").labelText == "lambda"
+    assert plot.getPlotItem().ctrl.logXCheck.isChecked()
+    assert plot.getPlotItem().ctrl.logYCheck.isChecked()       # LOG_Y
+    board.hide()
+    board.clear()
+    board.append("norm", "iteration", 0, 3.0)
+    assert plot.plot_title.startswith("‖α‖") and not plot._curves   # at once
+
+
+def test_app_keeps_interpreter_lock_handoffs_short():
+    import sys
+
+    from gui.app import SWITCH_INTERVAL
+    create_app()
+    assert sys.getswitchinterval() <= SWITCH_INTERVAL
+
+
 def test_preview_painting_warm_up_leaves_nothing_behind(qtbot):
     from PySide6.QtWidgets import QApplication
 
