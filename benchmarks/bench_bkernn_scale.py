@@ -2,13 +2,14 @@
 the regressor against scikit-learn's MLPRegressor on the same data and time budget.
 
     OPENBLAS_NUM_THREADS=1 NUMBA_NUM_THREADS=1 python -m benchmarks.bench_bkernn_scale periter
+    OPENBLAS_NUM_THREADS=1 NUMBA_NUM_THREADS=1 python -m benchmarks.bench_bkernn_scale gaps --n 128000
     OPENBLAS_NUM_THREADS=1 NUMBA_NUM_THREADS=1 python -m benchmarks.bench_bkernn_scale fit100k
     OPENBLAS_NUM_THREADS=1 NUMBA_NUM_THREADS=1 python -m benchmarks.bench_bkernn_scale mlp
 
 Each prints a markdown section (docs/bench/bkernn.md holds the results). Data: the Experiment 5
 generator of seed 001 (X ~ U[-1, 1]^d, y = |sum_{a<=3} sin((P^T x)_a)|) with N(0, 0.1^2) noise
-on the targets, d = 20; abalone and diabetes for the MLP comparison. The dense path is never run
-above n = 8000 (its n x n buffers would take most of a shared machine).
+on the targets, d = 20; abalone and diabetes for the MLP comparison. The dense path is run up to
+--dense-max rows only (2000 by default: its n x n buffers are 1 GB at 8000, 16 GB at 32000).
 """
 
 from __future__ import annotations
@@ -41,38 +42,93 @@ def peak_rss_mb():
 
 # ----------------------------------------------------------------------------- per iteration
 
-def periter(sizes, d, m, iters, dense_max):
-    lines = [f"#### Time per iteration, d = {d}, m = {m}, {iters} iterations from the same "
-             f"initial particles (feature penalty of the defaults: concave_feature, "
-             f"lambda = max||x_i||/n)", "",
-             "| n | path | s / iteration | s / solve | solves | CG its / solve | blocks | "
-             "growth from n/4 (s / iteration) | breakdown (s) |",
-             "|---|---|---|---|---|---|---|---|---|"]
-    prev = {}
+def periter(sizes, d, m, iters, dense_max, repeats=1):
+    """Time per iteration (CPU and wall) of the CG and dense paths; the sizes are run in turn
+    ``repeats`` times (interleaved, so a change of machine load hits every size) and the median
+    is kept."""
+    problems = {}
     for n in sizes:
         X, y = noisy_data(n, d)
         X = (X - X.mean(axis=0)) / X.std(axis=0)
         Yc = ((y - y.mean()) / y.std())[:, None]
         lam = float(np.max(np.linalg.norm(X, axis=1))) / n
-        W0 = np.random.default_rng(0).standard_normal((d, m)) / math.sqrt(d)
+        problems[n] = (X, Yc, lam)
+    W0 = np.random.default_rng(0).standard_normal((d, m)) / math.sqrt(d)
+    for kind in ("cg", "dense"):            # compile (or load) the numba kernels first
+        fit_particles(*problems[sizes[0]][:2], W0, problems[sizes[0]][2], "concave_feature",
+                      max_iter=1, kernel_solver=kind)
+    runs = {}
+    for _ in range(repeats):
+        for n in sizes:
+            X, Yc, lam = problems[n]
+            for kind in ("cg", "dense"):
+                if kind == "dense" and n > dense_max:
+                    continue
+                tm = {}
+                c0, t0 = time.process_time(), time.perf_counter()
+                res = fit_particles(X, Yc, W0, lam, "concave_feature", max_iter=iters,
+                                    kernel_solver=kind, timings=tm)
+                cpu, wall = time.process_time() - c0, time.perf_counter() - t0
+                runs.setdefault((n, kind), []).append((cpu, wall, res, tm))
+                print(f"  n = {n} {kind}: {cpu / iters:.3f} s CPU / iteration", flush=True)
+    lines = [f"#### Time per iteration, d = {d}, m = {m}, {iters} iterations from the same "
+             f"initial particles (feature penalty of the defaults: concave_feature, "
+             f"lambda = max||x_i||/n); median of {repeats} interleaved runs", "",
+             "| n | path | CPU s / iteration | growth from n/4 (CPU) | wall s / iteration | "
+             "trials: solved / skipped / stopped early | CG its / solved trial | blocks | "
+             "breakdown (wall s, last run) |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    prev = {}
+    for n in sizes:
         for kind in ("cg", "dense"):
-            if kind == "dense" and n > dense_max:
+            if (n, kind) not in runs:
                 continue
-            tm = {}
-            t0 = time.perf_counter()
-            res = fit_particles(X, Yc, W0, lam, "concave_feature", max_iter=iters,
-                                kernel_solver=kind, timings=tm)
-            el = time.perf_counter() - t0
-            solves = 1 + sum(1 + int(nb) for nb in res["history"]["n_backtracks"][1:])
-            per_it = el / iters
-            growth = (f"{per_it / prev[kind]:.2f}x" if kind in prev else "")
-            prev[kind] = per_it
-            cgits = (f"{res['cg_iterations'] / solves:.1f}" if kind == "cg" else "-")
+            rs = runs[(n, kind)]
+            cpu = float(np.median([r[0] for r in rs])) / iters
+            wall = float(np.median([r[1] for r in rs])) / iters
+            res, tm = rs[-1][2], rs[-1][3]
+            trials = 1 + sum(1 + int(nb) for nb in res["history"]["n_backtracks"][1:])
+            solved = trials - res["skipped_trials"]
+            growth = f"**{cpu / prev[kind]:.2f}x**" if kind in prev else ""
+            prev[kind] = cpu
+            cgits = f"{res['cg_iterations'] / solved:.1f}" if kind == "cg" else "-"
             blocks = str(block_count(n)) if kind == "cg" else "-"
-            parts = ", ".join(f"{k} {v:.2f}" for k, v in sorted(tm.items(), key=lambda kv: -kv[1]))
-            lines.append(f"| {n} | {kind} | {per_it:.3f} | {el / solves:.3f} | {solves} | "
-                         f"{cgits} | {blocks} | {growth} | {parts} |")
-            print(lines[-1], flush=True)
+            parts = ", ".join(f"{k} {v:.2f}" for k, v in sorted(tm.items(), key=lambda kv: -kv[1])
+                              if v >= 0.005)
+            lines.append(f"| {n} | {kind} | {cpu:.3f} | {growth} | {wall:.3f} | {solved} / "
+                         f"{res['skipped_trials']} / {res['certified_trials']} | {cgits} | "
+                         f"{blocks} | {parts} |")
+    return "\n".join(lines + [""])
+
+
+# ----------------------------------------------------------------------------- progress gaps
+
+def gaps(n, d, iters):
+    """Gaps between progress events of a default BKerNNRegressor fit (``iters`` iterations) on
+    n rows: wall clock and this process's CPU time."""
+    X, y = noisy_data(n, d)
+    # a small fit first: the first call of each numba kernel in a process loads it from the
+    # cache (0.05-0.3 s of CPU each, once), which is not what this measures
+    BKerNNRegressor(random_state=0, max_iter=2, kernel_solver="cg").fit(X[:2000], y[:2000])
+    wall, cpu = [time.perf_counter()], [time.process_time()]
+
+    def record(event):
+        wall.append(time.perf_counter())
+        cpu.append(time.process_time())
+
+    est = BKerNNRegressor(random_state=0, max_iter=iters).fit(X, y, callback=record)
+    gw, gc = np.diff(wall), np.diff(cpu)
+    q = (0.5, 0.9, 0.99, 1.0)
+    lines = [f"#### Gaps between progress events: default BKerNNRegressor(max_iter={iters}) on "
+             f"{n} x {d} ({len(gw)} events, {est.cg_iterations_} CG iterations; after a "
+             f"2000-row fit that loads the numba kernels)", "",
+             "| clock | median | 90% | 99% | longest | gaps > 0.5 s | gaps > 1 s |",
+             "|---|---|---|---|---|---|---|"]
+    for name, g in (("wall", gw), ("CPU of the process", gc)):
+        v = np.quantile(g, q)
+        lines.append(f"| {name} | " + " | ".join(f"{x:.3f} s" for x in v)
+                     + f" | {int(np.sum(g > 0.5))} | {int(np.sum(g > 1.0))} |")
+    print("\n".join(lines), flush=True)
     return "\n".join(lines + [""])
 
 
@@ -82,16 +138,21 @@ def fit_large(n, n_test, d):
     X, y = noisy_data(n + n_test, d)
     Xtr, ytr, Xte, yte = X[:n], y[:n], X[n:], y[n:]
     base = peak_rss_mb()
-    events = []
+    events, cpu_events = [], []
     est = BKerNNRegressor(random_state=0)
     cpu0 = resource.getrusage(resource.RUSAGE_SELF)
-    t0 = time.perf_counter()
-    est.fit(Xtr, ytr, callback=lambda ev: events.append(time.perf_counter() - t0))
+    t0, c0 = time.perf_counter(), time.process_time()
+
+    def record(ev):
+        events.append(time.perf_counter() - t0)
+        cpu_events.append(time.process_time() - c0)
+
+    est.fit(Xtr, ytr, callback=record)
     el = time.perf_counter() - t0
     cpu1 = resource.getrusage(resource.RUSAGE_SELF)
     cpu = (cpu1.ru_utime - cpu0.ru_utime) + (cpu1.ru_stime - cpu0.ru_stime)
     peak = peak_rss_mb()
-    gaps = np.diff([0.0] + events)
+    gw, gc = np.diff([0.0] + events), np.diff([0.0] + cpu_events)
     test = r2(yte, est.predict(Xte))
     train = r2(ytr, est.predict(Xtr))
     hist = est.history_
@@ -99,7 +160,7 @@ def fit_large(n, n_test, d):
              "| quantity | value |", "|---|---|",
              f"| fit time, wall clock | {el:.1f} s ({el / 60:.2f} min) |",
              f"| fit time, CPU (user + system) | {cpu:.1f} s ({cpu / 60:.2f} min) |",
-             f"| iterations / line-search trials | {est.n_iter_} / "
+             f"| iterations / line-search trials (solved + skipped) | {est.n_iter_} / "
              f"{est.n_iter_ + int(hist['n_backtracks'].sum())} |",
              f"| kernel path / CG iterations (total) / preconditioner blocks | "
              f"{est.kernel_solver_} / {est.cg_iterations_} / {block_count(n)} |",
@@ -107,8 +168,10 @@ def fit_large(n, n_test, d):
              f"{base:.0f} MB, data included) |",
              f"| memory estimate (rwtool.estimate_fit) | "
              f"{__import__('rwtool').estimate_fit(est, n, d, 1).peak_bytes / 2**20:.0f} MB |",
-             f"| progress events / longest gap between two | {len(events)} / "
-             f"{gaps.max():.2f} s (first after {events[0]:.2f} s) |",
+             f"| progress events / longest gap between two, wall (99%) | {len(events)} / "
+             f"{gw.max():.2f} s ({np.quantile(gw, 0.99):.2f} s; first after {events[0]:.2f} s) |",
+             f"| longest gap between two events, CPU of the process (99%) | {gc.max():.2f} s "
+             f"({np.quantile(gc, 0.99):.2f} s) |",
              f"| test R^2 / train R^2 | {test:.4f} / {train:.4f} |",
              f"| objective first -> last | {hist['objective'][0]:.5f} -> "
              f"{hist['objective'][-1]:.5f} |"]
@@ -181,12 +244,13 @@ def mlp(datasets_root):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("what", choices=["periter", "fit100k", "mlp"])
+    ap.add_argument("what", choices=["periter", "gaps", "fit100k", "mlp"])
     ap.add_argument("--sizes", default="2000,8000,32000,128000")
     ap.add_argument("--d", type=int, default=20)
     ap.add_argument("--m", type=int, default=50)
     ap.add_argument("--iters", type=int, default=3)
-    ap.add_argument("--dense-max", type=int, default=8000)
+    ap.add_argument("--dense-max", type=int, default=2000)
+    ap.add_argument("--repeats", type=int, default=1)
     ap.add_argument("--n", type=int, default=100_000)
     ap.add_argument("--datasets", default=None)
     ap.add_argument("--with-mlp", action="store_true",
@@ -196,7 +260,9 @@ def main(argv=None):
           f"numba threads {__import__('numba').get_num_threads()}\n", flush=True)
     if args.what == "periter":
         print(periter([int(s) for s in args.sizes.split(",")], args.d, args.m, args.iters,
-                      args.dense_max))
+                      args.dense_max, args.repeats))
+    elif args.what == "gaps":
+        gaps(args.n, args.d, args.iters)
     elif args.what == "fit100k":
         text, large = fit_large(args.n, 20_000, args.d)
         if args.with_mlp:

@@ -77,7 +77,8 @@ _PARAMS_DOC = """
         docs/bench/bkernn.md).
     cg_tol : float in (0, 0.1]
         Relative residual ||Y~ - (K~ + n reg I) alpha|| / ||Y~|| at which CG stops. G is read
-        by the variational form, so its error is below cg_tol^2 ||Y~||^2 / (2n).
+        by the variational form, so its error is below cg_tol^2 ||Y~||^2 / (2n). Line-search
+        trials that the Beck test rejects stop earlier, once a lower bound of G proves it.
     random_state : None, int or Generator
         Seeds the initial particles, i.i.d. N(0, 1/d).
 
@@ -107,7 +108,8 @@ _PARAMS_DOC = """
     n_features_in_ : int
 
     Cancellation: a progress callback (stage "iterations"; metrics objective, train_loss,
-    step_size; polled between CG iterations too, at most 0.1 s apart) that returns True stops
+    step_size; polled between slices of every long computation too, events at most 0.1 s
+    apart) that returns True stops
     the fit; the estimator keeps the last completed iterate (particles with their own alpha and
     c) and ``fit`` raises :class:`rwtool.FitCancelled` with ``partial_model=True``.
 """
@@ -236,9 +238,9 @@ class _BKerNN(BaseEstimator):
                         f"n = {n}) dominate; use kernel_solver='cg' (or 'auto'), whose memory "
                         f"grows linearly in n"))
         # CG vectors and product accumulators (14 n q); the block preconditioner: block
-        # indices (2 m n), its Gram matrix and Cholesky factor (2 x 8 (m (B - 1))^2)
+        # indices (m n bytes), its Gram matrix and Cholesky factor (2 x 8 (m (B - 1))^2)
         B = block_count(n)
-        total = linear + 8 * n * q * 14 + 2 * m * n + 16 * (m * (B - 1)) ** 2
+        total = linear + 8 * n * q * 14 + m * n + 16 * (m * (B - 1)) ** 2
         return FitEstimate(
             peak_bytes=total, seconds=None,
             detail=(f"O(n (d + m q)) arrays ({total / 2**20:.0f} MiB at "

@@ -253,18 +253,47 @@ def _bin_gather(beta, A, out):
 
 
 def block_count(n: int) -> int:
-    """Blocks per particle for the preconditioner at n rows: about sqrt(n) / 8 within [8, 32].
+    """Blocks per particle for the preconditioner at n rows: about sqrt(n) / 7 within [8, 32].
 
     With energy-balanced blocks the dropped within-block part scales like n / B^2. Measured in
-    3-iteration default fits at d = 20, m = 50 (CPU seconds per iteration, one thread):
-    n = 8000: B = 8 / 16 / 24 / 32 give 0.21 / 0.17 / 0.25 / 0.32; n = 32000: 0.78 / 0.67 /
-    0.71 / 0.76; n = 128000: 5.4 / 3.7 / 3.6 / 3.2, and 48 blocks cost more again (their
-    (m B)^3 factorisation and (m B)^2 memory grow faster than the iterations they save).
+    3-iteration default fits at d = 20, m = 50 (CPU seconds per iteration, one thread, medians
+    of 2-3 interleaved runs): n = 8000: B = 8 / 11 / 13 / 16 / 24 / 32 give 0.21 / 0.154 /
+    0.151 / 0.167 / 0.25 / 0.32; n = 32000: B = 16 / 22 / 26 / 32 give 0.67 / 0.65 / 0.68 /
+    0.76; n = 128000: B = 8 / 16 / 24 / 32 give 5.4 / 3.7 / 3.6 / 3.2. More blocks cost more
+    than they save at 128000 rows: the (m B)^3 factorisation grows faster than the iterations
+    fall (and runs without a progress tick).
     """
-    return int(min(32, max(8, round(math.sqrt(n) / 8))))
+    return int(min(32, max(8, round(math.sqrt(n) / 7))))
 
 
-def block_starts(values: np.ndarray, B: int, spacing: str = "energy"):
+@njit(cache=True, parallel=True, nogil=True)
+def _energy_starts(values, starts):
+    """starts[j, b] = the first rank t with sum_{s < t} sqrt(gap_s) >= (b / B) * total, per
+    particle (0 for a particle whose projections are all equal: the caller spreads those)."""
+    m, n = values.shape
+    B = starts.shape[1]
+    for j in prange(m):
+        v = values[j]
+        total = 0.0
+        for t in range(n - 1):
+            total += math.sqrt(v[t + 1] - v[t])
+        starts[j, :] = 0
+        if not total > 0.0:
+            continue
+        b = 1
+        mu = 0.0
+        for t in range(n):
+            while b < B and mu >= b * total / B:
+                starts[j, b] = t
+                b += 1
+            if t + 1 < n:
+                mu += math.sqrt(v[t + 1] - v[t])
+        while b < B:
+            starts[j, b] = n
+            b += 1
+
+
+def block_starts(values: np.ndarray, B: int, spacing: str = "energy") -> np.ndarray:
     """First rank of each of B blocks per particle (m x B, strictly increasing, starting at 0).
 
     "count": equal-count blocks. "energy": equal sums of sqrt(gap) over the sorted projections
@@ -273,7 +302,7 @@ def block_starts(values: np.ndarray, B: int, spacing: str = "energy"):
     proportional to 1 / sqrt(rho), i.e. when the blocks hold equal sums of sqrt(gap)
     (sqrt(rho) dx ~ sqrt(gap / n) per gap). Equal-count blocks put most of the dropped part in
     the two tail blocks, whose width grows with n. A particle with all projections equal gets
-    equal-count blocks.
+    equal-count blocks. O(m n).
     """
     m, n = values.shape
     base = np.arange(B)
@@ -281,13 +310,11 @@ def block_starts(values: np.ndarray, B: int, spacing: str = "energy"):
     if spacing == "count":
         return np.tile(even, (m, 1))
     starts = np.empty((m, B), dtype=np.int64)
-    for j in range(m):
-        mu = np.concatenate([[0.0], np.cumsum(np.sqrt(np.diff(values[j])))])
-        if not mu[-1] > 0:
-            starts[j] = even
-            continue
-        starts[j] = np.searchsorted(mu / mu[-1], base / B, side="left")
-    starts[:, 0] = 0
+    with _threads_for(m * n):
+        _energy_starts(values, starts)
+    flat = starts[:, -1] == 0
+    starts[flat] = even
+    # at least one row per block (ties make equal boundaries)
     starts = np.maximum.accumulate(starts - base, axis=1) + base
     return np.minimum(starts, n - B + base)
 
@@ -315,7 +342,10 @@ class BlockPreconditioner:
         starts = block_starts(v, B, spacing)                 # (m, B) first rank of each block
         if tick is not None:
             tick(0)
-        self.beta = np.empty((m, n), dtype=np.int16)
+        # the smallest integer type for the block indices: the Gram kernel reads two rows of
+        # them per pair of particles (uint8 builds 30% faster than int16 at 128000 rows)
+        kind = np.uint8 if B <= 256 else (np.int16 if B <= 32768 else np.int32)
+        self.beta = np.empty((m, n), dtype=kind)
         with _threads_for(m * n):
             _bin_index(sp.order, starts, self.beta)
         ends = np.concatenate([starts[:, 1:], np.full((m, 1), n)], axis=1)

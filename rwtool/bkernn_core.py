@@ -612,6 +612,7 @@ def fit_particles(X, Yc, W0, lam, penalty, s=1.0, step_size=500.0, max_iter=20,
                      + float(np.sum(step * step)) / (2 * gamma))
             trial = _evaluate(Wn, XT, Yc, lam, solver, it, warm=cur.alpha, tick=tick,
                               give_up_above=bound if backtracking else None)
+            tick(0)                 # a run of skipped trials costs a projection X W each
             if not backtracking:
                 accepted = True
                 break
