@@ -59,6 +59,7 @@ def test_auto_equals_brute_force_cross_validation(rng):
     np.testing.assert_allclose(np.array(search["val_loss"]) * half ** 2, brute, rtol=1e-6)
     assert est.reg_ == search["reg"][int(np.argmin(brute))]
     assert search["folds"] == 4 and search["reg"][0] <= 1e-6 and search["reg"][-1] >= 1.0
+    assert "seconds" in search                   # fit_time_ is the fit at the chosen reg
 
 
 def test_auto_then_refit_equals_the_explicit_fit_at_the_chosen_reg(rng):
