@@ -39,7 +39,8 @@ N_FOLDS = 4
 #: from this many training rows on, only the first fold is held out (a 1/4 holdout): its
 #: N / 4 >= 1000 held-out rows score a candidate well enough, at a quarter of the cost
 HOLDOUT_ROWS = 4000
-#: largest materialised dictionary (bytes) the search keeps for both parts together
+#: bytes the search may hold in materialised dictionary columns: those of all rows (at most
+#: half of it) and one fold's copy of its fit rows
 DENSE_BUDGET = 256 * 2**20
 
 
