@@ -22,6 +22,9 @@ sweep costs O(|W|) plus O(|W|) per coefficient that moves:
   (accumulated block by block, memory O(T^2) whatever m); the kernel runs on all T coordinates,
   zero coordinates that stay zero cost O(1) per sweep. Pruning (000 eq. 60) is a Lasso in this
   form with Q = G / T.
+- Gram-mode paths (``gram_path``, the solutions at every lam, for reg="auto": lasso_cv.py) add
+  an active-set step that solves the optimality conditions on the support, kept only when the
+  duality gap certifies it or J1 drops: it finishes solves plain coordinate descent crawls on.
 
 Random features are often near-duplicates, which makes plain coordinate descent crawl; every
 5 sweeps the kernel extrapolates its last iterates (Anderson acceleration, Bertrand & Massias
@@ -495,8 +498,8 @@ def lasso_gram(Q, q, yy, lam, path_length: int = 1, lams=None, coef_init=None,
     return _finish(progress, coef, info, one_d, warn)
 
 
-#: coordinate-descent sweeps before the first active-set step of gram_path, then doubling
-#: up to _POLISH_MAX_EVERY between two steps
+#: coordinate-descent sweeps before the first active-set step of gram_path, and between two
+#: later ones
 _POLISH_EVERY, _POLISH_MAX_EVERY = 50, 100
 #: active-set step: rounds of (solve on the support, add the worst KKT violators), and the
 #: sign-fixing re-solves within a round
@@ -578,9 +581,10 @@ def gram_path(Q, q, yy, lams, tol: float = 1e-4, max_iter: int = 1000, coef_init
     ``Q`` (T, T), ``q`` (T, k), ``yy`` (k,) as in :func:`lasso_gram`. Returns ``coefs``
     (len(lams), T, k) and ``info`` with per (lam, output) arrays ``sweeps``, ``gap`` and
     ``converged`` (gap <= tol yy). Used by the cross-validated Lasso (lasso_cv.py), which
-    needs every solution of the path, not only the last. After ``_POLISH_EVERY`` sweeps (then
-    doubling) an active-set step (:func:`_active_set_step`) tries to finish the solve exactly; explicit-reg
-    fits (lasso_gram, lasso_path) do not take it. Never warns: the caller does.
+    needs every solution of the path, not only the last. After ``_POLISH_EVERY`` sweeps, then
+    every ``_POLISH_MAX_EVERY``, an active-set step (:func:`_active_set_step`) tries to finish
+    the solve exactly; explicit-reg fits (lasso_gram, lasso_path) do not take it. Never warns:
+    the caller does.
     """
     Q = np.ascontiguousarray(Q, dtype=float)
     q = np.asarray(q, dtype=float).reshape(Q.shape[0], -1)

@@ -13,16 +13,16 @@ lam_max = max |Phi^T y| / m over the outputs (every coefficient is 0 there), whi
 scikit-learn's LassoCV / glmnet's grid; the score is the one every solver's reg="auto" shares
 (R^2 from the sums for regression, SufficientStats.validation_scores; accuracy on the
 position-hashed validation sample for classification, SufficientStats.sample, when a feature
-map is given), averaged over the folds; the choice is the largest lam tied
-with the best (sufficient.best_index, the rule every reg="auto" shares). The folds walk down the
-whole grid together (accuracy along the path has plateaus and bumps: stopping a few lams after
-the best so far chose lam_max / 300 on skin, error 0.067 against 0.006), on below it at the
-same ratio while its smallest lam is the best (at most ``MAX_EXTEND`` decades), and stop early
+map is given), averaged over the folds; the choice is the largest lam tied with the best
+(sufficient.best_index, the rule every reg="auto" shares). The folds walk down the whole grid
+together (accuracy along the path has plateaus and bumps: stopping a few lams after the best
+so far chose lam_max / 2.6 on skin RWSign, error 0.067 against 0.019), on below it at the same
+ratio while its smallest lam is the best (at most ``MAX_EXTEND`` decades), and stop early
 only at a lam where every fold's solve stopped at the sweep cap (the solver no longer follows
-the path there). A fold solve stopped at the cap still scores the model the capped final solve would give. The chosen
-lam is then solved on all rows along the same path. Used by the estimators' fit, partial_fit and
-the Dask backend alike (the sums are the same, so the choice is too); it must not import
-estimators or Dask.
+the path there). A fold solve stopped at the cap still scores the model the capped final solve
+would give. The chosen lam is then solved on all rows along the same path. Used by the
+estimators' fit, partial_fit and the Dask backend alike (the sums are the same, so the choice
+is too); it must not import estimators or Dask.
 """
 
 from __future__ import annotations
@@ -60,8 +60,9 @@ def lasso_cv(stats, classifier: bool, n_lams: int = N_LAMS, ratio: float = LAM_R
 
     ``stats``: a SufficientStats with at least two non-empty folds. The folds walk the path
     together, one lam at a time, over the grid and below it while its end is the best; the walk
-    stops early only where every fold solve of a lam stopped at ``max_iter`` (module doc). ``info`` is the report of the final solve on all rows (as lasso_gram's,
-    ``sweeps`` summed along the path, plus the path's ``lams``); ``table`` lists every lam
+    stops early only where every fold solve of a lam stopped at ``max_iter`` (module doc).
+    ``info`` is the report of the final solve on all rows (as lasso_gram's, ``sweeps`` summed
+    along the path, plus the path's ``lams``); ``table`` lists every lam
     scored (increasing) with its mean and standard deviation of the fold scores, the sweeps the
     folds took and how many of them stopped at the cap. A final solve that stops at the
     ``max_iter`` cap raises a :class:`lasso.ConvergenceWarning` (with ``warn``). ``progress``
