@@ -127,6 +127,30 @@ def test_default_reg_is_one_choice_in_memory_streamed_and_on_dask(client, noisy,
                                         else "r2")
 
 
+@pytest.mark.parametrize("cls, task", [(rw.RWRegressor, "regression"),
+                                       (rw.RKSClassifier, "binary")])
+def test_default_lasso_is_one_choice_in_memory_and_on_dask(client, noisy, cls, task,
+                                                           monkeypatch):
+    """The Lasso's default reg="auto" (its cross-validated path) from the same sums on Dask
+    partitions as in memory: the same lams walked, the same choice, the same model up to the
+    solver's tolerance (the sums are added in another order)."""
+    from rwtool.estimators import from_sums
+    monkeypatch.setattr(from_sums, "VALIDATION_ROWS", 250)
+    X, ys = noisy
+    y = ys[task]
+    kw = dict(n_features=30, solver="lasso", tol=1e-10, max_iter=100000, random_state=4)
+    mem = cls(**kw).fit(X, y)
+    dsk = cls(**kw).fit(da.from_array(X, chunks=(CHUNKS, 4)), y)
+    # lam_max = max |Phi^T y| / m, from sums added in another order: equal to rounding
+    assert dsk.reg_ == pytest.approx(mem.reg_, rel=1e-12)
+    np.testing.assert_allclose(dsk.reg_search_["reg"], mem.reg_search_["reg"], rtol=1e-12)
+    np.testing.assert_allclose(dsk.reg_search_["mean_score"], mem.reg_search_["mean_score"],
+                               rtol=1e-6, atol=1e-9)
+    D = dsk.decision_function(X) if cls._estimator_type == "classifier" else dsk.predict(X)
+    ref = mem.decision_function(X) if cls._estimator_type == "classifier" else mem.predict(X)
+    np.testing.assert_allclose(D, ref, rtol=1e-5, atol=1e-6)
+
+
 def test_dataframe_input_and_auto_reg_equal_the_stream(client, data):
     """A dask.dataframe fits like its array; reg='auto' picks from the same position-hashed
     fold sums as a partial_fit stream with the same statistics, so the two models agree."""
