@@ -16,7 +16,7 @@ import warnings
 
 import numpy as np
 
-__all__ = ["evaluate", "roc_curve", "confusion_matrix", "r2_score", "model_size",
+__all__ = ["evaluate", "chose_reg", "roc_curve", "confusion_matrix", "r2_score", "model_size",
            "variable_importance", "coefficient_magnitudes", "model_curves", "GRID",
            "class_report", "check_finite_model", "COUNT_METRICS"]
 
@@ -288,6 +288,13 @@ def _curve(est, X) -> dict:
     return {"x": x, "y": np.asarray(est.predict(x[:, None]), float).ravel()}
 
 
+def chose_reg(est) -> bool:
+    """Whether the fit chose its reg by cross-validation (reg="auto"): every estimator records
+    a numeric ``reg_``, but only a search leaves its table in ``reg_search_``."""
+    return (isinstance(getattr(est, "reg_", None), float)
+            and getattr(est, "reg_search_", None) is not None)
+
+
 def evaluate(est, X_train, y_train, X_test=None, y_test=None, *, task: str,
              feature_names=None, fit_time: float | None = None,
              set_names: tuple[str, str] = ("train", "test"), plots: bool = True) -> dict:
@@ -354,7 +361,7 @@ def evaluate(est, X_train, y_train, X_test=None, y_test=None, *, task: str,
         m["features used"] = size
     if fit_time is not None:
         m["fit time (s)"] = float(fit_time)
-    if isinstance(getattr(est, "reg_", None), float):
+    if chose_reg(est):
         m["reg chosen (auto)"] = est.reg_
     res["notes"] = fit_notes(est, size)
     if not plots:

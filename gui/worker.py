@@ -29,7 +29,7 @@ from PySide6.QtCore import QObject, QRunnable, QThread, QThreadPool, Signal, Slo
 from rwtool.errors import InsufficientMemoryError, NumericalError
 from rwtool.progress import FitCancelled
 
-from .evaluate import evaluate
+from .evaluate import chose_reg, evaluate
 from .plans import Holdout
 
 __all__ = ["TrainJob", "PruneJob", "CallJob", "TrainWorker", "WorkerController",
@@ -171,8 +171,7 @@ class TrainWorker(QObject):
             return
         # reg="auto" spends most of the wall time choosing reg before the final fit
         final = getattr(est, "fit_time_", None)
-        if not extra and isinstance(getattr(est, "reg_", None), float) and \
-                isinstance(final, float) and final < wall_time:
+        if not extra and chose_reg(est) and isinstance(final, float) and final < wall_time:
             res["metrics"]["of which choosing reg (s)"] = wall_time - final
         extra = dict(extra or {})
         # the k-fold and search figures go beside the holdout ones, before the model's size,

@@ -257,6 +257,10 @@ def test_numbers_and_labels(qtbot, window, tmp_path, monkeypatch):
     run = train(qtbot, window)
     m = run.result["metrics"]
     assert 0 < m["of which choosing reg (s)"] < m["fit time (s)"]
+    # a typed reg was not chosen: neither label appears
+    choose(window, "rw", n_features=40, reg="1e-3")
+    m = train(qtbot, window).result["metrics"]
+    assert "reg chosen (auto)" not in m and "of which choosing reg (s)" not in m
     # Apply Model: metrics on the file's rows are not "train" metrics
     window.last_applied = None
     window.apply_model(moons_csv(tmp_path / "new.csv", n=40, seed=3))
