@@ -151,10 +151,11 @@ _SQUARED_ONLY = ("lstsq", "ridge", "lasso")
 FROM_SUMS_SOLVERS = ("lstsq", "ridge", "lasso")
 
 
-#: reg="auto" candidates per solver (increasing): the least-squares path is nearly free
+#: reg="auto" candidates per solver (increasing): the least-squares path is nearly free; the
+#: Lasso has its own, the path from lam_max (solvers/lasso_cv.py)
 AUTO_REG = {"lstsq": np.logspace(-12, -1, 12), "ridge": np.logspace(-12, -1, 12),
-            "lasso": np.logspace(-6, -2, 5), "sfgd": np.logspace(-6, -2, 5),
-            "osd": np.logspace(-6, -2, 5), "sgd": np.logspace(-7, -3, 5)}
+            "sfgd": np.logspace(-6, -2, 5), "osd": np.logspace(-6, -2, 5),
+            "sgd": np.logspace(-7, -3, 5)}
 #: reg=None (the default): cross-validation where it costs one pass (the exact least-squares
 #: solvers and the Lasso, from per-fold sums: estimators.from_sums), a value measured across data
 #: sets for the other iterative ones (docs/SOLVERS.md)
