@@ -232,7 +232,7 @@ SPECS: dict[str, Spec] = {
         dims=lambda f, s: (_estimator_dims(f, s), _with_map(f, s)),
         arrays={"support_": Arr(("M",), "i"), "coef_": Arr(("M", "k")),
                 "intercept_": Arr(("k",)), "column_scale_": Arr(("M",))},
-        scalars={"sigma_": "positive"}),
+        scalars={"sigma_": "positive", "reg_": "nonneg"}),
     "rwtool.bkernn._BKerNN": Spec(
         dims=lambda f, s: (_estimator_dims(f, s), _bkernn_dims(f, s)),
         derived=_bkernn_tables,

@@ -261,6 +261,20 @@ def test_fitted_scalars_of_the_map_validated(tmp_path, model_file, field, value,
     refused(rebuild(tmp_path / "f.rwm", parts, doc), fragment)
 
 
+def test_greedy_reg_validated(tmp_path, data):
+    """GreedyMK records the reg it used (chosen by reg="auto" or typed): a negative one is not
+    a model this code could have fitted."""
+    from rwtool import GreedyMKRegressor
+    X, y = data
+    path = tmp_path / "g.rwm"
+    P.save(GreedyMKRegressor(n_features=4, reg=1e-3, random_state=0).fit(X, X[:, 0] ** 2),
+           path)
+    assert P.load(path).reg_ == 1e-3
+    parts, doc = doc_of(path)
+    fitted(doc)["fitted"]["items"]["reg_"] = -1.0
+    refused(rebuild(tmp_path / "g2.rwm", parts, doc), "reg_")
+
+
 def test_parameters_are_validated_as_fit_would(tmp_path, model_file):
     parts, doc = doc_of(model_file)
     doc["estimator"]["params"]["items"]["standardize"] = "no"
