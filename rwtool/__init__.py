@@ -26,6 +26,7 @@ from .estimators import (GreedyMKClassifier, GreedyMKRegressor, RFSGDClassifier,
 from .instantiation import Instantiation, register_base, register_distribution, register_kernel
 from .persist import ModelFileError, load, read_model, save
 from .progress import FitCancelled, Progress, ProgressEvent
+from .solvers.lasso import ConvergenceWarning
 from .solvers.ridge import NumericalWarning
 
 __version__ = "0.1.0"
@@ -41,7 +42,8 @@ __all__ = [
     "save", "load", "read_model", "ModelFileError",
     # progress, errors, warnings
     "Progress", "ProgressEvent", "FitCancelled", "NotFittedError", "NumericalWarning",
-    "NumericalError", "InsufficientMemoryError", "estimate_fit", "FitEstimate",
+    "ConvergenceWarning", "NumericalError", "InsufficientMemoryError", "estimate_fit",
+    "FitEstimate",
     # submodules
     "features", "data", "persist", "bounds", "losses",
     "__version__",

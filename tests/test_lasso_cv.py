@@ -11,7 +11,8 @@ from sklearn.model_selection import train_test_split
 
 import rwtool as rw
 from rwtool.features import RandomFourierFeatures
-from rwtool.solvers.lasso import ConvergenceWarning, gram_path, lasso_objective
+from rwtool import ConvergenceWarning
+from rwtool.solvers.lasso import gram_path, lasso_objective
 from rwtool.estimators.from_sums import AUTO_FOLDS as LASSO_FOLDS
 from rwtool.solvers.lasso_cv import lam_grid, lasso_cv
 from rwtool.solvers.sufficient import SufficientStats, fold_of
