@@ -33,7 +33,7 @@ import numpy as np
 
 from ..progress import make_progress
 from .lasso import _warn_unconverged, gram_path
-from .sufficient import best_index
+from .sufficient import best_index, scored_folds
 
 __all__ = ["lasso_cv", "lam_grid", "N_LAMS", "LAM_RATIO", "MAX_EXTEND"]
 
@@ -69,14 +69,7 @@ def lasso_cv(stats, classifier: bool, n_lams: int = N_LAMS, ratio: float = LAM_R
     gets stage "search" (lams scored, ``best_score``) as sufficient.select_reg reports it; a
     cancel raises FitCancelled between two lams.
     """
-    # classifiers: accuracy on the validation sample, as sufficient.select_reg scores them
-    accuracy = classifier and stats.sample is not None and feature_map is not None
-    used = [f for f in range(stats.n_folds) if stats.n[f] > 0 and stats.n_samples > stats.n[f]
-            and (not accuracy or bool(np.any(stats.sample.fold == f)))]
-    if len(used) < 2:
-        raise ValueError(f"reg='auto' needs rows in at least two of the {stats.n_folds} "
-                         f"cross-validation folds, but {stats.n_samples} row(s) were given; "
-                         f"add rows or pass a number for reg")
+    accuracy, used = scored_folds(stats, classifier, feature_map)
     Q, q, yy = stats.gram_form()
     grid = lam_grid(q, n_lams, ratio)
     T, k = q.shape

@@ -35,8 +35,9 @@ from ..errors import NumericalError
 from ..progress import make_progress
 from .ridge import RegPath, normal_equations, solve_normal_equations
 
-__all__ = ["SufficientStats", "ValidationSample", "fold_of", "position_uniform", "select_reg", "best_index",
-           "extension", "EXTEND_MAX", "REG_LIMITS", "REG_TIE", "REG_TIE_ABS"]
+__all__ = ["SufficientStats", "ValidationSample", "fold_of", "position_uniform", "select_reg",
+           "scored_folds", "best_index", "extension", "EXTEND_MAX", "REG_LIMITS", "REG_TIE",
+           "REG_TIE_ABS"]
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _MIX1 = np.uint64(0xBF58476D1CE4E5B9)
@@ -365,8 +366,23 @@ def extension(regs, means, upper: float = REG_LIMITS[1], ceiling: float = 1.0):
     return None
 
 
+def scored_folds(stats: SufficientStats, classifier: bool, feature_map=None):
+    """``(accuracy, used)``: whether a classifier is scored by accuracy on the validation
+    sample (its sums keep one and ``feature_map`` can featurise it), and the folds that can be
+    scored (rows in the fold and outside it, and sample rows when scoring by accuracy).
+    Raises ValueError, naming the fix, when fewer than two folds are left."""
+    accuracy = classifier and stats.sample is not None and feature_map is not None
+    used = [f for f in range(stats.n_folds) if stats.n[f] > 0 and stats.n_samples > stats.n[f]
+            and (not accuracy or bool(np.any(stats.sample.fold == f)))]
+    if len(used) < 2:
+        raise ValueError(f"reg='auto' needs rows in at least two of the {stats.n_folds} "
+                         f"cross-validation folds, but {stats.n_samples} row(s) were given; "
+                         f"add rows or pass a number for reg")
+    return accuracy, used
+
+
 def select_reg(stats: SufficientStats, values, classifier: bool, R: np.ndarray | None = None,
-               eps: float = 0.0, lasso=None, progress=None, feature_map=None):
+               eps: float = 0.0, progress=None, feature_map=None):
     """reg="auto" from per-fold sums, the one criterion of every mode: ``(best, table)``.
 
     Every value of ``values`` is solved on the rows outside each non-empty fold f (from
@@ -379,9 +395,8 @@ def select_reg(stats: SufficientStats, values, classifier: bool, R: np.ndarray |
     folds (:func:`best_index`: the largest reg among those tied to rounding). While the choice
     is at an end of the grid, the grid grows by a decade that way (:func:`extension`), since
     the optimum may lie beyond; an extra value costs a T x T solve per fold and no pass over
-    the data. ``lasso``: a function (Q, q, yy, lams) -> list of coefficient matrices, one per
-    lam (the Gram form of each training fold, :meth:`SufficientStats.gram_form`); None: least
-    squares (A + m reg R + m eps I) a = B.
+    the data. Each candidate solves the least squares (A + m reg R + m eps I) a = B (the Lasso
+    walks its own path with the same folds and scores: solvers/lasso_cv.py).
 
     ``progress`` (a Progress or callback) gets stage "search": the candidates scored so far and
     ``best_score``. The table lists ``reg`` (increasing), ``mean_score`` and ``std_score`` over
@@ -389,14 +404,8 @@ def select_reg(stats: SufficientStats, values, classifier: bool, R: np.ndarray |
     ``fold_scores`` (one list per reg), ``score`` ("r2", "accuracy" or "neg_mse") and ``folds``
     (used).
     """
-    accuracy = classifier and stats.sample is not None and feature_map is not None
-    used = [f for f in range(stats.n_folds) if stats.n[f] > 0 and stats.n_samples > stats.n[f]
-            and (not accuracy or bool(np.any(stats.sample.fold == f)))]
-    if len(used) < 2:
-        raise ValueError(f"reg='auto' needs rows in at least two of the {stats.n_folds} "
-                         f"cross-validation folds, but {stats.n_samples} row(s) were given; "
-                         f"add rows or pass a number for reg")
-    Linv = RegPath.for_gram(R) if R is not None and lasso is None else None
+    accuracy, used = scored_folds(stats, classifier, feature_map)
+    Linv = RegPath.for_gram(R) if R is not None else None
     scored = {}
 
     def score(regs):
@@ -405,10 +414,7 @@ def select_reg(stats: SufficientStats, values, classifier: bool, R: np.ndarray |
             return
         table = np.empty((len(regs), len(used)))
         for j, f in enumerate(used):
-            if lasso is None:
-                coefs = stats.fold_coefs(f, regs, R, eps, Linv)
-            else:
-                coefs = np.hstack(lasso(*stats.gram_form(f), regs))
+            coefs = stats.fold_coefs(f, regs, R, eps, Linv)
             table[:, j] = (stats.sample.accuracy(f, feature_map, coefs, stats.n_outputs)
                            if accuracy else stats.validation_scores(f, coefs, classifier))
         for r, row in zip(regs, table):
