@@ -13,7 +13,9 @@ def _results():
                     "RW/rwsign/osd": _ok(0.129), "RW/rwrelu/lstsq": _ok(0.2),
                     "RW/rwrelu/sfgd": dict(status="NumericalError", message="diverged"),
                     "RKS/relu/ridge": _ok(0.104), "RFSGD": _ok(0.0811),
-                    "GreedyMK/mfga": _ok(0.09), "BKerNN": _ok(0.5, constant=True)},
+                    "GreedyMK/mfga": _ok(0.09), "BKerNN": _ok(0.5, constant=True),
+                    "RW/rwsign/lasso": _ok(0.5, constant=True,
+                                           warnings=["NumericalWarning: predicts one class"])},
            "alternatives": {"rbf_sgd": {"test": 0.07, "fit": 1.0},
                             "nystroem": {"test": 0.08, "fit": 1.0}},
            "tuned": {"RW/rwsign/lstsq": {"test": 0.096, "params": {"reg": 1e-6}},
@@ -38,6 +40,7 @@ def test_checks_flag_exactly_the_misses():
     assert miss["rfsgd"] == ["RFSGD"]                  # 0.0811 > 0.07 + 0.01
     assert miss["greedy"] == ["GreedyMK/mfga"]         # 0.09 > 0.08
     assert miss["constant"] == ["BKerNN"] and miss["finite"] == []
+    assert miss["warned"] == ["RW/rwsign/lasso"]      # constant, but the fit said so
     assert miss["loud"] == ["RW/rwrelu/sfgd"]
 
 
