@@ -30,6 +30,8 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+#: the heading of the hand-written part of the report, which a new run keeps
+NOTES = "## Notes"
 
 _STARTUP_CHILD = r"""
 import sys, time
@@ -386,8 +388,16 @@ def main(argv=None) -> int:
               "rwtool imports."]
     text = "\n".join(lines) + "\n"
     print(text)
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(text)
+    out = Path(args.out)
+    if out.is_file():   # the hand-written analysis below the tables stays
+        old = out.read_text()
+        at = old.find("\n" + NOTES + "\n")
+        if at >= 0:
+            text += old[at:]
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(out.name + ".tmp")
+    tmp.write_text(text)
+    os.replace(tmp, out)
     return 0
 
 
