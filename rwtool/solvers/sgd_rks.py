@@ -7,12 +7,18 @@ Minimises the RKS objective on the fixed features psi_t(x) = phi(w_t, x) / sqrt(
 by passes (epochs) over a random permutation in mini-batches of b rows:
 
     a <- (1 - eta_t lam) a - eta_t (1/b) sum_{i in B_t} l'(a . psi(x_i), y_i) psi(x_i),
-    eta_t = 1 / (L + lam t),   L = smoothness(l) * max_i ||psi(x_i)||^2,
+    eta_t = 1 / (L + lam t),   L = smoothness(l) * (mean + (max - mean) / b),
 
-L being the Lipschitz constant of the gradient of the loss part (estimated on the first chunk of
-rows), so the step never exceeds 1/L and decays like the strongly convex rate 1/(lam t) once
-lam t dominates. The output is the Polyak-Ruppert average of the iterates from the second epoch
-on (of all iterates when max_iter = 1). This is the kitchen-sink counterpart of SFGD: the
+mean and max being those of ||psi(x_i)||^2 over the first chunk of rows: L is the expected
+smoothness of a b-row mini-batch gradient (a batch's curvature is at most the mean of its
+rows' ||psi||^2, and one row at the maximum lifts that mean by (max - mean) / b). The step
+decays like the strongly convex rate 1/(lam t) once lam t dominates. The worst-row constant
+smoothness * max ||psi||^2 (``step_rule="max"``, the rule before this one) is safe for any
+batch but, with unbounded features (ReLU) and heavy-tailed row norms, is set by a few outliers
+and makes every step tiny (RKS relu on adults stayed at the majority rate). A batch far above
+L (rows larger than the first chunk's) is caught by the divergence guard.
+The output is the Polyak-Ruppert average of the iterates from the second epoch on (of all
+iterates when max_iter = 1). This is the kitchen-sink counterpart of SFGD: the
 features are fixed, so every step moves all T coefficients. Features are computed chunk by chunk
 (``chunk`` rows), never the whole m x T matrix; progress (stage "sgd") and cancellation happen
 between chunks, and a cancel keeps the current average. RKHS weightings learn their weight
@@ -30,7 +36,7 @@ from ..losses import get_loss, loss_deriv, loss_value
 from ..progress import FitCancelled, make_progress
 from .sfgd import diverged, loss_limit
 
-__all__ = ["sgd_fit"]
+__all__ = ["sgd_fit", "step_constant"]
 
 
 @njit(cache=True, nogil=True)
@@ -75,13 +81,41 @@ def _sgd_chunk(Phi, Yc, a, abar, n_avg, averaging, t, lam, L, b, code, limit):
     return t, n_avg, loss_sum, -1, 0.0
 
 
+STEP_RULES = ("batch", "max")
+
+
+def _check_rule(rule):
+    if rule not in STEP_RULES:
+        raise ValueError(f"step_rule must be one of {STEP_RULES}, got {rule!r}")
+
+
+def step_constant(sq_norms, smoothness, batch_size, rule="batch") -> float:
+    """L of the step 1 / (L + lam t) from the squared feature norms ||psi(x_i)||^2 of some rows.
+
+    "batch": smoothness * (mean + (max - mean) / b), the expected smoothness of a b-row
+    mini-batch gradient (a batch's curvature is at most the mean of its rows' norms; one row at
+    the maximum lifts that by (max - mean) / b); "max": smoothness * max, the worst single row.
+    """
+    _check_rule(rule)
+    sq_norms = np.asarray(sq_norms, dtype=float)
+    top = float(np.max(sq_norms))
+    if rule == "max":
+        value = top
+    else:
+        mean = float(np.mean(sq_norms))
+        value = mean + (top - mean) / int(batch_size)
+    return max(float(smoothness) * value, 1e-12)
+
+
 def sgd_fit(feature_map, X, Y, reg, loss="squared", batch_size=50, max_iter=5, tol=1e-4,
-            average=True, random_state=None, chunk=2048, progress=None):
+            average=True, random_state=None, chunk=2048, progress=None, step_rule="batch"):
     """Averaged SGD on a fitted kitchen-sink map. Returns ``(coef (T, k), info)``.
 
     ``max_iter`` is the number of epochs; the run stops earlier when the mean training loss
     of an epoch improves by less than ``tol`` (relative; 0 runs every epoch).
-    ``info``: ``n_iter`` (epochs),
+    ``step_rule``: "batch" (default) sets L from the mini-batch expected smoothness of the
+    first chunk's feature norms, "max" from its largest row (the rule before; see the module
+    docstring and :func:`step_constant`). ``info``: ``n_iter`` (epochs),
     ``train_loss`` (per epoch), ``step_L``. Cancelling raises
     FitCancelled(partial_model=True, partial=(coef, info)) with the current (averaged) iterate;
     a diverging run (batch loss above :func:`rwtool.solvers.sfgd.loss_limit`, or non-finite
@@ -94,6 +128,7 @@ def sgd_fit(feature_map, X, Y, reg, loss="squared", batch_size=50, max_iter=5, t
     if int(batch_size) < 1 or int(max_iter) < 1:
         raise ValueError(f"batch_size and max_iter must be >= 1, got {batch_size!r}, "
                          f"{max_iter!r}")
+    _check_rule(step_rule)
     loss = get_loss(loss)
     rng = random_state if isinstance(random_state, np.random.Generator) else \
         np.random.default_rng(random_state)
@@ -122,8 +157,8 @@ def sgd_fit(feature_map, X, Y, reg, loss="squared", batch_size=50, max_iter=5, t
             Phi = buf[: len(idx)]
             feature_map._features_into(np.ascontiguousarray(X[idx]), Phi)
             if L is None:
-                L = loss.smoothness * float(np.max(np.einsum("ij,ij->i", Phi, Phi)))
-                L = max(L, 1e-12)
+                L = step_constant(np.einsum("ij,ij->i", Phi, Phi), loss.smoothness,
+                                  batch_size, step_rule)
             t, n_avg, s, bad, bad_loss = _sgd_chunk(Phi, Y[idx], a, abar, n_avg, averaging, t,
                                                     reg, L, int(batch_size), loss.code, limit)
             if bad >= 0:
