@@ -14,7 +14,7 @@ import math
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QRectF, Qt, QTimer
+from PySide6.QtCore import QRectF, Qt
 from PySide6.QtGui import QColor, QPainter
 
 __all__ = ["configure", "LivePlot", "ResultPlot", "PALETTE", "export_plot", "pen", "scatter",
@@ -181,7 +181,7 @@ class LivePlot(ResultPlot):
 
     @property
     def x_label(self) -> str:
-        """The x-axis label, once drawn (it may still be pending)."""
+        """The x-axis label the plot shows, or shows from its next :meth:`redraw`."""
         return self._xlabel
 
     def restart(self, title: str | None = None, xlabel: str | None = None,
@@ -202,14 +202,6 @@ class LivePlot(ResultPlot):
         """Change the x-axis label at the next :meth:`redraw`."""
         self._xlabel = xlabel
         self._dirty = True
-
-    def clear_curves(self) -> None:
-        """Forget the curves and remove them from the drawing now."""
-        self._data.clear()
-        self._styles.clear()
-        self._restart = None
-        self._remove_curves()
-        self._dirty = False
 
     def _remove_curves(self) -> None:
         for c in self._curves.values():
