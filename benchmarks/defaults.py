@@ -1,7 +1,8 @@
 """Every rwtool estimator and solver with its defaults, beside a tuned figure and scikit-learn.
 
     python -m benchmarks.defaults [--datasets PATH] [--quick] [--only adults,cancer]
-        [--methods RW,RKS,RFSGD,GreedyMK,BKerNN] [--solvers lstsq,ridge] [--T 500] [--max-train 20000]
+        [--methods RW,RKS,RFSGD,GreedyMK,BKerNN] [--solvers lstsq,ridge]
+        [--instantiations rwexpsign,rwexprelu] [--T 500] [--max-train 20000]
         [--bkernn-rows 2000] [--tune-draws 40] [--tune-folds 3] [--tune-rows 3000] [--no-tune]
         [--tune-only]
         [--tuned benchmarks/defaults_tuned.json] [--json FILE [--resume] [--merge A,B]]
@@ -131,9 +132,10 @@ def rows(name, args):
     T = int(args.T)
     out = []
     keep = set(args.solvers) if getattr(args, "solvers", None) else None
+    insts = getattr(args, "instantiations", None) or INSTANTIATIONS
     if "RW" in args.methods:
         Est = rw.RWRegressor if reg else rw.RWClassifier
-        for inst in INSTANTIATIONS:
+        for inst in insts:
             for solver in RW_SOLVERS:
                 out.append((f"RW/{inst}/{solver}", "RW", inst,
                             lambda i=inst, s=solver, E=Est: E(instantiation=i, solver=s,
@@ -523,6 +525,9 @@ def main(argv=None):
     ap.add_argument("--solvers", default=None,
                     help="only the RW/RKS rows of these solvers (comma-separated), e.g. "
                          "lstsq,ridge")
+    ap.add_argument("--instantiations", default=None,
+                    help="only the RW rows of these instantiations (comma-separated), e.g. "
+                         "rwexpsign,rwexprelu")
     ap.add_argument("--T", type=int, default=500)
     ap.add_argument("--max-train", type=int, default=20000)
     ap.add_argument("--bkernn-rows", type=int, default=2000)
@@ -542,6 +547,11 @@ def main(argv=None):
     args.only = [s for s in args.only.split(",") if s]
     args.methods = [s for s in args.methods.split(",") if s]
     args.solvers = [s for s in args.solvers.split(",") if s] if args.solvers else None
+    args.instantiations = ([s for s in args.instantiations.split(",") if s]
+                           if args.instantiations else None)
+    for s in args.instantiations or ():
+        if s not in INSTANTIATIONS:
+            ap.error(f"unknown instantiation {s!r}; choose among {', '.join(INSTANTIATIONS)}")
     for s in args.solvers or ():
         if s not in RW_SOLVERS + RKS_SOLVERS:
             ap.error(f"unknown solver {s!r}; choose among "

@@ -199,3 +199,25 @@ def test_fitted_state_round_trip(X):
         fmap.fit(X)
         clone = type(fmap).from_fitted_state(fmap.get_params(), fmap.fitted_state())
         np.testing.assert_array_equal(clone.transform(X), fmap.transform(X))
+
+
+@pytest.mark.parametrize("inst,param,default,other", [
+    ("rwexpsign", "kappa", 5.0, 2.0), ("rwexprelu", "kappa", 5.0, 2.0)])
+def test_estimator_uses_the_measured_kappa_default(inst, param, default, other, rng):
+    """The defaults measured in docs/bench/instantiation_defaults.md reach the fitted map (the
+    kernel factor of 003 Table 2 evaluated at the fitted gamma equals the target), the feature
+    class and the estimator agree (the app reads the signatures), and an explicit value wins."""
+    import inspect
+
+    import rwtool as rw
+    cls = INSTANTIATIONS[inst]
+    assert inspect.signature(cls).parameters[param].default == default
+    assert inspect.signature(rw.RWClassifier).parameters[param].default == default
+    X = rng.standard_normal((80, 4))
+    y = X[:, 0] - X[:, 1] ** 2
+    ref = "rwexpsign"                 # its Table 2 kappa is the kernel factor, for both kinds
+    for kw, want in (({}, default), ({param: other}, other)):
+        est = rw.RWRegressor(instantiation=inst, n_features=20, random_state=0, **kw).fit(X, y)
+        fmap = est.feature_map_
+        got = instantiation_constants(ref, fmap.n_features_in_, 1.0, fmap.gamma_)[param]
+        assert got == pytest.approx(want, rel=1e-9)

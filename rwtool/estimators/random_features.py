@@ -769,7 +769,7 @@ class _RW(_RandomFeatureModel):
     _family = "rw"
 
     def __init__(self, instantiation="rwsign", n_features=1000, solver="lstsq", reg=None,
-                 sigma=1.0, gamma=None, theta=0.5, kappa=2.0, eps=1e-10, loss="squared",
+                 sigma=1.0, gamma=None, theta=0.5, kappa=5.0, eps=1e-10, loss="squared",
                  max_iter=None, tol=1e-4, batch_size=None, radius=None, step_cap=0.25,
                  average=False, path_length=1, standardize=True, bias=True, block_size=None,
                  random_state=None):
@@ -916,8 +916,9 @@ _RW_DOC = """
         003 Table 4, and gamma = sigma for RWStumps. An explicit value overrides the rule.
     theta : float in (0, 1), default 0.5
         Target theta for RWSign/RWRelu when gamma is None.
-    kappa : float > 1, default 2.0
-        Target kappa for RWExpSign/RWExpRelu when gamma is None.
+    kappa : float > 1, default 5.0
+        Target kappa for RWExpSign/RWExpRelu when gamma is None (measured across data sets,
+        docs/bench/instantiation_defaults.md; a larger kappa loosens the bounds of ``bounds()``).
     eps : float, default 1e-10
         Ridge term m eps I added to the normal equations (003 eq. 82) for conditioning.
     loss : {"squared", "logistic"}, default "squared"

@@ -658,7 +658,7 @@ class MonteCarloRKHS(RKHSWeighting):
     constants_are_estimates = True
 
     def __init__(self, distribution="normal", kernel="gaussian", base="sign", n_features=1000,
-                 n_draws=None, sigma=1.0, gamma=None, theta=0.5, kappa=2.0, degree=2,
+                 n_draws=None, sigma=1.0, gamma=None, theta=0.5, kappa=5.0, degree=2,
                  sampling="auto", normalize=True, random_state=None):
         self.distribution = distribution
         self.kernel = kernel
