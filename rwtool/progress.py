@@ -94,10 +94,15 @@ class Progress:
     def active(self) -> bool:
         return self.callback is not None
 
+    def due(self) -> bool:
+        """Whether an :meth:`update` now would be emitted: a metric that costs work is worth
+        computing only then (computed on a turn that is not emitted, it would be dropped)."""
+        return (self.callback is not None
+                and time.perf_counter() - self._last >= self.min_interval)
+
     def model_metrics(self, coef_fn, force: bool = False) -> dict:
         """``monitor(coef_fn())`` when an update now would be emitted, else {} (no cost)."""
-        if self.monitor is None or self.callback is None or (
-                not force and time.perf_counter() - self._last < self.min_interval):
+        if self.monitor is None or self.callback is None or (not force and not self.due()):
             return {}
         return dict(self.monitor(coef_fn()))
 

@@ -257,6 +257,33 @@ def test_validation_metric_and_step_size_warning(rng):
         RFSGDClassifier(reg=0.0).fit(X, y)
 
 
+def test_every_iteration_event_carries_the_validation_error(rng, monkeypatch):
+    """The validation pass runs only on turns whose event goes out. Before, it ran on its own
+    clock: when one pass was quicker than the one before, it ran on a turn the rate limit then
+    suppressed, was dropped, and the live validation curve of a long run stopped after a few
+    points. A fake clock (every reading 30 ms later; the first pass takes 3 readings, later
+    ones none) replays that deterministically."""
+    import time
+    clock = iter(np.arange(1, 100000) * 0.03)
+    monkeypatch.setattr(time, "perf_counter", lambda: float(next(clock)))
+    slow = [3]
+
+    class FirstPassSlow(RFSGDClassifier):
+        def predict(self, X):
+            for _ in range(slow.pop() if slow else 0):
+                time.perf_counter()
+            return super().predict(X)
+
+    X, y = _xor(rng, 300)
+    events = []
+    FirstPassSlow(n_features=20, n_epochs=40, chunk_size=200, random_state=0).fit(
+        X[:200], y[:200], callback=events.append, eval_set=(X[200:], y[200:]))
+    updates = [e for e in events if e.stage == "iterations" and e.kind == "update"]
+    assert len(updates) >= 5
+    assert all("val_error" in e.metrics for e in updates)
+    assert updates[-1].done == 40 * 200
+
+
 def test_four_squares_generator():
     from benchmarks.sgd_rf_experiment import bayes_predict, four_squares
     rng = np.random.default_rng(0)

@@ -21,7 +21,6 @@ preprocess data or encode labels.
 from __future__ import annotations
 
 import math
-import time
 import warnings
 
 import numpy as np
@@ -207,7 +206,6 @@ def averaged_sgd(feature_map, X, Y, order, lam: float, gamma: float, state: SGDS
     Yf = np.ascontiguousarray(Y, dtype=np.float64)
     progress.start("iterations", T)
     done = 0
-    last_eval = -math.inf
     while done < T:
         stop = min(T, done + cs)
         # chunks end on checkpoints so that the snapshot is exactly betabar_{t+1}
@@ -238,14 +236,13 @@ def averaged_sgd(feature_map, X, Y, order, lam: float, gamma: float, state: SGDS
         history["train_loss"].append(metrics["train_loss"])
         history["train_error"].append(metrics["train_error"])
         try:
-            if progress.active:
-                now = time.perf_counter()
-                # the validation metric costs a prediction pass: only as often as events go out
-                if evaluate is not None and (now - last_eval >= progress.min_interval
-                                             or done == T):
+            # the validation metric costs a prediction pass: computed only on the turns whose
+            # event goes out, and that event is then sent whatever the pass cost (computed on a
+            # turn the rate limit then suppressed, it was dropped and the live curve stalled)
+            if progress.active and (progress.due() or done == T):
+                if evaluate is not None:
                     metrics.update(evaluate(state))
-                    last_eval = now
-                progress.update(done, force="val_error" in metrics and done == T, **metrics)
+                progress.update(done, force=True, **metrics)
         except FitCancelled as exc:
             raise FitCancelled(str(exc), partial_model=True, partial=(state, history)) from None
     try:
