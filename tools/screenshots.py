@@ -136,7 +136,7 @@ def _child(args) -> int:
 
     # 5. live training of an iterative method, captured mid-run, then cancelled
     win.left_tabs.setCurrentWidget(win.method_panel)
-    win.method_panel.set_method("rfsgd", {"n_features": 300, "n_epochs": 3000,
+    win.method_panel.set_method("rfsgd", {"n_features": 300, "n_epochs": 40000,
                                           "chunk_size": 200, "random_state": 0})
     done = []
     win.run_finished.connect(lambda rid: done.append(rid))
