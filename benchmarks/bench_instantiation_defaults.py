@@ -27,6 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .argcheck import check_choices, csv_list
 from .bench_core import machine
 from .defaults import ABS_TOL, DATASETS, REGRESSION, REL_TOL, error, load
 
@@ -134,16 +135,12 @@ def main(argv=None):
     ap.add_argument("--report-only", action="store_true", help="rewrite --out from --json")
     ap.add_argument("--out", default=None)
     args = ap.parse_args(argv)
-    args.only = [s for s in args.only.split(",") if s]
-    args.insts = [s for s in args.insts.split(",") if s]
+    args.only = csv_list(args.only)
+    args.insts = csv_list(args.insts)
     args.thetas = [float(s) for s in args.thetas.split(",")]
     args.kappas = [float(s) for s in args.kappas.split(",")]
-    for s in args.only:
-        if s not in DATASETS:
-            ap.error(f"unknown data set {s!r}; choose among {', '.join(DATASETS)}")
-    for s in args.insts:
-        if s not in PARAM:
-            ap.error(f"unknown instantiation {s!r}; choose among {', '.join(PARAM)}")
+    check_choices(ap, args.only, DATASETS, "data set")
+    check_choices(ap, args.insts, PARAM, "instantiation")
     if args.report_only:
         if not args.json:
             ap.error("--report-only needs --json FILE")

@@ -61,6 +61,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .argcheck import check_choices, csv_list
 from .bench_core import machine
 from .datasets import LOADERS
 from .reproduce import TABLE_500, _checkpoint
@@ -544,24 +545,14 @@ def main(argv=None):
     ap.add_argument("--report-only", action="store_true")
     ap.add_argument("--out", default=None)
     args = ap.parse_args(argv)
-    args.only = [s for s in args.only.split(",") if s]
-    args.methods = [s for s in args.methods.split(",") if s]
-    args.solvers = [s for s in args.solvers.split(",") if s] if args.solvers else None
-    args.instantiations = ([s for s in args.instantiations.split(",") if s]
-                           if args.instantiations else None)
-    for s in args.instantiations or ():
-        if s not in INSTANTIATIONS:
-            ap.error(f"unknown instantiation {s!r}; choose among {', '.join(INSTANTIATIONS)}")
-    for s in args.solvers or ():
-        if s not in RW_SOLVERS + RKS_SOLVERS:
-            ap.error(f"unknown solver {s!r}; choose among "
-                     f"{', '.join(dict.fromkeys(RW_SOLVERS + RKS_SOLVERS))}")
-    for s in args.only:
-        if s not in DATASETS:
-            ap.error(f"unknown data set {s!r}; choose among {', '.join(DATASETS)}")
-    for s in args.methods:
-        if s not in METHODS:
-            ap.error(f"unknown method {s!r}; choose among {', '.join(METHODS)}")
+    args.only = csv_list(args.only)
+    args.methods = csv_list(args.methods)
+    args.solvers = csv_list(args.solvers) if args.solvers else None
+    args.instantiations = csv_list(args.instantiations) if args.instantiations else None
+    check_choices(ap, args.instantiations or (), INSTANTIATIONS, "instantiation")
+    check_choices(ap, args.solvers or (), RW_SOLVERS + RKS_SOLVERS, "solver")
+    check_choices(ap, args.only, DATASETS, "data set")
+    check_choices(ap, args.methods, METHODS, "method")
     if args.quick:
         args.max_train, args.T, args.bkernn_rows = min(args.max_train, 1500), 100, 500
         args.no_tune = True

@@ -1,0 +1,17 @@
+"""Command-line list options shared by the benchmark scripts: split a comma-separated option
+and reject names outside a fixed set with argparse's own error. Benchmarks only, not the package.
+"""
+
+from __future__ import annotations
+
+
+def csv_list(text: str) -> list[str]:
+    """The non-empty items of a comma-separated option value."""
+    return [s for s in text.split(",") if s]
+
+
+def check_choices(ap, values, choices, what: str) -> None:
+    """``ap.error`` (exit 2) on the first of ``values`` not in ``choices``, listing them all."""
+    for s in values:
+        if s not in choices:
+            ap.error(f"unknown {what} {s!r}; choose among {', '.join(dict.fromkeys(choices))}")
