@@ -38,14 +38,14 @@ import warnings
 import numpy as np
 
 from ._base import Standardizer, check_array, check_random_state
-from .estimators.from_sums import AUTO_FOLDS, empty_stats, solve_from_stats
+from .estimators.from_sums import AUTO_FOLDS, FROM_SUMS_SOLVERS, empty_stats, solve_from_stats
 from .solvers.sufficient import SufficientStats
 
 __all__ = ["Moments", "scan_moments", "partial_fit", "solve_from_stats", "STREAM_SOLVERS",
            "AUTO_FOLDS"]
 
-#: solvers that learn from the sums alone
-STREAM_SOLVERS = ("lstsq", "ridge", "lasso")
+#: solvers that learn from the sums alone (the public name of from_sums.FROM_SUMS_SOLVERS)
+STREAM_SOLVERS = FROM_SUMS_SOLVERS
 
 
 class Moments:

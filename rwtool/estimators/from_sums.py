@@ -25,9 +25,12 @@ from ..solvers.lasso import lasso_gram
 from ..solvers.lasso_cv import lasso_cv
 from ..solvers.sufficient import SufficientStats, select_reg
 
-__all__ = ["AUTO_FOLDS", "SMALL_DATA_REG", "MIN_FOLD_ROWS", "VALIDATION_ROWS", "empty_stats",
+__all__ = ["FROM_SUMS_SOLVERS", "AUTO_FOLDS", "SMALL_DATA_REG", "MIN_FOLD_ROWS", "VALIDATION_ROWS", "empty_stats",
            "can_cross_validate", "solve_from_stats"]
 
+#: solvers that learn from the sums alone: fit's reg="auto" from per-fold sums over
+#: position-hashed folds, partial_fit and Dask inputs
+FROM_SUMS_SOLVERS = ("lstsq", "ridge", "lasso")
 #: folds kept apart when reg is chosen from the sums
 AUTO_FOLDS = 3
 #: reg=None on data too small to cross-validate (the value the estimators defaulted to before)

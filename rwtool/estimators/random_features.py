@@ -43,7 +43,8 @@ from ..solvers.sfgd import sfgd_fit
 from ..solvers.sgd_rks import sgd_fit
 from ..solvers.sufficient import (EXTEND_MAX, REG_LIMITS, SufficientStats, best_index,
                                   extension)
-from .from_sums import AUTO_FOLDS, SMALL_DATA_REG, empty_stats, solve_from_stats
+from .from_sums import (AUTO_FOLDS, FROM_SUMS_SOLVERS, SMALL_DATA_REG, empty_stats,
+                        solve_from_stats)
 from .scale_hooks import ScaleClassifierHooks, ScaleHooks
 
 __all__ = ["RWClassifier", "RWRegressor", "RKSClassifier", "RKSRegressor", "SOLVERS",
@@ -146,9 +147,9 @@ _MONITORED = ("sfgd", "osd", "lasso")
 MONITOR_ROWS = 1000
 #: solvers that minimise the squared loss only
 _SQUARED_ONLY = ("lstsq", "ridge", "lasso")
-#: solvers whose reg="auto" comes from per-fold sums over position-hashed folds (no class needs
-#: rows in every fold); the others refit each candidate on stratified folds (rwtool.selection)
-FROM_SUMS_SOLVERS = ("lstsq", "ridge", "lasso")
+#: FROM_SUMS_SOLVERS (from_sums.py): reg="auto" comes from per-fold sums over position-hashed
+#: folds (no class needs rows in every fold); the others refit each candidate on stratified
+#: folds (rwtool.selection)
 
 
 #: reg="auto" candidates per solver (increasing): the least-squares path is nearly free; the

@@ -10,6 +10,7 @@ no formula; everything else goes to the estimator classes unchanged.
 from __future__ import annotations
 
 from .._base import is_dask
+from .from_sums import FROM_SUMS_SOLVERS
 
 __all__ = ["ScaleHooks", "ScaleClassifierHooks"]
 
@@ -29,16 +30,14 @@ class _ForSumSolvers:
     def __get__(self, obj, owner=None):
         if obj is None:
             return self
-        from ..streaming import STREAM_SOLVERS
-        if str(getattr(obj, "solver", "")).lower() not in STREAM_SOLVERS:
+        if str(getattr(obj, "solver", "")).lower() not in FROM_SUMS_SOLVERS:
             raise _no_partial_fit(obj)
         return self.fn.__get__(obj, owner)
 
 
 def _no_partial_fit(obj) -> AttributeError:
-    from ..streaming import STREAM_SOLVERS
     return AttributeError(f"{type(obj).__name__} with solver={obj.solver!r} has no partial_fit: "
-                          f"streaming needs solver in {sorted(STREAM_SOLVERS)}")
+                          f"streaming needs solver in {sorted(FROM_SUMS_SOLVERS)}")
 
 
 class ScaleHooks:
