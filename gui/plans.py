@@ -22,22 +22,19 @@ Plans run on the worker thread; they must not touch widgets.
 
 from __future__ import annotations
 
+import inspect
 import time
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from rwtool.progress import ProgressEvent
+from rwtool.selection import clone as _clone
 
 __all__ = ["Holdout", "KFold", "Search", "search_space"]
 
 
-def _clone(est):
-    return type(est)(**est.get_params())
-
-
 def _supports(fn, name: str) -> bool:
-    import inspect
     try:
         return name in inspect.signature(fn).parameters
     except (TypeError, ValueError):

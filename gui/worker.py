@@ -13,7 +13,6 @@ This module moves work between threads; it must not build widgets.
 from __future__ import annotations
 
 import atexit
-import inspect
 import threading
 import time
 import traceback
@@ -30,7 +29,7 @@ from rwtool.errors import InsufficientMemoryError, NumericalError
 from rwtool.progress import FitCancelled
 
 from .evaluate import chose_reg, evaluate
-from .plans import Holdout
+from .plans import Holdout, _supports
 
 __all__ = ["TrainJob", "PruneJob", "CallJob", "TrainWorker", "WorkerController",
            "run_in_background", "describe_error", "warm_up_jobs"]
@@ -84,13 +83,6 @@ class CallJob:
     fn: Callable
     args: tuple = ()
     kwargs: dict = field(default_factory=dict)
-
-
-def _supports(fn, name: str) -> bool:
-    try:
-        return name in inspect.signature(fn).parameters
-    except (TypeError, ValueError):
-        return False
 
 
 class TrainWorker(QObject):
