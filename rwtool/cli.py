@@ -227,9 +227,10 @@ def _label_check(est, y, source: str) -> str | None:
     (adults' test file writes '<=50K.' where training wrote '<=50K').
     """
     known = [str(c) for c in est.classes_]
+    known_set = set(known)
     y = np.asarray(y).astype(str)
     labels, counts = np.unique(y, return_counts=True)
-    unseen = {lab: int(c) for lab, c in zip(labels, counts) if lab not in set(known)}
+    unseen = {lab: int(c) for lab, c in zip(labels, counts) if lab not in known_set}
     if not unseen:
         return None
     n_bad = sum(unseen.values())
