@@ -215,7 +215,7 @@ def _note_numbered_header(table, header, names) -> None:
 def _note_row_index(table, feats) -> None:
     """A feature column that numbers the rows (pandas' saved index) carries no information."""
     for name in feats:
-        c = table.columns[table.names.index(name)]
+        c = table.col(name)
         n = len(c.codes)
         if n < 3 or np.any(c.codes != -1):
             continue
