@@ -451,11 +451,12 @@ class _CGSolver:
                                  give_up_above=limit)
         _add_time(self.timings, "solve", t0)
         self.cg_iterations += its
-        if limit is not None and lower_value(Yc, alpha, R) > limit:
-            self.gave_up += 1
         # G = -lam min_a phi(a), phi(a) = a^T M a / 2 - Y~^T a; at the CG iterate a, with
         # r = Y~ - M a, -lam phi(a) = (lam/2)(Y~^T a + a^T r): an error quadratic in a - alpha
-        G = 0.5 * lam * float(np.sum(Yc * alpha) + np.sum(alpha * R)) / Yc.shape[1]
+        value = lower_value(Yc, alpha, R)
+        if limit is not None and value > limit:
+            self.gave_up += 1
+        G = lam * value / q
         # ... and G lies in [G, G + slack], slack = ||R||^2 / (2 n q) (the bound of the
         # docstring with lambda_min(K~ + n lam I) >= n lam)
         slack = float(np.sum(R * R)) / (2.0 * R.shape[0] * R.shape[1])
