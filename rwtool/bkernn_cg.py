@@ -73,14 +73,12 @@ class SortedProjections:
         # in slices of particles with a progress tick between them (a sort of 50 x 100k rows
         # takes seconds on a loaded machine); numpy's unstable argsort is 3x faster here than
         # numba's stable one
-        for a, b in particle_slices(m, n * math.log2(n + 1)):
+        for a, b in particle_slices(m, n * math.log2(n + 1), tick=tick):
             self.order[a:b] = np.argsort(PT[a:b], axis=1)
             self.values[a:b] = np.take_along_axis(PT[a:b], self.order[a:b], axis=1)
             # |p_i - p_i'| is shift invariant: centring keeps the prefix-sum form free of
             # cancellation when the projections sit far from 0
             self.values[a:b] -= PT[a:b].mean(axis=1, keepdims=True)
-            if tick is not None:
-                tick(0)
 
     @property
     def shape(self):
@@ -133,12 +131,16 @@ def _distance_products(order, qs, U, acc):
 TICK_WORK = 1 << 20
 
 
-def particle_slices(m: int, work_per_particle: float, multiple: int = 1):
+def particle_slices(m: int, work_per_particle: float, multiple: int = 1, tick=None):
     """Consecutive particle ranges (a, b) of at most :data:`TICK_WORK` work each (at least one
-    particle, a multiple of ``multiple`` when there are more)."""
+    particle, a multiple of ``multiple`` when there are more), with ``tick(0)`` after the body
+    of each when ``tick`` is given."""
     step = int(TICK_WORK // max(work_per_particle, 1.0))
     step = max(multiple, step - step % multiple) if step >= multiple else max(1, step)
-    return [(a, min(m, a + step)) for a in range(0, m, step)]
+    for a in range(0, m, step):
+        yield a, min(m, a + step)
+        if tick is not None:
+            tick(0)
 
 
 def kernel_product(sp: SortedProjections, U: np.ndarray, shift: float = 0.0,
@@ -158,10 +160,8 @@ def kernel_product(sp: SortedProjections, U: np.ndarray, shift: float = 0.0,
     acc[:] = 0.0
     Uc = U - U.mean(axis=0)
     with _threads_for(m * n * q):
-        for a, b in particle_slices(m, n * q, G):
+        for a, b in particle_slices(m, n * q, G, tick):
             _distance_products(sp.order[a:b], sp.values[a:b], Uc, acc)
-            if tick is not None:
-                tick(0)
     R = acc[0].copy()
     for g in range(1, acc.shape[0]):
         R += acc[g]
@@ -360,10 +360,8 @@ class BlockPreconditioner:
         C = np.empty((M, M))
         with _threads_for(m * m * n / 2):
             # a count increment costs about a sixteenth of a product element (measured)
-            for j0, j1 in particle_slices(m, (m - 1) * n / 16):
+            for j0, j1 in particle_slices(m, (m - 1) * n / 16, tick=tick):
                 _step_gram(self.beta, starts, self.scale, self.tail, j0, j1, C)
-                if tick is not None:
-                    tick(0)
         C[np.diag_indices(M)] += self.shift
         self.L = np.linalg.cholesky(C)
 

@@ -212,10 +212,8 @@ def particle_gradient(X: np.ndarray, PT: np.ndarray, alpha: np.ndarray, lam: flo
     scale = n * lam
     Z = np.ascontiguousarray(alpha * scale)
     with _threads_for(m * n * (math.log2(n + 1) + alpha.shape[1])):
-        for a, b in particle_slices(m, n * (1 + alpha.shape[1])):
+        for a, b in particle_slices(m, n * (1 + alpha.shape[1]), tick=tick):
             _signed_sums(PT[a:b], order[a:b], Z, RT[a:b])
-            if tick is not None:
-                tick(0)
     return (RT @ X).T * (1.0 / (2.0 * m * alpha.shape[1] * n * scale))
 
 
