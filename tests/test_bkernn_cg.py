@@ -120,14 +120,20 @@ def test_preconditioner_with_one_block_per_point_is_the_exact_inverse():
     assert its <= 2
 
 
-def test_preconditioner_cuts_iterations():
-    rng = np.random.default_rng(4)
-    n, d, m = 3000, 10, 20
+def _gaussian_system(seed, n, d, m, scale, q):
+    """Gaussian rows, particles N(0, scale^2 / d), their sorted projections and centred
+    Gaussian targets (n x q)."""
+    rng = np.random.default_rng(seed)
     X = rng.standard_normal((n, d))
-    W = 3 * rng.standard_normal((d, m)) / math.sqrt(d)
+    W = scale * rng.standard_normal((d, m)) / math.sqrt(d)
     sp = SortedProjections(np.ascontiguousarray((X @ W).T))
-    Yc = rng.standard_normal((n, 1))
-    Yc -= Yc.mean()
+    Yc = rng.standard_normal((n, q))
+    Yc -= Yc.mean(axis=0)
+    return X, sp, Yc
+
+
+def test_preconditioner_cuts_iterations():
+    X, sp, Yc = _gaussian_system(4, n=3000, d=10, m=20, scale=3, q=1)
     shift = np.max(np.linalg.norm(X, axis=1))
     A0, _, plain = cg_ridge(sp, Yc, shift, tol=1e-8)
     A1, _, fast = cg_ridge(sp, Yc, shift, tol=1e-8, precond=BlockPreconditioner(sp, shift, 16))
@@ -303,13 +309,8 @@ def test_preconditioner_applies_its_dense_definition(spacing):
 
 
 def test_cg_gives_up_only_when_the_exact_value_exceeds_the_threshold():
-    rng = np.random.default_rng(11)
-    n, d, m = 2000, 8, 12
-    X = rng.standard_normal((n, d))
-    W = 2 * rng.standard_normal((d, m)) / math.sqrt(d)
-    sp = SortedProjections(np.ascontiguousarray((X @ W).T))
-    Yc = rng.standard_normal((n, 2))
-    Yc -= Yc.mean(axis=0)
+    n = 2000
+    _, sp, Yc = _gaussian_system(11, n=n, d=8, m=12, scale=2, q=2)
     shift = 3.0
     pre = BlockPreconditioner(sp, shift, 8)
     A, R, full = cg_ridge(sp, Yc, shift, tol=1e-10, precond=pre)
