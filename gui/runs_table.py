@@ -26,7 +26,7 @@ SUMMARY_COLUMNS = ("run", "dataset", "target", "task", "method", "estimator", "s
 def pick_metric(metrics: dict, *names: str):
     """The first of ``names`` present in ``metrics``, as (key, value), preferring test rows,
     then cross-validated means, then training rows."""
-    for prefix in ("test ", "cv mean ", "train "):
+    for prefix in ("test ", "cv ", "train "):
         for n in names:
             if prefix + n in metrics:
                 return prefix + n, metrics[prefix + n]

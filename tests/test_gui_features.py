@@ -213,6 +213,16 @@ def test_runs_table_sort_and_export(qtbot, window, tmp_path):
         assert all(f"param {k}" in r for k in run.params)
 
 
+def test_runs_table_headline_prefers_test_then_cv_then_train():
+    """A k-fold run without held-out rows is summarised by its cross-validated mean (the
+    "cv <metric>" keys of gui.plans.KFold), not by its optimistic training figure."""
+    from gui.runs_table import pick_metric
+    m = {"train error": 0.01, "cv error": 0.12, "cv error (std over 5 folds)": 0.03}
+    assert pick_metric(m, "error") == ("cv error", 0.12)
+    assert pick_metric({**m, "test error": 0.2}, "error") == ("test error", 0.2)
+    assert pick_metric({"train R^2": 0.9}, "R^2") == ("train R^2", 0.9)
+
+
 # ------------------------------------------------------------------ estimate before a long fit
 
 def test_long_fit_is_confirmed_with_its_estimate(qtbot, window, tmp_path, monkeypatch):
