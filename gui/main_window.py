@@ -416,8 +416,7 @@ class MainWindow(ExportActions, QMainWindow):
         plan = self.eval_panel.plan(info["options"].get("random_state", 0))
         weights = self.eval_panel.weights(train.y) if train.is_classification else None
         check = preflight(est, train.X, train.y, train.task, folds=plan.folds(),
-                          folds_what="search or k-fold evaluation" if plan.name == "search"
-                          else "k-fold evaluation", n_fits=plan.n_fits())
+                          folds_what=plan.folds_what, n_fits=plan.n_fits())
         if check.refuse:
             self.show_error(f"Not started: {check.refuse}")
             return
@@ -429,9 +428,7 @@ class MainWindow(ExportActions, QMainWindow):
         data = dict(info["options"], path=info["path"], preprocessing=train.preprocessing,
                     train_rows=train.rows, test_rows=None if test is None else test.rows,
                     task_encoded=train.task, evaluation=plan.describe(),
-                    balanced=weights is not None,
-                    cv_k=getattr(plan, "k", None) or getattr(getattr(plan, "then", None),
-                                                              "k", None))
+                    balanced=weights is not None, cv_k=plan.cv_k())
         run = Run(self._new_id(), fam.key, fam.title, type(est).__name__, est.get_params(),
                   data)
         self.training_run = run

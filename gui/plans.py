@@ -58,8 +58,14 @@ class Holdout:
     """Fit on the training rows (the held-out rows are evaluated by the worker)."""
 
     name = "holdout"
+    #: the form controls that set ``folds()`` (named by the preflight's class-count check)
+    folds_what = "k-fold evaluation"
 
     def folds(self) -> int | None:
+        return None
+
+    def cv_k(self) -> int | None:
+        """Folds of the cross-validated figures the run reports (None: no k-fold figures)."""
         return None
 
     def n_fits(self) -> int:
@@ -86,8 +92,12 @@ class KFold:
     k: int = 5
     random_state: int | None = 0
     name = "k-fold"
+    folds_what = "k-fold evaluation"
 
     def folds(self) -> int | None:
+        return self.k
+
+    def cv_k(self) -> int | None:
         return self.k
 
     def n_fits(self) -> int:
@@ -140,10 +150,14 @@ class Search:
     random_state: int | None = 0
     then: object = field(default_factory=Holdout)
     name = "search"
+    folds_what = "search or k-fold evaluation"
 
     def folds(self) -> int | None:
         inner = self.then.folds()
         return max(self.cv, inner) if inner else self.cv
+
+    def cv_k(self) -> int | None:
+        return self.then.cv_k()
 
     def n_fits(self) -> int:
         return self.n_iter * self.cv + self.then.n_fits()
