@@ -483,7 +483,8 @@ class Integrator:
         return out
 
     def _build_plan(self):
-        """(draws used, their matrix, linear term (n x T) or None, constant row or None, dtype)."""
+        """(draws used, their matrix (None with column groups), linear term (n x T) or None,
+        constant row or None, dtype, the column groups (lo, hi, centres, block) or None)."""
         KS = self.sections()
         D, lin, const = self.draws, None, None
         if self.antithetic:
@@ -501,9 +502,10 @@ class Integrator:
         dtype = np.float32 if isinstance(self.base, str) else np.float64
         groups = None
         if self.columns is not None:
-            # draws sorted by column: each column's draws are a slice of phi(X; w)
+            # draws sorted by column: each column's draws are a slice of phi(X; w); only the
+            # per-column blocks of M are kept (the full S x T matrix is never multiplied)
             order = np.argsort(D[:, 0], kind="stable")
-            D, M = D[order], M[order]
+            D = D[order]
             cols = D[:, 0].astype(np.int64)
             groups = []
             for j in np.unique(self.columns):
@@ -511,10 +513,13 @@ class Integrator:
                 centres = np.flatnonzero(self.columns == j)
                 if hi > lo:
                     groups.append((lo, hi, centres,
-                                   np.ascontiguousarray(M[lo:hi][:, centres], dtype=dtype)))
+                                   np.ascontiguousarray(M[order[lo:hi]][:, centres],
+                                                        dtype=dtype)))
             self._stump_idx = cols
-        return (np.ascontiguousarray(D, dtype=dtype), np.ascontiguousarray(M, dtype=dtype),
-                lin, const, dtype, groups)
+            M = None
+        else:
+            M = np.ascontiguousarray(M, dtype=dtype)
+        return np.ascontiguousarray(D, dtype=dtype), M, lin, const, dtype, groups
 
     def _product(self, B, M, groups, out):
         if groups is None:
@@ -531,7 +536,7 @@ class Integrator:
         S = D.shape[0]
         step = max(1, min(X.shape[0], _BLOCK_ELEMENTS // max(1, S)))
         buf = np.empty((step, S), dtype=dtype)
-        prod = np.empty((step, M.shape[1]), dtype=dtype) if dtype != out.dtype else None
+        prod = np.empty((step, out.shape[1]), dtype=dtype) if dtype != out.dtype else None
         for start in range(0, X.shape[0], step):
             stop = min(X.shape[0], start + step)
             Xb = X[start:stop] if dtype == X.dtype else X[start:stop].astype(dtype)
