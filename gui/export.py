@@ -20,12 +20,13 @@ from rwtool.persist import atomic_writer
 from rwtool.persist import save as save_model_file
 
 from .plots import export_plot
+from .read_options import KEYS as READ_KEYS
 
 __all__ = ["save_model", "write_predictions", "python_snippet", "export_plot",
            "numeric_metrics", "READ_OPTIONS"]
 
 #: reading options of rwtool.data.read_csv the app records when the user overrides them
-READ_OPTIONS = ("encoding", "delimiter", "decimal", "header", "names")
+READ_OPTIONS = READ_KEYS
 
 
 def numeric_metrics(metrics: dict) -> dict:

@@ -20,7 +20,9 @@ from PySide6.QtWidgets import (QComboBox, QFormLayout, QGroupBox, QHBoxLayout, Q
 
 __all__ = ["ReadOptions", "KEYS"]
 
-KEYS = ("header", "delimiter", "decimal", "encoding", "names")
+#: the read_csv parameters these options set (gui.export writes them into the snippet in this
+#: order)
+KEYS = ("encoding", "delimiter", "decimal", "header", "names")
 
 _HEADER = (("detected", None), ("the first line names the columns", True),
            ("no header line: every line is data", False))
@@ -99,8 +101,7 @@ class ReadOptions(QWidget):
     def values(self) -> dict:
         """The overrides as read_csv parameters (only those the user set)."""
         out = {}
-        for key, combo in (("header", self.header), ("delimiter", self.delimiter),
-                           ("decimal", self.decimal), ("encoding", self.encoding)):
+        for key, combo in self._combos():
             if combo.currentData() is not None:
                 out[key] = combo.currentData()
         names = [n.strip() for n in self.names.text().split(",") if n.strip()]
@@ -108,9 +109,12 @@ class ReadOptions(QWidget):
             out["names"] = names
         return out
 
+    def _combos(self):
+        return (("header", self.header), ("delimiter", self.delimiter),
+                ("decimal", self.decimal), ("encoding", self.encoding))
+
     def set_values(self, values: dict) -> None:
-        for key, combo in (("header", self.header), ("delimiter", self.delimiter),
-                           ("decimal", self.decimal), ("encoding", self.encoding)):
+        for key, combo in self._combos():
             i = combo.findData(values.get(key))
             if i < 0 and values.get(key) is not None and key == "encoding":
                 combo.addItem(str(values[key]), values[key])
