@@ -201,10 +201,12 @@ def _fmt(v) -> str:
 
 # ============================================================================ metrics
 
-def _metrics(est, X, y, task: str, prefix: str) -> dict:
-    """Metrics of ``est`` on (X, y); NumericalError rather than a metric of non-finite output."""
+def _metrics(est, X, y, task: str, prefix: str, pred=None) -> dict:
+    """Metrics of ``est`` on (X, y) (``pred``: ``est.predict(X)`` when the caller has it);
+    NumericalError rather than a metric of non-finite output."""
     from .errors import check_finite_result
-    pred = est.predict(X)          # rwtool classifiers check their decision values themselves
+    if pred is None:
+        pred = est.predict(X)      # rwtool classifiers check their decision values themselves
     if task == "regression":
         check_finite_result(np.asarray(pred, dtype=float), solver=type(est).__name__,
                             what="the predictions", fix="refit with other parameters; no metric "
@@ -628,9 +630,10 @@ def cmd_evaluate(args) -> int:
         note = _label_check(est, ds.y, os.path.basename(args.data))
         if note:
             ds.notes.append(note)
-    m.update(_metrics(est, ds.X, ds.y, task, "test"))
+    pred = est.predict(ds.X)       # once, for the metrics and the confusion matrix
+    m.update(_metrics(est, ds.X, ds.y, task, "test", pred))
     if task != "regression":
-        conf = _confusion(est.predict(ds.X), ds.y, est.classes_)
+        conf = _confusion(pred, ds.y, est.classes_)
     if args.json:
         _emit_json({"command": "evaluate", "model": mf.path, "data": args.data, "task": task,
                     "metrics": m, "confusion": conf, "notes": ds.notes})
