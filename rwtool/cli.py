@@ -258,11 +258,18 @@ def _same_labels(pred, y) -> np.ndarray:
 
 def _confusion(pred, y, classes) -> dict:
     labels = [str(c) for c in classes]
-    index = {c: i for i, c in enumerate(labels)}
-    M = np.zeros((len(labels), len(labels)), dtype=int)
-    for t, p in zip(np.asarray(y).astype(str), np.asarray(pred).astype(str)):
-        if t in index and p in index:
-            M[index[t], index[p]] += 1
+    k = len(labels)
+    order = np.argsort(np.array(labels))
+    sorted_labels = np.array(labels)[order]
+
+    def codes(v):      # index of each value in ``labels``; -1 for a label the model lacks
+        v = np.asarray(v).astype(str)
+        pos = np.minimum(np.searchsorted(sorted_labels, v), max(k - 1, 0))
+        return np.where(sorted_labels[pos] == v, order[pos], -1) if k else np.full(len(v), -1)
+
+    t, p = codes(y), codes(pred)
+    ok = (t >= 0) & (p >= 0)
+    M = np.bincount(t[ok] * k + p[ok], minlength=k * k).reshape(k, k).astype(int)
     return {"labels": labels, "matrix": M.tolist()}
 
 

@@ -262,3 +262,17 @@ def test_test_labels_the_model_never_saw(capsys, tmp_path):
     assert code == 0 and any("10 of 600 rows" in n for n in doc["notes"])
     code, out, err = run(capsys, "evaluate", tmp_path / "m.rwm", test, "--json")
     assert code == 0 and any("10 of 600 rows" in n for n in json.loads(out)["notes"])
+
+
+def test_confusion_matrix_matches_scikit_learn_and_skips_unknown_labels():
+    from sklearn.metrics import confusion_matrix
+    rng = np.random.default_rng(3)
+    classes = np.array(["b", "<=50K", "a"])
+    y = rng.choice(["a", "b", "<=50K", "<=50K.", "zz"], 500)
+    pred = rng.choice(["a", "b", "<=50K"], 500)
+    got = cli._confusion(pred, y, classes)
+    known = np.isin(y, classes)
+    assert got["labels"] == ["b", "<=50K", "a"]
+    assert got["matrix"] == confusion_matrix(y[known], pred[known], labels=classes).tolist()
+    ints = cli._confusion(np.array([1, 0, 2, 2]), np.array([1, 1, 2, 5]), np.array([0, 1, 2]))
+    assert ints["matrix"] == [[0, 0, 0], [1, 1, 0], [0, 0, 1]]
