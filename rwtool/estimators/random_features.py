@@ -41,8 +41,7 @@ from ..solvers.prune import (ACCEPT_CRITERIA, make_accept, prune_weights, subset
 from ..solvers.ridge import NumericalWarning, ridge_fit
 from ..solvers.sfgd import sfgd_fit
 from ..solvers.sgd_rks import sgd_fit
-from ..solvers.sufficient import (EXTEND_MAX, REG_LIMITS, SufficientStats, best_index,
-                                  extension)
+from ..solvers.sufficient import REG_LIMITS, SufficientStats, best_index, grow_grid
 from .from_sums import (AUTO_FOLDS, FROM_SUMS_SOLVERS, SMALL_DATA_REG, empty_stats,
                         solve_from_stats)
 from .scale_hooks import ScaleClassifierHooks, ScaleHooks
@@ -274,7 +273,7 @@ class _RandomFeatureModel(BaseEstimator):
         fold is a hash of its position), and reg is chosen and the model solved from them
         (estimators.from_sums), the criterion of partial_fit and Dask. The iterative solvers
         refit each candidate on stratified folds (rwtool.selection) and grow the grid by the
-        same rule (solvers.sufficient.extension). ``reg_`` is the value used and ``reg_search_``
+        same rule (solvers.sufficient.grow_grid). ``reg_`` is the value used and ``reg_search_``
         the validation scores of every candidate (None when reg=None fell back to
         ``SMALL_DATA_REG`` on data too small for three folds).
         """
@@ -286,16 +285,15 @@ class _RandomFeatureModel(BaseEstimator):
         params["reg"] = float(self._auto_grid(solver)[0])
         template = type(self)(**params)
         table = None
-        more = list(self._auto_grid(solver))
-        for _ in range(EXTEND_MAX + 1):
-            _, extra = select_reg(template, X, y, more, cv=AUTO_FOLDS, random_state=0,
+
+        def score(regs):
+            nonlocal table
+            _, extra = select_reg(template, X, y, regs, cv=AUTO_FOLDS, random_state=0,
                                   callback=callback)
             table = extra if table is None else _merge_tables(table, extra)
-            nxt = extension(table["reg"], table["mean_score"],
-                            upper=0.5 if solver == "osd" else REG_LIMITS[1])
-            if nxt is None:
-                break
-            more = [nxt]
+
+        grow_grid(self._auto_grid(solver), score, lambda grid: table["mean_score"],
+                  upper=0.5 if solver == "osd" else REG_LIMITS[1])
         best = table["reg"][best_index(table["mean_score"])]
         fitted = template.set_params(reg=best).fit(X, y, callback=callback)
         return self._adopt(fitted, best, table)

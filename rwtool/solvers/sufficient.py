@@ -366,6 +366,26 @@ def extension(regs, means, upper: float = REG_LIMITS[1], ceiling: float = 1.0):
     return None
 
 
+def grow_grid(grid, score, means_of, *, ceiling: float = 1.0, upper: float = REG_LIMITS[1],
+              max_extend: int | None = EXTEND_MAX) -> list:
+    """The grid search every reg="auto" shares: ``score(regs)`` scores the increasing ``grid``,
+    then, while the choice sits at an end (:func:`extension`, from ``means_of(grid)``: the mean
+    scores of the grid's values), the next decade that way is added and scored, at most
+    ``max_extend`` times (None: until REG_LIMITS or ``upper`` stops it). Returns the final
+    grid, increasing."""
+    grid = sorted(float(v) for v in grid)
+    score(grid)
+    added = 0
+    while max_extend is None or added < max_extend:
+        more = extension(grid, means_of(grid), upper, ceiling)
+        if more is None:
+            break
+        grid = sorted(grid + [more])
+        score([more])
+        added += 1
+    return grid
+
+
 def scored_folds(stats: SufficientStats, classifier: bool, feature_map=None):
     """``(accuracy, used)``: whether a classifier is scored by accuracy on the validation
     sample (its sums keep one and ``feature_map`` can featurise it), and the folds that can be
@@ -427,13 +447,7 @@ def select_reg(stats: SufficientStats, values, classifier: bool, R: np.ndarray |
     grid = sorted(float(v) for v in values)
     progress = make_progress(progress)
     progress.start("search", len(grid))
-    score(grid)
-    for _ in range(EXTEND_MAX):
-        more = extension(grid, [scored[r].mean() for r in grid], ceiling=ceiling)
-        if more is None:
-            break
-        grid = sorted(grid + [more])
-        score([more])
+    grid = grow_grid(grid, score, lambda g: [scored[r].mean() for r in g], ceiling=ceiling)
     progress.end()
     means = np.array([scored[r].mean() for r in grid])
     table = {"reg": grid, "mean_score": means.tolist(),
