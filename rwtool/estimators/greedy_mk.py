@@ -296,7 +296,7 @@ class _GreedyMK(BaseEstimator):
                     per_step=int(self.features_per_step), tol=float(self.tol),
                     normalize=bool(self.normalize), fit_intercept=bool(self.fit_intercept),
                     progress=progress)
-                A = Psi[val_rows][:, support] if dense else fmap.columns(Xv, support)
+                A = Psi[np.ix_(val_rows, support)] if dense else fmap.columns(Xv, support)
                 return self._holdout_loss(A @ coef + intercept, Yv)
             return loss
         return fit_on
