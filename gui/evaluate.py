@@ -53,11 +53,22 @@ def confusion_matrix(y_true, y_pred, classes) -> np.ndarray:
     """counts[i, j] = number of rows of class ``classes[i]`` predicted as ``classes[j]``."""
     classes = list(classes)
     index = {c: i for i, c in enumerate(classes)}
-    cm = np.zeros((len(classes), len(classes)), dtype=np.int64)
-    for t, p in zip(np.asarray(y_true).tolist(), np.asarray(y_pred).tolist()):
-        if t in index and p in index:
-            cm[index[t], index[p]] += 1
-    return cm
+    k = len(classes)
+    y_true, y_pred = np.asarray(y_true), np.asarray(y_pred)
+    try:
+        # look the labels up once per distinct value, then count the pairs in one call
+        ut, it = np.unique(y_true, return_inverse=True)
+        up, ip = np.unique(y_pred, return_inverse=True)
+    except TypeError:  # labels numpy cannot sort (mixed types): row by row
+        cm = np.zeros((k, k), dtype=np.int64)
+        for t, p in zip(y_true.tolist(), y_pred.tolist()):
+            if t in index and p in index:
+                cm[index[t], index[p]] += 1
+        return cm
+    t = np.array([index.get(v, -1) for v in ut.tolist()], np.int64)[it.ravel()]
+    p = np.array([index.get(v, -1) for v in up.tolist()], np.int64)[ip.ravel()]
+    ok = (t >= 0) & (p >= 0)
+    return np.bincount(t[ok] * k + p[ok], minlength=k * k).astype(np.int64).reshape(k, k)
 
 
 def r2_score(y, pred) -> float:
@@ -128,15 +139,16 @@ def fit_notes(est, size: int | None) -> list[str]:
     return notes
 
 
-def class_report(y_true, y_pred, classes) -> dict:
+def class_report(y_true, y_pred, classes, cm=None) -> dict:
     """Per-class precision, recall, F1 and support, balanced accuracy and Cohen's kappa.
 
     From the confusion matrix C (rows actual, columns predicted): precision_c = C_cc / sum_i
     C_ic, recall_c = C_cc / sum_j C_cj, F1 their harmonic mean (0 when both are 0), balanced
     accuracy the mean recall over the classes present, kappa = (p_o - p_e) / (1 - p_e) with
-    p_o the accuracy and p_e = sum_c (row_c / n)(col_c / n) the agreement of chance.
+    p_o the accuracy and p_e = sum_c (row_c / n)(col_c / n) the agreement of chance. ``cm``:
+    their confusion matrix, when the caller has it already.
     """
-    cm = confusion_matrix(y_true, y_pred, classes).astype(float)
+    cm = (confusion_matrix(y_true, y_pred, classes) if cm is None else cm).astype(float)
     n = cm.sum()
     tp = np.diag(cm)
     col, row = cm.sum(axis=0), cm.sum(axis=1)
@@ -331,12 +343,12 @@ def evaluate(est, X_train, y_train, X_test=None, y_test=None, *, task: str,
         values, counts = np.unique(np.asarray(y_train), return_counts=True)
         majority = values[np.argmax(counts)]
         m[f"baseline {on} error (majority class)"] = float(np.mean(np.asarray(yt) != majority))
-        rep = class_report(yt, pt, classes)
+        res["confusion"] = confusion_matrix(yt, pt, classes)
+        rep = class_report(yt, pt, classes, cm=res["confusion"])
         rep["on"] = on
         res["per_class"] = rep
         m[f"{on} balanced accuracy"] = rep["balanced_accuracy"]
         m[f"{on} Cohen's kappa"] = rep["kappa"]
-        res["confusion"] = confusion_matrix(yt, pt, classes)
         res["confusion_on"] = on
         if s is not None:
             fpr, tpr, auc = roc_curve(np.asarray(yt) == classes[1], s)

@@ -117,6 +117,14 @@ def test_confusion_and_r2_match_sklearn(rng):
                                   metrics.confusion_matrix(yt, yp, labels=labels))
     y, f = rng.standard_normal(50), rng.standard_normal(50)
     assert r2_score(y, f) == pytest.approx(metrics.r2_score(y, f))
+    # rows whose label is not among the classes are left out, as scikit-learn does
+    yt, yp = rng.integers(0, 5, 300), rng.integers(0, 5, 300)
+    np.testing.assert_array_equal(confusion_matrix(yt, yp, [3, 0, 1]),
+                                  metrics.confusion_matrix(yt, yp, labels=[3, 0, 1]))
+    # labels numpy cannot sort (mixed types) are still counted
+    mixed = np.array(["x", 1, 2.0, "x", 1], object)
+    np.testing.assert_array_equal(confusion_matrix(mixed, mixed[::-1], ["x", 1, 2.0]),
+                                  [[0, 2, 0], [2, 0, 0], [0, 0, 1]])
 
 
 def test_evaluate_classifier(binary_data):
