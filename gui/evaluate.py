@@ -52,23 +52,22 @@ def roc_curve(y01: np.ndarray, score: np.ndarray):
 def confusion_matrix(y_true, y_pred, classes) -> np.ndarray:
     """counts[i, j] = number of rows of class ``classes[i]`` predicted as ``classes[j]``."""
     classes = list(classes)
-    index = {c: i for i, c in enumerate(classes)}
     k = len(classes)
-    y_true, y_pred = np.asarray(y_true), np.asarray(y_pred)
-    try:
-        # look the labels up once per distinct value, then count the pairs in one call
-        ut, it = np.unique(y_true, return_inverse=True)
-        up, ip = np.unique(y_pred, return_inverse=True)
-    except TypeError:  # labels numpy cannot sort (mixed types): row by row
-        cm = np.zeros((k, k), dtype=np.int64)
-        for t, p in zip(y_true.tolist(), y_pred.tolist()):
-            if t in index and p in index:
-                cm[index[t], index[p]] += 1
-        return cm
-    t = np.array([index.get(v, -1) for v in ut.tolist()], np.int64)[it.ravel()]
-    p = np.array([index.get(v, -1) for v in up.tolist()], np.int64)[ip.ravel()]
+    t, p = _class_index(y_true, classes), _class_index(y_pred, classes)
     ok = (t >= 0) & (p >= 0)
     return np.bincount(t[ok] * k + p[ok], minlength=k * k).astype(np.int64).reshape(k, k)
+
+
+def _class_index(labels, classes) -> np.ndarray:
+    """Position of each label in ``classes`` (-1 for a label that is not one of them)."""
+    index = {c: i for i, c in enumerate(classes)}
+    labels = np.asarray(labels).ravel()
+    try:
+        # one dictionary look-up per distinct label
+        values, inverse = np.unique(labels, return_inverse=True)
+    except TypeError:  # labels numpy cannot sort (mixed types): one look-up per label
+        return np.array([index.get(v, -1) for v in labels.tolist()], np.int64)
+    return np.array([index.get(v, -1) for v in values.tolist()], np.int64)[inverse.ravel()]
 
 
 def r2_score(y, pred) -> float:
@@ -285,8 +284,7 @@ def _grid(est, X, classification: bool, classes):
     pts = np.column_stack([XX.ravel(), YY.ravel()])
     pred = np.asarray(est.predict(pts))
     if classification:
-        index = {c: i for i, c in enumerate(list(classes))}
-        Z = np.array([index.get(v, -1) for v in pred.tolist()], float)
+        Z = _class_index(pred, list(classes)).astype(float)
     else:
         Z = pred.astype(float).ravel()
     return {"x": gx, "y": gy, "z": Z.reshape(GRID, GRID)}
