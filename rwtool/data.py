@@ -11,8 +11,9 @@ being line 1) and ``column``, so a caller can show it without a traceback.
 
 This module is the public face of the data modules: rwtool.csv_dialect (sources, dialect),
 rwtool.csv_scan and rwtool.csv_read (tokenising and typing on pyarrow.csv), rwtool.encoding (the
-record), rwtool.dataset (Dataset, splits), rwtool.data_errors. It must not scale features (the
-estimators own standardisation), learn models, or import pandas or scikit-learn.
+record), rwtool.csv_notes (notes on guesses to check), rwtool.dataset (Dataset, splits),
+rwtool.data_errors. It must not scale features (the estimators own standardisation), learn
+models, or import pandas or scikit-learn.
 """
 
 from __future__ import annotations
@@ -23,8 +24,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .csv_dialect import (_DEFAULT_MAX_BYTES, NA_VALUES, Dialect, _numbered, open_source,
-                          sniff_csv)
+from .csv_dialect import _DEFAULT_MAX_BYTES, NA_VALUES, Dialect, open_source, sniff_csv
+from .csv_notes import note_guesses
 from .csv_read import parse
 from .data_errors import (AllMissingError, ColumnNotFoundError, DataError, DuplicateColumnError,
                           EmptyFileError, EncodingError, FileTooLargeError, HeaderError,
@@ -133,7 +134,7 @@ def preview_csv(path, *, n_head: int = 20, nrows: int | None = None, encoding=No
                         header=header, na_values=na_values, nrows=nrows)
     table = parse(src, dialect, nrows=nrows, na_values=na_values, head_rows=n_head,
                   fallback=encoding is None, names=names)
-    _note_numbered_header(table, header, names)
+    note_guesses(table, header, names)
     cols, tasks, notes = [], {}, list(table.notes)
     for j, name in enumerate(table.names):
         c = table.columns[j]
@@ -197,34 +198,10 @@ def _read_table(path, target, features, ignore, categorical, numeric, encoding, 
                         header=header, na_values=na_values, nrows=nrows)
     table = parse(src, dialect, nrows=nrows, na_values=na_values, fallback=encoding is None,
                   names=names)
-    _note_numbered_header(table, header, names)
     _require_rows(table)
     tname, feats, cat, num = _roles(table, target, features, ignore, categorical, numeric)
-    _note_row_index(table, feats)
+    note_guesses(table, header, names, feats)
     return table, tname, feats, cat, num
-
-
-def _note_numbered_header(table, header, names) -> None:
-    numbered = _numbered(table.names) or (table.names[0] == "col1" and _numbered(table.names[1:]))
-    if header is None and names is None and table.dialect.header and numbered:
-        table.notes.append(f"the first line ({', '.join(table.names[:3])}, ...) was read as "
-                           f"column names (it numbers the columns); pass header=False "
-                           f"(command line: --no-header) if it is data")
-
-
-def _note_row_index(table, feats) -> None:
-    """A feature column that numbers the rows (pandas' saved index) carries no information."""
-    for name in feats:
-        c = table.col(name)
-        n = len(c.codes)
-        if n < 3 or np.any(c.codes != -1):
-            continue
-        v = c.values
-        if v[0] in (0.0, 1.0) and np.array_equal(v, np.arange(v[0], v[0] + n)):
-            table.notes.append(
-                f"column {name!r} numbers the rows ({v[0]:.0f}, {v[1]:.0f}, ..., {v[-1]:.0f}): "
-                f"a row index carries no information about the target; ignore it "
-                f"(ignore=[{name!r}]; command line: --ignore {name})")
 
 
 def _roles(table, target, features, ignore, categorical, numeric):
