@@ -12,13 +12,12 @@ being line 1) and ``column``, so a caller can show it without a traceback.
 This module is the public face of the data modules: rwtool.csv_dialect (sources, dialect),
 rwtool.csv_scan and rwtool.csv_read (tokenising and typing on pyarrow.csv), rwtool.encoding (the
 record), rwtool.csv_notes (notes on guesses to check), rwtool.dataset (Dataset, splits),
-rwtool.data_errors. It must not scale features (the estimators own standardisation), learn
-models, or import pandas or scikit-learn.
+rwtool.data_errors, rwtool.samples (the bundled sample files). It must not scale features
+(the estimators own standardisation), learn models, or import pandas or scikit-learn.
 """
 
 from __future__ import annotations
 
-import os
 import re
 from dataclasses import dataclass, field
 
@@ -35,6 +34,7 @@ from .data_errors import (AllMissingError, ColumnNotFoundError, DataError, Dupli
                           UnseenCategoryError)
 from .csv_stream import CsvScan, iter_csv, scan_csv
 from .dataset import Dataset, split_indices
+from .samples import list_samples, samples_dir
 from .numfmt import describe_format, parse_formatted
 from .encoding import (_DEFAULT_MAX_ABS, MISSING_POLICIES, Preprocessing, fit_record,
                        infer_task, norm_policy, _column_format, _fit_target,
@@ -364,52 +364,3 @@ def train_test_csv(path, target, *, test_size: float = 0.25, test=None, random_s
     tst = pre._encode(table, rows[te], with_target=True)
     train.notes[:0] = notes
     return train, tst
-
-
-# ============================================================================ bundled samples
-
-def samples_dir():
-    """Folder of the bundled sample CSVs: $RWTOOL_SAMPLES, samples/ next to the rwtool package
-    (a source checkout), or <prefix>/share/rwtool/samples where pip installs them (the
-    environment's prefix, then the user scheme). Raises DataError when none holds them."""
-    import sysconfig
-    from pathlib import Path
-    env = os.environ.get("RWTOOL_SAMPLES")
-    candidates = [Path(env)] if env else []
-    candidates.append(Path(__file__).resolve().parent.parent / "samples")
-    schemes = [None] + [s for s in (f"{os.name}_user", "posix_user", "nt_user")
-                        if s in sysconfig.get_scheme_names()]
-    for scheme in schemes:
-        try:
-            base = sysconfig.get_path("data", scheme) if scheme else sysconfig.get_path("data")
-        except KeyError:
-            continue
-        c = Path(base) / "share" / "rwtool" / "samples"
-        if c not in candidates:
-            candidates.append(c)
-    for c in candidates:
-        if (c / "samples.json").is_file():
-            return c
-    raise DataError("the bundled samples were not found (looked in "
-                    + ", ".join(str(c) for c in candidates) + ")",
-                    hint="set RWTOOL_SAMPLES to the folder holding samples.json")
-
-
-def list_samples() -> list[dict]:
-    """The bundled samples from samples.json: name, file, path, target, task, rows, columns,
-    description and ``options`` (the read_csv options the sample needs, e.g. columns to
-    ignore), so ``read_csv(s["path"], s["target"], **s["options"])`` reads any of them."""
-    import json
-    d = samples_dir()
-    try:
-        manifest = json.loads((d / "samples.json").read_text(encoding="utf-8"))
-        out = []
-        for s in manifest["samples"]:
-            s = dict(s)
-            s["path"] = str(d / s["file"])
-            s.setdefault("options", {})
-            out.append(s)
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise DataError(f"unreadable sample manifest ({exc})",
-                        file=str(d / "samples.json")) from None
-    return out
