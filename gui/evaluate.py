@@ -307,22 +307,27 @@ def chose_reg(est) -> bool:
 
 def evaluate(est, X_train, y_train, X_test=None, y_test=None, *, task: str,
              feature_names=None, fit_time: float | None = None,
-             set_names: tuple[str, str] = ("train", "test"), plots: bool = True) -> dict:
+             set_names: tuple[str, str] = ("train", "test"), plots: bool = True,
+             score_train: bool = True) -> dict:
     """Predictions, metrics and plot data of a fitted estimator (see module docstring).
 
     ``set_names`` names the two row sets in the metric keys ("train error", "test MSE"...);
     a model applied to a new file passes ("file", ...). ``plots=False`` computes the metrics
-    only (cross-validation folds). Raises rwtool.NumericalError when the model or its
-    predictions are not finite, so that no metric comes from NaN or infinite scores.
+    only (cross-validation folds). ``score_train=False`` (with test rows and ``plots=False``)
+    does not predict the training rows, whose labels or values still set the baselines: a
+    fold's score needs only its held-out rows. Raises rwtool.NumericalError when the model or
+    its predictions are not finite, so that no metric comes from NaN or infinite scores.
     """
     t0 = time.perf_counter()
     tr_name, te_name = set_names
     classification = task != "regression"
     res: dict = {"task": task, "metrics": {}, "warnings": []}
     has_test = X_test is not None and y_test is not None and len(y_test) > 0
+    if not score_train and (plots or not has_test):
+        raise ValueError("score_train=False needs test rows and plots=False")
     m = res["metrics"]
     check_finite_model(est)
-    pred_tr = np.asarray(est.predict(X_train))
+    pred_tr = np.asarray(est.predict(X_train)) if score_train else None
     res["y_train"], res["pred_train"] = np.asarray(y_train), pred_tr
     if has_test:
         pred_te = np.asarray(est.predict(X_test))
@@ -334,7 +339,8 @@ def evaluate(est, X_train, y_train, X_test=None, y_test=None, *, task: str,
         res["classes"] = classes
         s = _scores(est, Xe) if len(classes) == 2 else None
         check_finite_model(est, *([("decision scores", s)] if s is not None else []))
-        m[f"{tr_name} error"] = float(np.mean(pred_tr != np.asarray(y_train)))
+        if score_train:
+            m[f"{tr_name} error"] = float(np.mean(pred_tr != np.asarray(y_train)))
         if has_test:
             m[f"{te_name} error"] = float(np.mean(pred_te != np.asarray(y_test)))
         # the majority class of the training rows, predicted for every evaluated row
@@ -354,11 +360,12 @@ def evaluate(est, X_train, y_train, X_test=None, y_test=None, *, task: str,
             if math.isfinite(auc):
                 m[f"{on} AUC"] = auc
     else:
-        check_finite_model(est, ("predictions", pred_tr),
+        check_finite_model(est, *([("predictions", pred_tr)] if score_train else []),
                            *([("predictions", pred_te)] if has_test else []))
         ytr = np.asarray(y_train, float)
-        m[f"{tr_name} MSE"] = float(np.mean((pred_tr - ytr) ** 2))
-        m[f"{tr_name} R^2"] = r2_score(ytr, pred_tr)
+        if score_train:
+            m[f"{tr_name} MSE"] = float(np.mean((pred_tr - ytr) ** 2))
+            m[f"{tr_name} R^2"] = r2_score(ytr, pred_tr)
         if has_test:
             yte = np.asarray(y_test, float)
             m[f"{te_name} MSE"] = float(np.mean((pred_te - yte) ** 2))

@@ -144,6 +144,38 @@ def test_evaluate_classifier(binary_data):
                                np.sort(np.abs(est.coef_[:, 0]))[::-1])
 
 
+@pytest.mark.parametrize("task", ["binary", "regression"])
+def test_kfold_predicts_each_training_row_once(task, binary_data, regression_data):
+    """k-fold scores each fold on its held-out rows only: n rows predicted in all, not k * n
+    (each fold's training rows were predicted and the figure thrown away); the per-fold
+    figures equal the fold models' own predictions on their held-out rows."""
+    from types import SimpleNamespace
+
+    from gui.plans import KFold
+    from rwtool import RWClassifier, RWRegressor
+    from rwtool.tuning import kfold_indices
+    X, y = binary_data if task == "binary" else regression_data
+    base = RWClassifier if task == "binary" else RWRegressor
+    predicted = []
+
+    class Counting(base):
+        def predict(self, X):
+            predicted.append(len(X))
+            return super().predict(X)
+
+    job = SimpleNamespace(X_train=X, y_train=y, task=task, X_test=None, y_test=None)
+    out = KFold(k=4, random_state=0).fit(Counting(n_features=40, random_state=0), job, None)
+    assert sum(predicted) == len(y)
+    for f, (tr, va) in zip(out["cv"]["folds"],
+                           kfold_indices(y, 4, task != "regression", 0)):
+        pred = base(n_features=40, random_state=0).fit(X[tr], y[tr]).predict(X[va])
+        if task == "binary":
+            assert f["error"] == np.mean(pred != y[va])
+        else:
+            assert f["MSE"] == pytest.approx(np.mean((pred - y[va]) ** 2), rel=1e-12)
+            assert f["R^2"] == pytest.approx(r2_score(y[va], pred), rel=1e-12)
+
+
 def test_stump_importance_is_the_coefficient_mass_per_column(regression_data):
     from rwtool import RWRegressor
     X, y = regression_data
