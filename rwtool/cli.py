@@ -222,13 +222,13 @@ def _metrics(est, X, y, task: str, prefix: str, pred=None) -> dict:
     return {f"{prefix}_error": 1.0 - acc, f"{prefix}_accuracy": acc}
 
 
-def _label_check(est, y, source: str) -> str | None:
-    """A note on test labels the model never saw; CLIError when most rows carry such labels.
+def _label_check(classes, y, source: str) -> str | None:
+    """A note on test labels outside ``classes``; CLIError when most rows carry such labels.
 
     Metrics over labels the model cannot predict measure the files' coding, not the model
     (adults' test file writes '<=50K.' where training wrote '<=50K').
     """
-    known = [str(c) for c in est.classes_]
+    known = [str(c) for c in classes]
     known_set = set(known)
     y = np.asarray(y).astype(str)
     labels, counts = np.unique(y, return_counts=True)
@@ -419,6 +419,11 @@ def cmd_train(args) -> int:
     if train.y is None:
         raise CLIError("no target column: pass --target COL")
     est = _make_estimator(args, train.task)
+    label_note = None
+    if test is not None and train.task != "regression":
+        # before the fit: a test file coded differently is refused in a second, not after it
+        label_note = _label_check(np.unique(np.asarray(train.y)), test.y,
+                                  os.path.basename(args.test or args.data))
     bar = ProgressBar(enabled=not (args.quiet or args.no_progress))
     old = bar.install_sigint()
     cancelled = partial = False
@@ -438,10 +443,8 @@ def cmd_train(args) -> int:
     metrics = {"n_train": train.n_samples, "n_test": 0 if test is None else test.n_samples,
                "n_inputs": train.n_features}
     metrics.update(_metrics(est, train.X, train.y, train.task, "train"))
-    notes = list(train.notes)
+    notes = list(train.notes) + [label_note]
     if test is not None:
-        if train.task != "regression":
-            notes.append(_label_check(est, test.y, os.path.basename(args.test or args.data)))
         metrics.update(_metrics(est, test.X, test.y, train.task, "test"))
     metrics["fit_time_s"] = float(getattr(est, "fit_time_", wall))
     _add_n_features(est, metrics)
@@ -634,7 +637,7 @@ def cmd_evaluate(args) -> int:
     m = {"n_rows": ds.n_samples}
     conf = None
     if task != "regression":
-        note = _label_check(est, ds.y, os.path.basename(args.data))
+        note = _label_check(est.classes_, ds.y, os.path.basename(args.data))
         if note:
             ds.notes.append(note)
     pred = est.predict(ds.X)       # once, for the metrics and the confusion matrix

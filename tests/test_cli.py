@@ -264,6 +264,21 @@ def test_test_labels_the_model_never_saw(capsys, tmp_path):
     assert code == 0 and any("10 of 600 rows" in n for n in json.loads(out)["notes"])
 
 
+def test_test_labels_are_checked_before_the_fit(capsys, tmp_path, monkeypatch):
+    """A test file coded differently is refused before training, not after a long fit."""
+    import rwtool as rw
+    train, test = tmp_path / "train.csv", tmp_path / "test.csv"
+    _relabel(SAMPLES / "spirals.csv", train, 0, "")
+    _relabel(SAMPLES / "spirals.csv", test, 600, ".")
+
+    def no_fit(self, *a, **k):
+        raise AssertionError("fit ran before the label check")
+    monkeypatch.setattr(rw.RWClassifier, "fit", no_fit)
+    code, out, err = run(capsys, "train", train, "--target", "color", "-T", 50, "--test", test,
+                         "--no-bounds")
+    assert code != 0 and "never saw in training" in err and "fit ran" not in err
+
+
 def test_confusion_matrix_matches_scikit_learn_and_skips_unknown_labels():
     from sklearn.metrics import confusion_matrix
     rng = np.random.default_rng(3)
