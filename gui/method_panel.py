@@ -22,7 +22,7 @@ from PySide6.QtWidgets import (QCheckBox, QComboBox, QFormLayout, QGroupBox, QHB
 from . import custom_instantiation
 from .methods import ParamSpec, available_families, format_value, param_specs, parse_value
 
-__all__ = ["MethodPanel", "derived_quantities", "DataStats", "RELEVANCE"]
+__all__ = ["MethodPanel", "derived_quantities", "DataStats", "RELEVANCE", "theta_hint"]
 
 #: parameter -> (controlling parameter, values for which it matters)
 RELEVANCE = {
@@ -110,17 +110,20 @@ def derived_quantities(family: str, params: dict, data) -> list[tuple[str, str]]
     if family == "rw":
         inst = str(params.get("instantiation", "rwsign")).lower()
         if inst not in ("rwsign", "rwrelu", "rwexpsign", "rwexprelu", "rwstumps"):
-            return [("θ, κ", "no closed form: Monte Carlo estimates in the bounds after "
-                             "training (docs/INSTANTIATIONS.md)")]
+            theta = _theta_used(params)
+            if theta is not None:
+                out.append(("θ (sets γ)", f"{theta:g}" + _theta_origin(params)))
+            return out + [("θ, κ", "no closed form: Monte Carlo estimates in the bounds after "
+                                   "training (docs/INSTANTIATIONS.md)")]
         bias = bool(params.get("bias", True)) and inst != "rwstumps"
         n = d + int(bias)
         sigma = float(params.get("sigma", 1.0))
         gamma = params.get("gamma")
         if gamma is None:
             if inst in ("rwsign", "rwrelu"):
-                theta = float(params.get("theta", 0.5))
+                theta = _theta_used(params)
                 gamma = gamma_from_theta(n, sigma, theta)
-                how = f"from θ = {theta:g} (003 Table 4)"
+                how = f"from θ = {theta:g}{_theta_origin(params)} (003 Table 4)"
             elif inst in ("rwexpsign", "rwexprelu"):
                 kappa = float(params.get("kappa", 5.0))
                 gamma = gamma_from_kappa(n, sigma, kappa)
@@ -158,6 +161,32 @@ def derived_quantities(family: str, params: dict, data) -> list[tuple[str, str]]
 
 def _fmt(v: float) -> str:
     return "∞" if not math.isfinite(v) else f"{v:.4g}"
+
+
+def _theta_used(params: dict):
+    """The theta the gamma rule of the chosen instantiation will use (None: it uses none)."""
+    from rwtool.instantiation import resolved_theta
+    return resolved_theta(params.get("instantiation", "rwsign"), params.get("theta"),
+                          params.get("gamma"))
+
+
+def _theta_origin(params: dict) -> str:
+    if params.get("theta") is not None:
+        return ""
+    inst = str(params.get("instantiation", "rwsign")).lower()
+    return f", the default for {inst}" if inst in ("rwsign", "rwrelu") else \
+        ", the default for Monte Carlo Gaussian kernels"
+
+
+def theta_hint(params: dict) -> str:
+    """What an empty theta field means for the chosen instantiation (the field's placeholder)."""
+    try:
+        theta = _theta_used(dict(params, theta=None))
+    except (ValueError, TypeError):
+        return "empty = None"
+    if theta is None:
+        return "empty = None (θ is not used here)"
+    return f"empty = {theta:g}{_theta_origin(dict(params, theta=None))}"
 
 
 class _Field:
@@ -412,6 +441,9 @@ class MethodPanel(QWidget):
                                                        f"<p><i>Not used with {ctrl}={v}.</i></p>"))
         problems = [p for f in self._fields.values() if (p := f.check())]
         self.error_label.setText("; ".join(problems))
+        theta = self._fields.get("theta")
+        if theta is not None and isinstance(theta.widget, QLineEdit):
+            theta.widget.setPlaceholderText(theta_hint(self.params(partial=True)))
         self._update_derived()
         self.changed.emit()
 

@@ -497,6 +497,10 @@ def _add_n_features(est, metrics) -> None:
     nf = _n_features(est)
     if nf is not None:
         metrics["n_features"] = nf
+    # the theta the gamma rule used: theta=None resolves per instantiation (0.1 or 0.5)
+    theta = getattr(getattr(est, "feature_map_", None), "theta_target_", None)
+    if isinstance(theta, float):
+        metrics["theta"] = theta
 
 
 #: the in-memory reader needs about this many times the file's size
@@ -808,7 +812,10 @@ are refused; any other estimator parameter can be set with --param NAME=VALUE.""
                    "auto for regression, 1e-4 for classification)")
     m.add_argument("--sigma", help="sampling / kernel width sigma")
     m.add_argument("--gamma", help="kernel width gamma of the RKHS weighting")
-    m.add_argument("--theta", help="target theta (RWSign, RWRelu)")
+    m.add_argument("--theta", help="target theta in (0, 1) that sets gamma of the Gaussian "
+                   "kernels (rwsign, rwrelu, mc:...:gaussian:...); default: 0.1 for rwsign and "
+                   "rwrelu, 0.5 for Monte Carlo Gaussian kernels (measured, "
+                   "docs/bench/instantiation_defaults.md); the value used is reported as theta")
     m.add_argument("--kappa", help="target kappa (RWExpSign, RWExpRelu)")
     m.add_argument("--kernel", help="kernel of Fourier features: gaussian, laplacian, cauchy")
     m.add_argument("--loss", help="loss, where the method has one: squared, logistic")

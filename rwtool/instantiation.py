@@ -17,14 +17,14 @@ This module resolves and builds; it computes no features.
 from __future__ import annotations
 
 from ._base import BaseEstimator, check_choice
-from .features.montecarlo import (BASES, DISTRIBUTIONS, DOT_BASES, KERNELS, SAMPLINGS,
-                                  MonteCarloRKHS, check_mc_params, register_base,
+from .features.montecarlo import (BASES, DISTRIBUTIONS, DOT_BASES, KERNELS, MC_DEFAULT_THETA,
+                                  SAMPLINGS, MonteCarloRKHS, check_mc_params, register_base,
                                   register_distribution, register_kernel, registered)
-from .features.rkhs import INSTANTIATIONS, make_instantiation
+from .features.rkhs import DEFAULT_THETA, INSTANTIATIONS, check_theta, make_instantiation
 
 __all__ = ["Instantiation", "register_distribution", "register_kernel", "register_base",
-           "registered", "resolve", "make_feature_map", "uses_bias", "instantiation_names",
-           "search_space", "DISTRIBUTIONS", "KERNELS", "BASES"]
+           "registered", "resolve", "make_feature_map", "resolved_theta", "uses_bias",
+           "instantiation_names", "search_space", "DISTRIBUTIONS", "KERNELS", "BASES"]
 
 _NAMED: dict[str, "Instantiation"] = {}
 _REGISTER = {"distribution": register_distribution, "kernel": register_kernel,
@@ -113,9 +113,10 @@ class Instantiation(BaseEstimator):
             raise ValueError(f"bias must be True, False or None, got {self.bias!r}")
         return self
 
-    def make_map(self, n_features, sigma=1.0, gamma=None, theta=0.5, kappa=5.0,
+    def make_map(self, n_features, sigma=1.0, gamma=None, theta=None, kappa=5.0,
                  random_state=None) -> MonteCarloRKHS:
-        """The (unfitted) Monte Carlo feature map with T = ``n_features`` centres."""
+        """The (unfitted) Monte Carlo feature map with T = ``n_features`` centres (theta=None:
+        ``MC_DEFAULT_THETA`` for a Gaussian kernel)."""
         self.validate()
         return MonteCarloRKHS(distribution=self.distribution, kernel=self.kernel,
                               base=self.base, n_features=n_features, n_draws=self.n_draws,
@@ -173,14 +174,38 @@ def instantiation_names() -> tuple:
     return tuple(INSTANTIATIONS) + tuple(_NAMED)
 
 
-def make_feature_map(instantiation, n_features, sigma=1.0, gamma=None, theta=0.5, kappa=5.0,
+def make_feature_map(instantiation, n_features, sigma=1.0, gamma=None, theta=None, kappa=5.0,
                      random_state=None):
-    """The unfitted feature map of a closed-form name or an Instantiation (see :func:`resolve`)."""
+    """The unfitted feature map of a closed-form name or an Instantiation (see :func:`resolve`).
+
+    theta=None is the instantiation's own default (:func:`resolved_theta`).
+    """
     inst = resolve(instantiation)
     if isinstance(inst, str):
         return make_instantiation(inst, n_features=n_features, sigma=sigma, gamma=gamma,
                                   theta=theta, kappa=kappa, random_state=random_state)
     return inst.make_map(n_features, sigma, gamma, theta, kappa, random_state)
+
+
+def resolved_theta(instantiation, theta=None, gamma=None):
+    """The theta the gamma rule of ``instantiation`` uses, or None when it uses none.
+
+    theta=None resolves per kind: ``DEFAULT_THETA`` (0.1) for the closed-form RWSign and RWRelu,
+    ``MC_DEFAULT_THETA`` (0.5) for a Monte Carlo Gaussian kernel (both measured,
+    docs/bench/instantiation_defaults.md). Exponential, stump and polynomial kernels, user
+    kernels and an explicit gamma use no theta.
+    """
+    check_theta(theta)
+    if gamma is not None:
+        return None
+    inst = resolve(instantiation)
+    if isinstance(inst, str):
+        if inst not in ("rwsign", "rwrelu"):
+            return None
+        return DEFAULT_THETA if theta is None else float(theta)
+    if inst.kernel.lower() != "gaussian":
+        return None
+    return MC_DEFAULT_THETA if theta is None else float(theta)
 
 
 def uses_bias(instantiation) -> bool:

@@ -291,3 +291,24 @@ def test_confusion_matrix_matches_scikit_learn_and_skips_unknown_labels():
     assert got["matrix"] == confusion_matrix(y[known], pred[known], labels=classes).tolist()
     ints = cli._confusion(np.array([1, 0, 2, 2]), np.array([1, 1, 2, 5]), np.array([0, 1, 2]))
     assert ints["matrix"] == [[0, 0, 0], [1, 1, 0], [0, 0, 1]]
+
+
+def test_train_reports_the_theta_used(capsys, tmp_path):
+    """--theta unset is theta=None: the report gives the resolved value per instantiation."""
+    for inst, want in (("rwsign", 0.1), ("mc:normal:gaussian:relu:256", 0.5)):
+        code, out, _ = run(capsys, "train", SAMPLES / "moons.csv", "--target", "label",
+                           "--instantiation", inst, "-T", 30, "--json", "--no-bounds")
+        doc = json.loads(out)
+        assert code == 0 and doc["params"]["theta"] is None and doc["metrics"]["theta"] == want
+    code, out, _ = run(capsys, "train", SAMPLES / "moons.csv", "--target", "label", "-T", 30,
+                       "--theta", "0.3", "--json", "--no-bounds")
+    assert code == 0 and json.loads(out)["metrics"]["theta"] == 0.3
+    code, out, _ = run(capsys, "train", SAMPLES / "moons.csv", "--target", "label", "-T", 30,
+                       "--instantiation", "rwexpsign", "--json", "--no-bounds")
+    assert code == 0 and "theta" not in json.loads(out)["metrics"]
+    code, out, err = run(capsys, "train", SAMPLES / "moons.csv", "--target", "label",
+                         "--theta", "1.5")
+    assert code != 0 and "theta must be None" in out + err and "(0, 1)" in out + err
+    help_text = cli.build_parser().format_help() + "".join(
+        a.format_help() for a in cli.build_parser()._subparsers._group_actions[0].choices.values())
+    assert "0.1 for rwsign" in " ".join(help_text.split())

@@ -205,6 +205,27 @@ def test_derived_quantities_use_table_4(rng):
     assert rows["γ (kernel width)"].startswith(f"{gamma_from_kappa(5, 1.0, 3.0):.4g}")
 
 
+def test_derived_quantities_show_the_resolved_theta(rng):
+    """theta=None: gamma from the per-kind default, as the fitted map has it."""
+    from rwtool import RWClassifier
+    from rwtool.features import gamma_from_theta
+    X = rng.standard_normal((40, 5))
+    y = (X[:, 0] > 0).astype(int)
+    for inst in ("rwsign", "rwrelu"):
+        rows = dict(derived_quantities("rw", {"instantiation": inst, "theta": None,
+                                              "bias": True}, X))
+        est = RWClassifier(instantiation=inst, n_features=10, random_state=0).fit(X, y)
+        assert est.feature_map_.gamma_ == gamma_from_theta(6, 1.0, 0.1)
+        assert rows["γ (kernel width)"] == (f"{est.feature_map_.gamma_:.4g}  from θ = 0.1, the "
+                                            f"default for {inst} (003 Table 4)")
+    rows = dict(derived_quantities("rw", {"instantiation": "mc:normal:gaussian:sign",
+                                          "theta": None}, X))
+    assert rows["θ (sets γ)"] == "0.5, the default for Monte Carlo Gaussian kernels"
+    rows = dict(derived_quantities("rw", {"instantiation": "mc:normal:gaussian:sign",
+                                          "theta": 0.2}, X))
+    assert rows["θ (sets γ)"] == "0.2"
+
+
 def test_derived_quantities_match_fitted_models(rng):
     from rwtool.bkernn import BKerNNRegressor
     from rwtool.estimators.rfsgd import RFSGDClassifier

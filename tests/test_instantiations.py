@@ -78,10 +78,11 @@ def test_same_centres_as_closed_form(name, inputs):
 
 
 def test_instantiation_equals_closed_form_map_with_mc(inputs):
-    """Instantiation("normal", "gaussian", "sign") is RWSign's Monte Carlo version."""
-    a = rw.features.RWSign(n_features=30, closed_form=False, n_draws=500,
+    """Instantiation("normal", "gaussian", "sign") is RWSign's Monte Carlo version (at the same
+    theta: their defaults differ, 0.1 and 0.5)."""
+    a = rw.features.RWSign(n_features=30, closed_form=False, n_draws=500, theta=0.5,
                            random_state=2).fit(inputs)
-    b = MonteCarloRKHS("normal", "gaussian", "sign", n_features=30, n_draws=500,
+    b = MonteCarloRKHS("normal", "gaussian", "sign", n_features=30, n_draws=500, theta=0.5,
                        random_state=2).fit(inputs)
     np.testing.assert_allclose(a.transform(inputs), b.transform(inputs), rtol=1e-10,
                                atol=1e-12)
@@ -94,7 +95,8 @@ def test_instantiation_equals_closed_form_map_with_mc(inputs):
 ])
 def test_fitted_models_agree(name, parts, binary_data, regression_data):
     X, y = binary_data
-    kw = dict(n_features=100, reg=1e-4, random_state=0)
+    # one theta for both: the closed forms default to 0.1, Monte Carlo Gaussian kernels to 0.5
+    kw = dict(n_features=100, reg=1e-4, theta=0.5, random_state=0)
     exact = rw.RWClassifier(instantiation=name, **kw).fit(X, y)
     mc = rw.RWClassifier(instantiation=rw.Instantiation(*parts, n_draws=16384), **kw).fit(X, y)
     assert np.mean(exact.predict(X) == mc.predict(X)) > 0.95
@@ -124,13 +126,14 @@ def test_names_and_tuning_space():
 
 def test_bounds_mark_estimates(binary_data):
     X, y = binary_data
-    clf = rw.RWClassifier(instantiation="mc:normal:gaussian:sign", n_features=60,
+    clf = rw.RWClassifier(instantiation="mc:normal:gaussian:sign", n_features=60, theta=0.5,
                           random_state=0).fit(X, y)
     b = clf.bounds(X, y, n_draws=100)
     assert b["theta_kappa"] == "Monte Carlo estimates"
     assert b["kappa"] == pytest.approx(1.0)            # K(w, w) = 1, |sign| = 1
     # the closed form's theta is an upper bound (003 Table 2) of the quantity estimated
-    exact = rw.RWClassifier(instantiation="rwsign", n_features=60, random_state=0).fit(X, y)
+    exact = rw.RWClassifier(instantiation="rwsign", n_features=60, theta=0.5,
+                            random_state=0).fit(X, y)
     assert 0.0 < b["theta"] <= exact.feature_map_.theta_ * 1.05
     assert exact.bounds(X, y, n_draws=100)["theta_kappa"] == "003 Table 2"
 

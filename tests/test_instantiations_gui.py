@@ -43,3 +43,22 @@ def test_panel_builds_a_custom_instantiation(qtbot):
     panel.set_method("rw", {"instantiation": "rwsign"})
     assert not panel.field_widget("mc_base").isEnabled()
     assert panel.params()["instantiation"] == "rwsign" and "mc_base" not in panel.params()
+
+
+def test_panel_shows_the_theta_that_will_be_used(qtbot):
+    """An empty theta field is the estimator's theta=None; the placeholder and the derived
+    quantities say what it resolves to for the chosen instantiation (0.1 or 0.5)."""
+    from gui.method_panel import MethodPanel
+    panel = MethodPanel()
+    qtbot.addWidget(panel)
+    panel.set_method("rw", {"instantiation": "rwsign"})
+    field = panel.field_widget("theta")
+    assert field.text() == "" and panel.params()["theta"] is None
+    assert field.placeholderText() == "empty = 0.1, the default for rwsign"
+    assert panel.make_estimator().theta is None
+    panel.set_method("rw", {"instantiation": "mc:cauchy:gaussian:relu"})
+    assert field.placeholderText() == "empty = 0.5, the default for Monte Carlo Gaussian kernels"
+    panel.set_method("rw", {"instantiation": "rwexpsign"})
+    assert "not used" in field.placeholderText()
+    panel.set_method("rw", {"instantiation": "rwrelu", "theta": 0.3})
+    assert panel.make_estimator().theta == 0.3

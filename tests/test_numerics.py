@@ -97,7 +97,9 @@ def test_every_solver_checks_its_result(monkeypatch):
 
 def test_auto_reg_never_selects_a_diverged_candidate():
     X, y = _classification(300)
-    template = rw.RWClassifier(n_features=60, solver="sfgd", step_cap=None, random_state=0)
+    # theta=0.5: the values below were chosen to straddle divergence for that kernel width
+    template = rw.RWClassifier(n_features=60, solver="sfgd", step_cap=None, theta=0.5,
+                               random_state=0)
     values = [1e-6, 1e-4, 1.0]
     best, table = select_reg(template, X, y, values, cv=3)
     assert table["diverged"][:2] == [True, True] and not table["diverged"][2]

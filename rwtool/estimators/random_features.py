@@ -27,6 +27,7 @@ from .._base import (BaseEstimator, ClassifierMixin, RegressorMixin, Standardize
                      check_scalar, check_X_y, encode_classes, is_dask)
 from ..features import KITCHEN_BASES, RandomFourierFeatures
 from ..features.fourier import FOURIER_KERNELS
+from ..features.rkhs import check_theta
 from ..errors import check_finite_result
 from ..bounds import estimate_tau, gap_theorem62, gap_theorem65, l2p_norm, rademacher_bound
 from ..losses import LOSSES, get_loss
@@ -768,7 +769,7 @@ class _RW(_RandomFeatureModel):
     _family = "rw"
 
     def __init__(self, instantiation="rwsign", n_features=1000, solver="lstsq", reg=None,
-                 sigma=1.0, gamma=None, theta=0.5, kappa=5.0, eps=1e-10, loss="squared",
+                 sigma=1.0, gamma=None, theta=None, kappa=5.0, eps=1e-10, loss="squared",
                  max_iter=None, tol=1e-4, batch_size=None, radius=None, step_cap=0.25,
                  average=False, path_length=1, standardize=True, bias=True, block_size=None,
                  random_state=None):
@@ -806,6 +807,7 @@ class _RW(_RandomFeatureModel):
 
     def _validate(self):
         self._kind()
+        check_theta(self.theta)
         check_scalar(self.eps, "eps", low=0.0)
         check_scalar(self.radius, "radius", low=0.0, low_inclusive=False, allow_none=True)
         check_scalar(self.step_cap, "step_cap", low=0.0, low_inclusive=False, allow_none=True)
@@ -913,8 +915,14 @@ _RW_DOC = """
     gamma : float or None, default None
         g, kernel width. None: from theta (RWSign, RWRelu) or kappa (RWExpSign, RWExpRelu) by
         003 Table 4, and gamma = sigma for RWStumps. An explicit value overrides the rule.
-    theta : float in (0, 1), default 0.5
-        Target theta for RWSign/RWRelu when gamma is None.
+    theta : float in (0, 1) or None, default None
+        Target theta of the gamma rule of the Gaussian-kernel instantiations (RWSign, RWRelu,
+        Monte Carlo Gaussian kernels) when gamma is None; ``feature_map_.theta_target_`` is the
+        value used. None: 0.1 for RWSign and RWRelu, 0.5 for a Monte Carlo Gaussian kernel
+        (rwtool.instantiation.resolved_theta), both measured across the nine data sets of the
+        defaults benchmark (docs/bench/instantiation_defaults.md; 0.1 makes the Monte Carlo
+        sections rest on too few draws). A smaller theta tightens RWSign's bounds (its
+        ``theta_`` is theta). theta=0.5 gives the model the default gave before.
     kappa : float > 1, default 5.0
         Target kappa for RWExpSign/RWExpRelu when gamma is None (measured across data sets,
         docs/bench/instantiation_defaults.md; a larger kappa loosens the bounds of ``bounds()``).
@@ -960,7 +968,7 @@ _RW_DOC = """
     coef_ : ndarray (T, k)
         Coefficients a on the features (one column per class or output).
     feature_map_ : RKHSWeighting
-        The fitted instantiation (centres, gamma_, theta_, kappa_).
+        The fitted instantiation (centres, gamma_, theta_, kappa_, theta_target_).
     x_scaler_, bias_ : the recorded preprocessing.
     reg_ : float, the reg the model was fitted with; reg_search_ (reg "auto"): the validation
         scores of every candidate (``diverged`` marks the candidates whose fit diverged).

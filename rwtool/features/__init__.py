@@ -13,14 +13,14 @@ from .base import FeatureMap
 from .fourier import FOURIER_KERNELS, RandomFourierFeatures, shift_invariant_kernel
 from .kitchen import KitchenRelu, KitchenSign, KitchenStumps
 from .taylor import TaylorMultiKernelFeatures, taylor_gaussian_kernel
-from .rkhs import (INSTANTIATIONS, RKHSWeighting, RWExpRelu, RWExpSign, RWRelu, RWSign,
-                   RWStumps, gamma_from_kappa, gamma_from_theta, instantiation_constants,
+from .rkhs import (DEFAULT_THETA, INSTANTIATIONS, RKHSWeighting, RWExpRelu, RWExpSign, RWRelu,
+                   RWSign, RWStumps, gamma_from_kappa, gamma_from_theta, instantiation_constants,
                    make_instantiation)
 
 KITCHEN_BASES = {"sign": KitchenSign, "relu": KitchenRelu, "stumps": KitchenStumps}
 
 __all__ = ["FeatureMap", "RKHSWeighting", "RWSign", "RWExpSign", "RWRelu", "RWExpRelu",
-           "RWStumps", "INSTANTIATIONS", "make_instantiation", "gamma_from_theta",
+           "RWStumps", "INSTANTIATIONS", "make_instantiation", "DEFAULT_THETA", "gamma_from_theta",
            "gamma_from_kappa", "instantiation_constants", "KitchenSign", "KitchenRelu",
            "KitchenStumps", "KITCHEN_BASES", "RandomFourierFeatures", "FOURIER_KERNELS",
            "shift_invariant_kernel", "TaylorMultiKernelFeatures", "knn_sigma",

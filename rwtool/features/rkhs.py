@@ -33,8 +33,8 @@ from .kitchen import (relu_inplace, sample_gaussian, sample_stumps, sign_inplace
                       stump_sign_into)
 
 __all__ = ["RKHSWeighting", "RWSign", "RWExpSign", "RWRelu", "RWExpRelu", "RWStumps",
-           "INSTANTIATIONS", "gamma_from_theta", "gamma_from_kappa", "instantiation_constants",
-           "make_instantiation"]
+           "INSTANTIATIONS", "DEFAULT_THETA", "gamma_from_theta", "gamma_from_kappa",
+           "instantiation_constants", "check_theta", "make_instantiation"]
 
 _SQRT2 = math.sqrt(2.0)
 _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
@@ -108,6 +108,25 @@ def _gaussian_gram(A: np.ndarray, B: np.ndarray, two_h2: float) -> np.ndarray:
 
 # ----------------------------------------------------------------------------- gamma rules
 
+#: theta of the closed-form RWSign and RWRelu when theta=None: the lowest mean excess over the
+#: best theta across the nine sets of the defaults benchmark (6% against 24-43% at 0.5, the
+#: default before; docs/bench/instantiation_defaults.md). Monte Carlo Gaussian kernels have
+#: their own (rwtool.features.montecarlo.MC_DEFAULT_THETA).
+DEFAULT_THETA = 0.1
+
+
+def check_theta(theta):
+    """theta must be None (the instantiation's default) or in (0, 1); returns it."""
+    if theta is None:
+        return None
+    try:
+        return check_scalar(theta, "theta", low=0.0, high=1.0, low_inclusive=False,
+                            high_inclusive=False)
+    except (TypeError, ValueError) as exc:
+        raise type(exc)(f"theta must be None (the instantiation's default) or a number in "
+                        f"(0, 1), got {theta!r}") from None
+
+
 def gamma_from_theta(n: int, sigma: float, theta: float) -> float:
     """gamma such that the kernel factor of theta equals ``theta`` (003 Table 4, RWSign/RWRelu).
 
@@ -163,7 +182,9 @@ class RKHSWeighting(FeatureMap):
     """Base class of the RKHS-weighting feature maps (fit samples centres, transform gives psi).
 
     Fitted attributes: ``gamma_`` (the kernel width used), ``theta_`` and ``kappa_`` (003 Table 2,
-    with sup ||x|| taken over the rows given to ``fit``), ``x_norm_max_``, the centres
+    with sup ||x|| taken over the rows given to ``fit``), ``theta_target_`` (the theta the
+    gamma rule used, its default resolved; None when gamma was given or the kernel is not
+    Gaussian), ``x_norm_max_``, the centres
     (``W_`` or ``idx_``/``thr_``) and ``n_features_in_``.
     """
 
@@ -241,8 +262,7 @@ class _RWDot(RKHSWeighting):
     def _validate_params(self, n_in):
         self._check_common()
         if self._kernel_kind == "gaussian":
-            check_scalar(self.theta, "theta", low=0.0, high=1.0, low_inclusive=False,
-                         high_inclusive=False)
+            check_theta(self.theta)
         else:
             check_scalar(self.kappa, "kappa", low=1.0, low_inclusive=False)
             if self.gamma is not None and self.sigma >= self.gamma:
@@ -255,10 +275,13 @@ class _RWDot(RKHSWeighting):
         if self.gamma is not None:
             return float(self.gamma)
         if self._kernel_kind == "gaussian":
-            return gamma_from_theta(n, float(self.sigma), float(self.theta))
+            return gamma_from_theta(n, float(self.sigma), self.theta_target_)
         return gamma_from_kappa(n, float(self.sigma), float(self.kappa))
 
     def _sample(self, rng, n_in, X):
+        self.theta_target_ = None
+        if self._kernel_kind == "gaussian" and self.gamma is None:
+            self.theta_target_ = DEFAULT_THETA if self.theta is None else float(self.theta)
         self.gamma_ = self._resolve_gamma(n_in)
         self.W_ = sample_gaussian(rng, int(self.n_features), n_in, float(self.sigma))
         self._draw_mc(rng, "normal", n_in)
@@ -350,8 +373,12 @@ class RWSign(_RWDot):
     gamma : float or None, default None
         g, the kernel width. None sets it from ``theta`` by 003 Table 4:
         g^2 = 2 s^2 / (theta^(-4/n) - 1).
-    theta : float in (0, 1), default 0.5
-        Target value of the kernel factor of theta (used only when gamma is None).
+    theta : float in (0, 1) or None, default None
+        Target value of the kernel factor of theta (used only when gamma is None; for RWSign
+        the fitted ``theta_`` equals it). None: ``DEFAULT_THETA`` = 0.1, measured across the
+        nine data sets of the defaults benchmark (docs/bench/instantiation_defaults.md: mean
+        excess over the best theta of each set 6% for RWSign and RWRelu, against 24% and 43%
+        at 0.5, the default before). A smaller theta tightens the bounds of RWSign.
     closed_form : bool, default True
         False: estimate psi by Monte Carlo with ``n_draws`` draws shared by every centre
         (rwtool.features.montecarlo); the centres are those of the closed form for the same
@@ -369,7 +396,7 @@ class RWSign(_RWDot):
     _kernel_kind, _phi = "gaussian", "sign"
 
     def __init__(self, n_features: int = 1000, sigma: float = 1.0, gamma=None,
-                 theta: float = 0.5, closed_form: bool = True, n_draws=None,
+                 theta=None, closed_form: bool = True, n_draws=None,
                  sampling: str = "auto", random_state=None):
         self.n_features = n_features
         self.sigma = sigma
@@ -395,7 +422,7 @@ class RWRelu(_RWDot):
     _kernel_kind, _phi = "gaussian", "relu"
 
     def __init__(self, n_features: int = 1000, sigma: float = 1.0, gamma=None,
-                 theta: float = 0.5, closed_form: bool = True, n_draws=None,
+                 theta=None, closed_form: bool = True, n_draws=None,
                  sampling: str = "auto", random_state=None):
         self.n_features = n_features
         self.sigma = sigma
@@ -516,6 +543,7 @@ class RWStumps(RKHSWeighting):
 
     def _sample(self, rng, n_in, X):
         s = float(self.sigma)
+        self.theta_target_ = None
         self.gamma_ = s if self.gamma is None else float(self.gamma)
         self.idx_, self.thr_ = sample_stumps(rng, int(self.n_features), n_in, s)
         self._draw_mc(rng, "stumps", n_in)

@@ -1,0 +1,161 @@
+"""theta=None: the per-kind default of the Gaussian-kernel gamma rule (issue 12).
+
+Oracles: 003 Table 4's rule gamma_from_theta evaluated directly, the estimator with the value
+written out, and model files (tests/data/*_theta_default_0.5.rwm) written by rwtool before the
+change, when the default was 0.5, with their predictions stored as exact hex floats.
+"""
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import rwtool
+import rwtool.persist as P
+from rwtool.estimators import RWClassifier, RWRegressor
+from rwtool.features import DEFAULT_THETA, RWRelu, RWSign, gamma_from_theta
+from rwtool.features.montecarlo import MC_DEFAULT_THETA, MonteCarloRKHS
+from rwtool.instantiation import make_feature_map, resolved_theta
+
+DATA = Path(__file__).resolve().parent / "data"
+
+
+@pytest.fixture(scope="module")
+def data():
+    rng = np.random.default_rng(7)
+    X = rng.standard_normal((90, 3))
+    y = np.where(X[:, 0] + X[:, 1] ** 2 > 0.5, 1, 0)
+    yr = np.sin(X[:, 0]) + X[:, 2]
+    return X, y, yr
+
+
+def test_the_constants():
+    assert DEFAULT_THETA == 0.1 and MC_DEFAULT_THETA == 0.5
+
+
+@pytest.mark.parametrize("name", ["rwsign", "rwrelu"])
+def test_closed_forms_default_to_0_1(name, data):
+    X, y, _ = data
+    clf = RWClassifier(instantiation=name, n_features=40, random_state=0).fit(X, y)
+    fmap = clf.feature_map_
+    assert fmap.theta_target_ == 0.1
+    n = X.shape[1] + 1                                     # the bias column
+    assert fmap.gamma_ == gamma_from_theta(n, 1.0, 0.1)
+    if name == "rwsign":
+        assert fmap.theta_ == pytest.approx(0.1, rel=1e-12)  # 003 Table 2: theta_ = theta
+    same = RWClassifier(instantiation=name, n_features=40, theta=0.1, random_state=0).fit(X, y)
+    np.testing.assert_array_equal(clf.coef_, same.coef_)
+    np.testing.assert_array_equal(clf.decision_function(X), same.decision_function(X))
+
+
+def test_maps_and_factory_resolve_per_kind(data):
+    X = data[0]
+    for cls in (RWSign, RWRelu):
+        assert cls().theta is None
+        assert cls(n_features=10, random_state=0).fit(X).theta_target_ == 0.1
+    m = MonteCarloRKHS("normal", "gaussian", "relu", n_features=10, n_draws=1024,
+                       random_state=0).fit(X)
+    assert m.theta_target_ == 0.5 and m.gamma_ == gamma_from_theta(3, 1.0, 0.5)
+    assert make_feature_map("rwsign", 10, random_state=0).fit(X).theta_target_ == 0.1
+    assert make_feature_map("mc:normal:gaussian:sign:64", 10,
+                            random_state=0).fit(X).theta_target_ == 0.5
+    # kernels without a theta rule, and an explicit gamma
+    assert make_feature_map("rwexpsign", 10, random_state=0).fit(X).theta_target_ is None
+    assert make_feature_map("rwstumps", 10, random_state=0).fit(X).theta_target_ is None
+    assert make_feature_map("rwsign", 10, gamma=2.0, random_state=0).fit(X).theta_target_ is None
+
+
+def test_resolved_theta():
+    assert resolved_theta("rwsign") == resolved_theta("RWRelu") == 0.1
+    assert resolved_theta("mc:cauchy:gaussian:relu") == 0.5
+    assert resolved_theta(rwtool.Instantiation("laplace", "gaussian", "tanh")) == 0.5
+    assert resolved_theta("rwsign", 0.3) == resolved_theta("mc:normal:gaussian:sign", 0.3) == 0.3
+    for name in ("rwexpsign", "rwstumps", "mc:normal:exponential:sign",
+                 "mc:normal:polynomial:tanh"):
+        assert resolved_theta(name) is None
+    assert resolved_theta("rwsign", gamma=1.0) is None
+
+
+def test_mc_gaussian_estimator_default_is_0_5(data):
+    X, y, _ = data
+    a = RWClassifier(instantiation="mc:cauchy:gaussian:relu:256", n_features=20,
+                     random_state=0).fit(X, y)
+    b = RWClassifier(instantiation="mc:cauchy:gaussian:relu:256", n_features=20, theta=0.5,
+                     random_state=0).fit(X, y)
+    assert a.feature_map_.theta_target_ == 0.5
+    np.testing.assert_array_equal(a.coef_, b.coef_)
+
+
+@pytest.mark.parametrize("bad", [0.0, 1.0, -0.2, 1.5, math.nan, "0.5", True])
+def test_theta_validation_names_parameter_and_range(bad, data):
+    X, y, _ = data
+    with pytest.raises((ValueError, TypeError), match=r"theta must be None .* \(0, 1\)"):
+        RWClassifier(theta=bad, n_features=10).fit(X, y)
+    with pytest.raises((ValueError, TypeError), match=r"theta must be None .* \(0, 1\)"):
+        RWSign(theta=bad, n_features=10).fit(X)
+    with pytest.raises((ValueError, TypeError), match=r"theta must be None .* \(0, 1\)"):
+        resolved_theta("rwsign", bad)
+
+
+def test_theta_checked_even_where_unused(data):
+    """An out-of-range theta is an error for every instantiation, not only where it is used."""
+    X, y, _ = data
+    with pytest.raises(ValueError, match="theta must be None"):
+        RWClassifier(instantiation="rwexpsign", theta=2.0, n_features=10).fit(X, y)
+
+
+def _old():
+    return json.loads((DATA / "theta_default_0.5.json").read_text())
+
+
+def _hex(values):
+    return np.array([float.fromhex(v) for v in values])
+
+
+def test_old_model_files_load_and_predict_as_before(data):
+    X = data[0]
+    ref = _old()
+    clf = P.load(DATA / "rwsign_theta_default_0.5.rwm")
+    assert clf.theta == 0.5 and not hasattr(clf.feature_map_, "theta_target_")
+    np.testing.assert_array_equal(clf.decision_function(X), _hex(ref["rwsign_decision"]))
+    reg = P.load(DATA / "rwrelu_theta_default_0.5.rwm")
+    assert reg.theta == 0.5
+    np.testing.assert_array_equal(reg.predict(X), _hex(ref["rwrelu_predict"]))
+
+
+def test_explicit_0_5_reproduces_the_old_default(data):
+    """theta=0.5 gives the model the default gave before: gamma by the rule, and the very
+    predictions of the model files the old code wrote."""
+    X, y, yr = data
+    ref = _old()
+    clf = RWClassifier(n_features=20, theta=0.5, random_state=0).fit(X, y)
+    assert clf.feature_map_.gamma_ == gamma_from_theta(4, 1.0, 0.5) \
+        == float.fromhex(ref["rwsign_gamma"])
+    np.testing.assert_array_equal(clf.decision_function(X), _hex(ref["rwsign_decision"]))
+    reg = RWRegressor(instantiation="rwrelu", n_features=20, theta=0.5, random_state=0)
+    reg.fit(X, yr)
+    assert reg.feature_map_.gamma_ == float.fromhex(ref["rwrelu_gamma"])
+    np.testing.assert_array_equal(reg.predict(X), _hex(ref["rwrelu_predict"]))
+    # and the new default is a different model
+    assert RWClassifier(n_features=20, random_state=0).fit(X, y).feature_map_.gamma_ \
+        != clf.feature_map_.gamma_
+
+
+@pytest.mark.parametrize("inst", ["rwsign", "mc:normal:gaussian:relu:128"])
+def test_default_theta_model_round_trip(inst, data, tmp_path):
+    X, y, _ = data
+    clf = RWClassifier(instantiation=inst, n_features=20, random_state=0).fit(X, y)
+    back = P.load(P.save(clf, tmp_path / "m.rwm"))
+    assert back.theta is None and back.feature_map_.theta is None
+    assert back.feature_map_.theta_target_ == clf.feature_map_.theta_target_
+    assert back.feature_map_.gamma_ == clf.feature_map_.gamma_
+    np.testing.assert_array_equal(back.decision_function(X), clf.decision_function(X))
+
+
+def test_bounds_tighten_for_rwsign(data):
+    """RWSign's theta_ is theta, so bounds() uses 0.1 now (0.5 before)."""
+    X, y, _ = data
+    b = RWClassifier(n_features=40, random_state=0).fit(X, y).bounds(X, y, n_draws=50)
+    assert b["theta"] == pytest.approx(0.1, rel=1e-12)
