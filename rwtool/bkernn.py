@@ -222,25 +222,38 @@ class _BKerNN(BaseEstimator):
     def _estimate_fit(self, n_samples, n_features_in, n_outputs):
         """Peak memory of ``fit`` beyond the inputs (rwtool.resources contract).
 
-        Common O(n (d + m q)) part: the standardised copy of X and its transpose, two iterates'
-        projections and sort orders (m x n), the gradient's signed sums and the prediction tables
-        (m x (n + 1) x q, twice). The dense path adds the n x n kernel and its Cholesky factor;
-        the CG path adds about ten n x q vectors and the product accumulators (4 n q).
+        The larger of two moments, in float64 arrays (docs/BKERNN.md has the measurements):
+
+        * a line-search trial (CG path): the standardised X and its transpose (2 n d); two
+          iterates, the current one's projections and sort order and the trial's projections,
+          sort order and sorted values (5 m n); the trial's block indices (m n bytes); the
+          preconditioner's Gram matrix and Cholesky factor (2 (m (B - 1))^2); targets,
+          coefficients and CG vectors (16 n q). The dense path holds the iterates'
+          projections, the gradient's sort order and signed sums instead (4 m n) and adds the
+          n x n kernel, its Cholesky factor and LAPACK's Fortran copy of it (3 n^2);
+        * the fitted model being built: X (n d), the last projections, their stored transpose
+          and its contiguous copy, the sorted knots (4 m n), the prediction tables
+          (2 m (n + 1) q) and targets, coefficients and training decisions (5 n q).
+
+        Then 15% for what the arrays do not show (the allocator's free lists, numba's
+        per-thread buffers), measured at 8-16% of the counted arrays at 10,000-100,000 rows.
         """
         n, d, q = int(n_samples), int(n_features_in), max(1, int(n_outputs))
         m = int(self.n_particles)
-        linear = 8 * n * (3 * d + 7 * m + 2 * m * q + 6 * q)
-        if choose_kernel_solver(str(self.kernel_solver).lower(), n) == "dense":
-            dense = 2 * 8 * n * n
+        model = 8 * (n * d + 4 * m * n + 2 * m * (n + 1) * q + 5 * n * q)
+        dense = choose_kernel_solver(str(self.kernel_solver).lower(), n) == "dense"
+        if dense:
+            trial = 8 * (2 * n * d + 4 * m * n + 16 * n * q + 3 * n * n)
+        else:
+            M = m * (block_count(n) - 1)
+            trial = 8 * (2 * n * d + 5 * m * n + 16 * n * q + 2 * M * M) + m * n
+        total = max(trial, model) * 23 // 20
+        if dense:
             return FitEstimate(
-                peak_bytes=linear + dense, seconds=None,
-                detail=(f"the n x n kernel and its Cholesky factor ({dense / 2**30:.1f} GiB at "
-                        f"n = {n}) dominate; use kernel_solver='cg' (or 'auto'), whose memory "
-                        f"grows linearly in n"))
-        # CG vectors and product accumulators (14 n q); the block preconditioner: block
-        # indices (m n bytes), its Gram matrix and Cholesky factor (2 x 8 (m (B - 1))^2)
-        B = block_count(n)
-        total = linear + 8 * n * q * 14 + m * n + 16 * (m * (B - 1)) ** 2
+                peak_bytes=total, seconds=None,
+                detail=(f"the n x n kernel, its Cholesky factor and a copy of it "
+                        f"({3 * 8 * n * n / 2**30:.1f} GiB at n = {n}) dominate; use "
+                        f"kernel_solver='cg' (or 'auto'), whose memory grows linearly in n"))
         return FitEstimate(
             peak_bytes=total, seconds=None,
             detail=(f"O(n (d + m q)) arrays ({total / 2**20:.0f} MiB at "

@@ -363,7 +363,11 @@ class BlockPreconditioner:
             for j0, j1 in particle_slices(m, (m - 1) * n / 16, tick=tick):
                 _step_gram(self.beta, starts, self.scale, self.tail, j0, j1, C)
         C[np.diag_indices(M)] += self.shift
-        self.L = np.linalg.cholesky(C)
+        L = np.linalg.cholesky(C)
+        del C
+        # in Fortran order once: LAPACK's potrs would otherwise copy the (m B)^2 factor on
+        # every apply (each CG iteration), a third matrix of that size at the memory peak
+        self.L = np.asfortranarray(L)
 
     def _Ft(self, V):
         m = self.beta.shape[0]

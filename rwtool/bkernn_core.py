@@ -579,9 +579,9 @@ def fit_particles(X, Yc, W0, lam, penalty, s=1.0, step_size=500.0, max_iter=20,
     # The start event comes before the first (possibly long) kernel solve, so a cancel or a
     # progress bar has something to act on at once.
     progress.start("iterations", max_iter)
-    first = _evaluate(np.array(W0, dtype=np.float64, order="C"), XT, Yc, lam, solver, 0,
-                      tick=tick)
-    state["cur"] = first
+    # no other name holds an iterate: the first one's arrays (2 m n) go once it is replaced
+    state["cur"] = _evaluate(np.array(W0, dtype=np.float64, order="C"), XT, Yc, lam, solver, 0,
+                             tick=tick)
     record(0, True)
     report(progress.update, 0, True, it=0)
     for it in range(1, max_iter + 1):
@@ -618,6 +618,9 @@ def fit_particles(X, Yc, W0, lam, penalty, s=1.0, step_size=500.0, max_iter=20,
             if trial.G <= bound:
                 accepted = True
                 break
+            # rejected: its projections and sort order (2 m n) go before the next trial's
+            # are built, so at most two iterates are alive (the memory estimate counts two)
+            trial = None
             if nb == max_backtrack or gamma * beta_down == 0.0:
                 break
             gamma *= beta_down

@@ -128,3 +128,26 @@ def test_memory_estimate_of_the_cg_path_is_linear_in_n():
     assert small < 2 * 2**30 and "n x n" not in estimate_fit(
         est, 200_000, 20, 1).detail
     assert estimate_fit(BKerNNRegressor(kernel_solver="dense"), 200_000, 20, 1).peak_bytes > 2**38
+
+
+@pytest.mark.parametrize("Est, q, solver", [(BKerNNRegressor, 1, "cg"),
+                                            (BKerNNClassifier, 4, "cg"),
+                                            (BKerNNRegressor, 1, "dense")])
+def test_memory_estimate_counts_the_arrays_the_fit_holds(Est, q, solver, traced_peak):
+    """The arrays ``_estimate_fit`` counts (its figure without the 15% allowance for the
+    allocator and numba's buffers) bound the peak of the numpy buffers a fit holds, which
+    tracemalloc sees, by at most 10% above: the model is neither short (an iterate kept
+    alive too long, a factor copied per CG iteration) nor padded. Ten iterations include
+    rejected line-search trials."""
+    rng = np.random.default_rng(1)
+    n, d = 3000 if solver == "cg" else 1200, 6
+    X = rng.standard_normal((n, d))
+    y = (np.sin(X[:, 0]) + X[:, 1] * X[:, 2] if q == 1 else
+         np.digitize(X[:, 0] + X[:, 1], [-1.0, 0.0, 1.0]))
+    est = Est(max_iter=10, random_state=0, kernel_solver=solver)
+    est.fit(X[:900], y[:900])                 # numba loads its kernels outside the trace
+    arrays = estimate_fit(est, n, d, q).peak_bytes * 20 / 23
+    peak = traced_peak(lambda: est.fit(X, y))
+    assert est.kernel_solver_ == solver and np.sum(~est.history_["accepted"]) + np.sum(
+        est.history_["n_backtracks"]) > 0
+    assert peak <= arrays <= 1.10 * peak, (arrays, peak)
