@@ -65,9 +65,15 @@ def sweep(args):
     return out
 
 
+def label(v) -> str:
+    """The cell key of a swept value: a number in %g, a named rule (e.g. "median") as is."""
+    return v if isinstance(v, str) else f"{v:g}"
+
+
 def summary(res, inst, values, sets):
     """Per value: mean rank, mean relative excess over the best value, misses against tuned."""
-    err = np.array([[res["cells"][f"{inst}|{s}|{v:g}"]["test"] for s in sets] for v in values])
+    err = np.array([[res["cells"][f"{inst}|{s}|{label(v)}"]["test"] for s in sets]
+                    for v in values])
     best = err.min(axis=0)
     ranks = np.zeros_like(err)
     for j in range(err.shape[1]):               # ties share the mean rank

@@ -914,7 +914,9 @@ _RW_DOC = """
         s, standard deviation of the sampling distribution p.
     gamma : float or None, default None
         g, kernel width. None: from theta (RWSign, RWRelu) or kappa (RWExpSign, RWExpRelu) by
-        003 Table 4, and gamma = sigma for RWStumps. An explicit value overrides the rule.
+        003 Table 4, and gamma = sigma for RWStumps (sigma = gamma = 1 was measured against
+        a grid of sigma and gamma / sigma: docs/bench/bandwidth_defaults.md). An explicit
+        value overrides the rule.
     theta : float in (0, 1) or None, default None
         Target theta of the gamma rule of the Gaussian-kernel instantiations (RWSign, RWRelu,
         Monte Carlo Gaussian kernels) when gamma is None; ``feature_map_.theta_target_`` is the
@@ -1043,7 +1045,8 @@ class _RKS(_RandomFeatureModel):
         """sigma, or its default: 1 for the base predictors (p = N(0, I) on standardised inputs,
         003 Table 2) and sqrt(d / 2) for Fourier features, scikit-learn's gamma="scale" on d
         standardised columns (sigma = 1 left every pair of rows nearly orthogonal as soon as d
-        was more than a few: docs/bench/defaults.md)."""
+        was more than a few: docs/bench/defaults.md; wider multiples and the median heuristic
+        lose on skin, wine and with sgd: docs/bench/bandwidth_defaults.md)."""
         if self.sigma is not None:
             return float(self.sigma)
         if self._kind() != "fourier":
@@ -1083,7 +1086,9 @@ _RKS_DOC = """
         Standard deviation of p (sign/relu/stumps) or the kernel bandwidth (fourier). None:
         1.0 for sign/relu/stumps, and sqrt(d / 2) for fourier (d = n_features_in_), the
         bandwidth of scikit-learn's gamma="scale" on standardised inputs; with
-        standardize=False give a number. The value used is ``feature_map_.sigma``.
+        standardize=False give a number. The value used is ``feature_map_.sigma``. Both were
+        measured against other values (0.5-2.83 sqrt(d / 2) and the median heuristic for
+        fourier) on nine data sets: docs/bench/bandwidth_defaults.md.
     kernel : {"gaussian", "laplacian", "cauchy"}, default "gaussian"
         Kernel of the Fourier features (base="fourier" only).
     loss : {"squared", "logistic"}, default "squared"
