@@ -380,6 +380,9 @@ def evaluate(est, X_train, y_train, X_test=None, y_test=None, *, task: str,
         m["fit time (s)"] = float(fit_time)
     if chose_reg(est):
         m["reg chosen (auto)"] = est.reg_
+    theta = getattr(getattr(est, "feature_map_", None), "theta_target_", None)
+    if isinstance(theta, float) and getattr(est, "theta", 0.0) is None:
+        m["theta (the instantiation's default)"] = theta   # theta=None resolves per kind
     res["notes"] = fit_notes(est, size)
     if not plots:
         res["eval_time"] = time.perf_counter() - t0

@@ -226,6 +226,18 @@ def test_derived_quantities_show_the_resolved_theta(rng):
     assert rows["θ (sets γ)"] == "0.2"
 
 
+def test_evaluate_reports_the_default_theta(rng):
+    from rwtool import RWClassifier
+    X = rng.standard_normal((60, 3))
+    y = (X[:, 0] > 0).astype(int)
+    for inst, theta, want in (("rwrelu", None, 0.1), ("mc:normal:gaussian:sign:256", None, 0.5),
+                              ("rwsign", 0.3, None), ("rwexpsign", None, None)):
+        est = RWClassifier(instantiation=inst, theta=theta, n_features=10,
+                           random_state=0).fit(X, y)
+        m = evaluate(est, X, y, task="binary", plots=False)["metrics"]
+        assert m.get("theta (the instantiation's default)") == want
+
+
 def test_derived_quantities_match_fitted_models(rng):
     from rwtool.bkernn import BKerNNRegressor
     from rwtool.estimators.rfsgd import RFSGDClassifier
