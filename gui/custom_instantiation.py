@@ -15,7 +15,8 @@ from rwtool.features.montecarlo import BASES, DISTRIBUTIONS, KERNELS
 
 from .methods import ParamSpec
 
-__all__ = ["CUSTOM", "FIELDS", "extra_specs", "with_fields", "fold", "unfold", "relevance"]
+__all__ = ["CUSTOM", "FIELDS", "extra_specs", "with_fields", "fold", "unfold", "relevance",
+           "uses_width"]
 
 CUSTOM = "custom (Monte Carlo)"
 FIELDS = ("mc_distribution", "mc_kernel", "mc_base", "mc_n_draws")
@@ -53,6 +54,16 @@ def with_fields(specs: list[ParamSpec]) -> list[ParamSpec]:
 def relevance() -> dict:
     """The extra fields matter only when the instantiation is CUSTOM."""
     return {name: ("instantiation", {CUSTOM.lower()}) for name in FIELDS}
+
+
+#: the width parameter that sets gamma for a kernel when gamma is empty (rwtool.features.montecarlo)
+_WIDTH = {"gaussian": "theta", "exponential": "kappa"}
+
+
+def uses_width(name: str, params: dict) -> bool:
+    """Whether ``name`` (theta or kappa) sets the kernel width of a CUSTOM instantiation."""
+    return (params.get("instantiation") == CUSTOM
+            and _WIDTH.get(str(params.get("mc_kernel", "gaussian")).lower()) == name)
 
 
 def fold(params: dict) -> dict:

@@ -430,10 +430,12 @@ class MethodPanel(QWidget):
     def _field_changed(self, *args) -> None:
         if self._building:
             return
+        current = {n: self._fields[n].value() for n in ("instantiation", "mc_kernel")
+                   if n in self._fields}          # choices: value() cannot fail on them
         for name, (ctrl, values) in self._relevance.items():
             if name in self._fields and ctrl in self._fields:
                 v = str(self._fields[ctrl].value()).lower()
-                on = v in values
+                on = v in values or custom_instantiation.uses_width(name, current)
                 self._fields[name].row.setEnabled(on)
                 self._labels[name].setEnabled(on)
                 self._fields[name].widget.setToolTip(

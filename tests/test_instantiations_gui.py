@@ -62,3 +62,24 @@ def test_panel_shows_the_theta_that_will_be_used(qtbot):
     assert "not used" in field.placeholderText()
     panel.set_method("rw", {"instantiation": "rwrelu", "theta": 0.3})
     assert panel.make_estimator().theta == 0.3
+
+
+def test_width_field_is_enabled_for_a_custom_kernel_that_uses_it(qtbot):
+    """theta sets gamma of a custom Gaussian kernel, kappa of an exponential one: the field
+    the kernel uses is enabled (it was greyed out for every custom instantiation)."""
+    from gui.method_panel import MethodPanel
+    panel = MethodPanel()
+    qtbot.addWidget(panel)
+    panel.set_method("rw", {"instantiation": "mc:cauchy:gaussian:relu", "theta": 0.3})
+    assert panel.field_widget("theta").isEnabled()
+    assert not panel.field_widget("kappa").isEnabled()
+    assert panel.make_estimator().theta == 0.3
+    panel.set_method("rw", {"instantiation": "mc:normal:exponential:sign", "kappa": 7.0})
+    assert panel.field_widget("kappa").isEnabled()
+    assert not panel.field_widget("theta").isEnabled()
+    assert panel.make_estimator().kappa == 7.0
+    panel.set_method("rw", {"instantiation": "mc:normal:polynomial:sign"})
+    assert not panel.field_widget("theta").isEnabled()
+    assert not panel.field_widget("kappa").isEnabled()
+    panel.set_method("rw", {"instantiation": "rwrelu"})
+    assert panel.field_widget("theta").isEnabled()
