@@ -4,7 +4,7 @@
         [--methods RW,RKS,RFSGD,GreedyMK,BKerNN] [--solvers lstsq,ridge]
         [--instantiations rwexpsign,rwexprelu] [--T 500] [--max-train 20000]
         [--bkernn-rows 2000] [--tune-draws 40] [--tune-folds 3] [--tune-rows 3000] [--no-tune]
-        [--tune-only]
+        [--tune-only] [--seeds N]
         [--tuned benchmarks/defaults_tuned.json] [--json FILE [--resume] [--merge A,B]]
         [--report-only] [--out docs/bench/defaults.md]
 
@@ -42,6 +42,15 @@ lstsq/ridge defaults within max(5% relative, 0.005 absolute) of the tuned figure
 within 0.03 of lstsq (same instantiation, same T) on every classification set; RFSGD within 0.01
 of RBFSampler + SGDClassifier(average=True); GreedyMK (mfga) no worse than Nystroem +
 LogisticRegression on make_classification (reported on every set).
+
+``--seeds N`` (N > 1) makes the lstsq/ridge comparison statistically sound: those rows are fitted at
+random_state 0..N-1 and their tuned figure is the search's choice (from the cache, never a new
+search) refitted on the whole training set at the same N random_states (cached under ``refits``
+in ``--tuned``); the target is checked on the two means, and again at seed 0 alone (one feature
+draw each side, the protocol without ``--seeds``), and the report gives both counts. The other
+rows keep random_state 0 (the iterative solvers are compared with the lstsq row's seed-0 figure,
+the same draw as theirs): their fits cost ten times those of lstsq/ridge and their target's 0.03
+is several test rows on every set.
 
 Results are checkpointed to ``--json`` after every row; ``--resume`` skips rows already there;
 runs split over processes by ``--only``/``--methods`` are joined by ``--merge``; the report is
@@ -208,7 +217,7 @@ def fit_row(factory, Xtr, Xte, ytr, yte, regression, seeds=(0,)):
             if hasattr(est, attr) and isinstance(getattr(est, attr), (int, float)):
                 res["info"][attr] = float(getattr(est, attr))
     return dict(res, status="ok", test=float(np.mean(tests)), train=float(np.mean(trains)),
-                fit=float(np.median(fits)))
+                fit=float(np.median(fits)), tests=[float(e) for e in tests])
 
 
 # ----------------------------------------------------------------------------- references
@@ -244,17 +253,38 @@ def sklearn_alternative(kind, Xtr, Xte, ytr, yte, regression, n_components, seed
     return {"test": float(np.mean(errs)), "fit": float(np.median(fits)), "seeds": len(seeds)}
 
 
+def _tunable(family, group, regression, T, seed=0):
+    """The estimator a search tunes: the row's estimator at its defaults, ``T`` features."""
+    import rwtool as rw
+    if family == "RW":
+        return (rw.RWRegressor if regression else rw.RWClassifier)(
+            instantiation=group, n_features=T, random_state=seed)
+    return (rw.RKSRegressor if regression else rw.RKSClassifier)(
+        base=group, n_features=T, random_state=seed)
+
+
+def refit_tuned(family, group, params, Xtr, Xte, ytr, yte, regression, T, seeds):
+    """Test error of the tuned ``params`` refitted on all training rows at each of ``seeds``
+    (random_state of the features), as the search's own refit does at 0."""
+    return {str(s): error(_tunable(family, group, regression, T, s).set_params(**params)
+                          .fit(Xtr, ytr).predict(Xte), yte, regression) for s in seeds}
+
+
+def seeded_tuned(run, refit, n):
+    """The tuned entry ``run`` with ``tests`` (its refits at random_state 0..n-1) when the
+    cached ``refit`` has them all for the same parameters; ``run`` unchanged otherwise."""
+    if n <= 1 or not refit or refit.get("params") != run.get("params"):
+        return run
+    tests = [refit["tests"].get(str(s)) for s in range(n)]
+    if any(t is None for t in tests):
+        return run
+    return dict(run, tests=tests)
+
+
 def tune(family, group, Xtr, Xte, ytr, yte, regression, args):
     """rwtool.tuning.RandomizedSearchCV over the paper's space, refitted on all training rows."""
-    import rwtool as rw
     from rwtool.tuning import RandomizedSearchCV, default_space
-    T = int(args.T)
-    if family == "RW":
-        est = (rw.RWRegressor if regression else rw.RWClassifier)(
-            instantiation=group, n_features=T, random_state=0)
-    else:
-        est = (rw.RKSRegressor if regression else rw.RKSClassifier)(
-            base=group, n_features=T, random_state=0)
+    est = _tunable(family, group, regression, int(args.T))
     space = default_space(est)
     sub = np.random.default_rng(0).permutation(len(Xtr))[:int(args.tune_rows)]
     t = time.perf_counter()
@@ -290,8 +320,30 @@ def _once(store, key, path, fn, label):
     return store[key]
 
 
+def _refits(tuned, tkey, args, run, n, fn, label):
+    """``run`` with its refits at random_state 0..n-1, computing (and caching under
+    ``tuned["refits"][tkey]``) the ones the cache lacks for these parameters."""
+    store = tuned.setdefault("refits", {})
+    entry = store.get(tkey)
+    if not entry or entry.get("params") != run["params"]:
+        entry = store[tkey] = {"params": run["params"], "tests": {}}
+    todo = [s for s in range(n) if str(s) not in entry["tests"]]
+    if todo:
+        print(f"  refit tuned {label} at random_state {todo}", file=sys.stderr, flush=True)
+        entry["tests"].update(fn(todo, run["params"]))
+        entry["tests"] = dict(sorted(entry["tests"].items(), key=lambda kv: int(kv[0])))
+        if abs(entry["tests"]["0"] - run["test"]) > 1e-12:
+            # the search refitted at random_state 0 too: the estimator changed since
+            print(f"  warning: {label} tuned refit at random_state 0 gives "
+                  f"{entry['tests']['0']:.4f}, the search's refit {run['test']:.4f}",
+                  file=sys.stderr, flush=True)
+        _checkpoint(tuned, args.tuned)
+    return seeded_tuned(run, entry, n)
+
+
 def run(results, tuned, args):
     T = int(args.T)
+    nseeds = int(getattr(args, "seeds", 1))
     for name in args.only:
         regression = name in REGRESSION
         Xtr, Xte, ytr, yte = load(name, args.datasets, int(args.max_train))
@@ -315,12 +367,16 @@ def run(results, tuned, args):
                 data = (Xtr[sub], Xte, ytr[sub], yte)
             else:
                 data = (Xtr, Xte, ytr, yte)
-            seeds = RFSGD_SEEDS if family == "RFSGD" else (0,)
+            least_squares = family in ("RW", "RKS") and key.split("/")[-1] in ("lstsq", "ridge")
+            seeds = (RFSGD_SEEDS if family == "RFSGD" else
+                     tuple(range(nseeds)) if least_squares else (0,))
+            if ds["rows"].get(key, {}).get("seeds", len(seeds)) != len(seeds):
+                del ds["rows"][key]           # --resume with another --seeds
             r = _once(ds["rows"], key, ck, lambda: fit_row(factory, *data, regression, seeds),
                       key)
             r.setdefault("family", family)
             r.setdefault("group", group)
-            if family in ("RW", "RKS") and key.split("/")[-1] in ("lstsq", "ridge"):
+            if least_squares:
                 r["paper"] = paper_figure(name, family, group)
                 tkey = f"{name}|{family}|{group}|T{T}|n{len(Xtr)}|d{args.tune_draws}"
                 if tkey in tuned["runs"]:
@@ -330,13 +386,18 @@ def run(results, tuned, args):
                                              lambda: tune(family, group, Xtr, Xte, ytr, yte,
                                                           regression, args),
                                              f"tune {key}")
-                    _checkpoint(results, args.json)
+                if nseeds > 1 and key in ds["tuned"]:
+                    ds["tuned"][key] = _refits(tuned, tkey, args, ds["tuned"][key], nseeds,
+                                               lambda seeds, params: refit_tuned(
+                                                   family, group, params, Xtr, Xte, ytr, yte,
+                                                   regression, T, seeds), key)
+                _checkpoint(results, args.json)
         if args.tune_only:
             continue
         fams = {f for _, f, _, _ in rows(name, args)}
         alts = []
         if fams & {"RW", "RKS"}:
-            alts.append(("rbf_ridge", T, (Xtr, Xte, ytr, yte), (0,)))
+            alts.append(("rbf_ridge", T, (Xtr, Xte, ytr, yte), tuple(range(nseeds))))
         if "RFSGD" in fams:
             alts.append(("rbf_sgd", 1000, (Xtr, Xte, ytr, yte), RFSGD_SEEDS))
         if "GreedyMK" in fams:
@@ -345,6 +406,8 @@ def run(results, tuned, args):
             sub = np.sort(np.random.default_rng(0).permutation(len(Xtr))[:nb])
             alts.append((f"nystroem_n{nb}", 100, (Xtr[sub], Xte, ytr[sub], yte), (0, 1, 2)))
         for kind, nc, data, seeds in alts:
+            if ds["alternatives"].get(kind, {}).get("seeds", len(seeds)) != len(seeds):
+                del ds["alternatives"][kind]
             _once(ds["alternatives"], kind, ck,
                   lambda: sklearn_alternative(kind.split("_n")[0], *data, regression, nc, seeds),
                   f"scikit-learn {kind}")
@@ -363,13 +426,40 @@ def attach_tuned(results, tuned):
                 tkey = (f"{name}|{family}|{group}|T{results['T']}|n{ds.get('n_train')}"
                         f"|d{results['tune_draws']}")
                 if tkey in tuned["runs"]:
-                    ds["tuned"][key] = tuned["runs"][tkey]
+                    old = ds["tuned"].get(key, {})
+                    run = seeded_tuned(tuned["runs"][tkey], tuned.get("refits", {}).get(tkey),
+                                       int(r.get("seeds", 1)))
+                    if "tests" not in run and old.get("params") == run.get("params") \
+                            and len(old.get("tests", ())) == int(r.get("seeds", 1)) > 1:
+                        run = dict(run, tests=old["tests"])  # refits kept in the results file
+                    ds["tuned"][key] = run
+
+
+def figures(entry):
+    """(mean, min, max, seed 0) of a row or tuned entry: over its ``tests`` (one per
+    random_state 0..N-1) when it has them, its single ``test`` otherwise."""
+    tests = entry.get("tests") or [entry["test"]]
+    return float(np.mean(tests)), float(min(tests)), float(max(tests)), float(tests[0])
+
+
+def _versus(r, tuned, at_seed0):
+    """(default, tuned, text) compared by the lstsq/ridge target: the means over the row's
+    seeds (both sides at the same random_states), or the seed-0 figures."""
+    rf, tf = figures(r), figures(tuned)
+    n, nt = len(r.get("tests") or [0]), len(tuned.get("tests") or [0])
+    if at_seed0 or n == 1:
+        return rf[3], tf[3], f"{rf[3]:.4f} vs tuned {tf[3]:.4f}"
+    if nt != n:             # no refits at the row's seeds: one draw of the tuned side
+        return rf[0], tf[3], (f"{rf[0]:.4f} ({rf[1]:.4f}-{rf[2]:.4f}, {n} seeds) vs tuned "
+                              f"{tf[3]:.4f} (seed 0 only)")
+    return rf[0], tf[0], (f"{rf[0]:.4f} ({rf[1]:.4f}-{rf[2]:.4f}) vs tuned {tf[0]:.4f} "
+                          f"({tf[1]:.4f}-{tf[2]:.4f}), means of {n} seeds")
 
 
 def checks(results):
     """Per target: (description, rows checked, list of misses as (dataset, row, text))."""
-    out = {k: [0, []] for k in ("finite", "constant", "warned", "loud", "tuned", "iterative",
-                                "rfsgd", "greedy")}
+    out = {k: [0, []] for k in ("finite", "constant", "warned", "loud", "tuned", "tuned0",
+                                "iterative", "rfsgd", "greedy")}
     for name, ds in results["datasets"].items():
         regression = ds.get("task") == "regression"
         rws = ds["rows"]
@@ -389,16 +479,18 @@ def checks(results):
                 out["warned" if loud else "constant"][1].append(
                     (name, key, f"test error {r['test']:.4f}"))
             tuned = ds["tuned"].get(key)
-            if tuned is not None:
-                out["tuned"][0] += 1
+            for target, at_seed0 in (("tuned", False), ("tuned0", True)):
+                if tuned is None:
+                    break
+                out[target][0] += 1
                 if r["status"] != "ok":
-                    out["tuned"][1].append((name, key, r["status"]))
-                else:
-                    tol = max(REL_TOL * tuned["test"], ABS_TOL)
-                    if r["test"] > tuned["test"] + tol:
-                        out["tuned"][1].append(
-                            (name, key, f"{r['test']:.4f} vs tuned {tuned['test']:.4f} "
-                                        f"(+{r['test'] - tuned['test']:.4f}, allowed +{tol:.4f})"))
+                    out[target][1].append((name, key, r["status"]))
+                    continue
+                mine, theirs, text = _versus(r, tuned, at_seed0)
+                tol = max(REL_TOL * theirs, ABS_TOL)
+                if mine > theirs + tol:
+                    out[target][1].append(
+                        (name, key, f"{text} (+{mine - theirs:.4f}, allowed +{tol:.4f})"))
             fam, _, solver = key.partition("/")[2].partition("/") if key.startswith("RW/") \
                 else ("", "", "")
             if key.startswith("RW/") and solver in ("sfgd", "osd") and not regression:
@@ -406,10 +498,12 @@ def checks(results):
                 out["iterative"][0] += 1
                 if r["status"] != "ok" or ref is None or ref["status"] != "ok":
                     out["iterative"][1].append((name, key, r["status"]))
-                elif r["test"] > ref["test"] + ITERATIVE_GAP:
+                    continue
+                ref0 = figures(ref)[3]      # the lstsq fit at the iterative row's own draw
+                if r["test"] > ref0 + ITERATIVE_GAP:
                     out["iterative"][1].append(
-                        (name, key, f"{r['test']:.4f} vs lstsq {ref['test']:.4f} "
-                                    f"(+{r['test'] - ref['test']:.4f})"))
+                        (name, key, f"{r['test']:.4f} vs lstsq {ref0:.4f} "
+                                    f"(+{r['test'] - ref0:.4f})"))
         alts = ds["alternatives"]
         if "RFSGD" in rws and "rbf_sgd" in alts:
             r, ref = rws["RFSGD"], alts["rbf_sgd"]
@@ -433,7 +527,9 @@ TARGETS = [
     ("finite", "no fit returns non-finite predictions"),
     ("constant", "no silent constant model"),
     ("warned", "constant models with a NumericalWarning naming the fix: reported, not a target"),
-    ("tuned", "lstsq/ridge default within max(5% rel, 0.005 abs) of tuned"),
+    ("tuned", "lstsq/ridge default within max(5% rel, 0.005 abs) of tuned (on the means over "
+              "the row's seeds)"),
+    ("tuned0", "the same at seed 0 alone (one feature draw each side)"),
     ("iterative", "SFGD/OSD within 0.03 of lstsq (same T), classification sets"),
     ("rfsgd", "RFSGD within 0.01 of RBFSampler + SGDClassifier(average=True)"),
     ("greedy", "GreedyMK no worse than Nystroem + LogisticRegression (make_classification)"),
@@ -443,6 +539,28 @@ TARGETS = [
 
 def _f(v, nd=4):
     return "–" if v is None else f"{v:.{nd}f}"
+
+
+def _cell(entry):
+    """A row's or tuned figure's table cell: the mean, and over several seeds the min-max and
+    the seed-0 figure."""
+    if not entry or entry.get("test") is None:
+        return "–"
+    if len(entry.get("tests") or ()) < 2:
+        return _f(entry["test"])
+    mean, lo, hi, s0 = figures(entry)
+    return f"{mean:.4f} ({lo:.4f}-{hi:.4f}; s0 {s0:.4f})"
+
+
+def _seeds_note(results):
+    ns = sorted({len(r.get("tests") or ()) for ds in results["datasets"].values()
+                 for key, r in ds["rows"].items() if key in ds["tuned"]} - {0, 1})
+    if not ns:
+        return ""
+    return (f" lstsq/ridge rows fitted at random_state 0..N-1 (N = {', '.join(map(str, ns))}) "
+            f"read `mean (min-max; s0 seed-0 figure)`, and so does their tuned figure: the "
+            f"search's parameters refitted on all training rows at the same random_states; the "
+            f"target is checked on the means and, in the next line, at seed 0 alone.")
 
 
 def report(results, cmd) -> str:
@@ -459,8 +577,9 @@ def report(results, cmd) -> str:
              f"({results['tune_draws']} draws, {results['tune_folds']}-fold CV on at most "
              f"{results['tune_rows']} training rows, refitted on all of them). Paper: seed 003's "
              f"T = 500 figure (Tables 16-17; RKS by its RW twin), on the full training set and "
-             f"without rwtool's constant input column (docs/EXPERIMENTS.md).", "",
-             "## Targets", "", "| target | rows checked | misses |", "|---|---|---|"]
+             f"without rwtool's constant input column (docs/EXPERIMENTS.md)."
+             f"{_seeds_note(results)}",
+             "", "## Targets", "", "| target | rows checked | misses |", "|---|---|---|"]
     for key, text in TARGETS:
         n, miss = c[key]
         lines.append(f"| {text} | {n} | {len(miss)} |")
@@ -493,8 +612,8 @@ def report(results, cmd) -> str:
                 f"**{r['status']}**: {r.get('message', '')[:140]}"
             if r.get("constant"):
                 status += " **constant model**"
-            lines.append(f"| {key} | {_f(r.get('test'))} | {_f(r.get('train'))} | "
-                         f"{_f(r.get('fit'), 2)} | {_f((tuned or {}).get('test'))} | {tp} | "
+            lines.append(f"| {key} | {_cell(r)} | {_f(r.get('train'))} | "
+                         f"{_f(r.get('fit'), 2)} | {_cell(tuned)} | {tp} | "
                          f"{_f(r.get('paper'), 3)} | {status} |")
     return "\n".join(lines) + "\n"
 
@@ -538,6 +657,10 @@ def main(argv=None):
     ap.add_argument("--no-tune", action="store_true")
     ap.add_argument("--tune-only", action="store_true",
                     help="only fill the --tuned cache (RW lstsq and RKS ridge searches)")
+    ap.add_argument("--seeds", type=int, default=1,
+                    help="fit the lstsq/ridge rows at random_state 0..N-1 and compare their "
+                         "mean with the tuned parameters refitted at the same random_states "
+                         "(cached in --tuned; no new search)")
     ap.add_argument("--tuned", default=str(Path(__file__).with_name("defaults_tuned.json")))
     ap.add_argument("--json", default=None)
     ap.add_argument("--resume", action="store_true")
@@ -556,6 +679,8 @@ def main(argv=None):
     if args.quick:
         args.max_train, args.T, args.bkernn_rows = min(args.max_train, 1500), 100, 500
         args.no_tune = True
+    if args.seeds < 1:
+        ap.error(f"--seeds must be a positive number of feature draws, got {args.seeds}")
     if (args.resume or args.merge or args.report_only) and not args.json:
         ap.error("--resume, --merge and --report-only need --json FILE")
     results = {"T": args.T, "max_train": args.max_train, "bkernn_rows": args.bkernn_rows,
