@@ -16,6 +16,8 @@ import warnings
 
 import numpy as np
 
+from .plans import _supports
+
 __all__ = ["evaluate", "chose_reg", "roc_curve", "confusion_matrix", "r2_score", "model_size",
            "variable_importance", "coefficient_magnitudes", "model_curves", "GRID",
            "class_report", "check_finite_model", "COUNT_METRICS"]
@@ -243,10 +245,18 @@ def model_curves(est) -> dict:
     return out
 
 
-def _scores(est, X):
+def _with_progress(method, X, callback):
+    """``method(X)``, with ``callback`` (progress and cancel) when the method takes one: a
+    prediction on many rows (BKerNN: seconds at 100,000 rows) then stops on Cancel."""
+    if callback is not None and _supports(method, "callback"):
+        return method(X, callback=callback)
+    return method(X)
+
+
+def _scores(est, X, callback=None):
     """Binary decision scores (positive class classes_[1]) or None."""
     if hasattr(est, "decision_function"):
-        d = np.asarray(est.decision_function(X), float)
+        d = np.asarray(_with_progress(est.decision_function, X, callback), float)
         if d.ndim == 1:
             return d
     if hasattr(est, "predict_proba"):
@@ -308,7 +318,7 @@ def chose_reg(est) -> bool:
 def evaluate(est, X_train, y_train, X_test=None, y_test=None, *, task: str,
              feature_names=None, fit_time: float | None = None,
              set_names: tuple[str, str] = ("train", "test"), plots: bool = True,
-             score_train: bool = True) -> dict:
+             score_train: bool = True, callback=None) -> dict:
     """Predictions, metrics and plot data of a fitted estimator (see module docstring).
 
     ``set_names`` names the two row sets in the metric keys ("train error", "test MSE"...);
@@ -317,6 +327,8 @@ def evaluate(est, X_train, y_train, X_test=None, y_test=None, *, task: str,
     does not predict the training rows, whose labels or values still set the baselines: a
     fold's score needs only its held-out rows. Raises rwtool.NumericalError when the model or
     its predictions are not finite, so that no metric comes from NaN or infinite scores.
+    ``callback`` (rwtool.progress) goes to the predictions on the evaluated rows of a model whose
+    ``predict`` takes one; its cancel raises rwtool.FitCancelled.
     """
     t0 = time.perf_counter()
     tr_name, te_name = set_names
@@ -327,17 +339,18 @@ def evaluate(est, X_train, y_train, X_test=None, y_test=None, *, task: str,
         raise ValueError("score_train=False needs test rows and plots=False")
     m = res["metrics"]
     check_finite_model(est)
-    pred_tr = np.asarray(est.predict(X_train)) if score_train else None
+    pred_tr = (np.asarray(_with_progress(est.predict, X_train, callback)) if score_train
+               else None)
     res["y_train"], res["pred_train"] = np.asarray(y_train), pred_tr
     if has_test:
-        pred_te = np.asarray(est.predict(X_test))
+        pred_te = np.asarray(_with_progress(est.predict, X_test, callback))
         res["y_test"], res["pred_test"] = np.asarray(y_test), pred_te
     yt, pt, Xe = ((y_test, pred_te, X_test) if has_test else (y_train, pred_tr, X_train))
     on = te_name if has_test else tr_name
     if classification:
         classes = list(np.asarray(getattr(est, "classes_", np.unique(y_train))).tolist())
         res["classes"] = classes
-        s = _scores(est, Xe) if len(classes) == 2 else None
+        s = _scores(est, Xe, callback) if len(classes) == 2 else None
         check_finite_model(est, *([("decision scores", s)] if s is not None else []))
         if score_train:
             m[f"{tr_name} error"] = float(np.mean(pred_tr != np.asarray(y_train)))

@@ -121,7 +121,8 @@ class KFold:
             else:
                 fold.fit_weighted(X[tr], y[tr], weights[tr], callback=callback)
             m = evaluate(fold, X[tr], y[tr], X[va], y[va], task=job.task, plots=False,
-                         set_names=("fold-train", "fold"), score_train=False)["metrics"]
+                         set_names=("fold-train", "fold"), score_train=False,
+                         callback=callback)["metrics"]
             per_fold.append({k[len("fold "):]: v for k, v in m.items()
                              if k.startswith("fold ") and isinstance(v, (int, float))})
             if callback is not None:

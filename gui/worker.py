@@ -152,12 +152,19 @@ class TrainWorker(QObject):
             hasattr(est, "coef_") or hasattr(est, "particles_") or hasattr(est, "dual_coef_"))
 
     def _evaluate_and_emit(self, job, est, wall_time, cancelled, caught, extra=None) -> None:
+        # a prediction on many rows takes seconds (BKerNN), so Cancel reaches it too; a model
+        # kept by a cancelled fit is evaluated without it (the cancel asked for that model)
+        callback = None if cancelled else self._callback(job.run_id)
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 res = evaluate(est, job.X_train, job.y_train, job.X_test, job.y_test,
                                task=job.task, feature_names=job.feature_names,
-                               fit_time=wall_time)
+                               fit_time=wall_time, callback=callback)
+        except FitCancelled:
+            self.failed.emit(job.run_id, {"message": "cancelled while evaluating the model",
+                                          "kind": "cancelled", "details": ""})
+            return
         except Exception as exc:
             self.failed.emit(job.run_id, describe_error(exc))
             return

@@ -132,9 +132,9 @@ class ClassifierMixin:
         """The class of each row: sign of f for two classes, argmax of f otherwise."""
         return self._labels(self._finite_decision(X))
 
-    def _finite_decision(self, X) -> np.ndarray:
+    def _finite_decision(self, X, *args) -> np.ndarray:
         # NaN > 0 is False: a non-finite f would silently predict one class for every row
-        D = self._raw_decision(X)
+        D = self._raw_decision(X, *args)
         check_finite_result(D, solver=type(self).__name__, what="the decision values",
                             fix="refit the model (it or these inputs overflow float64); check "
                                 "the inputs' scale against the training data's")

@@ -25,7 +25,7 @@ from .bkernn_cg import block_count
 from .bkernn_core import (CG_TOL, KERNEL_SOLVERS, PENALTIES, choose_kernel_solver,
                           feature_learning_score, fit_particles, ridge_decision, ridge_tables)
 from .errors import NumericalError, check_finite_result
-from .progress import FitCancelled
+from .progress import FitCancelled, make_progress
 from .resources import FitEstimate, check_memory
 from .solvers.ridge import NumericalWarning
 
@@ -111,7 +111,9 @@ _PARAMS_DOC = """
     step_size; polled between slices of every long computation too, events at most 0.1 s
     apart) that returns True stops
     the fit; the estimator keeps the last completed iterate (particles with their own alpha and
-    c) and ``fit`` raises :class:`rwtool.FitCancelled` with ``partial_model=True``.
+    c) and ``fit`` raises :class:`rwtool.FitCancelled` with ``partial_model=True``. ``predict``
+    and ``decision_function`` take a callback too (stage "predicting", ``done`` rows of
+    ``total``, polled between slices of rows): True stops them with ``FitCancelled``.
 """
 
 
@@ -284,7 +286,7 @@ class _BKerNN(BaseEstimator):
         """
         self._tables = ridge_tables(self.train_projections_.T, self.dual_coef_)
 
-    def _raw_decision(self, X):
+    def _raw_decision(self, X, callback=None):
         check_is_fitted(self, "dual_coef_")
         X = check_array(X)
         if X.shape[1] != self.n_features_in_:
@@ -294,7 +296,16 @@ class _BKerNN(BaseEstimator):
         if not hasattr(self, "_tables"):
             self._prepare()
         T = self._prepare_X(X) @ self.particles_
-        return ridge_decision(T, *self._tables) + self.intercept_
+        if callback is None:
+            return ridge_decision(T, *self._tables) + self.intercept_
+        progress = make_progress(callback)
+        try:
+            progress.start("predicting", len(T))
+            D = ridge_decision(T, *self._tables, tick=progress.update)
+            progress.end()
+        except FitCancelled:
+            raise FitCancelled("prediction cancelled by the progress callback") from None
+        return D + self.intercept_
 
     # -- introspection ------------------------------------------------------------------------
     def directions(self):
@@ -385,9 +396,12 @@ class BKerNNRegressor(RegressorMixin, _BKerNN):
             Y = self.y_scaler_.transform(Y)
         return X, np.ascontiguousarray(Y)
 
-    def predict(self, X):
-        """f(x) = c' - (1/(2m)) sum_j sum_i alpha_i |w_j^T x - w_j^T x_i|  (spec 1.7)."""
-        D = self._raw_decision(X)
+    def predict(self, X, callback=None):
+        """f(x) = c' - (1/(2m)) sum_j sum_i alpha_i |w_j^T x - w_j^T x_i|  (spec 1.7).
+
+        ``callback``: progress events while predicting; True stops with ``FitCancelled``.
+        """
+        D = self._raw_decision(X, callback)
         if self.y_scaler_ is not None:
             D = self.y_scaler_.inverse_transform(D)
         return D[:, 0] if self.y_1d_ else D
@@ -405,3 +419,13 @@ class BKerNNClassifier(ClassifierMixin, _BKerNN):
         X, y = check_X_y(X, y, min_samples=2)
         self.classes_, Y = encode_classes(y)
         return X, Y
+
+    def decision_function(self, X, callback=None):
+        """f(x) per class (see ClassifierMixin); ``callback`` as for :meth:`predict`."""
+        D = self._finite_decision(X, callback)
+        return D[:, 0] if D.shape[1] == 1 else D
+
+    def predict(self, X, callback=None):
+        """The class of each row; ``callback``: progress events while predicting (True stops
+        with ``FitCancelled``)."""
+        return self._labels(self._finite_decision(X, callback))

@@ -334,6 +334,11 @@ def ridge_tables(PT: np.ndarray, alpha: np.ndarray):
     return knots, A, B
 
 
+#: element operations per slice of rows when a prediction reports progress: above the size
+#: from which numba runs in parallel (PARALLEL_MIN_WORK), about 0.15 s of one core at m = 50
+PREDICT_WORK = 1 << 22
+
+
 @njit(cache=True, parallel=True, nogil=True)
 def _decision(T, knots, A, B, out):
     nt, m = T.shape
@@ -352,15 +357,24 @@ def _decision(T, knots, A, B, out):
                                       - (2.0 * B[j, c, k] - B[j, n, k]))
 
 
-def ridge_decision(T: np.ndarray, knots, A, B) -> np.ndarray:
+def ridge_decision(T: np.ndarray, knots, A, B, tick=None) -> np.ndarray:
     """-(1/(2m)) sum_j sum_i alpha_i |t_j - p_ij| for projections T (n_test x m), per column.
 
     This is f(x) - c' in spec 1.7: a sum of m piecewise-linear ridge functions with knots at the
     projected training points, constant outside their range because sum_i alpha_i = 0.
+    ``tick(rows_done)`` is called between slices of rows of about :data:`PREDICT_WORK` work
+    each (progress and cancellation); every row's value is the same with or without slices.
     """
+    T = np.ascontiguousarray(T)
     out = np.empty((T.shape[0], A.shape[2]))
-    with _threads_for(T.size * (math.log2(knots.shape[1] + 1) + A.shape[2])):
-        _decision(np.ascontiguousarray(T), knots, A, B, out)
+    per_row = T.shape[1] * (math.log2(knots.shape[1] + 1) + A.shape[2])
+    step = T.shape[0] if tick is None else max(1, int(PREDICT_WORK // per_row))
+    for a in range(0, T.shape[0], step):
+        b = min(T.shape[0], a + step)
+        with _threads_for((b - a) * per_row):
+            _decision(T[a:b], knots, A, B, out[a:b])
+        if tick is not None:
+            tick(b)
     return out
 
 

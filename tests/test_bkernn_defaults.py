@@ -151,3 +151,31 @@ def test_memory_estimate_counts_the_arrays_the_fit_holds(Est, q, solver, traced_
     assert est.kernel_solver_ == solver and np.sum(~est.history_["accepted"]) + np.sum(
         est.history_["n_backtracks"]) > 0
     assert peak <= arrays <= 1.10 * peak, (arrays, peak)
+
+
+@pytest.mark.parametrize("Est, n_classes", [(BKerNNRegressor, 0), (BKerNNClassifier, 2),
+                                            (BKerNNClassifier, 3)])
+def test_predict_reports_progress_by_slices_of_rows_and_stops_on_cancel(Est, n_classes,
+                                                                        monkeypatch):
+    """predict/decision_function with a callback give the same values as without, report
+    "predicting" events up to every row, and a callback returning True stops them."""
+    rng = np.random.default_rng(2)
+    X = rng.standard_normal((300, 4))
+    y = (X[:, 0] + X[:, 1] ** 2 if not n_classes else
+         np.digitize(X[:, 0], np.linspace(-0.5, 0.5, n_classes - 1)))
+    est = Est(max_iter=3, n_particles=10, random_state=0).fit(X, y)
+    Xt = rng.standard_normal((5000, 4))
+    monkeypatch.setattr(core, "PREDICT_WORK", 10 * 10 * (np.log2(301) + 3))  # ~10 rows a slice
+    methods = ["predict"] + (["decision_function"] if n_classes else [])
+    for name in methods:
+        events = []
+        out = getattr(est, name)(Xt, callback=Progress(events.append, min_interval=0.0))
+        np.testing.assert_array_equal(out, getattr(est, name)(Xt))
+        assert [e.kind for e in events[:2]] == ["start", "update"] and events[-1].kind == "end"
+        assert {e.stage for e in events} == {"predicting"} and events[-1].done == len(Xt)
+        done = [e.done for e in events if e.kind == "update"]
+        assert len(done) > 100 and done == sorted(done) and done[-1] == len(Xt)
+        seen = []
+        with pytest.raises(FitCancelled, match="prediction cancelled"):
+            getattr(est, name)(Xt, callback=lambda e: seen.append(e) or e.kind == "update")
+        assert seen[-1].done < len(Xt)
