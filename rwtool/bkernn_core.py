@@ -368,7 +368,7 @@ def ridge_decision(T: np.ndarray, knots, A, B, tick=None) -> np.ndarray:
     T = np.ascontiguousarray(T)
     out = np.empty((T.shape[0], A.shape[2]))
     per_row = T.shape[1] * (math.log2(knots.shape[1] + 1) + A.shape[2])
-    step = T.shape[0] if tick is None else max(1, int(PREDICT_WORK // per_row))
+    step = max(1, T.shape[0] if tick is None else int(PREDICT_WORK // max(per_row, 1.0)))
     for a in range(0, T.shape[0], step):
         b = min(T.shape[0], a + step)
         with _threads_for((b - a) * per_row):
