@@ -16,6 +16,8 @@ import warnings
 
 import numpy as np
 
+from rwtool._base import ClassifierMixin
+
 from .plans import _supports
 
 __all__ = ["evaluate", "chose_reg", "roc_curve", "confusion_matrix", "r2_score", "model_size",
@@ -339,19 +341,29 @@ def evaluate(est, X_train, y_train, X_test=None, y_test=None, *, task: str,
         raise ValueError("score_train=False needs test rows and plots=False")
     m = res["metrics"]
     check_finite_model(est)
-    pred_tr = (np.asarray(_with_progress(est.predict, X_train, callback)) if score_train
-               else None)
+    Xe = X_test if has_test else X_train
+    classes = (list(np.asarray(getattr(est, "classes_", np.unique(y_train))).tolist())
+               if classification else [])
+    s = _scores(est, Xe, callback) if len(classes) == 2 else None
+    if s is not None:
+        check_finite_model(est, ("decision scores", s))
+    # a binary rwtool classifier predicts classes_[f > 0]: its labels on the evaluated rows
+    # come from the scores just computed instead of a second pass over those rows
+    labels_from_s = s is not None and isinstance(est, ClassifierMixin)
+
+    def predict(X, evaluated):
+        if evaluated and labels_from_s:
+            return np.asarray(est.classes_)[(s > 0).astype(int)]
+        return np.asarray(_with_progress(est.predict, X, callback))
+    pred_tr = predict(X_train, not has_test) if score_train else None
     res["y_train"], res["pred_train"] = np.asarray(y_train), pred_tr
     if has_test:
-        pred_te = np.asarray(_with_progress(est.predict, X_test, callback))
+        pred_te = predict(X_test, True)
         res["y_test"], res["pred_test"] = np.asarray(y_test), pred_te
-    yt, pt, Xe = ((y_test, pred_te, X_test) if has_test else (y_train, pred_tr, X_train))
+    yt, pt = (y_test, pred_te) if has_test else (y_train, pred_tr)
     on = te_name if has_test else tr_name
     if classification:
-        classes = list(np.asarray(getattr(est, "classes_", np.unique(y_train))).tolist())
         res["classes"] = classes
-        s = _scores(est, Xe, callback) if len(classes) == 2 else None
-        check_finite_model(est, *([("decision scores", s)] if s is not None else []))
         if score_train:
             m[f"{tr_name} error"] = float(np.mean(pred_tr != np.asarray(y_train)))
         if has_test:

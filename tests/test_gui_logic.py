@@ -163,6 +163,11 @@ def test_kfold_predicts_each_training_row_once(task, binary_data, regression_dat
             predicted.append(len(X))
             return super().predict(X)
 
+    if hasattr(base, "decision_function"):         # binary: the held-out labels come from it
+        def decision_function(self, X):
+            predicted.append(len(X))
+            return base.decision_function(self, X)
+        Counting.decision_function = decision_function
     job = SimpleNamespace(X_train=X, y_train=y, task=task, X_test=None, y_test=None)
     out = KFold(k=4, random_state=0).fit(Counting(n_features=40, random_state=0), job, None)
     assert sum(predicted) == len(y)
@@ -174,6 +179,36 @@ def test_kfold_predicts_each_training_row_once(task, binary_data, regression_dat
         else:
             assert f["MSE"] == pytest.approx(np.mean((pred - y[va]) ** 2), rel=1e-12)
             assert f["R^2"] == pytest.approx(r2_score(y[va], pred), rel=1e-12)
+
+
+def test_binary_evaluation_passes_over_the_evaluated_rows_once(binary_data):
+    """A binary rwtool classifier's labels on the evaluated rows come from the decision scores
+    the ROC curve needs (classes_[f > 0], as its predict), not from a second pass over them."""
+    from rwtool import RWClassifier
+    X, y = binary_data
+    Xtr, ytr, Xte, yte = X[:150], y[:150], X[150:], y[150:]
+    passes = []
+
+    class Counting(RWClassifier):
+        def predict(self, X):
+            passes.append(("predict", len(X)))
+            return super().predict(X)
+
+        def decision_function(self, X):
+            passes.append(("decision", len(X)))
+            return super().decision_function(X)
+
+    est = Counting(n_features=40, random_state=0).fit(Xtr, ytr)
+    ref_tr, ref_te = RWClassifier.predict(est, Xtr), RWClassifier.predict(est, Xte)
+    res = evaluate(est, Xtr, ytr, Xte, yte, task="binary", plots=False)
+    assert sorted(passes) == [("decision", len(Xte)), ("predict", len(Xtr))]
+    np.testing.assert_array_equal(res["pred_test"], ref_te)
+    np.testing.assert_array_equal(res["pred_train"], ref_tr)
+    assert res["metrics"]["test error"] == np.mean(ref_te != yte)
+    passes.clear()
+    res = evaluate(est, Xtr, ytr, task="binary", plots=False)       # no test rows
+    assert passes == [("decision", len(Xtr))]
+    np.testing.assert_array_equal(res["pred_train"], ref_tr)
 
 
 def test_stump_importance_is_the_coefficient_mass_per_column(regression_data):
