@@ -125,7 +125,7 @@ def derived_quantities(family: str, params: dict, data) -> list[tuple[str, str]]
                 gamma = gamma_from_theta(n, sigma, theta)
                 how = f"from θ = {theta:g}{_theta_origin(params)} (003 Table 4)"
             elif inst in ("rwexpsign", "rwexprelu"):
-                kappa = float(params.get("kappa", 5.0))
+                kappa = float(params.get("kappa", 10.0))
                 gamma = gamma_from_kappa(n, sigma, kappa)
                 how = f"from κ = {kappa:g} (003 Table 4)"
             else:

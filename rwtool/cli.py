@@ -816,7 +816,9 @@ are refused; any other estimator parameter can be set with --param NAME=VALUE.""
                    "kernels (rwsign, rwrelu, mc:...:gaussian:...); default: 0.1 for rwsign and "
                    "rwrelu, 0.5 for Monte Carlo Gaussian kernels (measured, "
                    "docs/bench/instantiation_defaults.md); the value used is reported as theta")
-    m.add_argument("--kappa", help="target kappa (RWExpSign, RWExpRelu)")
+    m.add_argument("--kappa", help="target kappa > 1 that sets gamma of the exponential kernels "
+                   "(rwexpsign, rwexprelu, mc:...:exponential:...); default 10 (measured, "
+                   "docs/bench/instantiation_defaults.md)")
     m.add_argument("--kernel", help="kernel of Fourier features: gaussian, laplacian, cauchy")
     m.add_argument("--loss", help="loss, where the method has one: squared, logistic")
     m.add_argument("--seed", type=int, default=0, help="random_state of the model (default 0)")

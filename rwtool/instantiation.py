@@ -113,7 +113,7 @@ class Instantiation(BaseEstimator):
             raise ValueError(f"bias must be True, False or None, got {self.bias!r}")
         return self
 
-    def make_map(self, n_features, sigma=1.0, gamma=None, theta=None, kappa=5.0,
+    def make_map(self, n_features, sigma=1.0, gamma=None, theta=None, kappa=10.0,
                  random_state=None) -> MonteCarloRKHS:
         """The (unfitted) Monte Carlo feature map with T = ``n_features`` centres (theta=None:
         ``MC_DEFAULT_THETA`` for a Gaussian kernel)."""
@@ -174,7 +174,7 @@ def instantiation_names() -> tuple:
     return tuple(INSTANTIATIONS) + tuple(_NAMED)
 
 
-def make_feature_map(instantiation, n_features, sigma=1.0, gamma=None, theta=None, kappa=5.0,
+def make_feature_map(instantiation, n_features, sigma=1.0, gamma=None, theta=None, kappa=10.0,
                      random_state=None):
     """The unfitted feature map of a closed-form name or an Instantiation (see :func:`resolve`).
 

@@ -769,7 +769,7 @@ class _RW(_RandomFeatureModel):
     _family = "rw"
 
     def __init__(self, instantiation="rwsign", n_features=1000, solver="lstsq", reg=None,
-                 sigma=1.0, gamma=None, theta=None, kappa=5.0, eps=1e-10, loss="squared",
+                 sigma=1.0, gamma=None, theta=None, kappa=10.0, eps=1e-10, loss="squared",
                  max_iter=None, tol=1e-4, batch_size=None, radius=None, step_cap=0.25,
                  average=False, path_length=1, standardize=True, bias=True, block_size=None,
                  random_state=None):
@@ -925,9 +925,11 @@ _RW_DOC = """
         defaults benchmark (docs/bench/instantiation_defaults.md; 0.1 makes the Monte Carlo
         sections rest on too few draws). A smaller theta tightens RWSign's bounds (its
         ``theta_`` is theta). theta=0.5 gives the model the default gave before.
-    kappa : float > 1, default 5.0
-        Target kappa for RWExpSign/RWExpRelu when gamma is None (measured across data sets,
-        docs/bench/instantiation_defaults.md; a larger kappa loosens the bounds of ``bounds()``).
+    kappa : float > 1, default 10.0
+        Target kappa for RWExpSign/RWExpRelu and Monte Carlo exponential kernels when gamma is
+        None (measured across data sets and feature draws, docs/bench/instantiation_defaults.md;
+        a larger kappa loosens the bounds of ``bounds()``). kappa=5 gives the model the default
+        gave before.
     eps : float, default 1e-10
         Ridge term m eps I added to the normal equations (003 eq. 82) for conditioning.
     loss : {"squared", "logistic"}, default "squared"

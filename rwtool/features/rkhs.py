@@ -449,12 +449,13 @@ class RWExpSign(_RWDot):
         As :class:`RWSign`.
     gamma : float or None, default None
         Must exceed sigma. None sets it from ``kappa``: g^2 = s^2 / (1 - kappa^(-4/n)).
-    kappa : float > 1, default 5.0
-        Target kappa (used only when gamma is None). 5 was measured across the nine data sets of
-        the defaults benchmark (docs/bench/instantiation_defaults.md; 2, the default before, was
-        2x-3x worse on skin and digits). theta_ grows with kappa (towards kappa as n grows) and
-        every bound of ``bounds()`` with it (RWExpSign: theta_ 2.8-5.0 on those sets instead of
-        1.8-2.0; on breast cancer, 000 Theorem 10's bound is 3x that of kappa = 2).
+    kappa : float > 1, default 10.0
+        Target kappa (used only when gamma is None). 10 was measured across the nine data sets
+        of the defaults benchmark over three feature draws (docs/bench/instantiation_defaults.md:
+        2 was 2x-3x worse on skin and digits, 5 missed the tuned figure on digits; 20 and 50 are
+        no better and loosen the bounds more). theta_ grows with kappa (towards kappa as n grows)
+        and every bound of ``bounds()`` with it (on breast cancer, 000 Theorem 10's bound is 377
+        at kappa 10, 136 at 5, 43 at 2). kappa=5 gives the model of the previous default.
     normalize : bool, default True
         Use the normalised kernel sections (module docstring): same model, no overflow.
     closed_form, n_draws, sampling
@@ -465,7 +466,7 @@ class RWExpSign(_RWDot):
     _kernel_kind, _phi = "exponential", "sign"
 
     def __init__(self, n_features: int = 1000, sigma: float = 1.0, gamma=None,
-                 kappa: float = 5.0, normalize: bool = True, closed_form: bool = True,
+                 kappa: float = 10.0, normalize: bool = True, closed_form: bool = True,
                  n_draws=None, sampling: str = "auto", random_state=None):
         self.n_features = n_features
         self.sigma = sigma
@@ -492,7 +493,7 @@ class RWExpRelu(_RWDot):
     _kernel_kind, _phi = "exponential", "relu"
 
     def __init__(self, n_features: int = 1000, sigma: float = 1.0, gamma=None,
-                 kappa: float = 5.0, normalize: bool = True, closed_form: bool = True,
+                 kappa: float = 10.0, normalize: bool = True, closed_form: bool = True,
                  n_draws=None, sampling: str = "auto", random_state=None):
         self.n_features = n_features
         self.sigma = sigma

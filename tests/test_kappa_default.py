@@ -1,0 +1,108 @@
+"""kappa = 10: the default of the exponential-kernel gamma rule (issue 12).
+
+Oracles: 003 Table 4's rule gamma_from_kappa evaluated directly, the estimator with the value
+written out, and model files (tests/data/*_kappa_default_5.rwm) written by rwtool before the
+change, when the default was 5, with their predictions stored as exact hex floats.
+"""
+
+import inspect
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import rwtool
+import rwtool.persist as P
+from rwtool.estimators import RWClassifier, RWRegressor
+from rwtool.features import RWExpRelu, RWExpSign, gamma_from_kappa
+from rwtool.features.montecarlo import MonteCarloRKHS
+from rwtool.instantiation import make_feature_map
+
+DATA = Path(__file__).resolve().parent / "data"
+
+
+@pytest.fixture(scope="module")
+def data():
+    rng = np.random.default_rng(7)
+    X = rng.standard_normal((90, 3))
+    y = np.where(X[:, 0] + X[:, 1] ** 2 > 0.5, 1, 0)
+    yr = np.sin(X[:, 0]) + X[:, 2]
+    return X, y, yr
+
+
+def _old():
+    return json.loads((DATA / "kappa_default_5.json").read_text())
+
+
+def _hex(values):
+    return np.array([float.fromhex(v) for v in values])
+
+
+def test_every_signature_defaults_to_10():
+    """The estimators, the feature maps, Monte Carlo maps and the factories agree (the app
+    builds its form from these signatures)."""
+    for f in (RWClassifier, RWRegressor, RWExpSign, RWExpRelu, MonteCarloRKHS,
+              make_feature_map, rwtool.Instantiation.make_map):
+        assert inspect.signature(f).parameters["kappa"].default == 10.0, f
+
+
+@pytest.mark.parametrize("inst", ["rwexpsign", "rwexprelu"])
+def test_default_equals_explicit_10(inst, data):
+    X, y, _ = data
+    a = RWClassifier(instantiation=inst, n_features=30, random_state=0).fit(X, y)
+    b = RWClassifier(instantiation=inst, n_features=30, kappa=10.0, random_state=0).fit(X, y)
+    assert a.feature_map_.gamma_ == b.feature_map_.gamma_ \
+        == gamma_from_kappa(X.shape[1] + 1, 1.0, 10.0)        # n counts the bias column
+    np.testing.assert_array_equal(a.coef_, b.coef_)
+    np.testing.assert_array_equal(a.decision_function(X), b.decision_function(X))
+
+
+def test_monte_carlo_exponential_default_is_10(data):
+    X, y, _ = data
+    a = RWClassifier(instantiation="mc:normal:exponential:sign:256", n_features=20,
+                     random_state=0).fit(X, y)
+    b = RWClassifier(instantiation="mc:normal:exponential:sign:256", n_features=20, kappa=10.0,
+                     random_state=0).fit(X, y)
+    assert a.feature_map_.gamma_ == b.feature_map_.gamma_
+    np.testing.assert_array_equal(a.coef_, b.coef_)
+
+
+def test_old_model_files_load_and_predict_as_before(data):
+    X = data[0]
+    ref = _old()
+    clf = P.load(DATA / "rwexpsign_kappa_default_5.rwm")
+    assert clf.kappa == 5.0 and clf.feature_map_.kappa == 5.0
+    assert clf.feature_map_.gamma_ == float.fromhex(ref["rwexpsign_gamma"])
+    np.testing.assert_array_equal(clf.decision_function(X), _hex(ref["rwexpsign_decision"]))
+    reg = P.load(DATA / "rwexprelu_kappa_default_5.rwm")
+    assert reg.kappa == 5.0
+    np.testing.assert_array_equal(reg.predict(X), _hex(ref["rwexprelu_predict"]))
+
+
+def test_explicit_5_reproduces_the_old_default(data):
+    """kappa=5 gives the model the default gave before, bit for bit; the default no longer does."""
+    X, y, yr = data
+    ref = _old()
+    clf = RWClassifier(instantiation="rwexpsign", n_features=20, kappa=5.0,
+                       random_state=0).fit(X, y)
+    assert clf.feature_map_.gamma_ == gamma_from_kappa(4, 1.0, 5.0) \
+        == float.fromhex(ref["rwexpsign_gamma"])
+    np.testing.assert_array_equal(clf.decision_function(X), _hex(ref["rwexpsign_decision"]))
+    reg = RWRegressor(instantiation="rwexprelu", n_features=20, kappa=5.0, random_state=0)
+    reg.fit(X, yr)
+    assert reg.feature_map_.gamma_ == float.fromhex(ref["rwexprelu_gamma"])
+    np.testing.assert_array_equal(reg.predict(X), _hex(ref["rwexprelu_predict"]))
+    new = RWClassifier(instantiation="rwexpsign", n_features=20, random_state=0).fit(X, y)
+    assert new.feature_map_.gamma_ < clf.feature_map_.gamma_   # a larger kappa, a narrower kernel
+    assert not np.array_equal(new.decision_function(X), clf.decision_function(X))
+
+
+def test_bounds_grow_with_kappa(data):
+    """theta_ (and every bound of bounds()) grows with kappa: the price of the new default."""
+    X, y, _ = data
+    b5 = RWClassifier(instantiation="rwexpsign", n_features=40, kappa=5.0,
+                      random_state=0).fit(X, y).bounds(X, y, n_draws=50)
+    b10 = RWClassifier(instantiation="rwexpsign", n_features=40,
+                       random_state=0).fit(X, y).bounds(X, y, n_draws=50)
+    assert b10["theta"] > b5["theta"] and b10["kappa"] == pytest.approx(10.0, rel=1e-9)
