@@ -266,3 +266,141 @@ def test_a_model_that_predicts_one_class_is_not_silent():
     assert len(np.unique(good.predict(X))) == 2
     with pytest.warns(rw.NumericalWarning, match="same value for every training row"):
         rw.RWRegressor(n_features=50, reg=1e12, random_state=0).fit(X, X[:, 0])
+
+
+# ----------------------------------------------------------------------------- final model
+
+def _wine():
+    """scikit-learn's wine as a regression on the class label (the defaults benchmark's set):
+    the benchmark's 75/25 split, targets standardised with the training statistics."""
+    from sklearn.datasets import load_wine
+    X, y = load_wine(return_X_y=True)
+    perm = np.random.default_rng(0).permutation(len(X))
+    tr, te = perm[:int(0.75 * len(X))], perm[int(0.75 * len(X)):]
+    y = y.astype(float) + 1.0
+    mu, sd = y[tr].mean(), y[tr].std()
+    return X[tr], X[te], (y[tr] - mu) / sd, (y[te] - mu) / sd
+
+
+@pytest.fixture
+def tenfold_sgd_step(monkeypatch):
+    """RKS SGD's step 1 / (L + reg t) with L measured and divided by 10 (no parameter sets it)."""
+    from rwtool.solvers import sgd_rks
+    base = sgd_rks.step_constant
+    monkeypatch.setattr(sgd_rks, "step_constant", lambda *a, **k: base(*a, **k) / 10.0)
+
+
+def test_wine_sgd_with_ten_times_the_step_raises_and_leaves_the_estimator_unfitted(
+        tenfold_sgd_step, monkeypatch):
+    """RKS SGD on wine with 10 times its step: fit used to return a finite model with test MSE
+    535 on standardised y (the zero model's is about 1). Now one of the two guards stops it;
+    with the early stop off, the final-model check does. Oracle: the same fit with both
+    guards off, scored with numpy."""
+    Xtr, Xte, ytr, yte = _wine()
+    est = rw.RKSRegressor(solver="sgd", n_features=500, random_state=0)
+    with pytest.raises(rw.NumericalError, match="diverged") as exc:
+        est.fit(Xtr, ytr)
+    err = exc.value
+    assert err.solver == "sgd" and err.iteration >= 1 and "batch_size" in err.fix
+    assert not hasattr(est, "coef_")
+    with pytest.raises(rw.NotFittedError):
+        est.predict(Xte)
+    from rwtool.solvers import divergence
+    monkeypatch.setattr(divergence, "DIVERGED", np.inf)
+    with pytest.raises(rw.NumericalError, match="times the zero model") as exc:
+        est.fit(Xtr, ytr)
+    assert exc.value.solver == "sgd" and not hasattr(est, "coef_")
+    limit = divergence.FINAL_RAISE
+    monkeypatch.setattr(divergence, "FINAL_RAISE", np.inf)
+    monkeypatch.setattr(divergence, "FINAL_WARN", np.inf)
+    bad = rw.RKSRegressor(solver="sgd", n_features=500, random_state=0).fit(Xtr, ytr)
+    train_mse = np.mean((bad.predict(Xtr) - ytr) ** 2)
+    assert train_mse > 10 * limit * np.mean(ytr ** 2)
+    assert np.mean((bad.predict(Xte) - yte) ** 2) > 100 * np.mean(yte ** 2)
+
+
+def test_cli_train_of_a_finite_but_diverged_fit(tenfold_sgd_step, tmp_path, capsys):
+    Xtr, _, ytr, _ = _wine()
+    data = _csv(tmp_path, Xtr, ytr)
+    out = tmp_path / "m.rwm"
+    code = cli.main(["train", str(data), "--target", "y", "--method", "rks", "--solver", "sgd",
+                     "--task", "regression", "-T", "500", "--test-size", "0.1", "--out",
+                     str(out), "--json"])
+    doc, err = capsys.readouterr()
+    assert code == 1 and not out.exists()
+    assert '"NumericalError"' in doc and "diverged" in err
+
+
+@pytest.mark.parametrize("make", [
+    lambda: rw.RKSRegressor(solver="sgd", n_features=300, random_state=0),
+    lambda: rw.RWRegressor(solver="sfgd", n_features=200, random_state=0),
+    lambda: rw.RWRegressor(solver="osd", n_features=200, random_state=0)])
+def test_a_default_iterative_fit_passes_the_final_check_quietly(make):
+    Xtr, _, ytr, _ = _wine()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        est = make().fit(Xtr, ytr)
+    assert est.solver_info_["final_loss_ratio"] < 0.5
+
+
+def test_default_classifier_fits_pass_the_final_check_quietly():
+    X, y = _classification(600)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for est in (rw.RKSClassifier(solver="sgd", n_features=200, random_state=0),
+                    rw.RWClassifier(solver="sfgd", n_features=200, random_state=0),
+                    rw.RFSGDClassifier(n_features=200, random_state=0)):
+            est.fit(X, y)
+            assert est.solver_info_["final_loss_ratio"] < 1.0
+
+
+def test_final_check_thresholds_against_a_hand_computation():
+    """r = mean loss(F, Y) / mean loss(0, Y); <= FINAL_WARN quiet, up to FINAL_RAISE a warning,
+    above it (or non-finite) NumericalError. Hand values: Y = (1, -1, 2, 0), squared loss
+    (f - y)^2 / 2: the zero model's mean is (1 + 1 + 4 + 0) / 8 = 0.75."""
+    from rwtool.losses import get_loss
+    from rwtool.solvers.divergence import (FINAL_RAISE, FINAL_WARN, check_final_model,
+                                           final_loss_ratio, loss_limit)
+    sq, lg = get_loss("squared"), get_loss("logistic")
+    Y = np.array([[1.0], [-1.0], [2.0], [0.0]])
+    F = np.array([[0.0], [1.0], [2.0], [1.0]])        # losses 0.5, 2, 0, 0.5 -> mean 0.75
+    r, value, zero = final_loss_ratio(F, Y, sq)
+    assert (r, value, zero) == pytest.approx((1.0, 0.75, 0.75))
+    # logistic: log(1 + e^{-yf}); the zero model's is log 2 on every row
+    Yc = np.array([[1.0], [-1.0]])
+    Fc = np.array([[3.0], [3.0]])
+    expect = (np.log1p(np.exp(-3.0)) + np.log1p(np.exp(3.0))) / 2 / np.log(2.0)
+    assert final_loss_ratio(Fc, Yc, lg)[0] == pytest.approx(expect)
+    assert final_loss_ratio(np.array([[np.inf], [0.0]]), Yc, sq)[0] == np.inf
+    # the early-stop limit: DIVERGED times the zero model's largest row loss, 2^2 / 2 = 2
+    from rwtool.solvers import divergence
+    assert loss_limit(sq, Y) == pytest.approx(divergence.DIVERGED * 2.0)
+    # check_final_model on features X (feature_map None) and coefficients c: F = X c, with
+    # c scaled so that r sits just below/above each threshold (r = mean((s x - y)^2)/2 / zero)
+    x = np.array([[1.0], [1.0], [1.0], [1.0]])
+    y = np.zeros((4, 1)) + 1.0                          # zero model: 0.5; r(s) = (s - 1)^2
+    kw = dict(iteration=7, fix="lower the step")
+    for s, outcome in ((1.0 + 0.9 * np.sqrt(FINAL_WARN), "quiet"),
+                       (1.0 + 1.1 * np.sqrt(FINAL_WARN), "warn"),
+                       (1.0 + 0.99 * np.sqrt(FINAL_RAISE), "warn"),
+                       (1.0 + 1.01 * np.sqrt(FINAL_RAISE), "raise")):
+        coef = np.array([[s]])
+        if outcome == "raise":
+            with pytest.raises(rw.NumericalError, match="lower the step") as exc:
+                check_final_model("SGD", None, x, y, coef, sq, **kw)
+            assert exc.value.solver == "sgd" and exc.value.iteration == 7
+            continue
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            r = check_final_model("SGD", None, x, y, coef, sq, **kw)
+        assert r == pytest.approx((s - 1.0) ** 2)
+        assert [w.category for w in caught] == ([] if outcome == "quiet"
+                                                else [rw.NumericalWarning])
+
+
+def test_final_check_scores_a_fixed_sample_of_large_sets():
+    from rwtool.solvers.divergence import FINAL_ROWS, final_rows
+    idx = final_rows(10 * FINAL_ROWS)
+    assert len(idx) == FINAL_ROWS and np.all(np.diff(idx) > 0)
+    np.testing.assert_array_equal(idx, final_rows(10 * FINAL_ROWS))
+    np.testing.assert_array_equal(final_rows(5), np.arange(5))

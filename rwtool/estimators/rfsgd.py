@@ -24,6 +24,8 @@ from ..features.bandwidth import median_sigma, scale_sigma
 from ..features.fourier import FOURIER_KERNELS, RandomFourierFeatures
 from ..progress import FitCancelled, make_progress
 from ..resources import FitEstimate
+from ..losses import get_loss
+from ..solvers.divergence import check_final_model
 from ..solvers.sgd import SGDState, averaged_sgd, check_step_size, default_gamma, logistic_loss
 
 __all__ = ["RFSGDClassifier", "SIGMA_RULES"]
@@ -110,8 +112,11 @@ class RFSGDClassifier(ClassifierMixin, BaseEstimator):
 
     A fit cancelled through the progress callback keeps the averaged iterate of the last
     completed chunk (``solver_info_["cancelled"]`` is True) and re-raises FitCancelled. A fit
-    that meets non-finite features or coefficients raises rwtool.NumericalError (naming the
-    step) and leaves the estimator unfitted; a constant X is refused with a ValueError.
+    that meets non-finite features or coefficients, or whose averaged model ends with a training
+    logistic loss far above the zero model's log 2 (``solver_info_["final_loss_ratio"]``;
+    rwtool.solvers.divergence, measured in docs/bench/divergence.md), raises
+    rwtool.NumericalError (naming the step and the fix) and leaves the estimator unfitted; a
+    constant X is refused with a ValueError.
     """
 
     def __init__(self, n_features=1000, sigma="scale", variant="pair", kernel="gaussian",
@@ -311,6 +316,12 @@ class RFSGDClassifier(ClassifierMixin, BaseEstimator):
             self._run(Xp, Y, order, progress, eval_set, t0,
                       {"finite_sample": epochs > 1, "n_epochs": epochs, "features_cached": cache},
                       precomputed=cache)
+            self.solver_info_["final_loss_ratio"] = check_final_model(
+                "RFSGD", None if cache else self.feature_map_, Xp, Y, self.coef_,
+                get_loss("logistic"), iteration=self.n_iter_,
+                fix=f"raise gamma (now {self.gamma_:.4g}; None gives the theorem's "
+                    f"{default_gamma(float(self.reg), self._R2()):.4g}: smaller first steps), or "
+                    f"raise reg")
         return self
 
     def partial_fit(self, X, y, classes=None, callback=None):

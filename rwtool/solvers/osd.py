@@ -38,8 +38,8 @@ from numba import njit
 from ..losses import SQUARED, get_loss, loss_deriv, loss_deriv2, loss_value
 from ..progress import make_progress
 from .ridge import NumericalWarning
-from .sfgd import (BlockStream, check_rkhs_map, diverged, loss_limit, report_block,
-                   sample_features)
+from .divergence import check_final_model, diverged, loss_limit
+from .sfgd import BlockStream, check_rkhs_map, report_block, sample_features
 
 __all__ = ["osd_fit", "optimal_stepsize", "common_mode_share", "ETA_CAP", "COLLINEAR_SHARE"]
 
@@ -199,7 +199,9 @@ def osd_fit(feature_map, X, Y, reg, loss="squared", batch_size=50, random_state=
     ``reg`` (lam) is in [0, 1): it is both the regulariser of J and the shrink factor
     (1 - lam) of 000 eq. 44. Returns ``(coef (T, k), info)``; ``info`` has ``norm``
     (||alpha_T||_H per output), ``n_iter``, ``train_loss``, ``capped``. Raises
-    FitCancelled(partial_model=True, partial=(coef, info)) on a cancel after a block.
+    FitCancelled(partial_model=True, partial=(coef, info)) on a cancel after a block, and
+    :class:`rwtool.NumericalError` when a batch loss explodes or the returned model is far worse
+    than the zero model (rwtool.solvers.divergence; ``info["final_loss_ratio"]``).
     """
     check_rkhs_map(feature_map, "OSD")
     reg = float(reg)
@@ -238,9 +240,13 @@ def osd_fit(feature_map, X, Y, reg, loss="squared", batch_size=50, random_state=
                                                  int(batch_size), loss.code, limit)
         capped += int(c)
         if bad >= 0:
-            raise diverged("OSD", bad, float(bad_loss), limit,
-                           "use larger batches (batch_size, default min(500, rows)), raise reg, "
-                           "or standardize the inputs (standardize=True)")
+            raise diverged("OSD", bad, float(bad_loss), limit, _FIX)
         report_block(progress, t1, last_loss, reg, norm2, lambda: (a.copy(), info_at(t1)))
     progress.end(loss=float(last_loss))
-    return np.ascontiguousarray(a), info_at(T)
+    ratio = check_final_model("OSD", feature_map, X, Y, a, loss, iteration=T, fix=_FIX)
+    return np.ascontiguousarray(a), dict(info_at(T), final_loss_ratio=ratio)
+
+
+#: what to change when OSD diverges: its step is the exact line search of one batch
+_FIX = ("use larger batches (batch_size, default min(500, rows)), raise reg, or standardize "
+        "the inputs (standardize=True)")

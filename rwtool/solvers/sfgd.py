@@ -22,7 +22,8 @@ eta l'' E[phi(w_t, x) psi_{w_t}(x)] times itself, so the iteration is stable whe
 
 (:func:`step_smoothness`); c = 0.25 was measured to converge on every case of docs/SOLVERS.md.
 Divergence is detected every iteration: a batch loss above ``DIVERGED`` times the loss of the
-zero model, or a non-finite norm, stops the run with :class:`rwtool.NumericalError`.
+zero model, or a non-finite norm, stops the run with :class:`rwtool.NumericalError`; so does a
+returned model far worse than the zero model (rwtool.solvers.divergence).
 
 The T centres are drawn up front by the feature map (same i.i.d. draw as the other solvers) and
 used in order. Iterations run in blocks of ``block`` iterations: for a block, the batch rows are
@@ -48,6 +49,7 @@ from numba import njit
 from ..errors import NumericalError
 from ..losses import get_loss, loss_deriv, loss_value
 from ..progress import FitCancelled, make_progress
+from .divergence import DIVERGED, check_final_model, diverged, loss_limit
 from .prune import subset_map
 
 __all__ = ["sfgd_fit", "BlockStream", "section_scale", "report_block", "check_rkhs_map",
@@ -55,8 +57,6 @@ __all__ = ["sfgd_fit", "BlockStream", "section_scale", "report_block", "check_rk
 
 #: c of the capped step eta_t = min(1 / (lam t), c / L) (measured, docs/SOLVERS.md)
 STEP_CAP = 0.25
-#: a batch loss this many times the loss of the zero model means the run has diverged
-DIVERGED = 1e6
 
 
 class BlockStream:
@@ -173,21 +173,6 @@ def _sfgd_block(Psi, phi, Yb, Gcol, dsec, t0, a, abar, norm2, lam, radius, b, co
     return loss_sum / (k * b * (t1 - t0)), -1, 0.0
 
 
-def loss_limit(loss, Y) -> float:
-    """The batch loss above which an iterative solver has diverged: DIVERGED x the zero model's."""
-    zero = float(np.mean(loss.value(np.zeros_like(Y), Y)))
-    return DIVERGED * max(zero, 1e-3)
-
-
-def diverged(name, iteration, batch_loss, limit, fix) -> NumericalError:
-    """The error of a run stopped at ``iteration`` (its batch loss, or a non-finite norm)."""
-    what = (f"a batch loss of {batch_loss:.3g}, more than {DIVERGED:.0e} times the zero "
-            f"model's {limit / DIVERGED:.3g}"
-            if math.isfinite(batch_loss) and batch_loss > limit else "non-finite iterates")
-    return NumericalError(f"{name} diverged: {what}; the estimator is left unfitted",
-                          solver=name.lower(), iteration=int(iteration), fix=fix)
-
-
 def sample_features(feature_map, X, n_rows, n_centres):
     """(prefix map, centre indices, rows, features) of at most ``n_rows`` rows of X drawn with
     a fixed seed (not the batch generator: the batches must not depend on what is measured)
@@ -278,7 +263,8 @@ def sfgd_fit(feature_map, X, Y, reg, loss="squared", batch_size=50, radius=None,
     cap c / L, inf when uncapped).
     Raises FitCancelled(partial_model=True, partial=(coef, info)) on a cancel after a block,
     and :class:`rwtool.NumericalError` when the run diverges (batch loss above
-    :func:`loss_limit`, or non-finite iterates).
+    :func:`loss_limit`, or non-finite iterates) or returns a model far worse than the zero
+    model (:func:`rwtool.solvers.divergence.check_final_model`; ``info["final_loss_ratio"]``).
     """
     check_rkhs_map(feature_map, "SFGD")
     reg = _check_common(reg, batch_size, radius)
@@ -313,10 +299,13 @@ def sfgd_fit(feature_map, X, Y, reg, loss="squared", batch_size=50, radius=None,
         report_block(progress, t1, last_loss, reg, norm2,
                      lambda: (abar / (t1 + 1) if average else a.copy(), info))
     progress.end(loss=float(last_loss))
-    coef = abar / (T + 1) if average else a
+    coef = np.ascontiguousarray(abar / (T + 1) if average else a)
+    ratio = check_final_model("SFGD", feature_map, X, Y, coef, loss, iteration=T,
+                              fix=_fix(step_cap))
     info = {"n_iter": T, "norm": np.sqrt(norm2).tolist(), "train_loss": float(last_loss),
-            "average": bool(average), "radius": radius, "eta_max": eta_max}
-    return np.ascontiguousarray(coef), info
+            "average": bool(average), "radius": radius, "eta_max": eta_max,
+            "final_loss_ratio": ratio}
+    return coef, info
 
 
 def _fix(step_cap):

@@ -34,7 +34,7 @@ from numba import njit
 
 from ..losses import get_loss, loss_deriv, loss_value
 from ..progress import FitCancelled, make_progress
-from .sfgd import diverged, loss_limit
+from .divergence import check_final_model, diverged, loss_limit
 
 __all__ = ["sgd_fit", "step_constant"]
 
@@ -119,8 +119,9 @@ def sgd_fit(feature_map, X, Y, reg, loss="squared", batch_size=50, max_iter=5, t
     ``train_loss`` (per epoch), ``step_L``. Cancelling raises
     FitCancelled(partial_model=True, partial=(coef, info)) with the current (averaged) iterate;
     a diverging run (batch loss above :func:`rwtool.solvers.sfgd.loss_limit`, or non-finite
-    coefficients: a later chunk with larger features than the one L was measured on) raises
-    :class:`rwtool.NumericalError`.
+    coefficients: a later chunk with larger features than the one L was measured on), or one
+    returning a model far worse than the zero model (rwtool.solvers.divergence;
+    ``info["final_loss_ratio"]``), raises :class:`rwtool.NumericalError`.
     """
     reg = float(reg)
     if not (math.isfinite(reg) and reg >= 0.0):
@@ -162,9 +163,7 @@ def sgd_fit(feature_map, X, Y, reg, loss="squared", batch_size=50, max_iter=5, t
             t, n_avg, s, bad, bad_loss = _sgd_chunk(Phi, Y[idx], a, abar, n_avg, averaging, t,
                                                     reg, L, int(batch_size), loss.code, limit)
             if bad >= 0:
-                raise diverged("SGD", bad, float(bad_loss), limit,
-                               "standardize the inputs (standardize=True), lower sigma, or "
-                               "raise reg")
+                raise diverged("SGD", bad, float(bad_loss), limit, _FIX)
             total += s
             info = {"n_iter": epoch + 1, "train_loss": history + [total / (k * (start + len(idx)))],
                     "step_L": L, "average": bool(average)}
@@ -179,6 +178,15 @@ def sgd_fit(feature_map, X, Y, reg, loss="squared", batch_size=50, max_iter=5, t
         if tol > 0 and len(history) >= 2 and history[-2] - history[-1] < tol * abs(history[-2]):
             break
     progress.end(loss=history[-1])
-    coef = abar if n_avg > 0 else a
-    info = {"n_iter": len(history), "train_loss": history, "step_L": L, "average": bool(average)}
-    return np.ascontiguousarray(coef), info
+    coef = np.ascontiguousarray(abar if n_avg > 0 else a)
+    ratio = check_final_model("SGD", feature_map, X, Y, coef, loss, iteration=t, fix=_FIX)
+    info = {"n_iter": len(history), "train_loss": history, "step_L": L, "average": bool(average),
+            "final_loss_ratio": ratio}
+    return coef, info
+
+
+#: what to change when SGD diverges: a smaller batch raises L toward the largest row's
+#: smoothness (a smaller step 1 / (L + lam t)); standardised inputs and a smaller sigma keep the
+#: rows' feature norms near the first chunk's, on which L was measured
+_FIX = ("standardize the inputs (standardize=True), lower sigma, lower batch_size (a smaller "
+        "step), or raise reg")
