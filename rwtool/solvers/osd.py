@@ -37,8 +37,8 @@ from numba import njit
 
 from ..losses import SQUARED, get_loss, loss_deriv, loss_deriv2, loss_value
 from ..progress import make_progress
-from .ridge import NumericalWarning
 from .divergence import check_final_model, diverged, loss_limit
+from .ridge import NumericalWarning
 from .sfgd import BlockStream, check_rkhs_map, report_block, sample_features
 
 __all__ = ["osd_fit", "optimal_stepsize", "common_mode_share", "ETA_CAP", "COLLINEAR_SHARE"]
@@ -50,6 +50,9 @@ ETA_CAP = 1e12
 #: digits, cancer, make_classification) gave constant or near-chance OSD models, while every
 #: instantiation at <= 0.99 gave a usable one (docs/bench/iterative_defaults.md)
 COLLINEAR_SHARE = 0.99
+#: what to change when OSD diverges: its step is the exact line search of one batch
+_FIX = ("use larger batches (batch_size, default min(500, rows)), raise reg, or standardize "
+        "the inputs (standardize=True)")
 
 
 def common_mode_share(feature_map, X, n_rows=512, n_centres=128) -> float:
@@ -246,7 +249,3 @@ def osd_fit(feature_map, X, Y, reg, loss="squared", batch_size=50, random_state=
     ratio = check_final_model("OSD", feature_map, X, Y, a, loss, iteration=T, fix=_FIX)
     return np.ascontiguousarray(a), dict(info_at(T), final_loss_ratio=ratio)
 
-
-#: what to change when OSD diverges: its step is the exact line search of one batch
-_FIX = ("use larger batches (batch_size, default min(500, rows)), raise reg, or standardize "
-        "the inputs (standardize=True)")

@@ -38,6 +38,12 @@ from .divergence import check_final_model, diverged, loss_limit
 
 __all__ = ["sgd_fit", "step_constant"]
 
+#: what to change when SGD diverges: a smaller batch raises L toward the largest row's
+#: smoothness (a smaller step 1 / (L + lam t)); standardised inputs and a smaller sigma keep the
+#: rows' feature norms near the first chunk's, on which L was measured
+_FIX = ("standardize the inputs (standardize=True), lower sigma, lower batch_size (a smaller "
+        "step), or raise reg")
+
 
 @njit(cache=True, nogil=True)
 def _sgd_chunk(Phi, Yc, a, abar, n_avg, averaging, t, lam, L, b, code, limit):
@@ -118,7 +124,7 @@ def sgd_fit(feature_map, X, Y, reg, loss="squared", batch_size=50, max_iter=5, t
     docstring and :func:`step_constant`). ``info``: ``n_iter`` (epochs),
     ``train_loss`` (per epoch), ``step_L``. Cancelling raises
     FitCancelled(partial_model=True, partial=(coef, info)) with the current (averaged) iterate;
-    a diverging run (batch loss above :func:`rwtool.solvers.sfgd.loss_limit`, or non-finite
+    a diverging run (batch loss above :func:`rwtool.solvers.divergence.loss_limit`, or non-finite
     coefficients: a later chunk with larger features than the one L was measured on), or one
     returning a model far worse than the zero model (rwtool.solvers.divergence;
     ``info["final_loss_ratio"]``), raises :class:`rwtool.NumericalError`.
@@ -184,9 +190,3 @@ def sgd_fit(feature_map, X, Y, reg, loss="squared", batch_size=50, max_iter=5, t
             "final_loss_ratio": ratio}
     return coef, info
 
-
-#: what to change when SGD diverges: a smaller batch raises L toward the largest row's
-#: smoothness (a smaller step 1 / (L + lam t)); standardised inputs and a smaller sigma keep the
-#: rows' feature norms near the first chunk's, on which L was measured
-_FIX = ("standardize the inputs (standardize=True), lower sigma, lower batch_size (a smaller "
-        "step), or raise reg")
