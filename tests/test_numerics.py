@@ -191,16 +191,20 @@ def test_cli_train_exits_nonzero_and_writes_no_model_on_a_non_finite_fit(tmp_pat
     assert "non-finite" in err and "internal error" not in err
 
 
-def test_cli_train_of_a_diverging_sfgd(tmp_path, capsys):
-    X, y = _classification(200)
+def _train_diverging(tmp_path, capsys, X, y, args):
+    """``rwtool train`` of a fit that diverges: exit status 1, no model file, the error named."""
     data = _csv(tmp_path, X, y)
     out = tmp_path / "m.rwm"
-    code = cli.main(["train", str(data), "--target", "y", "--method", "rw", "--solver", "sfgd",
-                     "--reg", "1e-6", "-T", "60", "--param", "step_cap=None", "--out",
-                     str(out), "--json"])
+    code = cli.main(["train", str(data), "--target", "y", *args, "--out", str(out), "--json"])
     doc, err = capsys.readouterr()
     assert code == 1 and not out.exists()
     assert '"NumericalError"' in doc and "diverged" in err
+
+
+def test_cli_train_of_a_diverging_sfgd(tmp_path, capsys):
+    X, y = _classification(200)
+    _train_diverging(tmp_path, capsys, X, y, ["--method", "rw", "--solver", "sfgd", "--reg",
+                                              "1e-6", "-T", "60", "--param", "step_cap=None"])
 
 
 def test_cli_metrics_refuse_non_finite_output(binary_data, regression_data):
@@ -321,14 +325,8 @@ def test_wine_sgd_with_ten_times_the_step_raises_and_leaves_the_estimator_unfitt
 
 def test_cli_train_of_a_finite_but_diverged_fit(tenfold_sgd_step, tmp_path, capsys):
     Xtr, _, ytr, _ = _wine()
-    data = _csv(tmp_path, Xtr, ytr)
-    out = tmp_path / "m.rwm"
-    code = cli.main(["train", str(data), "--target", "y", "--method", "rks", "--solver", "sgd",
-                     "--task", "regression", "-T", "500", "--test-size", "0.1", "--out",
-                     str(out), "--json"])
-    doc, err = capsys.readouterr()
-    assert code == 1 and not out.exists()
-    assert '"NumericalError"' in doc and "diverged" in err
+    _train_diverging(tmp_path, capsys, Xtr, ytr, ["--method", "rks", "--solver", "sgd", "--task",
+                                                  "regression", "-T", "500", "--test-size", "0.1"])
 
 
 @pytest.mark.parametrize("make", [
