@@ -378,10 +378,10 @@ def test_final_check_thresholds_against_a_hand_computation():
     x = np.array([[1.0], [1.0], [1.0], [1.0]])
     y = np.zeros((4, 1)) + 1.0                          # zero model: 0.5; r(s) = (s - 1)^2
     kw = dict(iteration=7, fix="lower the step")
-    for s, outcome in ((1.0 + 0.9 * np.sqrt(FINAL_WARN), "quiet"),
-                       (1.0 + 1.1 * np.sqrt(FINAL_WARN), "warn"),
-                       (1.0 + 0.99 * np.sqrt(FINAL_RAISE), "warn"),
-                       (1.0 + 1.01 * np.sqrt(FINAL_RAISE), "raise")):
+    for r_target, outcome in ((0.9 * FINAL_WARN, "quiet"),
+                              ((FINAL_WARN + FINAL_RAISE) / 2, "warn"),
+                              (0.99 * FINAL_RAISE, "warn"), (1.01 * FINAL_RAISE, "raise")):
+        s = 1.0 + np.sqrt(r_target)
         coef = np.array([[s]])
         if outcome == "raise":
             with pytest.raises(rw.NumericalError, match="lower the step") as exc:
@@ -391,7 +391,7 @@ def test_final_check_thresholds_against_a_hand_computation():
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             r = check_final_model("SGD", None, x, y, coef, sq, **kw)
-        assert r == pytest.approx((s - 1.0) ** 2)
+        assert r == pytest.approx(r_target)
         assert [w.category for w in caught] == ([] if outcome == "quiet"
                                                 else [rw.NumericalWarning])
 

@@ -15,8 +15,9 @@ well-regularised classifier, whose scores shrink towards 0, can meet):
   (:func:`final_loss_ratio`): above ``FINAL_RAISE`` the fit raises
   :class:`rwtool.NumericalError`, above ``FINAL_WARN`` it warns (:func:`check_final_model`).
   A step too large for the data can end finite but far worse than predicting zero without any
-  batch reaching the early-stop limit (RKS SGD on wine with 10 times its step and the old limit
-  of 1e6 times the mean: r = 418, test MSE 535 on standardised y, returned silently).
+  batch reaching the early-stop limit (OSD with 5-row batches on abalone: r = 18, test MSE 18 on
+  standardised y; RKS SGD on wine with 10 times its step under the old early stop: r = 418,
+  test MSE 535; both returned silently before).
 
 The thresholds were measured on the defaults benchmark and on deliberately bad steps
 (benchmarks/bench_divergence.py, docs/bench/divergence.md). This module computes losses and
@@ -37,14 +38,14 @@ __all__ = ["DIVERGED", "FINAL_RAISE", "FINAL_WARN", "FINAL_ROWS", "loss_limit", 
            "final_rows", "final_loss_ratio", "check_final_model"]
 
 #: a batch loss this many times the zero model's largest row loss means the run has diverged
-#: (no default fit of the benchmark trips it even at 10; bad steps stop 1.3-6x sooner than
-#: with the old 1e6 times the mean)
+#: (no default fit of the benchmark trips it even at 10; bad steps stop up to 8x sooner than
+#: with the old 1e6 times the mean, and 7 bad runs the old limit let finish are stopped)
 DIVERGED = 1e2
 #: the returned model's training loss above this many times the zero model's: NumericalError
-#: (finite bad models measured at r = 1.08-1.14 or 62 and more, nothing in between)
-FINAL_RAISE = 2.0
+#: (the bad models measured above it had test errors of 0.57-0.58 or an MSE of 18)
+FINAL_RAISE = 1.25
 #: ... above this many times (and at most FINAL_RAISE): NumericalWarning (default fits: r at
-#: most 0.988, a near-constant model; every other at most 0.92)
+#: most 0.985, near-constant OSD models that warn already; every other at most 0.862)
 FINAL_WARN = 1.05
 #: rows (a fixed-seed sample of the training rows) the returned model is scored on
 FINAL_ROWS = 2000
