@@ -22,9 +22,9 @@ from .._base import (BaseEstimator, ClassifierMixin, Standardizer, check_array, 
 from ..errors import NumericalError
 from ..features.bandwidth import median_sigma, scale_sigma
 from ..features.fourier import FOURIER_KERNELS, RandomFourierFeatures
+from ..losses import get_loss
 from ..progress import FitCancelled, make_progress
 from ..resources import FitEstimate
-from ..losses import get_loss
 from ..solvers.divergence import check_final_model
 from ..solvers.sgd import SGDState, averaged_sgd, check_step_size, default_gamma, logistic_loss
 

@@ -21,8 +21,8 @@ eta l'' E[phi(w_t, x) psi_{w_t}(x)] times itself, so the iteration is stable whe
     L = smoothness(l) * mean over a few hundred rows and the first centres of phi(w_t, x) psi_{w_t}(x)
 
 (:func:`step_smoothness`); c = 0.25 was measured to converge on every case of docs/SOLVERS.md.
-Divergence is detected every iteration: a batch loss above ``DIVERGED`` times the loss of the
-zero model, or a non-finite norm, stops the run with :class:`rwtool.NumericalError`; so does a
+Divergence is detected every iteration: a batch loss above ``DIVERGED`` times the zero model's
+largest row loss, or a non-finite norm, stops the run with :class:`rwtool.NumericalError`; so does a
 returned model far worse than the zero model (rwtool.solvers.divergence).
 
 The T centres are drawn up front by the feature map (same i.i.d. draw as the other solvers) and
