@@ -14,7 +14,8 @@ targets standardised, errors are test error or MSE on standardised y):
   by 10 and 100 (no parameter sets it: the script scales rwtool.solvers.sgd_rks.step_constant);
   RFSGD's first step eta_1 = 2 / (reg (gamma + 1)) 10 and 100 times the theorem's (gamma
   lowered); OSD, whose step is an exact line search, with batches 100 times smaller (5 rows).
-  Every one must raise or warn.
+  Every one whose model is worse than the zero model must raise or warn (a larger step can
+  also give a good model: then no guard may fire).
 
 Each fit runs with the final-model check switched off, to record r, the returned model's
 training loss over the zero model's (what the check compares with FINAL_WARN and FINAL_RAISE),

@@ -114,7 +114,8 @@ class RFSGDClassifier(ClassifierMixin, BaseEstimator):
     completed chunk (``solver_info_["cancelled"]`` is True) and re-raises FitCancelled. A fit
     that meets non-finite features or coefficients, or whose averaged model ends with a training
     logistic loss far above the zero model's log 2 (``solver_info_["final_loss_ratio"]``;
-    rwtool.solvers.divergence, measured in docs/bench/divergence.md), raises
+    rwtool.solvers.divergence, measured in docs/bench/divergence.md; ``fit`` only: one
+    ``partial_fit`` batch is no sample of the stream), raises
     rwtool.NumericalError (naming the step and the fix) and leaves the estimator unfitted; a
     constant X is refused with a ValueError.
     """
