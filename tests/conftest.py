@@ -52,3 +52,20 @@ def scale_data():
     y = np.sin(X[:, 0]) + 0.1 * X[:, 1] + 0.1 * rng.normal(size=600)
     labels = np.array(["a", "b", "c"])[(X[:, 0] > 0).astype(int) + (X[:, 2] > -0.5)]
     return X, y, labels
+
+
+@pytest.fixture(scope="session")
+def stored_model_data():
+    """The rows the model files of tests/data (written before a default changed) were fitted
+    and evaluated on: np.random.default_rng(7), 90 x 3, a binary and a real target."""
+    rng = np.random.default_rng(7)
+    X = rng.standard_normal((90, 3))
+    y = np.where(X[:, 0] + X[:, 1] ** 2 > 0.5, 1, 0)
+    yr = np.sin(X[:, 0]) + X[:, 2]
+    return X, y, yr
+
+
+@pytest.fixture(scope="session")
+def from_hex():
+    """Exact floats back from the float.hex strings stored beside those model files."""
+    return lambda values: np.array([float.fromhex(v) for v in values])

@@ -23,20 +23,12 @@ DATA = Path(__file__).resolve().parent / "data"
 
 
 @pytest.fixture(scope="module")
-def data():
-    rng = np.random.default_rng(7)
-    X = rng.standard_normal((90, 3))
-    y = np.where(X[:, 0] + X[:, 1] ** 2 > 0.5, 1, 0)
-    yr = np.sin(X[:, 0]) + X[:, 2]
-    return X, y, yr
+def data(stored_model_data):
+    return stored_model_data
 
 
 def _old():
     return json.loads((DATA / "kappa_default_5.json").read_text())
-
-
-def _hex(values):
-    return np.array([float.fromhex(v) for v in values])
 
 
 def test_every_signature_defaults_to_10():
@@ -68,19 +60,19 @@ def test_monte_carlo_exponential_default_is_10(data):
     np.testing.assert_array_equal(a.coef_, b.coef_)
 
 
-def test_old_model_files_load_and_predict_as_before(data):
+def test_old_model_files_load_and_predict_as_before(data, from_hex):
     X = data[0]
     ref = _old()
     clf = P.load(DATA / "rwexpsign_kappa_default_5.rwm")
     assert clf.kappa == 5.0 and clf.feature_map_.kappa == 5.0
     assert clf.feature_map_.gamma_ == float.fromhex(ref["rwexpsign_gamma"])
-    np.testing.assert_array_equal(clf.decision_function(X), _hex(ref["rwexpsign_decision"]))
+    np.testing.assert_array_equal(clf.decision_function(X), from_hex(ref["rwexpsign_decision"]))
     reg = P.load(DATA / "rwexprelu_kappa_default_5.rwm")
     assert reg.kappa == 5.0
-    np.testing.assert_array_equal(reg.predict(X), _hex(ref["rwexprelu_predict"]))
+    np.testing.assert_array_equal(reg.predict(X), from_hex(ref["rwexprelu_predict"]))
 
 
-def test_explicit_5_reproduces_the_old_default(data):
+def test_explicit_5_reproduces_the_old_default(data, from_hex):
     """kappa=5 gives the model the default gave before, bit for bit; the default no longer does."""
     X, y, yr = data
     ref = _old()
@@ -88,11 +80,11 @@ def test_explicit_5_reproduces_the_old_default(data):
                        random_state=0).fit(X, y)
     assert clf.feature_map_.gamma_ == gamma_from_kappa(4, 1.0, 5.0) \
         == float.fromhex(ref["rwexpsign_gamma"])
-    np.testing.assert_array_equal(clf.decision_function(X), _hex(ref["rwexpsign_decision"]))
+    np.testing.assert_array_equal(clf.decision_function(X), from_hex(ref["rwexpsign_decision"]))
     reg = RWRegressor(instantiation="rwexprelu", n_features=20, kappa=5.0, random_state=0)
     reg.fit(X, yr)
     assert reg.feature_map_.gamma_ == float.fromhex(ref["rwexprelu_gamma"])
-    np.testing.assert_array_equal(reg.predict(X), _hex(ref["rwexprelu_predict"]))
+    np.testing.assert_array_equal(reg.predict(X), from_hex(ref["rwexprelu_predict"]))
     new = RWClassifier(instantiation="rwexpsign", n_features=20, random_state=0).fit(X, y)
     assert new.feature_map_.gamma_ < clf.feature_map_.gamma_   # a larger kappa, a narrower kernel
     assert not np.array_equal(new.decision_function(X), clf.decision_function(X))

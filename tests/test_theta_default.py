@@ -23,12 +23,8 @@ DATA = Path(__file__).resolve().parent / "data"
 
 
 @pytest.fixture(scope="module")
-def data():
-    rng = np.random.default_rng(7)
-    X = rng.standard_normal((90, 3))
-    y = np.where(X[:, 0] + X[:, 1] ** 2 > 0.5, 1, 0)
-    yr = np.sin(X[:, 0]) + X[:, 2]
-    return X, y, yr
+def data(stored_model_data):
+    return stored_model_data
 
 
 def test_the_constants():
@@ -110,22 +106,18 @@ def _old():
     return json.loads((DATA / "theta_default_0.5.json").read_text())
 
 
-def _hex(values):
-    return np.array([float.fromhex(v) for v in values])
-
-
-def test_old_model_files_load_and_predict_as_before(data):
+def test_old_model_files_load_and_predict_as_before(data, from_hex):
     X = data[0]
     ref = _old()
     clf = P.load(DATA / "rwsign_theta_default_0.5.rwm")
     assert clf.theta == 0.5 and not hasattr(clf.feature_map_, "theta_target_")
-    np.testing.assert_array_equal(clf.decision_function(X), _hex(ref["rwsign_decision"]))
+    np.testing.assert_array_equal(clf.decision_function(X), from_hex(ref["rwsign_decision"]))
     reg = P.load(DATA / "rwrelu_theta_default_0.5.rwm")
     assert reg.theta == 0.5
-    np.testing.assert_array_equal(reg.predict(X), _hex(ref["rwrelu_predict"]))
+    np.testing.assert_array_equal(reg.predict(X), from_hex(ref["rwrelu_predict"]))
 
 
-def test_explicit_0_5_reproduces_the_old_default(data):
+def test_explicit_0_5_reproduces_the_old_default(data, from_hex):
     """theta=0.5 gives the model the default gave before: gamma by the rule, and the very
     predictions of the model files the old code wrote."""
     X, y, yr = data
@@ -133,11 +125,11 @@ def test_explicit_0_5_reproduces_the_old_default(data):
     clf = RWClassifier(n_features=20, theta=0.5, random_state=0).fit(X, y)
     assert clf.feature_map_.gamma_ == gamma_from_theta(4, 1.0, 0.5) \
         == float.fromhex(ref["rwsign_gamma"])
-    np.testing.assert_array_equal(clf.decision_function(X), _hex(ref["rwsign_decision"]))
+    np.testing.assert_array_equal(clf.decision_function(X), from_hex(ref["rwsign_decision"]))
     reg = RWRegressor(instantiation="rwrelu", n_features=20, theta=0.5, random_state=0)
     reg.fit(X, yr)
     assert reg.feature_map_.gamma_ == float.fromhex(ref["rwrelu_gamma"])
-    np.testing.assert_array_equal(reg.predict(X), _hex(ref["rwrelu_predict"]))
+    np.testing.assert_array_equal(reg.predict(X), from_hex(ref["rwrelu_predict"]))
     # and the new default is a different model
     assert RWClassifier(n_features=20, random_state=0).fit(X, y).feature_map_.gamma_ \
         != clf.feature_map_.gamma_
