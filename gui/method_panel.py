@@ -125,7 +125,7 @@ def derived_quantities(family: str, params: dict, data) -> list[tuple[str, str]]
                 gamma = gamma_from_theta(n, sigma, theta)
                 how = f"from θ = {theta:g}{_theta_origin(params)} (003 Table 4)"
             elif inst in ("rwexpsign", "rwexprelu"):
-                kappa = float(params.get("kappa", 10.0))
+                kappa = float(params.get("kappa", _default_kappa()))
                 gamma = gamma_from_kappa(n, sigma, kappa)
                 how = f"from κ = {kappa:g} (003 Table 4)"
             else:
@@ -168,6 +168,14 @@ def _theta_used(params: dict):
     from rwtool.instantiation import resolved_theta
     return resolved_theta(params.get("instantiation", "rwsign"), params.get("theta"),
                           params.get("gamma"))
+
+
+def _default_kappa() -> float:
+    """The estimators' default kappa (read from the signature, so the two never differ)."""
+    import inspect
+
+    from rwtool import RWClassifier
+    return float(inspect.signature(RWClassifier).parameters["kappa"].default)
 
 
 def _theta_origin(params: dict) -> str:

@@ -98,3 +98,13 @@ def test_bounds_grow_with_kappa(data):
     b10 = RWClassifier(instantiation="rwexpsign", n_features=40,
                        random_state=0).fit(X, y).bounds(X, y, n_draws=50)
     assert b10["theta"] > b5["theta"] and b10["kappa"] == pytest.approx(10.0, rel=1e-9)
+
+
+def test_app_derives_gamma_from_the_default_kappa(data):
+    """The app's derived quantities use the estimators' default when kappa is not given."""
+    from gui.method_panel import derived_quantities
+    X, y, _ = data
+    rows = dict(derived_quantities("rw", {"instantiation": "rwexpsign", "bias": True}, X))
+    est = RWClassifier(instantiation="rwexpsign", n_features=10, random_state=0).fit(X, y)
+    assert rows["γ (kernel width)"].startswith(f"{est.feature_map_.gamma_:.4g}")
+    assert rows["γ (kernel width)"].startswith(f"{gamma_from_kappa(4, 1.0, 10.0):.4g}")
