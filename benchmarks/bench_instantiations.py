@@ -41,12 +41,14 @@ PIECES = {"rwsign": ("normal", "gaussian", "sign"), "rwrelu": ("normal", "gaussi
 THETA = 0.5
 #: and one kappa: 2, the default when those figures were measured (5, then 10 since)
 KAPPA = 2.0
+#: and one reg: 1e-6, the default when those figures were measured ("auto" since)
+REG = 1e-6
 
 
 def _fit(inst, T, X, y):
     import rwtool as rw
     clf = rw.RWClassifier(instantiation=inst, n_features=T, theta=THETA, kappa=KAPPA,
-                          random_state=0)
+                          reg=REG, random_state=0)
     w, c = time.perf_counter(), time.process_time()
     clf.fit(X, y)
     return time.perf_counter() - w, time.process_time() - c, clf
@@ -126,8 +128,8 @@ def accuracy(root, T, sizes, seeds, n_iter, cv, search_rows, search_T):
             for label, inst in variants:
                 with warnings.catch_warnings(record=True) as caught:
                     warnings.simplefilter("always")
-                    m, sd, t = _seeded(cls, inst, T, {"theta": THETA, "kappa": KAPPA}, Xtr, ytr,
-                                       Xte, yte, task, seeds)
+                    m, sd, t = _seeded(cls, inst, T, {"theta": THETA, "kappa": KAPPA, "reg": REG},
+                                       Xtr, ytr, Xte, yte, task, seeds)
                 row = {"dataset": ds, "name": name, "variant": label, "mean": m, "std": sd,
                        "fit_s": t, "warnings": sorted({str(w.message)[:60] for w in caught})}
                 side.append(row)

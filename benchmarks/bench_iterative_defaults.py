@@ -12,7 +12,10 @@ Studies: "cap" (SFGD step_cap in 0.1, 0.25, 0.5, 1), "batch" (OSD batch 50, 200,
 "reg" (sfgd/osd/lasso reg grid), "adults_relu" (SFGD/OSD on adults with RWRelu and clipped or
 quantile-transformed inputs), "sfgd_output" (SFGD batch 50/200/500 x averaged or last iterate,
 OSD batch 500/2000, on the classification sets of benchmarks/defaults.py, loaded as there:
-``--cases`` picks among adults, skin, mnist17, cancer, digits, make_classification).
+``--cases`` picks among adults, skin, mnist17, cancer, digits, make_classification), "norm"
+(SFGD and OSD at their defaults beside lstsq along a reg grid, every parameter else at today's
+defaults, on the same sets: the RKHS norm each model reaches and its error, to see whether the
+one-pass solvers' gap to lstsq is the norm a one-pass run can build).
 Results: docs/bench/iterative_defaults.md.
 """
 
@@ -58,6 +61,7 @@ def run_one(data, name, inst, T, params):
         est.fit(Xtr, ytr)
         row["error"] = (1.0 - est.score(Xte, yte))
         row["fit_s"] = round(time.perf_counter() - t0, 2)
+        row["rkhs_norm"] = float(np.max(est.rkhs_norm()))
     except rw.NumericalError as exc:
         row["error"] = None
         row["failed"] = f"NumericalError at iteration {exc.iteration}"
@@ -78,8 +82,12 @@ STUDIES["sfgd_output"] = (
     + [{"solver": "osd", "reg": 1e-6, "batch_size": b} for b in (500, 2000)]
     + [{"solver": "lstsq", "reg": "auto"}])
 
-#: the sets and instantiations of the defaults benchmark the "sfgd_output" study runs on
-#: (benchmarks/defaults.py's data: at most 20000 training rows, its make_classification)
+STUDIES["norm"] = (
+    [{"solver": s, "theta": None} for s in ("sfgd", "osd")]
+    + [{"solver": "lstsq", "reg": r, "theta": None} for r in (1e-2, 1e-4, 1e-5, 1e-6, 1e-8, 1e-10)])
+
+#: the sets and instantiations of the defaults benchmark the "sfgd_output" and "norm" studies run
+#: on (benchmarks/defaults.py's data: at most 20000 training rows, its make_classification)
 DEFAULTS_CASES = [(name, inst, 500, None)
                   for name in ("adults", "skin", "mnist17", "cancer", "digits",
                                "make_classification")
@@ -101,7 +109,7 @@ def main(argv=None):
     args = p.parse_args(argv)
     keep = None if args.cases is None else set(args.cases.split(","))
     out = open(args.out, "a") if args.out else sys.stdout
-    defaults_data = args.study == "sfgd_output"
+    defaults_data = args.study in ("sfgd_output", "norm")
     for name, inst, T, n_train in (DEFAULTS_CASES if defaults_data else CASES):
         if keep is not None and name not in keep:
             continue

@@ -1,0 +1,22 @@
+"""benchmarks/bench_instantiation_defaults: the tuned figure it compares with (no fitting)."""
+
+import pytest
+
+from benchmarks.bench_instantiation_defaults import _tuned_figure
+
+CACHE = {"runs": {"k": {"test": 0.03}},
+         "refits": {"k": {"tests": {"0": 0.03, "1": 0.02, "2": 0.04}},
+                    "partial": {"tests": {"0": 0.05}}}}
+
+
+def test_one_draw_compares_with_the_searchs_own_refit():
+    assert _tuned_figure(CACHE, "k", [0]) == 0.03
+    assert _tuned_figure(CACHE, "absent", [0]) is None
+
+
+def test_several_draws_compare_with_the_mean_of_the_refits_at_the_same_seeds():
+    assert _tuned_figure(CACHE, "k", [0, 1, 2]) == pytest.approx(0.03)
+    assert _tuned_figure(CACHE, "k", [1, 2]) == pytest.approx(0.03)
+    assert _tuned_figure(CACHE, "k", [0, 1]) == pytest.approx(0.025)
+    # a seed whose refit was never computed: no figure rather than a mean of fewer draws
+    assert _tuned_figure(CACHE, "partial", [0, 1, 2]) is None
