@@ -45,7 +45,7 @@ import numpy as np
 from .argcheck import check_choices, csv_list
 from .bench_core import machine
 from .bench_instantiation_defaults import summary
-from .defaults import ABS_TOL, DATASETS, REGRESSION, REL_TOL, error, load
+from .defaults import ABS_TOL, DATASETS, REGRESSION, REL_TOL, error, load, write_report
 
 GROUPS = ("RKS/fourier/ridge", "RKS/fourier/lasso", "RKS/fourier/sgd", "RW/rwstumps/lstsq",
           "RW/rwstumps/lasso", "RW/rwstumps/sfgd", "RW/rwstumps/osd", "RKS/stumps/ridge",
@@ -53,6 +53,7 @@ GROUPS = ("RKS/fourier/ridge", "RKS/fourier/lasso", "RKS/fourier/sgd", "RW/rwstu
 #: groups with a tuned figure in defaults_tuned.json (the least-squares rows)
 TUNED = ("ridge", "lstsq")
 BEGIN, END = "<!-- bandwidth:begin -->", "<!-- bandwidth:end -->"
+TITLE = "# Default sigma of the Fourier kitchen sinks and of RWStumps (issue 12)"
 
 
 def fourier_sigma(value: str, Xtr) -> float:
@@ -216,16 +217,7 @@ def main(argv=None):
         runs = [res]
     text = NOTE + "\n\n" + "".join(report(r, r.get("title")) for r in runs)
     if args.out:     # the tables between the markers; the analysis around them survives
-        out = Path(args.out)
-        old = out.read_text() if out.exists() else ""
-        if BEGIN in old and END in old:
-            text = old[:old.index(BEGIN) + len(BEGIN)] + "\n" + text + old[old.index(END):]
-        else:
-            text = ("# Default sigma of the Fourier kitchen sinks and of RWStumps (issue 12)\n\n"
-                    + BEGIN + "\n" + text + END + "\n")
-        tmp = out.with_name(out.name + ".tmp")
-        tmp.write_text(text)
-        tmp.replace(out)
+        write_report(text, args.out, BEGIN, END, TITLE)
     print(text)
 
 

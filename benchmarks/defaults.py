@@ -622,14 +622,15 @@ BEGIN, END = "<!-- defaults:begin -->", "<!-- defaults:end -->"
 TITLE = "# Defaults benchmark: every method with its defaults (issue 12)"
 
 
-def write_report(text, path):
-    """Write the report to ``path`` atomically; when the file holds the markers BEGIN/END, only
-    the text between them is replaced, so a hand-written analysis around it survives a rerun."""
+def write_report(text, path, begin=BEGIN, end=END, title=TITLE):
+    """Write the report to ``path`` atomically; when the file holds the markers ``begin`` and
+    ``end``, only the text between them is replaced, so a hand-written analysis around it
+    survives a rerun (a file without them becomes ``title`` and the marked report)."""
     old = Path(path).read_text() if Path(path).exists() else ""
-    if not (BEGIN in old and END in old):
-        old = f"{TITLE}\n\n{BEGIN}\n{END}\n"
-    head, rest = old.split(BEGIN, 1)
-    text = head + BEGIN + "\n" + text + END + rest.split(END, 1)[1]
+    if not (begin in old and end in old):
+        old = f"{title}\n\n{begin}\n{end}\n"
+    head, rest = old.split(begin, 1)
+    text = head + begin + "\n" + text + end + rest.split(end, 1)[1]
     tmp = f"{path}.tmp"
     Path(tmp).write_text(text)
     os.replace(tmp, path)
