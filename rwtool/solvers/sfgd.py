@@ -49,7 +49,7 @@ from numba import njit
 from ..errors import NumericalError
 from ..losses import get_loss, loss_deriv, loss_value
 from ..progress import FitCancelled, make_progress
-from .divergence import DIVERGED, check_final_model, diverged, loss_limit
+from .divergence import DIVERGED, check_final_model, diverged, final_rows, loss_limit
 from .prune import subset_map
 
 __all__ = ["sfgd_fit", "BlockStream", "section_scale", "report_block", "check_rkhs_map",
@@ -178,9 +178,7 @@ def sample_features(feature_map, X, n_rows, n_centres):
     a fixed seed (not the batch generator: the batches must not depend on what is measured)
     on the first ``n_centres`` centres: the cheap look at the features the solvers take
     before iterating."""
-    m = X.shape[0]
-    rows = np.arange(m) if m <= n_rows else np.sort(
-        np.random.default_rng(0).choice(m, n_rows, replace=False))
+    rows = final_rows(X.shape[0], n_rows)
     idx = np.arange(min(int(n_centres), feature_map.n_output_))
     Xs = np.ascontiguousarray(X[rows])
     with warnings.catch_warnings():
