@@ -248,4 +248,3 @@ def osd_fit(feature_map, X, Y, reg, loss="squared", batch_size=50, random_state=
     progress.end(loss=float(last_loss))
     ratio = check_final_model("OSD", feature_map, X, Y, a, loss, iteration=T, fix=_FIX)
     return np.ascontiguousarray(a), dict(info_at(T), final_loss_ratio=ratio)
-
