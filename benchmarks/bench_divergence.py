@@ -246,8 +246,10 @@ def main(argv=None):
     else:
         results = run(args)
     text = report(results)
-    if args.out:
-        Path(args.out).write_text(text)
+    if args.out:     # atomically: a run stopped while writing leaves the old page
+        tmp = Path(f"{args.out}.tmp")
+        tmp.write_text(text)
+        tmp.replace(args.out)
     print(text)
 
 
