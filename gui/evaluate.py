@@ -347,13 +347,13 @@ def evaluate(est, X_train, y_train, X_test=None, y_test=None, *, task: str,
     s = _scores(est, Xe, callback) if len(classes) == 2 else None
     if s is not None:
         check_finite_model(est, ("decision scores", s))
-    # a binary rwtool classifier predicts classes_[f > 0]: its labels on the evaluated rows
-    # come from the scores just computed instead of a second pass over those rows
+    # a binary rwtool classifier's labels are its decision rule (classes_[f > 0]) applied to
+    # f: on the evaluated rows they come from the scores just computed, not a second pass
     labels_from_s = s is not None and isinstance(est, ClassifierMixin)
 
     def predict(X, evaluated):
         if evaluated and labels_from_s:
-            return np.asarray(est.classes_)[(s > 0).astype(int)]
+            return est._labels(s[:, None])
         return np.asarray(_with_progress(est.predict, X, callback))
     pred_tr = predict(X_train, not has_test) if score_train else None
     res["y_train"], res["pred_train"] = np.asarray(y_train), pred_tr
