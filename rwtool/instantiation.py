@@ -17,10 +17,10 @@ This module resolves and builds; it computes no features.
 from __future__ import annotations
 
 from ._base import BaseEstimator, check_choice
-from .features.montecarlo import (BASES, DISTRIBUTIONS, DOT_BASES, KERNELS, MC_DEFAULT_THETA,
-                                  SAMPLINGS, MonteCarloRKHS, check_mc_params, register_base,
+from .features.montecarlo import (BASES, DISTRIBUTIONS, DOT_BASES, KERNELS, SAMPLINGS,
+                                  MonteCarloRKHS, check_mc_params, register_base,
                                   register_distribution, register_kernel, registered)
-from .features.rkhs import DEFAULT_THETA, INSTANTIATIONS, check_theta, make_instantiation
+from .features.rkhs import INSTANTIATIONS, check_theta, make_instantiation
 
 __all__ = ["Instantiation", "register_distribution", "register_kernel", "register_base",
            "registered", "resolve", "make_feature_map", "resolved_theta", "uses_bias",
@@ -196,16 +196,9 @@ def resolved_theta(instantiation, theta=None, gamma=None):
     kernels and an explicit gamma use no theta.
     """
     check_theta(theta)
-    if gamma is not None:
-        return None
-    inst = resolve(instantiation)
-    if isinstance(inst, str):
-        if inst not in ("rwsign", "rwrelu"):
-            return None
-        return DEFAULT_THETA if theta is None else float(theta)
-    if inst.kernel.lower() != "gaussian":
-        return None
-    return MC_DEFAULT_THETA if theta is None else float(theta)
+    # the map's own rule, read before fitting: one source for the fit and for what is shown
+    return make_feature_map(instantiation, n_features=1, gamma=gamma,
+                            theta=theta).theta_rule()
 
 
 def uses_bias(instantiation) -> bool:

@@ -151,3 +151,15 @@ def test_bounds_tighten_for_rwsign(data):
     X, y, _ = data
     b = RWClassifier(n_features=40, random_state=0).fit(X, y).bounds(X, y, n_draws=50)
     assert b["theta"] == pytest.approx(0.1, rel=1e-12)
+
+
+def test_resolved_theta_is_the_rule_the_fitted_map_used():
+    """What the app shows (resolved_theta, before fitting) is what the fit uses (theta_target_),
+    for every closed form and Monte Carlo kernel, with and without an explicit theta or gamma."""
+    X = np.random.default_rng(0).standard_normal((40, 3))
+    for inst in ("rwsign", "RWRelu", "rwexpsign", "rwstumps", "mc:normal:gaussian:sign",
+                 "mc:normal:exponential:relu", "mc:normal:polynomial:sign"):
+        for theta, gamma in ((None, None), (0.3, None), (None, 2.0)):
+            fmap = make_feature_map(inst, n_features=8, theta=theta, gamma=gamma,
+                                    random_state=0).fit(X)
+            assert resolved_theta(inst, theta, gamma) == fmap.theta_target_, (inst, theta, gamma)

@@ -706,6 +706,11 @@ class MonteCarloRKHS(RKHSWeighting):
         if self.gamma is None and _lookup("kernel", self.kernel) == "exponential":
             check_scalar(self.kappa, "kappa", low=1.0, low_inclusive=False)
 
+    def theta_rule(self) -> float | None:
+        if self.gamma is not None or _lookup("kernel", self.kernel) != "gaussian":
+            return None
+        return MC_DEFAULT_THETA if self.theta is None else float(self.theta)
+
     def _resolve_gamma(self, d):
         kernel = _lookup("kernel", self.kernel)
         s = float(self.sigma)
@@ -736,9 +741,7 @@ class MonteCarloRKHS(RKHSWeighting):
                              f"{self.W_.shape[1]} but draws of dimension "
                              f"{self.mc_.draws_.shape[1]}; it must return (size, d) with d "
                              f"fixed for a given n_in")
-        self.theta_target_ = None
-        if self.gamma is None and _lookup("kernel", self.kernel) == "gaussian":
-            self.theta_target_ = MC_DEFAULT_THETA if self.theta is None else float(self.theta)
+        self.theta_target_ = self.theta_rule()
         self.gamma_ = self._resolve_gamma(self.W_.shape[1])
         self._check_user_functions(X)
         self._estimate_constants(X)

@@ -193,6 +193,11 @@ class RKHSWeighting(FeatureMap):
     #: feature t is psi for the normalised section K(w_t, .)/sqrt(K(w_t, w_t)) (see module doc)
     normalized_ = False
 
+    def theta_rule(self) -> float | None:
+        """The theta the gamma rule will use (its default resolved), or None when it uses none
+        (gamma given, or a kernel without the theta rule); known before fitting."""
+        return None
+
     # -- shared parameter handling --------------------------------------------------------
     def _check_common(self):
         check_scalar(self.n_features, "n_features", numbers.Integral, low=1)
@@ -278,10 +283,13 @@ class _RWDot(RKHSWeighting):
             return gamma_from_theta(n, float(self.sigma), self.theta_target_)
         return gamma_from_kappa(n, float(self.sigma), float(self.kappa))
 
+    def theta_rule(self) -> float | None:
+        if self._kernel_kind != "gaussian" or self.gamma is not None:
+            return None
+        return DEFAULT_THETA if self.theta is None else float(self.theta)
+
     def _sample(self, rng, n_in, X):
-        self.theta_target_ = None
-        if self._kernel_kind == "gaussian" and self.gamma is None:
-            self.theta_target_ = DEFAULT_THETA if self.theta is None else float(self.theta)
+        self.theta_target_ = self.theta_rule()
         self.gamma_ = self._resolve_gamma(n_in)
         self.W_ = sample_gaussian(rng, int(self.n_features), n_in, float(self.sigma))
         self._draw_mc(rng, "normal", n_in)
