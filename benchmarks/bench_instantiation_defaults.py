@@ -41,11 +41,16 @@ BOUND_SETS = ("cancer", "abalone")
 
 def _tuned_figure(cache, key, seeds):
     """The tuned figure of ``key``: the search's own refit (seed 0 alone), or the mean of its
-    parameters refitted at every seed (``refits``, filled by benchmarks.defaults --seeds)."""
+    parameters refitted at every seed (``refits``, filled by benchmarks.defaults --seeds; refits
+    of other parameters than the search's do not count)."""
+    run = cache.get("runs", {}).get(key)
+    if run is None:
+        return None
     if seeds == [0]:
-        return cache.get("runs", {}).get(key, {}).get("test")
-    tests = cache.get("refits", {}).get(key, {}).get("tests", {})
-    if not all(str(s) in tests for s in seeds):
+        return run["test"]
+    refit = cache.get("refits", {}).get(key, {})
+    tests = refit.get("tests", {})
+    if refit.get("params") != run.get("params") or not all(str(s) in tests for s in seeds):
         return None
     return float(np.mean([tests[str(s)] for s in seeds]))
 

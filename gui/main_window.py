@@ -673,11 +673,13 @@ class MainWindow(ExportActions, QMainWindow):
 
         def apply():
             ds = pre.apply_csv(path)
-            pred = np.asarray(est.predict(ds.X))
-            out = {"path": path, "rows": ds.rows, "pred": pred, "y": ds.y, "notes": ds.notes}
-            if ds.y is not None and len(ds.y):
-                out["metrics"] = evaluate(est, ds.X, ds.y, task=task, plots=False,
-                                          set_names=("file", "file"))["metrics"]
+            out = {"path": path, "rows": ds.rows, "y": ds.y, "notes": ds.notes}
+            if ds.y is not None and len(ds.y):   # the metrics' own predictions, not a 2nd pass
+                res = evaluate(est, ds.X, ds.y, task=task, plots=False,
+                               set_names=("file", "file"))
+                out["pred"], out["metrics"] = np.asarray(res["pred_train"]), res["metrics"]
+            else:
+                out["pred"] = np.asarray(est.predict(ds.X))
             return out
         self.statusBar().showMessage(f"Predicting {os.path.basename(path)}…")
         self.worker.submit(CallJob("apply", apply))
