@@ -179,10 +179,12 @@ def _default_kappa() -> float:
 
 
 def _theta_origin(params: dict) -> str:
+    """Whose default an empty theta is (called only when the instantiation uses a theta)."""
+    from rwtool.features import INSTANTIATIONS
     if params.get("theta") is not None:
         return ""
     inst = str(params.get("instantiation", "rwsign")).lower()
-    return f", the default for {inst}" if inst in ("rwsign", "rwrelu") else \
+    return f", the default for {inst}" if inst in INSTANTIATIONS else \
         ", the default for Monte Carlo Gaussian kernels"
 
 
