@@ -22,11 +22,6 @@ from rwtool.instantiation import make_feature_map
 DATA = Path(__file__).resolve().parent / "data"
 
 
-@pytest.fixture(scope="module")
-def data(stored_model_data):
-    return stored_model_data
-
-
 def _old():
     return json.loads((DATA / "kappa_default_5.json").read_text())
 
@@ -40,8 +35,8 @@ def test_every_signature_defaults_to_10():
 
 
 @pytest.mark.parametrize("inst", ["rwexpsign", "rwexprelu"])
-def test_default_equals_explicit_10(inst, data):
-    X, y, _ = data
+def test_default_equals_explicit_10(inst, stored_model_data):
+    X, y, _ = stored_model_data
     a = RWClassifier(instantiation=inst, n_features=30, random_state=0).fit(X, y)
     b = RWClassifier(instantiation=inst, n_features=30, kappa=10.0, random_state=0).fit(X, y)
     assert a.feature_map_.gamma_ == b.feature_map_.gamma_ \
@@ -50,8 +45,8 @@ def test_default_equals_explicit_10(inst, data):
     np.testing.assert_array_equal(a.decision_function(X), b.decision_function(X))
 
 
-def test_monte_carlo_exponential_default_is_10(data):
-    X, y, _ = data
+def test_monte_carlo_exponential_default_is_10(stored_model_data):
+    X, y, _ = stored_model_data
     a = RWClassifier(instantiation="mc:normal:exponential:sign:256", n_features=20,
                      random_state=0).fit(X, y)
     b = RWClassifier(instantiation="mc:normal:exponential:sign:256", n_features=20, kappa=10.0,
@@ -60,8 +55,8 @@ def test_monte_carlo_exponential_default_is_10(data):
     np.testing.assert_array_equal(a.coef_, b.coef_)
 
 
-def test_old_model_files_load_and_predict_as_before(data, from_hex):
-    X = data[0]
+def test_old_model_files_load_and_predict_as_before(stored_model_data, from_hex):
+    X = stored_model_data[0]
     ref = _old()
     clf = P.load(DATA / "rwexpsign_kappa_default_5.rwm")
     assert clf.kappa == 5.0 and clf.feature_map_.kappa == 5.0
@@ -72,9 +67,9 @@ def test_old_model_files_load_and_predict_as_before(data, from_hex):
     np.testing.assert_array_equal(reg.predict(X), from_hex(ref["rwexprelu_predict"]))
 
 
-def test_explicit_5_reproduces_the_old_default(data, from_hex):
+def test_explicit_5_reproduces_the_old_default(stored_model_data, from_hex):
     """kappa=5 gives the model the default gave before, bit for bit; the default no longer does."""
-    X, y, yr = data
+    X, y, yr = stored_model_data
     ref = _old()
     clf = RWClassifier(instantiation="rwexpsign", n_features=20, kappa=5.0,
                        random_state=0).fit(X, y)
@@ -90,9 +85,9 @@ def test_explicit_5_reproduces_the_old_default(data, from_hex):
     assert not np.array_equal(new.decision_function(X), clf.decision_function(X))
 
 
-def test_bounds_grow_with_kappa(data):
+def test_bounds_grow_with_kappa(stored_model_data):
     """theta_ (and every bound of bounds()) grows with kappa: the price of the new default."""
-    X, y, _ = data
+    X, y, _ = stored_model_data
     b5 = RWClassifier(instantiation="rwexpsign", n_features=40, kappa=5.0,
                       random_state=0).fit(X, y).bounds(X, y, n_draws=50)
     b10 = RWClassifier(instantiation="rwexpsign", n_features=40,
@@ -100,10 +95,10 @@ def test_bounds_grow_with_kappa(data):
     assert b10["theta"] > b5["theta"] and b10["kappa"] == pytest.approx(10.0, rel=1e-9)
 
 
-def test_app_derives_gamma_from_the_default_kappa(data):
+def test_app_derives_gamma_from_the_default_kappa(stored_model_data):
     """The app's derived quantities use the estimators' default when kappa is not given."""
     from gui.method_panel import derived_quantities
-    X, y, _ = data
+    X, y, _ = stored_model_data
     rows = dict(derived_quantities("rw", {"instantiation": "rwexpsign", "bias": True}, X))
     est = RWClassifier(instantiation="rwexpsign", n_features=10, random_state=0).fit(X, y)
     assert rows["γ (kernel width)"].startswith(f"{est.feature_map_.gamma_:.4g}")

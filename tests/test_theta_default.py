@@ -22,18 +22,13 @@ from rwtool.instantiation import make_feature_map, resolved_theta
 DATA = Path(__file__).resolve().parent / "data"
 
 
-@pytest.fixture(scope="module")
-def data(stored_model_data):
-    return stored_model_data
-
-
 def test_the_constants():
     assert DEFAULT_THETA == 0.1 and MC_DEFAULT_THETA == 0.5
 
 
 @pytest.mark.parametrize("name", ["rwsign", "rwrelu"])
-def test_closed_forms_default_to_0_1(name, data):
-    X, y, _ = data
+def test_closed_forms_default_to_0_1(name, stored_model_data):
+    X, y, _ = stored_model_data
     clf = RWClassifier(instantiation=name, n_features=40, random_state=0).fit(X, y)
     fmap = clf.feature_map_
     assert fmap.theta_target_ == 0.1
@@ -46,8 +41,8 @@ def test_closed_forms_default_to_0_1(name, data):
     np.testing.assert_array_equal(clf.decision_function(X), same.decision_function(X))
 
 
-def test_maps_and_factory_resolve_per_kind(data):
-    X = data[0]
+def test_maps_and_factory_resolve_per_kind(stored_model_data):
+    X = stored_model_data[0]
     for cls in (RWSign, RWRelu):
         assert cls().theta is None
         assert cls(n_features=10, random_state=0).fit(X).theta_target_ == 0.1
@@ -74,8 +69,8 @@ def test_resolved_theta():
     assert resolved_theta("rwsign", gamma=1.0) is None
 
 
-def test_mc_gaussian_estimator_default_is_0_5(data):
-    X, y, _ = data
+def test_mc_gaussian_estimator_default_is_0_5(stored_model_data):
+    X, y, _ = stored_model_data
     a = RWClassifier(instantiation="mc:cauchy:gaussian:relu:256", n_features=20,
                      random_state=0).fit(X, y)
     b = RWClassifier(instantiation="mc:cauchy:gaussian:relu:256", n_features=20, theta=0.5,
@@ -85,8 +80,8 @@ def test_mc_gaussian_estimator_default_is_0_5(data):
 
 
 @pytest.mark.parametrize("bad", [0.0, 1.0, -0.2, 1.5, math.nan, "0.5", True])
-def test_theta_validation_names_parameter_and_range(bad, data):
-    X, y, _ = data
+def test_theta_validation_names_parameter_and_range(bad, stored_model_data):
+    X, y, _ = stored_model_data
     with pytest.raises((ValueError, TypeError), match=r"theta must be None .* \(0, 1\)"):
         RWClassifier(theta=bad, n_features=10).fit(X, y)
     with pytest.raises((ValueError, TypeError), match=r"theta must be None .* \(0, 1\)"):
@@ -95,9 +90,9 @@ def test_theta_validation_names_parameter_and_range(bad, data):
         resolved_theta("rwsign", bad)
 
 
-def test_theta_checked_even_where_unused(data):
+def test_theta_checked_even_where_unused(stored_model_data):
     """An out-of-range theta is an error for every instantiation, not only where it is used."""
-    X, y, _ = data
+    X, y, _ = stored_model_data
     with pytest.raises(ValueError, match="theta must be None"):
         RWClassifier(instantiation="rwexpsign", theta=2.0, n_features=10).fit(X, y)
 
@@ -106,8 +101,8 @@ def _old():
     return json.loads((DATA / "theta_default_0.5.json").read_text())
 
 
-def test_old_model_files_load_and_predict_as_before(data, from_hex):
-    X = data[0]
+def test_old_model_files_load_and_predict_as_before(stored_model_data, from_hex):
+    X = stored_model_data[0]
     ref = _old()
     clf = P.load(DATA / "rwsign_theta_default_0.5.rwm")
     assert clf.theta == 0.5 and not hasattr(clf.feature_map_, "theta_target_")
@@ -117,10 +112,10 @@ def test_old_model_files_load_and_predict_as_before(data, from_hex):
     np.testing.assert_array_equal(reg.predict(X), from_hex(ref["rwrelu_predict"]))
 
 
-def test_explicit_0_5_reproduces_the_old_default(data, from_hex):
+def test_explicit_0_5_reproduces_the_old_default(stored_model_data, from_hex):
     """theta=0.5 gives the model the default gave before: gamma by the rule, and the very
     predictions of the model files the old code wrote."""
-    X, y, yr = data
+    X, y, yr = stored_model_data
     ref = _old()
     clf = RWClassifier(n_features=20, theta=0.5, random_state=0).fit(X, y)
     assert clf.feature_map_.gamma_ == gamma_from_theta(4, 1.0, 0.5) \
@@ -136,8 +131,8 @@ def test_explicit_0_5_reproduces_the_old_default(data, from_hex):
 
 
 @pytest.mark.parametrize("inst", ["rwsign", "mc:normal:gaussian:relu:128"])
-def test_default_theta_model_round_trip(inst, data, tmp_path):
-    X, y, _ = data
+def test_default_theta_model_round_trip(inst, stored_model_data, tmp_path):
+    X, y, _ = stored_model_data
     clf = RWClassifier(instantiation=inst, n_features=20, random_state=0).fit(X, y)
     back = P.load(P.save(clf, tmp_path / "m.rwm"))
     assert back.theta is None and back.feature_map_.theta is None
@@ -146,9 +141,9 @@ def test_default_theta_model_round_trip(inst, data, tmp_path):
     np.testing.assert_array_equal(back.decision_function(X), clf.decision_function(X))
 
 
-def test_bounds_tighten_for_rwsign(data):
+def test_bounds_tighten_for_rwsign(stored_model_data):
     """RWSign's theta_ is theta, so bounds() uses 0.1 now (0.5 before)."""
-    X, y, _ = data
+    X, y, _ = stored_model_data
     b = RWClassifier(n_features=40, random_state=0).fit(X, y).bounds(X, y, n_draws=50)
     assert b["theta"] == pytest.approx(0.1, rel=1e-12)
 
