@@ -379,8 +379,7 @@ class _RandomFeatureModel(BaseEstimator):
             detail = (f"the {n} x {T} feature matrix" if design
                       else f"the {T} x {T} normal equations") + " of the Lasso"
         elif solver in ("sfgd", "osd"):
-            b = DEFAULT_BATCH[solver] if self.batch_size is None else int(self.batch_size)
-            b = min(b, n) if self.batch_size is None else b
+            b = _batch_size(self, n)
             words += 64 * b * (2 * T + 64 + d) + 64 * T + 3 * T * k
             ops += b * T * T * (d + k) / 2.0      # features of the batches on the centres so far
             detail = f"blocks of 64 iterations x {b} rows of features on up to {T} centres"
