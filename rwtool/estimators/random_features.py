@@ -410,14 +410,9 @@ class _RandomFeatureModel(BaseEstimator):
         est = clone(self).set_params(**base_params)
         est._validate()
         Xc, Y = est._fit_targets(X, y)
-        est.n_features_in_ = Xc.shape[1]
-        est.x_scaler_ = Standardizer.fit(Xc) if est.standardize else None
-        est.bias_ = est._uses_bias()
-        Xp = est._prepare_X(Xc)
-        # The same seed derivation as fit(), so the refit reuses the validated feature draw.
-        seed = int(check_random_state(est.random_state).integers(0, 2**63 - 1))
-        fmap = est._make_map(seed)
-        fmap.fit(Xp)
+        # The same preprocessing and seed derivation as fit(), so the refit reuses the
+        # validated feature draw.
+        Xp, fmap = est._draw_map(Xc)
         G = fmap.gram() if fmap.has_gram else None
         eps = float(getattr(est, "eps", 0.0)) if fmap.has_gram else 0.0
         stats = SufficientStats(fmap.n_output_, Y.shape[1], len(folds))
@@ -520,6 +515,11 @@ class _RandomFeatureModel(BaseEstimator):
         if not self.standardize:
             check_range(X, "X", "pass standardize=True, or rescale X")
             check_range(Y, "y", "pass standardize=True, or rescale y")
+        return self._draw_map(X)
+
+    def _draw_map(self, X):
+        """Record the preprocessing of X (``n_features_in_``, ``x_scaler_``, ``bias_``) and draw
+        the feature map from random_state as every fit does: (Xp, fmap)."""
         self.n_features_in_ = X.shape[1]
         self.x_scaler_ = Standardizer.fit(X) if self.standardize else None
         self.bias_ = self._uses_bias()
