@@ -242,6 +242,8 @@ def main(argv=None):
     args.bad_only = csv_list(args.bad_only)
     check_choices(ap, args.only + args.bad_only, DATASETS, "data set")
     if args.report_only:
+        if not args.json:
+            ap.error("--report-only needs --json FILE")
         results = json.loads(Path(args.json).read_text())
     else:
         results = run(args)
