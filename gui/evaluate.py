@@ -342,8 +342,12 @@ def evaluate(est, X_train, y_train, X_test=None, y_test=None, *, task: str,
     m = res["metrics"]
     check_finite_model(est)
     Xe = X_test if has_test else X_train
-    classes = (list(np.asarray(getattr(est, "classes_", np.unique(y_train))).tolist())
-               if classification else [])
+    classes = []
+    if classification:
+        # one sort of the training labels: the majority baseline's counts, and the classes of
+        # a model without classes_
+        values, counts = np.unique(np.asarray(y_train), return_counts=True)
+        classes = list(np.asarray(getattr(est, "classes_", values)).tolist())
     s = _scores(est, Xe, callback) if len(classes) == 2 else None
     if s is not None:
         check_finite_model(est, ("decision scores", s))
@@ -369,7 +373,6 @@ def evaluate(est, X_train, y_train, X_test=None, y_test=None, *, task: str,
         if has_test:
             m[f"{te_name} error"] = float(np.mean(pred_te != np.asarray(y_test)))
         # the majority class of the training rows, predicted for every evaluated row
-        values, counts = np.unique(np.asarray(y_train), return_counts=True)
         majority = values[np.argmax(counts)]
         m[f"baseline {on} error (majority class)"] = float(np.mean(np.asarray(yt) != majority))
         res["confusion"] = confusion_matrix(yt, pt, classes)

@@ -144,6 +144,26 @@ def test_evaluate_classifier(binary_data):
                                np.sort(np.abs(est.coef_[:, 0]))[::-1])
 
 
+
+def test_evaluate_classes_and_majority_baseline_without_classes_attribute(rng):
+    """A model without classes_ is scored over the training rows' sorted labels; the baseline
+    predicts their majority class (scikit-learn's DummyClassifier as the oracle)."""
+    from sklearn.dummy import DummyClassifier
+    ytr = np.array(["b", "c", "a", "c", "c", "a"] * 10, object)
+    yte = np.array(["a", "c", "b", "b", "a"] * 4, object)
+    Xtr, Xte = rng.standard_normal((len(ytr), 2)), rng.standard_normal((len(yte), 2))
+
+    class Constant:                     # predicts "a" for every row; no classes_
+        def predict(self, X):
+            return np.full(len(X), "a", object)
+
+    res = evaluate(Constant(), Xtr, ytr, Xte, yte, task="multiclass", plots=False)
+    assert res["classes"] == ["a", "b", "c"]
+    dummy = DummyClassifier(strategy="most_frequent").fit(Xtr, ytr)
+    assert res["metrics"]["baseline test error (majority class)"] == \
+        pytest.approx(1 - dummy.score(Xte, yte))
+    np.testing.assert_array_equal(res["confusion"], [[8, 0, 0], [8, 0, 0], [4, 0, 0]])
+
 @pytest.mark.parametrize("task", ["binary", "regression"])
 def test_kfold_predicts_each_training_row_once(task, binary_data, regression_data):
     """k-fold scores each fold on its held-out rows only: n rows predicted in all, not k * n
