@@ -29,6 +29,7 @@ from ..solvers.greedy import (DenseDictionary, DictionaryView, eerf_scores, feat
                               glm_fit, glm_objective, lkrf_select, lkrf_weights, mfga)
 from ..solvers.greedy_reg import (AUTO_REG, DENSE_BUDGET, HOLDOUT_ROWS, N_FOLDS, choose_reg,
                                   fold_splits)
+from ..solvers.sufficient import class_of
 
 __all__ = ["GreedyMKClassifier", "GreedyMKRegressor", "SELECTORS"]
 
@@ -237,9 +238,7 @@ class _GreedyMK(BaseEstimator):
         targets, or the 0-1 error (one-vs-rest codes: the largest decision value wins)."""
         if self._loss == "squared":
             return float(np.mean((F - Y) ** 2))
-        if Y.shape[1] == 1:
-            return float(np.mean((F[:, 0] > 0) != (Y[:, 0] > 0)))
-        return float(np.mean(F.argmax(axis=1) != Y.argmax(axis=1)))
+        return float(np.mean(class_of(F) != class_of(Y)))
 
     def _choose_reg(self, n_rows, rng, fit_on, progress):
         """``(reg, table)``: the number given (table None), or the reg="auto" choice by CV

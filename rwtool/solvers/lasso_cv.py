@@ -33,7 +33,7 @@ import numpy as np
 
 from ..progress import make_progress
 from .lasso import _warn_unconverged, gram_path
-from .sufficient import best_index, scored_folds
+from .sufficient import best_index, class_of, coded_accuracy, scored_folds
 
 __all__ = ["lasso_cv", "lam_grid", "N_LAMS", "LAM_RATIO", "MAX_EXTEND"]
 
@@ -81,7 +81,7 @@ def lasso_cv(stats, classifier: bool, n_lams: int = N_LAMS, ratio: float = LAM_R
     progress.start("search", len(grid))
     ceiling = 0.0 if classifier and not accuracy else 1.0
     forms = [stats.gram_form(f) for f in used]
-    score = (_AccuracyScorer(stats.sample, feature_map, used, k) if accuracy else
+    score = (_AccuracyScorer(stats.sample, feature_map, used) if accuracy else
              lambda j, c: stats.validation_scores(used[j], c, classifier)[0])
     coefs = [np.zeros((T, k)) for _ in used]
     step = grid[1] / grid[0] if len(grid) > 1 else 0.1
@@ -139,18 +139,12 @@ class _AccuracyScorer:
     """Accuracy of a fold's coefficients on the validation sample's rows of that fold; the rows'
     features are computed once per fold (every lam of the walk reuses them)."""
 
-    def __init__(self, sample, feature_map, folds, n_outputs):
-        self.k = n_outputs
+    def __init__(self, sample, feature_map, folds):
         self.Phi, self.truth = [], []
         for f in folds:
             rows = np.flatnonzero(sample.fold == f)
             self.Phi.append(feature_map.transform(np.ascontiguousarray(sample.X[rows])))
-            Y = sample.Y[rows]
-            self.truth.append(np.argmax(Y, axis=1) if n_outputs > 1 else Y[:, 0] > 0)
+            self.truth.append(class_of(sample.Y[rows]))
 
     def __call__(self, j, coef):
-        D = self.Phi[j] @ coef
-        if not np.isfinite(D).all():
-            return np.nan
-        guess = np.argmax(D, axis=1) if self.k > 1 else D[:, 0] > 0
-        return float(np.mean(guess == self.truth[j]))
+        return coded_accuracy(self.Phi[j] @ coef, self.truth[j])

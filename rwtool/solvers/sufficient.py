@@ -36,6 +36,7 @@ from ..progress import make_progress
 from .ridge import RegPath, normal_equations, solve_normal_equations
 
 __all__ = ["SufficientStats", "ValidationSample", "fold_of", "position_uniform", "select_reg",
+           "class_of", "coded_accuracy",
            "scored_folds", "best_index", "extension", "EXTEND_MAX", "REG_LIMITS", "REG_TIE",
            "REG_TIE_ABS"]
 
@@ -67,6 +68,20 @@ def position_uniform(positions, seed: int = 0) -> np.ndarray:
     """A number in [0, 1) per position, uniform and independent across positions and seeds
     (a holdout of fraction p is ``position_uniform(pos, seed) < p``)."""
     return (_splitmix(positions, seed) >> np.uint64(11)).astype(np.float64) * 2.0 ** -53
+
+
+def class_of(D: np.ndarray) -> np.ndarray:
+    """The class of each row of decision values or +/-1 codes ``D`` (n, k): the index of the
+    largest column, or for one column whether it is positive."""
+    return np.argmax(D, axis=1) if D.shape[1] > 1 else D[:, 0] > 0
+
+
+def coded_accuracy(D: np.ndarray, truth: np.ndarray) -> float:
+    """The share of rows whose class (:func:`class_of`) is ``truth``; NaN when ``D`` is not
+    finite (no score from non-finite decision values)."""
+    if not np.isfinite(D).all():
+        return float("nan")
+    return float(np.mean(class_of(D) == truth))
 
 
 #: seed of the hash that picks the validation sample (independent of the folds' hash)
@@ -126,15 +141,9 @@ class ValidationSample:
         rows = np.flatnonzero(self.fold == fold)
         D = feature_map.linear_predict(np.ascontiguousarray(self.X[rows]), coefs)
         D = D.reshape(len(rows), -1)
-        Y = self.Y[rows]
-        truth = np.argmax(Y, axis=1) if n_outputs > 1 else Y[:, 0] > 0
-        out = np.full(D.shape[1] // n_outputs, np.nan)
-        for j in range(len(out)):
-            Dj = D[:, j * n_outputs:(j + 1) * n_outputs]
-            if np.isfinite(Dj).all():
-                guess = np.argmax(Dj, axis=1) if n_outputs > 1 else Dj[:, 0] > 0
-                out[j] = float(np.mean(guess == truth))
-        return out
+        truth = class_of(self.Y[rows])
+        return np.array([coded_accuracy(D[:, j:j + n_outputs], truth)
+                         for j in range(0, D.shape[1], n_outputs)])
 
 
 class SufficientStats:
