@@ -75,8 +75,8 @@ def many_classes(n_rows: int, n_classes: int) -> str:
     return ""
 
 
-def _class_floor(y, folds: int, why: str) -> str:
-    values, counts = np.unique(np.asarray(y), return_counts=True)
+def _class_floor(values, counts, folds: int, why: str) -> str:
+    """Why ``folds`` stratified folds cannot be made from these class counts ("" when they can)."""
     low = int(counts.min())
     if low >= folds:
         return ""
@@ -100,21 +100,25 @@ def preflight(est, X, y, task: str, *, folds: int | None = None,
     out = Preflight()
     n, d = X.shape
     classification = task != "regression"
-    k = len(np.unique(np.asarray(y))) if classification else 1
+    k = 1
     if classification:
+        # one sort of the labels (0.5 s for a million text labels, on the GUI thread) serves
+        # the class count and every fold check
+        values, counts = np.unique(np.asarray(y), return_counts=True)
+        k = len(values)
         w = many_classes(n, k)
         if w:
             out.warnings.append(w)
         params = est.get_params() if hasattr(est, "get_params") else {}
         stratified = params.get("solver") not in FROM_SUMS_SOLVERS
         if stratified and isinstance(params.get("reg"), str) and params["reg"].lower() == "auto":
-            msg = _class_floor(y, AUTO_REG_FOLDS,
+            msg = _class_floor(values, counts, AUTO_REG_FOLDS,
                                f"reg = auto (chosen by {AUTO_REG_FOLDS}-fold cross-validation)")
             if msg:
                 out.refuse = msg + ", or type a number in reg."
                 return out
         if folds:
-            msg = _class_floor(y, int(folds), f"{folds_what} with {folds} folds")
+            msg = _class_floor(values, counts, int(folds), f"{folds_what} with {folds} folds")
             if msg:
                 out.refuse = msg + f", or lower the folds of the {folds_what}."
                 return out
