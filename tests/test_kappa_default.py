@@ -2,7 +2,9 @@
 
 Oracles: 003 Table 4's rule gamma_from_kappa evaluated directly, the estimator with the value
 written out, and model files (tests/data/*_kappa_default_5.rwm) written by rwtool before the
-change, when the default was 5, with their predictions stored as exact hex floats.
+change, when the default was 5, with their predictions stored as hex floats. Those were
+computed on another machine: they are compared within the rounding tolerance of the problem
+(conftest.rounding_tolerance), never bit for bit.
 """
 
 import inspect
@@ -55,31 +57,56 @@ def test_monte_carlo_exponential_default_is_10(stored_model_data):
     np.testing.assert_array_equal(a.coef_, b.coef_)
 
 
-def test_old_model_files_load_and_predict_as_before(stored_model_data, from_hex):
+def test_old_model_files_load_and_predict_as_before(stored_model_data, from_hex,
+                                                    rounding_tolerance, outputs_with_coef):
+    """The stored predictions were computed on another machine: equal within the rounding of
+    the model's products (inputs and coefficients perturbed by one epsilon). The loaded gamma
+    is the stored float itself."""
     X = stored_model_data[0]
     ref = _old()
     clf = P.load(DATA / "rwexpsign_kappa_default_5.rwm")
     assert clf.kappa == 5.0 and clf.feature_map_.kappa == 5.0
     assert clf.feature_map_.gamma_ == float.fromhex(ref["rwexpsign_gamma"])
-    np.testing.assert_array_equal(clf.decision_function(X), from_hex(ref["rwexpsign_decision"]))
+    tol = rounding_tolerance(outputs_with_coef(clf, "decision_function"), X, clf.coef_)
+    np.testing.assert_allclose(clf.decision_function(X), from_hex(ref["rwexpsign_decision"]),
+                               rtol=0, atol=tol)
     reg = P.load(DATA / "rwexprelu_kappa_default_5.rwm")
     assert reg.kappa == 5.0
-    np.testing.assert_array_equal(reg.predict(X), from_hex(ref["rwexprelu_predict"]))
+    tol = rounding_tolerance(outputs_with_coef(reg, "predict"), X, reg.coef_)
+    np.testing.assert_allclose(reg.predict(X), from_hex(ref["rwexprelu_predict"]),
+                               rtol=0, atol=tol)
 
 
-def test_explicit_5_reproduces_the_old_default(stored_model_data, from_hex):
-    """kappa=5 gives the model the default gave before, bit for bit; the default no longer does."""
+def test_explicit_5_reproduces_the_old_default(stored_model_data, from_hex, rounding_tolerance):
+    """kappa=5 gives the model the default gave before, within the rounding tolerance of the
+    fit (the stored values come from another machine's BLAS: 3e-11 apart on a newer OpenBLAS);
+    the default no longer does. gamma is a few libm calls (log, expm1, sqrt), each within an
+    ulp on any platform: 8 ulps."""
     X, y, yr = stored_model_data
     ref = _old()
+    ulps = 8 * np.finfo(float).eps
+
+    def rwexpsign(Xk):
+        return RWClassifier(instantiation="rwexpsign", n_features=20, kappa=5.0,
+                            random_state=0).fit(Xk, y).decision_function(Xk)
+
+    def rwexprelu(Xk):
+        return RWRegressor(instantiation="rwexprelu", n_features=20, kappa=5.0,
+                           random_state=0).fit(Xk, yr).predict(Xk)
+
     clf = RWClassifier(instantiation="rwexpsign", n_features=20, kappa=5.0,
                        random_state=0).fit(X, y)
-    assert clf.feature_map_.gamma_ == gamma_from_kappa(4, 1.0, 5.0) \
-        == float.fromhex(ref["rwexpsign_gamma"])
-    np.testing.assert_array_equal(clf.decision_function(X), from_hex(ref["rwexpsign_decision"]))
+    assert clf.feature_map_.gamma_ == gamma_from_kappa(4, 1.0, 5.0)
+    assert clf.feature_map_.gamma_ == pytest.approx(float.fromhex(ref["rwexpsign_gamma"]),
+                                                    rel=ulps)
+    np.testing.assert_allclose(clf.decision_function(X), from_hex(ref["rwexpsign_decision"]),
+                               rtol=0, atol=rounding_tolerance(rwexpsign, X))
     reg = RWRegressor(instantiation="rwexprelu", n_features=20, kappa=5.0, random_state=0)
     reg.fit(X, yr)
-    assert reg.feature_map_.gamma_ == float.fromhex(ref["rwexprelu_gamma"])
-    np.testing.assert_array_equal(reg.predict(X), from_hex(ref["rwexprelu_predict"]))
+    assert reg.feature_map_.gamma_ == pytest.approx(float.fromhex(ref["rwexprelu_gamma"]),
+                                                    rel=ulps)
+    np.testing.assert_allclose(reg.predict(X), from_hex(ref["rwexprelu_predict"]),
+                               rtol=0, atol=rounding_tolerance(rwexprelu, X))
     new = RWClassifier(instantiation="rwexpsign", n_features=20, random_state=0).fit(X, y)
     assert new.feature_map_.gamma_ < clf.feature_map_.gamma_   # a larger kappa, a narrower kernel
     assert not np.array_equal(new.decision_function(X), clf.decision_function(X))

@@ -2,7 +2,9 @@
 
 Oracles: 003 Table 4's rule gamma_from_theta evaluated directly, the estimator with the value
 written out, and model files (tests/data/*_theta_default_0.5.rwm) written by rwtool before the
-change, when the default was 0.5, with their predictions stored as exact hex floats.
+change, when the default was 0.5, with their predictions stored as hex floats. Those were
+computed on another machine: they are compared within the rounding tolerance of the problem
+(conftest.rounding_tolerance), never bit for bit.
 """
 
 import json
@@ -101,30 +103,52 @@ def _old():
     return json.loads((DATA / "theta_default_0.5.json").read_text())
 
 
-def test_old_model_files_load_and_predict_as_before(stored_model_data, from_hex):
+def test_old_model_files_load_and_predict_as_before(stored_model_data, from_hex,
+                                                    rounding_tolerance, outputs_with_coef):
+    """The stored predictions were computed on another machine: equal within the rounding of
+    the model's products (inputs and coefficients perturbed by one epsilon)."""
     X = stored_model_data[0]
     ref = _old()
     clf = P.load(DATA / "rwsign_theta_default_0.5.rwm")
     assert clf.theta == 0.5 and not hasattr(clf.feature_map_, "theta_target_")
-    np.testing.assert_array_equal(clf.decision_function(X), from_hex(ref["rwsign_decision"]))
+    tol = rounding_tolerance(outputs_with_coef(clf, "decision_function"), X, clf.coef_)
+    np.testing.assert_allclose(clf.decision_function(X), from_hex(ref["rwsign_decision"]),
+                               rtol=0, atol=tol)
     reg = P.load(DATA / "rwrelu_theta_default_0.5.rwm")
     assert reg.theta == 0.5
-    np.testing.assert_array_equal(reg.predict(X), from_hex(ref["rwrelu_predict"]))
+    tol = rounding_tolerance(outputs_with_coef(reg, "predict"), X, reg.coef_)
+    np.testing.assert_allclose(reg.predict(X), from_hex(ref["rwrelu_predict"]), rtol=0, atol=tol)
 
 
-def test_explicit_0_5_reproduces_the_old_default(stored_model_data, from_hex):
-    """theta=0.5 gives the model the default gave before: gamma by the rule, and the very
-    predictions of the model files the old code wrote."""
+def test_explicit_0_5_reproduces_the_old_default(stored_model_data, from_hex,
+                                                 rounding_tolerance):
+    """theta=0.5 gives the model the default gave before: gamma by the rule, and the
+    predictions of the model files the old code wrote, within the rounding tolerance of the
+    fit (the stored values come from another machine's BLAS: 1.4e-10 apart on a newer
+    OpenBLAS, where the perturbation spread is 1.8e-10). gamma is a few libm calls (log,
+    expm1, sqrt), each within an ulp on any platform: 8 ulps."""
     X, y, yr = stored_model_data
     ref = _old()
+    ulps = 8 * np.finfo(float).eps
+
+    def rwsign(Xk):
+        return RWClassifier(n_features=20, theta=0.5, random_state=0).fit(Xk, y) \
+            .decision_function(Xk)
+
+    def rwrelu(Xk):
+        return RWRegressor(instantiation="rwrelu", n_features=20, theta=0.5,
+                           random_state=0).fit(Xk, yr).predict(Xk)
+
     clf = RWClassifier(n_features=20, theta=0.5, random_state=0).fit(X, y)
-    assert clf.feature_map_.gamma_ == gamma_from_theta(4, 1.0, 0.5) \
-        == float.fromhex(ref["rwsign_gamma"])
-    np.testing.assert_array_equal(clf.decision_function(X), from_hex(ref["rwsign_decision"]))
+    assert clf.feature_map_.gamma_ == gamma_from_theta(4, 1.0, 0.5)
+    assert clf.feature_map_.gamma_ == pytest.approx(float.fromhex(ref["rwsign_gamma"]), rel=ulps)
+    np.testing.assert_allclose(clf.decision_function(X), from_hex(ref["rwsign_decision"]),
+                               rtol=0, atol=rounding_tolerance(rwsign, X))
     reg = RWRegressor(instantiation="rwrelu", n_features=20, theta=0.5, random_state=0)
     reg.fit(X, yr)
-    assert reg.feature_map_.gamma_ == float.fromhex(ref["rwrelu_gamma"])
-    np.testing.assert_array_equal(reg.predict(X), from_hex(ref["rwrelu_predict"]))
+    assert reg.feature_map_.gamma_ == pytest.approx(float.fromhex(ref["rwrelu_gamma"]), rel=ulps)
+    np.testing.assert_allclose(reg.predict(X), from_hex(ref["rwrelu_predict"]),
+                               rtol=0, atol=rounding_tolerance(rwrelu, X))
     # and the new default is a different model
     assert RWClassifier(n_features=20, random_state=0).fit(X, y).feature_map_.gamma_ \
         != clf.feature_map_.gamma_
