@@ -4,7 +4,7 @@
 
 Protocol (EXPERIMENTS.md): standardised inputs (the estimators do it with training statistics),
 official split for adults, 75/25 with a fixed seed for breast cancer, T = 2000. Hyper-parameters
-are chosen by rwtool.tuning.RandomizedSearchCV over the paper's distributions (Table 14), but
+are chosen by rwtool.model_selection._search.RandomizedSearchCV over the paper's distributions (Table 14), but
 with a cheaper search than the paper's 50 draws x 5 folds at T = 2000: ``--draws`` draws x 3
 folds at T = ``--search-T`` on (a subsample of) the training set. The chosen values are then
 fitted at T with ``--seeds`` feature seeds and the test error reported as mean +/- std.
@@ -25,7 +25,7 @@ PAPER = {("cancer", "rwsign"): 0.048, ("adults", "rwrelu"): 0.147, ("adults", "r
 
 def run(dataset, instantiation, root, T, search_T, draws, seeds, search_rows):
     import rwtool as rw
-    from rwtool.tuning import RandomizedSearchCV
+    from rwtool.model_selection._search import RandomizedSearchCV
 
     Xtr, Xte, ytr, yte = (load_adults(root) if dataset == "adults" else load_cancer(root))
     rng = np.random.default_rng(0)

@@ -36,7 +36,7 @@ import numba
 import numpy as np
 from numba import njit, prange
 
-from rwtool.bkernn_core import fit_particles, prox
+from rwtool.solvers._bkernn import fit_particles, prox
 
 ROOT = Path(__file__).resolve().parents[1]
 

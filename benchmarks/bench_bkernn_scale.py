@@ -22,9 +22,9 @@ import time
 import numpy as np
 
 from benchmarks.bench_bkernn import machine, make_data
-from rwtool.bkernn import BKerNNRegressor
-from rwtool.bkernn_cg import block_count
-from rwtool.bkernn_core import fit_particles
+from rwtool.estimators._bkernn import BKerNNRegressor
+from rwtool.solvers._bkernn_cg import block_count
+from rwtool.solvers._bkernn import fit_particles
 
 
 def noisy_data(n, d, seed=0, noise=0.1):

@@ -1,4 +1,4 @@
-"""Measure the divergence guards of the iterative solvers (rwtool.solvers.divergence).
+"""Measure the divergence guards of the iterative solvers (rwtool.solvers._divergence).
 
     python -m benchmarks.bench_divergence [--datasets PATH] [--only wine,abalone]
         [--bad-only wine,abalone,...] [--T 500] [--diverged 10] [--json FILE]
@@ -11,7 +11,7 @@ targets standardised, errors are test error or MSE on standardised y):
   on every base, RFSGDClassifier): none may trip either guard;
 * deliberately bad steps on the ``--bad-only`` sets: SFGD's step_cap 10 and 100 times its
   default and the paper's uncapped 1 / (reg t); RKS SGD's step 1 / (L + reg t) with L divided
-  by 10 and 100 (no parameter sets it: the script scales rwtool.solvers.sgd_rks.step_constant);
+  by 10 and 100 (no parameter sets it: the script scales rwtool.solvers._sgd_rks.step_constant);
   RFSGD's first step eta_1 = 2 / (reg (gamma + 1)) 10 and 100 times the theorem's (gamma
   lowered); OSD, whose step is an exact line search, with batches 100 times smaller (5 rows).
   Every one whose model is worse than the zero model must raise or warn (a larger step can
@@ -51,8 +51,8 @@ FACTORS = (10, 100)
 
 @contextlib.contextmanager
 def patched(**values):
-    """Module attributes of rwtool.solvers.divergence / sgd_rks set for the block."""
-    from rwtool.solvers import divergence, sgd_rks
+    """Module attributes of rwtool.solvers._divergence / sgd_rks set for the block."""
+    from rwtool.solvers import _divergence as divergence, _sgd_rks as sgd_rks
     old = {}
     for name, value in values.items():
         mod = sgd_rks if name == "step_constant" else divergence
@@ -68,7 +68,7 @@ def patched(**values):
 def measure(factory, data, regression, step_factor=1.0, diverged=None):
     """Fit with the final check off; r, test error, early-stop iteration, warnings, seconds."""
     from rwtool import NumericalError
-    from rwtool.solvers import sgd_rks
+    from rwtool.solvers import _sgd_rks as sgd_rks
     Xtr, Xte, ytr, yte = data
     base_L = sgd_rks.step_constant
     patch = dict(FINAL_RAISE=math.inf, FINAL_WARN=math.inf)
@@ -95,7 +95,7 @@ def measure(factory, data, regression, step_factor=1.0, diverged=None):
 
 def verdict(res):
     """What a user gets with the guards as shipped: ok, warn or raise (and which check)."""
-    from rwtool.solvers.divergence import FINAL_RAISE, FINAL_WARN
+    from rwtool.solvers._divergence import FINAL_RAISE, FINAL_WARN
     if res["status"] == "stopped":
         return "raise (early stop)"
     if not res["r"] <= FINAL_RAISE:
@@ -136,7 +136,7 @@ def bad_rows(name, T):
                         lambda b=base: RKS(base=b, solver="sgd", n_features=T, random_state=0),
                         float(f)))
     if not reg:
-        from rwtool.solvers.sgd import default_gamma
+        from rwtool.solvers._sgd import default_gamma
         for f in FACTORS:
             # eta_1 = 2 / (reg (gamma + 1)): f times the theorem's first step
             gamma = (default_gamma(1e-5, 1.0) + 1.0) / f - 1.0
@@ -146,7 +146,7 @@ def bad_rows(name, T):
 
 
 def run(args):
-    from rwtool.solvers.divergence import DIVERGED
+    from rwtool.solvers._divergence import DIVERGED
     results = {"machine": machine(), "T": args.T, "diverged": DIVERGED,
                "defaults_diverged": args.diverged or DIVERGED, "defaults": {}, "bad": {}}
     for name in args.only:
@@ -190,7 +190,7 @@ def _fmt(x, digits=3):
 
 
 def report(results):
-    from rwtool.solvers.divergence import FINAL_RAISE, FINAL_WARN
+    from rwtool.solvers._divergence import FINAL_RAISE, FINAL_WARN
     lines = [f"Machine: {results['machine']} (shared with other jobs; single-threaded). "
              f"T = {results['T']}; DIVERGED = {results['diverged']:g} (default fits run with "
              f"{results.get('defaults_diverged', results['diverged']):g}), FINAL_WARN = "

@@ -18,8 +18,8 @@ import time
 import numpy as np
 
 from benchmarks.bench_rfsgd import machine, write_results
-from rwtool.features.taylor import TaylorMultiKernelFeatures
-from rwtool.solvers.greedy import DictionaryView, mfga
+from rwtool.features._taylor import TaylorMultiKernelFeatures
+from rwtool.solvers._greedy import DictionaryView, mfga
 
 
 def _best(fn, repeats):

@@ -116,7 +116,7 @@ def _seeded(cls, inst, T, params, Xtr, ytr, Xte, yte, task, seeds):
 def accuracy(root, T, sizes, seeds, n_iter, cv, search_rows, search_T):
     import warnings
     import rwtool as rw
-    from rwtool.tuning import RandomizedSearchCV
+    from rwtool.model_selection._search import RandomizedSearchCV
     side, tuned = [], []
     for ds, loader in DATASETS.items():
         Xtr, Xte, ytr, yte = loader(root)

@@ -25,7 +25,7 @@ import numpy as np
 from benchmarks.datasets import load_adults
 from rwtool._base import Standardizer
 from rwtool.features import RWStumps
-from rwtool.solvers.lasso import duality_gap, lasso_objective, lasso_path
+from rwtool.solvers._lasso import duality_gap, lasso_objective, lasso_path
 
 
 def _machine():

@@ -60,8 +60,8 @@ def _rwtool(fam, kind, data, regression, reg):
 def _sklearn(fam, kind, data, regression):
     from sklearn.linear_model import LassoCV
     from sklearn.model_selection import PredefinedSplit
-    from rwtool.estimators.from_sums import AUTO_FOLDS
-    from rwtool.solvers.sufficient import fold_of
+    from rwtool.solvers._from_sums import AUTO_FOLDS
+    from rwtool.solvers._sufficient import fold_of
     Xtr, Xte, ytr, yte = data
     # the same features (the same seed draws the same map) through a least-squares estimator
     full = _estimator(fam, kind, regression, reg=1e-3,

@@ -9,7 +9,7 @@ Two comparisons, interleaved repeats, minimum time of each:
   distribution (sqrt(2/M) cos(Wx + b), W ~ N(0, 2 gamma I), gamma = 1/(2 sigma^2)), the same
   lambda (sklearn's alpha), the same number of passes, no intercept for either, and test error
   averaged over the repeats (different draws per repeat, the same draw for both).
-* "same features": the averaged-SGD solver alone (rwtool.solvers.sgd.averaged_sgd with
+* "same features": the averaged-SGD solver alone (rwtool.solvers._sgd.averaged_sgd with
   feature_map=None, reading the rows in place) on the very matrix RBFSampler produced, against
   SGDClassifier.fit on it.
 
@@ -30,8 +30,8 @@ import numpy as np
 
 from benchmarks.datasets import LOADERS
 from rwtool._base import Standardizer
-from rwtool.estimators.rfsgd import RFSGDClassifier
-from rwtool.solvers.sgd import averaged_sgd, default_gamma
+from rwtool.estimators._rfsgd import RFSGDClassifier
+from rwtool.solvers._sgd import averaged_sgd, default_gamma
 
 
 def machine() -> str:

@@ -6,7 +6,7 @@
 
 out-of-core: a CSV of ``--rows`` rows resampled (with replacement, fixed seed) from skin
 (B, G, R, label; ../shared/datasets/skin) is written to a temporary directory (never committed,
-deleted afterwards), and ``rwtool.train_stream.train_csv`` trains an RWClassifier (rwrelu,
+deleted afterwards), and ``rwtool.scale._train_csv.train_csv`` trains an RWClassifier (rwrelu,
 T = 1000, lstsq, fixed reg) on it in a fresh subprocess whose peak resident memory
 (ru_maxrss) is reported with the time of each pass; the in-memory ``fit`` of ``--mem-rows``
 rows of the same resampling (numpy arrays, and read_csv + fit of its CSV) gives the reference
@@ -71,7 +71,7 @@ def write_csv(path, X, y, n, chunk=1_000_000, seed=0):
 _WORKER = textwrap.dedent("""
     import json, resource, sys, time
     import rwtool as rw
-    from rwtool.train_stream import train_csv
+    from rwtool.scale._train_csv import train_csv
     path, T, evaluate = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "1"
     params = json.loads(sys.argv[4])
     t0 = time.perf_counter()

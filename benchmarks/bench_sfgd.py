@@ -19,8 +19,8 @@ from benchmarks.bench_lasso import _machine, write_section
 from benchmarks.datasets import load_mnist17
 from rwtool._base import Standardizer
 from rwtool.features import RWSign
-from rwtool.solvers.osd import osd_fit
-from rwtool.solvers.sfgd import sfgd_fit
+from rwtool.solvers._osd import osd_fit
+from rwtool.solvers._sfgd import sfgd_fit
 
 
 def main(argv=None):

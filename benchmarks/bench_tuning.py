@@ -1,11 +1,11 @@
-"""What a hyper-parameter search costs: rwtool.tuning against refitting every candidate.
+"""What a hyper-parameter search costs: rwtool.model_selection._search against refitting every candidate.
 
 On the first ``--rows`` rows of adults (108 one-hot and numeric columns), for RWRelu with T
 random features and 5-fold CV:
 
 * one fit on all the rows (the unit of cost);
 * ``select_reg`` over 12 values of reg (what ``reg="auto"`` runs, but with 5 folds);
-* a 50-draw search over reg alone, by rwtool.tuning.RandomizedSearchCV and by scikit-learn's
+* a 50-draw search over reg alone, by rwtool.model_selection._search.RandomizedSearchCV and by scikit-learn's
   RandomizedSearchCV on the same estimator, distribution and draws (which refits every
   candidate on every fold);
 * the full 50-draw Table 14 search (sigma, theta, reg), by both.
@@ -46,7 +46,8 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
 
     import rwtool as rw
-    from rwtool.tuning import LogUniform, RandomizedSearchCV, default_space, select_reg
+    from rwtool.model_selection._search import (LogUniform, RandomizedSearchCV, default_space,
+                                                select_reg)
     from sklearn.model_selection import RandomizedSearchCV as SkSearch
     from sklearn.model_selection import StratifiedKFold
 

@@ -30,8 +30,8 @@ from numba import njit
 from scipy.spatial.distance import cdist
 from scipy.stats import ortho_group
 
-import rwtool.bkernn_core as bkernn_core
-from rwtool.bkernn import BKerNNRegressor
+import rwtool.solvers._bkernn as bkernn_core
+from rwtool.estimators._bkernn import BKerNNRegressor
 
 ROOT = Path(__file__).resolve().parents[1]
 FIGURES = ROOT / "docs" / "figures"

@@ -19,8 +19,8 @@ What a user who sets nothing gets (issue 12). Rows, on each data set:
   fit holds n x n matrices);
 
 every one with its default parameters except n_features (and n_particles nowhere). Beside them:
-a tuned figure for the least-squares rows (RW lstsq, RKS ridge): rwtool.tuning.RandomizedSearchCV
-over the paper's spaces (seed 003 Table 14, rwtool.tuning.default_space), ``--tune-draws`` draws,
+a tuned figure for the least-squares rows (RW lstsq, RKS ridge): rwtool.model_selection._search.RandomizedSearchCV
+over the paper's spaces (seed 003 Table 14, rwtool.model_selection._search.default_space), ``--tune-draws`` draws,
 ``--tune-folds``-fold CV on at most ``--tune-rows`` training rows, refitted on the whole training
 set, cached in ``--tuned`` (reused whenever data, T and training size match); the paper's T = 500
 figure (seed 003 Tables 16-17) where it has one; and the natural scikit-learn alternative of each
@@ -282,8 +282,8 @@ def seeded_tuned(run, refit, n):
 
 
 def tune(family, group, Xtr, Xte, ytr, yte, regression, args):
-    """rwtool.tuning.RandomizedSearchCV over the paper's space, refitted on all training rows."""
-    from rwtool.tuning import RandomizedSearchCV, default_space
+    """rwtool.model_selection._search.RandomizedSearchCV over the paper's space, refitted on all training rows."""
+    from rwtool.model_selection._search import RandomizedSearchCV, default_space
     est = _tunable(family, group, regression, int(args.T))
     space = default_space(est)
     sub = np.random.default_rng(0).permutation(len(Xtr))[:int(args.tune_rows)]
@@ -573,7 +573,7 @@ def report(results, cmd) -> str:
              f"particles on at most {results['bkernn_rows']} training rows). Training sets above "
              f"{results['max_train']} rows are subsampled (fixed seed). Error: test error "
              f"(classification), MSE on standardised y (regression). Tuned: "
-             f"rwtool.tuning.RandomizedSearchCV over seed 003 Table 14's space "
+             f"rwtool.model_selection._search.RandomizedSearchCV over seed 003 Table 14's space "
              f"({results['tune_draws']} draws, {results['tune_folds']}-fold CV on at most "
              f"{results['tune_rows']} training rows, refitted on all of them). Paper: seed 003's "
              f"T = 500 figure (Tables 16-17; RKS by its RW twin), on the full training set and "

@@ -63,7 +63,7 @@ def make_bases(directory) -> list[str]:
     """Fit one small model of each kind rwtool saves and save it under ``directory``."""
     import rwtool.data as D
     import rwtool.persist as P
-    from rwtool import bkernn
+    from rwtool.estimators import _bkernn as bkernn
     from rwtool.estimators import (GreedyMKClassifier, GreedyMKRegressor, RFSGDClassifier,
                                    RKSClassifier, RKSRegressor, RWClassifier, RWRegressor)
     d = Path(directory)
@@ -108,7 +108,7 @@ def make_large(directory, mb: int = 48) -> list[str]:
     """Legitimate models whose largest array is about ``mb`` MB (RKS Fourier centres, BKerNN
     training projections), to measure the peak of a real load against its justified bytes."""
     import rwtool.persist as P
-    from rwtool import bkernn
+    from rwtool.estimators import _bkernn as bkernn
     from rwtool.estimators import RKSRegressor
     d = Path(directory)
     rng = np.random.default_rng(1)
@@ -212,7 +212,7 @@ def strategy(n_bases: int, max_bomb_mb: int):
     json_leaf = (st.none() | st.booleans() | st.integers(-10**22, 10**22)
                  | st.floats(allow_nan=False) | st.sampled_from(
                      ["", "a0", "array", "object", "dict", "auto", "__class__", "os.system",
-                      "rwtool.features.rkhs.RWStumps", "W_", "coef_"]))
+                      "rwtool.features._rkhs.RWStumps", "W_", "coef_"]))
     json_value = st.recursive(json_leaf, lambda c: st.lists(c, max_size=3) | st.dictionaries(
         st.sampled_from(["$", "id", "items", "class", "params", "fitted", "v", "x_"]),
         c, max_size=3), max_leaves=6)
@@ -425,7 +425,7 @@ class Outcome:
 def check_one(path, timeout=20.0) -> Outcome:
     """Load ``path`` once, measuring the traced peak; classify the result."""
     import rwtool.persist as P
-    from rwtool.errors import InsufficientMemoryError
+    from rwtool.exceptions import InsufficientMemoryError
     old = signal.signal(signal.SIGALRM, _alarm)
     signal.setitimer(signal.ITIMER_REAL, timeout)
     tracemalloc.reset_peak()

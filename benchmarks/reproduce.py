@@ -13,7 +13,7 @@
 Protocol (EXPERIMENTS.md, seed 003 Appendix C): inputs (and regression targets) standardised
 with training statistics; official split for adults and mnist17, 75/25 with a fixed seed
 otherwise; for every seed, hyper-parameters by randomized search (``--draws`` draws,
-``--folds``-fold CV, the Table 14 distributions of rwtool.tuning.default_space) on the training
+``--folds``-fold CV, the Table 14 distributions of rwtool.model_selection._search.default_space) on the training
 set, then the best refitted on the whole training set and scored on the test set. The seed draws
 the features, the candidates and the folds.
 
@@ -192,7 +192,7 @@ def run_random_features(name, algo, inst, T, root, args, structure=None, seeds=N
     k-th 75/25 split (split sensitivity), instead of every seed using the tables' split.
     ``fixed``: estimator parameters set for every seed (the ablations).
     """
-    from rwtool.tuning import RandomizedSearchCV, default_space
+    from rwtool.model_selection._search import RandomizedSearchCV, default_space
     regression = name in REGRESSION
     runs = []
     for seed in range(args.seeds if seeds is None else seeds):

@@ -28,10 +28,10 @@ from scipy.linalg import eigh
 from benchmarks.bench_rfsgd import write_results
 from benchmarks.datasets import load_adults
 from rwtool._base import Standardizer
-from rwtool.estimators.greedy_mk import GreedyMKClassifier
-from rwtool.features.fourier import shift_invariant_kernel
-from rwtool.features.taylor import knn_sigma
-from rwtool.solvers.greedy import glm_fit
+from rwtool.estimators._greedy_mk import GreedyMKClassifier
+from rwtool.features._fourier import shift_invariant_kernel
+from rwtool.features._taylor import knn_sigma
+from rwtool.solvers._greedy import glm_fit
 
 PAPER = {  # Table 2 (b), adult: M, M0, N0/N, t_pp, t_train, error %
     "MFGA": ("100", "245", "–", "0.19", "0.69", "15.10"),

@@ -24,8 +24,8 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks.bench_rfsgd import write_results
-from rwtool.features.fourier import RandomFourierFeatures, shift_invariant_kernel
-from rwtool.solvers.sgd import averaged_sgd, kernel_averaged_sgd, logistic_loss
+from rwtool.features._fourier import RandomFourierFeatures, shift_invariant_kernel
+from rwtool.solvers._sgd import averaged_sgd, kernel_averaged_sgd, logistic_loss
 
 LAM, GAMMA, T = 1e-3, 500.0, 12_000
 BAYES_ERROR = 0.2

@@ -1,7 +1,7 @@
 """The "custom (Monte Carlo)" choice of the RKHS-weighting form: distribution, kernel and base.
 
 The estimators take an instantiation by name; a Monte Carlo instantiation of built-in pieces is
-named "mc:<distribution>:<kernel>:<base>[:<n_draws>]" (rwtool.instantiation). The form shows
+named "mc:<distribution>:<kernel>:<base>[:<n_draws>]" (rwtool.features._instantiation). The form shows
 the choice CUSTOM with four extra fields (``mc_distribution``, ``mc_kernel``, ``mc_base``,
 ``mc_n_draws``); :func:`fold` turns them into that name for the estimator and :func:`unfold`
 does the reverse when a run's parameters are put back in the form.
@@ -11,7 +11,7 @@ This module describes fields and translates values; it builds no widget.
 
 from __future__ import annotations
 
-from rwtool.features.montecarlo import BASES, DISTRIBUTIONS, KERNELS
+from rwtool.features._montecarlo import BASES, DISTRIBUTIONS, KERNELS
 
 from .methods import ParamSpec
 
@@ -56,7 +56,7 @@ def relevance() -> dict:
     return {name: ("instantiation", {CUSTOM.lower()}) for name in FIELDS}
 
 
-#: the width parameter that sets gamma for a kernel when gamma is empty (rwtool.features.montecarlo)
+#: the width parameter that sets gamma for a kernel when gamma is empty (rwtool.features._montecarlo)
 _WIDTH = {"gaussian": "theta", "exponential": "kappa"}
 
 

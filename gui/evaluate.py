@@ -103,7 +103,7 @@ def model_size(est) -> int | None:
 def check_finite_model(est, *arrays) -> None:
     """Raise rwtool.NumericalError when the model or its scores hold NaN or infinity: no
     metric is ever computed from non-finite numbers."""
-    from rwtool.errors import NumericalError
+    from rwtool.exceptions import NumericalError
     solver = str(est.get_params().get("solver", type(est).__name__)) if hasattr(
         est, "get_params") else type(est).__name__
     fix = ("use a larger reg, fewer features, reg=\"auto\", or the lstsq solver; check that "

@@ -152,7 +152,7 @@ def python_snippet(run, class_module: str) -> str:
     k = d.get("cv_k")
     if k:
         lines += ["", f"# {k}-fold cross-validation on the training rows (the app's folds)",
-                  "from rwtool.tuning import kfold_indices",
+                  "from rwtool.model_selection._search import kfold_indices",
                   f"folds = kfold_indices(train.y, {int(k)}, {not regression}, "
                   f"{d.get('random_state', 0)!r})",
                   f"per_fold = [scores({cls}(**params)."

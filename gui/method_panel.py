@@ -139,7 +139,7 @@ def derived_quantities(family: str, params: dict, data) -> list[tuple[str, str]]
         out.append(("κ (003 Table 2)", _fmt(c["kappa"])))
         out.append(("n, sup ‖x‖", f"{n} columns seen by the map, {xmax:.3g}"))
     elif family == "rfsgd":
-        from rwtool.solvers.sgd import LOGISTIC_SMOOTHNESS, default_gamma
+        from rwtool.solvers._sgd import LOGISTIC_SMOOTHNESS, default_gamma
         lam = float(params.get("reg", 1e-3))
         R2 = 1.0 if str(params.get("variant", "pair")).lower() == "pair" else 2.0
         if lam > 0:
@@ -165,7 +165,7 @@ def _fmt(v: float) -> str:
 
 def _theta_used(params: dict):
     """The theta the gamma rule of the chosen instantiation will use (None: it uses none)."""
-    from rwtool.instantiation import resolved_theta
+    from rwtool.features._instantiation import resolved_theta
     return resolved_theta(params.get("instantiation", "rwsign"), params.get("theta"),
                           params.get("gamma"))
 

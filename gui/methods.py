@@ -49,16 +49,16 @@ class Family:
 
 
 FAMILIES = (
-    Family("rw", "RKHS weighting", "rwtool.estimators.random_features", "RWClassifier",
+    Family("rw", "RKHS weighting", "rwtool.estimators", "RWClassifier",
            "RWRegressor", "Dubé & Marchand (seed 003)", "instantiation"),
-    Family("rks", "Random kitchen sinks", "rwtool.estimators.random_features", "RKSClassifier",
+    Family("rks", "Random kitchen sinks", "rwtool.estimators", "RKSClassifier",
            "RKSRegressor", "Rahimi & Recht (seed 003, Section 3.1)", "base"),
-    Family("rfsgd", "Averaged SGD on random features", "rwtool.estimators.rfsgd",
+    Family("rfsgd", "Averaged SGD on random features", "rwtool.estimators",
            "RFSGDClassifier", "RFSGDRegressor", "Yashima, Nitanda & Suzuki (seed 002)",
            "variant"),
-    Family("greedy", "Greedy multi-kernel", "rwtool.estimators.greedy_mk", "GreedyMKClassifier",
+    Family("greedy", "Greedy multi-kernel", "rwtool.estimators", "GreedyMKClassifier",
            "GreedyMKRegressor", "Shahrampour & Tarokh (seed 004)", "selector"),
-    Family("bkernn", "BKerNN", "rwtool.bkernn", "BKerNNClassifier", "BKerNNRegressor",
+    Family("bkernn", "BKerNN", "rwtool.estimators", "BKerNNClassifier", "BKerNNRegressor",
            "Follain & Bach (seed 001)", "penalty"),
 )
 
@@ -181,7 +181,7 @@ def _registry_choices(cls, name: str) -> tuple:
                     out.append(key)
             return tuple(out)
     if name == "instantiation":
-        from rwtool.instantiation import instantiation_names
+        from rwtool.features import instantiation_names
         from .custom_instantiation import CUSTOM
         return instantiation_names() + (CUSTOM,)
     if name == "base":

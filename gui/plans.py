@@ -8,7 +8,7 @@ A plan fits the configured estimator and returns what it learned besides the mod
   training rows and reports each metric's mean and spread over the folds, then fits the model
   that is shown and saved on every training row (a holdout fraction, if any, is still
   evaluated on top).
-- :class:`Search` runs rwtool.tuning.RandomizedSearchCV with the papers' search space over the
+- :class:`Search` runs rwtool.model_selection.RandomizedSearchCV with the papers' search space over the
   training rows, then hands the best parameters to its inner plan (Holdout or KFold). The
   k-fold figures of a searched model reuse the rows the search chose on, so they are optimistic;
   the held-out rows, which the search never sees, give the honest figure.
@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from rwtool.progress import ProgressEvent
-from rwtool.selection import clone as _clone
+from rwtool.model_selection import clone as _clone
 
 __all__ = ["Holdout", "KFold", "Search", "search_space"]
 
@@ -42,9 +42,9 @@ def _supports(fn, name: str) -> bool:
 
 
 def search_space(est):
-    """The papers' search space for ``est`` (rwtool.tuning.default_space), or raise ValueError
+    """The papers' search space for ``est`` (rwtool.model_selection.default_space), or raise ValueError
     saying which methods have one."""
-    from rwtool.tuning import default_space
+    from rwtool.model_selection import default_space
     try:
         return default_space(est)
     except ValueError:
@@ -107,7 +107,7 @@ class KFold:
         return f"{self.k}-fold cross-validation"
 
     def fit(self, est, job, callback, weights=None) -> dict:
-        from rwtool.tuning import kfold_indices
+        from rwtool.model_selection import kfold_indices
 
         from .evaluate import evaluate
         X, y = job.X_train, np.asarray(job.y_train)
@@ -168,7 +168,7 @@ class Search:
                 f"{self.then.describe()}")
 
     def fit(self, est, job, callback, weights=None) -> dict:
-        from rwtool.tuning import RandomizedSearchCV
+        from rwtool.model_selection import RandomizedSearchCV
         if weights is not None:
             raise ValueError("the randomized search does not take class weights yet: untick "
                              "Balance the classes, or train without the search")

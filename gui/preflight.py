@@ -17,13 +17,13 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from rwtool.estimators.random_features import FROM_SUMS_SOLVERS
+from rwtool.estimators._random_features import FROM_SUMS_SOLVERS
 from rwtool.resources import MEMORY_FRACTION, available_memory, estimate_fit
 
 __all__ = ["Preflight", "preflight", "many_classes", "AUTO_REG_FOLDS", "LONG_FIT_S",
            "LARGE_FIT_BYTES"]
 
-#: folds of reg="auto" in rwtool (estimators/random_features.py _fit_auto_reg); only the solvers
+#: folds of reg="auto" in rwtool (estimators/_random_features.py _fit_auto_reg); only the solvers
 #: outside FROM_SUMS_SOLVERS split them by class
 AUTO_REG_FOLDS = 3
 #: a fit estimated longer than this, or larger than LARGE_FIT_BYTES, is confirmed first

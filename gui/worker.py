@@ -25,7 +25,7 @@ import numba
 import numpy as np
 from PySide6.QtCore import QObject, QRunnable, QThread, QThreadPool, Signal, Slot
 
-from rwtool.errors import InsufficientMemoryError, NumericalError
+from rwtool.exceptions import InsufficientMemoryError, NumericalError
 from rwtool.progress import FitCancelled
 
 from .evaluate import chose_reg, evaluate

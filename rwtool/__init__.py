@@ -17,17 +17,16 @@ _os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
 
 from . import bounds, data, features, losses, persist  # noqa: E402
 from ._base import NotFittedError
-from .errors import InsufficientMemoryError, NumericalError
+from .exceptions import InsufficientMemoryError, NumericalError
 from .resources import FitEstimate, estimate_fit
-from .bkernn import BKerNNClassifier, BKerNNRegressor
 from .data import DataError, Dataset, Preprocessing, preview_csv, read_csv, train_test_csv
-from .estimators import (GreedyMKClassifier, GreedyMKRegressor, RFSGDClassifier, RKSClassifier,
-                         RKSRegressor, RWClassifier, RWRegressor)
-from .instantiation import Instantiation, register_base, register_distribution, register_kernel
+from .estimators import (BKerNNClassifier, BKerNNRegressor, GreedyMKClassifier, GreedyMKRegressor,
+                         RFSGDClassifier, RKSClassifier, RKSRegressor, RWClassifier, RWRegressor)
+from .features import Instantiation, register_base, register_distribution, register_kernel
 from .persist import ModelFileError, load, read_model, save
 from .progress import FitCancelled, Progress, ProgressEvent
-from .solvers.lasso import ConvergenceWarning
-from .solvers.ridge import NumericalWarning
+from .solvers._lasso import ConvergenceWarning
+from .solvers._ridge import NumericalWarning
 
 __version__ = "0.1.0"
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from .errors import check_finite_result
+from .exceptions import check_finite_result
 from .progress import FitCancelled
 
 __all__ = [

@@ -28,11 +28,11 @@ __all__ = ["main", "build_parser", "METHODS", "available_methods", "CLIError"]
 #: method name -> (module, classifier class, regressor class); a method is offered when its
 #: module imports (estimators landing later need no change here)
 METHODS = {
-    "rw": ("rwtool.estimators.random_features", "RWClassifier", "RWRegressor"),
-    "rks": ("rwtool.estimators.random_features", "RKSClassifier", "RKSRegressor"),
-    "rfsgd": ("rwtool.estimators.rfsgd", "RFSGDClassifier", "RFSGDRegressor"),
-    "greedy": ("rwtool.estimators.greedy_mk", "GreedyMKClassifier", "GreedyMKRegressor"),
-    "bkernn": ("rwtool.bkernn", "BKerNNClassifier", "BKerNNRegressor"),
+    "rw": ("rwtool.estimators", "RWClassifier", "RWRegressor"),
+    "rks": ("rwtool.estimators", "RKSClassifier", "RKSRegressor"),
+    "rfsgd": ("rwtool.estimators", "RFSGDClassifier", "RFSGDRegressor"),
+    "greedy": ("rwtool.estimators", "GreedyMKClassifier", "GreedyMKRegressor"),
+    "bkernn": ("rwtool.estimators", "BKerNNClassifier", "BKerNNRegressor"),
 }
 
 #: command-line option -> estimator parameter names it may set (the first one accepted wins)
@@ -204,7 +204,7 @@ def _fmt(v) -> str:
 def _metrics(est, X, y, task: str, prefix: str, pred=None) -> dict:
     """Metrics of ``est`` on (X, y) (``pred``: ``est.predict(X)`` when the caller has it);
     NumericalError rather than a metric of non-finite output."""
-    from .errors import check_finite_result
+    from .exceptions import check_finite_result
     if pred is None:
         pred = est.predict(X)      # rwtool classifiers check their decision values themselves
     if task == "regression":
@@ -511,7 +511,7 @@ def _should_stream(args) -> bool:
     """--stream yes/no, or auto: stream a regular file whose in-memory reading would not fit (or
     would pass the size limit) when the method learns from sums of rows."""
     from .resources import MEMORY_FRACTION, available_memory
-    from .train_stream import can_stream
+    from .scale._train_csv import can_stream
     if args.stream == "no":
         return False
     path = args.data
@@ -538,9 +538,9 @@ def _should_stream(args) -> bool:
 
 
 def _train_streaming(args) -> int:
-    """`rwtool train` on a file read in blocks (rwtool.train_stream): bounded memory."""
+    """`rwtool train` on a file read in blocks (rwtool.scale._train_csv): bounded memory."""
     from .progress import FitCancelled
-    from .train_stream import train_csv
+    from .scale._train_csv import train_csv
 
     opts = _data_options(args)
     opts.pop("nrows", None)
@@ -669,7 +669,7 @@ def cmd_evaluate(args) -> int:
 
 def cmd_info(args) -> int:
     from .data import Preprocessing
-    from .errors import _human
+    from .exceptions import _human
     from .persist import read_info
     info = read_info(args.model, **_model_limit(args))
     if args.json:
@@ -902,7 +902,7 @@ def main(argv=None) -> int:
     except SystemExit as exc:             # --help, --version, usage errors
         return int(exc.code or 0)
     from .data import DataError
-    from .errors import NumericalError
+    from .exceptions import NumericalError
     from .persist import ModelFileError
     from .progress import FitCancelled
 

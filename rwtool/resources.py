@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from .errors import InsufficientMemoryError
+from .exceptions import InsufficientMemoryError
 
 __all__ = ["FitEstimate", "estimate_fit", "available_memory", "check_memory"]
 

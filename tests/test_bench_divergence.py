@@ -1,7 +1,7 @@
 """The verdicts and report of benchmarks/bench_divergence.py on hand-made results."""
 
 from benchmarks.bench_divergence import report, verdict
-from rwtool.solvers.divergence import FINAL_RAISE, FINAL_WARN
+from rwtool.solvers._divergence import FINAL_RAISE, FINAL_WARN
 
 
 def _ran(r, warnings=()):

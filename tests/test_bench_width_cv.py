@@ -21,7 +21,7 @@ def test_count_compares_the_default_and_the_criterions_pick_with_the_tuned_figur
 def test_the_first_value_of_every_grid_is_the_estimators_default():
     import inspect
     import rwtool as rw
-    from rwtool.features.rkhs import DEFAULT_THETA
+    from rwtool.features._rkhs import DEFAULT_THETA
     params = inspect.signature(rw.RWClassifier).parameters
     assert GRID["rwsign"][1][0] == GRID["rwrelu"][1][0] == DEFAULT_THETA
     # kappa: 5, the default when docs/bench/bandwidth_defaults.md was measured (10 since); pinned

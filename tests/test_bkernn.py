@@ -11,9 +11,10 @@ import numpy as np
 import pytest
 from scipy.optimize import minimize
 
-from rwtool.bkernn import BKerNNClassifier, BKerNNRegressor
-from rwtool.bkernn_core import (PENALTIES, centred_kernel, concave_shrink, feature_learning_score,
-                                fit_particles, particle_gradient, penalty_value, prox, ridge_step)
+from rwtool.estimators._bkernn import BKerNNClassifier, BKerNNRegressor
+from rwtool.solvers._bkernn import (PENALTIES, centred_kernel, concave_shrink,
+                                    feature_learning_score, fit_particles, particle_gradient,
+                                    penalty_value, prox, ridge_step)
 from rwtool.progress import FitCancelled, Progress
 
 # ----------------------------------------------------------------------------- numpy oracles
@@ -419,15 +420,15 @@ def test_sklearn_estimator_checks(Est):
 
 
 def test_parallel_and_single_thread_paths_agree(problem, monkeypatch):
-    import rwtool.bkernn_cg
-    import rwtool.bkernn_core as core
+    import rwtool.solvers._bkernn_cg
+    import rwtool.solvers._bkernn as core
     X, Y, W, lam = problem
     Yc = Y - Y.mean()
     PT = _pt(X, W)
     alpha, _ = ridge_step(PT, Yc, lam)
     serial = (centred_kernel(PT, 0.3), particle_gradient(X, PT, alpha, lam),
               core.ridge_decision(X @ W, *core.ridge_tables(PT, alpha)))
-    monkeypatch.setattr(rwtool.bkernn_cg, "PARALLEL_MIN_WORK", 0)
+    monkeypatch.setattr(rwtool.solvers._bkernn_cg, "PARALLEL_MIN_WORK", 0)
     parallel = (centred_kernel(PT, 0.3), particle_gradient(X, PT, alpha, lam),
                 core.ridge_decision(X @ W, *core.ridge_tables(PT, alpha)))
     for a, b in zip(serial, parallel):

@@ -11,11 +11,12 @@ import tracemalloc
 import numpy as np
 import pytest
 
-import rwtool.bkernn_cg as cgmod
-import rwtool.bkernn_core as core
-from rwtool.bkernn import BKerNNClassifier, BKerNNRegressor
-from rwtool.bkernn_cg import BlockPreconditioner, SortedProjections, cg_ridge, kernel_product
-from rwtool.bkernn_core import PENALTIES, fit_particles
+import rwtool.solvers._bkernn_cg as cgmod
+import rwtool.solvers._bkernn as core
+from rwtool.estimators._bkernn import BKerNNClassifier, BKerNNRegressor
+from rwtool.solvers._bkernn_cg import (BlockPreconditioner, SortedProjections, cg_ridge,
+                                       kernel_product)
+from rwtool.solvers._bkernn import PENALTIES, fit_particles
 from rwtool.progress import FitCancelled, Progress
 
 

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import rwtool
-import rwtool.bkernn_core as core
+import rwtool.solvers._bkernn as core
 import rwtool.resources as resources
 from rwtool import (BKerNNClassifier, BKerNNRegressor, InsufficientMemoryError, NumericalError,
                     NumericalWarning, estimate_fit)

@@ -133,7 +133,7 @@ def test_pruning_a_regressor_uses_the_largest_target(regression_data):
     y[5] = 12.0
     est = rw.RWRegressor(n_features=60, reg=1e-6, random_state=0).fit(X, y)
     Y = est.y_scaler_.transform(y[:, None])
-    from rwtool.solvers.prune import make_accept
+    from rwtool.solvers._prune import make_accept
     G, theta = est._prune_geometry(None)
     acc = make_accept("probabilistic", 0.1, est.coef_, G, theta, est.feature_matrix(X), Y,
                       classify=False)

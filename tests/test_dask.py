@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import rwtool as rw
-from rwtool.tuning import LogUniform, RandomizedSearchCV
+from rwtool.model_selection._search import LogUniform, RandomizedSearchCV
 
 da = pytest.importorskip("dask.array")
 dd = pytest.importorskip("dask.dataframe")
@@ -103,8 +103,8 @@ def test_default_reg_is_one_choice_in_memory_streamed_and_on_dask(client, noisy,
     statistics of all rows) and in memory: one criterion from the same position-hashed fold
     sums (and classifiers' validation sample, made smaller than the data here), so the same
     reg, the same candidates' scores and the same model."""
-    from rwtool.estimators import from_sums
-    from rwtool.streaming import Moments
+    from rwtool.solvers import _from_sums as from_sums
+    from rwtool.scale._streaming import Moments
     monkeypatch.setattr(from_sums, "VALIDATION_ROWS", 250)
     X, ys = noisy
     y = ys[task]
@@ -134,7 +134,7 @@ def test_default_lasso_is_one_choice_in_memory_and_on_dask(client, noisy, cls, t
     """The Lasso's default reg="auto" (its cross-validated path) from the same sums on Dask
     partitions as in memory: the same lams walked, the same choice, the same model up to the
     solver's tolerance (the sums are added in another order)."""
-    from rwtool.estimators import from_sums
+    from rwtool.solvers import _from_sums as from_sums
     monkeypatch.setattr(from_sums, "VALIDATION_ROWS", 250)
     X, ys = noisy
     y = ys[task]
@@ -155,7 +155,7 @@ def test_dataframe_input_and_auto_reg_equal_the_stream(client, data):
     """A dask.dataframe fits like its array; reg='auto' picks from the same position-hashed
     fold sums as a partial_fit stream with the same statistics, so the two models agree."""
     import pandas as pd
-    from rwtool.streaming import Moments
+    from rwtool.scale._streaming import Moments
     X, ys = data
     y = ys["regression"]
     frame = pd.DataFrame(X, columns=list("abcd")).assign(t=y)
@@ -283,7 +283,7 @@ def test_read_files_csv_and_parquet_through_the_record(client, tmp_path):
     the first: the arrays equal read_csv on the concatenated file, and so does the model."""
     import pandas as pd
     from rwtool.data import UnseenCategoryError, read_csv
-    from rwtool.dask_io import read_files
+    from rwtool.data._dask_io import read_files
     rng = np.random.default_rng(0)
     frames = []
     for k, n in enumerate([400, 1, 300]):

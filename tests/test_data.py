@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import rwtool.data as D
-from rwtool import csv_dialect, csv_read
+from rwtool.data import _dialect as csv_dialect, _read as csv_read
 
 
 def write(path, text, encoding="utf-8"):

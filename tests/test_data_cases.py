@@ -178,7 +178,7 @@ def test_cli_train_refuses_extremes_with_exit_1(tmp_path):
 
 @pytest.mark.parametrize("encoding", ["utf-16", "utf-8-sig", "cp1252"])
 def test_other_encodings_whole_and_in_small_blocks(tmp_path, monkeypatch, encoding):
-    from rwtool import csv_read
+    from rwtool.data import _read as csv_read
     text = "ville;x\n" + "".join(f"{'Zürich' if i % 2 else 'Genève'};{i},5\n" for i in range(40))
     p = tmp_path / "e.csv"
     p.write_bytes(text.encode(encoding))

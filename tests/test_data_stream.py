@@ -1,4 +1,4 @@
-"""rwtool.csv_stream: the two-pass reader for files larger than memory.
+"""rwtool.data._stream: the two-pass reader for files larger than memory.
 
 Oracle: read_csv on the whole file (same record, same X and y once the chunks are stacked) and
 numpy's mean/std of that X.
@@ -111,8 +111,8 @@ def test_cells_and_lines_match_python_csv(rows, eol, block):
     import io
     import tempfile
 
-    from rwtool import csv_read
-    from rwtool.csv_dialect import Dialect
+    from rwtool.data import _read as csv_read
+    from rwtool.data._dialect import Dialect
     buf = io.StringIO(newline="")
     csv.writer(buf, lineterminator=eol).writerows(rows)
     text = buf.getvalue()

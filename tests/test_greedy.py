@@ -4,12 +4,12 @@ import numpy as np
 import pytest
 from scipy.optimize import minimize
 
-from rwtool.estimators.greedy_mk import GreedyMKClassifier, GreedyMKRegressor
-from rwtool.features.taylor import TaylorMultiKernelFeatures
+from rwtool.estimators._greedy_mk import GreedyMKClassifier, GreedyMKRegressor
+from rwtool.features._taylor import TaylorMultiKernelFeatures
 from rwtool.progress import FitCancelled, Progress
-from rwtool.solvers.greedy import (DenseDictionary, DictionaryView, eerf_scores, glm_fit,
-                                   lkrf_select, lkrf_weights, loss_derivative, mfga,
-                                   project_simplex)
+from rwtool.solvers._greedy import (DenseDictionary, DictionaryView, eerf_scores, glm_fit,
+                                    lkrf_select, lkrf_weights, loss_derivative, mfga,
+                                    project_simplex)
 
 
 def _problem(rng, N=200, M0=30, loss="logistic"):
@@ -228,7 +228,7 @@ def test_default_beats_nystroem_logistic_regression():
 
 
 def test_auto_order_and_dictionary_size():
-    from rwtool.features.taylor import auto_gauss_order, dictionary_size
+    from rwtool.features._taylor import auto_gauss_order, dictionary_size
     X = np.random.default_rng(0).standard_normal((5, 4))
     for order in range(4):
         for sq in (True, False):

@@ -1,13 +1,13 @@
-"""reg="auto" of the greedy multi-kernel learners (rwtool.solvers.greedy_reg) and the
+"""reg="auto" of the greedy multi-kernel learners (rwtool.solvers._greedy_reg) and the
 regressor's defaults (issue 12: every method learns well with its defaults)."""
 
 import numpy as np
 import pytest
 
-from rwtool.estimators.greedy_mk import GreedyMKClassifier, GreedyMKRegressor
-from rwtool.features.taylor import TaylorMultiKernelFeatures
-from rwtool.solvers.greedy import DictionaryView, mfga
-from rwtool.solvers.greedy_reg import AUTO_REG, choose_reg, fold_splits
+from rwtool.estimators._greedy_mk import GreedyMKClassifier, GreedyMKRegressor
+from rwtool.features._taylor import TaylorMultiKernelFeatures
+from rwtool.solvers._greedy import DictionaryView, mfga
+from rwtool.solvers._greedy_reg import AUTO_REG, choose_reg, fold_splits
 
 
 def _noisy(rng, n, d=10, noise=1.0):

@@ -204,7 +204,7 @@ def test_cancel_before_start_leaves_previous_run(qtbot, window, tmp_path):
 def test_cancel_reaches_the_prediction_after_a_bkernn_fit(qtbot, window, tmp_path, monkeypatch):
     """BKerNN's predict on 100,000 rows takes seconds: the evaluation after the fit reports
     "predicting" progress and a Cancel there stops the run (the previous results stay)."""
-    import rwtool.bkernn_core as core
+    import rwtool.solvers._bkernn as core
     load(qtbot, window, regression_csv(tmp_path / "r.csv"))
     choose(window, "rw", n_features=30, random_state=0)
     first = train(qtbot, window)

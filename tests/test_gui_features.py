@@ -72,7 +72,7 @@ def test_kfold_metrics_match_the_api_and_the_snippet(qtbot, window, tmp_path):
     assert run.status == "done", run.note
     m = run.result["metrics"]
     from rwtool import RKSClassifier
-    from rwtool.tuning import kfold_indices
+    from rwtool.model_selection._search import kfold_indices
     tr = window.data_info["train"]
     folds = kfold_indices(tr.y, 4, True, window.data_panel.options()["random_state"])
     errs = [np.mean(RKSClassifier(**run.params).fit(tr.X[a], tr.y[a]).predict(tr.X[b])
@@ -162,7 +162,7 @@ def test_randomized_search_from_the_form(qtbot, window, tmp_path):
     assert run.status == "done", run.note
     s = run.result["search"]
     from rwtool import RWClassifier
-    from rwtool.tuning import RandomizedSearchCV, default_space
+    from rwtool.model_selection._search import RandomizedSearchCV, default_space
     tr = window.data_info["train"]
     tmpl = RWClassifier(**dict(run.params, **{k: v for k, v in
                                               window.method_panel.params().items()

@@ -71,7 +71,7 @@ def test_specs_follow_the_signatures(fam):
 
 
 def test_solver_choices_come_from_the_registry():
-    from rwtool.estimators.random_features import SOLVERS, RKSRegressor, RWClassifier
+    from rwtool.estimators._random_features import SOLVERS, RKSRegressor, RWClassifier
     for cls, fam in ((RWClassifier, "rw"), (RKSRegressor, "rks")):
         spec = next(s for s in param_specs(cls) if s.name == "solver")
         assert set(spec.choices) == {k for k, (fams, _) in SOLVERS.items() if fam in fams}
@@ -173,7 +173,7 @@ def test_kfold_predicts_each_training_row_once(task, binary_data, regression_dat
 
     from gui.plans import KFold
     from rwtool import RWClassifier, RWRegressor
-    from rwtool.tuning import kfold_indices
+    from rwtool.model_selection._search import kfold_indices
     X, y = binary_data if task == "binary" else regression_data
     base = RWClassifier if task == "binary" else RWRegressor
     predicted = []
@@ -294,8 +294,8 @@ def test_evaluate_reports_the_default_theta(rng):
 
 
 def test_derived_quantities_match_fitted_models(rng):
-    from rwtool.bkernn import BKerNNRegressor
-    from rwtool.estimators.rfsgd import RFSGDClassifier
+    from rwtool.estimators._bkernn import BKerNNRegressor
+    from rwtool.estimators._rfsgd import RFSGDClassifier
     X = rng.standard_normal((60, 3))
     b = BKerNNRegressor(n_particles=4, max_iter=1, random_state=0).fit(X, X[:, 0])
     rows = dict(derived_quantities("bkernn", {"reg": "auto", "standardize": True}, X))
@@ -317,7 +317,7 @@ def test_snippet_and_predictions_writer(tmp_path):
     run = Run(1, "rw", "RKHS weighting", "RWClassifier", {"n_features": 10, "reg": 1e-6},
               {"path": "d.csv", "target": "y", "features": ["a"], "missing": "error",
                "task": "auto", "test_size": 0.25, "random_state": 0})
-    code = python_snippet(run, "rwtool.estimators.random_features")
+    code = python_snippet(run, "rwtool.estimators._random_features")
     compile(code, "snippet.py", "exec")
     assert "params = dict(\n    n_features=10,\n    reg=1e-06,\n)" in code and "RWClassifier(**params)" in code
 

@@ -18,7 +18,7 @@ from numba import njit
 
 import rwtool as rw
 from rwtool.features import INSTANTIATIONS
-from rwtool.features.montecarlo import MonteCarloRKHS
+from rwtool.features._montecarlo import MonteCarloRKHS
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SIZES = (256, 1024, 4096, 16384)
@@ -109,8 +109,8 @@ def test_fitted_models_agree(name, parts, binary_data, regression_data):
 
 
 def test_names_and_tuning_space():
-    from rwtool.instantiation import resolve
-    from rwtool.tuning import default_space
+    from rwtool.features._instantiation import resolve
+    from rwtool.model_selection._search import default_space
     inst = resolve("mc:cauchy:gaussian:relu:2000:mc")
     assert (inst.distribution, inst.kernel, inst.base, inst.n_draws, inst.sampling) == \
         ("cauchy", "gaussian", "relu", 2000, "mc")

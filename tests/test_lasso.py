@@ -8,9 +8,8 @@ from sklearn.linear_model import Lasso
 
 import rwtool as rw
 from rwtool.progress import FitCancelled, Progress
-from rwtool.solvers.lasso import (duality_gap, lam_max, lasso_gram, lasso_objective,
-                                  lasso_path)
-from rwtool.solvers.ridge import NumericalWarning
+from rwtool.solvers._lasso import duality_gap, lam_max, lasso_gram, lasso_objective, lasso_path
+from rwtool.solvers._ridge import NumericalWarning
 
 
 def _problem(m=200, T=60, seed=0):
@@ -123,7 +122,7 @@ def test_multiclass_keeps_union_of_supports():
 
 
 def test_gram_mode_fit_equals_design_mode(binary_data):
-    from rwtool.solvers import lasso as L
+    from rwtool.solvers import _lasso as L
     X, y = binary_data
     kw = dict(n_features=50, solver="lasso", reg=1e-3, tol=1e-12, max_iter=100000,
               random_state=1)

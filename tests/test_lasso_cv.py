@@ -1,4 +1,4 @@
-"""The Lasso's reg="auto" (solvers/lasso_cv.py): the Gram-form path against scikit-learn, the
+"""The Lasso's reg="auto" (solvers/_lasso_cv.py): the Gram-form path against scikit-learn, the
 cross-validated choice against a brute-force dense CV, and the estimators' default."""
 
 import warnings
@@ -12,10 +12,10 @@ from sklearn.model_selection import train_test_split
 import rwtool as rw
 from rwtool.features import RandomFourierFeatures
 from rwtool import ConvergenceWarning
-from rwtool.solvers.lasso import gram_path, lasso_objective
-from rwtool.estimators.from_sums import AUTO_FOLDS as LASSO_FOLDS
-from rwtool.solvers.lasso_cv import lam_grid, lasso_cv
-from rwtool.solvers.sufficient import SufficientStats, fold_of
+from rwtool.solvers._lasso import gram_path, lasso_objective
+from rwtool.solvers._from_sums import AUTO_FOLDS as LASSO_FOLDS
+from rwtool.solvers._lasso_cv import lam_grid, lasso_cv
+from rwtool.solvers._sufficient import SufficientStats, fold_of
 
 
 def _features(m=300, d=4, T=40, seed=0):

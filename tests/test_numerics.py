@@ -14,8 +14,8 @@ import pytest
 
 import rwtool as rw
 from rwtool import cli
-from rwtool.estimators import random_features as rf
-from rwtool.tuning import select_reg
+from rwtool.estimators import _random_features as rf
+from rwtool.model_selection._search import select_reg
 
 
 def _classification(m=600, seed=0):
@@ -289,7 +289,7 @@ def _wine():
 @pytest.fixture
 def tenfold_sgd_step(monkeypatch):
     """RKS SGD's step 1 / (L + reg t) with L measured and divided by 10 (no parameter sets it)."""
-    from rwtool.solvers import sgd_rks
+    from rwtool.solvers import _sgd_rks as sgd_rks
     base = sgd_rks.step_constant
     monkeypatch.setattr(sgd_rks, "step_constant", lambda *a, **k: base(*a, **k) / 10.0)
 
@@ -309,7 +309,7 @@ def test_wine_sgd_with_ten_times_the_step_raises_and_leaves_the_estimator_unfitt
     assert not hasattr(est, "coef_")
     with pytest.raises(rw.NotFittedError):
         est.predict(Xte)
-    from rwtool.solvers import divergence
+    from rwtool.solvers import _divergence as divergence
     monkeypatch.setattr(divergence, "DIVERGED", np.inf)
     with pytest.raises(rw.NumericalError, match="times the zero model") as exc:
         est.fit(Xtr, ytr)
@@ -357,8 +357,8 @@ def test_final_check_thresholds_against_a_hand_computation():
     above it (or non-finite) NumericalError. Hand values: Y = (1, -1, 2, 0), squared loss
     (f - y)^2 / 2: the zero model's mean is (1 + 1 + 4 + 0) / 8 = 0.75."""
     from rwtool.losses import get_loss
-    from rwtool.solvers.divergence import (FINAL_RAISE, FINAL_WARN, check_final_model,
-                                           final_loss_ratio, loss_limit)
+    from rwtool.solvers._divergence import (FINAL_RAISE, FINAL_WARN, check_final_model,
+                                            final_loss_ratio, loss_limit)
     sq, lg = get_loss("squared"), get_loss("logistic")
     Y = np.array([[1.0], [-1.0], [2.0], [0.0]])
     F = np.array([[0.0], [1.0], [2.0], [1.0]])        # losses 0.5, 2, 0, 0.5 -> mean 0.75
@@ -371,7 +371,7 @@ def test_final_check_thresholds_against_a_hand_computation():
     assert final_loss_ratio(Fc, Yc, lg)[0] == pytest.approx(expect)
     assert final_loss_ratio(np.array([[np.inf], [0.0]]), Yc, sq)[0] == np.inf
     # the early-stop limit: DIVERGED times the zero model's largest row loss, 2^2 / 2 = 2
-    from rwtool.solvers import divergence
+    from rwtool.solvers import _divergence as divergence
     assert loss_limit(sq, Y) == pytest.approx(divergence.DIVERGED * 2.0)
     # check_final_model on features X (feature_map None) and coefficients c: F = X c, with
     # c scaled so that r sits just below/above each threshold (r = mean((s x - y)^2)/2 / zero)
@@ -397,7 +397,7 @@ def test_final_check_thresholds_against_a_hand_computation():
 
 
 def test_final_check_scores_a_fixed_sample_of_large_sets():
-    from rwtool.solvers.divergence import FINAL_ROWS, final_rows
+    from rwtool.solvers._divergence import FINAL_ROWS, final_rows
     idx = final_rows(10 * FINAL_ROWS)
     assert len(idx) == FINAL_ROWS and np.all(np.diff(idx) > 0)
     np.testing.assert_array_equal(idx, final_rows(10 * FINAL_ROWS))

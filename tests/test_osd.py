@@ -10,8 +10,8 @@ import rwtool as rw
 from rwtool.features import RWSign, RWStumps
 from rwtool.losses import get_loss
 from rwtool.progress import FitCancelled, Progress
-from rwtool.solvers.prune import subset_map
-from rwtool.solvers.osd import ETA_CAP, optimal_stepsize, osd_fit
+from rwtool.solvers._prune import subset_map
+from rwtool.solvers._osd import ETA_CAP, optimal_stepsize, osd_fit
 
 
 def _batch_objective(eta, f, p, y, lam, alpha_u, kuu, norm2, loss):
@@ -132,7 +132,7 @@ def test_estimator_regressor_and_cancel(regression_data):
 def test_common_mode_share_is_the_top_singular_values_share():
     """Against numpy's SVD of the transformed rows (an independent computation)."""
     from rwtool.features import RWRelu
-    from rwtool.solvers.osd import common_mode_share
+    from rwtool.solvers._osd import common_mode_share
     X = np.random.default_rng(0).standard_normal((300, 40))
     fmap = RWRelu(n_features=200, random_state=0).fit(X)
     sv = np.linalg.svd(fmap.transform(X)[:, :128], compute_uv=False)

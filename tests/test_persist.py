@@ -70,11 +70,11 @@ def test_rks_roundtrip_multiclass_and_regression(tmp_path, data, base):
 
 
 @pytest.mark.parametrize("module,cls,kwargs,kind", [
-    ("rwtool.estimators.rfsgd", "RFSGDClassifier", {"n_features": 20}, "clf"),
-    ("rwtool.estimators.greedy_mk", "GreedyMKClassifier", {"n_features": 8}, "clf"),
-    ("rwtool.estimators.greedy_mk", "GreedyMKRegressor", {"n_features": 8}, "reg"),
-    ("rwtool.bkernn", "BKerNNClassifier", {"n_particles": 4}, "clf"),
-    ("rwtool.bkernn", "BKerNNRegressor", {"n_particles": 4}, "reg")])
+    ("rwtool.estimators._rfsgd", "RFSGDClassifier", {"n_features": 20}, "clf"),
+    ("rwtool.estimators._greedy_mk", "GreedyMKClassifier", {"n_features": 8}, "clf"),
+    ("rwtool.estimators._greedy_mk", "GreedyMKRegressor", {"n_features": 8}, "reg"),
+    ("rwtool.estimators._bkernn", "BKerNNClassifier", {"n_particles": 4}, "clf"),
+    ("rwtool.estimators._bkernn", "BKerNNRegressor", {"n_particles": 4}, "reg")])
 def test_other_estimators_roundtrip(tmp_path, data, module, cls, kwargs, kind):
     mod = pytest.importorskip(module)
     if not hasattr(mod, cls):
@@ -199,7 +199,7 @@ def test_foreign_files_refused(tmp_path):
 def test_class_outside_allow_list_refused(tmp_path, model_file):
     parts = members(model_file)
     for name in ("os.system", "builtins.eval", "subprocess.Popen", "rwtool.cli.CLIError",
-                 "numpy.ndarray", "rwtool.features.base.FeatureMap"):
+                 "numpy.ndarray", "rwtool.features._base.FeatureMap"):
         doc = json.loads(parts["model.json"])
         doc["estimator"]["class"] = name
         refused(build(tmp_path / "x.rwm", parts, doc=doc), "refusing")
@@ -290,7 +290,7 @@ def test_atomic_write_goes_through_a_temporary_file(tmp_path, data, monkeypatch)
 
 def test_registry_is_rwtool_only():
     names = P.registered_classes()
-    assert "rwtool.estimators.random_features.RWClassifier" in names
+    assert "rwtool.estimators._random_features.RWClassifier" in names
     assert all(n.startswith("rwtool.") for n in names)
     with pytest.raises(TypeError):
         P.register(dict)

@@ -154,7 +154,7 @@ def test_descriptive_fields_must_have_their_type(tmp_path, model_file, key, valu
 def test_every_array_of_every_saved_class_is_in_the_table(tmp_path):
     """A row of persist_validate.SPECS covers every class rwtool saves and every array
     attribute it writes (a new large attribute needs a row: this test names it)."""
-    import rwtool.persist_validate as V
+    import rwtool.persist._validate as V
     for path in make_bases(tmp_path):
         parts, doc = doc_of(path)
         plan = V.plan_load(doc, doc["arrays"], lambda n: P._lookup(n, path))

@@ -7,7 +7,7 @@ from sklearn.linear_model import Lasso
 
 import rwtool as rw
 from rwtool.features import KitchenRelu, RWSign, RWStumps
-from rwtool.solvers.prune import make_accept, prune_weights, subset_map, subset_scale
+from rwtool.solvers._prune import make_accept, prune_weights, subset_map, subset_scale
 
 
 @pytest.mark.parametrize("Map", [RWSign, RWStumps, KitchenRelu])

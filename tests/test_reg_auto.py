@@ -1,7 +1,7 @@
 """reg="auto", the default of the exact least-squares estimators: one criterion in every mode.
 
 Oracle: a brute-force cross-validation with dense numpy solves on the same folds (a row's fold
-is the hash of its position, rwtool.solvers.sufficient.fold_of), over every decade from 1e-18
+is the hash of its position, rwtool.solvers._sufficient.fold_of), over every decade from 1e-18
 to 1e3. The Dask and streaming modes are compared with ``fit`` in tests/test_dask.py.
 """
 
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import rwtool as rw
-from rwtool.solvers.sufficient import REG_LIMITS, fold_of
+from rwtool.solvers._sufficient import REG_LIMITS, fold_of
 
 DECADES = 10.0 ** np.arange(np.log10(REG_LIMITS[0]), np.log10(REG_LIMITS[1]) + 0.5)
 
@@ -87,7 +87,7 @@ def test_grid_grows_to_an_optimum_below_it():
     kw = dict(n_features=60, base="fourier", sigma=3.0, standardize=False, random_state=0)
     y = rw.RKSRegressor(reg=1.0, **kw).fit(X, X[:, 0]).feature_matrix(X) @ rng.normal(size=60)
     est = rw.RKSRegressor(**kw).fit(X, y)
-    grid = rw.estimators.random_features.AUTO_REG["ridge"]
+    grid = rw.estimators._random_features.AUTO_REG["ridge"]
     scores = brute_force_scores(est, X, y, DECADES)
     assert DECADES[np.argmax(scores)] < grid.min()
     assert est.reg_ == pytest.approx(DECADES[np.argmax(scores)], rel=1e-12)
@@ -97,7 +97,7 @@ def test_grid_grows_to_an_optimum_below_it():
 def test_too_few_rows_for_three_folds():
     """reg=None falls back to SMALL_DATA_REG when a fold would hold fewer than 2 rows;
     an explicit reg='auto' says what is missing."""
-    from rwtool.estimators.from_sums import SMALL_DATA_REG
+    from rwtool.solvers._from_sums import SMALL_DATA_REG
     X, y = _problem("regression")
     est = rw.RWRegressor(n_features=10, random_state=0).fit(X[:4], y[:4])
     assert est.reg_ == SMALL_DATA_REG and est.reg_search_ is None
@@ -112,7 +112,7 @@ def test_validation_sample_is_the_same_rows_in_any_chunking():
     stream in uneven chunks, merged partitions and one array keep the same rows, and a fold's
     accuracy on them equals numpy's on those rows."""
     from rwtool.features import RandomFourierFeatures
-    from rwtool.solvers.sufficient import SAMPLE_SEED, SufficientStats, position_uniform
+    from rwtool.solvers._sufficient import SAMPLE_SEED, SufficientStats, position_uniform
     rng = np.random.default_rng(0)
     X, Y = rng.normal(size=(500, 3)), np.where(rng.random((500, 1)) < 0.5, 1.0, -1.0)
     fmap = RandomFourierFeatures(n_features=10, variant="phase", random_state=0).fit(X)

@@ -3,10 +3,10 @@
 import numpy as np
 import pytest
 
-from rwtool.errors import NumericalError
+from rwtool.exceptions import NumericalError
 from rwtool.features import KitchenSign, RWRelu, RWStumps
-from rwtool.solvers.ridge import (NumericalWarning, normal_equations, ridge_fit,
-                                  solve_normal_equations)
+from rwtool.solvers._ridge import (NumericalWarning, normal_equations, ridge_fit,
+                                   solve_normal_equations)
 
 
 @pytest.fixture

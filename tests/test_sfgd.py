@@ -7,8 +7,8 @@ import rwtool as rw
 from rwtool.features import RWExpSign, RWSign, RWStumps
 from rwtool.losses import get_loss
 from rwtool.progress import FitCancelled, Progress
-from rwtool.solvers.prune import subset_map
-from rwtool.solvers.sfgd import sfgd_fit
+from rwtool.solvers._prune import subset_map
+from rwtool.solvers._sfgd import sfgd_fit
 
 
 def _data(m=150, seed=0):
@@ -164,7 +164,7 @@ def test_rks_sgd_approaches_the_exact_minimiser(loss):
     from scipy.optimize import minimize
 
     from rwtool.features import KitchenRelu
-    from rwtool.solvers.sgd_rks import sgd_fit
+    from rwtool.solvers._sgd_rks import sgd_fit
     X, Y = _data(m=400, seed=7)
     fmap = KitchenRelu(n_features=30, random_state=0).fit(X)
     Phi = fmap.transform(X)

@@ -6,12 +6,12 @@ import numpy as np
 import pytest
 from scipy.optimize import minimize
 
-from rwtool.estimators.rfsgd import RFSGDClassifier
-from rwtool.features.fourier import RandomFourierFeatures, shift_invariant_kernel
+from rwtool.estimators._rfsgd import RFSGDClassifier
+from rwtool.features._fourier import RandomFourierFeatures, shift_invariant_kernel
 from rwtool.progress import FitCancelled
-from rwtool.solvers.ridge import NumericalWarning
-from rwtool.solvers.sgd import (averaged_sgd, averaging_theta, averaging_weights,
-                                default_gamma, kernel_averaged_sgd, logistic_loss, step_size)
+from rwtool.solvers._ridge import NumericalWarning
+from rwtool.solvers._sgd import (averaged_sgd, averaging_theta, averaging_weights, default_gamma,
+                                 kernel_averaged_sgd, logistic_loss, step_size)
 
 
 def _reference_asgd(Phi, y, lam, gamma):

@@ -1,4 +1,4 @@
-"""The kitchen-sink SGD step (solvers/sgd_rks.py): its constant, its effect on heavy-tailed rows,
+"""The kitchen-sink SGD step (solvers/_sgd_rks.py): its constant, its effect on heavy-tailed rows,
 and the divergence guard that backs it."""
 
 import numpy as np
@@ -7,7 +7,7 @@ import pytest
 import rwtool as rw
 from rwtool.features import KitchenRelu
 from rwtool.losses import get_loss
-from rwtool.solvers.sgd_rks import sgd_fit, step_constant
+from rwtool.solvers._sgd_rks import sgd_fit, step_constant
 
 
 def _heavy_tailed(seed, m=3000, d=10, frac=0.01, scale=20.0):

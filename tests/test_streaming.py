@@ -8,8 +8,8 @@ import pytest
 
 import rwtool as rw
 from rwtool.features import RandomFourierFeatures
-from rwtool.solvers.sufficient import SufficientStats, fold_of, select_reg
-from rwtool.streaming import Moments, scan_moments
+from rwtool.solvers._sufficient import SufficientStats, fold_of, select_reg
+from rwtool.scale._streaming import Moments, scan_moments
 
 ESTIMATORS = [rw.RWRegressor, rw.RKSRegressor, rw.RWClassifier, rw.RKSClassifier]
 CUTS = [(0, 170), (170, 171), (171, 400), (400, 600)]   # uneven, one of a single row
@@ -227,7 +227,7 @@ def test_rwtool_imports_and_streams_without_dask():
             "est = rw.RKSRegressor(n_features=10).partial_fit(X, X[:, 0])\n"
             "print(est.predict(X[:2]).shape)\n"
             "try:\n"
-            "    from rwtool import dask_backend; dask_backend.as_dask_arrays(X)\n"
+            "    from rwtool.scale import _dask as dask_backend; dask_backend.as_dask_arrays(X)\n"
             "except ImportError as exc:\n"
             "    print('ImportError', exc)\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
@@ -268,7 +268,7 @@ def _write_csv(path, n=3000, seed=0):
 def test_train_csv_equals_in_memory_fit(tmp_path, target, cls):
     """Streaming a file in small blocks gives the model fit gives on read_csv's X, y."""
     from rwtool.data import read_csv
-    from rwtool.train_stream import train_csv
+    from rwtool.scale._train_csv import train_csv
     path = _write_csv(tmp_path / "d.csv")
     other = "label" if target == "y" else "y"
     run = train_csv(path, target, cls(n_features=40, reg=1e-5, random_state=0), test_size=0,
@@ -283,8 +283,8 @@ def test_train_csv_equals_in_memory_fit(tmp_path, target, cls):
 
 def test_train_csv_holdout_and_test_file(tmp_path):
     from rwtool.data import read_csv
-    from rwtool.solvers.sufficient import position_uniform
-    from rwtool.train_stream import _HOLDOUT_SEED, train_csv
+    from rwtool.solvers._sufficient import position_uniform
+    from rwtool.scale._train_csv import _HOLDOUT_SEED, train_csv
     path = _write_csv(tmp_path / "d.csv")
     run = train_csv(path, "y", rw.RWRegressor(n_features=40, reg=1e-6, random_state=0), test_size=0.3,
                     split_seed=7, block_bytes=4096, ignore=["label"])

@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from rwtool.features.taylor import TaylorMultiKernelFeatures, knn_sigma, taylor_gaussian_kernel
+from rwtool.features._taylor import TaylorMultiKernelFeatures, knn_sigma, taylor_gaussian_kernel
 
 
 def _data(rng, n=40, d=4, scale=0.7):

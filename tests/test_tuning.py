@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 import rwtool as rw
-from rwtool.tuning import (Choice, LogUniform, RandomizedSearchCV, Uniform, default_space,
-                           kfold_indices, select_reg)
+from rwtool.model_selection._search import (Choice, LogUniform, RandomizedSearchCV, Uniform,
+                                            default_space, kfold_indices, select_reg)
 
 
 def test_kfold_partitions_and_stratifies(rng):
@@ -75,7 +75,7 @@ def test_fast_path_equals_fitting_every_fold(cls, kind, binary_data, regression_
 def test_reg_search_featurises_the_data_twice(monkeypatch, regression_data):
     X, y = regression_data
     rows = []
-    from rwtool.features.rkhs import _RWDot
+    from rwtool.features._rkhs import _RWDot
     original = _RWDot._features_into
 
     def counting(self, Xb, out):
@@ -116,7 +116,7 @@ def test_auto_reg_is_the_default_and_refits_at_its_choice(regression_data, binar
     fit at the chosen value (the brute-force oracle of the choice: tests/test_reg_auto.py)."""
     X, y = regression_data
     est = rw.RWRegressor(n_features=60, reg="auto", random_state=2).fit(X, y)
-    grid = list(rw.estimators.random_features.AUTO_REG["lstsq"])
+    grid = list(rw.estimators._random_features.AUTO_REG["lstsq"])
     assert set(grid) <= set(est.reg_search_["reg"]) and est.reg_ in est.reg_search_["reg"]
     dflt = rw.RWRegressor(n_features=60, random_state=2).fit(X, y)
     assert dflt.reg is None and dflt.reg_ == est.reg_
@@ -134,7 +134,7 @@ def test_auto_reg_is_the_default_and_refits_at_its_choice(regression_data, binar
 def test_auto_reg_grid_grows_toward_the_side_it_ends_on(regression_data):
     """A best value at the large end (strong noise: the model wants a large reg) extends the
     grid upwards by a decade; a best value inside the grid, or a plateau, adds nothing."""
-    from rwtool.solvers.sufficient import extension
+    from rwtool.solvers._sufficient import extension
     regs = [1e-3, 1e-2, 1e-1]
     assert extension(regs, [0.1, 0.2, 0.3]) == pytest.approx(1.0)
     assert extension(regs, [0.1, 0.2, 0.3], upper=0.5) is None      # OSD needs reg < 1
@@ -151,7 +151,7 @@ def test_auto_reg_grid_grows_toward_the_side_it_ends_on(regression_data):
 @pytest.mark.parametrize("with_gram", [True, False])
 def test_reg_path_matches_one_solve_per_reg(with_gram, rng):
     """RegPath's eigen-route equals a dense solve of (A + m reg R + m eps I) a = B per reg."""
-    from rwtool.solvers.ridge import RegPath
+    from rwtool.solvers._ridge import RegPath
     m, T, q = 300, 40, 2
     Phi = rng.standard_normal((m, T))
     B = Phi.T @ rng.standard_normal((m, q))
@@ -169,7 +169,7 @@ def test_reg_path_matches_one_solve_per_reg(with_gram, rng):
 
 
 def test_reg_path_refuses_an_ill_conditioned_gram():
-    from rwtool.solvers.ridge import RegPath
+    from rwtool.solvers._ridge import RegPath
     v = np.ones((5, 1))
     assert RegPath.for_gram(v @ v.T + 1e-12 * np.eye(5)) is None  # rank one plus a hair
 
@@ -187,7 +187,7 @@ def test_reg_search_survives_an_indefinite_path(regression_data):
 
 def test_reg_path_check_pairs_each_reg_with_its_own_solution(monkeypatch, regression_data):
     """The residual check gets the solution of the reg it is told, whatever the draw order."""
-    from rwtool.solvers import ridge
+    from rwtool.solvers import _ridge as ridge
     checked = []
     original = ridge.RegPath.accurate
 

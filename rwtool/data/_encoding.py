@@ -1,0 +1,635 @@
+"""The replayable encoding of a CSV: which columns, how each becomes numbers, the target.
+
+:class:`Preprocessing` is learned from a parsed table (``fit_record``: column kinds, one-hot
+categories, imputation statistics, the target's task and classes) and replayed on any table with
+the same columns (``Preprocessing._encode``), a new file (``apply_csv``) or rows typed in a form
+(``transform_rows``). It serialises to plain JSON, which model files embed. This module must not
+tokenise files (rwtool.data._read does) or scale features (the estimators standardise).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any, Iterable, Mapping, Sequence
+
+import numpy as np
+
+from ._dialect import _DEFAULT_MAX_BYTES, NA_VALUES, open_source, sniff_csv
+from ._read import Column, Table, canon, parse, table_from_rows
+from ._errors import (AllMissingError, HighCardinalityError, MissingColumnError, MissingValueError,
+                      NonFiniteError, NonNumericError, SingleClassError, TargetError,
+                      UnseenCategoryError, HeaderOnlyError, EmptyFileError, ScaleError)
+from ._dataset import Dataset
+from ._numfmt import check_format, describe_format, detect_format, parse_formatted
+
+__all__ = ["Preprocessing", "fit_record", "MISSING_POLICIES", "norm_policy", "infer_task"]
+
+#: what to do with missing feature values
+MISSING_POLICIES = ("error", "drop-rows", "impute-mean", "impute-most-frequent")
+
+_DEFAULT_MAX_ABS = 1e100
+_INTEGER_CLASSES_MAX = 10               # integer targets with at most this many values: classes
+_MIN_SCALE = 1e-150                     # below this, squares underflow (1e-150**2 ~ 1e-300)
+
+
+def infer_task(col: Column, kind: str, rows) -> str:
+    if kind == "categorical":
+        n = len(col.category_counts(rows))
+        return "binary" if n <= 2 else "multiclass"
+    u = col.unique_numbers(rows)
+    u = u[np.isfinite(u)]
+    if len(u) <= 2:
+        return "binary"
+    if len(u) <= _INTEGER_CLASSES_MAX and np.all(u == np.round(u)):
+        return "multiclass"
+    return "regression"
+
+
+class Preprocessing:
+    """The recorded encoding of a CSV: which columns, how each becomes numbers, the target.
+
+    Replaying it on a file with the same columns gives the same ``X`` column for column:
+    numeric columns are copied (missing cells imputed with the training statistic, or the row
+    dropped, as recorded), categorical columns are one-hot encoded over the training categories
+    (an unseen category is an error unless ``handle_unknown="ignore"``, which encodes it as all
+    zeros). It serialises to plain JSON (:meth:`to_dict`), which model files embed.
+
+    Build it with :func:`read_csv` or :func:`train_test_csv`, not by hand.
+    """
+
+    FORMAT = 1
+
+    def __init__(self, columns: list[dict], target: dict | None, missing: str,
+                 na_values: Sequence[str] = NA_VALUES, max_abs: float = _DEFAULT_MAX_ABS,
+                 handle_unknown: str = "error", header: bool = True,
+                 file_columns: Sequence[str] = ()):
+        self.columns = columns
+        self.target = target
+        self.missing = missing
+        self.na_values = tuple(na_values)
+        self.max_abs = float(max_abs)
+        self.handle_unknown = handle_unknown
+        self.header = bool(header)
+        self.file_columns = list(file_columns)
+
+    # -- description ------------------------------------------------------------------------
+    @property
+    def input_columns(self) -> list[str]:
+        """The CSV columns the encoding reads, in order."""
+        return [c["name"] for c in self.columns]
+
+    @property
+    def given_names(self) -> list[str] | None:
+        """The column names to give the reader of a new file: those of a headerless training
+        file that were named by the user, None when the file's header (or col1, col2, ...)
+        names them."""
+        default = [f"col{j + 1}" for j in range(len(self.file_columns))]
+        return None if self.header or self.file_columns == default else self.file_columns
+
+    @property
+    def feature_names_out(self) -> list[str]:
+        """Names of the columns of ``X``: "age", "color=red", "color=blue", ..."""
+        out = []
+        for c in self.columns:
+            if c["kind"] == "numeric":
+                out.append(c["name"])
+            else:
+                out.extend(f"{c['name']}={k}" for k in c["categories"])
+        return out
+
+    @property
+    def n_features_out(self) -> int:
+        return len(self.feature_names_out)
+
+    @property
+    def task(self) -> str | None:
+        return None if self.target is None else self.target["task"]
+
+    def describe(self) -> list[str]:
+        """One human line per step (for ``rwtool info`` and the GUI)."""
+        lines = []
+        for c in self.columns:
+            if c["kind"] == "numeric":
+                s = f"{c['name']}: numeric"
+                if c.get("format"):
+                    s += f" (written with {describe_format(c['format'])})"
+            else:
+                s = f"{c['name']}: one-hot over {len(c['categories'])} categories"
+            if c.get("fill") is not None:
+                s += f", missing -> {c['fill']!r}"
+            lines.append(s)
+        if self.target is not None:
+            t = self.target
+            s = f"target {t['name']!r}: {t['task']}"
+            if t.get("classes") is not None:
+                s += f" over {len(t['classes'])} classes {t['classes'][:10]}"
+            lines.append(s)
+        lines.append(f"missing values: {self.missing}")
+        return lines
+
+    def __repr__(self) -> str:
+        return (f"Preprocessing({len(self.columns)} columns -> {self.n_features_out} features, "
+                f"target={None if self.target is None else self.target['name']!r}, "
+                f"missing={self.missing!r})")
+
+    # -- serialisation -----------------------------------------------------------------------
+    def to_dict(self) -> dict:
+        return {"format": self.FORMAT, "columns": [dict(c) for c in self.columns],
+                "target": None if self.target is None else dict(self.target),
+                "missing": self.missing, "na_values": list(self.na_values),
+                "max_abs": self.max_abs, "handle_unknown": self.handle_unknown,
+                "header": self.header, "file_columns": list(self.file_columns)}
+
+    @classmethod
+    def from_dict(cls, d: Mapping) -> "Preprocessing":
+        """Rebuild from :meth:`to_dict` output, checking every field (it may come from a file)."""
+        def fail(what):
+            raise ValueError(f"invalid preprocessing record: {what}")
+
+        if not isinstance(d, Mapping) or d.get("format") != cls.FORMAT:
+            fail("unknown format")
+        cols = d.get("columns")
+        if not isinstance(cols, list) or not cols:
+            fail("no columns")
+        clean = []
+        for c in cols:
+            if not isinstance(c, Mapping) or not isinstance(c.get("name"), str):
+                fail("a column without a name")
+            kind = c.get("kind")
+            if kind == "numeric":
+                fill = c.get("fill")
+                if fill is not None and not (isinstance(fill, (int, float))
+                                             and not isinstance(fill, bool)
+                                             and math.isfinite(fill)):
+                    fail(f"column {c['name']!r} has a non-numeric fill value")
+                spec = {"name": c["name"], "kind": "numeric",
+                        "fill": None if fill is None else float(fill)}
+                if "format" in c:
+                    if not check_format(c["format"]):
+                        fail(f"column {c['name']!r} has an invalid number format")
+                    spec["format"] = dict(c["format"])
+                clean.append(spec)
+            elif kind == "categorical":
+                cats = c.get("categories")
+                if (not isinstance(cats, list) or not cats
+                        or not all(isinstance(k, str) for k in cats)
+                        or len(set(cats)) != len(cats)):
+                    fail(f"column {c['name']!r} has invalid categories")
+                fill = c.get("fill")
+                if fill is not None and fill not in cats:
+                    fail(f"column {c['name']!r} fills with an unknown category")
+                clean.append({"name": c["name"], "kind": "categorical", "categories": list(cats),
+                              "fill": fill})
+            else:
+                fail(f"column kind {kind!r}")
+        names = [c["name"] for c in clean]
+        if len(set(names)) != len(names):
+            fail("duplicate column names")
+        target = d.get("target")
+        if target is not None:
+            if (not isinstance(target, Mapping) or not isinstance(target.get("name"), str)
+                    or target.get("task") not in ("binary", "multiclass", "regression")):
+                fail("invalid target")
+            classes = target.get("classes")
+            lk = target.get("label_kind")
+            if target["task"] != "regression":
+                ok_types = {"int": int, "float": float, "str": str}.get(lk)
+                if (ok_types is None or not isinstance(classes, list) or len(classes) < 2
+                        or not all(isinstance(k, ok_types) and not isinstance(k, bool)
+                                   for k in classes)):
+                    fail("invalid classes")
+            target = {"name": target["name"], "task": target["task"],
+                      "classes": None if target["task"] == "regression" else list(classes),
+                      "label_kind": None if target["task"] == "regression" else lk}
+        missing = d.get("missing")
+        if missing not in MISSING_POLICIES:
+            fail(f"missing policy {missing!r}")
+        na = d.get("na_values")
+        if not isinstance(na, list) or not all(isinstance(s, str) for s in na):
+            fail("na_values")
+        max_abs = d.get("max_abs")
+        if (not isinstance(max_abs, (int, float)) or isinstance(max_abs, bool)
+                or not max_abs > 0):
+            fail("max_abs")
+        if d.get("handle_unknown") not in ("error", "ignore"):
+            fail("handle_unknown")
+        fc = d.get("file_columns", [])
+        if not isinstance(fc, list) or not all(isinstance(s, str) for s in fc):
+            fail("file_columns")
+        return cls(clean, target, missing, na, float(max_abs), d["handle_unknown"],
+                   bool(d.get("header", True)), fc)
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Preprocessing) and self.to_dict() == other.to_dict()
+
+    # -- replay ------------------------------------------------------------------------------
+    def apply_csv(self, path, *, require_target: bool = False, encoding=None, delimiter=None,
+                  decimal=None, nrows=None, max_bytes=_DEFAULT_MAX_BYTES) -> "Dataset":
+        """Encode a new CSV exactly as the training file was.
+
+        The columns are matched by name (by position if the training file had no header);
+        extra columns are ignored. ``y`` is read when the target column is present (it must be
+        when ``require_target``); rows whose target is missing are then dropped, with a note.
+        """
+        src = open_source(path, max_bytes, nrows)
+        path = src.name
+        dialect = sniff_csv(src, encoding=encoding, delimiter=delimiter, decimal=decimal,
+                            header=self.header, na_values=self.na_values, nrows=nrows)
+        need = self.input_columns + ([self.target["name"]] if self.target else [])
+        table = parse(src, dialect, usecols=need, nrows=nrows, na_values=self.na_values,
+                      fallback=encoding is None, names=self.given_names)
+        _require_rows(table)
+        missing = [c for c in self.input_columns if c not in table.names]
+        if missing:
+            raise MissingColumnError(
+                f"the model needs column(s) {', '.join(map(repr, missing))}, absent from this "
+                f"file", file=path, row=1 if dialect.header else None, column=missing[0],
+                hint=f"the file's columns are: {', '.join(table.names)}")
+        has_target = self.target is not None and self.target["name"] in table.names
+        if require_target and not has_target:
+            name = None if self.target is None else self.target["name"]
+            raise MissingColumnError(
+                "the target column is absent, so the model cannot be evaluated" if name else
+                "the model has no recorded target column", file=path, column=name,
+                hint=f"the file's columns are: {', '.join(table.names)}")
+        return self._encode(table, np.arange(table.n_rows), with_target=has_target)
+
+    def transform_rows(self, rows: Iterable[Mapping[str, Any]]) -> np.ndarray:
+        """``X`` for rows given as {column: value} mappings (strings or numbers), e.g. typed
+        in a form; missing keys and None are missing values."""
+        rows = list(rows)
+        names = self.input_columns
+        cells = [[("" if r.get(n) is None else (repr(float(r[n])) if isinstance(
+            r[n], (float, np.floating)) else str(r[n]))) for n in names] for r in rows]
+        if not cells:
+            return np.empty((0, self.n_features_out))
+        table = table_from_rows(names, cells, self.na_values, ".")
+        ds = self._encode(table, np.arange(len(cells)), with_target=False, drop_ok=False)
+        return ds.X
+
+    # -- the encoder -------------------------------------------------------------------------
+    def _encode(self, table: Table, rows: np.ndarray, with_target: bool,
+                drop_ok: bool = True, allow_empty: bool = False) -> "Dataset":
+        path = table.path
+        notes: list[str] = list(getattr(table, "notes", []))
+        keep = np.ones(len(rows), dtype=bool)
+        y = None
+        if with_target:
+            y, ymiss = _target_values(table, self.target, rows, self.max_abs)
+            if ymiss.any():
+                notes.append(f"dropped {int(ymiss.sum())} row(s) with a missing target")
+                keep &= ~ymiss
+        widths = [1 if c["kind"] == "numeric" else len(c["categories"]) for c in self.columns]
+        offs = np.concatenate([[0], np.cumsum(widths)]).astype(int)
+        X = np.empty((len(rows), int(offs[-1])))
+        # Plain numeric columns are copied and checked as one matrix (a 30,000-column file
+        # must not pay numpy's per-call overhead per column); a column with a NaN (missing or
+        # text) or a value over max_abs goes through the per-column path below.
+        plain = [i for i, c in enumerate(self.columns)
+                 if c["kind"] == "numeric" and not c.get("format")]
+        for i in plain:
+            X[:, offs[i]] = table.col(self.columns[i]["name"]).values[rows]
+        P = X[:, offs[plain]]
+        flagged = set(np.asarray(plain)[~np.all(np.abs(P) <= self.max_abs, axis=0)].tolist()
+                      if plain else [])
+        quick = set(plain) - flagged
+        miss_cols = {}
+        for i, spec in enumerate(self.columns):
+            if i in quick:
+                continue
+            if spec.get("format"):
+                notes.append(f"column {spec['name']!r}: numbers written with "
+                             f"{describe_format(spec['format'])}")
+            col = table.col(spec["name"])
+            if spec["kind"] == "numeric":
+                block, miss = _numeric_block(col, rows, spec, self.max_abs, path, table.lines)
+            else:
+                block, miss = _categorical_block(col, rows, spec, self.handle_unknown, path,
+                                                 table.lines)
+            if miss.any():
+                miss_cols[spec["name"]] = miss
+            X[:, offs[i]:offs[i + 1]] = block
+        if miss_cols:
+            anymiss = np.logical_or.reduce(list(miss_cols.values()))
+            # Imputed columns have no missing cell left: what remains is an error unless rows
+            # may be dropped (not for rows typed in a form, which must each get an answer).
+            if self.missing != "drop-rows" or not drop_ok:
+                first = int(np.flatnonzero(anymiss & keep)[0]) if (anymiss & keep).any() else None
+                if first is not None:
+                    col = next(n for n, m in miss_cols.items() if m[first])
+                    detail = ", ".join(f"{n!r}: {int(m.sum())}" for n, m in miss_cols.items())
+                    raise MissingValueError(
+                        f"missing value (missing values per column: {detail})", file=path,
+                        row=int(table.lines[rows[first]]), column=col,
+                        hint="choose a missing-value policy: missing='drop-rows', "
+                             "'impute-mean' or 'impute-most-frequent' (command line: "
+                             "--missing ...)")
+            elif self.missing == "drop-rows":
+                n_drop = int((anymiss & keep).sum())
+                keep &= ~anymiss
+                if n_drop:
+                    notes.append(f"dropped {n_drop} row(s) with missing values")
+        if not keep.all():
+            X, rows = X[keep], rows[keep]
+            y = None if y is None else y[keep]
+        if len(rows) == 0 and len(keep) and not allow_empty:
+            raise AllMissingError(
+                "no row is left after dropping the rows with missing values", file=path,
+                hint="impute instead (missing='impute-mean') or ignore the mostly-empty columns")
+        return Dataset(X=np.ascontiguousarray(X, dtype=np.float64), y=y,
+                       feature_names=self.feature_names_out,
+                       target=None if self.target is None else self.target["name"],
+                       task=self.task, preprocessing=self, rows=table.lines[rows].copy(),
+                       source=path, dialect=table.dialect, notes=notes)
+
+
+def _numeric_block(col: Column, rows, spec, max_abs, path, lines):
+    codes, values = col.codes[rows], col.values[rows]
+    text = np.flatnonzero(codes >= 0)
+    fmt = spec.get("format")
+    if fmt and len(text):
+        parsed = parse_formatted(col.vocab, fmt)[codes[text]]
+        ok = ~np.isnan(parsed)
+        values, codes = values.copy(), codes.copy()
+        values[text[ok]], codes[text[ok]] = parsed[ok], -1
+        text = text[~ok]
+    if len(text):
+        i = int(text[0])
+        cell = col.vocab[int(codes[i])]
+        hint = "fix the value, add it to na_values, or declare the column categorical"
+        cell_fmt, _ = detect_format([cell], ".")
+        declare = (f"declare the column numeric (numeric=[{col.name!r}]; command line: "
+                   f"--numeric {col.name}) to read such cells as numbers")
+        if re.match(r"^[+-]?\d+,\d+$", cell):
+            hint = f"it looks like a decimal comma: pass decimal=',' or {declare}"
+        elif cell_fmt is not None and not fmt:
+            hint = f"it looks like a number written with {describe_format(cell_fmt)}: {declare}"
+        elif any(ch.isdigit() and not ch.isascii() for ch in cell):
+            hint = ("only the digits 0-9 are read as numbers: convert the other digits "
+                    "(Arabic-Indic, full-width, ...) in the file")
+        elif re.fullmatch(r"[+-]?[0-9]+(_[0-9]+)+(\.[0-9]*)?", cell):
+            hint = "'_' is not a digit separator in a CSV number: remove it from the file"
+        raise NonNumericError(
+            f"non-numeric text {cell!r} in a numeric column ({len(text)} such cell(s))",
+            file=path, row=int(lines[rows[i]]), column=col.name, hint=hint)
+    bad = np.flatnonzero((codes == -1) & ~(np.abs(values) <= max_abs))
+    if len(bad):
+        i = int(bad[0])
+        v = values[i]
+        what = "an infinite value" if np.isinf(v) else f"the value {v:g}, too large"
+        raise NonFiniteError(
+            f"{what} (|x| must be at most max_abs={max_abs:g}; {len(bad)} such cell(s))",
+            file=path, row=int(lines[rows[i]]), column=col.name,
+            hint="fix or rescale the column, or mark such cells missing (na_values)")
+    miss = codes == -2
+    out = values.copy()
+    if miss.any() and spec.get("fill") is not None:
+        out[miss] = spec["fill"]
+        miss = np.zeros_like(miss)
+    return out[:, None], miss
+
+
+def _categorical_block(col: Column, rows, spec, handle_unknown, path, lines):
+    cats = spec["categories"]
+    index = {k: i for i, k in enumerate(cats)}
+    ids = col.category_ids(index, rows)
+    unknown = np.flatnonzero(ids == -2)
+    if len(unknown) and handle_unknown == "error":
+        i = int(unknown[0])
+        code = int(col.codes[rows[i]])
+        cell = col.vocab[code] if code >= 0 else canon(col.values[rows[i]])
+        raise UnseenCategoryError(
+            f"category {cell!r} did not occur in the training data (known: "
+            f"{', '.join(map(repr, cats[:10]))}{', ...' if len(cats) > 10 else ''})",
+            file=path, row=int(lines[rows[i]]), column=col.name,
+            hint="fix the value, or encode unseen categories as all zeros "
+                 "(handle_unknown='ignore')")
+    miss = ids == -1
+    if miss.any() and spec.get("fill") is not None:
+        ids[miss] = index[spec["fill"]]
+        miss = np.zeros_like(miss)
+    block = np.zeros((len(ids), len(cats)))
+    hit = ids >= 0
+    block[np.flatnonzero(hit), ids[hit]] = 1.0
+    return block, miss
+
+
+def _target_values(table: Table, target: dict, rows, max_abs: float = _DEFAULT_MAX_ABS):
+    col = table.col(target["name"])
+    codes, values = col.codes[rows], col.values[rows]
+    miss = codes == -2
+    path, lines = table.path, table.lines
+    if target["task"] == "regression":
+        text = np.flatnonzero(codes >= 0)
+        if len(text):
+            i = int(text[0])
+            raise TargetError(f"non-numeric target {col.vocab[int(codes[i])]!r}: regression "
+                              f"needs numbers", file=path, row=int(lines[rows[i]]),
+                              column=col.name, hint="fix the value or choose a classification "
+                                                     "task")
+        bad = np.flatnonzero((codes == -1) & ~(np.abs(values) <= max_abs))
+        if len(bad):
+            i = int(bad[0])
+            v = values[i]
+            raise NonFiniteError(
+                "an infinite target value" if np.isinf(v) else
+                f"the target value {v:g} is too large (|y| must be at most max_abs="
+                f"{max_abs:g}: squared errors would overflow)", file=path,
+                row=int(lines[rows[i]]), column=col.name,
+                hint="rescale the target (divide it by a power of ten) or model log(y)")
+        return values.copy(), miss
+    kind = target["label_kind"]
+    if kind == "str":
+        y = np.empty(len(rows), dtype=object)
+        t = codes >= 0
+        y[t] = np.array(col.vocab, dtype=object)[codes[t]] if t.any() else []
+        num = codes == -1
+        y[num] = [canon(v) for v in values[num]]
+        y[miss] = ""
+        width = max((len(s) for s in y[~miss]), default=1)
+        return y.astype(f"<U{max(width, 1)}"), miss
+    text = np.flatnonzero(codes >= 0)
+    if len(text):
+        i = int(text[0])
+        raise TargetError(f"text label {col.vocab[int(codes[i])]!r} in a numeric target",
+                          file=path, row=int(lines[rows[i]]), column=col.name,
+                          hint="fix the value or mark it missing (na_values)")
+    if kind == "int":
+        frac = np.flatnonzero((codes == -1) & (values != np.round(values)))
+        if len(frac):
+            i = int(frac[0])
+            raise TargetError(f"non-integer label {values[i]:g} in an integer class target",
+                              file=path, row=int(lines[rows[i]]), column=col.name)
+        return np.where(miss, 0, values).astype(np.int64), miss
+    return np.where(miss, 0.0, values), miss
+
+
+def norm_policy(missing) -> str:
+    key = str(missing).lower().replace("_", "-")
+    aliases = {"drop": "drop-rows", "mean": "impute-mean", "most-frequent": "impute-most-frequent",
+               "mode": "impute-most-frequent"}
+    key = aliases.get(key, key)
+    if key not in MISSING_POLICIES:
+        raise ValueError(f"missing must be one of {', '.join(MISSING_POLICIES)}, got {missing!r}")
+    return key
+
+
+def _fit_target(table: Table, name: str, task: str, rows) -> dict:
+    """The target's task and classes from its cells in ``rows`` (every one present)."""
+    col = table.col(name)
+    path = table.path
+    n_num, n_text, _ = col.counts(rows)
+    if n_num + n_text == 0:
+        raise AllMissingError("the target column has no value", file=path, column=name)
+    kind = col.inferred_kind(rows)
+    if task == "auto":
+        task = infer_task(col, kind, rows)
+    if task == "regression":
+        _check_scale(col, rows, path, "target")
+        return {"name": name, "task": "regression", "classes": None, "label_kind": None}
+    if kind == "categorical":
+        classes = sorted(col.category_counts(rows))
+        label_kind = "str"
+    else:
+        first = col.first_text(rows)
+        if first is not None:
+            raise TargetError(f"text label {first[1]!r} in a numeric target", file=path,
+                              row=first[0], column=name,
+                              hint="fix the value or mark it missing (na_values)")
+        u = col.unique_numbers(rows)
+        if not np.all(np.isfinite(u)):
+            raise NonFiniteError("an infinite target value", file=path,
+                                 row=col.first_nonfinite(rows), column=name)
+        if np.all(u == np.round(u)) and np.all(np.abs(u) < 2**53):
+            classes, label_kind = [int(x) for x in u], "int"
+        else:
+            classes, label_kind = [float(x) for x in u], "float"
+    if len(classes) < 2:
+        raise SingleClassError(
+            f"the target has a single class ({classes[0]!r} in all {n_num + n_text} rows); a "
+            f"classifier needs at least two", file=path, column=name,
+            hint="check the target column, or pass task='regression' for numeric values")
+    if task == "binary" and len(classes) > 2:
+        raise TargetError(f"task 'binary' but the target has {len(classes)} classes",
+                          file=path, column=name, hint="use task='multiclass' or 'auto'")
+    if task == "classification":
+        task = "binary" if len(classes) == 2 else "multiclass"
+    if task == "multiclass" and len(classes) == 2:
+        task = "binary"
+    return {"name": name, "task": task, "classes": classes, "label_kind": label_kind}
+
+
+def _column_format(col, decimal, declared):
+    if col.n_distinct_text > len(col.vocab):
+        return None, None           # more distinct texts than kept: not one number style
+    return detect_format(col.vocab, decimal, declared)
+
+
+def _formatted_fill(col, rows, fmt, policy):
+    counts = col.category_counts(rows)
+    labels = list(counts)
+    vals = parse_formatted(labels, fmt)
+    plain = np.isnan(vals)
+    vals[plain] = [float(x) if _is_float(x) else np.nan for x in np.array(labels)[plain]]
+    cnt = np.array([counts[k] for k in labels], dtype=np.float64)
+    ok = np.isfinite(vals)
+    if not ok.any():
+        return None
+    if policy == "impute-mean":
+        return float(np.sum(vals[ok] * cnt[ok]) / np.sum(cnt[ok]))
+    best = cnt[ok].max()
+    return float(np.min(vals[ok][cnt[ok] == best]))
+
+
+def _is_float(x: str) -> bool:
+    try:
+        float(x)
+        return True
+    except ValueError:
+        return False
+
+
+def _check_scale(col, rows, path, what):
+    # Features on any scale are fine (the estimators standardise in units of each column's
+    # largest value); a regression target this small makes every error metric underflow.
+    top = col.max_magnitude(rows)
+    if 0.0 < top < _MIN_SCALE:
+        raise ScaleError(
+            f"every value of this {what} is below {_MIN_SCALE:g} in magnitude (largest "
+            f"{top:.3g}): squared errors underflow to zero, so no error or R^2 can be computed",
+            file=path, column=col.name,
+            hint=f"rescale it (e.g. multiply by 1e{-int(np.floor(np.log10(top)))}) before "
+                 f"training")
+
+
+def _fit_columns(table: Table, features, categorical, numeric, policy, max_categories,
+                 fit_rows) -> list[dict]:
+    path = table.path
+    specs = []
+    for name in features:
+        col = table.col(name)
+        n_num, n_text, n_miss = col.counts(fit_rows)
+        if n_num + n_text == 0:
+            raise AllMissingError(
+                f"every value of this column is missing ({n_miss} row(s))", file=path,
+                column=name, hint=f"ignore the column (ignore=[{name!r}]; command line: "
+                                  f"--ignore {name})")
+        if name in categorical:
+            kind = "categorical"
+        elif name in numeric:
+            kind = "numeric"
+        else:
+            kind = col.inferred_kind(fit_rows)
+        fmt = None
+        if n_text and name not in categorical and (name in numeric or kind != "numeric"):
+            # "$3", "3%", "1 000", "0,5": numbers when written so in most cells (or declared)
+            fmt, why = _column_format(col, table.dialect.decimal, name in numeric)
+            kind = "numeric" if fmt is not None else kind
+            if why is not None and "comma" in why:
+                raise NonNumericError(
+                    f"numbers like {col.vocab[0]!r}: {why}", file=path, column=name,
+                    hint=f"declare the column numeric (numeric=[{name!r}]; command line: "
+                         f"--numeric {name}) to read the comma as a thousands separator, "
+                         f"or write the numbers without it")
+        if kind == "numeric":
+            spec = {"name": name, "kind": "numeric", "fill": None}
+            if fmt is not None:
+                spec["format"] = fmt
+            if policy in ("impute-mean", "impute-most-frequent"):
+                # None when a value is not finite: the encoder reports it
+                spec["fill"] = (col.numeric_fill(policy, fit_rows) if fmt is None
+                                else _formatted_fill(col, fit_rows, fmt, policy))
+            specs.append(spec)
+            continue
+        counts = col.category_counts(slice(None))     # the file's vocabulary, all rows
+        n_cat = max(len(counts), col.n_distinct_text)
+        if n_cat > max_categories:
+            raise HighCardinalityError(
+                f"{n_cat} distinct values in a text column: one-hot encoding would add "
+                f"{n_cat} columns (max_categories={max_categories})", file=path, column=name,
+                hint=f"ignore it (ignore=[{name!r}]; command line: --ignore {name}) if it is "
+                     f"an identifier or free text, or raise max_categories")
+        cats = sorted(counts)
+        fill = None
+        if policy in ("impute-mean", "impute-most-frequent"):
+            fit_counts = col.category_counts(fit_rows) or counts
+            fill = max(sorted(fit_counts), key=fit_counts.get)
+        specs.append({"name": name, "kind": "categorical", "categories": cats, "fill": fill})
+    return specs
+
+
+def fit_record(table, tname, feats, cat, num, task, policy, max_categories, handle_unknown,
+                na_values, max_abs, fit_rows) -> Preprocessing:
+    tspec = None if tname is None else _fit_target(table, tname, task, fit_rows)
+    specs = _fit_columns(table, feats, cat, num, policy, max_categories, fit_rows)
+    return Preprocessing(specs, tspec, policy, na_values, max_abs, handle_unknown,
+                         table.dialect.header, table.names)
+
+
+def _require_rows(table: Table) -> None:
+    if table.n_rows == 0:
+        if table.dialect.header:
+            raise HeaderOnlyError("the file has a header line but no data rows", file=table.path,
+                                  row=1, hint="add data rows below the header")
+        raise EmptyFileError("the file holds no data rows", file=table.path)

@@ -1,0 +1,52 @@
+"""Notes on a parsed table's guesses that a user should check before trusting the data.
+
+A reader that detects its dialect can be right by the rules and still wrong about the file: a
+first line that numbers the columns was read as column names (it may be a data row), or a
+feature column numbers the rows (pandas' saved index, which carries no information about the
+target). ``note_guesses`` appends one plain sentence per such finding, with the option that
+undoes the guess, to ``table.notes``; ``read_csv`` and ``preview_csv`` carry them to the user.
+
+This module only explains: it must not change a value, a type, a column role or the dialect,
+and must not raise on any table the reader produced.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._dialect import _numbered
+
+__all__ = ["note_guesses"]
+
+
+def note_guesses(table, header, names, features=None) -> None:
+    """Append to ``table.notes`` what the reader guessed about the header and row index.
+
+    ``header`` and ``names`` are the caller's options (a header the user chose or named is not
+    a guess); ``features`` are the feature columns once roles are known (None: not yet).
+    """
+    _note_numbered_header(table, header, names)
+    if features is not None:
+        _note_row_index(table, features)
+
+
+def _note_numbered_header(table, header, names) -> None:
+    numbered = _numbered(table.names) or (table.names[0] == "col1" and _numbered(table.names[1:]))
+    if header is None and names is None and table.dialect.header and numbered:
+        table.notes.append(f"the first line ({', '.join(table.names[:3])}, ...) was read as "
+                           f"column names (it numbers the columns); pass header=False "
+                           f"(command line: --no-header) if it is data")
+
+
+def _note_row_index(table, features) -> None:
+    for name in features:
+        c = table.col(name)
+        n = len(c.codes)
+        if n < 3 or np.any(c.codes != -1):
+            continue
+        v = c.values
+        if v[0] in (0.0, 1.0) and np.array_equal(v, np.arange(v[0], v[0] + n)):
+            table.notes.append(
+                f"column {name!r} numbers the rows ({v[0]:.0f}, {v[1]:.0f}, ..., {v[-1]:.0f}): "
+                f"a row index carries no information about the target; ignore it "
+                f"(ignore=[{name!r}]; command line: --ignore {name})")

@@ -1,0 +1,724 @@
+"""CSV bytes to typed columns: pyarrow.csv tokenises, a numba scan locates, pyarrow types.
+
+The file is read in blocks of bytes. Each block is scanned once (rwtool.data._scan) for record
+boundaries, file lines, field counts and open quotes; structural problems (ragged rows, an
+unterminated quote) are refused there with their line. pyarrow.csv then splits the cells of the
+block's complete records (multi-threaded, as text), and each column is typed with pyarrow
+compute: a cell is a number when it is ASCII digits with an optional sign, decimal mark and
+exponent, or inf/nan (so neither "1_000" nor Arabic-Indic digits are numbers); a cell in
+``na_values`` (after stripping spaces) is missing; anything else is text, interned per column.
+
+:func:`iter_blocks` yields the blocks (the streaming reader builds on it); :func:`parse` collects
+them into a :class:`Table` of :class:`Column` objects. The text encoding is decided for the whole
+file: a file detected as UTF-8 from its first bytes that is not valid UTF-8 further down is read
+again, from the start, as Windows-1252 (or Latin-1), and the switch is reported in the table's
+notes. This module must not decide column roles, encode features or fit anything.
+"""
+
+from __future__ import annotations
+
+import codecs
+import csv
+import math
+from dataclasses import dataclass, field
+from typing import Iterator, Mapping, Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.csv as pacsv
+
+from ._dialect import NA_VALUES, Dialect, Source, open_source
+from ._scan import (BLANK, NEWLINE_IN_QUOTES, TRAILING_EMPTY, compact_records, scan_records,
+                    trim_trailing_field)
+from ._errors import (DataError, DuplicateColumnError, EmptyFileError, EncodingError, HeaderError,
+                      QuoteError, RaggedRowError)
+
+__all__ = ["Column", "Table", "Block", "iter_blocks", "parse", "table_from_rows", "canon"]
+
+_BLOCK_BYTES = 1 << 26                 # bytes read at a time (whole-file reads)
+_STREAM_BLOCK_BYTES = 1 << 24          # ... when the caller wants bounded memory
+_NUMBER = (r"^[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?$"
+           r"|^[+-]?(?i:inf|infinity|nan)$")
+
+
+def canon(v: float) -> str:
+    """The category label of a number: "3" for 3.0, repr otherwise ("2.5", "inf")."""
+    v = float(v)
+    if math.isfinite(v) and v == int(v) and abs(v) < 1e15:
+        return str(int(v))
+    return repr(v)
+
+
+def is_number_text(cell: str) -> bool:
+    """Whether a stripped cell is a number by the reader's rule (ASCII digits only)."""
+    return bool(pc.match_substring_regex(pa.array([cell]), _NUMBER)[0].as_py())
+
+
+class Column:
+    """One parsed column: numbers, and codes saying which cells are text or missing.
+
+    ``codes[i]`` is -1 for a number (``values[i]``), -2 for a missing cell, k >= 0 for the
+    text ``vocab[k]``. Text is interned, so a column costs 12 bytes per row; past ``max_vocab``
+    distinct texts, further ones share the slot ``"<other>"``.
+    """
+
+    __slots__ = ("name", "index", "values", "codes", "vocab", "_lookup", "_vchunks",
+                 "_cchunks", "max_vocab", "n_distinct_text", "fast", "lines", "_full")
+
+    def __init__(self, name: str, index: int, max_vocab: int, fast: bool = True):
+        # fast: no missing-value token reads as a number, so a clean chunk is cast whole
+        self.name, self.index, self.max_vocab, self.fast = name, index, max_vocab, fast
+        self.vocab: list[str] = []
+        self._lookup: dict[str, int] = {}
+        self._vchunks: list[np.ndarray] = []
+        self._cchunks: list[np.ndarray] = []
+        self.n_distinct_text = 0
+        self._full = None
+        self.lines = None       # file line of each cell; set by the Table holding the column
+
+    def add_chunk(self, cells, decimal: str, na: frozenset) -> None:
+        vals, codes = type_cells(cells, decimal, na, self.fast, self._intern)
+        self._vchunks.append(vals)
+        self._cchunks.append(codes)
+
+    def add_typed(self, values: np.ndarray, codes: np.ndarray) -> None:
+        self._vchunks.append(values)
+        self._cchunks.append(codes)
+
+    def _intern(self, texts: list[str]) -> np.ndarray:
+        out = np.empty(len(texts), dtype=np.int32)
+        lookup, vocab = self._lookup, self.vocab
+        for i, t in enumerate(texts):
+            k = lookup.get(t)
+            if k is None:
+                self.n_distinct_text += 1
+                if len(vocab) >= self.max_vocab:
+                    k = self.max_vocab          # shared overflow slot (too many to one-hot)
+                    if len(vocab) == self.max_vocab:
+                        vocab.append("<other>")
+                else:
+                    k = len(vocab)
+                    vocab.append(t)
+                    lookup[t] = k
+            out[i] = k
+        return out
+
+    def finish(self) -> None:
+        self.values = (self._vchunks[0] if len(self._vchunks) == 1 else
+                       np.concatenate(self._vchunks) if self._vchunks else np.empty(0))
+        self.codes = (self._cchunks[0] if len(self._cchunks) == 1 else
+                      np.concatenate(self._cchunks) if self._cchunks
+                      else np.empty(0, dtype=np.int32))
+        self._vchunks, self._cchunks = [], []
+        self._full = None
+
+    def _all(self, rows) -> bool:
+        # rows are distinct indices (or a slice): as many as the column means all of them
+        return rows is None or (isinstance(rows, slice) and rows == slice(None)) or (
+            not isinstance(rows, slice) and len(rows) == len(self.codes))
+
+    # -- views used by the encoder -----------------------------------------------------------
+    def counts(self, rows=None) -> tuple[int, int, int]:
+        if self._all(rows) and self._full is not None:
+            return self._full
+        c = self.codes if rows is None else self.codes[rows]
+        n_num, n_miss = int(np.count_nonzero(c == -1)), int(np.count_nonzero(c == -2))
+        out = (n_num, len(c) - n_num - n_miss, n_miss)
+        if self._all(rows):
+            self._full = out
+        return out
+
+    def inferred_kind(self, rows=None) -> str:
+        n_num, n_text, _ = self.counts(rows)
+        if n_num == 0 and n_text == 0:
+            return "empty"
+        return "numeric" if n_num > n_text else "categorical"
+
+    def category_ids(self, categories: Mapping[str, int], rows) -> np.ndarray:
+        """Per row: index of the cell's category, -1 when missing, -2 when unknown."""
+        codes, values = self.codes[rows], self.values[rows]
+        ids = np.full(len(codes), -1, dtype=np.int64)
+        text = codes >= 0
+        if text.any():
+            vmap = np.array([categories.get(v, -2) for v in self.vocab] or [-2], dtype=np.int64)
+            if len(self.vocab) > self.max_vocab:
+                vmap[self.max_vocab] = -2
+            ids[text] = vmap[codes[text]]
+        num = codes == -1
+        if num.any():
+            u, inv = np.unique(values[num], return_inverse=True)
+            umap = np.array([categories.get(canon(x), -2) for x in u], dtype=np.int64)
+            ids[num] = umap[inv]
+        return ids
+
+    def unique_numbers(self, rows) -> np.ndarray:
+        """The distinct numbers among the cells of ``rows``, sorted."""
+        v = self.values[rows]
+        return np.unique(v[self.codes[rows] == -1])
+
+    def first_text(self, rows):
+        """(file line, text) of the first text cell of ``rows``, or None."""
+        r = np.asarray(np.arange(len(self.codes))[rows])
+        hit = np.flatnonzero(self.codes[r] >= 0)
+        if not len(hit):
+            return None
+        i = int(r[hit[0]])
+        return int(self.lines[i]), self.vocab[int(self.codes[i])]
+
+    def first_nonfinite(self, rows):
+        """File line of the first infinite number of ``rows``, or None."""
+        r = np.asarray(np.arange(len(self.codes))[rows])
+        hit = np.flatnonzero((self.codes[r] == -1) & ~np.isfinite(self.values[r]))
+        return int(self.lines[int(r[hit[0]])]) if len(hit) else None
+
+    def max_magnitude(self, rows) -> float:
+        """The largest finite |number| of ``rows`` (0 when none)."""
+        v = np.abs(self.values if self._all(rows) else self.values[rows])
+        v = v[np.isfinite(v)]            # text and missing cells hold NaN
+        return float(v.max()) if len(v) else 0.0
+
+    def numeric_fill(self, policy: str, rows):
+        """The mean or the most frequent number of ``rows`` (None when one is infinite)."""
+        v = self.values[rows][self.codes[rows] == -1]
+        if len(v) and not np.all(np.isfinite(v)):
+            return None
+        if policy == "impute-mean":
+            return float(np.mean(v))
+        u, c = np.unique(v, return_counts=True)
+        return float(u[np.argmax(c)])
+
+    def category_counts(self, rows) -> dict[str, int]:
+        """Category label -> number of rows, for the non-missing cells of ``rows``."""
+        codes, values = self.codes[rows], self.values[rows]
+        out: dict[str, int] = {}
+        text = codes[codes >= 0]
+        if len(text):
+            for k, cnt in enumerate(np.bincount(text, minlength=len(self.vocab))):
+                if cnt:
+                    out[self.vocab[k]] = out.get(self.vocab[k], 0) + int(cnt)
+        num = values[codes == -1]
+        if len(num):
+            u, cnt = np.unique(num, return_counts=True)
+            for x, c in zip(u, cnt):
+                key = canon(x)
+                out[key] = out.get(key, 0) + int(c)
+        return out
+
+
+def type_cells(cells, decimal: str, na: frozenset, fast: bool, intern):
+    """(values, codes) of a chunk of cells (a pyarrow string array or a list of str); text
+    cells get their codes from ``intern(list of distinct texts) -> codes``."""
+    arr = cells if isinstance(cells, (pa.Array, pa.ChunkedArray)) else pa.array(
+        list(cells), pa.string())
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
+    n = len(arr)
+    if fast and decimal == ".":
+        try:     # a clean numeric chunk: one cast in C
+            vals = pc.cast(arr, pa.float64()).to_numpy(zero_copy_only=False)
+            return vals, np.where(np.isnan(vals), -2, -1).astype(np.int32)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            pass
+    t = pc.utf8_trim_whitespace(arr)
+    tnum = pc.replace_substring(t, ",", ".") if decimal == "," else t
+    is_na = pc.is_in(t, value_set=pa.array(sorted(na), pa.string()))
+    is_num = pc.and_not(pc.match_substring_regex(tnum, _NUMBER), is_na)
+    num = is_num.to_numpy(zero_copy_only=False)
+    vals = np.full(n, np.nan)
+    codes = np.full(n, -2, dtype=np.int32)
+    if num.any():
+        v = pc.cast(pc.filter(tnum, is_num), pa.float64()).to_numpy(zero_copy_only=False)
+        vals[num] = v
+        codes[num] = np.where(np.isnan(v), -2, -1)
+    text = ~num & ~is_na.to_numpy(zero_copy_only=False)
+    if text.any():
+        enc = pc.dictionary_encode(pc.filter(t, pa.array(text)))
+        gmap = intern(enc.dictionary.to_pylist())
+        codes[text] = gmap[enc.indices.to_numpy(zero_copy_only=False)]
+    return vals, codes
+
+
+@dataclass
+class Table:
+    path: str | None
+    dialect: Dialect
+    names: list[str]
+    lines: np.ndarray                   # 1-based file line of each record
+    columns: dict[int, Column]
+    head: list[list[str]]
+    notes: list[str] = field(default_factory=list)
+
+    def __post_init__(self):
+        self._index = {n: j for j, n in enumerate(self.names)}
+        for c in self.columns.values():
+            if getattr(c, "lines", None) is None:
+                c.lines = self.lines
+
+    @property
+    def n_rows(self) -> int:
+        return len(self.lines)
+
+    def col(self, name: str) -> Column:
+        return self.columns[self._index[name]]
+
+
+def make_names(header: list[str] | None, n: int, path) -> list[str]:
+    if header is None:
+        return [f"col{j + 1}" for j in range(n)]
+    names = []
+    for j, h in enumerate(header):
+        h = h.strip()
+        names.append(h if h else f"col{j + 1}")
+    seen: dict[str, int] = {}
+    for j, h in enumerate(names):
+        if h in seen:
+            raise DuplicateColumnError(
+                f"duplicate column name {h!r} (fields {seen[h] + 1} and {j + 1} of the header)",
+                file=path, row=1, column=h, hint="rename one of the columns")
+        seen[h] = j
+    return names
+
+
+# ============================================================================ blocks
+
+@dataclass
+class Block:
+    """The complete records of one block of the file: ``lines`` (1-based file line of each
+    record), ``cells`` (column index -> pyarrow string array, only the columns asked for) and
+    ``head`` (the first records as text, when asked)."""
+
+    names: list[str]
+    lines: np.ndarray
+    cells: dict[int, pa.ChunkedArray]
+    head: list[list[str]]
+
+
+class _Decoder:
+    """Bytes of a file in another encoding to UTF-8 bytes (UTF-8 files are read as they are,
+    see :func:`_next_bytes`, and checked by :func:`_check_utf8`)."""
+
+    def __init__(self, encoding: str):
+        self.encoding = codecs.lookup(encoding).name
+        self.utf8 = self.encoding in ("utf-8", "utf-8-sig")
+        self.dec = None if self.utf8 else codecs.getincrementaldecoder(encoding)()
+        self.first = True
+
+    def __call__(self, raw: bytes, final: bool) -> bytes:
+        """UTF-8 bytes of the next block of a file in another encoding."""
+        text = self.dec.decode(raw, final)
+        if text.startswith("\ufeff"):
+            text = text[1:]
+        return text.encode("utf-8")
+
+
+def _check_utf8(buf: np.ndarray, consumed: int, path, line_base: int, encoding: str):
+    part = buf[:consumed]
+    if not len(part) or int(part.max()) < 0x80:
+        return
+    try:
+        part.tobytes().decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = line_base + int(np.count_nonzero(part[:exc.start] == 10))
+        raise _BadUTF8(line, exc.reason) from None
+
+
+class _BadUTF8(Exception):
+    def __init__(self, line, reason):
+        super().__init__(reason)
+        self.line, self.reason = line, reason
+
+    def error(self, encoding: str, path,
+              hint: str = "pass the right encoding, e.g. encoding='latin-1'") -> EncodingError:
+        """The user-facing error for this invalid byte."""
+        return EncodingError(f"the bytes are not valid {encoding} ({self.reason})", file=path,
+                             row=self.line, hint=hint)
+
+
+def iter_blocks(source, dialect: Dialect, *, usecols=None, nrows=None, head_rows: int = 0,
+                block_bytes: int | None = None, names=None) -> Iterator[Block]:
+    """The file's records, block by block, checked for structure (see the module docstring).
+
+    ``usecols``: column names to type (None: all; a callable gets the names and returns
+    them); ``nrows``: stop after that many records;
+    ``names``: the column names to use (one per field; they replace the header line when the
+    file has one, and col1, col2, ... when it has none).
+    Raises :class:`RaggedRowError`, :class:`QuoteError`, :class:`EmptyFileError`,
+    :class:`DuplicateColumnError`; an invalid UTF-8 byte raises the internal ``_BadUTF8``
+    (:func:`parse` and the streaming reader turn it into a re-read or an EncodingError).
+    """
+    src = open_source(source, None, nrows)
+    path = src.name
+    block_bytes = block_bytes or _BLOCK_BYTES
+    given = None if names is None else [str(n) for n in names]
+    dec = _Decoder(dialect.encoding)
+    if nrows is None and dec.utf8 and 0 < src.size <= block_bytes:
+        block = _clean_file(src, dialect, usecols, head_rows, given, path)
+        if block is not None:
+            yield block
+            return
+    delim, quote = dialect.delimiter, dialect.quotechar
+    names = None
+    ncols = 0
+    keep: list[int] = []
+    carry = np.empty(0, np.uint8)
+    line_base = 1
+    n_read = 0
+    head: list[list[str]] = []
+    with src.open() as fh:
+        while True:
+            buf, final = _next_bytes(fh, dec, carry, block_bytes)
+            if final and not len(buf):
+                break
+            sc = scan_records(buf, delim, quote, final)
+            if sc["open_quote"] >= 0:
+                line = line_base + sc["open_quote"]
+                raise QuoteError(
+                    "a quote opens here and is never closed: it would swallow the rest of the "
+                    "file into one cell", file=path, row=line,
+                    hint="close the quote, or remove the stray quote character")
+            if dec.utf8:
+                _check_utf8(buf, sc["consumed"], path, line_base, dialect.encoding)
+            starts, ends, flags = sc["starts"], sc["ends"], sc["flags"]
+            nf, rel = sc["nfields"], sc["lines"]
+            nonblank = (flags & BLANK) == 0
+            if not nonblank.all():
+                starts, ends, flags, nf, rel = (a[nonblank] for a in (starts, ends, flags, nf,
+                                                                       rel))
+            lines = rel + line_base
+            if names is None and len(starts):
+                ncols = int(nf[0])
+                names, keep = _names(_split_one(buf[starts[0]:ends[0]], dialect), ncols,
+                                     dialect, given, usecols, path, int(lines[0]))
+                if dialect.header:
+                    starts, ends, flags, nf, lines = (a[1:] for a in (starts, ends, flags, nf,
+                                                                       lines))
+            if nrows is not None and n_read + len(starts) > nrows:
+                m = nrows - n_read
+                starts, ends, flags, nf, lines = (a[:m] for a in (starts, ends, flags, nf,
+                                                                   lines))
+            if len(starts):
+                ends, trimmed = _check_fields(buf, starts, ends, flags, nf, lines, ncols,
+                                              dialect, path)
+                cells, hd = _tokenise(buf, starts, ends, flags, sc["max_len"], ncols, keep,
+                                      dialect, path, head_rows - len(head), trimmed)
+                head.extend(hd)
+                n_read += len(starts)
+                yield Block(names, lines, cells, head if hd else [])
+            if nrows is not None and n_read >= nrows:
+                break
+            line_base += sc["n_lines"]
+            carry = buf[sc["consumed"]:].copy()      # a copy: the block's bytes can go now
+            del buf, sc, starts, ends, flags, nf, rel, lines
+            if final:
+                break
+    if names is None:
+        raise EmptyFileError("the file holds no data (only blank lines)", file=path)
+    if n_read == 0:
+        yield Block(names, np.empty(0, np.int64), {}, [])
+
+
+def _names(header_cells, ncols, dialect, given, usecols, path, line):
+    """(column names, indices of the columns to type) from the first record."""
+    if header_cells and header_cells[0].startswith("\ufeff"):
+        header_cells[0] = header_cells[0][1:]
+    names = make_names(header_cells if dialect.header else None, ncols, path)
+    if given is not None:
+        if len(given) != ncols:
+            raise HeaderError(f"{len(given)} column name(s) given for a file of {ncols} "
+                              f"column(s)", file=path, row=line,
+                              hint="give one name per column")
+        names = make_names(given, ncols, path)
+    if callable(usecols):
+        usecols = usecols(names)
+    keep = (list(range(ncols)) if usecols is None
+            else sorted({names.index(c) for c in usecols if c in names}))
+    return names, keep
+
+
+def _next_bytes(fh, dec, carry, block_bytes):
+    """(the carried bytes followed by the next block as UTF-8, whether the file ended). UTF-8
+    files are read straight into the block's array: no second copy of each block."""
+    if dec.utf8:
+        buf = np.empty(len(carry) + block_bytes, np.uint8)
+        buf[:len(carry)] = carry
+        n = fh.readinto(memoryview(buf)[len(carry):])
+        if dec.first and dec.encoding == "utf-8-sig" and n >= 3 and \
+                bytes(buf[:3]) == codecs.BOM_UTF8:
+            buf = buf[3:]
+        dec.first = False
+        return buf[:len(buf) - (block_bytes - n)], n == 0
+    raw = fh.read(block_bytes)
+    data = np.frombuffer(dec(raw, not raw), np.uint8)
+    return (np.concatenate([carry, data]) if len(carry) else data), not raw
+
+
+def _split_one(rec: np.ndarray, dialect: Dialect) -> list[str]:
+    """The fields of one record (the header line), with the tokeniser's quoting rules."""
+    text = rec.tobytes().decode("utf-8", errors="replace")
+    try:
+        return next(csv.reader([text], delimiter=dialect.delimiter,
+                               quotechar=dialect.quotechar, strict=False))
+    except (csv.Error, StopIteration):        # a field over csv's size limit: ask pyarrow
+        opts = pacsv.ParseOptions(delimiter=dialect.delimiter, quote_char=dialect.quotechar,
+                                  newlines_in_values=True)
+        reader = pacsv.open_csv(pa.BufferReader(pa.py_buffer(rec.tobytes() + b"\n")),
+                                read_options=pacsv.ReadOptions(
+                                    block_size=max(1 << 20, 2 * len(rec) + 2)),
+                                parse_options=opts)
+        return list(reader.schema.names)
+
+
+def _check_fields(buf, starts, ends, flags, nf, lines, ncols, dialect, path):
+    bad = nf != ncols
+    if bad.any():
+        trailing = (nf == ncols + 1) & ((flags & TRAILING_EMPTY) != 0)
+        if (bad & ~trailing).any():
+            i = int(np.flatnonzero(bad & ~trailing)[0])
+            raise RaggedRowError(
+                f"this row has {int(nf[i])} field(s) but the "
+                f"{'header' if dialect.header else 'first row'} has {ncols}", file=path,
+                row=int(lines[i]), hint=f"check the delimiter (read as {dialect.delimiter!r}) "
+                                        f"and that text holding it is quoted")
+        # a trailing delimiter is an export habit, not a new field
+        ends = ends.copy()
+        ends[bad] = trim_trailing_field(buf, starts[bad], ends[bad], dialect.delimiter)
+    return ends, bool(bad.any())
+
+
+def _tokenise(buf, starts, ends, flags, max_len, ncols, keep, dialect, path, head_rows,
+              trimmed):
+    contiguous = not trimmed and _only_line_breaks_between(buf, starts, ends)
+    if contiguous:
+        data = buf[starts[0]:ends[-1]]
+    else:
+        data = compact_records(buf, starts, ends)
+    try:
+        table, pos = _pyarrow_cells(data, ncols, keep, dialect, head_rows,
+                                    int(max(1 << 20, 2 * max_len + 16)),
+                                    bool(np.any(flags & NEWLINE_IN_QUOTES)))
+    except pa.ArrowInvalid as exc:
+        raise DataError(f"the CSV structure is broken ({' '.join(str(exc).split())[:200]})",
+                        file=path, row=None) from None
+    if table.num_rows != len(starts):
+        raise DataError(f"the CSV structure is broken ({table.num_rows} records tokenised, "
+                        f"{len(starts)} expected)", file=path,
+                        hint="check the quotes and line breaks")
+    return _cells_and_head(table, pos, ncols, keep, head_rows)
+
+
+def _pyarrow_cells(data, ncols, keep, dialect, head_rows, block_size, newlines):
+    """pyarrow.csv's table of the records in ``data`` (every field as text) and the position
+    of each wanted column in it."""
+    names = [f"f{j}" for j in range(ncols)]
+    want = sorted(set(keep) | (set(range(ncols)) if head_rows > 0 else set()))
+    ro = pacsv.ReadOptions(column_names=names, block_size=block_size, use_threads=True)
+    po = pacsv.ParseOptions(delimiter=dialect.delimiter, quote_char=dialect.quotechar,
+                            double_quote=True, ignore_empty_lines=True,
+                            newlines_in_values=newlines)
+    co = pacsv.ConvertOptions(column_types={names[j]: pa.string() for j in want},
+                              include_columns=[names[j] for j in want],
+                              strings_can_be_null=False, quoted_strings_can_be_null=False,
+                              check_utf8=False)
+    table = pacsv.read_csv(pa.BufferReader(pa.py_buffer(data)), read_options=ro,
+                           parse_options=po, convert_options=co)
+    return table, {j: k for k, j in enumerate(want)}    # by position: a name lookup is O(d)
+
+
+def _cells_and_head(table, pos, ncols, keep, head_rows):
+    cells = {j: table.column(pos[j]) for j in keep}
+    head = []
+    if head_rows > 0:
+        m = min(head_rows, table.num_rows)
+        cols = [table.column(pos[j]).slice(0, m).to_pylist() for j in range(ncols)]
+        head = [[c[i] for c in cols] for i in range(m)]
+    return cells, head
+
+
+def _clean_file(src, dialect, usecols, head_rows, given, path):
+    """The whole file as one Block without the record scan, when it is plainly clean: UTF-8,
+    no quote character, no carriage return, no empty or blank line. Anything else (or any
+    tokeniser complaint: ragged rows, trailing delimiters, overlong rows) returns None and the
+    scanning reader takes over, which also locates the errors. Most numeric files take this
+    path; it saves the scan's pass over the bytes."""
+    with src.open() as fh:
+        raw = fh.read()
+    if dialect.encoding == "utf-8-sig" and raw.startswith(codecs.BOM_UTF8):
+        raw = raw[3:]
+    if not raw or dialect.quotechar.encode() in raw or b"\r" in raw or raw[:1] == b"\n":
+        return None
+    buf = np.frombuffer(raw, np.uint8)
+    _check_utf8(buf, len(buf), path, 1, dialect.encoding)
+    n_lines = raw.count(b"\n") + (0 if raw.endswith(b"\n") else 1)
+    eol = raw.find(b"\n")
+    header_cells = _split_one(buf[:eol if eol >= 0 else len(buf)], dialect)
+    ncols = len(header_cells)
+    if given is not None and len(given) != ncols:
+        return None                               # the scanning reader says so, located
+    names, keep = _names(header_cells, ncols, dialect, given, usecols, path, 1)
+    skip = 1 if dialect.header else 0
+    n = n_lines - skip
+    if n <= 0 or (usecols is not None and len(keep) < ncols):
+        return None
+    data = buf[eol + 1:] if skip else buf
+    try:
+        table, pos = _pyarrow_cells(data, ncols, keep, dialect, head_rows, 1 << 20, False)
+    except pa.ArrowInvalid:
+        return None
+    if table.num_rows != n or _has_blank_row(table):   # an empty line was skipped, or ",,"
+        return None
+    cells, head = _cells_and_head(table, pos, ncols, keep, head_rows)
+    return Block(names, np.arange(1 + skip, 1 + skip + n, dtype=np.int64), cells, head)
+
+
+def _has_blank_row(table) -> bool:
+    """Whether a row has only spaces in every field (a blank record, skipped by the reader)."""
+    mask = None
+    for col in table.columns:
+        blank = pc.equal(pc.utf8_trim_whitespace(col if mask is None else pc.filter(col, mask)),
+                         "")
+        if mask is None:
+            mask = blank
+        else:
+            idx = np.flatnonzero(mask.to_numpy(zero_copy_only=False))
+            m = np.zeros(len(mask), bool)
+            m[idx[blank.to_numpy(zero_copy_only=False)]] = True
+            mask = pa.array(m)
+        if not pc.any(mask).as_py():
+            return False
+    return True
+
+
+def _only_line_breaks_between(buf, starts, ends) -> bool:
+    """Whether the records follow each other with only line breaks between them (so the
+    tokeniser may read the bytes as they are, with no copy)."""
+    if len(starts) < 2:
+        return True
+    gaps = starts[1:] - ends[:-1]
+    if int(gaps.max()) > 2:        # an empty line, a dropped blank record: compact instead
+        return bool(_gaps_are_newlines(buf, ends[:-1], gaps))
+    return True
+
+
+def _gaps_are_newlines(buf, ends, gaps) -> bool:
+    idx = np.flatnonzero(gaps > 2)
+    for i in idx[:1000]:
+        seg = buf[ends[i]:ends[i] + gaps[i]]
+        if not np.all((seg == 10) | (seg == 13)):
+            return False
+    return len(idx) <= 1000
+
+
+# ============================================================================ whole tables
+
+def parse(source, dialect: Dialect, *, usecols=None, nrows=None, na_values=NA_VALUES,
+          max_vocab: int = 10_000, head_rows: int = 0, fallback: bool = True,
+          names=None) -> Table:
+    """Read the file into compact columns (only ``usecols``: names, or all when None).
+
+    ``fallback``: the encoding was detected, not given, so a file that is not valid UTF-8
+    past the sniffed start is re-read whole as Windows-1252 (Latin-1 if that fails too), with
+    a note; otherwise an invalid byte is an :class:`EncodingError` naming its line.
+    """
+    src = open_source(source, None, nrows)
+    try:
+        return _parse_with(src, dialect, usecols, nrows, na_values, max_vocab, head_rows, [],
+                           names)
+    except _BadUTF8 as bad:
+        if not (fallback and dialect.encoding in ("utf-8", "utf-8-sig")):
+            raise bad.error(dialect.encoding, src.name) from None
+        d2, note = legacy_dialect(src, dialect, bad)
+        return _parse_with(src, d2, usecols, nrows, na_values, max_vocab, head_rows, [note],
+                           names)
+
+
+def legacy_dialect(src: Source, dialect: Dialect, bad: _BadUTF8):
+    """(dialect, note) for re-reading a detected-UTF-8 file that is not: Windows-1252 when
+    every byte decodes so, else Latin-1 (which decodes any byte)."""
+    enc = "cp1252" if _decodes(src, "cp1252") else "latin-1"
+    note = (f"the file is not valid UTF-8 (first invalid byte on line {bad.line}): the "
+            f"whole file was read as {'Windows-1252' if enc == 'cp1252' else 'Latin-1'}; "
+            f"pass encoding=... if that is wrong")
+    return Dialect(enc, dialect.delimiter, dialect.decimal, dialect.header,
+                   dialect.quotechar), note
+
+
+def _decodes(src: Source, encoding: str) -> bool:
+    dec = codecs.getincrementaldecoder(encoding)()
+    try:
+        with src.open() as fh:
+            while True:
+                raw = fh.read(_STREAM_BLOCK_BYTES)
+                dec.decode(raw, not raw)
+                if not raw:
+                    return True
+    except UnicodeDecodeError:
+        return False
+
+
+def fast_cast_ok(na) -> bool:
+    """Whether a clean chunk may be cast whole: no missing-value token reads as a number other
+    than NaN ("-999" must stay missing, not become -999)."""
+    return not any(is_number_text(t.strip().replace(",", "."))
+                   and not math.isnan(float(t.strip().replace(",", "."))) for t in na
+                   if t.strip())
+
+
+def add_block(columns, block, decimal, na, fast):
+    """Type the block's cells into the columns. A wide block of few rows is cast in one call
+    (the per-column overhead would otherwise dominate); a block with text falls back to the
+    column-by-column path."""
+    cols = [(j, c) for j, c in columns.items() if j in block.cells]
+    n = len(block.lines)
+    if fast and decimal == "." and len(cols) > 64 and n:
+        try:
+            vals = pc.cast(pa.concat_arrays([a for j, _ in cols for a in block.cells[j].chunks]),
+                           pa.float64()).to_numpy(zero_copy_only=False).reshape(len(cols), n)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            vals = None
+        if vals is not None:
+            codes = np.where(np.isnan(vals), -2, -1).astype(np.int32)
+            for k, (_, c) in enumerate(cols):
+                c.add_typed(vals[k], codes[k])
+            return
+    for j, c in cols:
+        c.add_chunk(block.cells[j], decimal, na)
+
+
+def _parse_with(src, dialect, usecols, nrows, na_values, max_vocab, head_rows, notes,
+                names=None) -> Table:
+    na = frozenset(na_values)
+    fast = fast_cast_ok(na)
+    columns: dict[int, Column] = {}
+    lines = []
+    head: list[list[str]] = []
+    given = names
+    names: list[str] = []
+    for block in iter_blocks(src, dialect, usecols=usecols, nrows=nrows, head_rows=head_rows,
+                             names=given):
+        if not columns and block.names:
+            names = block.names
+            keep = (range(len(names)) if usecols is None
+                    else sorted({names.index(c) for c in usecols if c in names}))
+            columns = {j: Column(names[j], j, max_vocab, fast) for j in keep}
+        add_block(columns, block, dialect.decimal, na, fast)
+        lines.append(block.lines)
+        if block.head:
+            head = block.head
+    all_lines = (np.concatenate(lines) if lines else np.empty(0)).astype(np.int64)
+    for c in columns.values():
+        c.finish()
+        c.lines = all_lines
+    return Table(src.name, dialect, names, all_lines, columns, head[:head_rows],
+                 notes)
+
+
+def table_from_rows(names: list[str], rows: Sequence[Sequence[str]], na, decimal) -> Table:
+    """A table from rows already split into cells (rows typed in a form)."""
+    columns = {j: Column(n, j, 10_000, False) for j, n in enumerate(names)}
+    lines = np.arange(1, len(rows) + 1, dtype=np.int64)
+    for j, c in columns.items():
+        c.add_chunk([r[j] for r in rows], decimal, frozenset(na))
+        c.finish()
+        c.lines = lines
+    return Table(None, Dialect(decimal=decimal), list(names), lines, columns, [])

@@ -1,0 +1,1123 @@
+"""RWClassifier, RWRegressor, RKSClassifier, RKSRegressor: linear models on random feature maps.
+
+An RKHS weighting (Dube & Marchand, seed 003) learns coefficients a on the closed-form features
+psi_t(x) = E_{w~p}[K(w_t, w) phi(w, x)] with the RKHS-norm regulariser a^T G a; random kitchen
+sinks (Rahimi & Recht) learn them on phi(w_t, x) / sqrt(T) with ||a||^2. Both minimise
+
+    J(a) = (1/m) sum_i loss(f(x_i), y_i) + (lam/2) ||alpha||^2          (spec section 3)
+
+so ``reg`` (lam) means the same model for every solver. Classification is one-vs-rest on +/-1
+targets sharing one feature matrix and one factorisation. The estimators own the preprocessing
+(standardisation, bias column) and dispatch to a solver registered in ``SOLVERS``; the feature
+maps and solvers live in rwtool.features and rwtool.solvers.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import numbers
+import time
+import warnings
+
+import numpy as np
+
+from .._base import (BaseEstimator, ClassifierMixin, RegressorMixin, Standardizer, check_array,
+                     check_choice, check_is_fitted, check_random_state, check_range,
+                     check_scalar, check_X_y, encode_classes, is_dask)
+from ..features import KITCHEN_BASES, RandomFourierFeatures
+from ..features._fourier import FOURIER_KERNELS
+from ..features._rkhs import check_theta
+from ..exceptions import check_finite_result
+from ..bounds import estimate_tau, gap_theorem62, gap_theorem65, l2p_norm, rademacher_bound
+from ..losses import LOSSES, get_loss
+from ..progress import FitCancelled, make_progress
+from ..resources import FitEstimate
+from ..model_selection._selection import clone, fold_ids, select_reg
+from ..solvers._lasso import lasso_fit
+from ..solvers._lasso_cv import N_LAMS
+from ..solvers._osd import osd_fit
+from ..solvers._prune import ACCEPT_CRITERIA, make_accept, prune_weights, subset_map, subset_scale
+from ..solvers._ridge import NumericalWarning, ridge_fit
+from ..solvers._sfgd import sfgd_fit
+from ..solvers._sgd_rks import sgd_fit
+from ..solvers._sufficient import REG_LIMITS, SufficientStats, best_index, grow_grid
+from ..solvers._from_sums import (AUTO_FOLDS, FROM_SUMS_SOLVERS, SMALL_DATA_REG, empty_stats,
+                                  solve_from_stats)
+from ._scale_hooks import ScaleClassifierHooks, ScaleHooks
+
+__all__ = ["RWClassifier", "RWRegressor", "RKSClassifier", "RKSRegressor", "SOLVERS",
+           "RKS_BASES"]
+
+#: base predictors of the random kitchen sinks (plus random Fourier features)
+RKS_BASES = tuple(KITCHEN_BASES) + ("fourier",)
+#: instantiations/bases whose base predictor reads <w, x>: they get the constant bias column
+_DOT_PRODUCT = {"rwsign", "rwexpsign", "rwrelu", "rwexprelu", "sign", "relu"}
+
+
+def _fit_lstsq(est, fmap, X, Y, progress):
+    """Least squares (003 Algorithm 4) / ridge (003 Algorithm 1), blocked (solvers/_ridge.py)."""
+    eps = est.eps if est._family == "rw" else 0.0
+    if isinstance(fmap, _RowWeighted):
+        Y = Y * fmap.sw[:, None]
+    coef, info = ridge_fit(fmap, X, Y, reg=float(est._fit_reg), eps=float(eps),
+                           block_size=est.block_size, progress=progress)
+    return coef, {"jitter": info["jitter"], "method": info["method"]}
+
+
+def _fit_lasso(est, fmap, X, Y, progress):
+    """Lasso fit (003 Algorithm 5 for RW, Algorithm 2 for RKS) at a given reg; zero rows are
+    dropped later. reg="auto" goes through the per-fold sums (solvers._from_sums)."""
+    max_iter = 1000 if est.max_iter is None else int(est.max_iter)
+    return lasso_fit(fmap, X, Y, lam=float(est._fit_reg), path_length=int(est.path_length),
+                     tol=float(est.tol), max_iter=max_iter, block_size=est.block_size,
+                     progress=progress)
+
+
+def _batch_rng(est):
+    """The Generator of the batch draws: the draw after the one that seeded the feature map."""
+    rng = check_random_state(est.random_state)
+    if not isinstance(est.random_state, np.random.Generator):
+        rng.integers(0, 2**63 - 1)
+    return np.random.default_rng(int(rng.integers(0, 2**63 - 1)))
+
+
+#: batch_size=None: rows per iteration of each iterative solver (SFGD and OSD capped at the rows
+#: given). Both fit one coefficient per centre on its batch, once: OSD's line search and SFGD's
+#: gradient step both overfit a small batch (000's remark after Algorithm 2; the papers used 50);
+#: measured in docs/bench/iterative_defaults.md
+DEFAULT_BATCH = {"sfgd": 500, "osd": 500, "sgd": 50}
+#: the RW solvers whose default batch is capped at the number of training rows
+_CAPPED_BATCH = ("sfgd", "osd")
+
+
+def _batch_size(est, m):
+    if est.batch_size is not None:
+        return int(est.batch_size)
+    solver = est.solver.lower()
+    b = DEFAULT_BATCH[solver]
+    return max(1, min(b, m)) if solver in _CAPPED_BATCH else b
+
+
+def _fit_sfgd(est, fmap, X, Y, progress):
+    """SFGD (003 Algorithm 3), one iteration per centre, capped step (docs/SOLVERS.md)."""
+    b = _batch_size(est, len(X))
+    coef, info = sfgd_fit(fmap, X, Y, reg=float(est._fit_reg), loss=est.loss, batch_size=b,
+                          radius=est.radius, average=bool(est.average),
+                          random_state=_batch_rng(est), progress=progress, step_cap=est.step_cap)
+    return coef, dict(info, batch_size=b)
+
+
+def _fit_osd(est, fmap, X, Y, progress):
+    """Optimal Stepsize Descent (000 Algorithm 2), one iteration per centre."""
+    b = _batch_size(est, len(X))
+    coef, info = osd_fit(fmap, X, Y, reg=float(est._fit_reg), loss=est.loss, batch_size=b,
+                         random_state=_batch_rng(est), progress=progress)
+    return coef, dict(info, batch_size=b)
+
+
+def _fit_sgd(est, fmap, X, Y, progress):
+    """Averaged mini-batch SGD on the kitchen-sink features (solvers/_sgd_rks.py)."""
+    max_iter = 5 if est.max_iter is None else int(est.max_iter)
+    return sgd_fit(fmap, X, Y, reg=float(est._fit_reg), loss=est.loss,
+                   batch_size=_batch_size(est, len(X)),
+                   max_iter=max_iter, tol=float(est.tol), average=bool(est.average),
+                   random_state=_batch_rng(est), progress=progress)
+
+
+#: solver name -> (families it serves, function(est, feature_map, X, Y, progress) -> (coef, info))
+SOLVERS = {
+    "lstsq": (("rw",), _fit_lstsq),
+    "ridge": (("rks",), _fit_lstsq),
+    "lasso": (("rw", "rks"), _fit_lasso),
+    "sfgd": (("rw",), _fit_sfgd),
+    "osd": (("rw",), _fit_osd),
+    "sgd": (("rks",), _fit_sgd),
+}
+#: what to change when a solver's result is not finite
+_FIX = {"lstsq": "raise reg or eps, or standardize the inputs (standardize=True)",
+        "ridge": "raise reg, or standardize the inputs (standardize=True)",
+        "lasso": "raise reg, or standardize the inputs (standardize=True)",
+        "sfgd": "raise reg, keep the step cap (step_cap=0.25), or standardize the inputs",
+        "osd": "use larger batches, raise reg, or standardize the inputs",
+        "sgd": "raise reg, lower sigma, or standardize the inputs"}
+#: iterative solvers whose live events include the iterate's error on a sample of rows
+_MONITORED = ("sfgd", "osd", "lasso")
+MONITOR_ROWS = 1000
+#: solvers that minimise the squared loss only
+_SQUARED_ONLY = ("lstsq", "ridge", "lasso")
+#: FROM_SUMS_SOLVERS (from_sums.py): reg="auto" comes from per-fold sums over position-hashed
+#: folds (no class needs rows in every fold); the others refit each candidate on stratified
+#: folds (rwtool.model_selection._selection)
+
+
+#: reg="auto" candidates per solver (increasing): the least-squares path is nearly free; the
+#: Lasso has its own, the path from lam_max (solvers/_lasso_cv.py)
+AUTO_REG = {"lstsq": np.logspace(-12, -1, 12), "ridge": np.logspace(-12, -1, 12),
+            "sfgd": np.logspace(-6, -2, 5), "osd": np.logspace(-6, -2, 5),
+            "sgd": np.logspace(-7, -3, 5)}
+#: reg=None (the default): cross-validation where it costs one pass (the exact least-squares
+#: solvers and the Lasso, from per-fold sums: solvers._from_sums), a value measured across data
+#: sets for the other iterative ones (docs/SOLVERS.md)
+DEFAULT_REG = {"lstsq": "auto", "ridge": "auto", "lasso": "auto", "sfgd": 1e-6, "osd": 1e-6,
+               "sgd": 1e-6}
+#: prune(schedule="paper"): the authors' code of seed 000 starts lamL at 1e-10 and stops after
+#: 10 Lasso solves
+PAPER_LAM_START, PAPER_MAX_SOLVES = 1e-10, 10
+
+
+def _merge_tables(a, b):
+    """Two selection.select_reg tables as one, sorted by reg."""
+    keys = [k for k in a if k in b]
+    rows = sorted(zip(*(a[k] + b[k] for k in keys)))
+    return {k: [r[i] for r in rows] for i, k in enumerate(keys)}
+
+
+class _RowWeighted:
+    """A fitted map whose feature blocks come multiplied by sqrt(w) row by row: the normal
+    equations it feeds are Phi^T W Phi and Phi^T W Y when the targets are scaled by sqrt(w)
+    too (see ``_fit_lstsq``). Only what ridge_fit reads is forwarded."""
+
+    def __init__(self, fmap, weights):
+        self.fmap, self.sw = fmap, np.sqrt(weights)
+
+    has_gram = property(lambda self: self.fmap.has_gram)
+    n_output_ = property(lambda self: self.fmap.n_output_)
+
+    def gram(self):
+        return self.fmap.gram()
+
+    def blocks(self, X, block_size=None):
+        for start, stop, Phi in self.fmap.blocks(X, block_size):
+            Phi *= self.sw[start:stop, None]
+            yield start, stop, Phi
+
+
+def _keep_nonzero(fmap, coef):
+    """The map and coefficients restricted to the centres some output uses (at least one)."""
+    keep = np.flatnonzero(np.any(coef != 0, axis=1))
+    if len(keep) == len(coef):
+        return fmap, coef
+    if len(keep) == 0:
+        keep = np.array([0])  # an all-zero model still needs a map to predict 0 with
+    scale = subset_scale(fmap, len(keep))
+    return subset_map(fmap, keep), np.ascontiguousarray(coef[keep] * scale)
+
+
+# Operations per second of the time estimates, measured on the project's 2-core machine: the
+# numba feature and solver loops, and BLAS's syrk/eigh (n = 15000, T = 2000: a fixed-reg RW fit
+# took 1.3 s, reg="auto" 7.3 s; one rate for both overestimated them 50x, and the app asked to
+# confirm every routine fit).
+_ELEMENT_RATE = 1e9
+_BLAS_RATE = 4e10
+
+
+class _RandomFeatureModel(BaseEstimator):
+    """Shared fit/predict machinery; subclasses define the feature map and the target coding."""
+
+    _family = "rw"
+
+    # -- validation and construction -------------------------------------------------------
+    def _validate(self):
+        check_scalar(self.n_features, "n_features", numbers.Integral, low=1)
+        check_scalar(self.sigma, "sigma", low=0.0, low_inclusive=False,
+                     allow_none=self._family == "rks")
+        check_scalar(self.block_size, "block_size", numbers.Integral, low=1, allow_none=True)
+        solver = check_choice(self.solver, "solver",
+                              [k for k, (fam, _) in SOLVERS.items() if self._family in fam])
+        loss = check_choice(self.loss, "loss", tuple(LOSSES))
+        if loss != "squared" and solver in _SQUARED_ONLY:
+            raise ValueError(f"solver={solver!r} minimises the squared loss only; use "
+                             f"loss='squared' or an iterative solver for loss={loss!r}")
+        if loss == "logistic" and self._estimator_type != "classifier":
+            raise ValueError("loss='logistic' needs +/-1 targets: use a classifier, or "
+                             "loss='squared' for regression")
+        check_scalar(self.max_iter, "max_iter", numbers.Integral, low=1, allow_none=True)
+        check_scalar(self.tol, "tol", low=0.0, low_inclusive=False)
+        check_scalar(self.batch_size, "batch_size", numbers.Integral, low=1, allow_none=True)
+        check_scalar(self.path_length, "path_length", numbers.Integral, low=1)
+        reg = self._resolve_reg(solver)
+        if reg == "auto":
+            return solver
+        check_scalar(reg, "reg", low=0.0)
+        if solver in ("lasso", "sfgd") and not reg > 0:
+            raise ValueError(f"solver={solver!r} needs reg > 0, got reg={reg!r}")
+        if solver == "osd" and not reg < 1:
+            raise ValueError(f"solver='osd' shrinks alpha by (1 - reg) each step: reg must be "
+                             f"< 1, got {reg!r}")
+        return solver
+
+    def _resolve_reg(self, solver=None):
+        """The reg of this fit: a number or "auto"; None means DEFAULT_REG[solver]."""
+        reg = self.reg
+        if reg is None:
+            return DEFAULT_REG[str(self.solver).lower() if solver is None else solver]
+        if isinstance(reg, str):
+            if reg.lower() != "auto":
+                raise ValueError(f"reg must be a non-negative number, 'auto' or None, got "
+                                 f"{reg!r}")
+            return "auto"
+        return reg
+
+    def _auto_reg(self) -> bool:
+        return self._resolve_reg() == "auto"
+
+    def _auto_grid(self, solver) -> np.ndarray:
+        """The reg="auto" candidates of ``solver`` (AUTO_REG; the grid may grow past its ends)."""
+        return AUTO_REG[solver]
+
+    def _fit_auto_reg(self, X, y, solver, callback):
+        """reg="auto": 3-fold cross-validation over AUTO_REG[solver], then the fit at the best.
+
+        "lstsq"/"ridge": one pass accumulates the per-fold sums of the normal equations (a row's
+        fold is a hash of its position), and reg is chosen and the model solved from them
+        (solvers._from_sums), the criterion of partial_fit and Dask. The iterative solvers
+        refit each candidate on stratified folds (rwtool.model_selection._selection) and grow the grid by the
+        same rule (solvers._sufficient.grow_grid). ``reg_`` is the value used and ``reg_search_``
+        the validation scores of every candidate (None when reg=None fell back to
+        ``SMALL_DATA_REG`` on data too small for three folds).
+        """
+        if solver in FROM_SUMS_SOLVERS and not is_dask(X):
+            return self._fit_from_sums(X, y, callback)
+        params = self.get_params(deep=False)
+        if params["random_state"] is None:  # every candidate and the final fit: one draw
+            params["random_state"] = int(np.random.default_rng().integers(2**31 - 1))
+        params["reg"] = float(self._auto_grid(solver)[0])
+        template = type(self)(**params)
+        table = None
+
+        def score(regs):
+            nonlocal table
+            _, extra = select_reg(template, X, y, regs, cv=AUTO_FOLDS, random_state=0,
+                                  callback=callback)
+            table = extra if table is None else _merge_tables(table, extra)
+
+        grow_grid(self._auto_grid(solver), score, lambda grid: table["mean_score"],
+                  upper=0.5 if solver == "osd" else REG_LIMITS[1])
+        best = table["reg"][best_index(table["mean_score"])]
+        fitted = template.set_params(reg=best).fit(X, y, callback=callback)
+        return self._adopt(fitted, best, table)
+
+    def _fit_from_sums(self, X, y, callback):
+        """reg="auto" for "lstsq"/"ridge" in memory: the per-fold sums of one pass, then
+        from_sums.solve_from_stats, as partial_fit and the Dask backend do."""
+        solver = self._validate()
+        X, Y = self._fit_targets(X, y)
+        t0 = time.perf_counter()
+        Xp, fmap = self._start_fit(X, Y)
+        stats = empty_stats(self, fmap, Y.shape[1])
+        stats.add(fmap, Xp, Y, start=0, block_size=self.block_size, progress=callback)
+        solve_from_stats(self, fmap, stats, callback)
+        self.fit_time_ = time.perf_counter() - t0
+        self._warn_if_constant(Xp, Y, solver)
+        return self
+
+    def _adopt(self, fitted, reg, table):
+        for key, value in vars(fitted).items():
+            if key.endswith("_") and not key.startswith("_"):
+                setattr(self, key, value)
+        self.reg_ = reg
+        self.reg_search_ = table
+        return self
+
+    # -- cost model (rwtool.resources) ------------------------------------------------------
+    def _estimate_fit(self, n_samples, n_features_in, n_outputs=1) -> FitEstimate:
+        """Peak bytes and rough seconds of ``fit`` on n rows of d inputs (n_outputs classes).
+
+        Memory, in float64 words: the standardised copy of X and a checked copy (2 n (d + 1)),
+        the targets (n k) and the centres (T (d + 1)), then per solver: lstsq/ridge one block of
+        features (about 32 MB unless ``block_size`` says otherwise), Phi^T Phi, its block
+        product, the regularised copy and its Cholesky factor (4 T^2; the Gram matrix G of an
+        RKHS weighting one more); reg="auto" holds the sums of three folds, their total,
+        a training fold's and the reg path's matrices instead ((3 + 4) T^2, plus G), with the
+        features and a copy of one fold's rows at a time (one pass; the choice and the final
+        solve come from the sums); the Lasso holds Phi
+        (n x T) in design mode (n T <= 32e6), else a block and the normal equations (3 T^2);
+        SFGD/OSD the features of a block of 64 batches twice (2 x 64 b T: the features and
+        their product temporary), the block's base predictions (64 b x 64) and Gram columns;
+        SGD a chunk of 2048 rows of features. Measured against tracemalloc's peak in
+        tests/test_numerics.py (within a factor 2). Time: the features (2 n T d) plus the
+        solver's operations (n T^2 and T^3 / 3 for the normal equations, b T^2 (d + k) / 2 for
+        SFGD/OSD, ...): numba loops at ``_ELEMENT_RATE``, BLAS/LAPACK work at ``_BLAS_RATE``.
+        """
+        solver = self._validate()
+        n, d, T = int(n_samples), int(n_features_in) + 1, int(self.n_features)
+        k = 1 if n_outputs <= 2 else int(n_outputs)
+        rw_gram = self._family == "rw"
+        auto = self._auto_reg()
+        block = (min(n, max(64, int(32e6 // (8 * T)))) if self.block_size is None
+                 else min(n, int(self.block_size)))
+        words = 2 * n * d + n * k + T * d
+        ops = 2.0 * n * T * d
+        blas = 0.0                      # dense products and factorisations, on BLAS/LAPACK
+        if solver in ("lstsq", "ridge") and auto:
+            fold = -(-n // AUTO_FOLDS)         # the rows of a fold, gathered and mapped alone
+            words += (min(block, fold) * T + (AUTO_FOLDS + 4 + rw_gram) * T * T
+                      + fold * (d + k))
+            blas += n * T * T + T ** 3 / 3 + AUTO_FOLDS * 10 * T ** 3
+        if solver in ("lstsq", "ridge"):
+            if not auto:
+                words += block * T + (4 + rw_gram) * T * T
+                blas += n * T * T + T ** 3 / 3
+            detail = (f"the {T} x {T} normal equations" + (" of three folds and the reg path"
+                                                           if auto else "")
+                      + f", features in blocks of {block} rows")
+        elif solver == "lasso" and auto:
+            # per-fold sums and the folds' Gram forms; K + 1 warm-started paths, each lam
+            # taking tens of sweeps of O(T) per moving coefficient (docs/bench/lasso.md)
+            words += block * T + (2 * AUTO_FOLDS + 2) * T * T + 4 * T * k + rw_gram * T * T
+            blas += n * T * T
+            ops += (AUTO_FOLDS + 1) * N_LAMS * 50 * T * T / 4.0
+            detail = (f"the {T} x {T} normal equations of {AUTO_FOLDS} folds and the Lasso "
+                      f"path of each, features in blocks of {block} rows")
+        elif solver == "lasso":
+            design = n * T <= 32_000_000
+            words += (n * T if design else block * T + 3 * T * T) + 4 * T * k + rw_gram * T * T
+            sweeps = 1000 if self.max_iter is None else int(self.max_iter)
+            ops += (n if design else T) * T * min(sweeps, 50)
+            detail = (f"the {n} x {T} feature matrix" if design
+                      else f"the {T} x {T} normal equations") + " of the Lasso"
+        elif solver in ("sfgd", "osd"):
+            b = _batch_size(self, n)
+            words += 64 * b * (2 * T + 64 + d) + 64 * T + 3 * T * k
+            ops += b * T * T * (d + k) / 2.0      # features of the batches on the centres so far
+            detail = f"blocks of 64 iterations x {b} rows of features on up to {T} centres"
+        else:                                          # sgd on kitchen sinks
+            epochs = 5 if self.max_iter is None else int(self.max_iter)
+            words += 2048 * T + 3 * T * k
+            ops += epochs * n * T * (d + 4 * k)
+            detail = f"{epochs} passes over chunks of 2048 rows of {T} features"
+        if auto and solver not in FROM_SUMS_SOLVERS:
+            n_reg = len(AUTO_REG[solver])
+            ops *= 3 * n_reg + 1                       # a fit per (fold, reg) and the refit
+            detail += f"; reg='auto' refits {3 * n_reg + 1} times"
+        seconds = ops / _ELEMENT_RATE + blas / _BLAS_RATE
+        return FitEstimate(peak_bytes=int(8 * words), seconds=float(seconds), detail=detail)
+
+    # -- reg selection (rwtool.model_selection._selection) --------------------------------------------------
+    def _shares_reg_path(self) -> bool:
+        """Exact least squares: candidates differing only in reg share one pass over the data."""
+        return str(self.solver).lower() in ("lstsq", "ridge")
+
+    def _reg_path_scores(self, base_params, regs, X, y, folds) -> np.ndarray:
+        """Validation scores (len(regs) x n_folds) of this model with ``base_params`` at each
+        reg, from one feature draw and the per-fold normal equations (one pass over X)."""
+        if is_dask(X) or is_dask(y):
+            from ..scale._dask import fold_scores
+            return fold_scores(self, base_params, regs, X, y, folds)
+    
+        est = clone(self).set_params(**base_params)
+        est._validate()
+        Xc, Y = est._fit_targets(X, y)
+        # The same preprocessing and seed derivation as fit(), so the refit reuses the
+        # validated feature draw.
+        Xp, fmap = est._draw_map(Xc)
+        G = fmap.gram() if fmap.has_gram else None
+        eps = float(getattr(est, "eps", 0.0)) if fmap.has_gram else 0.0
+        stats = SufficientStats(fmap.n_output_, Y.shape[1], len(folds))
+        stats.add(fmap, Xp, Y, folds=fold_ids(folds), block_size=est.block_size)
+        out = np.empty((len(regs), len(folds)))
+        for k, ((tr, va), coefs) in enumerate(zip(folds, stats.each_fold_coefs(regs, G, eps))):
+            # every reg value of the fold in one blocked pass: no fold-sized feature matrix
+            D = fmap.linear_predict(np.ascontiguousarray(Xp[va]), coefs)
+            q = Y.shape[1]
+            for j in range(len(regs)):
+                Dj = D[:, j * q:(j + 1) * q]
+                if not np.isfinite(Dj).all():
+                    out[j, k] = np.nan      # no score from non-finite decision values
+                    continue
+                if est._estimator_type == "classifier":
+                    pred = (est.classes_[(Dj[:, 0] > 0).astype(int)] if q == 1
+                            else est.classes_[np.argmax(Dj, axis=1)])
+                    out[j, k] = float(np.mean(pred == y[va]))
+                else:
+                    Yv = Y[va]
+                    ss_res = ((Yv - Dj) ** 2).sum(axis=0)
+                    ss_tot = ((Yv - Yv.mean(axis=0)) ** 2).sum(axis=0)
+                    out[j, k] = float(np.mean(1.0 - ss_res / np.where(ss_tot > 0, ss_tot, 1.0)))
+        return out
+
+    def _uses_bias(self) -> bool:
+        return bool(self.bias) and self._kind() in _DOT_PRODUCT
+
+    def _prepare_X(self, X: np.ndarray) -> np.ndarray:
+        if self.standardize:
+            X = self.x_scaler_.transform(X)
+        if self.bias_:
+            X = np.hstack([X, np.ones((X.shape[0], 1))])
+        return np.ascontiguousarray(X)
+
+    # -- fit / predict ---------------------------------------------------------------------
+    def fit(self, X, y, callback=None):
+        """Sample the features, solve for the coefficients and return self.
+
+        ``callback(event)`` receives progress events (rwtool.progress); returning True cancels
+        the fit, which then raises :class:`rwtool.FitCancelled` and leaves the estimator
+        unfitted.
+        """
+        return self._fit(X, y, callback, None)
+
+    def fit_weighted(self, X, y, sample_weight, callback=None):
+        """``fit`` with row weights w (solvers "lstsq" and "ridge", a number for reg; reg=None
+        uses 1e-6 here, as reg="auto" cross-validates on unweighted folds).
+
+        The weights are rescaled to mean 1 and give the weighted squared loss
+        (1/m) sum_i w_i (f(x_i) - y_i)^2 with the same regulariser: the normal equations
+        become Phi^T W Phi and Phi^T W Y, solved exactly. Integer weights fit the same model
+        as repeating each row w_i times, up to the standardisation statistics (unweighted
+        here). Class weights n / (k n_c) make every class count equally in the loss. (A
+        separate method rather than ``fit(sample_weight=...)``: scikit-learn's checks would
+        then require weights of every solver and of reg="auto".)
+        """
+        self.__dict__.pop("_stream", None)   # as fit: replaces any partial_fit stream
+        return self._fit(X, y, callback, sample_weight)
+
+    def _fit(self, X, y, callback, sample_weight):
+        solver = self._validate()
+        if sample_weight is not None:
+            sample_weight = self._check_weights(sample_weight, solver, len(y))
+        if hasattr(self, "coef_"):  # a failed or cancelled refit must not leave the old model
+            del self.coef_
+        if self._auto_reg():
+            if sample_weight is None:
+                return self._fit_auto_reg(X, y, solver, callback)
+            self._fit_reg = SMALL_DATA_REG    # reg=None with weights: the folds are unweighted
+        else:
+            self._fit_reg = float(self._resolve_reg(solver))
+        X, Y = self._fit_targets(X, y)
+        t0 = time.perf_counter()
+        progress = make_progress(callback)
+        Xp, fmap = self._start_fit(X, Y)
+        watched = progress.active and solver in _MONITORED and progress.monitor is None
+        if watched:
+            progress.monitor = self._sample_monitor(fmap, Xp, Y)
+        solve_map = fmap if sample_weight is None else _RowWeighted(fmap, sample_weight)
+        try:
+            coef, info = SOLVERS[solver][1](self, solve_map, Xp, Y, progress)
+        except FitCancelled as exc:
+            # Iterative solvers hand back their last completed iterate: keep it and say so.
+            if exc.partial_model and exc.partial is not None:
+                coef, info = exc.partial
+                if np.all(np.isfinite(coef)):
+                    self._set_fitted(fmap, coef, dict(info, cancelled=True), t0)
+            raise
+        finally:
+            if watched:
+                progress.monitor = None
+        check_finite_result(coef, solver=solver, fix=_FIX[solver])
+        self._set_fitted(fmap, coef, info, t0)
+        self._warn_if_constant(Xp, Y, solver)
+        return self
+
+    def _start_fit(self, X, Y):
+        """Fix the preprocessing of a fit on (X, Y) and draw the feature map: (Xp, fmap)."""
+        if not self.standardize:
+            check_range(X, "X", "pass standardize=True, or rescale X")
+            check_range(Y, "y", "pass standardize=True, or rescale y")
+        return self._draw_map(X)
+
+    def _draw_map(self, X):
+        """Record the preprocessing of X (``n_features_in_``, ``x_scaler_``, ``bias_``) and draw
+        the feature map from random_state as every fit does: (Xp, fmap)."""
+        self.n_features_in_ = X.shape[1]
+        self.x_scaler_ = Standardizer.fit(X) if self.standardize else None
+        self.bias_ = self._uses_bias()
+        Xp = self._prepare_X(X)
+        rng = check_random_state(self.random_state)
+        fmap = self._make_map(int(rng.integers(0, 2**63 - 1)))
+        fmap.fit(Xp)
+        return Xp, fmap
+
+    def _warn_if_constant(self, Xp, Y, solver, n_rows=2000):
+        """Say so when the model predicts one class (or one value) on every training row.
+
+        Measured on at most ``n_rows`` evenly spaced rows. A first-order solver on features
+        dominated by one common direction (RWRelu on wide inputs: docs/SOLVERS.md) can end at
+        the majority rate with finite coefficients; that model must not pass for a fit.
+        """
+        m = Xp.shape[0]
+        idx = np.unique(np.linspace(0, m - 1, min(m, n_rows)).astype(np.int64))
+        D = self.feature_map_.linear_predict(np.ascontiguousarray(Xp[idx]), self.coef_)
+        D, Ys = D.reshape(len(idx), -1), Y.reshape(m, -1)[idx]
+        if self._estimator_type == "classifier":
+            labels = (D[:, 0] > 0) if D.shape[1] == 1 else np.argmax(D, axis=1)
+            truth = (Ys[:, 0] > 0) if Ys.shape[1] == 1 else np.argmax(Ys, axis=1)
+            constant = len(np.unique(labels)) == 1 and len(np.unique(truth)) > 1
+            what = "one class on every training row (the majority rate at best)"
+        else:
+            spread = np.ptp(Ys, axis=0)
+            constant = bool(np.all(np.ptp(D, axis=0) <= 1e-6 * np.where(spread > 0, spread, 1))
+                            and np.any(spread > 0))
+            what = "the same value for every training row"
+        if constant:
+            hint = ("solver='lstsq' (or 'lasso'), or instantiation='rwsign'"
+                    if solver in ("sfgd", "osd", "sgd") else
+                    "a smaller reg, or another sigma/instantiation")
+            warnings.warn(f"{type(self).__name__} (solver={solver!r}) predicts {what}: the model "
+                          f"has learned nothing usable; try {hint}", NumericalWarning,
+                          stacklevel=3)
+
+    def _check_weights(self, sample_weight, solver, m):
+        if solver not in ("lstsq", "ridge"):
+            raise ValueError(f"sample_weight is taken by the least-squares solvers (lstsq, "
+                             f"ridge), whose weighted loss is exact; solver={solver!r} does "
+                             f"not take weights")
+        if self.reg is not None and self._auto_reg():
+            raise ValueError("reg='auto' does not take sample_weight (its folds are "
+                             "unweighted); give reg a number")
+        w = np.asarray(sample_weight, dtype=float)
+        if w.shape != (m,) or not np.all(np.isfinite(w)) or np.any(w < 0) or not w.sum() > 0:
+            raise ValueError(f"sample_weight must be {m} finite non-negative numbers, not all "
+                             f"zero (one per row)")
+        return w / w.mean()
+
+    def _sample_monitor(self, fmap, Xp, Y):
+        """coef -> the training error (classifiers) or R^2 (regressors) of the iterate on a
+        fixed sample of at most MONITOR_ROWS training rows, for the live curves of the
+        iterative solvers. Its own generator: the model does not depend on whether a callback
+        watched the fit."""
+        m = Xp.shape[0]
+        rows = np.sort(np.random.default_rng(0).choice(m, MONITOR_ROWS, replace=False)) \
+            if m > MONITOR_ROWS else np.arange(m)
+        Phi, Ys = fmap.transform(Xp[rows]), Y[rows]
+        if self._estimator_type == "classifier":
+            truth = Ys[:, 0] > 0 if Ys.shape[1] == 1 else np.argmax(Ys, axis=1)
+
+            def monitor(coef):
+                F = Phi @ np.asarray(coef).reshape(Phi.shape[1], -1)
+                guess = F[:, 0] > 0 if F.shape[1] == 1 else np.argmax(F, axis=1)
+                return {"train_error_sample": float(np.mean(guess != truth))}
+            return monitor
+        ss = float(np.sum((Ys - Ys.mean(axis=0)) ** 2))
+
+        def monitor(coef):
+            F = Phi @ np.asarray(coef).reshape(Phi.shape[1], -1)
+            return {"train_r2_sample": 1.0 - float(np.sum((F - Ys) ** 2)) / ss if ss > 0
+                    else float("nan")}
+        return monitor
+
+    def _set_fitted(self, fmap, coef, info, t0):
+        if self.solver.lower() == "lasso":
+            # 003 Algorithm 5: the model keeps only the features with a non-zero coefficient
+            fmap, coef = _keep_nonzero(fmap, np.asarray(coef))
+        self.feature_map_ = fmap
+        self.coef_ = np.ascontiguousarray(coef)
+        self.solver_info_ = info
+        self.reg_ = self._fit_reg
+        # iterations the solver ran: sweeps (lasso), centres (sfgd/osd), epochs (sgd), 1 (direct)
+        n_iter = info.get("n_iter", max(info.get("sweeps", [1]) or [1]))
+        self.n_iter_ = max(1, int(n_iter))
+        self.fit_time_ = time.perf_counter() - t0
+
+    def feature_matrix(self, X) -> np.ndarray:
+        """The feature matrix Phi of ``X`` (after the recorded preprocessing), m x T."""
+        check_is_fitted(self)
+        X = check_array(X, n_features=self.n_features_in_, estimator=type(self).__name__)
+        return self.feature_map_.transform(self._prepare_X(X))
+
+    def _raw_decision(self, X) -> np.ndarray:
+        check_is_fitted(self)
+        X = check_array(X, n_features=self.n_features_in_, estimator=type(self).__name__)
+        D = self.feature_map_.linear_predict(self._prepare_X(X), self.coef_)
+        check_finite_result(D, solver=str(self.solver).lower(), what="the decision values",
+                            fix="these inputs are far outside the training data's range (the "
+                                "features overflow): check their scale")
+        return D
+
+    def _targets_for(self, y, m):
+        """Targets of ``y`` in the coding the model was fitted on (+/-1, or standardised)."""
+        if self._estimator_type == "classifier":
+            y = np.asarray(y)
+            if y.shape[0] != m:
+                raise ValueError(f"X has {m} rows but y has {y.shape[0]}")
+            idx = np.searchsorted(self.classes_, y)
+            idx = np.clip(idx, 0, len(self.classes_) - 1)
+            if not np.all(self.classes_[idx] == y):
+                raise ValueError("y has labels the model was not fitted on; pass labels from "
+                                 "classes_")
+            if len(self.classes_) == 2:
+                return np.where(idx == 1, 1.0, -1.0)[:, None]
+            Y = -np.ones((m, len(self.classes_)))
+            Y[np.arange(m), idx] = 1.0
+            return Y
+        y = check_array(y, "y", ensure_2d=False)
+        Y = y[:, None] if y.ndim == 1 else y
+        if Y.shape[0] != m:
+            raise ValueError(f"X has {m} rows but y has {Y.shape[0]}")
+        return self.y_scaler_.transform(Y) if self.y_scaler_ is not None else Y
+
+    def prune(self, eps=0.01, accept="error", X=None, y=None, lam=None, delta=0.05,
+              loss="squared", max_steps=40, tol=1e-4, max_iter=1000, schedule="eq62",
+              callback=None):
+        """A new estimator with fewer centres: 000 Algorithm 5 (pruning with the Lasso).
+
+        Solves min_b (1/(2T)) ||U a - U b||^2 + lamL ||b||_1 (G = U^T U; for kitchen sinks
+        G = I) for lamL, 10 lamL, ... while ``accept`` holds, and keeps the last accepted b.
+
+        Parameters
+        ----------
+        eps : float > 0
+            The largest acceptable degradation.
+        accept : {"bound", "probabilistic", "loss", "error"}
+            000 eq. 63-66: rho theta ||alpha - beta||_H < eps; Theorem 8; train-loss increase
+            < eps; train 0-1 error increase < eps (classifiers).
+        X, y : the sample the criteria are measured on (needed except for "bound").
+        lam : starting lamL; None uses 000 eq. 62.
+        delta : confidence of the "probabilistic" criterion.
+        loss : "squared" or "logistic", the loss L_S of the criteria.
+        max_steps, tol, max_iter : caps of the outer loop and of each Lasso solve.
+        schedule : {"eq62", "paper"}
+            Where lamL starts: "eq62" at 000 eq. 62 (or ``lam``); "paper" as the authors' code
+            of seed 000 ran its experiments: lamL = 1e-10 (or ``lam``), x10 per step, at most
+            10 Lasso solves (``max_steps`` is capped at 10). Where the accepted lamL lands on
+            the x10 grid decides the pruned fraction: on mnist17 "paper" prunes about 60% where
+            "eq62" prunes 35% (docs/MNIST17.md).
+
+        Returns
+        -------
+        A fitted copy with ``feature_map_`` and ``coef_`` restricted to the kept centres and
+        ``prune_report_`` (dict: accept, eps, lam, n_before, n_after, kept_fraction,
+        pruned_percent, norm_alpha, norm_beta, norm_diff, loss_before/after,
+        error_before/after, steps).
+        """
+        check_is_fitted(self)
+        check_scalar(eps, "eps", low=0.0, low_inclusive=False)
+        kind = check_choice(accept, "accept", ACCEPT_CRITERIA)
+        if check_choice(schedule, "schedule", ("eq62", "paper")) == "paper":
+            lam = PAPER_LAM_START if lam is None else lam
+            max_steps = min(int(max_steps), PAPER_MAX_SOLVES)
+        Phi = Y = None
+        if X is not None:
+            X = check_array(X, n_features=self.n_features_in_)
+            if y is None:
+                raise ValueError("pass y together with X")
+            Phi = self.feature_map_.transform(self._prepare_X(X))
+            Y = self._targets_for(y, len(X))
+        G, theta = self._prune_geometry(Phi)
+        coef = np.asarray(self.coef_, dtype=float)
+        classify = self._estimator_type == "classifier"
+        if Y is None and not classify:
+            raise ValueError("pruning a regressor needs its sample: pass X and y (rho = theta B "
+                             "+ max|y| is measured on the standardised targets, which often "
+                             "exceed 1)")
+        y_bound = 1.0 if Y is None else float(np.max(np.abs(Y)))
+        acc = make_accept(kind, float(eps), coef, G, theta, Phi, Y, loss, delta,
+                          classify=classify, y_bound=y_bound)
+        norm_a = acc.before["norm_alpha"]
+        rho = get_loss(loss).lipschitz(theta * max(norm_a), y_bound)
+        beta, rep = prune_weights(coef, G, acc, lam=lam, eps=float(eps), rho=rho, theta=theta,
+                                  max_steps=int(max_steps), tol=float(tol),
+                                  max_iter=int(max_iter), progress=callback)
+        _, after = acc(beta)
+        new = copy.deepcopy(self)
+        fmap, coef_b = _keep_nonzero(self.feature_map_, beta)
+        new.feature_map_, new.coef_ = fmap, coef_b
+        T = coef.shape[0]
+        n_after = int(np.count_nonzero(np.any(beta != 0, axis=1)))
+        new.prune_report_ = {
+            "accept": kind, "eps": float(eps), "lam": rep["lam"], "n_before": int(T),
+            "n_after": n_after, "kept_fraction": n_after / T,
+            "pruned_percent": 100.0 * (1.0 - n_after / T),
+            "norm_alpha": _one(norm_a), "norm_beta": _one(after["norm_beta"]),
+            "norm_diff": after["norm_diff"], "loss_before": acc.before["loss"],
+            "loss_after": after["loss"], "error_before": acc.before["error"],
+            "error_after": after["error"], "steps": rep["steps"], "schedule": schedule}
+        return new
+
+    @property
+    def n_features_out_(self) -> int:
+        """Number of random features with a non-zero coefficient."""
+        check_is_fitted(self)
+        return int(np.count_nonzero(np.any(self.coef_ != 0, axis=1)))
+
+
+def _one(values):
+    return values[0] if len(values) == 1 else list(values)
+
+
+class _ClassifierTargets(ClassifierMixin):
+    def _fit_targets(self, X, y):
+        X, y = check_X_y(X, y)
+        self.classes_, Y = encode_classes(y)
+        return X, Y
+
+
+class _RegressorTargets(RegressorMixin):
+    def _fit_targets(self, X, y):
+        X, y = check_X_y(X, y, y_numeric=True)
+        Y = y[:, None] if y.ndim == 1 else y
+        self.y_scaler_ = Standardizer.fit(Y) if self.standardize else None
+        self.y_1d_ = y.ndim == 1
+        Y = self.y_scaler_.transform(Y) if self.standardize else Y
+        return X, np.ascontiguousarray(Y)
+
+    def predict(self, X) -> np.ndarray:
+        D = self._raw_decision(X)
+        if self.y_scaler_ is not None:
+            D = self.y_scaler_.inverse_transform(D)
+            check_finite_result(D, solver=str(self.solver).lower(), what="the predictions",
+                                fix="the predictions exceed float64 in the targets' units: "
+                                    "rescale y before fitting")
+        return D[:, 0] if self.y_1d_ else D
+
+
+# ----------------------------------------------------------------------------- RKHS weightings
+
+class _RW(_RandomFeatureModel):
+    _family = "rw"
+
+    def __init__(self, instantiation="rwsign", n_features=1000, solver="lstsq", reg=None,
+                 sigma=1.0, gamma=None, theta=None, kappa=10.0, eps=1e-10, loss="squared",
+                 max_iter=None, tol=1e-4, batch_size=None, radius=None, step_cap=0.25,
+                 average=False, path_length=1, standardize=True, bias=True, block_size=None,
+                 random_state=None):
+        self.instantiation = instantiation
+        self.n_features = n_features
+        self.solver = solver
+        self.reg = reg
+        self.sigma = sigma
+        self.gamma = gamma
+        self.theta = theta
+        self.kappa = kappa
+        self.eps = eps
+        self.loss = loss
+        self.max_iter = max_iter
+        self.tol = tol
+        self.batch_size = batch_size
+        self.radius = radius
+        self.step_cap = step_cap
+        self.average = average
+        self.path_length = path_length
+        self.standardize = standardize
+        self.bias = bias
+        self.block_size = block_size
+        self.random_state = random_state
+
+    def _kind(self):
+        """The closed-form name, or "mc" for an rwtool.Instantiation (Monte Carlo features)."""
+        from ..features._instantiation import resolve
+        inst = resolve(self.instantiation)
+        return inst if isinstance(inst, str) else "mc"
+
+    def _uses_bias(self) -> bool:
+        from ..features._instantiation import uses_bias
+        return bool(self.bias) and uses_bias(self.instantiation)
+
+    def _validate(self):
+        self._kind()
+        check_theta(self.theta)
+        check_scalar(self.eps, "eps", low=0.0)
+        check_scalar(self.radius, "radius", low=0.0, low_inclusive=False, allow_none=True)
+        check_scalar(self.step_cap, "step_cap", low=0.0, low_inclusive=False, allow_none=True)
+        return super()._validate()
+
+    def _prune_geometry(self, Phi):
+        return self.feature_map_.gram(), float(self.feature_map_.theta_)
+
+    def bounds(self, X, y, delta=0.05, n_draws=1000, random_state=0) -> dict:
+        """Constants and generalisation bounds of the fitted model on the sample (X, y).
+
+        With (X, y) the training sample (m rows) and B = ||alpha||_H a posteriori (spec 4.6):
+        ``theta``, ``kappa`` (003 Table 2, from the map; Monte Carlo estimates for an
+        rwtool.Instantiation, which ``theta_kappa`` says), ``tau`` (003 eq. 56, estimated on X
+        with ``n_draws`` fresh centres, 003 Sec. 7.3), ``rkhs_norm``, ``l2p_norm`` (estimated),
+        ``train_loss`` (mean (f - y)^2 / 2 on +/-1 or standardised targets), ``y_bound``
+        (max |y| in those units), ``rho`` = theta B + y_bound and ``loss_max`` =
+        (theta B + y_bound)^2 / 2 (the squared loss's Lipschitz constant and largest value on
+        |f| <= theta B, |y| <= y_bound, which every bound uses), ``train_error``
+        (classifiers), ``rademacher_bound`` (000 Theorem 10, a bound on the test loss),
+        ``gap_theorem62`` and ``gap_theorem65`` (003 eq. 89 and 95, bounds on test minus train
+        loss), ``m`` and ``delta``. With several outputs each entry is a list (one per output).
+        """
+        check_is_fitted(self)
+        if not 0.0 < float(delta) < 1.0:
+            raise ValueError(f"delta must be in (0, 1), got {delta!r}")
+        X = check_array(X, n_features=self.n_features_in_)
+        Y = self._targets_for(y, len(X))
+        Xp = self._prepare_X(X)
+        F = self.feature_map_.transform(Xp) @ self.coef_
+        m = len(X)
+        fmap = self.feature_map_
+        theta, kappa = float(fmap.theta_), float(fmap.kappa_)
+        tau = estimate_tau(fmap, Xp, n_draws, random_state)
+        norms = np.atleast_1d(fmap.rkhs_norm(self.coef_))
+        l2 = np.atleast_1d(l2p_norm(fmap, self.coef_, n_draws, random_state))
+        sq = get_loss("squared")
+        losses = np.mean(sq.value(F, Y), axis=0)
+        out = {"theta": theta, "kappa": kappa, "tau": tau, "m": m, "delta": float(delta),
+               "theta_kappa": ("Monte Carlo estimates" if getattr(
+                   fmap, "constants_are_estimates", False) else "003 Table 2")}
+        # |y| in the units the model is fit in: +/-1 for classes, standardised regression targets
+        ybs = np.max(np.abs(Y), axis=0)
+        per = {"rkhs_norm": norms.tolist(), "l2p_norm": l2.tolist(),
+               "train_loss": losses.tolist(), "y_bound": ybs.tolist(),
+               "rho": [sq.lipschitz(theta * B, Yb) for B, Yb in zip(norms, ybs)],
+               "loss_max": [sq.max_value(theta * B, Yb) for B, Yb in zip(norms, ybs)],
+               "rademacher_bound": [rademacher_bound(L, B, theta, m, delta, y_bound=Yb)
+                                    for L, B, Yb in zip(losses, norms, ybs)],
+               "gap_theorem62": [gap_theorem62(B, theta, m, delta, y_bound=Yb)
+                                 for B, Yb in zip(norms, ybs)],
+               "gap_theorem65": [gap_theorem65(B2, tau, m, delta, y_bound=Yb)
+                                 for B2, Yb in zip(l2, ybs)]}
+        for key, val in per.items():
+            out[key] = val[0] if len(val) == 1 else val
+        if self._estimator_type == "classifier":
+            out["train_error"] = float(np.mean(self.predict(X) != np.asarray(y)))
+        return out
+
+    def _make_map(self, seed):
+        from ..features._instantiation import make_feature_map
+        return make_feature_map(self.instantiation, n_features=self.n_features, sigma=self.sigma,
+                                gamma=self.gamma, theta=self.theta, kappa=self.kappa,
+                                random_state=seed)
+
+    def rkhs_norm(self) -> np.ndarray | float:
+        """||alpha||_H = sqrt(a^T G a) of the learned weight function (per output)."""
+        check_is_fitted(self)
+        norms = self.feature_map_.rkhs_norm(self.coef_)
+        return float(norms[0]) if len(norms) == 1 else norms
+
+
+_RW_DOC = """
+    Parameters
+    ----------
+    instantiation : str or rwtool.Instantiation, default "rwsign"
+        The instantiation (W, phi, K, p): "rwsign", "rwexpsign", "rwrelu", "rwexprelu",
+        "rwstumps" (seed 003 Table 2, closed-form features), or any (p, K, phi) with Monte Carlo
+        features: an rwtool.Instantiation, its name, or "mc:<distribution>:<kernel>:<base>"
+        (docs/INSTANTIATIONS.md).
+    n_features : int, default 1000
+        T, the number of random features (centres w_t ~ p).
+    solver : {"lstsq", "lasso", "sfgd", "osd"}, default "lstsq"
+        "lstsq": exact least squares (003 Algorithm 4), accumulated over row blocks.
+        "lasso": J1 = (1/m) sum (f - y)^2 / 2 + reg ||a||_1 by coordinate descent (003
+        Algorithm 5); only the features with a non-zero coefficient are kept.
+        "sfgd": stochastic functional gradient descent (003 Algorithm 3), one centre per
+        iteration, capped step. "osd": Optimal Stepsize Descent (000 Algorithm 2).
+        See docs/SOLVERS.md.
+    reg : float, "auto" or None, default None
+        lam in J = (1/m) sum loss(f, y) + (lam/2) ||alpha||_H^2 (lstsq, sfgd, osd) or lam1 in
+        J1 (lasso): the same lam means the same model whatever the solver (spec section 3).
+        "auto" chooses it by 3-fold cross-validation over ``AUTO_REG[solver]``, growing the grid
+        past an end the best value sits at (``reg_``, ``reg_search_``); for "lstsq" it is one
+        pass over the data, the per-fold sums scoring every value (R^2 from the sums, or
+        accuracy on a position-hashed validation sample for classifiers) and giving the model,
+        the same choice as partial_fit and Dask make (docs/TUNING.md). For "lasso", "auto" is the warm-started path
+        from lam_max = max |Phi^T y| / m down to lam_max / 1000 (30 values, further while the
+        smallest is best), chosen by 3-fold cross-validation from per-fold sums (one pass, as
+        partial_fit and Dask do; solvers/_lasso_cv.py). None (the default) is the solver's
+        default, ``DEFAULT_REG[solver]``: "auto" for "lstsq" and "lasso", and values measured
+        across data sets for sfgd and osd (1e-6; docs/SOLVERS.md).
+    sigma : float, default 1.0
+        s, standard deviation of the sampling distribution p.
+    gamma : float or None, default None
+        g, kernel width. None: from theta (RWSign, RWRelu) or kappa (RWExpSign, RWExpRelu) by
+        003 Table 4, and gamma = sigma for RWStumps (sigma = gamma = 1 was measured against
+        a grid of sigma and gamma / sigma: docs/bench/bandwidth_defaults.md). An explicit
+        value overrides the rule.
+    theta : float in (0, 1) or None, default None
+        Target theta of the gamma rule of the Gaussian-kernel instantiations (RWSign, RWRelu,
+        Monte Carlo Gaussian kernels) when gamma is None; ``feature_map_.theta_target_`` is the
+        value used. None: 0.1 for RWSign and RWRelu, 0.5 for a Monte Carlo Gaussian kernel
+        (rwtool.features._instantiation.resolved_theta), both measured across the nine data sets of the
+        defaults benchmark (docs/bench/instantiation_defaults.md; 0.1 makes the Monte Carlo
+        sections rest on too few draws). A smaller theta tightens RWSign's bounds (its
+        ``theta_`` is theta). theta=0.5 gives the model the default gave before.
+    kappa : float > 1, default 10.0
+        Target kappa for RWExpSign/RWExpRelu and Monte Carlo exponential kernels when gamma is
+        None (measured across data sets and feature draws, docs/bench/instantiation_defaults.md;
+        a larger kappa loosens the bounds of ``bounds()``). kappa=5 gives the model the default
+        gave before.
+    eps : float, default 1e-10
+        Ridge term m eps I added to the normal equations (003 eq. 82) for conditioning.
+    loss : {"squared", "logistic"}, default "squared"
+        (f - y)^2 / 2 or log(1 + exp(-y f)); logistic for classifiers with sfgd/osd only.
+    max_iter : int or None, default None
+        lasso: cap on coordinate-descent sweeps per lam (None: 1000). sfgd/osd run one
+        iteration per feature (n_features) and ignore it.
+    tol : float, default 1e-4
+        lasso: stop when the duality gap is <= tol ||y||^2 / m (scikit-learn's rule).
+    batch_size : int or None, default None
+        b, rows per iteration of sfgd/osd (drawn with replacement). None: min(500, rows) for
+        both (the papers used 50): each fits one coefficient per centre on its batch, once,
+        and small batches cost 0.02-0.08 test error (000's remark after Algorithm 2; measured
+        in docs/bench/iterative_defaults.md).
+    radius : float or None, default None
+        B, radius of the projection step of sfgd (None: no projection); 000 used B = 1000.
+    step_cap : float or None, default 0.25
+        c of the sfgd step eta_t = min(1 / (reg t), c / L), L the smoothness of one step's
+        objective estimated on the data (docs/SOLVERS.md). None: the paper's 1 / (reg t),
+        whose first steps are huge for a small reg (the run then stops with NumericalError).
+    average : bool, default False
+        sfgd outputs the average of its iterates (True: 003 Algorithm 3's output) or the last
+        one (the default: each iterate adds a centre, so the average damps the late centres'
+        coefficients; at batch 500 the last iterate was better on 11 of 14 cases measured in
+        docs/bench/iterative_defaults.md, worse on 2 by at most 0.011).
+    path_length : int, default 1
+        lasso: number of lam values on a geometric path from lam_max down to reg, solved with
+        warm starts (1: solve at reg directly); reg="auto" walks its own path and ignores it.
+    standardize : bool, default True
+        Standardise X (and y for the regressor) with training statistics (003 Appendix C).
+    bias : bool, default True
+        Append a constant column for the dot-product instantiations (not RWStumps).
+    block_size : int or None, default None
+        Rows per block in the accumulation of Phi^T Phi (None: about 32 MB of features).
+    random_state : int, Generator or None, default None
+        Seed of the feature draw; the same seed gives the same model whatever the thread count.
+
+    Attributes
+    ----------
+    coef_ : ndarray (T, k)
+        Coefficients a on the features (one column per class or output).
+    feature_map_ : RKHSWeighting
+        The fitted instantiation (centres, gamma_, theta_, kappa_, theta_target_).
+    x_scaler_, bias_ : the recorded preprocessing.
+    reg_ : float, the reg the model was fitted with; reg_search_ (reg "auto"): the validation
+        scores of every candidate (``diverged`` marks the candidates whose fit diverged).
+    n_features_in_ : int
+    fit_time_ : float, seconds.
+    solver_info_ : dict, what the solver reports (jitter, iterations, convergence).
+    n_iter_ : int, iterations run (Lasso sweeps, SFGD/OSD centres, 1 for lstsq).
+"""
+
+
+class RWClassifier(ScaleClassifierHooks, _ClassifierTargets, _RW):
+    __doc__ = ("RKHS-weighting classifier (Dube & Marchand, seed 003): binary, or multiclass "
+               "one-vs-rest on shared features; targets coded +/-1.\n" + _RW_DOC +
+               "    classes_ : ndarray, the class labels.\n")
+
+
+class RWRegressor(ScaleHooks, _RegressorTargets, _RW):
+    __doc__ = ("RKHS-weighting regressor (Dube & Marchand, seed 003); y may have several "
+               "columns.\n" + _RW_DOC + "    y_scaler_ : the recorded target standardisation.\n")
+
+
+# ----------------------------------------------------------------------------- kitchen sinks
+
+class _RKS(_RandomFeatureModel):
+    _family = "rks"
+
+    def __init__(self, base="relu", n_features=1000, solver="ridge", reg=None, sigma=None,
+                 kernel="gaussian", loss="squared", max_iter=None, tol=1e-4, batch_size=50,
+                 average=True, path_length=1, standardize=True, bias=True, block_size=None,
+                 random_state=None):
+        self.base = base
+        self.n_features = n_features
+        self.solver = solver
+        self.reg = reg
+        self.sigma = sigma
+        self.kernel = kernel
+        self.loss = loss
+        self.max_iter = max_iter
+        self.tol = tol
+        self.batch_size = batch_size
+        self.average = average
+        self.path_length = path_length
+        self.standardize = standardize
+        self.bias = bias
+        self.block_size = block_size
+        self.random_state = random_state
+
+    def _kind(self):
+        return check_choice(self.base, "base", RKS_BASES)
+
+    def _validate(self):
+        if self._kind() == "fourier":
+            check_choice(self.kernel, "kernel", FOURIER_KERNELS)
+        return super()._validate()
+
+    def _prune_geometry(self, Phi):
+        """G = I (RKS regularises ||a||_2) and theta = sup_x ||psi(x)||_2."""
+        kind = self._kind()
+        T = self.coef_.shape[0]
+        if kind in ("sign", "stumps"):
+            theta = 1.0                       # |psi_t| <= 1 / sqrt(T)
+        elif kind == "fourier":
+            theta = math.sqrt(2.0)            # |psi_t| <= sqrt(2 / T)
+        elif Phi is not None:
+            theta = float(np.sqrt(np.max(np.einsum("ij,ij->i", Phi, Phi))))
+        else:
+            raise ValueError("pruning ReLU kitchen sinks needs X (theta = max ||psi(x)|| is "
+                             "measured on it)")
+        return np.eye(T), theta
+
+    def _map_sigma(self) -> float:
+        """sigma, or its default: 1 for the base predictors (p = N(0, I) on standardised inputs,
+        003 Table 2) and sqrt(d / 2) for Fourier features, scikit-learn's gamma="scale" on d
+        standardised columns (sigma = 1 left every pair of rows nearly orthogonal as soon as d
+        was more than a few: docs/bench/defaults.md; wider multiples and the median heuristic
+        lose on skin, wine and with sgd: docs/bench/bandwidth_defaults.md)."""
+        if self.sigma is not None:
+            return float(self.sigma)
+        if self._kind() != "fourier":
+            return 1.0
+        return math.sqrt(max(int(self.n_features_in_), 1) / 2.0)
+
+    def _make_map(self, seed):
+        kind = self._kind()
+        if kind == "fourier":
+            return RandomFourierFeatures(n_features=self.n_features, kernel=self.kernel,
+                                         sigma=self._map_sigma(), variant="phase",
+                                         random_state=seed)
+        return KITCHEN_BASES[kind](n_features=self.n_features, sigma=self._map_sigma(),
+                                   random_state=seed)
+
+
+_RKS_DOC = """
+    Parameters
+    ----------
+    base : {"sign", "relu", "stumps", "fourier"}, default "relu"
+        Base predictor phi(w, x): sign(<w, x>), max(0, <w, x>), sign(x_{w1} - w2) with the
+        distributions of the RKHS weightings (seed 003 Table 2), or random Fourier features
+        sqrt(2/T) cos(<w, x> + b) of ``kernel``.
+    n_features : int, default 1000
+        T, the number of random features.
+    solver : {"ridge", "lasso", "sgd"}, default "ridge"
+        "ridge": (Psi^T Psi + m lam I) a = Psi^T y, accumulated over row blocks (003 Algorithm 1).
+        "lasso": (1/m) sum (f - y)^2 / 2 + reg ||a||_1 (003 Algorithm 2), zero features dropped.
+        "sgd": averaged mini-batch SGD on the fixed features (docs/SOLVERS.md).
+    reg : float, "auto" or None, default None
+        lam in J = (1/m) sum loss(f, y) + (lam/2) ||a||^2, features scaled by 1/sqrt(T)
+        (lam1 of the Lasso for solver="lasso"). "auto": 3-fold cross-validation over
+        ``AUTO_REG[solver]``, as for the RKHS weightings (the Lasso: over its path from
+        lam_max, as RWClassifier says). None (the default): ``DEFAULT_REG[solver]``, "auto"
+        for "ridge" and "lasso" and a measured value for "sgd".
+    sigma : float or None, default None
+        Standard deviation of p (sign/relu/stumps) or the kernel bandwidth (fourier). None:
+        1.0 for sign/relu/stumps, and sqrt(d / 2) for fourier (d = n_features_in_), the
+        bandwidth of scikit-learn's gamma="scale" on standardised inputs; with
+        standardize=False give a number. The value used is ``feature_map_.sigma``. Both were
+        measured against other values (0.5-2.83 sqrt(d / 2) and the median heuristic for
+        fourier) on nine data sets: docs/bench/bandwidth_defaults.md.
+    kernel : {"gaussian", "laplacian", "cauchy"}, default "gaussian"
+        Kernel of the Fourier features (base="fourier" only).
+    loss : {"squared", "logistic"}, default "squared"
+        logistic for classifiers with solver="sgd" only.
+    max_iter : int or None, default None
+        lasso: sweeps per lam (None: 1000); sgd: epochs (None: 5).
+    tol : float, default 1e-4
+        lasso: duality-gap tolerance; sgd: stop when an epoch improves the mean training loss
+        by less than this fraction.
+    batch_size : int or None, default None
+        sgd mini-batch size (None: 50).
+    average : bool, default True
+        sgd outputs the average of its iterates from the second epoch on.
+    path_length : int, default 1
+        lasso: number of lam values on the warm-started path down to reg.
+    standardize, bias, block_size, random_state
+        As for the RKHS weightings (bias only for sign and relu).
+
+    Attributes
+    ----------
+    coef_ : ndarray (T, k); feature_map_ : the fitted map; x_scaler_, bias_; reg_, reg_search_
+    (as for the RKHS weightings); n_features_in_;
+    fit_time_; solver_info_; n_iter_ (Lasso sweeps, SGD epochs, 1 for ridge).
+"""
+
+
+class RKSClassifier(ScaleClassifierHooks, _ClassifierTargets, _RKS):
+    __doc__ = "Random kitchen sinks classifier (Rahimi & Recht; seed 003 Section 3.1).\n" + _RKS_DOC
+
+
+class RKSRegressor(ScaleHooks, _RegressorTargets, _RKS):
+    __doc__ = "Random kitchen sinks regressor (Rahimi & Recht; seed 003 Section 3.1).\n" + _RKS_DOC

@@ -1,0 +1,374 @@
+"""RFSGDClassifier: averaged SGD of the logistic loss on random Fourier features (seed 002).
+
+The model is g(x) = betabar^T phi_M(x) with phi_M the random Fourier features of a Gaussian
+kernel scaled by 1/sqrt(M) (paired cos/sin by default, random phase as an option), trained by
+one pass of averaged SGD over a stream (``partial_fit``) or by epochs over a finite set (``fit``).
+The schedule, averaging and feature maps live in rwtool.solvers._sgd and rwtool.features._fourier;
+this module owns the preprocessing, the label coding and the fitted state.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import time
+import warnings
+
+import numpy as np
+
+from .._base import (BaseEstimator, ClassifierMixin, Standardizer, check_array, check_choice,
+                     check_is_fitted, check_not_constant, check_random_state, check_scalar,
+                     check_X_y, encode_classes, unfitted_on_failure)
+from ..exceptions import NumericalError
+from ..features._bandwidth import median_sigma, scale_sigma
+from ..features._fourier import FOURIER_KERNELS, RandomFourierFeatures
+from ..losses import get_loss
+from ..progress import FitCancelled, make_progress
+from ..resources import FitEstimate
+from ..solvers._divergence import check_final_model
+from ..solvers._sgd import SGDState, averaged_sgd, check_step_size, default_gamma, logistic_loss
+
+__all__ = ["RFSGDClassifier", "SIGMA_RULES"]
+
+#: the data-scaled bandwidth rules (``sigma="scale"`` is the default)
+SIGMA_RULES = ("scale", "median")
+
+
+class RFSGDClassifier(ClassifierMixin, BaseEstimator):
+    """Averaged SGD with random Fourier features (Yashima, Nitanda & Suzuki, AISTATS 2021; seed 002).
+
+    Minimises E[log(1 + exp(-y beta^T phi_M(x)))] + (reg/2) ||beta||^2 by Algorithm 1 of the
+    paper: eta_t = 2 / (reg (gamma + t)), beta_{t+1} = (1 - eta_t reg) beta_t - eta_t l'(.) phi_M(x_t),
+    and the weighted average betabar_{t+1} = (1 - theta_t) betabar_t + theta_t beta_{t+1},
+    theta_t = 2 (gamma + t) / ((t + 1)(2 gamma + t)) (eqs. 15-17), which equals
+    sum_t alpha_t beta_t with alpha_t proportional to gamma + t - 1. Predictions use betabar.
+    Under the strong low-noise condition the classification error of betabar converges
+    exponentially fast while the loss converges sublinearly (Theorem 3).
+
+    Several classes are handled one-vs-rest on shared features (K SGD runs in the same loop).
+
+    Parameters
+    ----------
+    n_features : int, default 1000
+        M, the number of random frequencies omega_i ~ N(0, sigma^-2 I).
+    sigma : float or "scale", "median", default "scale"
+        Kernel bandwidth, k(x, y) = exp(-||x - y||^2 / (2 sigma^2)) (not given in the paper),
+        or a rule computed on the training inputs after standardisation (in ``partial_fit``, on
+        the first batch). "scale" makes the kernel of two typical rows about e^-2, as
+        scikit-learn's gamma="scale" does: sqrt(d Var(X) / 2) for the Gaussian kernel (so
+        sqrt(d/2) on standardised inputs), d sqrt(Var(X) / pi) for the Laplacian,
+        sqrt(d Var(X)) for the Cauchy. "median" is the median distance between two training
+        rows (over at most 1000 random rows). A fixed sigma = 1 is at chance level on
+        standardised data once d exceeds a few (wine, d = 13: 0.22 test error); the two rules
+        were measured on eight data sets (docs/SGD_RF.md) and "scale" was as good and costs
+        O(N d).
+    variant : {"pair", "phase"}, default "pair"
+        "pair": M^-1/2 [cos(omega^T x), sin(omega^T x)] (2M coefficients, ||phi|| = 1, R = 1);
+        "phase": sqrt(2/M) cos(omega^T x + b) (M coefficients, R^2 = 2).
+    kernel : {"gaussian", "laplacian", "cauchy"}, default "gaussian"
+        Only the Gaussian kernel is covered by the paper's theory.
+    reg : float, default 1e-5
+        lambda. The paper's experiments use 1e-3, which is 0.005-0.02 worse than 1e-5 on
+        digits, mnist17, skin and make_classification with data-scaled sigma (docs/SGD_RF.md).
+    gamma : float or None, default None
+        Step-size offset. None: the smallest value meeting the theorem's condition
+        eta_1 <= min(1/(L R^2), 1/(2 lambda)) (499 for lambda = 1e-3, pair variant).
+    n_epochs : int, default 5
+        Passes over the training set in ``fit``. The paper takes one fresh sample per step;
+        on a finite set one pass over a shuffled copy is the closest equivalent (n_epochs=1)
+        and more than one pass reuses samples (recorded in ``solver_info_["finite_sample"]``).
+        Five passes reach scikit-learn's SGDClassifier (which runs to convergence, 13-31
+        passes on the benchmark sets) within 0.01 everywhere measured; one pass does not on
+        digits and mnist17.
+    shuffle : bool, default True
+        Visit the rows of each epoch in a fresh random order.
+    average : bool, default True
+        False runs plain SGD and predicts with the last iterate.
+    standardize : bool, default True
+        Standardise X with training statistics (in ``partial_fit``: of the first batch).
+    chunk_size : int or None, default None
+        Steps per numba call; progress and cancellation are checked between chunks.
+    feature_cache_mb : float, default 512
+        With n_epochs > 1, the n x D feature matrix is computed once and reused when it takes at
+        most this many megabytes; otherwise (and always for one pass) features are computed a
+        chunk at a time, so memory stays O(chunk x D). 0 disables the cache.
+    random_state : int, Generator or None, default None
+        Seeds the frequencies and the visiting order through separate streams.
+
+    Attributes
+    ----------
+    coef_ : ndarray (D, k)
+        betabar, the averaged coefficients (D = 2M for "pair", M for "phase").
+    last_iterate_ : ndarray (D, k)
+        beta_{t+1}, the last SGD iterate.
+    n_iter_ : int
+        t, the number of SGD steps taken so far.
+    gamma_ : float, the step-size offset used; eta1_ : float, the first step size.
+    sigma_ : float, the bandwidth used (``sigma`` itself when a number was given).
+    feature_map_ : RandomFourierFeatures
+    classes_ : ndarray; n_features_in_ : int; x_scaler_ : Standardizer or None
+    solver_info_ : dict, with the progressive train loss/error of the last pass and flags.
+    fit_time_ : float, seconds.
+
+    A fit cancelled through the progress callback keeps the averaged iterate of the last
+    completed chunk (``solver_info_["cancelled"]`` is True) and re-raises FitCancelled. A fit
+    that meets non-finite features or coefficients, or whose averaged model ends with a training
+    logistic loss far above the zero model's log 2 (``solver_info_["final_loss_ratio"]``;
+    rwtool.solvers._divergence, measured in docs/bench/divergence.md; ``fit`` only: one
+    ``partial_fit`` batch is no sample of the stream), raises
+    rwtool.NumericalError (naming the step and the fix) and leaves the estimator unfitted; a
+    constant X is refused with a ValueError.
+    """
+
+    def __init__(self, n_features=1000, sigma="scale", variant="pair", kernel="gaussian",
+                 reg=1e-5, gamma=None, n_epochs=5, shuffle=True, average=True, standardize=True,
+                 chunk_size=None, feature_cache_mb=512, random_state=None):
+        self.n_features = n_features
+        self.sigma = sigma
+        self.variant = variant
+        self.kernel = kernel
+        self.reg = reg
+        self.gamma = gamma
+        self.n_epochs = n_epochs
+        self.shuffle = shuffle
+        self.average = average
+        self.standardize = standardize
+        self.chunk_size = chunk_size
+        self.feature_cache_mb = feature_cache_mb
+        self.random_state = random_state
+
+    # -- validation ------------------------------------------------------------------------
+    def _validate(self):
+        check_scalar(self.n_features, "n_features", numbers.Integral, low=1)
+        if isinstance(self.sigma, str):
+            check_choice(self.sigma, "sigma", SIGMA_RULES)
+        else:
+            check_scalar(self.sigma, "sigma", low=0.0, low_inclusive=False)
+        check_choice(self.variant, "variant", ("pair", "phase"))
+        check_choice(self.kernel, "kernel", FOURIER_KERNELS)
+        check_scalar(self.reg, "reg", low=0.0, low_inclusive=False)
+        check_scalar(self.gamma, "gamma", low=0.0, allow_none=True)
+        check_scalar(self.n_epochs, "n_epochs", numbers.Integral, low=1)
+        check_scalar(self.chunk_size, "chunk_size", numbers.Integral, low=1, allow_none=True)
+        check_scalar(self.feature_cache_mb, "feature_cache_mb", low=0.0)
+
+    def _R2(self):
+        return 1.0 if self.variant.lower() == "pair" else 2.0
+
+    def _start(self, X, classes, rng):
+        """Draw the features and set the schedule for a fresh model."""
+        self.classes_ = classes
+        self.n_features_in_ = X.shape[1]
+        self.x_scaler_ = Standardizer.fit(X) if self.standardize else None
+        Xp = self._prepare_X(X)
+        seed = int(rng.integers(0, 2**63 - 1))
+        self.sigma_ = self._resolve_sigma(Xp, rng)
+        fmap = RandomFourierFeatures(n_features=self.n_features, kernel=self.kernel,
+                                     sigma=self.sigma_, variant=self.variant, random_state=seed)
+        fmap.fit(Xp)
+        self.feature_map_ = fmap
+        R2 = self._R2()
+        self.gamma_ = float(default_gamma(self.reg, R2) if self.gamma is None else self.gamma)
+        self.eta1_ = check_step_size(float(self.reg), self.gamma_, R2)
+        k = 1 if len(classes) == 2 else len(classes)
+        self.coef_ = np.zeros((fmap.n_output_, k))
+        self.last_iterate_ = np.zeros((fmap.n_output_, k))
+        self.n_iter_ = 0
+
+    def _prepare_X(self, X):
+        return self.x_scaler_.transform(X) if self.x_scaler_ is not None else X
+
+    def _resolve_sigma(self, Xp, rng):
+        """The bandwidth: ``sigma`` itself, or the data-scaled rule on the prepared inputs."""
+        if not isinstance(self.sigma, str):
+            return float(self.sigma)
+        rule = self.sigma.lower()
+        if rule == "median":
+            sigma = median_sigma(Xp, random_state=int(rng.integers(0, 2**63 - 1))) \
+                if Xp.shape[0] >= 2 else 0.0
+        else:
+            sigma = scale_sigma(Xp)
+            kernel = self.kernel.lower()
+            if kernel == "laplacian":
+                sigma *= math.sqrt(2.0 * Xp.shape[1] / math.pi)
+            elif kernel == "cauchy":
+                sigma *= math.sqrt(2.0)
+        if not (sigma > 0.0 and math.isfinite(sigma)):
+            raise ValueError(f"sigma={self.sigma!r} is computed from the training inputs, but "
+                             f"the {Xp.shape[0]} row(s) given do not vary (every column is "
+                             f"constant): check the feature columns, give partial_fit a first "
+                             f"batch of several distinct rows, or pass sigma as a number")
+        return float(sigma)
+
+    def _targets(self, y):
+        idx = np.searchsorted(self.classes_, y)
+        bad = (idx >= len(self.classes_)) | (self.classes_[np.minimum(idx, len(self.classes_) - 1)]
+                                             != y)
+        if np.any(bad):
+            raise ValueError(f"y holds labels not in classes_ ({y[bad][:3]!r}...); pass every "
+                             f"class in the first partial_fit call (classes=...)")
+        if len(self.classes_) == 2:
+            return np.where(idx == 1, 1.0, -1.0)[:, None]
+        Y = -np.ones((len(y), len(self.classes_)))
+        Y[np.arange(len(y)), idx] = 1.0
+        return Y
+
+    def _run(self, Xp, Y, order, progress, eval_set, t0, info_extra, precomputed=False):
+        state = SGDState(self.last_iterate_.T, self.coef_.T, self.n_iter_)
+        evaluate = None
+        if eval_set is not None:
+            Xv, yv = check_X_y(*eval_set)
+            Xv = check_array(Xv, "X_val", n_features=self.n_features_in_,
+                             estimator=type(self).__name__)
+
+            def evaluate(st):
+                self.coef_ = st.betabar.T.copy()
+                return {"val_error": float(np.mean(self.predict(Xv) != yv))}
+        try:
+            fmap = None if precomputed else self.feature_map_
+            state, _, hist = averaged_sgd(fmap, Xp, Y, order, float(self.reg),
+                                          self.gamma_, state, bool(self.average),
+                                          self.chunk_size, progress, evaluate=evaluate,
+                                          feature_sq_norm=self._R2(), solver="rfsgd")
+        except FitCancelled as exc:
+            if exc.partial is not None:
+                st, hist = exc.partial
+                self._store(st, hist, t0, dict(info_extra, cancelled=True))
+            raise
+        except NumericalError:
+            # The iterates were updated in place: nothing finite is left to keep.
+            del self.coef_
+            raise
+        self._store(state, hist, t0, info_extra)
+
+    def _store(self, state, hist, t0, info):
+        self.coef_ = np.ascontiguousarray(state.betabar.T)
+        self.last_iterate_ = np.ascontiguousarray(state.beta.T)
+        self.n_iter_ = int(state.t)
+        last = slice(-1, None)
+        self.solver_info_ = dict(info, n_iter=int(state.t), gamma=self.gamma_, eta1=self.eta1_,
+                                 variant=self.variant.lower(),
+                                 progressive_loss=float(np.mean(hist["train_loss"][last]))
+                                 if hist["train_loss"] else float("nan"),
+                                 progressive_error=float(np.mean(hist["train_error"][last]))
+                                 if hist["train_error"] else float("nan"))
+        self.fit_time_ = time.perf_counter() - t0
+
+    def _estimate_fit(self, n_samples, n_features_in, n_outputs=1) -> FitEstimate:
+        """Peak bytes and rough seconds of ``fit`` on n rows of d inputs (n_outputs classes).
+
+        Memory: the standardised copy of X, the frequencies (M x d), four (D, k) coefficient
+        arrays, one chunk of features, the visiting order, and with n_epochs > 1 the cached
+        n x D feature matrix when it fits ``feature_cache_mb``. Time: n_epochs n steps of
+        O(D k) each plus the features (O(M d) per row and pass), at about 1e9 operations a
+        second on one core of a shared machine.
+        """
+        self._validate()
+        n, d = int(n_samples), int(n_features_in)
+        k = 1 if n_outputs <= 2 else int(n_outputs)
+        M = int(self.n_features)
+        D = 2 * M if self.variant.lower() == "pair" else M
+        epochs = int(self.n_epochs)
+        cs = int(self.chunk_size) if self.chunk_size else max(256, min(8192, int(4e6 // D)))
+        cache = epochs > 1 and n * D * 8 <= self.feature_cache_mb * 2**20
+        peak = 8 * (n * d + M * (d + 1) + 4 * D * k + n * (epochs + k + 1))
+        # the cached n x D features, or one chunk of them (W x is formed in the same buffer)
+        peak += 8 * D * (n if cache else min(cs, n))
+        if self.sigma == "median":
+            peak += 8 * min(n, 1000) ** 2 * 2
+        passes = 1 if cache else epochs
+        ops = epochs * n * D * k * 4 + passes * n * (M * d * 2 + D * 20)
+        detail = (f"{epochs} pass(es) over {n} rows with {D} random-feature coefficients per "
+                  f"class" + (f"; the {n} x {D} feature matrix is cached" if cache else ""))
+        return FitEstimate(peak_bytes=int(peak), seconds=ops / 1e9, detail=detail)
+
+    # -- public API ------------------------------------------------------------------------
+    def fit(self, X, y, callback=None, eval_set=None):
+        """Draw the features and run ``n_epochs`` passes of averaged SGD over (X, y).
+
+        ``callback`` receives "iterations" events with the progressive train loss/error of each
+        chunk (and ``val_error`` on ``eval_set=(X_val, y_val)`` when given).
+        """
+        self._validate()
+        X, y = check_X_y(X, y)
+        classes, _ = encode_classes(y)
+        for name in ("coef_", "classes_"):
+            if hasattr(self, name):
+                delattr(self, name)
+        check_not_constant(X)
+        t0 = time.perf_counter()
+        rng = check_random_state(self.random_state)
+        self._start(X, classes, rng)
+        Y = self._targets(y)
+        order_rng = np.random.default_rng(int(rng.integers(0, 2**63 - 1)))
+        n = X.shape[0]
+        epochs = int(self.n_epochs)
+        order = np.concatenate([order_rng.permutation(n) if self.shuffle else np.arange(n)
+                                for _ in range(epochs)])
+        Xp = self._prepare_X(X)
+        progress = make_progress(callback)
+        # Several passes over a set whose features fit the budget: compute them once.
+        cache = epochs > 1 and n * self.feature_map_.n_output_ * 8 <= self.feature_cache_mb * 2**20
+        if cache:
+            progress.start("features", 1)
+            Xp = self.feature_map_.transform(Xp)
+            progress.end()
+        with unfitted_on_failure(self):   # a failed fit leaves the estimator unfitted
+            self._run(Xp, Y, order, progress, eval_set, t0,
+                      {"finite_sample": epochs > 1, "n_epochs": epochs, "features_cached": cache},
+                      precomputed=cache)
+            self.solver_info_["final_loss_ratio"] = check_final_model(
+                "RFSGD", None if cache else self.feature_map_, Xp, Y, self.coef_,
+                get_loss("logistic"), iteration=self.n_iter_,
+                fix=f"raise gamma (now {self.gamma_:.4g}; None gives the theorem's "
+                    f"{default_gamma(float(self.reg), self._R2()):.4g}: smaller first steps), or "
+                    f"raise reg")
+        return self
+
+    def partial_fit(self, X, y, classes=None, callback=None):
+        """One step per row of (X, y), in the given order, continuing the schedule (t goes on).
+
+        The first call draws the features and needs ``classes`` (all labels the stream may
+        hold) unless y already holds them all; with ``standardize=True`` the first batch fixes
+        the scaling, so make it representative or pass ``standardize=False``.
+        """
+        self._validate()
+        X, y = check_X_y(X, y)
+        t0 = time.perf_counter()
+        if not hasattr(self, "coef_"):
+            labels = np.unique(y) if classes is None else np.unique(np.asarray(classes))
+            if len(labels) < 2:
+                raise ValueError("the first partial_fit call needs every class: pass "
+                                 "classes=[...] with at least two labels")
+            self._start(X, labels, check_random_state(self.random_state))
+        else:
+            X = check_array(X, n_features=self.n_features_in_, estimator=type(self).__name__)
+            if classes is not None and not np.array_equal(np.unique(np.asarray(classes)),
+                                                          self.classes_):
+                raise ValueError(f"classes={classes!r} differs from the classes of the first "
+                                 f"partial_fit call {self.classes_!r}")
+        Y = self._targets(y)
+        self._run(self._prepare_X(X), Y, np.arange(X.shape[0]), make_progress(callback), None,
+                  t0, {"finite_sample": False, "streaming": True})
+        return self
+
+    def _raw_decision(self, X):
+        check_is_fitted(self)
+        X = check_array(X, n_features=self.n_features_in_, estimator=type(self).__name__)
+        return self.feature_map_.linear_predict(self._prepare_X(X), self.coef_)
+
+    def predict_proba(self, X) -> np.ndarray:
+        """sigmoid(gbar(x)), the logistic model's estimate of P(y = classes_[1] | x).
+
+        With several classes the one-vs-rest sigmoids are normalised to sum to one.
+        """
+        D = self._raw_decision(X)
+        P = np.exp(-logistic_loss(D))            # sigmoid(D), overflow-free
+        if D.shape[1] == 1:
+            return np.hstack([1.0 - P, P])
+        return P / P.sum(axis=1, keepdims=True)
+
+    def predict_log_proba(self, X) -> np.ndarray:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            return np.log(self.predict_proba(X))

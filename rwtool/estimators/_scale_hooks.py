@@ -1,0 +1,110 @@
+"""The hooks through which RW/RKS estimators reach past memory: partial_fit and Dask inputs.
+
+Mixed in front of the estimator classes, they route ``partial_fit`` to rwtool.scale._streaming, solve a
+stream's pending sums on the first read of a fitted attribute, and send Dask collections given to
+``fit``, ``predict``, ``decision_function`` and ``score`` to rwtool.scale._dask (imported only
+when a Dask collection arrives: rwtool imports without Dask). This module holds no solver and
+no formula; everything else goes to the estimator classes unchanged.
+"""
+
+from __future__ import annotations
+
+from .._base import is_dask
+from ..solvers._from_sums import FROM_SUMS_SOLVERS
+
+__all__ = ["ScaleHooks", "ScaleClassifierHooks"]
+
+
+class _ForSumSolvers:
+    """``partial_fit`` exists only while ``solver`` learns from sums of rows.
+
+    Duck-typing callers (scikit-learn's estimator checks, incremental-learning wrappers) test
+    ``hasattr(est, "partial_fit")`` before streaming chunks; an SFGD or OSD model must not claim
+    a method that can only refuse. Like scikit-learn's ``available_if``.
+    """
+
+    def __init__(self, fn):
+        self.fn = fn
+        self.__doc__ = fn.__doc__
+
+    def __get__(self, obj, owner=None):
+        if obj is None:
+            return self
+        if str(getattr(obj, "solver", "")).lower() not in FROM_SUMS_SOLVERS:
+            raise _no_partial_fit(obj)
+        return self.fn.__get__(obj, owner)
+
+
+def _no_partial_fit(obj) -> AttributeError:
+    return AttributeError(f"{type(obj).__name__} with solver={obj.solver!r} has no partial_fit: "
+                          f"streaming needs solver in {sorted(FROM_SUMS_SOLVERS)}")
+
+
+class ScaleHooks:
+    @_ForSumSolvers
+    def partial_fit(self, X, y, classes=None, *, x_scaler=None, y_scaler=None, callback=None):
+        """Add a chunk of rows to the least-squares sums; the model is solved when first used.
+
+        Solvers "lstsq"/"ridge" (and "lasso"). The first call fixes the feature map, the
+        ``classes`` (required for classifiers) and the standardisation: the first chunk's
+        statistics unless ``x_scaler``/``y_scaler`` (a Standardizer, a
+        rwtool.scale._streaming.Moments or a (mean, std) pair, e.g. from a first pass with
+        rwtool.scale._streaming.scan_moments) are given. With the statistics of all rows (or
+        ``standardize=False``) the model equals ``fit`` on the concatenated chunks. reg="auto"
+        chooses reg from per-fold sums (a row's fold is a hash of its position). See
+        docs/SCALE.md.
+        """
+        from ..scale._streaming import partial_fit
+        return partial_fit(self, X, y, classes, x_scaler=x_scaler, y_scaler=y_scaler,
+                           callback=callback)
+
+    def __getattr__(self, name):
+        # Only reached when normal lookup fails: a fitted attribute of a pending stream.
+        d = self.__dict__
+        if (name.endswith("_") and not name.startswith("__") and "_stream" in d
+                and "coef_" not in d and not d.get("_solving")):
+            from ..scale._streaming import finish
+            d["_solving"] = True
+            try:
+                finish(self)
+            finally:
+                d.pop("_solving", None)
+            if name in d:
+                return d[name]
+        if name == "partial_fit":   # _ForSumSolvers refused it; Python retries here
+            raise _no_partial_fit(self)
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+    def fit(self, X, y, callback=None):
+        self.__dict__.pop("_stream", None)   # a fit replaces any partial_fit stream
+        if is_dask(X) or is_dask(y):
+            from ..scale._dask import fit
+            return fit(self, X, y, callback=callback)
+        return super().fit(X, y, callback=callback)
+
+    fit.__doc__ = ("Sample the features, solve for the coefficients and return self.\n\n"
+                   "        ``callback(event)`` receives progress events (rwtool.progress); "
+                   "returning True cancels the fit,\n        which then raises "
+                   ":class:`rwtool.FitCancelled` and leaves the estimator unfitted. Dask "
+                   "arrays and\n        dataframes are fitted on their cluster "
+                   "(rwtool.scale._dask, docs/SCALE.md).\n        ")
+
+    def predict(self, X):
+        if is_dask(X):
+            from ..scale._dask import lazy
+            return lazy(self, "predict", X)
+        return super().predict(X)
+
+    def score(self, X, y, sample_weight=None):
+        if is_dask(X) or is_dask(y):
+            from ..scale._dask import score
+            return score(self, X, y, sample_weight)
+        return super().score(X, y, sample_weight)
+
+
+class ScaleClassifierHooks(ScaleHooks):
+    def decision_function(self, X):
+        if is_dask(X):
+            from ..scale._dask import lazy
+            return lazy(self, "decision_function", X)
+        return super().decision_function(X)

@@ -1,0 +1,139 @@
+"""Random kitchen sinks: the base predictors themselves as features (seed 003 Section 3.1).
+
+psi_t(x) = phi(w_t, x) / sqrt(T) with w_t ~ p, for the three base predictors of the RKHS
+weightings: sign(<w, x>) and max(0, <w, x>) with w ~ N(0, sigma^2 I), and the decision stump
+sign(x_{w1} - w2) with w1 ~ U{1..n}, w2 ~ N(0, sigma^2). With the 1/sqrt(T) scaling, the ridge
+objective (1/m) sum loss + (lam/2) ||a||^2 is the paper's eq. 24 (see the spec, section 1).
+This module does not solve anything; the RKHS weightings reuse its base-predictor kernels.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+
+import numpy as np
+from numba import njit, prange
+
+from .._base import check_scalar
+from ._base import FeatureMap, dot_into
+
+__all__ = ["KitchenSign", "KitchenRelu", "KitchenStumps", "sign_inplace", "relu_inplace",
+           "stump_sign_into", "sample_gaussian", "sample_stumps"]
+
+
+@njit(parallel=True, cache=True, nogil=True)
+def sign_inplace(Z, scale):
+    """Z <- scale * sign(Z), element-wise (sign(0) = 0)."""
+    m, T = Z.shape
+    for i in prange(m):
+        for t in range(T):
+            z = Z[i, t]
+            Z[i, t] = scale if z > 0.0 else (-scale if z < 0.0 else 0.0)
+
+
+@njit(parallel=True, cache=True, nogil=True)
+def relu_inplace(Z, scale):
+    """Z <- scale * max(0, Z), element-wise."""
+    m, T = Z.shape
+    for i in prange(m):
+        for t in range(T):
+            z = Z[i, t]
+            Z[i, t] = scale * z if z > 0.0 else 0.0
+
+
+@njit(parallel=True, cache=True, nogil=True)
+def stump_sign_into(X, idx, thr, scale, out):
+    """out[i, t] <- scale * sign(X[i, idx[t]] - thr[t])."""
+    m = X.shape[0]
+    T = idx.shape[0]
+    for i in prange(m):
+        for t in range(T):
+            d = X[i, idx[t]] - thr[t]
+            out[i, t] = scale if d > 0.0 else (-scale if d < 0.0 else 0.0)
+
+
+def sample_gaussian(rng: np.random.Generator, T: int, n: int, sigma: float) -> np.ndarray:
+    """w_1..w_T ~ N(0, sigma^2 I_n) as a C-contiguous T x n array."""
+    return np.ascontiguousarray(rng.standard_normal((T, n)) * sigma)
+
+
+def sample_stumps(rng: np.random.Generator, T: int, n: int, sigma: float):
+    """Stump parameters: variable index w1 ~ U{0..n-1} and threshold w2 ~ N(0, sigma^2)."""
+    idx = rng.integers(0, n, size=T).astype(np.int64)
+    thr = rng.standard_normal(T) * sigma
+    return idx, thr
+
+
+class _KitchenDot(FeatureMap):
+    def __init__(self, n_features: int = 1000, sigma: float = 1.0, random_state=None):
+        self.n_features = n_features
+        self.sigma = sigma
+        self.random_state = random_state
+
+    def _validate_params(self, n_in):
+        super()._validate_params(n_in)
+        check_scalar(self.sigma, "sigma", low=0.0, low_inclusive=False)
+
+    def _sample(self, rng, n_in, X):
+        self.W_ = sample_gaussian(rng, int(self.n_features), n_in, float(self.sigma))
+
+    def base_predictor(self, X: np.ndarray) -> np.ndarray:
+        """phi(w_t, x_i) without the 1/sqrt(T) scaling."""
+        out = np.empty((X.shape[0], self.n_output_))
+        dot_into(X, self.W_, out)
+        self._kernel(out, 1.0)
+        return out
+
+    def _features_into(self, X, out):
+        dot_into(X, self.W_, out)
+        self._kernel(out, 1.0 / math.sqrt(self.n_output_))
+
+
+class KitchenSign(_KitchenDot):
+    """Random kitchen sinks with sign features: psi_t(x) = sign(<w_t, x>) / sqrt(T), w_t ~ N(0, s^2 I).
+
+    Parameters
+    ----------
+    n_features : int
+        T, the number of random features.
+    sigma : float
+        s, the standard deviation of p (irrelevant for sign up to ties, kept for symmetry).
+    random_state : int, Generator or None
+        Seed of the draw of w_1..w_T.
+    """
+
+    _kernel = staticmethod(sign_inplace)
+
+
+class KitchenRelu(_KitchenDot):
+    """Random kitchen sinks with ReLU features: psi_t(x) = max(0, <w_t, x>) / sqrt(T), w_t ~ N(0, s^2 I)."""
+
+    _kernel = staticmethod(relu_inplace)
+
+
+class KitchenStumps(FeatureMap):
+    """Random kitchen sinks with decision stumps: psi_t(x) = sign(x_{w1} - w2) / sqrt(T).
+
+    w1 ~ U{1..n} picks the variable, w2 ~ N(0, sigma^2) the threshold (seed 003 Table 2's p).
+    """
+
+    def __init__(self, n_features: int = 1000, sigma: float = 1.0, random_state=None):
+        self.n_features = n_features
+        self.sigma = sigma
+        self.random_state = random_state
+
+    def _validate_params(self, n_in):
+        check_scalar(self.n_features, "n_features", numbers.Integral, low=1)
+        check_scalar(self.sigma, "sigma", low=0.0, low_inclusive=False)
+
+    def _sample(self, rng, n_in, X):
+        self.idx_, self.thr_ = sample_stumps(rng, int(self.n_features), n_in, float(self.sigma))
+
+    def base_predictor(self, X):
+        out = np.empty((X.shape[0], self.n_output_))
+        stump_sign_into(X, self.idx_, self.thr_, 1.0, out)
+        return out
+
+    def _features_into(self, X, out):
+        stump_sign_into(X, self.idx_, self.thr_, 1.0 / math.sqrt(self.n_output_), out)

@@ -1,0 +1,837 @@
+"""Monte Carlo features of any RKHS-weighting instantiation (p, K, phi), closed form or not.
+
+Seed 003 needs psi_u(x) = E_{w~p}[K(u, w) phi(w, x)] in closed form and names Monte Carlo as the
+way out (Sections 4.5 and 8). With S draws w_1..w_S ~ p shared by every centre (common random
+numbers), the estimate for the T centres u_1..u_T is one matrix product
+
+    Psi(X) = (1/S) phi(X; w_1..w_S) K(w_1..w_S; u_1..u_T)          (m x S) (S x T)
+
+computed over blocks of rows like the closed forms; the S x T matrix of kernel sections is built
+once. G_ij = K(u_i, u_j) is exact. theta and kappa (003 Table 2) have no closed form in general:
+the map estimates them by Monte Carlo over the training rows (``constants_are_estimates``).
+
+Pieces are named: built-in distributions, kernels and bases, or user functions registered with
+:func:`register_distribution`, :func:`register_kernel`, :func:`register_base` (numba-compiled,
+looked up by name only, so a model file stores names and never code). Draws are serial and come
+from the seeded Generator, so features do not depend on the thread count. ``sampling="qmc"``
+pushes scrambled Sobol points through the distribution's inverse CDF.
+
+This module computes features; it does not learn, and holds no closed form.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+import numbers
+import re
+import warnings
+
+import numpy as np
+from numba import njit, prange
+from numba.core.registry import CPUDispatcher
+
+from .._base import BaseEstimator, check_choice, check_scalar
+from ._base import dot_into, row_norms
+from ._kitchen import relu_inplace, sample_gaussian, sample_stumps, sign_inplace, stump_sign_into
+from ._rkhs import (RKHSWeighting, _gaussian_gram, _stump_gram, check_theta, gamma_from_kappa,
+                    gamma_from_theta)
+
+__all__ = ["MonteCarloRKHS", "MonteCarloDraws", "MC_DEFAULT_THETA", "DISTRIBUTIONS", "KERNELS",
+           "BASES", "DOT_BASES", "SAMPLINGS", "register_distribution", "register_kernel",
+           "register_base", "registered", "sample_draws", "kernel_sections", "base_into",
+           "Integrator"]
+
+DISTRIBUTIONS = ("normal", "cauchy", "laplace", "uniform", "stumps")
+KERNELS = ("gaussian", "exponential", "indicator-gaussian", "polynomial")
+BASES = ("sign", "relu", "stump", "tanh", "sigmoid")
+#: bases that read <w, x>: w has one entry per input column, and the estimators add a bias column
+DOT_BASES = ("sign", "relu", "tanh", "sigmoid")
+SAMPLINGS = ("auto", "mc", "qmc")
+#: theta of a Gaussian kernel when theta=None. Not the closed forms' 0.1 (rkhs.DEFAULT_THETA):
+#: a small theta makes the kernel narrow against the parameter space, so the sections rest on
+#: few draws (RWClassifier("mc:cauchy:gaussian:relu", n_features=300) on breast cancer: test
+#: error 0.049 at 0.5, 0.126 at 0.1; docs/bench/instantiation_defaults.md)
+MC_DEFAULT_THETA = 0.5
+#: rows of phi(X; draws) held at once by the feature loop (about 32 MB of float64)
+_BLOCK_ELEMENTS = 4_000_000
+#: draws used for the estimates of kappa and theta (theta's is quadratic in them)
+_KAPPA_DRAWS, _THETA_DRAWS = 512, 256
+#: median effective number of draws per centre below which the features are called mostly zero
+_MIN_EFFECTIVE_DRAWS = 5.0
+_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.\-]*$")
+
+
+# ============================================================================ numba kernels
+
+@njit(parallel=True, cache=True, nogil=True)
+def tanh_inplace(Z):
+    m, T = Z.shape
+    for i in prange(m):
+        for t in range(T):
+            Z[i, t] = math.tanh(Z[i, t])
+
+
+@njit(parallel=True, cache=True, nogil=True)
+def sigmoid_inplace(Z):
+    """Z <- 1 / (1 + exp(-Z)), written to stay finite for large |Z|."""
+    m, T = Z.shape
+    for i in prange(m):
+        for t in range(T):
+            z = Z[i, t]
+            if z >= 0.0:
+                Z[i, t] = 1.0 / (1.0 + math.exp(-z))
+            else:
+                e = math.exp(z)
+                Z[i, t] = e / (1.0 + e)
+
+
+@njit(parallel=True, nogil=True)
+def _user_base_into(phi, D, X, out):
+    """out[i, s] <- phi(D[s], X[i]) for a user's numba function (compiled per function)."""
+    m = X.shape[0]
+    S = D.shape[0]
+    for i in prange(m):
+        for s in range(S):
+            out[i, s] = phi(D[s], X[i])
+
+
+@njit(parallel=True, nogil=True)
+def _user_kernel_into(K, A, B, out):
+    """out[a, b] <- K(A[a], B[b]) for a user's numba kernel."""
+    for a in prange(A.shape[0]):
+        for b in range(B.shape[0]):
+            out[a, b] = K(A[a], B[b])
+
+
+@njit(parallel=True, nogil=True)
+def _user_kernel_diag(K, A, out):
+    for a in prange(A.shape[0]):
+        out[a] = K(A[a], A[a])
+
+
+# ============================================================================ registry
+
+_USER: dict[str, dict[str, object]] = {"distribution": {}, "kernel": {}, "base": {}}
+_BUILTIN = {"distribution": DISTRIBUTIONS, "kernel": KERNELS, "base": BASES}
+_ARITY = {"distribution": ("rng", "size", "n_in"), "kernel": ("u", "w"), "base": ("w", "x")}
+_REGISTER_FN = {"distribution": "register_distribution", "kernel": "register_kernel",
+                "base": "register_base"}
+
+
+def _function_name(func) -> str:
+    py = getattr(func, "py_func", func)
+    return getattr(py, "__name__", type(func).__name__)
+
+
+def _register(kind: str, name, func) -> str:
+    if not callable(func):
+        raise TypeError(f"{_REGISTER_FN[kind]}({name!r}, ...) needs a function, got "
+                        f"{type(func).__name__}")
+    if not isinstance(name, str) or not _NAME.match(name):
+        raise ValueError(f"a {kind} needs a name made of letters, digits, '_', '.', '-' (it is "
+                         f"stored in model files), got {name!r}; lambdas have none: define the "
+                         f"function with def or call rwtool.{_REGISTER_FN[kind]}('name', func)")
+    if name.lower() in _BUILTIN[kind]:
+        raise ValueError(f"{name!r} is a built-in {kind}; register yours under another name")
+    py = getattr(func, "py_func", func)
+    try:
+        params = [p for p in inspect.signature(py).parameters.values()
+                  if p.default is p.empty and p.kind in (p.POSITIONAL_ONLY,
+                                                         p.POSITIONAL_OR_KEYWORD)]
+    except (TypeError, ValueError):
+        params = None
+    want = _ARITY[kind]
+    if params is not None and len(params) != len(want):
+        raise TypeError(f"{kind} {name!r} ({_function_name(func)}) takes {len(params)} "
+                        f"argument(s); it must be {_function_name(func)}({', '.join(want)})")
+    old = _USER[kind].get(name)
+    old_code = getattr(getattr(old, "py_func", old), "__code__", None)
+    if old is not None and getattr(old_code, "co_code", None) != getattr(
+            getattr(py, "__code__", None), "co_code", None):
+        warnings.warn(f"{kind} {name!r} was registered with another function; models fitted "
+                      f"from now on use the new one (a model file names the {kind}, so load "
+                      f"each with the function it was trained with)", UserWarning, stacklevel=3)
+    if kind != "distribution" and not isinstance(func, CPUDispatcher):
+        func = njit(cache=False)(func)  # compiled (or refused) on the first fit that uses it
+    _USER[kind][name] = func
+    return name
+
+
+def register_distribution(name: str, sampler) -> str:
+    """Make ``sampler(rng, size, n_in) -> (size, d) array`` usable as distribution ``name``.
+
+    The sampler must draw with the ``numpy.random.Generator`` it is given (never numpy's global
+    state), so that the same ``random_state`` gives the same draws; ``fit`` checks this.
+    """
+    return _register("distribution", name, sampler)
+
+
+def register_kernel(name: str, func) -> str:
+    """Make ``func(u, w) -> float`` (u, w: 1-D float arrays) usable as kernel ``name``.
+
+    A plain Python function is compiled with ``numba.njit``; a function numba cannot compile is
+    refused at ``fit`` with numba's reason. K must be positive definite (G = K(u_i, u_j) is the
+    regulariser); ``fit`` does not prove it.
+    """
+    return _register("kernel", name, func)
+
+
+def register_base(name: str, func) -> str:
+    """Make ``func(w, x) -> float`` (w, x: 1-D float arrays) usable as base predictor ``name``."""
+    return _register("base", name, func)
+
+
+def registered(kind: str) -> dict:
+    """Name -> function of the user pieces of ``kind`` ("distribution", "kernel", "base")."""
+    return dict(_USER[kind])
+
+
+def _lookup(kind: str, name: str):
+    """The built-in name (lower case) or the registered user function of ``name``."""
+    if not isinstance(name, str):
+        raise TypeError(f"{kind} must be a name, got {type(name).__name__}; pass functions "
+                        f"through rwtool.Instantiation or rwtool.{_REGISTER_FN[kind]}")
+    if name.lower() in _BUILTIN[kind]:
+        return name.lower()
+    if name in _USER[kind]:
+        return _USER[kind][name]
+    raise ValueError(
+        f"{kind} {name!r} is neither built in ({', '.join(_BUILTIN[kind])}) nor registered in "
+        f"this session: call rwtool.{_REGISTER_FN[kind]}({name!r}, func) (or build the "
+        f"rwtool.Instantiation that uses it) before fitting or loading")
+
+
+# ============================================================================ distributions
+
+def _inverse_cdf(distribution, U, n_in, sigma):
+    """Points of (0, 1)^d through the inverse CDF of a built-in distribution."""
+    from scipy.special import ndtri
+    U = np.clip(U, 1e-16, 1.0 - 1e-16)
+    if distribution == "normal":
+        return ndtri(U) * sigma
+    if distribution == "cauchy":
+        return sigma * np.tan(math.pi * (U - 0.5))
+    if distribution == "laplace":
+        c = U - 0.5
+        return -sigma * np.sign(c) * np.log1p(-2.0 * np.abs(c))
+    if distribution == "uniform":
+        return sigma * (2.0 * U - 1.0)
+    idx = np.minimum(np.floor(U[:, 0] * n_in), n_in - 1)  # stumps
+    return np.column_stack([idx, ndtri(U[:, 1]) * sigma])
+
+
+def _sample_builtin(rng, distribution, size, n_in, sigma):
+    if distribution == "normal":
+        return sample_gaussian(rng, size, n_in, sigma)
+    if distribution == "cauchy":
+        return rng.standard_cauchy((size, n_in)) * sigma
+    if distribution == "laplace":
+        return rng.laplace(0.0, sigma, (size, n_in))
+    if distribution == "uniform":
+        return rng.uniform(-sigma, sigma, (size, n_in))
+    idx, thr = sample_stumps(rng, size, n_in, sigma)
+    return np.column_stack([idx.astype(float), thr])
+
+
+def _check_sampler(sampler, name, n_in):
+    """Refuse a user sampler that fails, returns the wrong shape or ignores its Generator."""
+    label = f"distribution {name!r} ({_function_name(sampler)})"
+    try:
+        a = sampler(np.random.default_rng(7), 3, n_in)
+        b = sampler(np.random.default_rng(7), 3, n_in)
+    except Exception as exc:
+        raise ValueError(f"{label} failed when called as sample(rng, 3, {n_in}): "
+                         f"{type(exc).__name__}: {exc}") from exc
+    a = np.asarray(a, dtype=float) if not isinstance(a, np.ndarray) else a
+    if a.ndim != 2 or a.shape[0] != 3 or a.dtype.kind not in "fiub":
+        raise ValueError(f"{label} must return a (size, d) array of numbers; sample(rng, 3, "
+                         f"{n_in}) returned shape {np.shape(a)}, dtype {a.dtype}")
+    if not np.array_equal(a, np.asarray(b, dtype=a.dtype)):
+        raise ValueError(f"{label} returned different draws for two Generators with the same "
+                         f"seed: draw with the rng argument (e.g. rng.standard_normal), not "
+                         f"numpy's global random state, so that random_state fixes the model")
+
+
+#: distributions symmetric about 0 (w and -w equally likely): antithetic pairs are exact draws
+SYMMETRIC = ("normal", "cauchy", "laplace", "uniform")
+
+
+def use_antithetic(distribution, base) -> bool:
+    """Antithetic pairs (w, -w) pay off for a symmetric p and a <w, x> base (see Integrator)."""
+    return (isinstance(distribution, str) and distribution.lower() in SYMMETRIC
+            and isinstance(base, str) and base.lower() in DOT_BASES)
+
+
+def sample_draws(rng, distribution, size, n_in, sigma, sampling="mc", antithetic=False):
+    """``size`` draws of w ~ p as a C-contiguous (size, d) float array.
+
+    ``sampling="qmc"``: scrambled Sobol points (seeded from ``rng``) through the inverse CDF of a
+    built-in distribution; user samplers have no inverse CDF and are refused. ``antithetic``
+    (symmetric p, even size): the second half is the first half negated.
+    """
+    if antithetic:
+        half = sample_draws(rng, distribution, size // 2, n_in, sigma, sampling)
+        return np.ascontiguousarray(np.vstack([half, -half]))
+    dist = _lookup("distribution", distribution)
+    if isinstance(dist, str):
+        if sampling == "qmc":
+            from scipy.stats import qmc
+            d = 2 if dist == "stumps" else n_in
+            if d > 21201:
+                raise ValueError(f"sampling='qmc' supports up to 21201 dimensions (scipy's "
+                                 f"Sobol), the parameter space has {d}; use sampling='mc'")
+            sobol = qmc.Sobol(d, scramble=True, seed=int(rng.integers(2**63 - 1)))
+            with warnings.catch_warnings():  # balance needs 2^k points: callers round S up
+                warnings.simplefilter("ignore", UserWarning)
+                D = _inverse_cdf(dist, sobol.random(size), n_in, sigma)
+        else:
+            D = _sample_builtin(rng, dist, size, n_in, sigma)
+    else:
+        if sampling == "qmc":
+            raise ValueError(f"sampling='qmc' needs the inverse CDF of a built-in distribution; "
+                             f"distribution {distribution!r} is a user sampler: use "
+                             f"sampling='mc'")
+        try:
+            D = dist(rng, size, n_in)
+        except Exception as exc:
+            raise ValueError(f"distribution {distribution!r} ({_function_name(dist)}) failed: "
+                             f"{type(exc).__name__}: {exc}") from exc
+        D = np.asarray(D, dtype=float)
+        if D.ndim != 2 or D.shape[0] != size:
+            raise ValueError(f"distribution {distribution!r} ({_function_name(dist)}) returned "
+                             f"shape {D.shape} for sample(rng, {size}, {n_in}); it must return "
+                             f"({size}, d)")
+        if not np.isfinite(D).all():
+            raise ValueError(f"distribution {distribution!r} ({_function_name(dist)}) returned "
+                             f"non-finite draws; it must return finite numbers")
+    return np.ascontiguousarray(D, dtype=float)
+
+
+# ============================================================================ kernels and bases
+
+def _compile_check(func, label, args, signature):
+    """Call a user numba function once on real arguments: refuse it with numba's reason."""
+    try:
+        value = func(*args)
+    except Exception as exc:
+        first = str(exc).strip().splitlines()
+        reason = next((ln.strip() for ln in first if ln.strip()), type(exc).__name__)
+        raise ValueError(f"{label} cannot be used as {signature} with 1-D float64 arrays: "
+                         f"{type(exc).__name__}: {reason}") from exc
+    if not isinstance(value, (float, int, bool, np.floating, np.integer, np.bool_)):
+        raise ValueError(f"{label} must return one number for {signature}, returned "
+                         f"{type(value).__name__}")
+
+
+def _raw_kernel(kernel, A, B, gamma, degree):
+    """K(A_i, B_j) of a built-in kernel (raw, not normalised)."""
+    g2 = gamma * gamma
+    if kernel == "gaussian":
+        return _gaussian_gram(A, B, 2.0 * g2)
+    if kernel == "exponential":
+        with np.errstate(over="ignore"):
+            return np.exp((A @ B.T) / (2.0 * g2))
+    if kernel == "indicator-gaussian":
+        return _stump_gram(np.ascontiguousarray(A[:, 0]).astype(np.int64),
+                           np.ascontiguousarray(A[:, 1]),
+                           np.ascontiguousarray(B[:, 0]).astype(np.int64),
+                           np.ascontiguousarray(B[:, 1]), 1.0 / (2.0 * g2))
+    return (1.0 + (A @ B.T) / g2) ** degree  # polynomial
+
+
+def _raw_diag(kernel, A, gamma, degree):
+    """K(a, a) for each row of A."""
+    sq = np.einsum("ij,ij->i", A, A)
+    if kernel in ("gaussian", "indicator-gaussian"):
+        return np.ones(len(A))
+    if kernel == "exponential":
+        with np.errstate(over="ignore"):
+            return np.exp(sq / (2.0 * gamma * gamma))
+    return (1.0 + sq / (gamma * gamma)) ** degree
+
+
+def kernel_sections(kernel, D, U, gamma=None, degree=2, normalized=False, label="kernel"):
+    """K(w_s, u_t) for draws D (S x d) and centres U (T x d), in the map's basis.
+
+    ``normalized`` (exponential kernel): the sections K(u_t, .) / sqrt(K(u_t, u_t)), i.e.
+    exp(<w, u>/(2 g^2) - ||u||^2/(4 g^2)), which stays finite where the raw kernel overflows.
+    """
+    func = _lookup("kernel", kernel) if isinstance(kernel, str) else kernel
+    if not isinstance(func, str):
+        out = np.empty((D.shape[0], U.shape[0]))
+        _user_kernel_into(func, D, U, out)
+        return out
+    if func == "exponential" and normalized:
+        g2 = gamma * gamma
+        E = (D @ U.T) / (2.0 * g2)
+        E -= (np.einsum("ij,ij->i", U, U) / (4.0 * g2))[None, :]
+        with np.errstate(over="ignore"):
+            return np.exp(E, out=E)
+    return _raw_kernel(func, D, U, gamma, degree)
+
+
+def _gram(kernel, A, B, gamma, degree, normalized):
+    """K(a_i, b_j) between centres, in the map's basis (normalised exponential: Gaussian 4g^2)."""
+    func = _lookup("kernel", kernel)
+    if not isinstance(func, str):
+        out = np.empty((A.shape[0], B.shape[0]))
+        _user_kernel_into(func, A, B, out)
+        return out
+    if func == "exponential" and normalized:
+        return _gaussian_gram(A, B, 4.0 * gamma * gamma)
+    return _raw_kernel(func, A, B, gamma, degree)
+
+
+def base_into(base, X, D, out, stump_idx=None):
+    """out[i, s] <- phi(w_s, x_i) for draws (or centres) D."""
+    func = _lookup("base", base) if isinstance(base, str) else base
+    if not isinstance(func, str):
+        _user_base_into(func, D, X, out)
+    elif func == "stump":
+        idx = D[:, 0].astype(np.int64) if stump_idx is None else stump_idx
+        stump_sign_into(X, idx, np.ascontiguousarray(D[:, 1]), 1.0, out)
+    else:
+        dot_into(X, D, out)
+        if func == "sign":
+            sign_inplace(out, 1.0)
+        elif func == "relu":
+            relu_inplace(out, 1.0)
+        elif func == "tanh":
+            tanh_inplace(out)
+        else:
+            sigmoid_inplace(out)
+    return out
+
+
+def _check_layout(base, kernel, D, n_in, label):
+    """The draws must fit the base predictor: <w, x> needs d = n_in, a stump (index, threshold)."""
+    d = D.shape[1]
+    if isinstance(base, str) and base in DOT_BASES and d != n_in:
+        raise ValueError(f"{label}: base {base!r} reads <w, x>, so w needs one entry per input "
+                         f"column ({n_in}, bias column included), but the distribution draws "
+                         f"w with {d}; use a distribution of that dimension")
+    if (base == "stump" or kernel == "indicator-gaussian") and (
+            d != 2 or np.any(D[:, 0] != np.floor(D[:, 0]))
+            or np.any(D[:, 0] < 0) or np.any(D[:, 0] >= n_in)):
+        raise ValueError(f"{label}: base 'stump' and kernel 'indicator-gaussian' need w = "
+                         f"(column index in 0..{n_in - 1}, threshold), d = 2; use "
+                         f"distribution='stumps'")
+
+
+# ============================================================================ the integrator
+
+class Integrator:
+    """psi_t(x) ~ (1/S) sum_s K(u_t, w_s) phi(w_s, x) with draws shared by all centres.
+
+    Holds the draws, the S x T matrix of sections divided by S (built on first use) and the base
+    predictor; ``features_into`` fills a block of rows with one matrix product per chunk.
+
+    Two measured savings for the built-in <w, x> bases (docs/INSTANTIATIONS.md):
+
+    * antithetic draws (w, -w) of a symmetric p: phi(-w, x) is -phi (sign, tanh),
+      phi - <w, x> (relu) or 1 - phi (sigmoid), so the second half of the draws folds into the
+      first half's matrix: phi(X; w_1..w_{S/2}) (K_1 -/+ K_2) plus an exact linear or constant
+      term, half the products;
+    * the product phi(X; w) K runs in float32: its rounding (~1e-6 relative) is far below the
+      Monte Carlo error (~S^(-1/2)), and the row's features stay a fixed function of the row.
+    """
+
+    def __init__(self, draws, sections, base, label, antithetic=False, columns=None,
+                 n_centres=None):
+        self.draws = draws
+        self._n_centres = 1 if n_centres is None else int(n_centres)
+        #: indicator kernel: the column of each centre (K(w, u) = 0 unless w1 = u1), so the
+        #: product splits into one small product per column: m S T / n operations, not m S T
+        self.columns = None if columns is None else np.asarray(columns, dtype=np.int64)
+        self._sections_fn = sections   # () -> S x T matrix of K(w_s, u_t)
+        self.base = _lookup("base", base) if isinstance(base, str) else base
+        self.base_name = base
+        self.label = label
+        self.antithetic = bool(antithetic) and self.base in DOT_BASES
+        self._KS = None
+        self._plan = None
+        self._stump_idx = (draws[:, 0].astype(np.int64) if self.base == "stump" else None)
+
+    def sections(self):
+        if self._KS is None:
+            from ..resources import FitEstimate, check_memory
+            S = self.draws.shape[0]
+            T = self._n_centres
+            check_memory(FitEstimate(peak_bytes=12 * S * T + 8 * _BLOCK_ELEMENTS),
+                         f"the {S} x {T} kernel sections of {self.label}",
+                         fix="lower n_draws (S) or n_features (T): the sections take "
+                             "about 12 S T bytes")
+            K = self._sections_fn()
+            if not np.isfinite(K).all():
+                raise ValueError(f"{self.label}: the kernel sections K(w_s, u_t) are not all "
+                                 f"finite; the kernel overflows or returns NaN for these draws "
+                                 f"(raise gamma, lower sigma, or fix the kernel function)")
+            K /= self.draws.shape[0]
+            self._KS = K
+        return self._KS
+
+    def effective_draws(self) -> np.ndarray:
+        """(sum_s |K_st|)^2 / sum_s K_st^2 per centre: how many draws carry each section."""
+        K = self.sections()
+        s1 = np.abs(K).sum(axis=0)
+        s2 = np.einsum("st,st->t", K, K)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            ess = np.where(s2 > 0, s1 * s1 / np.where(s2 > 0, s2, 1.0), 0.0)
+        return ess
+
+    def base_block(self, X, out, draws=None):
+        base_into(self.base, X, self.draws if draws is None else draws, out, self._stump_idx)
+        if not isinstance(self.base, str) and not np.isfinite(out).all():
+            i, s = np.argwhere(~np.isfinite(out))[0]
+            raise ValueError(f"{self.label}: base {self.base_name!r} "
+                             f"({_function_name(self.base)}) returned {out[i, s]} for draw "
+                             f"{s} and row {i}; it must return finite numbers for every input")
+        return out
+
+    def _build_plan(self):
+        """(draws used, their matrix (None with column groups), linear term (n x T) or None,
+        constant row or None, dtype, the column groups (lo, hi, centres, block) or None)."""
+        KS = self.sections()
+        D, lin, const = self.draws, None, None
+        if self.antithetic:
+            h = D.shape[0] // 2
+            K1, K2 = KS[:h], KS[h:]
+            D = D[:h]
+            if self.base == "relu":
+                M, lin = K1 + K2, -(D.T @ K2)
+            else:
+                M = K1 - K2
+                if self.base == "sigmoid":
+                    const = K2.sum(axis=0)
+        else:
+            M = KS
+        dtype = np.float32 if isinstance(self.base, str) else np.float64
+        groups = None
+        if self.columns is not None:
+            # draws sorted by column: each column's draws are a slice of phi(X; w); only the
+            # per-column blocks of M are kept (the full S x T matrix is never multiplied)
+            order = np.argsort(D[:, 0], kind="stable")
+            D = D[order]
+            cols = D[:, 0].astype(np.int64)
+            groups = []
+            for j in np.unique(self.columns):
+                lo, hi = np.searchsorted(cols, [j, j + 1])
+                centres = np.flatnonzero(self.columns == j)
+                if hi > lo:
+                    groups.append((lo, hi, centres,
+                                   np.ascontiguousarray(M[order[lo:hi]][:, centres],
+                                                        dtype=dtype)))
+            self._stump_idx = cols
+            M = None
+        else:
+            M = np.ascontiguousarray(M, dtype=dtype)
+        return np.ascontiguousarray(D, dtype=dtype), M, lin, const, dtype, groups
+
+    def _product(self, B, M, groups, out):
+        if groups is None:
+            np.matmul(B, M, out=out)
+            return
+        out[:] = 0.0
+        for lo, hi, centres, Mg in groups:
+            out[:, centres] = B[:, lo:hi] @ Mg
+
+    def features_into(self, X, out):
+        if self._plan is None:
+            self._plan = self._build_plan()
+        D, M, lin, const, dtype, groups = self._plan
+        S = D.shape[0]
+        step = max(1, min(X.shape[0], _BLOCK_ELEMENTS // max(1, S)))
+        buf = np.empty((step, S), dtype=dtype)
+        prod = np.empty((step, out.shape[1]), dtype=dtype) if dtype != out.dtype else None
+        for start in range(0, X.shape[0], step):
+            stop = min(X.shape[0], start + step)
+            Xb = X[start:stop] if dtype == X.dtype else X[start:stop].astype(dtype)
+            B = self.base_block(Xb, buf[: stop - start], D)
+            if prod is None:
+                self._product(B, M, groups, out[start:stop])
+            else:
+                self._product(B, M, groups, prod[: stop - start])
+                out[start:stop] = prod[: stop - start]
+        if lin is not None:
+            out += X @ lin
+        if const is not None:
+            out += const[None, :]
+
+
+# ============================================================================ the maps
+
+class MonteCarloDraws(BaseEstimator):
+    """The S shared draws w_1..w_S ~ p of a Monte Carlo feature map (common random numbers).
+
+    A separate object so that the centre arrays of a map (one row per centre) never mix with
+    the draws (one row per draw) when a map is restricted or saved. ``draws_`` (S x d) is the
+    fitted attribute; ``sampling`` says how they were drawn ("mc" or "qmc").
+    """
+
+    def __init__(self, sampling="mc", antithetic=False):
+        self.sampling = sampling
+        self.antithetic = antithetic
+
+    @classmethod
+    def draw(cls, rng, distribution, n_draws, n_in, sigma, sampling, antithetic=False):
+        """Draw with ``sampling`` resolved ("auto" -> "qmc" or "mc"); n_draws as given."""
+        sampling = resolve_sampling(distribution, sampling, n_in)
+        antithetic = bool(antithetic) and int(n_draws) % 2 == 0
+        obj = cls(sampling=sampling, antithetic=antithetic)
+        obj.draws_ = sample_draws(rng, distribution, int(n_draws), n_in, float(sigma), sampling,
+                                  antithetic)
+        return obj
+
+    def fitted_state(self) -> dict:
+        return {"draws_": self.draws_}
+
+
+def check_state(centres, draws, n_features, label):
+    """A map's centres (T x d) and draws (S x d) agree and are finite (e.g. read from a file)."""
+    D = getattr(draws, "draws_", None)
+    if not isinstance(draws, MonteCarloDraws) or not isinstance(D, np.ndarray):
+        raise ValueError(f"{label}: the Monte Carlo draws are missing")
+    if (centres.ndim != 2 or centres.shape[0] != n_features or D.ndim != 2
+            or D.shape[0] < 1 or D.shape[1] != centres.shape[1]):
+        raise ValueError(f"{label}: centres of shape {centres.shape} and draws of shape "
+                         f"{D.shape} do not fit n_features={n_features}")
+    if D.dtype.kind != "f" or not (np.isfinite(D).all() and np.isfinite(centres).all()):
+        raise ValueError(f"{label}: the centres or the draws are not finite floats")
+
+
+def resolve_sampling(distribution, sampling, n_in) -> str:
+    """"auto": QMC where the distribution has an inverse CDF (built-ins, d <= 21201), else MC."""
+    if sampling != "auto":
+        return sampling
+    builtin = isinstance(_lookup("distribution", distribution), str)
+    d = 2 if distribution == "stumps" else n_in
+    return "qmc" if builtin and d <= 21201 else "mc"
+
+
+def resolve_n_draws(n_draws, n_features, sampling) -> int:
+    """S: ``n_draws`` or the default 4 T; QMC rounds up to a power of two (Sobol's balance)."""
+    S = 4 * int(n_features) if n_draws is None else int(n_draws)
+    if sampling == "qmc":
+        S = 1 << max(1, math.ceil(math.log2(S)))
+    return S + S % 2  # antithetic pairs
+
+
+def check_mc_params(n_draws, sampling):
+    check_scalar(n_draws, "n_draws", numbers.Integral, low=1, allow_none=True)
+    return check_choice(sampling, "sampling", SAMPLINGS)
+
+
+class MonteCarloRKHS(RKHSWeighting):
+    """RKHS weighting of any instantiation (p, K, phi) with Monte Carlo features.
+
+    psi_t(x) ~ (1/S) sum_s K(u_t, w_s) phi(w_s, x) with draws w_s ~ p shared by every centre
+    u_t ~ p (module docstring); G_ij = K(u_i, u_j) exactly. theta_ and kappa_ are Monte Carlo
+    estimates over the rows given to ``fit``: kappa^2 = sup_x E_w[K(w, w) phi(w, x)^2] and
+    theta^2 = sup_x E_{w, w'}[K(w, w') phi(w, x) phi(w', x)] = sup_x ||psi_x||_H^2 (003 Table 2's
+    quantities; the table gives bounds on them for the five closed forms).
+
+    Parameters
+    ----------
+    distribution : str, default "normal"
+        p: "normal" N(0, s^2 I), "cauchy" (scale s per coordinate), "laplace" (scale s),
+        "uniform" U(-s, s)^n, "stumps" U{0..n-1} x N(0, s^2), or a registered sampler.
+    kernel : str, default "gaussian"
+        K(u, w): "gaussian" exp(-||u - w||^2 / 2g^2), "exponential" exp(<u, w> / 2g^2),
+        "indicator-gaussian" 1[u1 = w1] exp(-(u2 - w2)^2 / 2g^2), "polynomial"
+        (1 + <u, w> / g^2)^degree, or a registered numba function.
+    base : str, default "sign"
+        phi(w, x): "sign", "relu", "tanh", "sigmoid" of <w, x>, "stump" sign(x_{w1} - w2), or a
+        registered numba function.
+    n_features : int, default 1000
+        T, the number of centres.
+    n_draws : int or None, default None
+        S, the number of shared draws (None: 4 T).
+    sigma : float, default 1.0
+        Scale of the built-in distributions.
+    gamma : float or None, default None
+        Kernel width. None: the theta rule (gaussian kernel), the kappa rule (exponential), sigma
+        (indicator-gaussian) or sigma sqrt(d) (polynomial), as for the closed forms with d the
+        dimension of w (003 Table 4; a heuristic for the non-normal distributions).
+    theta : float in (0, 1) or None, default None
+        Target of the theta rule of the Gaussian kernel; None: ``MC_DEFAULT_THETA`` = 0.5 (not
+        the closed forms' 0.1, which makes the kernel too narrow for Monte Carlo sections).
+    kappa : float > 1, default 10.0
+        Target of the kappa rule of the exponential kernel (as RWExpSign; the same default,
+        measured for both, docs/bench/instantiation_defaults.md).
+    degree : int, default 2
+        Degree of the polynomial kernel.
+    sampling : {"auto", "mc", "qmc"}, default "auto"
+        "qmc": scrambled Sobol points through the inverse CDF (built-in distributions; S rounded
+        up to a power of two); "mc": plain draws; "auto": qmc where possible (user samplers have
+        no inverse CDF), since it converges faster (docs/INSTANTIATIONS.md).
+    normalize : bool, default True
+        Exponential kernel: use the normalised sections (same model, no overflow; rkhs.py).
+    random_state : int, Generator or None
+        Seed of the centres, then of the draws.
+    """
+
+    name = "mc"
+    constants_are_estimates = True
+
+    def __init__(self, distribution="normal", kernel="gaussian", base="sign", n_features=1000,
+                 n_draws=None, sigma=1.0, gamma=None, theta=None, kappa=10.0, degree=2,
+                 sampling="auto", normalize=True, random_state=None):
+        self.distribution = distribution
+        self.kernel = kernel
+        self.base = base
+        self.n_features = n_features
+        self.n_draws = n_draws
+        self.sigma = sigma
+        self.gamma = gamma
+        self.theta = theta
+        self.kappa = kappa
+        self.degree = degree
+        self.sampling = sampling
+        self.normalize = normalize
+        self.random_state = random_state
+
+    @property
+    def label(self) -> str:
+        return f"Monte Carlo instantiation ({self.distribution}, {self.kernel}, {self.base})"
+
+    def _validate_params(self, n_in):
+        self._check_common()
+        check_mc_params(self.n_draws, self.sampling)
+        check_scalar(self.degree, "degree", numbers.Integral, low=1)
+        for kind in ("distribution", "kernel", "base"):
+            _lookup(kind, getattr(self, kind))
+        if self.gamma is None and _lookup("kernel", self.kernel) == "gaussian":
+            check_theta(self.theta)
+        if self.gamma is None and _lookup("kernel", self.kernel) == "exponential":
+            check_scalar(self.kappa, "kappa", low=1.0, low_inclusive=False)
+
+    def theta_rule(self) -> float | None:
+        if self.gamma is not None or _lookup("kernel", self.kernel) != "gaussian":
+            return None
+        return MC_DEFAULT_THETA if self.theta is None else float(self.theta)
+
+    def _resolve_gamma(self, d):
+        kernel = _lookup("kernel", self.kernel)
+        s = float(self.sigma)
+        if self.gamma is not None:
+            return float(self.gamma)
+        if kernel == "gaussian":
+            return gamma_from_theta(d, s, self.theta_target_)
+        if kernel == "exponential":
+            return gamma_from_kappa(d, s, float(self.kappa))
+        if kernel == "polynomial":
+            return s * math.sqrt(d)
+        return s  # indicator-gaussian; user kernels ignore it
+
+    def _sample(self, rng, n_in, X):
+        dist = _lookup("distribution", self.distribution)
+        if not isinstance(dist, str):
+            _check_sampler(dist, self.distribution, n_in)
+        sigma = float(self.sigma)
+        self.W_ = sample_draws(rng, self.distribution, int(self.n_features), n_in, sigma)
+        sampling = resolve_sampling(self.distribution, self.sampling, n_in)
+        S = resolve_n_draws(self.n_draws, self.n_features, sampling)
+        self.mc_ = MonteCarloDraws.draw(rng, self.distribution, S, n_in, sigma, sampling,
+                                        use_antithetic(self.distribution, self.base))
+        _check_layout(_lookup("base", self.base), _lookup("kernel", self.kernel), self.W_, n_in,
+                      self.label)
+        if self.mc_.draws_.shape[1] != self.W_.shape[1]:
+            raise ValueError(f"{self.label}: the sampler drew centres of dimension "
+                             f"{self.W_.shape[1]} but draws of dimension "
+                             f"{self.mc_.draws_.shape[1]}; it must return (size, d) with d "
+                             f"fixed for a given n_in")
+        self.theta_target_ = self.theta_rule()
+        self.gamma_ = self._resolve_gamma(self.W_.shape[1])
+        self._check_user_functions(X)
+        self._estimate_constants(X)
+
+    def _check_user_functions(self, X):
+        kernel, base = _lookup("kernel", self.kernel), _lookup("base", self.base)
+        x0 = np.ascontiguousarray(X[0]) if X is not None and len(X) else \
+            np.zeros(self.n_features_in_)
+        if not isinstance(base, str):
+            _compile_check(base, f"base {self.base!r} ({_function_name(base)})",
+                           (self.W_[0], x0), "phi(w, x)")
+        if not isinstance(kernel, str):
+            _compile_check(kernel, f"kernel {self.kernel!r} ({_function_name(kernel)})",
+                           (self.W_[0], self.W_[0]), "K(u, w)")
+
+    def _estimate_constants(self, X):
+        """kappa^2 = sup_x E_w K(w,w) phi(w,x)^2 and theta^2 = sup_x E_{w,w'} K phi phi (U-stat)."""
+        self.x_norm_max_ = float(row_norms(X).max()) if X is not None and len(X) else 1.0
+        D = self.mc_.draws_
+        Dk, Dt = D[:_KAPPA_DRAWS], D[:_THETA_DRAWS]
+        kernel = _lookup("kernel", self.kernel)
+        if isinstance(kernel, str):
+            diag = _raw_diag(kernel, Dk, self.gamma_, int(self.degree))
+            Ktt = _raw_kernel(kernel, Dt, Dt, self.gamma_, int(self.degree))
+        else:
+            diag = np.empty(len(Dk))
+            _user_kernel_diag(kernel, Dk, diag)
+            Ktt = np.empty((len(Dt), len(Dt)))
+            _user_kernel_into(kernel, Dt, Dt, Ktt)
+        ktt_diag = np.diag(Ktt).copy()
+        S2 = len(Dt)
+        kap = the = 0.0
+        rows = X if X is not None and len(X) else np.zeros((1, self.n_features_in_))
+        step = max(1, _BLOCK_ELEMENTS // len(Dk))
+        with np.errstate(all="ignore"):
+            for start in range(0, len(rows), step):
+                Xb = np.ascontiguousarray(rows[start:start + step])
+                B = base_into(_lookup("base", self.base), Xb, Dk, np.empty((len(Xb), len(Dk))))
+                kap = max(kap, float(np.max((B * B) @ diag)) / len(Dk))
+                Bt = np.ascontiguousarray(B[:, :S2])
+                q = np.einsum("is,is->i", Bt @ Ktt, Bt) - (Bt * Bt) @ ktt_diag
+                if S2 > 1:
+                    the = max(the, float(np.max(q)) / (S2 * (S2 - 1)))
+        self.kappa_ = math.sqrt(kap) if math.isfinite(kap) else math.inf
+        self.theta_ = math.sqrt(max(the, 0.0)) if math.isfinite(the) else math.inf
+
+    def _prepare(self):
+        kernel = _lookup("kernel", self.kernel)
+        check_state(self.W_, self.mc_, int(self.n_features), self.label)
+        _check_layout(_lookup("base", self.base), kernel, self.W_, self.n_features_in_,
+                      self.label)
+        self.normalized_ = bool(kernel == "exponential" and self.normalize)
+        W, g, deg, norm = self.W_, self.gamma_, int(self.degree), self.normalized_
+        self._mc = Integrator(self.mc_.draws_,
+                              lambda: kernel_sections(self.kernel, self.mc_.draws_, W, g, deg,
+                                                      norm),
+                              self.base, self.label, self.mc_.antithetic,
+                              W[:, 0] if kernel == "indicator-gaussian" else None, len(W))
+
+    def fit(self, X, y=None):
+        """Sample the centres and the shared draws; build the sections (and check them)."""
+        super().fit(X)
+        warn_if_sparse(self._mc, self.label, self.gamma_, self.W_.shape[1], stacklevel=3)
+        return self
+
+    def _features_into(self, X, out):
+        self._mc.features_into(X, out)
+
+    def base_predictor(self, X):
+        """phi(u_t, x_i) for the centres (what tau in bounds() averages)."""
+        out = np.empty((X.shape[0], self.W_.shape[0]))
+        return base_into(_lookup("base", self.base), np.ascontiguousarray(X), self.W_, out)
+
+    def kernel_matrix(self, rows=None, cols=None):
+        A = self.W_ if rows is None else self.W_[rows]
+        B = self.W_ if cols is None else self.W_[cols]
+        return _gram(self.kernel, np.ascontiguousarray(A), np.ascontiguousarray(B),
+                     self.gamma_, int(self.degree), self.normalized_)
+
+
+def warn_if_sparse(integrator, label, gamma, d, stacklevel=2):
+    """Warn when most sections rest on a handful of draws (003 Sec. 4.6's curse of dimension)."""
+    ess = integrator.effective_draws()
+    med = float(np.median(ess))
+    if med < _MIN_EFFECTIVE_DRAWS:
+        S = integrator.draws.shape[0]
+        g = "" if gamma is None else f"gamma={gamma:.3g} "
+        warnings.warn(
+            f"{label}: the Monte Carlo features are mostly zero: half the centres rest on "
+            f"fewer than {med:.1f} effective draws out of S={S} (the kernel {g}is narrow for "
+            f"the {d}-dimensional parameter space, seed 003 Sec. 4.6); raise gamma (or leave "
+            f"gamma=None so theta/kappa set it), or raise n_draws", RuntimeWarning,
+            stacklevel=stacklevel + 1)

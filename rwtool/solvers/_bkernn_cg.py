@@ -1,0 +1,477 @@
+"""BKerNN's kernel ridge step without n x n matrices: sorted prefix-sum products and CG.
+
+For fixed particles the ridge step of seed 001 (Lemma 7) solves (K~ + n lam I) alpha = Y~ with
+K~ = Pi (-D/2) Pi, D_{ii'} = (1/m) sum_j |p_ji - p_ji'| and p_j = X w_j (spec 2.1, 6.1). One
+particle's part of a product D u is, with the projections sorted once (O(n log n)),
+
+    sum_{i'} |p_i - p_i'| u_i' = p_i (2 S_<(i) - S) - (2 T_<(i) - T),
+
+S_< and T_< the prefix sums of u and u p below p_i in sorted order, S and T the totals: O(n) per
+particle, so K~ u costs O(m n) after the sort and no n x n matrix is ever formed. The system is
+then solved by conjugate gradients, warm-started from the previous iterate's alpha and
+preconditioned by a coarse version of the same kernel: K~ is exactly a weighted sum of centred
+step functions of the sorted projections, and keeping one step per block of B equal-count blocks
+per particle gives a rank m (B - 1) matrix inverted by Woodbury (:class:`BlockPreconditioner`).
+
+Used by :mod:`rwtool.solvers._bkernn` above a measured size; this module must not validate user input,
+hold estimator state or build n x n arrays.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from contextlib import contextmanager
+
+import numba
+import numpy as np
+from numba import njit, prange
+from scipy.linalg import cho_solve
+
+from ._ridge import NumericalWarning
+
+__all__ = ["SortedProjections", "kernel_product", "cg_ridge", "lower_value", "BlockPreconditioner"]
+
+#: element operations below which the parallel kernels run on the calling thread only: waking a
+#: thread team costs more than the work, and on a loaded machine the spinning team also slows the
+#: BLAS calls that follow (measured here: about 50x slower on a 150-point fit)
+PARALLEL_MIN_WORK = 4_000_000
+
+
+@contextmanager
+def _threads_for(work: float):
+    if work >= PARALLEL_MIN_WORK:
+        yield
+        return
+    previous = numba.get_num_threads()
+    numba.set_num_threads(1)
+    try:
+        yield
+    finally:
+        numba.set_num_threads(previous)
+
+
+#: particles are split into this many interleaved groups, each with its own accumulator; the
+#: groups run in parallel and are summed in a fixed order, so a product does not depend on the
+#: thread count
+N_GROUPS = 4
+
+
+class SortedProjections:
+    """The projections of one set of particles, sorted per particle (O(m n log n), O(m n) memory).
+
+    ``order[j]`` sorts particle j's projections (ties in any order: they contribute nothing to
+    each other); ``values[j]`` holds them in that order, shifted by their mean.
+    """
+
+    __slots__ = ("order", "values")
+
+    def __init__(self, PT: np.ndarray, tick=None):
+        m, n = PT.shape
+        self.order = np.empty((m, n), dtype=np.int64)
+        self.values = np.empty((m, n))
+        # in slices of particles with a progress tick between them (a sort of 50 x 100k rows
+        # takes seconds on a loaded machine); numpy's unstable argsort is 3x faster here than
+        # numba's stable one
+        for a, b in particle_slices(m, n * math.log2(n + 1), tick=tick):
+            self.order[a:b] = np.argsort(PT[a:b], axis=1)
+            self.values[a:b] = np.take_along_axis(PT[a:b], self.order[a:b], axis=1)
+            # |p_i - p_i'| is shift invariant: centring keeps the prefix-sum form free of
+            # cancellation when the projections sit far from 0
+            self.values[a:b] -= PT[a:b].mean(axis=1, keepdims=True)
+
+    @property
+    def shape(self):
+        return self.values.shape
+
+
+@njit(cache=True, parallel=True, nogil=True)
+def _distance_products(order, qs, U, acc):
+    """acc[g] += sum over the particles j = g, g + G, ... of sum_i' |q_ji - q_ji'| U[i', :]."""
+    G = acc.shape[0]
+    m, n = qs.shape
+    q = U.shape[1]
+    for g in prange(G):
+        out = acc[g]
+        S = np.empty(q)
+        T = np.empty(q)
+        Sb = np.empty(q)
+        Tb = np.empty(q)
+        us = np.empty((n, q))
+        for j in range(g, m, G):
+            o = order[j]
+            v = qs[j]
+            S[:] = 0.0
+            T[:] = 0.0
+            # one random gather into sorted order; the second pass reads it sequentially and
+            # only the scatter of the result stays random (the product is memory-latency bound)
+            for t in range(n):
+                i = o[t]
+                vt = v[t]
+                for k in range(q):
+                    u = U[i, k]
+                    us[t, k] = u
+                    S[k] += u
+                    T[k] += u * vt
+            Sb[:] = 0.0
+            Tb[:] = 0.0
+            for t in range(n):
+                i = o[t]
+                vt = v[t]
+                for k in range(q):
+                    u = us[t, k]
+                    out[i, k] += vt * (2.0 * Sb[k] - S[k]) - (2.0 * Tb[k] - T[k])
+                    Sb[k] += u
+                    Tb[k] += u * vt
+
+
+#: element operations (particles x rows x columns) of one uninterrupted numba call between two
+#: progress ticks: about 0.05 s on one core, so a cancel is seen well within a second even when
+#: the process gets a fraction of a core
+TICK_WORK = 1 << 20
+
+
+def particle_slices(m: int, work_per_particle: float, multiple: int = 1, tick=None):
+    """Consecutive particle ranges (a, b) of at most :data:`TICK_WORK` work each (at least one
+    particle, a multiple of ``multiple`` when there are more), with ``tick(0)`` after the body
+    of each when ``tick`` is given."""
+    step = int(TICK_WORK // max(work_per_particle, 1.0))
+    step = max(multiple, step - step % multiple) if step >= multiple else max(1, step)
+    for a in range(0, m, step):
+        yield a, min(m, a + step)
+        if tick is not None:
+            tick(0)
+
+
+def kernel_product(sp: SortedProjections, U: np.ndarray, shift: float = 0.0,
+                   acc: np.ndarray | None = None, tick=None) -> np.ndarray:
+    """(K~ + shift I) U for K~ = Pi (-D/2) Pi, U of shape (n, q): O(m n q), no n x n matrix.
+
+    Runs in slices of particles with ``tick(0)`` after each (progress and cancellation); the
+    slices and the accumulator groups are fixed by the shapes, so the result does not depend on
+    the thread count.
+    """
+    m, n = sp.shape
+    U = np.ascontiguousarray(U, dtype=np.float64)
+    q = U.shape[1]
+    G = min(N_GROUPS, m)
+    if acc is None or acc.shape != (G, n, q):
+        acc = np.empty((G, n, q))
+    acc[:] = 0.0
+    Uc = U - U.mean(axis=0)
+    with _threads_for(m * n * q):
+        for a, b in particle_slices(m, n * q, G, tick):
+            _distance_products(sp.order[a:b], sp.values[a:b], Uc, acc)
+    R = acc[0].copy()
+    for g in range(1, acc.shape[0]):
+        R += acc[g]
+    R *= -0.5 / m
+    R -= R.mean(axis=0)
+    if shift:
+        R += shift * U
+    return R
+
+
+@njit(cache=True, parallel=True, nogil=True)
+def _bin_index(order, starts, beta):
+    """beta[j, i] = the block of particle j holding row i (blocks start at ranks starts[j])."""
+    m, n = order.shape
+    B = starts.shape[1]
+    for j in prange(m):
+        b = 0
+        for t in range(n):
+            while b + 1 < B and starts[j, b + 1] <= t:
+                b += 1
+            beta[j, order[j, t]] = b
+
+
+@njit(cache=True, parallel=True, nogil=True)
+def _step_gram(beta, starts, scale, tail, j0, j1, C):
+    """Rows j0 <= j < j1 of the step features' Gram matrix, and their mirror:
+
+    C[(j, b), (j', b')] = scale_jb scale_j'b' (N_jj'bb' - n tail_jb tail_j'b'),
+    N_jj'bb' = #{i : beta_j(i) > b, beta_j'(i) > b'} (j' >= j), from the pairwise block counts
+    of the rows (O(n) per pair of particles).
+    """
+    m, n = beta.shape
+    B = starts.shape[1]
+    K = B - 1
+    for j in prange(j0, j1):
+        h = np.empty((B, B), dtype=np.int64)
+        bj = beta[j]
+        for b in range(K):
+            for bb in range(K):
+                # one particle: both steps hold on the rows of the later one
+                cnt = n - starts[j, max(b, bb) + 1]
+                C[j * K + b, j * K + bb] = (scale[j, b] * scale[j, bb]
+                                            * (cnt - n * tail[j, b] * tail[j, bb]))
+        for jj in range(j + 1, m):
+            h[:, :] = 0
+            bjj = beta[jj]
+            for i in range(n):
+                h[bj[i], bjj[i]] += 1
+            for c in range(B - 2, -1, -1):          # suffix sums over both block indices
+                for cc in range(B):
+                    h[c, cc] += h[c + 1, cc]
+            for c in range(B):
+                for cc in range(B - 2, -1, -1):
+                    h[c, cc] += h[c, cc + 1]
+            for b in range(K):
+                for bb in range(K):
+                    v = scale[j, b] * scale[jj, bb] * (h[b + 1, bb + 1]
+                                                       - n * tail[j, b] * tail[jj, bb])
+                    C[j * K + b, jj * K + bb] = v
+                    C[jj * K + bb, j * K + b] = v
+
+
+@njit(cache=True, parallel=True, nogil=True)
+def _bin_sums(beta, B, V, out):
+    """out[j, b, :] = sum of V over the rows in block b of particle j."""
+    m, n = beta.shape
+    q = V.shape[1]
+    for j in prange(m):
+        o = out[j]
+        o[:, :] = 0.0
+        bj = beta[j]
+        for i in range(n):
+            for k in range(q):
+                o[bj[i], k] += V[i, k]
+
+
+@njit(cache=True, nogil=True)
+def _bin_gather(beta, A, out):
+    """out[i, :] = sum_j A[j, beta_j(i), :] (one pass per particle, fixed order)."""
+    m, n = beta.shape
+    q = A.shape[2]
+    out[:, :] = 0.0
+    for j in range(m):
+        bj = beta[j]
+        a = A[j]
+        for i in range(n):
+            for k in range(q):
+                out[i, k] += a[bj[i], k]
+
+
+def block_count(n: int) -> int:
+    """Blocks per particle for the preconditioner at n rows: about sqrt(n) / 7 within [8, 32].
+
+    With energy-balanced blocks the dropped within-block part scales like n / B^2. Measured in
+    3-iteration default fits at d = 20, m = 50 (CPU seconds per iteration, one thread, medians
+    of 2-3 interleaved runs): n = 8000: B = 8 / 11 / 13 / 16 / 24 / 32 give 0.21 / 0.154 /
+    0.151 / 0.167 / 0.25 / 0.32; n = 32000: B = 16 / 22 / 26 / 32 give 0.67 / 0.65 / 0.68 /
+    0.76; n = 128000: B = 8 / 16 / 24 / 32 give 5.4 / 3.7 / 3.6 / 3.2. More blocks cost more
+    than they save at 128000 rows: the (m B)^3 factorisation grows faster than the iterations
+    fall (and runs without a progress tick).
+    """
+    return int(min(32, max(8, round(math.sqrt(n) / 7))))
+
+
+@njit(cache=True, parallel=True, nogil=True)
+def _energy_starts(values, starts):
+    """starts[j, b] = the first rank t with sum_{s < t} sqrt(gap_s) >= (b / B) * total, per
+    particle (0 for a particle whose projections are all equal: the caller spreads those)."""
+    m, n = values.shape
+    B = starts.shape[1]
+    for j in prange(m):
+        v = values[j]
+        total = 0.0
+        for t in range(n - 1):
+            total += math.sqrt(v[t + 1] - v[t])
+        starts[j, :] = 0
+        if not total > 0.0:
+            continue
+        b = 1
+        mu = 0.0
+        for t in range(n):
+            while b < B and mu >= b * total / B:
+                starts[j, b] = t
+                b += 1
+            if t + 1 < n:
+                mu += math.sqrt(v[t + 1] - v[t])
+        while b < B:
+            starts[j, b] = n
+            b += 1
+
+
+def block_starts(values: np.ndarray, B: int, spacing: str = "energy") -> np.ndarray:
+    """First rank of each of B blocks per particle (m x B, strictly increasing, starting at 0).
+
+    "count": equal-count blocks. "energy": equal sums of sqrt(gap) over the sorted projections
+    ``values`` (m x n). A block of c rows spanning a width h drops a part of the kernel of size
+    about c h / m; with density rho, c ~ n rho h, so c h is the same in every block when h is
+    proportional to 1 / sqrt(rho), i.e. when the blocks hold equal sums of sqrt(gap)
+    (sqrt(rho) dx ~ sqrt(gap / n) per gap). Equal-count blocks put most of the dropped part in
+    the two tail blocks, whose width grows with n. A particle with all projections equal gets
+    equal-count blocks. O(m n).
+    """
+    m, n = values.shape
+    base = np.arange(B)
+    even = -((-base * n) // B)
+    if spacing == "count":
+        return np.tile(even, (m, 1))
+    starts = np.empty((m, B), dtype=np.int64)
+    with _threads_for(m * n):
+        _energy_starts(values, starts)
+    flat = starts[:, -1] == 0
+    starts[flat] = even
+    # at least one row per block (ties make equal boundaries)
+    starts = np.maximum.accumulate(starts - base, axis=1) + base
+    return np.minimum(starts, n - B + base)
+
+
+class BlockPreconditioner:
+    """(F F^T + s I)^{-1} for a coarse version F F^T of K~ with B blocks per particle.
+
+    The centred distance kernel is exactly a sum of step features: with p sorted and g_t the gap
+    between the t-th and (t+1)-th projection, K~ = (1/m) sum_j sum_t g_jt (Pi 1{rank_j > t})
+    (Pi 1{rank_j > t})^T. Keeping one step per boundary of B blocks (weight: the gaps between
+    the neighbouring block middles) leaves m (B - 1) features F whose Gram matrix comes from
+    pairwise block counts (O(m^2 n)); what is dropped lives inside blocks. The blocks balance
+    count x width (:func:`block_starts`, ``spacing="energy"``; "count" for equal counts), which
+    keeps the dropped part small in the sparse tails too. Woodbury applies P^{-1} in
+    O(m n q + (m B)^2 q); building it costs O(m^2 n + (m B)^3), in slices with a ``tick(0)``
+    between them, and uses no random numbers.
+    """
+
+    def __init__(self, sp: SortedProjections, shift: float, blocks: int = 16, tick=None,
+                 spacing: str = "energy"):
+        m, n = sp.shape
+        B = int(max(2, min(blocks, n)))
+        self.B, self.shift, self.n = B, float(shift), n
+        v = sp.values
+        starts = block_starts(v, B, spacing)                 # (m, B) first rank of each block
+        if tick is not None:
+            tick(0)
+        # the smallest integer type for the block indices: the Gram kernel reads two rows of
+        # them per pair of particles (uint8 builds 30% faster than int16 at 128000 rows)
+        kind = np.uint8 if B <= 256 else (np.int16 if B <= 32768 else np.int32)
+        self.beta = np.empty((m, n), dtype=kind)
+        with _threads_for(m * n):
+            _bin_index(sp.order, starts, self.beta)
+        ends = np.concatenate([starts[:, 1:], np.full((m, 1), n)], axis=1)
+        mids = np.minimum((starts + ends) // 2, n - 1)
+        G = np.maximum(np.take_along_axis(v, mids[:, 1:], axis=1)
+                       - np.take_along_axis(v, mids[:, :-1], axis=1), 0.0)   # (m, B - 1)
+        self.scale = np.sqrt(G / m)                          # feature weights sqrt(G_jb / m)
+        self.tail = (n - starts[:, 1:]) / n                  # mean of the step 1{block >= b}
+        if tick is not None:
+            tick(0)
+        M = m * (B - 1)
+        C = np.empty((M, M))
+        with _threads_for(m * m * n / 2):
+            # a count increment costs about a sixteenth of a product element (measured)
+            for j0, j1 in particle_slices(m, (m - 1) * n / 16, tick=tick):
+                _step_gram(self.beta, starts, self.scale, self.tail, j0, j1, C)
+        C[np.diag_indices(M)] += self.shift
+        L = np.linalg.cholesky(C)
+        del C
+        # in Fortran order once: LAPACK's potrs would otherwise copy the (m B)^2 factor on
+        # every apply (each CG iteration), a third matrix of that size at the memory peak
+        self.L = np.asfortranarray(L)
+
+    def _Ft(self, V):
+        m = self.beta.shape[0]
+        S = np.empty((m, self.B, V.shape[1]))
+        with _threads_for(V.size * m):
+            _bin_sums(self.beta, self.B, np.ascontiguousarray(V), S)
+        # sum over blocks >= b, b = 1..B-1; V is centred, so the step means drop out
+        up = S[:, ::-1].cumsum(axis=1)[:, ::-1][:, 1:]
+        return (up * self.scale[:, :, None]).reshape(-1, V.shape[1])
+
+    def _F(self, Z):
+        m, q = self.beta.shape[0], Z.shape[1]
+        a = Z.reshape(m, self.B - 1, q) * self.scale[:, :, None]
+        A = np.zeros((m, self.B, q))
+        A[:, 1:] = a.cumsum(axis=1)
+        out = np.empty((self.n, q))
+        _bin_gather(self.beta, A, out)
+        return out - np.einsum("jbk,jb->k", a, self.tail)
+
+    def apply(self, R: np.ndarray) -> np.ndarray:
+        W = cho_solve((self.L, True), self._Ft(R), check_finite=False)
+        return (R - self._F(W)) / self.shift
+
+
+def cg_ridge(sp: SortedProjections, Yc: np.ndarray, shift: float, x0: np.ndarray | None = None,
+             tol: float = 1e-8, max_iter: int = 2000, precond: BlockPreconditioner | None = None,
+             tick=None, give_up_above: float | None = None):
+    """Solve (K~ + shift I) A = Yc column by column with (preconditioned) conjugate gradients.
+
+    Stops each column when ||r_k|| <= tol ||Yc_k||; ``x0`` is the warm start, ``tick(it)`` is called after every iteration (progress and cancellation).
+    Returns ``(A, R, n_iter)`` with R the true residual Yc - (K~ + shift I) A of the returned A.
+    A warning is issued (and the last iterate returned) if ``max_iter`` iterations do not reach
+    the tolerance.
+
+    ``give_up_above``: stop early once :func:`lower_value` (A, R) exceeds it. CG decreases
+    phi(a) = a^T M a / 2 - Yc^T a over growing Krylov spaces, so -phi(A) = (Yc^T A + A^T R) / 2
+    only grows and the solution's value, Yc^T M^{-1} Yc / 2, is larger still: the caller learns
+    for certain that the exact value exceeds the threshold (a line-search trial it will reject)
+    without converging. The check uses the true residual before stopping.
+    """
+    n, q = Yc.shape
+    acc = np.empty((min(N_GROUPS, sp.shape[0]), n, q))
+    if x0 is None:
+        A = np.zeros((n, q))
+        R = np.array(Yc, dtype=np.float64)
+    else:
+        A = np.array(x0, dtype=np.float64)
+        A -= A.mean(axis=0)
+        R = Yc - kernel_product(sp, A, shift, acc, tick)
+        if tick is not None:
+            tick(0)
+    goal = tol * np.linalg.norm(Yc, axis=0)
+    it = 0
+
+    def certain():
+        return give_up_above is not None and lower_value(Yc, A, R) > give_up_above
+
+    while True:
+        active = np.linalg.norm(R, axis=0) > goal
+        if not active.any() or certain() or it >= max_iter:
+            break
+        gave_up = False
+        # (re)start from the current residual
+        Z = precond.apply(R) if precond is not None else R.copy()
+        Pd = Z.copy()
+        rz = np.einsum("ij,ij->j", R, Z)
+        while it < max_iter:
+            it += 1
+            AP = kernel_product(sp, Pd, shift, acc, tick)
+            pAp = np.einsum("ij,ij->j", Pd, AP)
+            step = np.where(active, rz / np.where(pAp > 0, pAp, 1.0), 0.0)
+            A += step * Pd
+            R -= step * AP
+            rnorm = np.linalg.norm(R, axis=0)
+            active &= rnorm > goal
+            if tick is not None:
+                tick(it)
+            if not active.any():
+                break
+            if certain():
+                gave_up = True
+                break
+            Z = precond.apply(R) if precond is not None else R
+            rz_new = np.einsum("ij,ij->j", R, Z)
+            beta = np.where(active, rz_new / np.where(rz > 0, rz, 1.0), 0.0)
+            Pd = Z + beta * Pd
+            rz = rz_new
+        # the recursive residual drifts from the true one over many iterations: recompute it
+        # (and go on if giving up is not confirmed by the true one)
+        R = Yc - kernel_product(sp, A, shift, acc, tick)
+        if tick is not None:
+            tick(it)
+        if not gave_up or certain():
+            break
+    if it >= max_iter and np.any(np.linalg.norm(R, axis=0) > 10 * goal) and not certain():
+        warnings.warn(f"conjugate gradients did not reach the tolerance {tol:g} in "
+                      f"{max_iter} iterations (relative residual "
+                      f"{float(np.max(np.linalg.norm(R, axis=0) / np.linalg.norm(Yc, axis=0))):.1e}); "
+                      f"raise reg or use kernel_solver='dense' on this size",
+                      NumericalWarning, stacklevel=3)
+    return A, R, it
+
+
+def lower_value(Yc: np.ndarray, A: np.ndarray, R: np.ndarray) -> float:
+    """-phi(A) = (Yc^T A + A^T R) / 2 summed over columns, R = Yc - M A: a lower bound of
+    Yc^T M^{-1} Yc / 2 (its error is e^T M e / 2, e = M^{-1} Yc - A) that CG increases."""
+    return 0.5 * float(np.sum(Yc * A) + np.sum(A * R))

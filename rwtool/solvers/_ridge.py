@@ -1,0 +1,210 @@
+"""Regularised least squares on a random feature map, accumulated over row blocks.
+
+Solves (003 eq. 80-82; spec section 4.1)
+
+    (Phi^T Phi + m lam R + m eps I) a = Phi^T Y
+
+with R = G (RKHS weightings) or R = I (random kitchen sinks), for several right-hand sides at
+once (one-vs-rest classes, multi-output regression). Phi^T Phi and Phi^T Y are sums over rows:
+each block of rows is mapped to features and added with a BLAS rank-k update (numpy's
+Phi.T @ Phi, which calls syrk), so the m x T feature matrix is never held whole and the peak
+memory is O(T^2 + block * T). The system is solved by Cholesky; if it is not numerically
+positive definite, jitter is added and a warning says how much. The heavy calls go through numpy,
+which releases the GIL around BLAS/LAPACK (scipy's cho_factor and dsyrk wrappers hold it for
+seconds at T = 2000, freezing a GUI thread while a worker fits).
+
+This module knows feature maps only through ``_features_into`` and ``n_output_``.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+from scipy.linalg import LinAlgError, cho_solve, eigh
+
+from ..exceptions import NumericalError
+from ..features._base import auto_block_size
+from ..progress import make_progress
+
+__all__ = ["NumericalWarning", "auto_block_size", "normal_equations", "solve_normal_equations",
+           "RegPath", "ridge_fit", "cholesky_solve"]
+
+
+class NumericalWarning(RuntimeWarning):
+    """A recoverable numerical event (jitter added, solver did not converge...)."""
+
+
+
+
+def normal_equations(feature_map, X: np.ndarray, Y: np.ndarray, block_size: int | None = None,
+                     progress=None, out=None):
+    """A = Phi^T Phi (full symmetric) and B = Phi^T Y, accumulated block by block.
+
+    Parameters
+    ----------
+    feature_map : fitted FeatureMap
+    X : (m, n) array, already preprocessed
+    Y : (m, k) array
+    block_size : rows per block (None: about 32 MB of features per block)
+    progress : Progress or callback, optional; stage "normal equations", done = rows processed.
+    out : (A, B) arrays to add the sums to (the running sums of a stream or of a fold,
+        rwtool.solvers._sufficient); None starts from zero.
+    """
+    progress = make_progress(progress)
+    m = X.shape[0]
+    T = feature_map.n_output_
+    A, B = (np.zeros((T, T)), np.zeros((T, Y.shape[1]))) if out is None else out
+    AtA = np.empty((T, T))
+    progress.start("normal equations", m)
+    for start, stop, Phi in feature_map.blocks(X, block_size):
+        np.matmul(Phi.T, Phi, out=AtA)  # numpy spots the transposed self-product: one syrk
+        A += AtA
+        B += Phi.T @ Y[start:stop]
+        progress.update(stop)
+    progress.end()
+    if not (np.isfinite(A).all() and np.isfinite(B).all()):
+        raise NumericalError(
+            "the feature matrix overflowed (non-finite Phi^T Phi); the features are too large "
+            "for float64", solver="normal equations",
+            fix="lower sigma or standardise the inputs")
+    return (np.ascontiguousarray(A), B) if out is None else (A, B)
+
+
+def cholesky_solve(M: np.ndarray, B: np.ndarray) -> np.ndarray:
+    """Solve M a = B for symmetric positive definite M (LinAlgError otherwise), GIL released."""
+    L = np.linalg.cholesky(M)  # the O(T^3) part, on LAPACK without the GIL
+    return cho_solve((L, True), B, check_finite=False)
+
+
+def regularised(A: np.ndarray, m: int, reg: float, R: np.ndarray | None = None,
+                eps: float = 0.0) -> np.ndarray:
+    """A new matrix A + m reg R + m eps I (R = I when None): the system every solver here solves."""
+    M = A.copy()
+    if R is not None:
+        M += (m * reg) * R
+        reg = 0.0
+    M[np.diag_indices(A.shape[0])] += m * (reg + eps)
+    return M
+
+
+def solve_normal_equations(A: np.ndarray, B: np.ndarray, m: int, reg: float,
+                           R: np.ndarray | None = None, eps: float = 0.0):
+    """Solve (A + m reg R + m eps I) a = B by Cholesky, with jitter if needed.
+
+    Returns ``(coef, info)`` where ``info`` records the jitter added (0.0 when none).
+    """
+    T = A.shape[0]
+    M = regularised(A, m, reg, R, eps)
+    info = {"jitter": 0.0, "method": "cholesky"}
+    try:
+        return cholesky_solve(M, B), info
+    except LinAlgError:
+        pass
+    scale = max(float(np.mean(np.abs(np.diag(M)))), np.finfo(float).tiny)
+    for power in range(-12, -3):
+        jitter = scale * 10.0 ** power
+        try:
+            Mj = M.copy()
+            Mj[np.diag_indices(T)] += jitter
+            coef = cholesky_solve(Mj, B)
+        except LinAlgError:
+            continue
+        info["jitter"] = jitter
+        warnings.warn(f"the regularised normal equations were not numerically positive "
+                      f"definite; added jitter {jitter:.2e} (1e{power} x mean diagonal) to solve "
+                      f"them. Raise reg or eps for a better-conditioned problem",
+                      NumericalWarning, stacklevel=3)
+        return coef, info
+    # Last resort: a pseudo-inverse through the symmetric eigendecomposition.
+    w, V = eigh(M, check_finite=False)
+    keep = w > w.max() * T * np.finfo(float).eps
+    coef = V[:, keep] @ ((V[:, keep].T @ B) / w[keep, None])
+    info.update(method="eigh-pinv", jitter=math.nan)
+    warnings.warn(f"the regularised normal equations are singular even with jitter; solved by "
+                  f"pseudo-inverse keeping {int(keep.sum())} of {T} directions. Raise reg",
+                  NumericalWarning, stacklevel=3)
+    return coef, info
+
+
+class RegPath:
+    """Solutions of (A + m reg R + m eps I) a = B for many values of reg, one eigensolve each.
+
+    With R = I: A + m eps I = Q diag(w) Q^T, and a(reg) = Q diag(1 / (w + m reg)) Q^T B. With
+    R = G (symmetric positive definite): G = L L^T, and with a = L^-T c the system becomes
+    (C + m reg I) c = L^-1 B, C = L^-1 (A + m eps I) L^-T = W diag(w) W^T. After the O(T^3)
+    decomposition every reg costs O(T^2 q), so a cross-validated choice among many values costs
+    about what one Cholesky solve per fold costs. ``RegPath.for_gram(G)`` factors G once for all
+    the folds; it returns None when G is plainly too ill-conditioned for the reduction, and
+    ``accurate`` checks a solution's residual; in either case, and when rounding makes the
+    system indefinite (``solve`` raises LinAlgError), solve each reg by
+    :func:`solve_normal_equations` instead. All on numpy (GIL released).
+    """
+
+    #: smallest pivot ratio (min/max of diag(L))^2 at which the reduction by L is tried
+    MIN_PIVOT_RATIO = 1e-6
+    #: relative residual above which a path solution is not trusted (see ``accurate``)
+    MAX_RESIDUAL = 1e-8
+
+    def __init__(self, A: np.ndarray, B: np.ndarray, m: int, eps: float = 0.0,
+                 Linv: np.ndarray | None = None):
+        M = regularised(A, m, 0.0, None, eps)
+        self.m, self.eps = m, eps
+        self.Linv = Linv
+        if Linv is not None:
+            M = Linv @ M @ Linv.T
+            B = Linv @ B
+        w, V = np.linalg.eigh(M)
+        self.w, self.V, self.VtB = w, V, V.T @ B
+
+    @classmethod
+    def for_gram(cls, G: np.ndarray) -> np.ndarray | None:
+        """L^-1 for G = L L^T, or None if G is not safely positive definite."""
+        try:
+            L = np.linalg.cholesky(G)
+        except LinAlgError:
+            return None
+        d = np.diag(L) ** 2
+        if d.min() < cls.MIN_PIVOT_RATIO * d.max():
+            return None
+        return np.linalg.inv(L)
+
+    def accurate(self, A: np.ndarray, B: np.ndarray, R: np.ndarray | None, reg: float,
+                 coef: np.ndarray) -> bool:
+        """Whether ``coef`` (the solution at ``reg``) solves the original system to
+        ``MAX_RESIDUAL`` relative residual: the reduction by L^-1 loses about cond(G) in
+        accuracy, which the pivot ratio only bounds from below. Check the smallest reg, the
+        worst-conditioned system."""
+        M = regularised(A, self.m, reg, R, self.eps)
+        r = np.linalg.norm(M @ coef - B)
+        return bool(r <= self.MAX_RESIDUAL * (np.linalg.norm(M) * np.linalg.norm(coef)
+                                              + np.linalg.norm(B)))
+
+    def solve(self, reg: float) -> np.ndarray:
+        denom = self.w + self.m * float(reg)
+        if denom.min() <= 0:
+            raise LinAlgError("the regularised normal equations are not positive definite")
+        c = self.V @ (self.VtB / denom[:, None])
+        return c if self.Linv is None else self.Linv.T @ c
+
+
+def ridge_fit(feature_map, X, Y, reg: float, eps: float = 0.0, use_gram: bool | None = None,
+              block_size: int | None = None, progress=None):
+    """Blocked least squares for a fitted feature map (R = G when the map has one, else I).
+
+    Returns ``(coef, info)``; ``info`` has the jitter, the method and the Gram matrix used.
+    """
+    progress = make_progress(progress)
+    use_gram = feature_map.has_gram if use_gram is None else use_gram
+    R = None
+    if use_gram:
+        progress.start("features", 1)
+        R = feature_map.gram()
+        progress.end()
+    A, B = normal_equations(feature_map, X, Y, block_size, progress)
+    progress.start("solve", 1)
+    coef, info = solve_normal_equations(A, B, X.shape[0], reg, R, eps)
+    progress.end()
+    info["gram"] = R
+    return coef, info

@@ -1,0 +1,467 @@
+"""The sufficient statistics of least squares on a fixed feature map: per-fold sums over rows.
+
+For rows (x_i, y_i) with features phi(x_i), everything the exact least-squares solvers need is a
+sum over rows (003 eq. 80-82; spec section 4.1):
+
+    A_f = sum_{i in f} phi(x_i) phi(x_i)^T,   B_f = sum_{i in f} phi(x_i) y_i^T,
+    n_f = |f|,   s_f = sum_{i in f} y_i,   yy_f = sum_{i in f} y_i * y_i   (per output)
+
+for each fold f of a k-fold split. Sums add: chunks of a stream (``partial_fit``), partitions of a
+Dask collection and blocks of an in-memory array all give the same statistics, and the model is
+one T x T solve of the total, ``(A + m reg R + m eps I) a = B`` (ridge.py). The per-fold sums also
+score any reg by cross-validation without a second pass over the data: for a fold f with
+training-fold solution a = a(A - A_f, B - B_f), the validation residual is
+
+    ||Y_f - Phi_f a||^2 = yy_f - 2 a^T B_f + a^T A_f a,
+
+so the choice of reg on a stream costs one pass (:func:`select_reg`, the one criterion of every
+mode). Accuracy is not such a sum: for classifiers the statistics may keep a
+:class:`ValidationSample`, the rows with the smallest hash of their position, scored by
+prediction. The Lasso in Gram mode solves from the same sums (Q = A / m, q = B / m,
+||y||^2 / m). A row's fold is a deterministic function of its position in the data (a
+SplitMix64 hash, :func:`fold_of`), so a stream, a file read in chunks and a partitioned
+collection split the same rows the same way.
+
+This module knows feature maps only through ridge.normal_equations and ``linear_predict`` (the
+validation sample's accuracy); it must not import estimators or Dask.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.linalg import LinAlgError
+
+from ..exceptions import NumericalError
+from ..progress import make_progress
+from ._ridge import RegPath, normal_equations, solve_normal_equations
+
+__all__ = ["SufficientStats", "ValidationSample", "fold_of", "position_uniform", "select_reg",
+           "class_of", "coded_accuracy",
+           "scored_folds", "best_index", "extension", "EXTEND_MAX", "REG_LIMITS", "REG_TIE",
+           "REG_TIE_ABS"]
+
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+_MIX1 = np.uint64(0xBF58476D1CE4E5B9)
+_MIX2 = np.uint64(0x94D049BB133111EB)
+
+
+def _splitmix(positions, seed: int) -> np.ndarray:
+    """SplitMix64 of each position: a well-mixed 64-bit hash any process can recompute."""
+    offset = np.uint64(((int(seed) + 1) * int(_GOLDEN)) & 0xFFFFFFFFFFFFFFFF)
+    z = np.asarray(positions, dtype=np.uint64) + offset   # arrays wrap around silently
+    z = (z ^ (z >> np.uint64(30))) * _MIX1
+    z = (z ^ (z >> np.uint64(27))) * _MIX2
+    return z ^ (z >> np.uint64(31))
+
+
+def fold_of(positions, n_folds: int, seed: int = 0) -> np.ndarray:
+    """The fold (0..n_folds-1) of the rows at ``positions`` (0-based row numbers in the data).
+
+    A hash of the position: folds look shuffled (a file sorted by class or time still gets
+    every kind of row in every fold), yet any process can compute a row's fold from its position
+    alone, whatever the chunking.
+    """
+    return (_splitmix(positions, seed) % np.uint64(n_folds)).astype(np.int64)
+
+
+def position_uniform(positions, seed: int = 0) -> np.ndarray:
+    """A number in [0, 1) per position, uniform and independent across positions and seeds
+    (a holdout of fraction p is ``position_uniform(pos, seed) < p``)."""
+    return (_splitmix(positions, seed) >> np.uint64(11)).astype(np.float64) * 2.0 ** -53
+
+
+def class_of(D: np.ndarray) -> np.ndarray:
+    """The class of each row of decision values or +/-1 codes ``D`` (n, k): the index of the
+    largest column, or for one column whether it is positive."""
+    return np.argmax(D, axis=1) if D.shape[1] > 1 else D[:, 0] > 0
+
+
+def coded_accuracy(D: np.ndarray, truth: np.ndarray) -> float:
+    """The share of rows whose class (:func:`class_of`) is ``truth``; NaN when ``D`` is not
+    finite (no score from non-finite decision values)."""
+    if not np.isfinite(D).all():
+        return float("nan")
+    return float(np.mean(class_of(D) == truth))
+
+
+#: seed of the hash that picks the validation sample (independent of the folds' hash)
+SAMPLE_SEED = 1
+
+
+class ValidationSample:
+    """The ``size`` rows (preprocessed X, coded Y, fold) whose positions have the smallest
+    :func:`position_uniform` hash under ``SAMPLE_SEED``: a uniform sample of the data (all of it
+    when it has at most ``size`` rows) whose membership depends on the rows' positions alone --
+    chunks and partitions merged in any order keep the same rows (a bottom-k sketch). It lets
+    reg="auto" score classifiers by accuracy, which is not a function of the sums, in every mode
+    at the memory of ``size`` rows."""
+
+    def __init__(self, size: int):
+        self.size = int(size)
+        self.key = np.empty(0)
+        self.pos = np.empty(0, dtype=np.int64)
+        self.fold = np.empty(0, dtype=np.int64)
+        self.X = self.Y = None
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.key.nbytes * 3 + (0 if self.X is None else self.X.nbytes + self.Y.nbytes))
+
+    def offer(self, positions, folds, X, Y) -> None:
+        """Keep the rows of (X, Y) at ``positions`` that belong to the sample."""
+        key = position_uniform(positions, SAMPLE_SEED)
+        take = np.flatnonzero(key < self.key.max()) if len(self.key) >= self.size else None
+        if take is None and len(key) > self.size:
+            take = np.argpartition(key, self.size - 1)[:self.size]
+        if take is not None:
+            positions, folds, X, Y, key = (positions[take], folds[take], X[take], Y[take],
+                                           key[take])
+        self._merge(key, np.asarray(positions, dtype=np.int64), np.asarray(folds), X, Y)
+
+    def _merge(self, key, pos, fold, X, Y):
+        if self.X is None:
+            self.X, self.Y = np.empty((0, X.shape[1])), np.empty((0, Y.shape[1]))
+        key, pos = np.concatenate([self.key, key]), np.concatenate([self.pos, pos])
+        order = np.lexsort((pos, key))[:self.size]
+        self.key, self.pos = key[order], pos[order]
+        self.fold = np.concatenate([self.fold, fold]).astype(np.int64)[order]
+        self.X = np.ascontiguousarray(np.concatenate([self.X, X])[order])
+        self.Y = np.ascontiguousarray(np.concatenate([self.Y, Y])[order])
+
+    def __add__(self, other: "ValidationSample") -> "ValidationSample":
+        out = ValidationSample(self.size)
+        for part in (self, other):
+            if part.X is not None:
+                out._merge(part.key, part.pos, part.fold, part.X, part.Y)
+        return out
+
+    def accuracy(self, fold: int, feature_map, coefs: np.ndarray, n_outputs: int) -> np.ndarray:
+        """Accuracy on the sample's rows of ``fold`` of each block of ``n_outputs`` columns of
+        ``coefs`` (one block per reg; NaN where the decision values are not finite)."""
+        rows = np.flatnonzero(self.fold == fold)
+        D = feature_map.linear_predict(np.ascontiguousarray(self.X[rows]), coefs)
+        D = D.reshape(len(rows), -1)
+        truth = class_of(self.Y[rows])
+        return np.array([coded_accuracy(D[:, j:j + n_outputs], truth)
+                         for j in range(0, D.shape[1], n_outputs)])
+
+
+class SufficientStats:
+    """Per-fold sums A_f, B_f, n_f, s_f, yy_f of a least-squares problem (see the module doc).
+
+    Parameters
+    ----------
+    n_features : int
+        T, the number of columns of the feature matrix.
+    n_outputs : int
+        k, the number of target columns (classes one-vs-rest, or outputs).
+    n_folds : int, default 1
+        Folds kept apart for cross-validation (1: only the total, for a fixed reg).
+    fold_seed : int, default 0
+        Seed of :func:`fold_of`.
+    sample_rows : int, default 0
+        Size of the :class:`ValidationSample` kept beside the sums (``sample``; 0: none).
+
+    The arrays are plain float64 numpy arrays, so the object pickles to Dask workers and back;
+    it is never written to a model file.
+    """
+
+    def __init__(self, n_features: int, n_outputs: int, n_folds: int = 1, fold_seed: int = 0,
+                 sample_rows: int = 0):
+        if n_folds < 1:
+            raise ValueError(f"n_folds must be >= 1, got {n_folds}")
+        T, k, F = int(n_features), int(n_outputs), int(n_folds)
+        self.A = np.zeros((F, T, T))
+        self.B = np.zeros((F, T, k))
+        self.n = np.zeros(F, dtype=np.int64)
+        self.ysum = np.zeros((F, k))
+        self.yy = np.zeros((F, k))
+        self.fold_seed = int(fold_seed)
+        self.sample = ValidationSample(sample_rows) if sample_rows else None
+
+    # -- shape -------------------------------------------------------------------------------
+    @property
+    def n_folds(self) -> int:
+        return self.A.shape[0]
+
+    @property
+    def n_features(self) -> int:
+        return self.A.shape[1]
+
+    @property
+    def n_outputs(self) -> int:
+        return self.B.shape[2]
+
+    @property
+    def n_samples(self) -> int:
+        """Rows added so far (the position of the next row of a stream)."""
+        return int(self.n.sum())
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.A.nbytes + self.B.nbytes + self.n.nbytes + self.ysum.nbytes
+                   + self.yy.nbytes + (0 if self.sample is None else self.sample.nbytes))
+
+    # -- accumulation ------------------------------------------------------------------------
+    def add(self, feature_map, X: np.ndarray, Y: np.ndarray, *, start: int | None = None,
+            folds: np.ndarray | None = None, block_size: int | None = None,
+            progress=None) -> "SufficientStats":
+        """Add the rows (X, Y) (X preprocessed, Y coded) and return self.
+
+        ``start`` is the position of X's first row in the whole data (default: the rows added
+        so far, as in a stream); the rows' folds follow from their positions unless ``folds``
+        gives them explicitly (an index-based k-fold split). The validation sample, if kept,
+        is offered the rows.
+        """
+        Y = np.asarray(Y, dtype=float)
+        if Y.ndim != 2 or Y.shape[1] != self.n_outputs or len(Y) != len(X):
+            raise ValueError(f"Y must have shape ({len(X)}, {self.n_outputs}), got {Y.shape}")
+        first = self.n_samples if start is None else int(start)
+        positions = np.arange(first, first + len(X))
+        if self.n_folds == 1 and folds is None and self.sample is None:
+            self._add_fold(0, feature_map, X, Y, block_size, progress)
+            return self
+        if folds is None:
+            folds = fold_of(positions, self.n_folds, self.fold_seed)
+        folds = np.asarray(folds)
+        if self.sample is not None:
+            self.sample.offer(positions, folds, np.asarray(X), Y)
+        for f in range(self.n_folds):
+            rows = np.flatnonzero(folds == f)
+            if len(rows):
+                self._add_fold(f, feature_map, np.ascontiguousarray(X[rows]),
+                               np.ascontiguousarray(Y[rows]), block_size, progress)
+        return self
+
+    def _add_fold(self, f, feature_map, X, Y, block_size, progress):
+        normal_equations(feature_map, X, Y, block_size, progress, out=(self.A[f], self.B[f]))
+        self.n[f] += len(X)
+        self.ysum[f] += Y.sum(axis=0)
+        self.yy[f] += np.einsum("ij,ij->j", Y, Y)
+
+    def __add__(self, other: "SufficientStats") -> "SufficientStats":
+        """The statistics of the union of two disjoint sets of rows (a reduction step)."""
+        if not isinstance(other, SufficientStats):
+            return NotImplemented
+        size = (None if self.sample is None else self.sample.size,
+                None if other.sample is None else other.sample.size)
+        if (self.A.shape, self.B.shape, self.fold_seed, size[0]) != (
+                other.A.shape, other.B.shape, other.fold_seed, size[1]):
+            raise ValueError(f"cannot merge statistics of shapes {self.B.shape} and "
+                             f"{other.B.shape} (folds x features x outputs) or fold seeds "
+                             f"{self.fold_seed} and {other.fold_seed}, or validation samples "
+                             f"of {size[0]} and {size[1]} rows")
+        out = SufficientStats.__new__(SufficientStats)
+        out.A, out.B = self.A + other.A, self.B + other.B
+        out.n, out.ysum, out.yy = self.n + other.n, self.ysum + other.ysum, self.yy + other.yy
+        out.fold_seed = self.fold_seed
+        out.sample = None if self.sample is None else self.sample + other.sample
+        return out
+
+    # -- totals and solves -------------------------------------------------------------------
+    def total(self):
+        """(A, B, m) summed over the folds."""
+        return self.A.sum(axis=0), self.B.sum(axis=0), self.n_samples
+
+    def solve(self, reg: float, R: np.ndarray | None = None, eps: float = 0.0):
+        """``(coef, info)`` of (A + m reg R + m eps I) a = B on all rows (ridge.py)."""
+        A, B, m = self.total()
+        self._check_rows(m)
+        return solve_normal_equations(A, B, m, float(reg), R, eps)
+
+    def gram_form(self, fold: int | None = None):
+        """(Q, q, yy) = (A / m, B / m, ||y||^2 / m) of all rows, or of the rows outside ``fold``:
+        the Gram form of the Lasso (lasso.lasso_gram)."""
+        A, B, m = self.total()
+        yy = self.yy.sum(axis=0)
+        if fold is not None:
+            A, B, m, yy = A - self.A[fold], B - self.B[fold], m - self.n[fold], yy - self.yy[fold]
+        self._check_rows(m)
+        return A / m, B / m, yy / m
+
+    def _check_rows(self, m):
+        if m < 1:
+            raise ValueError("no rows were added: the least-squares sums are empty")
+
+    def fold_coefs(self, fold: int, regs, R: np.ndarray | None = None, eps: float = 0.0,
+                   Linv: np.ndarray | None = None, use_path: bool | None = None) -> np.ndarray:
+        """Solutions on the rows outside ``fold`` for every reg, side by side: (T, len(regs) k).
+
+        With many reg values one eigendecomposition serves them all (ridge.RegPath; ``Linv`` is
+        RegPath.for_gram(R), computed once by the caller); its worst-conditioned solution (the
+        smallest reg) is checked, and the Cholesky route (with jitter if needed) takes over when
+        the path is not accurate or not applicable. Below about ten values one Cholesky solve
+        each is cheaper than the eigensolve.
+        """
+        A, B, m = self.total()
+        A_tr, B_tr, m_tr = A - self.A[fold], B - self.B[fold], m - int(self.n[fold])
+        self._check_rows(m_tr)
+        regs = [float(r) for r in regs]
+        if use_path is None:
+            use_path = len(regs) >= 10 and (R is None or Linv is not None)
+        if use_path:
+            try:
+                path = RegPath(A_tr, B_tr, m_tr, eps, Linv)
+                coefs = np.hstack([path.solve(r) for r in regs])
+                j, q = int(np.argmin(regs)), B_tr.shape[1]
+                if path.accurate(A_tr, B_tr, R, regs[j], coefs[:, j * q:(j + 1) * q]):
+                    return coefs
+            except LinAlgError:
+                pass    # rounding made the system indefinite: the jittered route
+        return np.hstack([solve_normal_equations(A_tr, B_tr, m_tr, r, R, eps)[0] for r in regs])
+
+    def each_fold_coefs(self, regs, R: np.ndarray | None = None, eps: float = 0.0) -> list:
+        """:meth:`fold_coefs` of every fold, with R factored once for all of them."""
+        Linv = RegPath.for_gram(R) if len(regs) >= 10 and R is not None else None
+        return [self.fold_coefs(f, regs, R, eps, Linv) for f in range(self.n_folds)]
+
+    def validation_scores(self, fold: int, coefs: np.ndarray, classifier: bool) -> np.ndarray:
+        """Scores on fold ``fold`` of the column blocks of ``coefs`` (one block of k per reg),
+        from the sums alone: R^2 averaged over outputs (regression), or minus the mean squared
+        error of the +/-1 codes averaged over classes (classification: the loss being
+        minimised; accuracy is not a sum over rows of these statistics). Higher is better."""
+        k = self.n_outputs
+        n_f = int(self.n[fold])
+        A_f, B_f = self.A[fold], self.B[fold]
+        # ||Y_f - Phi_f a||^2 = yy_f - 2 a^T B_f + a^T A_f a, per output column
+        quad = np.einsum("ij,ij->j", coefs, A_f @ coefs)
+        cross = np.einsum("ij,ij->j", coefs, np.tile(B_f, (1, coefs.shape[1] // k)))
+        res = np.maximum(np.tile(self.yy[fold], coefs.shape[1] // k) - 2.0 * cross + quad, 0.0)
+        res = res.reshape(-1, k)
+        if classifier:
+            return -(res / n_f).mean(axis=1)
+        ss_tot = self.yy[fold] - self.ysum[fold] ** 2 / n_f
+        ss_tot = np.where(ss_tot > 0, ss_tot, 1.0)
+        return (1.0 - res / ss_tot).mean(axis=1)
+
+
+#: the grid-extension rule of every reg="auto": when the chosen value is at an end of the grid,
+#: add the next decade beyond it, at most EXTEND_MAX times, within REG_LIMITS
+EXTEND_MAX, REG_LIMITS = 6, (1e-18, 1e3)
+#: candidates whose validation loss (the ceiling of the score minus the score: 1 - R^2, the mean
+#: squared error, 1 - accuracy) is within a factor 1 + REG_TIE (plus REG_TIE_ABS) of the best
+#: count as tied, and the largest tied reg is chosen: losses that differ by rounding (sums added
+#: in another order, a plateau of tiny regs) then choose the same value in every mode, and a
+#: plateau at the small end does not extend the grid
+REG_TIE, REG_TIE_ABS = 1e-6, 1e-12
+
+
+def best_index(means, ceiling: float = 1.0) -> int:
+    """The chosen candidate among increasing regs, from their mean validation scores (higher is
+    better, at most ``ceiling``: 1 for R^2 and accuracy, 0 for minus a squared error): the
+    largest reg tied with the best (``REG_TIE``). NaN (a diverged candidate) is never chosen."""
+    loss = float(ceiling) - np.asarray(means, dtype=float)
+    valid = np.isfinite(loss)
+    if not valid.any():
+        raise NumericalError("every reg candidate diverged or gave non-finite validation "
+                             "scores", solver="reg='auto'",
+                             fix="standardize the inputs, or pass a number for reg")
+    low = max(float(loss[valid].min()), 0.0)
+    tied = np.flatnonzero(valid & (loss <= low * (1.0 + REG_TIE) + REG_TIE_ABS))
+    return int(tied[-1])
+
+
+def extension(regs, means, upper: float = REG_LIMITS[1], ceiling: float = 1.0):
+    """The value to add beyond the end of the increasing grid ``regs`` the choice
+    (:func:`best_index`) sits at -- a decade further, within REG_LIMITS and ``upper`` -- or None
+    when the choice is inside the grid."""
+    if len(regs) < 2:
+        return None
+    j = best_index(means, ceiling)
+    if j == 0 and regs[0] / 10.0 >= REG_LIMITS[0]:
+        return regs[0] / 10.0
+    if j == len(regs) - 1 and regs[-1] * 10.0 <= min(upper, REG_LIMITS[1]):
+        return regs[-1] * 10.0
+    return None
+
+
+def grow_grid(grid, score, means_of, *, ceiling: float = 1.0, upper: float = REG_LIMITS[1],
+              max_extend: int | None = EXTEND_MAX) -> list:
+    """The grid search every reg="auto" shares: ``score(regs)`` scores the increasing ``grid``,
+    then, while the choice sits at an end (:func:`extension`, from ``means_of(grid)``: the mean
+    scores of the grid's values), the next decade that way is added and scored, at most
+    ``max_extend`` times (None: until REG_LIMITS or ``upper`` stops it). Returns the final
+    grid, increasing."""
+    grid = sorted(float(v) for v in grid)
+    score(grid)
+    added = 0
+    while max_extend is None or added < max_extend:
+        more = extension(grid, means_of(grid), upper, ceiling)
+        if more is None:
+            break
+        grid = sorted(grid + [more])
+        score([more])
+        added += 1
+    return grid
+
+
+def scored_folds(stats: SufficientStats, classifier: bool, feature_map=None):
+    """``(accuracy, used)``: whether a classifier is scored by accuracy on the validation
+    sample (its sums keep one and ``feature_map`` can featurise it), and the folds that can be
+    scored (rows in the fold and outside it, and sample rows when scoring by accuracy).
+    Raises ValueError, naming the fix, when fewer than two folds are left."""
+    accuracy = classifier and stats.sample is not None and feature_map is not None
+    used = [f for f in range(stats.n_folds) if stats.n[f] > 0 and stats.n_samples > stats.n[f]
+            and (not accuracy or bool(np.any(stats.sample.fold == f)))]
+    if len(used) < 2:
+        raise ValueError(f"reg='auto' needs rows in at least two of the {stats.n_folds} "
+                         f"cross-validation folds, but {stats.n_samples} row(s) were given; "
+                         f"add rows or pass a number for reg")
+    return accuracy, used
+
+
+def select_reg(stats: SufficientStats, values, classifier: bool, R: np.ndarray | None = None,
+               eps: float = 0.0, progress=None, feature_map=None):
+    """reg="auto" from per-fold sums, the one criterion of every mode: ``(best, table)``.
+
+    Every value of ``values`` is solved on the rows outside each non-empty fold f (from
+    A - A_f, B - B_f; :meth:`SufficientStats.fold_coefs`) and scored on f from the sums alone
+    (:meth:`SufficientStats.validation_scores`: R^2 for regression, minus the mean squared
+    error of the +/-1 codes for classification) -- or, for a classifier whose sums keep a
+    :class:`ValidationSample` when ``feature_map`` is given, by accuracy on the sample's rows of
+    the fold (the squared error of the codes can prefer a worse classifier: a few rows with huge
+    decision values dominate it); the choice is the best mean score over the
+    folds (:func:`best_index`: the largest reg among those tied to rounding). While the choice
+    is at an end of the grid, the grid grows by a decade that way (:func:`extension`), since
+    the optimum may lie beyond; an extra value costs a T x T solve per fold and no pass over
+    the data. Each candidate solves the least squares (A + m reg R + m eps I) a = B (the Lasso
+    walks its own path with the same folds and scores: solvers/_lasso_cv.py).
+
+    ``progress`` (a Progress or callback) gets stage "search": the candidates scored so far and
+    ``best_score``. The table lists ``reg`` (increasing), ``mean_score`` and ``std_score`` over
+    the folds,
+    ``fold_scores`` (one list per reg), ``score`` ("r2", "accuracy" or "neg_mse") and ``folds``
+    (used).
+    """
+    accuracy, used = scored_folds(stats, classifier, feature_map)
+    Linv = RegPath.for_gram(R) if R is not None else None
+    scored = {}
+
+    def score(regs):
+        regs = [r for r in regs if r not in scored]
+        if not regs:
+            return
+        table = np.empty((len(regs), len(used)))
+        for j, f in enumerate(used):
+            coefs = stats.fold_coefs(f, regs, R, eps, Linv)
+            table[:, j] = (stats.sample.accuracy(f, feature_map, coefs, stats.n_outputs)
+                           if accuracy else stats.validation_scores(f, coefs, classifier))
+        for r, row in zip(regs, table):
+            scored[r] = row
+        means = np.array([row.mean() for row in scored.values()])
+        progress.update(len(scored), force=True,
+                        best_score=float(np.max(means[np.isfinite(means)], initial=-np.inf)))
+
+    ceiling = 0.0 if classifier and not accuracy else 1.0
+    grid = sorted(float(v) for v in values)
+    progress = make_progress(progress)
+    progress.start("search", len(grid))
+    grid = grow_grid(grid, score, lambda g: [scored[r].mean() for r in g], ceiling=ceiling)
+    progress.end()
+    means = np.array([scored[r].mean() for r in grid])
+    table = {"reg": grid, "mean_score": means.tolist(),
+             "std_score": [float(scored[r].std()) for r in grid],
+             "fold_scores": [scored[r].tolist() for r in grid],
+             "score": "accuracy" if accuracy else "neg_mse" if classifier else "r2",
+             "folds": len(used)}
+    return grid[best_index(means, ceiling)], table
