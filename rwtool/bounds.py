@@ -83,7 +83,7 @@ def fresh_map(feature_map, n_draws, random_state):
         params["gamma"] = feature_map.gamma_  # the same kernel, whatever rule set it
     new = type(feature_map)(**params)
     n = feature_map.n_features_in_
-    new.fit(np.zeros((1, n)))
+    new.fit(np.empty((0, n)))      # the centres; its data constants are the map's
     for attr in ("x_norm_max_", "theta_", "kappa_"):
         if hasattr(feature_map, attr):
             setattr(new, attr, getattr(feature_map, attr))

@@ -43,6 +43,19 @@ def traced_peak():
     return run
 
 
+@pytest.fixture(scope="module")
+def client():
+    """A Dask client on a LocalCluster of 2 worker processes, one per test module that asks:
+    the Dask backend pickles the model to other processes, as on a real cluster."""
+    distributed = pytest.importorskip("distributed")
+    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                       dashboard_address=None)
+    client = distributed.Client(cluster)
+    yield client
+    client.close()
+    cluster.close()
+
+
 @pytest.fixture(scope="session")
 def scale_data():
     """Rows on unequal scales and offsets (standardisation matters), a smooth regression target

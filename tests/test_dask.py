@@ -18,16 +18,6 @@ distributed = pytest.importorskip("distributed")
 CHUNKS = (170, 1, 229, 0, 200)   # uneven, one row, one empty
 
 
-@pytest.fixture(scope="module")
-def client():
-    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                       dashboard_address=None)
-    client = distributed.Client(cluster)
-    yield client
-    client.close()
-    cluster.close()
-
-
 @pytest.fixture
 def own_client():
     """A cluster of its own for a test that kills a worker: the shared one is never left

@@ -812,7 +812,7 @@ class _RW(_RandomFeatureModel):
         return super()._validate()
 
     def _prune_geometry(self, Phi):
-        return self.feature_map_.gram(), float(self.feature_map_.theta_)
+        return self.feature_map_.gram(), self.feature_map_.constants()[0]
 
     def bounds(self, X, y, delta=0.05, n_draws=1000, random_state=0) -> dict:
         """Constants and generalisation bounds of the fitted model on the sample (X, y).
@@ -838,7 +838,7 @@ class _RW(_RandomFeatureModel):
         F = self.feature_map_.transform(Xp) @ self.coef_
         m = len(X)
         fmap = self.feature_map_
-        theta, kappa = float(fmap.theta_), float(fmap.kappa_)
+        theta, kappa = fmap.constants()
         tau = estimate_tau(fmap, Xp, n_draws, random_state)
         norms = np.atleast_1d(fmap.rkhs_norm(self.coef_))
         l2 = np.atleast_1d(l2p_norm(fmap, self.coef_, n_draws, random_state))

@@ -7,7 +7,8 @@ _kitchen: random-kitchen-sink base predictors (sign, relu, stumps);
 _fourier: random Fourier features of shift-invariant kernels;
 _taylor: explicit Gaussian-Taylor and linear features of the greedy multi-kernel dictionary;
 _bandwidth: data-scaled Gaussian bandwidths (scale, median, k-NN rules);
-_base: ``FeatureMap``, what every map shares.
+_base: ``FeatureMap``, what every map shares, and ``RowMaxima``, the maxima over rows its
+    data constants are made of.
 Every map follows fit(X) -> transform(X); none of them learns coefficients.
 
 Must not import: rwtool.data, rwtool.model_selection, rwtool.solvers, rwtool.scale,
@@ -15,7 +16,7 @@ Must not import: rwtool.data, rwtool.model_selection, rwtool.solvers, rwtool.sca
 """
 
 from ._bandwidth import knn_sigma, median_sigma, scale_sigma
-from ._base import FeatureMap
+from ._base import FeatureMap, RowMaxima
 from ._fourier import FOURIER_KERNELS, RandomFourierFeatures, shift_invariant_kernel
 from ._instantiation import (Instantiation, instantiation_names, register_base,
                              register_distribution, register_kernel)
@@ -27,7 +28,7 @@ from ._taylor import TaylorMultiKernelFeatures, taylor_gaussian_kernel
 
 KITCHEN_BASES = {"sign": KitchenSign, "relu": KitchenRelu, "stumps": KitchenStumps}
 
-__all__ = ["FeatureMap", "RKHSWeighting", "RWSign", "RWExpSign", "RWRelu", "RWExpRelu",
+__all__ = ["FeatureMap", "RowMaxima", "RKHSWeighting", "RWSign", "RWExpSign", "RWRelu", "RWExpRelu",
            "RWStumps", "INSTANTIATIONS", "make_instantiation", "DEFAULT_THETA", "gamma_from_theta",
            "gamma_from_kappa", "instantiation_constants", "KitchenSign", "KitchenRelu",
            "KitchenStumps", "KITCHEN_BASES", "RandomFourierFeatures", "FOURIER_KERNELS",

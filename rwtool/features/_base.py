@@ -5,10 +5,18 @@ w_1..w_T from p in ``_sample`` (serially, from a seeded Generator, so the draw d
 the thread count) and fill a block of the feature matrix in ``_features_into``. The heavy
 product X W^T goes to BLAS; the element-wise closed forms are numba kernels in each family's
 module. This module holds no formula of its own.
+
+The features never depend on the rows ``fit`` sees (only on their number of columns), but some
+fitted constants do: sup ||x|| and what is built on it (theta, kappa of the RKHS weightings).
+Each is a maximum over rows, so a map reports the maxima of a block of rows
+(:meth:`FeatureMap.row_maxima`, a :class:`RowMaxima`), maxima merge like sums, and
+:meth:`FeatureMap.set_constants` sets the constants from the maxima over all rows: a stream or
+a cluster, which sees the rows a chunk at a time, ends with the constants of ``fit``.
 """
 
 from __future__ import annotations
 
+import math
 import numbers
 from abc import abstractmethod
 
@@ -16,7 +24,7 @@ import numpy as np
 
 from .._base import BaseEstimator, check_array, check_is_fitted, check_random_state, check_scalar
 
-__all__ = ["FeatureMap", "row_norms", "dot_into", "auto_block_size"]
+__all__ = ["FeatureMap", "RowMaxima", "row_norms", "dot_into", "auto_block_size"]
 
 
 def auto_block_size(n_rows: int, n_cols: int, budget_bytes: float = 32e6) -> int:
@@ -34,6 +42,31 @@ def dot_into(X: np.ndarray, W: np.ndarray, out: np.ndarray) -> np.ndarray:
     """out <- X W^T on BLAS, written in place (``out`` may be a column slice of a larger block)."""
     np.matmul(X, W.T, out=out)
     return out
+
+
+class RowMaxima:
+    """Maxima over a set of rows of the per-row quantities a map's data constants are made of.
+
+    ``n`` is the number of rows and ``values`` maps a quantity's name to its maximum over them
+    (empty when n = 0: the constants are unknown). ``a + b`` is the maxima of both sets of
+    rows: a maximum of maxima is the maximum, exactly, in any order or grouping, so chunks of a
+    stream and partitions of a cluster merge to the maxima of the whole data, as their sums
+    do. A quantity that is not finite on some row (an overflowing estimate) counts as +inf.
+    """
+
+    def __init__(self, n: int = 0, values: dict | None = None):
+        self.n = int(n)
+        self.values = {k: (math.inf if math.isnan(v) else float(v))
+                       for k, v in (values or {}).items()}
+
+    def __add__(self, other: "RowMaxima") -> "RowMaxima":
+        keys = self.values.keys() | other.values.keys()
+        return RowMaxima(self.n + other.n,
+                         {k: max(self.values.get(k, -math.inf), other.values.get(k, -math.inf))
+                          for k in keys})
+
+    def __repr__(self) -> str:
+        return f"RowMaxima(n={self.n}, values={self.values})"
 
 
 class FeatureMap(BaseEstimator):
@@ -66,14 +99,31 @@ class FeatureMap(BaseEstimator):
 
     # -- public API ------------------------------------------------------------------------
     def fit(self, X, y=None) -> "FeatureMap":
-        """Sample the random parameters w_1..w_T from p for inputs shaped like ``X``."""
-        X = check_array(X)
+        """Sample the random parameters w_1..w_T from p for inputs shaped like ``X``, and set
+        the data constants from the rows of ``X``.
+
+        ``X`` may have no rows: the parameters are drawn for its columns and the data
+        constants stay unknown (None) until :meth:`set_constants` is given the maxima of rows
+        (partial_fit and Dask fit the map so, then accumulate :meth:`row_maxima`).
+        """
+        X = check_array(X, min_samples=0)
         self._validate_params(X.shape[1])
         self.n_features_in_ = X.shape[1]
         self._sample(check_random_state(self.random_state), X.shape[1], X)
+        self.set_constants(self.row_maxima(X))
         self._prepare()
         self.fitted_ = True
         return self
+
+    def row_maxima(self, X: np.ndarray) -> RowMaxima:
+        """The maxima over the rows of ``X`` (checked and preprocessed, as for :meth:`blocks`)
+        of the quantities the data constants are made of; a map without such constants
+        reports the number of rows only."""
+        return RowMaxima(X.shape[0])
+
+    def set_constants(self, maxima: RowMaxima) -> None:
+        """Set the data constants from the maxima over all the training rows (no rows: the
+        constants are unknown). A map without data constants has nothing to set."""
 
     def _prepare(self) -> None:
         """Derive the private constants of the closed form from the fitted attributes."""

@@ -32,7 +32,7 @@ from numba import njit, prange
 from numba.core.registry import CPUDispatcher
 
 from .._base import BaseEstimator, check_choice, check_scalar
-from ._base import dot_into, row_norms
+from ._base import RowMaxima, dot_into, row_norms
 from ._kitchen import relu_inplace, sample_gaussian, sample_stumps, sign_inplace, stump_sign_into
 from ._rkhs import (RKHSWeighting, _gaussian_gram, _stump_gram, check_theta, gamma_from_kappa,
                     gamma_from_theta)
@@ -744,7 +744,6 @@ class MonteCarloRKHS(RKHSWeighting):
         self.theta_target_ = self.theta_rule()
         self.gamma_ = self._resolve_gamma(self.W_.shape[1])
         self._check_user_functions(X)
-        self._estimate_constants(X)
 
     def _check_user_functions(self, X):
         kernel, base = _lookup("kernel", self.kernel), _lookup("base", self.base)
@@ -757,9 +756,12 @@ class MonteCarloRKHS(RKHSWeighting):
             _compile_check(kernel, f"kernel {self.kernel!r} ({_function_name(kernel)})",
                            (self.W_[0], self.W_[0]), "K(u, w)")
 
-    def _estimate_constants(self, X):
-        """kappa^2 = sup_x E_w K(w,w) phi(w,x)^2 and theta^2 = sup_x E_{w,w'} K phi phi (U-stat)."""
-        self.x_norm_max_ = float(row_norms(X).max()) if X is not None and len(X) else 1.0
+    def row_maxima(self, X):
+        """The maxima over the rows of ``X`` of ||x||, of the estimate of E_w K(w,w) phi(w,x)^2
+        (kappa^2) and of the U-statistic of E_{w,w'} K phi phi (theta^2), each a function of
+        the row alone: kappa_ and theta_ are their suprema over the training rows."""
+        if not len(X):
+            return RowMaxima(0)
         D = self.mc_.draws_
         Dk, Dt = D[:_KAPPA_DRAWS], D[:_THETA_DRAWS]
         kernel = _lookup("kernel", self.kernel)
@@ -773,19 +775,32 @@ class MonteCarloRKHS(RKHSWeighting):
             _user_kernel_into(kernel, Dt, Dt, Ktt)
         ktt_diag = np.diag(Ktt).copy()
         S2 = len(Dt)
-        kap = the = 0.0
-        rows = X if X is not None and len(X) else np.zeros((1, self.n_features_in_))
+        kap = the = -math.inf
         step = max(1, _BLOCK_ELEMENTS // len(Dk))
         with np.errstate(all="ignore"):
-            for start in range(0, len(rows), step):
-                Xb = np.ascontiguousarray(rows[start:start + step])
+            for start in range(0, len(X), step):
+                Xb = np.ascontiguousarray(X[start:start + step])
                 B = base_into(_lookup("base", self.base), Xb, Dk, np.empty((len(Xb), len(Dk))))
-                kap = max(kap, float(np.max((B * B) @ diag)) / len(Dk))
+                kap = max(kap, _nan_max((B * B) @ diag) / len(Dk))
                 Bt = np.ascontiguousarray(B[:, :S2])
                 q = np.einsum("is,is->i", Bt @ Ktt, Bt) - (Bt * Bt) @ ktt_diag
                 if S2 > 1:
-                    the = max(the, float(np.max(q)) / (S2 * (S2 - 1)))
-        self.kappa_ = math.sqrt(kap) if math.isfinite(kap) else math.inf
+                    the = max(the, _nan_max(q) / (S2 * (S2 - 1)))
+        values = {"x_norm": float(row_norms(X).max()), "kappa2": kap}
+        if S2 > 1:
+            values["theta2"] = the
+        return RowMaxima(len(X), values)
+
+    def set_constants(self, maxima):
+        """``x_norm_max_``, ``kappa_`` and ``theta_`` from the maxima over the training rows
+        (:meth:`row_maxima`; inf where an estimate overflowed); None while no row is seen."""
+        if not maxima.n:
+            self.x_norm_max_ = self.kappa_ = self.theta_ = None
+            return
+        v = maxima.values
+        self.x_norm_max_ = v["x_norm"]
+        kap, the = v["kappa2"], v.get("theta2", 0.0)
+        self.kappa_ = math.sqrt(max(kap, 0.0)) if math.isfinite(kap) else math.inf
         self.theta_ = math.sqrt(max(the, 0.0)) if math.isfinite(the) else math.inf
 
     def _prepare(self):
@@ -820,6 +835,12 @@ class MonteCarloRKHS(RKHSWeighting):
         B = self.W_ if cols is None else self.W_[cols]
         return _gram(self.kernel, np.ascontiguousarray(A), np.ascontiguousarray(B),
                      self.gamma_, int(self.degree), self.normalized_)
+
+
+def _nan_max(values) -> float:
+    """The largest entry, +inf when one is NaN (an estimate that overflowed is unbounded)."""
+    top = float(np.max(values))
+    return math.inf if math.isnan(top) else top
 
 
 def warn_if_sparse(integrator, label, gamma, d, stacklevel=2):

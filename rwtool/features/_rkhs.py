@@ -28,7 +28,7 @@ import numpy as np
 from numba import njit, prange
 
 from .._base import check_scalar
-from ._base import FeatureMap, dot_into, row_norms
+from ._base import FeatureMap, RowMaxima, dot_into, row_norms
 from ._kitchen import relu_inplace, sample_gaussian, sample_stumps, sign_inplace, stump_sign_into
 
 __all__ = ["RKHSWeighting", "RWSign", "RWExpSign", "RWRelu", "RWExpRelu", "RWStumps",
@@ -183,14 +183,19 @@ class RKHSWeighting(FeatureMap):
     Fitted attributes: ``gamma_`` (the kernel width used), ``theta_`` and ``kappa_`` (003 Table 2,
     with sup ||x|| taken over the rows given to ``fit``), ``theta_target_`` (the theta the
     gamma rule used, its default resolved; None when gamma was given or the kernel is not
-    Gaussian), ``x_norm_max_``, the centres
-    (``W_`` or ``idx_``/``thr_``) and ``n_features_in_``.
+    Gaussian), ``x_norm_max_`` (sup ||x||), the centres
+    (``W_`` or ``idx_``/``thr_``) and ``n_features_in_``. gamma_ and the features depend on
+    the parameters and the number of columns only; x_norm_max_ (and theta_, kappa_ where they
+    read it) are maxima over the rows (:meth:`row_maxima`, :meth:`set_constants`), None
+    until a row is seen.
     """
 
     has_gram = True
     name = ""
     #: feature t is psi for the normalised section K(w_t, .)/sqrt(K(w_t, w_t)) (see module doc)
     normalized_ = False
+    #: whether theta and kappa of 003 Table 2 read sup ||x|| (the ReLU instantiations)
+    _reads_x_norm = False
 
     def theta_rule(self) -> float | None:
         """The theta the gamma rule will use (its default resolved), or None when it uses none
@@ -239,10 +244,33 @@ class RKHSWeighting(FeatureMap):
                            stacklevel=3)
         return self
 
-    def _constants(self, n, X):
-        self.x_norm_max_ = float(row_norms(X).max()) if X is not None and len(X) else 1.0
-        c = instantiation_constants(self.name, n, float(self.sigma), self.gamma_, self.x_norm_max_)
+    def row_maxima(self, X):
+        """sup ||x|| over the rows of ``X`` (the preprocessed rows the map is applied to)."""
+        if not len(X):
+            return RowMaxima(0)
+        return RowMaxima(len(X), {"x_norm": float(row_norms(X).max())})
+
+    def set_constants(self, maxima):
+        """``x_norm_max_`` = sup ||x|| and theta_, kappa_ of 003 Table 2 from it; None while
+        no row has been seen (theta_ and kappa_ of the instantiations that do not read sup ||x||
+        are known from the parameters alone)."""
+        known = maxima.n > 0
+        self.x_norm_max_ = maxima.values["x_norm"] if known else None
+        if not known and self._reads_x_norm:
+            self.theta_ = self.kappa_ = None
+            return
+        c = instantiation_constants(self.name, self.n_features_in_, float(self.sigma),
+                                    self.gamma_, self.x_norm_max_ if known else 1.0)
         self.theta_, self.kappa_ = c["theta"], c["kappa"]
+
+    def constants(self) -> tuple[float, float]:
+        """(theta_, kappa_) as floats, or a ValueError when the rows they depend on are unknown."""
+        if getattr(self, "theta_", None) is None or getattr(self, "kappa_", None) is None:
+            raise ValueError(
+                f"{type(self).__name__}: theta_ and kappa_ depend on the training rows (sup ||x|| "
+                f"over them) and this map has seen none; fit the model, or give partial_fit a "
+                f"chunk of rows, before asking for its bounds or pruning it")
+        return float(self.theta_), float(self.kappa_)
 
     def gram(self) -> np.ndarray:
         """The T x T Gram matrix G_ij = K(w_i, w_j) of the sampled centres (symmetric PSD)."""
@@ -292,7 +320,6 @@ class _RWDot(RKHSWeighting):
         self.gamma_ = self._resolve_gamma(n_in)
         self.W_ = sample_gaussian(rng, int(self.n_features), n_in, float(self.sigma))
         self._draw_mc(rng, "normal", n_in)
-        self._constants(n_in, X)
 
     def _prepare(self):
         """Per-centre prefactors c_t and the scalar factors of the closed form."""
@@ -427,6 +454,7 @@ class RWRelu(_RWDot):
 
     name = "rwrelu"
     _kernel_kind, _phi = "gaussian", "relu"
+    _reads_x_norm = True
 
     def __init__(self, n_features: int = 1000, sigma: float = 1.0, gamma=None,
                  theta=None, closed_form: bool = True, n_draws=None,
@@ -498,6 +526,7 @@ class RWExpRelu(_RWDot):
 
     name = "rwexprelu"
     _kernel_kind, _phi = "exponential", "relu"
+    _reads_x_norm = True
 
     def __init__(self, n_features: int = 1000, sigma: float = 1.0, gamma=None,
                  kappa: float = 10.0, normalize: bool = True, closed_form: bool = True,
@@ -555,7 +584,6 @@ class RWStumps(RKHSWeighting):
         self.gamma_ = s if self.gamma is None else float(self.gamma)
         self.idx_, self.thr_ = sample_stumps(rng, int(self.n_features), n_in, s)
         self._draw_mc(rng, "stumps", n_in)
-        self._constants(n_in, X)
 
     def _prepare(self):
         s = float(self.sigma)

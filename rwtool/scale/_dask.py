@@ -6,14 +6,16 @@ collection is fitted in two passes over its partitions, each one task per partit
 1. moments (count, mean, sum of squared deviations) of X and of y, or the labels of y: merged
    by Chan's formulas, they give the standardisation ``fit`` would compute on the whole data;
 2. each partition's sums A_f = Phi^T Phi, B_f = Phi^T Y (per fold for reg="auto") by the same
-   numba feature kernels and BLAS calls as an in-memory fit, summed by a tree reduction
-   (``split_every`` partitions per node, so no worker receives more than that many T x T
-   matrices at once).
+   numba feature kernels and BLAS calls as an in-memory fit, and the maxima over its rows of
+   what the feature map's data constants are made of (sup ||x||, ...: RowMaxima), summed and
+   maximised by a tree reduction (``split_every`` partitions per node, so no worker receives
+   more than that many T x T matrices at once).
 
-Then one T x T solve on the client (rwtool.scale._streaming.solve_from_stats), so the model equals the
-in-memory ``fit`` to rounding. A row's fold is a hash of its position (rows are numbered across
-partitions in order), so reg="auto" picks its value from the fold sums (and a classifier's
-position-hashed validation sample) without a third pass, as ``fit`` in memory does.
+Then one T x T solve on the client (rwtool.scale._streaming.solve_stream), so the model, its data
+constants included, equals the in-memory ``fit`` to rounding. A row's fold is a hash of its
+position (rows are numbered across partitions in order), so reg="auto" picks its value from the
+fold sums (and a classifier's position-hashed validation sample) without a third pass, as
+``fit`` in memory does.
 ``predict``/``decision_function`` return lazy Dask arrays (map_blocks) and
 ``RandomizedSearchCV`` over reg on Dask data shares one pass of per-fold sums between the
 candidates (:func:`fold_scores`).
@@ -32,9 +34,10 @@ import time
 import numpy as np
 
 from .._base import check_is_fitted
+from ..features import RowMaxima
 from ..progress import make_progress
 from ..solvers._sufficient import SufficientStats
-from ._streaming import Moments, coded_chunk, solve_from_stats, start_model
+from ._streaming import Moments, coded_chunk, solve_stream, start_model
 
 __all__ = ["fit", "lazy", "score", "fold_scores", "as_dask_arrays"]
 
@@ -135,14 +138,22 @@ def _merge_scans(items):
 
 
 def _part_stats(est, fmap, shape, Xb, yb, start, folds=None):
-    """Pass 2 on one partition: its sufficient statistics (rows numbered from ``start``);
-    ``shape`` = (outputs, folds, validation sample rows) of the client's empty statistics."""
+    """Pass 2 on one partition: its sufficient statistics (rows numbered from ``start``) and the
+    maxima of its rows; ``shape`` = (outputs, folds, validation sample rows) of the client's
+    empty statistics."""
     n_outputs, n_folds, sample_rows = shape
     stats = SufficientStats(fmap.n_output_, n_outputs, n_folds, sample_rows=sample_rows)
+    maxima = RowMaxima()
     if len(Xb):
         Xp, Y = coded_chunk(est, Xb, yb)
         stats.add(fmap, Xp, Y, start=start, folds=folds, block_size=est.block_size)
-    return stats
+        maxima = fmap.row_maxima(Xp)
+    return stats, maxima
+
+
+def _merge_parts(items):
+    """(sums, maxima) of several partitions as those of their rows together."""
+    return _sum([i[0] for i in items]), _sum([i[1] for i in items])
 
 
 def _offsets(chunks):
@@ -179,8 +190,8 @@ def fit(est, X, y, callback=None):
     for key in ("coef_", "feature_map_"):
         est.__dict__.pop(key, None)   # a failed refit must not leave the old model
     X, y, stream = _prepare(est, X, y, None, callback)   # folds (and sample) as reg needs
-    stats = _distributed_stats(est, stream, X, y, None, callback)
-    solve_from_stats(est, stream.fmap, stats, callback)
+    stats, maxima = _distributed_stats(est, stream, X, y, None, callback)
+    solve_stream(est, stream.fmap, maxima, stats, callback)
     est.fit_time_ = time.perf_counter() - t0
     est.n_partitions_ = len(X.chunks[0])
     return est
@@ -201,11 +212,11 @@ def _distributed_stats(est, stream, X, y, folds, callback):
         f = None if folds is None else folds[s:s + n]
         tasks.append(part(est_d, fmap_d, shape, a, b, int(s), f))
     progress.start("dask normal equations", 1)
-    stats = dask.compute(_tree(tasks, _sum, dask))[0]
+    stats, maxima = dask.compute(_tree(tasks, _merge_parts, dask))[0]
     progress.end()
-    if stats.n_samples != X.shape[0]:   # never a model of part of the data
+    if stats.n_samples != X.shape[0] or maxima.n != X.shape[0]:   # never part of the data
         raise RuntimeError(f"the reduction saw {stats.n_samples} of {X.shape[0]} rows")
-    return stats
+    return stats, maxima
 
 
 # ----------------------------------------------------------------------------- prediction
@@ -309,7 +320,7 @@ def fold_scores(template, base_params, regs, X, y, folds):
     ids = fold_ids(folds)
     F = len(folds)
     X, y, stream = _prepare(est, X, y, F, None)
-    stats = _distributed_stats(est, stream, X, y, ids, None)
+    stats, _ = _distributed_stats(est, stream, X, y, ids, None)
     fmap = stream.fmap
     G = fmap.gram() if fmap.has_gram else None
     eps = float(getattr(est, "eps", 0.0)) if fmap.has_gram else 0.0

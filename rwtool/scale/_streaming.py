@@ -19,6 +19,14 @@ the data can arrive in chunks. The first call fixes everything that the whole da
   good as the first chunk is representative (a file sorted by a column is not: pass
   statistics, or shuffle).
 
+The feature map's data constants (``x_norm_max_`` = sup ||x||, and theta_, kappa_ where they
+read it or are Monte Carlo estimates over the rows) are maxima over the rows: each call merges
+its chunk's maxima (rwtool.features.RowMaxima) as it adds its sums, and the solved model
+carries the constants of ``fit`` on all the rows seen. Nothing that shapes the features depends
+on the rows' values (gamma comes from theta or kappa and the number of columns; the Fourier
+bandwidth's default from the number of columns), so the first chunk's features need none of
+them; only the standardisation does, hence ``x_scaler``.
+
 Each call adds its chunk's sums; the first read of a fitted attribute (``coef_``, ``predict``,
 ``score``, saving) solves the T x T system, and a later ``partial_fit`` adds to the same sums
 and solves again when needed. ``reg="auto"`` (the default of "lstsq"/"ridge") keeps the sums of
@@ -32,17 +40,19 @@ This module orchestrates; it holds no formula and must not import Dask.
 
 from __future__ import annotations
 
+import copy
 import time
 import warnings
 
 import numpy as np
 
 from .._base import Standardizer, check_array, check_random_state
+from ..features import RowMaxima
 from ..solvers._from_sums import AUTO_FOLDS, FROM_SUMS_SOLVERS, empty_stats, solve_from_stats
 from ..solvers._sufficient import SufficientStats
 
-__all__ = ["Moments", "scan_moments", "partial_fit", "solve_from_stats", "STREAM_SOLVERS",
-           "AUTO_FOLDS"]
+__all__ = ["Moments", "scan_moments", "partial_fit", "solve_from_stats", "solve_stream",
+           "STREAM_SOLVERS", "AUTO_FOLDS"]
 
 #: solvers that learn from the sums alone (the public name of from_sums.FROM_SUMS_SOLVERS)
 STREAM_SOLVERS = FROM_SUMS_SOLVERS
@@ -128,11 +138,13 @@ def scan_moments(chunks, regression: bool = True):
 # ----------------------------------------------------------------------------- the model state
 
 class _Stream:
-    """What partial_fit keeps between calls: the full feature map, the sums, the solved coef."""
+    """What partial_fit keeps between calls: the full feature map (its data constants unknown),
+    the sums, the maxima of the rows, the solved coef."""
 
     def __init__(self, fmap, stats: SufficientStats):
         self.fmap = fmap
         self.stats = stats
+        self.maxima = RowMaxima()
         self.seconds = 0.0
         self.coef = None        # the coef_ array this stream last produced
 
@@ -179,8 +191,17 @@ def start_model(est, n_features_in: int, *, x_scaler, classes=None, y_scaler=Non
     seed = int(check_random_state(est.random_state).integers(0, 2**63 - 1))
     fmap = est._make_map(seed)
     n_in = est.n_features_in_ + (1 if est.bias_ else 0)
-    fmap.fit(np.zeros((1, n_in)))   # the maps read only the number of columns of X
+    # drawn for the columns alone; the data constants come from the maxima of the rows added
+    fmap.fit(np.empty((0, n_in)))
     return _Stream(fmap, empty_stats(est, fmap, n_outputs, n_folds))
+
+
+def solve_stream(est, fmap, maxima: RowMaxima, stats: SufficientStats, callback=None):
+    """Solve the sums with the map's data constants set from the maxima of the same rows
+    (:func:`solve_from_stats`). Shared by partial_fit and Dask."""
+    fmap = copy.copy(fmap)   # the map a previous solve handed out keeps its constants
+    fmap.set_constants(maxima)
+    return solve_from_stats(est, fmap, stats, callback)
 
 
 def coded_chunk(est, X, y):
@@ -244,7 +265,9 @@ def partial_fit(est, X, y, classes=None, *, x_scaler=None, y_scaler=None, callba
             raise ValueError(f"classes {list(classes)} differ from those of the first "
                              f"partial_fit call {list(est.classes_)}")
     Xp, Y = coded_chunk(est, X, y)
+    maxima = stream.fmap.row_maxima(Xp)
     stream.stats.add(stream.fmap, Xp, Y, block_size=est.block_size, progress=callback)
+    stream.maxima = stream.maxima + maxima
     _unsolve(est)
     stream.seconds += time.perf_counter() - t0
     return est
@@ -261,7 +284,7 @@ def finish(est):
     """Solve the pending sums of a partial_fit stream (called on the first read of coef_)."""
     stream = est.__dict__["_stream"]
     t0 = time.perf_counter()
-    solve_from_stats(est, stream.fmap, stream.stats)
+    solve_stream(est, stream.fmap, stream.maxima, stream.stats)
     stream.seconds += time.perf_counter() - t0
     est.fit_time_ = stream.seconds
     stream.coef = est.coef_
