@@ -11,49 +11,50 @@ This module describes fields and translates values; it builds no widget.
 
 from __future__ import annotations
 
+import dataclasses
+
+from rwtool._params import Param
 from rwtool.features._montecarlo import BASES, DISTRIBUTIONS, KERNELS
 
 from .methods import ParamSpec
 
-__all__ = ["CUSTOM", "FIELDS", "extra_specs", "with_fields", "fold", "unfold", "relevance",
-           "uses_width"]
+__all__ = ["CUSTOM", "FIELDS", "extra_specs", "with_fields", "fold", "unfold", "uses_width"]
 
 CUSTOM = "custom (Monte Carlo)"
 FIELDS = ("mc_distribution", "mc_kernel", "mc_base", "mc_n_draws")
 
 
 def extra_specs() -> list[ParamSpec]:
-    """The fields shown under "instantiation" for CUSTOM."""
-    return [
-        ParamSpec("mc_distribution", "normal", "choice", DISTRIBUTIONS, "str",
-                  "p, the sampling distribution of w (scale sigma): normal N(0, s^2 I), cauchy, "
-                  "laplace, uniform U(-s, s)^n, stumps U{1..n} x N(0, s^2) (docs/INSTANTIATIONS.md)."),
-        ParamSpec("mc_kernel", "gaussian", "choice", KERNELS, "str",
-                  "K(u, w) of the weight function: gaussian exp(-||u - w||^2 / 2g^2), exponential "
-                  "exp(<u, w> / 2g^2), indicator-gaussian (stumps), polynomial (1 + <u, w>/g^2)^2."),
-        ParamSpec("mc_base", "sign", "choice", BASES, "str",
-                  "phi(w, x), the base predictor: sign, relu, tanh, sigmoid of <w, x>, or the "
-                  "stump sign(x_{w1} - w2) (with distribution stumps)."),
-        ParamSpec("mc_n_draws", None, "int", (), "int or None",
-                  "S, the number of Monte Carlo draws shared by every centre (empty: 4 "
-                  "n_features). The features are estimates with error ~ 1/sqrt(S), less with "
-                  "the quasi-Monte Carlo points used by default.", True),
+    """The fields shown under "instantiation", used only when it is CUSTOM."""
+    only = ("instantiation", (CUSTOM.lower(),))
+    params = [
+        Param("mc_distribution", "choice", "normal", "p, the sampling distribution of w "
+              "(scale sigma): normal N(0, s^2 I), cauchy, laplace, uniform U(-s, s)^n, stumps "
+              "U{1..n} x N(0, s^2)", choices=DISTRIBUTIONS, ref="docs/INSTANTIATIONS.md"),
+        Param("mc_kernel", "choice", "gaussian", "K(u, w) of the weight function: gaussian "
+              "exp(-||u - w||^2 / 2g^2), exponential exp(<u, w> / 2g^2), indicator-gaussian "
+              "(stumps), polynomial (1 + <u, w>/g^2)^2", choices=KERNELS),
+        Param("mc_base", "choice", "sign", "phi(w, x), the base predictor: sign, relu, tanh, "
+              "sigmoid of <w, x>, or the stump sign(x_{w1} - w2) (with distribution stumps)",
+              choices=BASES),
+        Param("mc_n_draws", "int", None, "S, the number of Monte Carlo draws shared by every "
+              "centre; the features' error shrinks like 1/sqrt(S), faster with the "
+              "quasi-Monte Carlo points used by default", interval="[1, inf)",
+              none="4 n_features"),
     ]
+    return [ParamSpec(dataclasses.replace(p, only=only), p.default) for p in params]
 
 
 def with_fields(specs: list[ParamSpec]) -> list[ParamSpec]:
-    """``specs`` with the extra fields right after "instantiation" (when there is one)."""
+    """``specs`` with CUSTOM among the instantiations and the extra fields right after it."""
     out = []
     for spec in specs:
-        out.append(spec)
         if spec.name == "instantiation":
+            out.append(dataclasses.replace(spec, more_choices=(CUSTOM,)))
             out.extend(extra_specs())
+        else:
+            out.append(spec)
     return out
-
-
-def relevance() -> dict:
-    """The extra fields matter only when the instantiation is CUSTOM."""
-    return {name: ("instantiation", {CUSTOM.lower()}) for name in FIELDS}
 
 
 #: the width parameter that sets gamma for a kernel when gamma is empty (rwtool.features._montecarlo)

@@ -1,8 +1,9 @@
 """The method panel: pick a method and fill a form generated from its estimator's parameters.
 
-The form is built from gui.methods.param_specs (signature defaults, numpydoc tooltips with the
-paper's symbols, choices from the docstrings and the solver registry); every field is checked as
-it is typed and the estimator's own validation runs before training. The derived quantities of
+The form is built from gui.methods.param_specs, which reads the estimator's parameter table
+(defaults, choices, ranges, tooltips with the paper's symbols, which parameters a choice
+disables); every field is checked against its entry as it is typed, and the estimator's own
+validation (the same table, and the rules between parameters) runs before training. The derived quantities of
 the chosen model (gamma from theta or kappa with theta and kappa of seed 003 Table 2, the SGD
 step-size offset, BKerNN's automatic lambda) are recomputed as the user edits.
 
@@ -12,7 +13,6 @@ This widget builds estimators; it must not fit them.
 from __future__ import annotations
 
 import math
-import re
 
 import numpy as np
 from PySide6.QtCore import Qt, Signal
@@ -22,49 +22,12 @@ from PySide6.QtWidgets import (QCheckBox, QComboBox, QFormLayout, QGroupBox, QHB
 from . import custom_instantiation
 from .methods import ParamSpec, available_families, format_value, param_specs, parse_value
 
-__all__ = ["MethodPanel", "derived_quantities", "DataStats", "RELEVANCE", "theta_hint"]
-
-#: parameter -> (controlling parameter, values for which it matters)
-RELEVANCE = {
-    "theta": ("instantiation", {"rwsign", "rwrelu"}),
-    "kappa": ("instantiation", {"rwexpsign", "rwexprelu"}),
-    "kernel": ("base", {"fourier"}),
-    "n_candidates": ("selector", {"lkrf", "eerf"}),
-    "lkrf_rho": ("selector", {"lkrf"}),
-    "lkrf_mode": ("selector", {"lkrf"}),
-    "gauss_order": ("selector", {"mfga"}),
-    "include_squares": ("selector", {"mfga"}),
-    "include_linear": ("selector", {"mfga"}),
-    "nu": ("selector", {"mfga"}),
-    "features_per_step": ("selector", {"mfga"}),
-    "s": ("penalty", {"concave_variable", "concave_feature"}),
-    **custom_instantiation.relevance(),
-}
-
-#: parameters of the model itself, whatever the solver (their docs may mention solvers)
-_MODEL_PARAMS = frozenset({"reg", "n_features", "sigma", "gamma", "theta", "kappa", "eps",
-                           "standardize", "bias", "block_size", "random_state", "instantiation",
-                           "base", "kernel"})
-
+__all__ = ["MethodPanel", "derived_quantities", "DataStats", "relevance_rules", "theta_hint"]
 
 def relevance_rules(specs) -> dict:
-    """RELEVANCE, plus the solver-specific parameters: a parameter whose description names
-    some of the solver choices ("lasso: cap on sweeps...", "rows per iteration of sfgd/osd")
-    matters only for those solvers."""
-    rules = dict(RELEVANCE)
-    solver = next((s for s in specs if s.name == "solver" and s.choices), None)
-    if solver is not None:
-        for s in specs:
-            if s.name == "solver" or s.name in rules or s.name in _MODEL_PARAMS:
-                continue
-            # sentences saying the parameter is ignored ("sfgd/osd ... ignore it") do not count
-            used = " ".join(t for t in re.split(r"(?<=[.;])\s+", s.doc)
-                            if "ignore" not in t.lower())
-            named = {c for c in solver.choices
-                     if re.search(rf"(?<![A-Za-z_]){re.escape(c)}(?![A-Za-z_])", used)}
-            if named:
-                rules[s.name] = ("solver", named)
-    return rules
+    """parameter -> (controlling parameter, values for which it matters), from the parameter
+    tables' ``only`` entries (a Lasso tolerance matters only with solver="lasso")."""
+    return {s.name: (s.only[0], set(s.only[1])) for s in specs if s.only}
 
 
 _ERROR_STYLE = "QLineEdit { border: 1px solid #b3261e; background: #fdf0ef; }"
@@ -217,7 +180,7 @@ class _Field:
                 w.setCurrentText(str(spec.default))
             w.currentIndexChanged.connect(on_change)
         else:
-            w = QLineEdit(format_value(spec.extra.get("initial", spec.default)))
+            w = QLineEdit(format_value(spec.initial))
             hints = list(spec.keywords)
             if spec.allows_none:
                 hints.append("empty = None")

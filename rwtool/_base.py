@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import contextlib
 import inspect
+import math
 import numbers
 from typing import Any
 
 import numpy as np
 
+from ._params import Interval, Param
 from .exceptions import check_finite_result
 from .progress import FitCancelled
 
@@ -306,30 +308,18 @@ def check_is_fitted(est, attribute: str = "coef_") -> None:
 
 def check_scalar(value, name: str, kind=numbers.Real, low=None, high=None,
                  low_inclusive: bool = True, high_inclusive: bool = True, allow_none=False):
-    """Validate a numeric parameter and return it; the error names the parameter and the range."""
-    if value is None and allow_none:
-        return None
-    if isinstance(value, bool) or not isinstance(value, kind):
-        kname = "an integer" if kind is numbers.Integral else "a number"
-        raise TypeError(f"{name} must be {kname}, got {value!r} ({type(value).__name__})")
-    if isinstance(value, numbers.Real) and not np.isfinite(value):
-        raise ValueError(f"{name} must be finite, got {value!r}")
-    bad_low = low is not None and (value < low if low_inclusive else value <= low)
-    bad_high = high is not None and (value > high if high_inclusive else value >= high)
-    if bad_low or bad_high:
-        lo = "-inf" if low is None else f"{low}"
-        hi = "inf" if high is None else f"{high}"
-        lb = "[" if low_inclusive and low is not None else "("
-        hb = "]" if high_inclusive and high is not None else ")"
-        raise ValueError(f"{name} must be in {lb}{lo}, {hi}{hb}, got {value!r}")
-    return value
+    """Validate a numeric argument and return it; the error names it and its range (a
+    one-off :class:`rwtool._params.Param`, so arguments and parameters read the same)."""
+    interval = None if low is None and high is None else Interval(
+        -math.inf if low is None else low, math.inf if high is None else high,
+        low is None or not low_inclusive, high is None or not high_inclusive)
+    return Param(name, "int" if kind is numbers.Integral else "float", None, "",
+                 interval=interval, none="" if allow_none else None).validate(value)
 
 
 def check_choice(value, name: str, choices) -> str:
-    if not isinstance(value, str) or value.lower() not in choices:
-        raise ValueError(f"{name} must be one of {', '.join(repr(c) for c in choices)}, "
-                         f"got {value!r}")
-    return value.lower()
+    """``value`` if it is one of ``choices`` (case-insensitive), in their spelling."""
+    return Param(name, "choice", None, "", choices=tuple(choices)).validate(value)
 
 
 # ----------------------------------------------------------------------------- scaling, targets

@@ -80,22 +80,6 @@ def available_methods() -> dict[str, dict]:
     return out
 
 
-def _parse_value(text: str):
-    low = text.strip().lower()
-    if low in ("none", "null"):
-        return None
-    if low in ("true", "false"):
-        return low == "true"
-    try:
-        return int(text)
-    except ValueError:
-        pass
-    try:
-        return float(text)
-    except ValueError:
-        return text
-
-
 def _make_estimator(args, task: str):
     clf_cls, reg_cls = _method_classes(args.method)
     cls = reg_cls if task == "regression" else clf_cls
@@ -114,7 +98,7 @@ def _make_estimator(args, task: str):
             flag = "--" + opt.replace("_", "-")
             raise CLIError(f"option {flag} does not apply to method {args.method!r} "
                            f"({cls.__name__} parameters: {', '.join(sorted(accepted))})")
-        params[target] = _parse_value(value) if isinstance(value, str) else value
+        params[target] = cls._parameters[target].parse(value)
     for item in args.param or []:
         key, sep, val = item.partition("=")
         key = key.strip().replace("-", "_")
@@ -123,7 +107,7 @@ def _make_estimator(args, task: str):
         if key not in accepted:
             raise CLIError(f"{cls.__name__} has no parameter {key!r} (parameters: "
                            f"{', '.join(sorted(accepted))})")
-        params[key] = _parse_value(val)
+        params[key] = cls._parameters[key].parse(val)   # the table's parser, as the app's form
     return cls(**params)
 
 
@@ -789,7 +773,7 @@ def build_parser() -> argparse.ArgumentParser:
   rwtool train data.csv --target label --method rw --instantiation rwstumps -T 1000 \\
       --reg 1e-6 --sigma 0.5 --test-size 0.3 --seed 1 --out model.rwm
   rwtool train data.csv --target y --method rks --base fourier --sigma 2 --test test.csv
-  rwtool train data.csv --target y --method greedy --param selector=omp
+  rwtool train data.csv --target y --method greedy --param selector=eerf
 methods: rw (RKHS weightings), rks (random kitchen sinks), rfsgd (averaged SGD on random
 Fourier features), greedy (greedy multi-kernel features), bkernn (Brownian-kernel neural
 network); each is offered when its module is installed. Options that a method does not take

@@ -13,7 +13,14 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["NumericalError", "InsufficientMemoryError", "check_finite_result"]
+__all__ = ["NumericalError", "InsufficientMemoryError", "InvalidParameterError",
+           "check_finite_result"]
+
+
+class InvalidParameterError(ValueError, TypeError):
+    """A parameter value outside what its table allows (rwtool._params): the message names the
+    parameter, the value and what is allowed. Both a ValueError and a TypeError, so that code
+    catching either for a bad value or a value of the wrong type keeps working."""
 
 
 class NumericalError(ArithmeticError):

@@ -126,7 +126,7 @@ def test_auto_classifier_mfga_scores_held_out_accuracy(rng):
     clf = GreedyMKClassifier(n_features=10, reg="auto", random_state=0).fit(X, labels)
     search = clf.reg_search_
     assert clf.reg_ in search["reg"] and all(0.0 <= v <= 1.0 for v in search["val_loss"])
-    with pytest.raises(ValueError, match="reg must be one of 'auto'"):
+    with pytest.raises(ValueError, match=r"reg must be a number in \[0, inf\) or 'auto', got 'best'"):
         GreedyMKRegressor(reg="best").fit(X, y)
 
 

@@ -374,14 +374,18 @@ def test_invalid_parameters(qtbot, window, tmp_path):
     mp = window.method_panel
     choose(window, "rw")
     mp.field_widget("n_features").setText("abc")
-    assert "whole number" in mp.error_label.text()
+    assert "n_features must be an integer in [1, inf), got 'abc'" in mp.error_label.text()
     assert not window.training_panel.train_button.isEnabled()
     mp.field_widget("n_features").setText("50")
     assert window.training_panel.train_button.isEnabled()
-    mp.field_widget("reg").setText("-1")         # parses, but the estimator refuses it
+    mp.field_widget("reg").setText("-1")          # outside the table's range: refused as typed
+    assert "reg must be" in mp.error_label.text() and "[0, inf)" in mp.error_label.text()
+    assert not window.training_panel.train_button.isEnabled()
+    choose(window, "rw", solver="osd", reg=1.5)   # in range, but OSD needs reg < 1: fit says so
+    assert window.training_panel.train_button.isEnabled()
     n = len(window.run_list.runs)
     window.train()
-    assert window.banner.kind == "error" and "reg" in window.banner.text
+    assert window.banner.kind == "error" and "reg must be < 1" in window.banner.text
     assert len(window.run_list.runs) == n
 
 

@@ -1,5 +1,5 @@
-"""The app's non-widget logic against independent oracles: docstring parsing and the generated
-parameter specs (the constructors' own signatures), the metrics and curves of gui.evaluate
+"""The app's non-widget logic against independent oracles: the parameter specs the form reads
+from the estimators' tables (the constructors' own signatures), the metrics and curves of gui.evaluate
 (scikit-learn, brute force), the derived quantities (rwtool's formulas of seed 003 Table 4 and
 the models' fitted attributes), the predictions writer (csv module) and the warm-up."""
 
@@ -14,34 +14,8 @@ import pytest
 
 from gui.evaluate import confusion_matrix, evaluate, r2_score, roc_curve, variable_importance
 from gui.method_panel import derived_quantities, relevance_rules
-from gui.methods import (FAMILIES, ParamSpec, available_families, param_specs,
-                         parse_numpydoc_params, parse_value)
-
-DOC = """Summary.
-
-    Parameters
-    ----------
-    alpha : {"a", "b"}, default "a"
-        The first
-        choice.
-    beta, gamma : float or None, default None
-        Shared text.
-    delta : int
-        Count.
-
-    Attributes
-    ----------
-    coef_ : ndarray
-        Not a parameter.
-"""
-
-
-def test_parse_numpydoc_params():
-    d = parse_numpydoc_params(DOC)
-    assert set(d) == {"alpha", "beta", "gamma", "delta"}
-    assert d["alpha"] == ('{"a", "b"}, default "a"', "The first choice.")
-    assert d["beta"] == d["gamma"] == ("float or None, default None", "Shared text.")
-    assert d["delta"][0] == "int"
+from gui.methods import FAMILIES, ParamSpec, available_families, param_specs, parse_value
+from rwtool._params import Param
 
 
 @pytest.mark.parametrize("fam", available_families(), ids=lambda f: f.key)
@@ -78,24 +52,28 @@ def test_solver_choices_come_from_the_registry():
 
 
 def test_parse_value():
-    f = ParamSpec("reg", 1.0, "float", keywords=("auto",))
+    f = ParamSpec(Param("reg", "float", 1.0, "", interval="[0, inf)", keywords=("auto",)))
     assert parse_value(f, " 1e-3 ") == 1e-3 and parse_value(f, "AUTO") == "auto"
-    with pytest.raises(ValueError, match="number or 'auto'"):
+    with pytest.raises(ValueError, match=r"reg must be a number in \[0, inf\) or 'auto', got 'x'"):
         parse_value(f, "x")
-    i = ParamSpec("n", 5, "int", allows_none=True)
+    with pytest.raises(ValueError, match=r"reg must be .*, got -1\.0"):
+        parse_value(f, "-1")                          # the range is checked as it is typed
+    i = ParamSpec(Param("n", "int", 5, "", interval="[1, inf)", none="all"))
     assert parse_value(i, "1e3") == 1000 and parse_value(i, "") is None
-    with pytest.raises(ValueError, match="whole number"):
+    with pytest.raises(ValueError, match=r"n must be None \(all\) or an integer in \[1, inf\)"):
         parse_value(i, "2.5")
     with pytest.raises(ValueError, match="needs a value"):
-        parse_value(ParamSpec("m", 1, "int"), "")
+        parse_value(ParamSpec(Param("m", "int", 1, "")), "")
 
 
 def test_relevance_of_solver_parameters():
-    from rwtool import RWClassifier
+    from rwtool import RKSClassifier, RWClassifier
     rules = relevance_rules(param_specs(RWClassifier))
     assert "reg" not in rules and "n_features" not in rules
-    if "batch_size" in rules:
-        assert "lstsq" not in rules["batch_size"][1]
+    assert rules["batch_size"] == ("solver", {"sfgd", "osd"})
+    assert rules["path_length"] == ("solver", {"lasso"})
+    assert rules["theta"] == ("instantiation", {"rwsign", "rwrelu"})
+    assert relevance_rules(param_specs(RKSClassifier))["kernel"] == ("base", {"fourier"})
 
 
 def test_roc_and_auc_match_sklearn(rng):

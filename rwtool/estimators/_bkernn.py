@@ -19,8 +19,9 @@ import warnings
 import numpy as np
 
 from .._base import (BaseEstimator, ClassifierMixin, RegressorMixin, Standardizer, check_array,
-                     check_choice, check_is_fitted, check_random_state, check_scalar, check_X_y,
+                     check_is_fitted, check_random_state, check_scalar, check_X_y,
                      encode_classes)
+from .._params import Param, params_table, validate_params
 from ..solvers._bkernn_cg import block_count
 from ..solvers._bkernn import (CG_TOL, KERNEL_SOLVERS, PENALTIES, choose_kernel_solver,
                                feature_learning_score, fit_particles, ridge_decision, ridge_tables)
@@ -137,24 +138,39 @@ class _BKerNN(BaseEstimator):
         self.random_state = random_state
 
     # -- validation -------------------------------------------------------------------------
+    _parameters = params_table(
+        Param("penalty", "choice", "concave_feature", "Omega: group lasso on particles "
+              "(basic) or input variables (variable), nuclear norm (feature), or their concave "
+              "log versions", choices=PENALTIES, ref="seed 001 Section 2.5"),
+        Param("reg", "float", "auto", "lambda of the objective; 'auto': the paper's rule of "
+              "thumb max_i ||x_i|| / n on the preprocessed inputs", interval="(0, inf)",
+              keywords=("auto",), ref="seed 001 eq. 10; Section 5.3"),
+        Param("n_particles", "int", 50, "m, the number of particles (hidden width)",
+              interval="[1, inf)"),
+        Param("s", "float", 1.0, "concavity of the concave penalties (s -> 0: the convex ones)",
+              interval="(0, inf)", only=("penalty", ("concave_variable", "concave_feature")),
+              ref="seed 001 Section 2.5", advanced=True),
+        Param("step_size", "float", 500.0, "gamma_0, the initial proximal-gradient step",
+              interval="(0, inf)", ref="seed 001 Algorithm 1", advanced=True),
+        Param("max_iter", "int", 40, "iterations of Algorithm 1 (0: kernel ridge regression "
+              "with the random initial kernel)", interval="[0, inf)",
+              ref="seed 001 Algorithm 1"),
+        Param("backtracking", "bool", True, "Beck's line search (False: a constant step, the "
+              "objective may increase)", advanced=True),
+        Param("max_backtrack", "int", 8, "halvings of the step tried per iteration",
+              interval="[0, inf)", advanced=True),
+        Param("standardize", "bool", True, "standardise the inputs (and regression targets) "
+              "with training statistics", advanced=True),
+        Param("kernel_solver", "choice", "auto", "the kernel ridge step: dense Cholesky, "
+              "preconditioned conjugate gradients, or auto (cg from 800 rows)",
+              choices=KERNEL_SOLVERS),
+        Param("cg_tol", "float", CG_TOL, "relative residual at which conjugate gradients stop",
+              interval="(0, 0.1]"),
+        Param("random_state", "seed", None, "seeds the initial particles, i.i.d. N(0, 1/d)",
+              none="a fresh draw"))
+
     def _validate(self):
-        penalty = check_choice(self.penalty, "penalty", PENALTIES)
-        check_choice(self.kernel_solver, "kernel_solver", KERNEL_SOLVERS)
-        check_scalar(self.cg_tol, "cg_tol", low=0.0, high=0.1, low_inclusive=False)
-        if isinstance(self.reg, str):
-            if self.reg != "auto":
-                raise ValueError(f"reg must be a positive number or 'auto', got {self.reg!r}")
-        else:
-            check_scalar(self.reg, "reg", low=0.0, low_inclusive=False)
-        check_scalar(self.n_particles, "n_particles", numbers.Integral, low=1)
-        check_scalar(self.s, "s", low=0.0, low_inclusive=False)
-        check_scalar(self.step_size, "step_size", low=0.0, low_inclusive=False)
-        check_scalar(self.max_iter, "max_iter", numbers.Integral, low=0)
-        check_scalar(self.max_backtrack, "max_backtrack", numbers.Integral, low=0)
-        for name in ("backtracking", "standardize"):
-            if not isinstance(getattr(self, name), (bool, np.bool_)):
-                raise TypeError(f"{name} must be True or False, got {getattr(self, name)!r}")
-        return penalty
+        return validate_params(self)["penalty"]
 
     def _prepare_X(self, X):
         return self.x_scaler_.transform(X) if self.x_scaler_ is not None else X

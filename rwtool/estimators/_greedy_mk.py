@@ -9,7 +9,6 @@ rwtool.solvers._greedy; this module owns preprocessing, label coding and the fit
 
 from __future__ import annotations
 
-import numbers
 import time
 import types
 import warnings
@@ -17,8 +16,9 @@ import warnings
 import numpy as np
 
 from .._base import (BaseEstimator, ClassifierMixin, RegressorMixin, Standardizer, check_array,
-                     check_choice, check_is_fitted, check_not_constant, check_random_state,
-                     check_scalar, check_X_y, encode_classes, unfitted_on_failure)
+                     check_is_fitted, check_not_constant, check_random_state, check_X_y,
+                     encode_classes, unfitted_on_failure)
+from .._params import Param, params_table, validate_params
 from ..features._fourier import RandomFourierFeatures
 from ..exceptions import NumericalError, check_finite_result
 from ..features._bandwidth import knn_sigma, scale_sigma
@@ -70,27 +70,57 @@ class _GreedyMK(BaseEstimator):
         self.random_state = random_state
 
     # -- validation ------------------------------------------------------------------------
+    _parameters = params_table(
+        Param("selector", "choice", "mfga", "mfga: greedy selection over the explicit "
+              "multi-kernel dictionary; rks, lkrf, eerf: the random-feature baselines",
+              choices=SELECTORS, ref="seed 004 Algorithm 1 and Table 2"),
+        Param("n_features", "int", 100, "M, the number of features kept", interval="[1, inf)"),
+        Param("reg", "float", 1e-4, "lam in (1/N) sum L + (lam/2) ||theta||^2; 'auto': 4-fold "
+              "cross-validation over 1e-6..1", interval="[0, inf)", keywords=("auto",)),
+        Param("sigma", "float", "auto", "the Gaussian bandwidth, or a rule on the standardised "
+              "inputs: knn (the paper's), scale (scikit-learn's), auto (the larger)",
+              interval="(0, inf)", keywords=SIGMA_RULES, ref="seed 004 Section 5"),
+        Param("knn_k", "int", 50, "neighbour rank of the knn rule (capped at N - 1)",
+              interval="[1, inf)", advanced=True),
+        Param("knn_queries", "int", 2000, "rows averaged by the knn rule", interval="[1, inf)",
+              none="all rows", advanced=True),
+        Param("gauss_order", "int", None, "the largest Taylor degree of the Gaussian features",
+              interval="[0, 8]", none="the paper's order for the task, raised until the "
+              "dictionary holds 2 n_features candidates", only=("selector", ("mfga",)),
+              ref="seed 004 Section 5", advanced=True),
+        Param("include_squares", "bool", True, "keep the monomials with a repeated variable",
+              only=("selector", ("mfga",)), advanced=True),
+        Param("include_linear", "bool", None, "add the linear kernel's d features",
+              none="the paper's choice: True for classification, False for regression",
+              only=("selector", ("mfga",)), ref="seed 004 Section 5", advanced=True),
+        Param("nu", "floats", None, "fixed kernel weights (Gaussian[, linear]) on the simplex",
+              none="uniform", only=("selector", ("mfga",)), ref="seed 004 eq. 2",
+              advanced=True),
+        Param("features_per_step", "int", 1, "s, candidates added per MFGA iteration (1: the "
+              "exact algorithm)", interval="[1, inf)", only=("selector", ("mfga",)),
+              advanced=True),
+        Param("tol", "float", 0.0, "MFGA stops when no inactive candidate has |gradient| > tol",
+              interval="[0, inf)", only=("selector", ("mfga",)), advanced=True),
+        Param("normalize", "bool", False, "rank candidates by |g_j| / ||psi_j|| (not the "
+              "paper's rule)", only=("selector", ("mfga",)), advanced=True),
+        Param("n_candidates", "int", 2000, "M0, random features drawn by lkrf and eerf",
+              interval="[1, inf)", only=("selector", ("lkrf", "eerf")), advanced=True),
+        Param("lkrf_rho", "float", None, "radius of LKRF's chi-square ball",
+              interval="[0, inf)", none="0.005 M0", only=("selector", ("lkrf",)),
+              advanced=True),
+        Param("lkrf_mode", "choice", "top", "how LKRF keeps M of its M0 weighted draws",
+              choices=("top", "sample", "weighted"), only=("selector", ("lkrf",)),
+              advanced=True),
+        Param("fit_intercept", "bool", False, "add an unpenalised intercept (the paper's model "
+              "has none)", advanced=True),
+        Param("standardize", "bool", True, "standardise X with training statistics",
+              ref="seed 004 Section 5", advanced=True),
+        Param("random_state", "seed", None, "seed of the draws and of the folds of reg='auto'",
+              none="a fresh draw"))
+
     def _validate(self):
-        check_choice(self.selector, "selector", SELECTORS)
-        check_scalar(self.n_features, "n_features", numbers.Integral, low=1)
-        if isinstance(self.reg, str):
-            check_choice(self.reg, "reg", ("auto",))
-        else:
-            check_scalar(self.reg, "reg", low=0.0)
-        if isinstance(self.sigma, str):
-            check_choice(self.sigma, "sigma", SIGMA_RULES)
-        else:
-            check_scalar(self.sigma, "sigma", low=0.0, low_inclusive=False)
-        check_scalar(self.knn_k, "knn_k", numbers.Integral, low=1)
-        check_scalar(self.knn_queries, "knn_queries", numbers.Integral, low=1, allow_none=True)
-        check_scalar(self.gauss_order, "gauss_order", numbers.Integral, low=0, high=8,
-                     allow_none=True)
-        check_scalar(self.features_per_step, "features_per_step", numbers.Integral, low=1)
-        check_scalar(self.tol, "tol", low=0.0)
-        check_scalar(self.n_candidates, "n_candidates", numbers.Integral, low=1)
-        check_scalar(self.lkrf_rho, "lkrf_rho", low=0.0, allow_none=True)
-        check_choice(self.lkrf_mode, "lkrf_mode", ("top", "sample", "weighted"))
-        if self.selector.lower() in ("lkrf", "eerf") and self.n_candidates < self.n_features:
+        p = validate_params(self)
+        if p["selector"] in ("lkrf", "eerf") and p["n_candidates"] < p["n_features"]:
             raise ValueError(f"n_candidates (M0 = {self.n_candidates}) must be at least "
                              f"n_features (M = {self.n_features}) for selector="
                              f"{self.selector!r}")
@@ -523,6 +553,11 @@ def _doc(reg, intercept, reg_note):
                      _INTERCEPT_DOC))
 
 
+#: the regressor's own defaults: no fixed reg serves every data set, and the [-1, 1] scaling of y
+#: does not centre it (docs/GREEDY_MK.md)
+_REGRESSOR_DEFAULTS = {"reg": "auto", "fit_intercept": True}
+
+
 def _with_defaults(init, **defaults):
     """A copy of ``init`` whose keyword defaults are changed (the regressor's own defaults,
     read by get_params and the app from its signature)."""
@@ -569,7 +604,8 @@ class GreedyMKRegressor(RegressorMixin, _GreedyMK):
                     "        1e-5, wine 1e-3; docs/GREEDY_MK.md), so the default chooses it.\n") +
                "    y_scaler_ : Standardizer, the recorded [-1, 1] target scaling.\n")
     _loss = "squared"
-    __init__ = _with_defaults(_GreedyMK.__init__, reg="auto", fit_intercept=True)
+    __init__ = _with_defaults(_GreedyMK.__init__, **_REGRESSOR_DEFAULTS)
+    _parameters = params_table(*_GreedyMK._parameters.values(), **_REGRESSOR_DEFAULTS)
 
     def _fit_targets(self, X, y):
         X, y = check_X_y(X, y, y_numeric=True)

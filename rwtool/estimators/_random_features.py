@@ -15,8 +15,8 @@ maps and solvers live in rwtool.features and rwtool.solvers.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import math
-import numbers
 import time
 import warnings
 
@@ -25,9 +25,11 @@ import numpy as np
 from .._base import (BaseEstimator, ClassifierMixin, RegressorMixin, Standardizer, check_array,
                      check_choice, check_is_fitted, check_random_state, check_range,
                      check_scalar, check_X_y, encode_classes, is_dask)
+from .._params import Param, params_table, validate_params
 from ..features import KITCHEN_BASES, RandomFourierFeatures
 from ..features._fourier import FOURIER_KERNELS
-from ..features._rkhs import check_theta
+from ..features._instantiation import instantiation_names, resolve
+from ..features._rkhs import KAPPA, THETA
 from ..exceptions import check_finite_result
 from ..bounds import estimate_tau, gap_theorem62, gap_theorem65, l2p_norm, rademacher_bound
 from ..losses import LOSSES, get_loss
@@ -166,6 +168,105 @@ DEFAULT_REG = {"lstsq": "auto", "ridge": "auto", "lasso": "auto", "sfgd": 1e-6, 
 PAPER_LAM_START, PAPER_MAX_SOLVES = 1e-10, 10
 
 
+# ----------------------------------------------------------------------------- parameter tables
+# One entry per constructor parameter (rwtool._params): fit validates with them, the CLI and the
+# app parse and show them. The entries the two families share are written once here.
+
+def _solvers_of(family: str) -> tuple:
+    return tuple(k for k, (fams, _) in SOLVERS.items() if family in fams)
+
+
+def _reg_param(ref: str) -> Param:
+    return Param("reg", "float", None, "lam of J = (1/m) sum loss(f, y) + (lam/2) ||alpha||^2 "
+                 "(lam1 of the Lasso); 'auto' chooses it by 3-fold cross-validation",
+                 interval="[0, inf)", keywords=("auto",),
+                 none="the solver's default", ref=ref)
+
+
+_N_FEATURES = Param("n_features", "int", 1000, "T, the number of random features (centres "
+                    "w_t ~ p)", interval="[1, inf)")
+_LOSS = Param("loss", "choice", "squared", "(f - y)^2 / 2 or log(1 + exp(-y f)); logistic for "
+              "classifiers with an iterative solver", choices=tuple(LOSSES))
+_TOL = Param("tol", "float", 1e-4, "lasso: stop when the duality gap is <= tol ||y||^2 / m",
+             interval="(0, inf)", advanced=True, only=("solver", ("lasso",)))
+_PATH_LENGTH = Param("path_length", "int", 1, "lasso: lam values on a warm-started geometric "
+                     "path from lam_max down to reg (1: reg directly)", interval="[1, inf)",
+                     only=("solver", ("lasso",)))
+_STANDARDIZE = Param("standardize", "bool", True, "standardise X (and y for a regressor) with "
+                     "training statistics", ref="seed 003 Appendix C", advanced=True)
+_BIAS = Param("bias", "bool", True, "append a constant column for the base predictors that read "
+              "<w, x>", advanced=True)
+_BLOCK_SIZE = Param("block_size", "int", None, "rows per block of the features accumulated "
+                    "into Phi^T Phi", interval="[1, inf)", none="about 32 MB of features",
+                    advanced=True)
+_RANDOM_STATE = Param("random_state", "seed", None, "seed of the feature draw (the same seed "
+                      "gives the same model whatever the thread count)", none="a fresh draw")
+
+_RW_PARAMETERS = params_table(
+    Param("instantiation", "choice", "rwsign", "the instantiation (W, phi, K, p): a closed form "
+          "of seed 003 Table 2, or Monte Carlo features of any (p, K, phi)",
+          choices=instantiation_names, check=resolve,
+          also=("an 'mc:<distribution>:<kernel>:<base>' name", "an rwtool.Instantiation"),
+          ref="seed 003 Table 2; docs/INSTANTIATIONS.md"),
+    _N_FEATURES,
+    Param("solver", "choice", "lstsq", "exact least squares, Lasso coordinate descent, SFGD or "
+          "Optimal Stepsize Descent (docs/SOLVERS.md)", choices=_solvers_of("rw"),
+          ref="seed 003 Algorithms 3-5; seed 000 Algorithm 2"),
+    _reg_param("spec section 3"),
+    Param("sigma", "float", 1.0, "s, the standard deviation of the sampling distribution p",
+          interval="(0, inf)", ref="seed 003 Table 2"),
+    Param("gamma", "float", None, "g, the kernel width; an explicit value overrides the theta "
+          "and kappa rules", interval="(0, inf)",
+          none="from theta or kappa, or sigma for rwstumps", ref="seed 003 Table 4"),
+    dataclasses.replace(THETA, only=("instantiation", ("rwsign", "rwrelu"))),
+    dataclasses.replace(KAPPA, only=("instantiation", ("rwexpsign", "rwexprelu"))),
+    Param("eps", "float", 1e-10, "ridge term m eps I added to the normal equations for "
+          "conditioning", interval="[0, inf)", ref="seed 003 eq. 82", advanced=True),
+    dataclasses.replace(_LOSS, only=("solver", ("sfgd", "osd"))),
+    Param("max_iter", "int", None, "lasso: cap on coordinate-descent sweeps per lam",
+          interval="[1, inf)", none="1000", only=("solver", ("lasso",))),
+    _TOL,
+    Param("batch_size", "int", None, "b, rows per iteration of sfgd/osd (drawn with "
+          "replacement)", interval="[1, inf)", none="min(500, rows)",
+          only=("solver", ("sfgd", "osd")), ref="seed 003 Algorithm 3"),
+    Param("radius", "float", None, "B, the radius of sfgd's projection step",
+          interval="(0, inf)", none="no projection", only=("solver", ("sfgd",)),
+          ref="seed 003 Algorithm 3"),
+    Param("step_cap", "float", 0.25, "c of the sfgd step min(1 / (reg t), c / L), L the "
+          "smoothness measured on the data", interval="(0, inf)",
+          none="the paper's 1 / (reg t)", only=("solver", ("sfgd",))),
+    Param("average", "bool", False, "sfgd outputs the average of its iterates (the paper's "
+          "output) instead of the last one", only=("solver", ("sfgd",)),
+          ref="seed 003 Algorithm 3", advanced=True),
+    _PATH_LENGTH, _STANDARDIZE, _BIAS, _BLOCK_SIZE, _RANDOM_STATE)
+
+_RKS_PARAMETERS = params_table(
+    Param("base", "choice", "relu", "the base predictor phi(w, x): sign, ReLU or stump of the "
+          "RKHS weightings' distributions, or random Fourier features of the kernel",
+          choices=RKS_BASES, ref="seed 003 Section 3.1"),
+    dataclasses.replace(_N_FEATURES, help="T, the number of random features"),
+    Param("solver", "choice", "ridge", "ridge on the fixed features, Lasso coordinate descent, "
+          "or averaged mini-batch SGD (docs/SOLVERS.md)", choices=_solvers_of("rks"),
+          ref="seed 003 Algorithms 1-2"),
+    _reg_param("spec section 3"),
+    Param("sigma", "float", None, "the standard deviation of p (sign/relu/stumps) or the "
+          "kernel bandwidth (fourier)", interval="(0, inf)",
+          none="1 for sign/relu/stumps, sqrt(d / 2) for fourier"),
+    Param("kernel", "choice", "gaussian", "kernel of the random Fourier features",
+          choices=FOURIER_KERNELS, only=("base", ("fourier",))),
+    dataclasses.replace(_LOSS, only=("solver", ("sgd",))),
+    Param("max_iter", "int", None, "lasso: sweeps per lam; sgd: epochs", interval="[1, inf)",
+          none="1000 for lasso, 5 for sgd", only=("solver", ("lasso", "sgd"))),
+    dataclasses.replace(_TOL, help="lasso: duality-gap tolerance; sgd: stop when an epoch "
+                        "improves the mean training loss by less than this fraction",
+                        only=("solver", ("lasso", "sgd"))),
+    Param("batch_size", "int", 50, "sgd mini-batch size", interval="[1, inf)", none="50",
+          only=("solver", ("sgd",))),
+    Param("average", "bool", True, "sgd outputs the average of its iterates from the second "
+          "epoch on", only=("solver", ("sgd",)), advanced=True),
+    _PATH_LENGTH, _STANDARDIZE, _BIAS, _BLOCK_SIZE, _RANDOM_STATE)
+
+
 def _merge_tables(a, b):
     """Two selection.select_reg tables as one, sorted by reg."""
     keys = [k for k in a if k in b]
@@ -219,27 +320,18 @@ class _RandomFeatureModel(BaseEstimator):
 
     # -- validation and construction -------------------------------------------------------
     def _validate(self):
-        check_scalar(self.n_features, "n_features", numbers.Integral, low=1)
-        check_scalar(self.sigma, "sigma", low=0.0, low_inclusive=False,
-                     allow_none=self._family == "rks")
-        check_scalar(self.block_size, "block_size", numbers.Integral, low=1, allow_none=True)
-        solver = check_choice(self.solver, "solver",
-                              [k for k, (fam, _) in SOLVERS.items() if self._family in fam])
-        loss = check_choice(self.loss, "loss", tuple(LOSSES))
+        """The parameters checked against the class's table, then the rules between them."""
+        p = validate_params(self)
+        solver, loss = p["solver"], p["loss"]
         if loss != "squared" and solver in _SQUARED_ONLY:
             raise ValueError(f"solver={solver!r} minimises the squared loss only; use "
                              f"loss='squared' or an iterative solver for loss={loss!r}")
         if loss == "logistic" and self._estimator_type != "classifier":
             raise ValueError("loss='logistic' needs +/-1 targets: use a classifier, or "
                              "loss='squared' for regression")
-        check_scalar(self.max_iter, "max_iter", numbers.Integral, low=1, allow_none=True)
-        check_scalar(self.tol, "tol", low=0.0, low_inclusive=False)
-        check_scalar(self.batch_size, "batch_size", numbers.Integral, low=1, allow_none=True)
-        check_scalar(self.path_length, "path_length", numbers.Integral, low=1)
         reg = self._resolve_reg(solver)
         if reg == "auto":
             return solver
-        check_scalar(reg, "reg", low=0.0)
         if solver in ("lasso", "sfgd") and not reg > 0:
             raise ValueError(f"solver={solver!r} needs reg > 0, got reg={reg!r}")
         if solver == "osd" and not reg < 1:
@@ -249,14 +341,9 @@ class _RandomFeatureModel(BaseEstimator):
 
     def _resolve_reg(self, solver=None):
         """The reg of this fit: a number or "auto"; None means DEFAULT_REG[solver]."""
-        reg = self.reg
+        reg = self._parameters["reg"].validate(self.reg)
         if reg is None:
             return DEFAULT_REG[str(self.solver).lower() if solver is None else solver]
-        if isinstance(reg, str):
-            if reg.lower() != "auto":
-                raise ValueError(f"reg must be a non-negative number, 'auto' or None, got "
-                                 f"{reg!r}")
-            return "auto"
         return reg
 
     def _auto_reg(self) -> bool:
@@ -765,6 +852,7 @@ class _RegressorTargets(RegressorMixin):
 
 class _RW(_RandomFeatureModel):
     _family = "rw"
+    _parameters = _RW_PARAMETERS
 
     def __init__(self, instantiation="rwsign", n_features=1000, solver="lstsq", reg=None,
                  sigma=1.0, gamma=None, theta=None, kappa=10.0, eps=1e-10, loss="squared",
@@ -802,14 +890,6 @@ class _RW(_RandomFeatureModel):
     def _uses_bias(self) -> bool:
         from ..features._instantiation import uses_bias
         return bool(self.bias) and uses_bias(self.instantiation)
-
-    def _validate(self):
-        self._kind()
-        check_theta(self.theta)
-        check_scalar(self.eps, "eps", low=0.0)
-        check_scalar(self.radius, "radius", low=0.0, low_inclusive=False, allow_none=True)
-        check_scalar(self.step_cap, "step_cap", low=0.0, low_inclusive=False, allow_none=True)
-        return super()._validate()
 
     def _prune_geometry(self, Phi):
         return self.feature_map_.gram(), self.feature_map_.constants()[0]
@@ -922,12 +1002,11 @@ _RW_DOC = """
         (rwtool.features._instantiation.resolved_theta), both measured across the nine data sets of the
         defaults benchmark (docs/bench/instantiation_defaults.md; 0.1 makes the Monte Carlo
         sections rest on too few draws). A smaller theta tightens RWSign's bounds (its
-        ``theta_`` is theta). theta=0.5 gives the model the default gave before.
+        ``theta_`` is theta).
     kappa : float > 1, default 10.0
         Target kappa for RWExpSign/RWExpRelu and Monte Carlo exponential kernels when gamma is
         None (measured across data sets and feature draws, docs/bench/instantiation_defaults.md;
-        a larger kappa loosens the bounds of ``bounds()``). kappa=5 gives the model the default
-        gave before.
+        a larger kappa loosens the bounds of ``bounds()``).
     eps : float, default 1e-10
         Ridge term m eps I added to the normal equations (003 eq. 82) for conditioning.
     loss : {"squared", "logistic"}, default "squared"
@@ -996,6 +1075,7 @@ class RWRegressor(ScaleHooks, _RegressorTargets, _RW):
 
 class _RKS(_RandomFeatureModel):
     _family = "rks"
+    _parameters = _RKS_PARAMETERS
 
     def __init__(self, base="relu", n_features=1000, solver="ridge", reg=None, sigma=None,
                  kernel="gaussian", loss="squared", max_iter=None, tol=1e-4, batch_size=50,
@@ -1020,11 +1100,6 @@ class _RKS(_RandomFeatureModel):
 
     def _kind(self):
         return check_choice(self.base, "base", RKS_BASES)
-
-    def _validate(self):
-        if self._kind() == "fourier":
-            check_choice(self.kernel, "kernel", FOURIER_KERNELS)
-        return super()._validate()
 
     def _prune_geometry(self, Phi):
         """G = I (RKS regularises ||a||_2) and theta = sup_x ||psi(x)||_2."""
@@ -1098,8 +1173,8 @@ _RKS_DOC = """
     tol : float, default 1e-4
         lasso: duality-gap tolerance; sgd: stop when an epoch improves the mean training loss
         by less than this fraction.
-    batch_size : int or None, default None
-        sgd mini-batch size (None: 50).
+    batch_size : int or None, default 50
+        sgd mini-batch size (None: 50 too).
     average : bool, default True
         sgd outputs the average of its iterates from the second epoch on.
     path_length : int, default 1

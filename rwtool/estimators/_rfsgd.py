@@ -10,15 +10,15 @@ this module owns the preprocessing, the label coding and the fitted state.
 from __future__ import annotations
 
 import math
-import numbers
 import time
 import warnings
 
 import numpy as np
 
-from .._base import (BaseEstimator, ClassifierMixin, Standardizer, check_array, check_choice,
-                     check_is_fitted, check_not_constant, check_random_state, check_scalar,
-                     check_X_y, encode_classes, unfitted_on_failure)
+from .._base import (BaseEstimator, ClassifierMixin, Standardizer, check_array,
+                     check_is_fitted, check_not_constant, check_random_state, check_X_y,
+                     encode_classes, unfitted_on_failure)
+from .._params import Param, params_table, validate_params
 from ..exceptions import NumericalError
 from ..features._bandwidth import median_sigma, scale_sigma
 from ..features._fourier import FOURIER_KERNELS, RandomFourierFeatures
@@ -138,19 +138,41 @@ class RFSGDClassifier(ClassifierMixin, BaseEstimator):
         self.random_state = random_state
 
     # -- validation ------------------------------------------------------------------------
+    _parameters = params_table(
+        Param("n_features", "int", 1000, "M, the number of random frequencies "
+              "omega_i ~ N(0, sigma^-2 I)", interval="[1, inf)"),
+        Param("sigma", "float", "scale", "the kernel bandwidth, or a rule on the standardised "
+              "training inputs: 'scale' (scikit-learn's gamma='scale') or 'median' (median "
+              "distance between rows)", interval="(0, inf)", keywords=SIGMA_RULES),
+        Param("variant", "choice", "pair", "pair: M^-1/2 [cos, sin] (2M coefficients); phase: "
+              "sqrt(2/M) cos(omega^T x + b)", choices=("pair", "phase")),
+        Param("kernel", "choice", "gaussian", "the shift-invariant kernel (the paper's theory "
+              "covers the Gaussian)", choices=FOURIER_KERNELS),
+        Param("reg", "float", 1e-5, "lambda of the l2-regularised logistic loss",
+              interval="(0, inf)", ref="seed 002 Algorithm 1"),
+        Param("gamma", "float", None, "the step-size offset of eta_t = 2 / (reg (gamma + t))",
+              interval="[0, inf)", none="the smallest meeting eta_1 <= min(1/(L R^2), "
+              "1/(2 reg))", ref="seed 002 Algorithm 1"),
+        Param("n_epochs", "int", 5, "passes over the training set in fit (1: each row once, "
+              "as the paper's stream)", interval="[1, inf)"),
+        Param("shuffle", "bool", True, "visit the rows of each epoch in a fresh random order",
+              advanced=True),
+        Param("average", "bool", True, "predict with the weighted average of the iterates "
+              "(False: the last iterate, plain SGD)", ref="seed 002 eqs. 15-17",
+              advanced=True),
+        Param("standardize", "bool", True, "standardise X with training statistics (in "
+              "partial_fit: of the first batch)", advanced=True),
+        Param("chunk_size", "int", None, "SGD steps per numba call (progress and cancellation "
+              "are checked between chunks)", interval="[1, inf)", none="automatic",
+              advanced=True),
+        Param("feature_cache_mb", "float", 512, "with n_epochs > 1, keep the n x D feature "
+              "matrix when it takes at most this many megabytes (0: never)",
+              interval="[0, inf)"),
+        Param("random_state", "seed", None, "seeds the frequencies and the visiting order "
+              "through separate streams", none="a fresh draw"))
+
     def _validate(self):
-        check_scalar(self.n_features, "n_features", numbers.Integral, low=1)
-        if isinstance(self.sigma, str):
-            check_choice(self.sigma, "sigma", SIGMA_RULES)
-        else:
-            check_scalar(self.sigma, "sigma", low=0.0, low_inclusive=False)
-        check_choice(self.variant, "variant", ("pair", "phase"))
-        check_choice(self.kernel, "kernel", FOURIER_KERNELS)
-        check_scalar(self.reg, "reg", low=0.0, low_inclusive=False)
-        check_scalar(self.gamma, "gamma", low=0.0, allow_none=True)
-        check_scalar(self.n_epochs, "n_epochs", numbers.Integral, low=1)
-        check_scalar(self.chunk_size, "chunk_size", numbers.Integral, low=1, allow_none=True)
-        check_scalar(self.feature_cache_mb, "feature_cache_mb", low=0.0)
+        validate_params(self)
 
     def _R2(self):
         return 1.0 if self.variant.lower() == "pair" else 2.0
@@ -274,7 +296,7 @@ class RFSGDClassifier(ClassifierMixin, BaseEstimator):
         peak = 8 * (n * d + M * (d + 1) + 4 * D * k + n * (epochs + k + 1))
         # the cached n x D features, or one chunk of them (W x is formed in the same buffer)
         peak += 8 * D * (n if cache else min(cs, n))
-        if self.sigma == "median":
+        if isinstance(self.sigma, str) and self.sigma.lower() == "median":
             peak += 8 * min(n, 1000) ** 2 * 2
         passes = 1 if cache else epochs
         ops = epochs * n * D * k * 4 + passes * n * (M * d * 2 + D * 20)

@@ -28,12 +28,13 @@ import numpy as np
 from numba import njit, prange
 
 from .._base import check_scalar
+from .._params import Param
 from ._base import FeatureMap, RowMaxima, dot_into, row_norms
 from ._kitchen import relu_inplace, sample_gaussian, sample_stumps, sign_inplace, stump_sign_into
 
 __all__ = ["RKHSWeighting", "RWSign", "RWExpSign", "RWRelu", "RWExpRelu", "RWStumps",
            "INSTANTIATIONS", "DEFAULT_THETA", "gamma_from_theta", "gamma_from_kappa",
-           "instantiation_constants", "check_theta", "make_instantiation"]
+           "instantiation_constants", "check_theta", "make_instantiation", "THETA", "KAPPA"]
 
 _SQRT2 = math.sqrt(2.0)
 _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
@@ -108,22 +109,24 @@ def _gaussian_gram(A: np.ndarray, B: np.ndarray, two_h2: float) -> np.ndarray:
 # ----------------------------------------------------------------------------- gamma rules
 
 #: theta of the closed-form RWSign and RWRelu when theta=None: the lowest mean excess over the
-#: best theta across the nine sets of the defaults benchmark (6% against 24-43% at 0.5, the
-#: default before; docs/bench/instantiation_defaults.md). Monte Carlo Gaussian kernels have
+#: best theta across the nine sets of the defaults benchmark (6% against 24-43% at 0.5;
+#: docs/bench/instantiation_defaults.md). Monte Carlo Gaussian kernels have
 #: their own (rwtool.features._montecarlo.MC_DEFAULT_THETA).
 DEFAULT_THETA = 0.1
 
 
+#: the targets of the gamma rules (003 Table 4), one entry for every estimator and map taking them
+THETA = Param("theta", "float", None, "target theta of the Gaussian kernels' gamma rule (when "
+              "gamma is None): a smaller theta, a narrower kernel and tighter bounds",
+              interval="(0, 1)", none="the instantiation's default", ref="seed 003 Table 4")
+KAPPA = Param("kappa", "float", 10.0, "target kappa of the exponential kernels' gamma rule (when "
+              "gamma is None); a larger kappa loosens the bounds", interval="(1, inf)",
+              ref="seed 003 Table 4")
+
+
 def check_theta(theta):
     """theta must be None (the instantiation's default) or in (0, 1); returns it."""
-    if theta is None:
-        return None
-    try:
-        return check_scalar(theta, "theta", low=0.0, high=1.0, low_inclusive=False,
-                            high_inclusive=False)
-    except (TypeError, ValueError) as exc:
-        raise type(exc)(f"theta must be None (the instantiation's default) or a number in "
-                        f"(0, 1), got {theta!r}") from None
+    return THETA.validate(theta)
 
 
 def gamma_from_theta(n: int, sigma: float, theta: float) -> float:
@@ -412,7 +415,7 @@ class RWSign(_RWDot):
         the fitted ``theta_`` equals it). None: ``DEFAULT_THETA`` = 0.1, measured across the
         nine data sets of the defaults benchmark (docs/bench/instantiation_defaults.md: mean
         excess over the best theta of each set 6% for RWSign and RWRelu, against 24% and 43%
-        at 0.5, the default before). A smaller theta tightens the bounds of RWSign.
+        at 0.5). A smaller theta tightens the bounds of RWSign.
     closed_form : bool, default True
         False: estimate psi by Monte Carlo with ``n_draws`` draws shared by every centre
         (rwtool.features._montecarlo); the centres are those of the closed form for the same
@@ -490,7 +493,7 @@ class RWExpSign(_RWDot):
         2 was 2x-3x worse on skin and digits, 5 missed the tuned figure on digits; 20 and 50 are
         no better and loosen the bounds more). theta_ grows with kappa (towards kappa as n grows)
         and every bound of ``bounds()`` with it (on breast cancer, 000 Theorem 10's bound is 377
-        at kappa 10, 136 at 5, 43 at 2). kappa=5 gives the model of the previous default.
+        at kappa 10, 136 at 5, 43 at 2).
     normalize : bool, default True
         Use the normalised kernel sections (module docstring): same model, no overflow.
     closed_form, n_draws, sampling
