@@ -22,7 +22,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .errors import InvalidParameterError
+from .exceptions import InvalidParameterError
 
 __all__ = ["Param", "Interval", "params_table", "validate_params", "reference",
            "InvalidParameterError"]
