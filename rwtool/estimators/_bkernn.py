@@ -175,6 +175,23 @@ class _BKerNN(BaseEstimator):
     def _prepare_X(self, X):
         return self.x_scaler_.transform(X) if self.x_scaler_ is not None else X
 
+    def resolved_reg(self, n_samples: int, x_norm_max: float | None = None) -> float:
+        """lambda of a fit on ``n_samples`` rows: ``reg`` itself, or for reg="auto" the paper's
+        rule of thumb max_i ||x_i|| / n (001 Sec. 5.3) with ``x_norm_max`` = max_i ||x_i|| over
+        the rows as the fit prepares them (standardised when standardize=True)."""
+        if not isinstance(self.reg, str):
+            return float(self.reg)
+        if x_norm_max is None:
+            raise ValueError("reg='auto' is computed from the rows: pass x_norm_max, the "
+                             "largest row norm of the prepared inputs")
+        return float(x_norm_max) / int(n_samples)
+
+    @property
+    def n_features_out_(self) -> int:
+        """Particles w_j with a non-zero norm (a penalty may zero some: spec 6.5)."""
+        check_is_fitted(self, "particles_")
+        return int(np.count_nonzero(np.any(self.particles_ != 0, axis=0)))
+
     # -- fit ----------------------------------------------------------------------------------
     def fit(self, X, y, callback=None):
         """Learn the particles and the ridge coefficients; return self.
@@ -199,9 +216,9 @@ class _BKerNN(BaseEstimator):
             peak = float(np.max(np.abs(Xp)))
             if peak == 0.0:
                 raise ValueError("reg='auto' needs inputs that are not all zero; pass reg > 0")
-            lam = peak * float(np.max(np.linalg.norm(Xp / peak, axis=1))) / n
+            lam = self.resolved_reg(n, peak * float(np.max(np.linalg.norm(Xp / peak, axis=1))))
         else:
-            lam = float(self.reg)
+            lam = self.resolved_reg(n)
         m = int(self.n_particles)
         rng = check_random_state(self.random_state)
         W0 = rng.standard_normal((d, m)) / math.sqrt(d)

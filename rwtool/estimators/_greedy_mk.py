@@ -436,6 +436,13 @@ class _GreedyMK(BaseEstimator):
         # seconds are in reg_search_)
         self.fit_time_ = time.perf_counter() - t0 - (search["seconds"] if search else 0.0)
 
+    @property
+    def n_features_out_(self) -> int:
+        """Selected features with a non-zero coefficient."""
+        check_is_fitted(self)
+        c = self.coef_
+        return int(np.count_nonzero(np.any(c.reshape(len(c), -1) != 0, axis=1)))
+
     # -- predict -----------------------------------------------------------------------------
     def feature_matrix(self, X) -> np.ndarray:
         """The selected feature columns (scaled as in the fit) of ``X``, shape (n, M).

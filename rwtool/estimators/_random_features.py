@@ -951,6 +951,35 @@ class _RW(_RandomFeatureModel):
                                 gamma=self.gamma, theta=self.theta, kappa=self.kappa,
                                 random_state=seed)
 
+    def width_rule(self, n_features_in: int, x_norm_max: float | None = None) -> dict:
+        """The kernel width and the constants a fit on rows of ``n_features_in`` inputs gets,
+        known before fitting (from the map's own rules: what the app shows is what the fit uses).
+
+        ``n``: the columns the map sees (inputs plus the bias column); ``gamma`` and
+        ``gamma_rule`` ("given", "theta" or "kappa" by 003 Table 4, "sigma");
+        ``theta_target`` / ``kappa_target``: the value the rule used (theta's default resolved),
+        else None. With ``x_norm_max``, sup ||x|| of the rows as the estimator prepares them
+        (standardised when standardize=True) before the bias column: ``x_norm_max`` over the
+        map's columns and ``theta``, ``kappa`` of 003 Table 2. A Monte Carlo instantiation has
+        no closed form (``closed_form`` False): gamma and the constants come with its fit.
+        """
+        check_theta(self.theta)
+        fmap = self._make_map(None)
+        bias = self._uses_bias()
+        n = int(n_features_in) + int(bias)
+        out = {"n": n, "closed_form": self._kind() != "mc", "theta_target": fmap.theta_rule(),
+               "kappa_target": None, "gamma": None, "gamma_rule": None, "x_norm_max": None,
+               "theta": None, "kappa": None}
+        if not out["closed_form"]:
+            return out
+        gamma, rule = fmap.gamma_rule(n)
+        out.update(gamma=gamma, gamma_rule=rule,
+                   kappa_target=float(self.kappa) if rule == "kappa" else None)
+        if x_norm_max is not None:
+            xmax = math.sqrt(float(x_norm_max) ** 2 + (1.0 if bias else 0.0))
+            out.update(x_norm_max=xmax, **fmap.table2_constants(n, gamma, xmax))
+        return out
+
     def rkhs_norm(self) -> np.ndarray | float:
         """||alpha||_H = sqrt(a^T G a) of the learned weight function (per output)."""
         check_is_fitted(self)

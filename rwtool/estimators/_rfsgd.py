@@ -26,7 +26,8 @@ from ..losses import get_loss
 from ..progress import FitCancelled, make_progress
 from ..resources import FitEstimate
 from ..solvers._divergence import check_final_model
-from ..solvers._sgd import SGDState, averaged_sgd, check_step_size, default_gamma, logistic_loss
+from ..solvers._sgd import (SGDState, averaged_sgd, check_step_size, default_gamma, logistic_loss,
+                            step_size_condition)
 
 __all__ = ["RFSGDClassifier", "SIGMA_RULES"]
 
@@ -177,6 +178,28 @@ class RFSGDClassifier(ClassifierMixin, BaseEstimator):
     def _R2(self):
         return 1.0 if self.variant.lower() == "pair" else 2.0
 
+    def step_rule(self) -> dict:
+        """The step sizes of a fit, known before fitting (seed 002 Theorem 3): ``gamma`` (the
+        offset: ``gamma`` itself, or with ``gamma_given`` False the smallest meeting the
+        condition), ``eta1`` = 2 / (reg (gamma + 1)), ``bound`` = min(1/(L R^2), 1/(2 reg)) and
+        ``meets_theorem`` (eta1 <= bound; a fit that breaks it warns and still runs)."""
+        check_scalar(self.reg, "reg", low=0.0, low_inclusive=False)
+        check_scalar(self.gamma, "gamma", low=0.0, allow_none=True)
+        check_choice(self.variant, "variant", ("pair", "phase"))
+        R2 = self._R2()
+        given = self.gamma is not None
+        gamma = float(self.gamma) if given else default_gamma(float(self.reg), R2)
+        eta1, bound, met = step_size_condition(float(self.reg), gamma, R2)
+        return {"gamma": gamma, "gamma_given": given, "eta1": eta1, "bound": bound,
+                "meets_theorem": met}
+
+    @property
+    def n_features_out_(self) -> int:
+        """Random frequencies with a non-zero coefficient (a "pair" frequency's cos and sin
+        coefficients count once, as ``n_features`` counts them)."""
+        check_is_fitted(self)
+        return int(np.count_nonzero(self.feature_map_.frequencies_used(self.coef_)))
+
     def _start(self, X, classes, rng):
         """Draw the features and set the schedule for a fresh model."""
         self.classes_ = classes
@@ -190,7 +213,7 @@ class RFSGDClassifier(ClassifierMixin, BaseEstimator):
         fmap.fit(Xp)
         self.feature_map_ = fmap
         R2 = self._R2()
-        self.gamma_ = float(default_gamma(self.reg, R2) if self.gamma is None else self.gamma)
+        self.gamma_ = self.step_rule()["gamma"]
         self.eta1_ = check_step_size(float(self.reg), self.gamma_, R2)
         k = 1 if len(classes) == 2 else len(classes)
         self.coef_ = np.zeros((fmap.n_output_, k))

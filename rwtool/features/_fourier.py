@@ -87,6 +87,16 @@ class RandomFourierFeatures(FeatureMap):
     def n_output_(self):
         return 2 * int(self.n_features) if self.variant.lower() == "pair" else int(self.n_features)
 
+    def frequencies_used(self, coef) -> np.ndarray:
+        """Whether each of the M frequencies has a non-zero coefficient in ``coef`` (one row per
+        output column of the map): the cos and sin rows of a "pair" frequency count as one."""
+        c = np.asarray(coef)
+        used = np.any(c.reshape(len(c), -1) != 0, axis=1)
+        if self.variant.lower() == "pair":
+            M = int(self.n_features)
+            used = used[:M] | used[M:]
+        return used
+
     def _sample(self, rng, n_in, X):
         M, kernel = int(self.n_features), self.kernel.lower()
         scale = 1.0 / float(self.sigma)

@@ -711,18 +711,25 @@ class MonteCarloRKHS(RKHSWeighting):
             return None
         return MC_DEFAULT_THETA if self.theta is None else float(self.theta)
 
-    def _resolve_gamma(self, d):
+    def gamma_rule(self, n_in: int) -> tuple[float, str]:
+        """As for the closed forms, with ``n_in`` the dimension d of w: "sigma sqrt(d)" for the
+        polynomial kernel, "sigma" for the indicator-gaussian one (user kernels ignore it)."""
         kernel = _lookup("kernel", self.kernel)
         s = float(self.sigma)
         if self.gamma is not None:
-            return float(self.gamma)
+            return float(self.gamma), "given"
         if kernel == "gaussian":
-            return gamma_from_theta(d, s, self.theta_target_)
+            return gamma_from_theta(n_in, s, self.theta_rule()), "theta"
         if kernel == "exponential":
-            return gamma_from_kappa(d, s, float(self.kappa))
+            return gamma_from_kappa(n_in, s, float(self.kappa)), "kappa"
         if kernel == "polynomial":
-            return s * math.sqrt(d)
-        return s  # indicator-gaussian; user kernels ignore it
+            return s * math.sqrt(n_in), "sigma sqrt(d)"
+        return s, "sigma"
+
+    def table2_constants(self, n_in: int, gamma: float, x_norm_max: float = 1.0):
+        """None: a Monte Carlo instantiation has no closed form (theta_ and kappa_ are estimated
+        from the fitted draws)."""
+        return None
 
     def _sample(self, rng, n_in, X):
         dist = _lookup("distribution", self.distribution)
@@ -742,7 +749,7 @@ class MonteCarloRKHS(RKHSWeighting):
                              f"{self.mc_.draws_.shape[1]}; it must return (size, d) with d "
                              f"fixed for a given n_in")
         self.theta_target_ = self.theta_rule()
-        self.gamma_ = self._resolve_gamma(self.W_.shape[1])
+        self.gamma_, _ = self.gamma_rule(self.W_.shape[1])
         self._check_user_functions(X)
 
     def _check_user_functions(self, X):

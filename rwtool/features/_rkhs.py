@@ -205,6 +205,18 @@ class RKHSWeighting(FeatureMap):
         (gamma given, or a kernel without the theta rule); known before fitting."""
         return None
 
+    def gamma_rule(self, n_in: int) -> tuple[float, str]:
+        """``(gamma, rule)``: the kernel width a fit on ``n_in`` columns uses and what set it
+        ("given", "theta" or "kappa" by 003 Table 4, "sigma"); known before fitting."""
+        s = float(self.sigma)
+        return (s, "sigma") if self.gamma is None else (float(self.gamma), "given")
+
+    def table2_constants(self, n_in: int, gamma: float, x_norm_max: float = 1.0):
+        """``{"theta", "kappa"}`` of 003 Table 2 for this instantiation on ``n_in`` columns with
+        width ``gamma`` and sup ||x|| = ``x_norm_max`` (inf where the constant is infinite);
+        None for a map whose constants are estimated from the fitted features."""
+        return instantiation_constants(self.name, n_in, float(self.sigma), gamma, x_norm_max)
+
     # -- shared parameter handling --------------------------------------------------------
     def _check_common(self):
         check_scalar(self.n_features, "n_features", numbers.Integral, low=1)
@@ -262,8 +274,8 @@ class RKHSWeighting(FeatureMap):
         if not known and self._reads_x_norm:
             self.theta_ = self.kappa_ = None
             return
-        c = instantiation_constants(self.name, self.n_features_in_, float(self.sigma),
-                                    self.gamma_, self.x_norm_max_ if known else 1.0)
+        c = self.table2_constants(self.n_features_in_, self.gamma_,
+                                  self.x_norm_max_ if known else 1.0)
         self.theta_, self.kappa_ = c["theta"], c["kappa"]
 
     def constants(self) -> tuple[float, float]:
@@ -306,12 +318,12 @@ class _RWDot(RKHSWeighting):
                     f"otherwise, seed 003 Table 2); got sigma={self.sigma}, gamma={self.gamma}: "
                     f"lower sigma, raise gamma, or leave gamma=None and set kappa")
 
-    def _resolve_gamma(self, n):
+    def gamma_rule(self, n_in: int) -> tuple[float, str]:
         if self.gamma is not None:
-            return float(self.gamma)
+            return float(self.gamma), "given"
         if self._kernel_kind == "gaussian":
-            return gamma_from_theta(n, float(self.sigma), self.theta_target_)
-        return gamma_from_kappa(n, float(self.sigma), float(self.kappa))
+            return gamma_from_theta(n_in, float(self.sigma), self.theta_rule()), "theta"
+        return gamma_from_kappa(n_in, float(self.sigma), float(self.kappa)), "kappa"
 
     def theta_rule(self) -> float | None:
         if self._kernel_kind != "gaussian" or self.gamma is not None:
@@ -320,7 +332,7 @@ class _RWDot(RKHSWeighting):
 
     def _sample(self, rng, n_in, X):
         self.theta_target_ = self.theta_rule()
-        self.gamma_ = self._resolve_gamma(n_in)
+        self.gamma_, _ = self.gamma_rule(n_in)
         self.W_ = sample_gaussian(rng, int(self.n_features), n_in, float(self.sigma))
         self._draw_mc(rng, "normal", n_in)
 
@@ -584,7 +596,7 @@ class RWStumps(RKHSWeighting):
     def _sample(self, rng, n_in, X):
         s = float(self.sigma)
         self.theta_target_ = None
-        self.gamma_ = s if self.gamma is None else float(self.gamma)
+        self.gamma_, _ = self.gamma_rule(n_in)
         self.idx_, self.thr_ = sample_stumps(rng, int(self.n_features), n_in, s)
         self._draw_mc(rng, "stumps", n_in)
 

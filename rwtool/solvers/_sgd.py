@@ -33,7 +33,7 @@ from ._ridge import NumericalWarning
 
 __all__ = ["step_size", "averaging_theta", "averaging_weights", "default_gamma",
            "check_step_size", "logistic_loss", "SGDState", "averaged_sgd",
-           "kernel_averaged_sgd", "LOGISTIC_SMOOTHNESS"]
+           "kernel_averaged_sgd", "LOGISTIC_SMOOTHNESS", "step_size_condition"]
 
 _LOGISTIC = LogisticLoss()
 #: L, the smoothness constant of the logistic loss (phi'' <= 1/4)
@@ -66,11 +66,18 @@ def default_gamma(lam: float, R2: float = 1.0) -> float:
     return max(2.0 * LOGISTIC_SMOOTHNESS * R2 / lam, 4.0) - 1.0
 
 
-def check_step_size(lam: float, gamma: float, R2: float = 1.0) -> float:
-    """eta_1, with a warning when it breaks the theorem's condition (the fit still runs)."""
+def step_size_condition(lam: float, gamma: float, R2: float = 1.0) -> tuple[float, float, bool]:
+    """``(eta_1, bound, met)``: eta_1 = 2/(lam (gamma + 1)), the bound min(1/(L R^2), 1/(2 lam))
+    of seed 002 Theorem 3, and whether eta_1 meets it (up to rounding)."""
     eta1 = 2.0 / (lam * (gamma + 1.0))
     bound = min(1.0 / (LOGISTIC_SMOOTHNESS * R2), 1.0 / (2.0 * lam))
-    if eta1 > bound * (1.0 + 1e-12):
+    return eta1, bound, eta1 <= bound * (1.0 + 1e-12)
+
+
+def check_step_size(lam: float, gamma: float, R2: float = 1.0) -> float:
+    """eta_1, with a warning when it breaks the theorem's condition (the fit still runs)."""
+    eta1, bound, met = step_size_condition(lam, gamma, R2)
+    if not met:
         warnings.warn(f"eta_1 = 2/(lam (gamma + 1)) = {eta1:.4g} exceeds min(1/(L R^2), "
                       f"1/(2 lam)) = {bound:.4g}, the step-size condition of seed 002 Theorem 3; "
                       f"SGD may oscillate or diverge. Use gamma >= {default_gamma(lam, R2):.6g}",
