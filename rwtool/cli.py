@@ -1,16 +1,17 @@
 """The ``rwtool`` command: train, predict, evaluate, info, inspect and samples from a shell.
 
 A thin driver over the calls a script makes (rwtool.data.read_csv / train_test_csv, the
-estimators, rwtool.persist.save / read_model): it parses arguments, draws a progress bar on
-stderr from the progress protocol (Ctrl-C cancels the fit through the callback), prints a table
-or, with ``--json``, one JSON document on stdout, and exits non-zero with a one-line message on
-any error. It must not hold any learning or parsing logic of its own.
+estimators, rwtool.persist.save / read_model) and over rwtool.report, which it shares with the
+app (methods, evaluation, metrics, bounds table, predictions CSV): it parses arguments, draws a
+progress bar on stderr from the progress protocol (Ctrl-C cancels the fit through the callback),
+prints a table or, with ``--json``, one JSON document on stdout, and exits non-zero with a
+one-line message on any error, its fix in the command line's words (``CLI_TERMS``). It must not
+hold any learning, scoring or parsing logic of its own.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import math
 import os
@@ -23,17 +24,13 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["main", "build_parser", "METHODS", "available_methods", "CLIError"]
+from .report import (METHODS, Terms, apply_to_file, bound_meanings, bounds_table, check_labels,
+                     evaluate, fit_summary, prediction_columns, write_csv, write_predictions)
 
-#: method name -> (module, classifier class, regressor class); a method is offered when its
-#: module imports (estimators landing later need no change here)
-METHODS = {
-    "rw": ("rwtool.estimators", "RWClassifier", "RWRegressor"),
-    "rks": ("rwtool.estimators", "RKSClassifier", "RKSRegressor"),
-    "rfsgd": ("rwtool.estimators", "RFSGDClassifier", "RFSGDRegressor"),
-    "greedy": ("rwtool.estimators", "GreedyMKClassifier", "GreedyMKRegressor"),
-    "bkernn": ("rwtool.estimators", "BKerNNClassifier", "BKerNNRegressor"),
-}
+__all__ = ["main", "build_parser", "CLIError", "CLI_TERMS"]
+
+#: how the command line names the settings an error's fix points to (rwtool.report.Terms)
+CLI_TERMS = Terms("CLI", {"task": "--task {value}", "target": "--target {value}"})
 
 #: command-line option -> estimator parameter names it may set (the first one accepted wins)
 _OPTION_PARAMS = {
@@ -56,33 +53,10 @@ class CLIError(Exception):
 
 # ============================================================================ methods
 
-def _method_classes(name: str):
-    module, clf, reg = METHODS[name]
-    try:
-        mod = importlib.import_module(module)
-    except Exception as exc:
-        raise CLIError(f"method {name!r} is not available in this installation ({module} "
-                       f"could not be imported: {exc})") from None
-    return getattr(mod, clf, None), getattr(mod, reg, None)
-
-
-def available_methods() -> dict[str, dict]:
-    """Method name -> {"classifier": class name or None, "regressor": ...} for those importable."""
-    out = {}
-    for name in METHODS:
-        try:
-            c, r = _method_classes(name)
-        except CLIError:
-            continue
-        if c is not None or r is not None:
-            out[name] = {"classifier": None if c is None else c.__name__,
-                         "regressor": None if r is None else r.__name__}
-    return out
 
 
 def _make_estimator(args, task: str):
-    clf_cls, reg_cls = _method_classes(args.method)
-    cls = reg_cls if task == "regression" else clf_cls
+    cls = METHODS[args.method].estimator_class(task)
     if cls is None:
         kind = "regressor" if task == "regression" else "classifier"
         raise CLIError(f"method {args.method!r} has no {kind}; the target is {task} "
@@ -185,106 +159,12 @@ def _fmt(v) -> str:
 
 # ============================================================================ metrics
 
-def _metrics(est, X, y, task: str, prefix: str, pred=None) -> dict:
-    """Metrics of ``est`` on (X, y) (``pred``: ``est.predict(X)`` when the caller has it);
-    NumericalError rather than a metric of non-finite output."""
-    from .exceptions import check_finite_result
-    if pred is None:
-        pred = est.predict(X)      # rwtool classifiers check their decision values themselves
-    if task == "regression":
-        check_finite_result(np.asarray(pred, dtype=float), solver=type(est).__name__,
-                            what="the predictions", fix="refit with other parameters; no metric "
-                            "is computed from non-finite predictions")
-        y = np.asarray(y, dtype=float)
-        err = np.asarray(pred, dtype=float) - y
-        mse = float(np.mean(err ** 2))
-        ss_tot = float(np.sum((y - y.mean()) ** 2))
-        r2 = 1.0 - float(np.sum(err ** 2)) / ss_tot if ss_tot > 0 else float("nan")
-        return {f"{prefix}_r2": r2, f"{prefix}_mse": mse,
-                f"{prefix}_mae": float(np.mean(np.abs(err)))}
-    acc = float(np.mean(_same_labels(pred, y)))
-    return {f"{prefix}_error": 1.0 - acc, f"{prefix}_accuracy": acc}
-
-
-def _label_check(classes, y, source: str) -> str | None:
-    """A note on test labels outside ``classes``; CLIError when most rows carry such labels.
-
-    Metrics over labels the model cannot predict measure the files' coding, not the model
-    (adults' test file writes '<=50K.' where training wrote '<=50K').
-    """
-    known = [str(c) for c in classes]
-    known_set = set(known)
-    y = np.asarray(y).astype(str)
-    labels, counts = np.unique(y, return_counts=True)
-    unseen = {lab: int(c) for lab, c in zip(labels, counts) if lab not in known_set}
-    if not unseen:
-        return None
-    n_bad = sum(unseen.values())
-    shown = ", ".join(repr(str(lab)) for lab in list(unseen)[:10])
-    if 2 * n_bad <= len(y):
-        return (f"{n_bad} of {len(y)} rows of {source} have labels absent from training "
-                f"(always counted wrong): {shown}")
-    strip = {lab: lab.strip().strip(".;,").strip() for lab in unseen}
-    hint = ("the labels differ only by punctuation or spaces: make them equal in both files"
-            if all(v in known for v in strip.values())
-            else "check that both files code the target column the same way")
-    raise CLIError(f"{n_bad} of {len(y)} rows of {source} have labels the model never saw in "
-                   f"training ({shown}; training labels: {', '.join(map(repr, known[:10]))}), "
-                   f"so no metric would mean anything; {hint}")
-
-
-def _same_labels(pred, y) -> np.ndarray:
-    pred, y = np.asarray(pred), np.asarray(y)
-    if pred.dtype.kind in "US" or y.dtype.kind in "US":
-        return pred.astype(str) == y.astype(str)
-    return pred == y
-
-
-def _confusion(pred, y, classes) -> dict:
-    labels = [str(c) for c in classes]
-    k = len(labels)
-    order = np.argsort(np.array(labels))
-    sorted_labels = np.array(labels)[order]
-
-    def codes(v):      # index of each value in ``labels``; -1 for a label the model lacks
-        v = np.asarray(v).astype(str)
-        pos = np.minimum(np.searchsorted(sorted_labels, v), max(k - 1, 0))
-        return np.where(sorted_labels[pos] == v, order[pos], -1) if k else np.full(len(v), -1)
-
-    t, p = codes(y), codes(pred)
-    ok = (t >= 0) & (p >= 0)
-    M = np.bincount(t[ok] * k + p[ok], minlength=k * k).reshape(k, k).astype(int)
-    return {"labels": labels, "matrix": M.tolist()}
-
-
-def _n_features(est) -> int | None:
-    try:
-        v = getattr(est, "n_features_out_", None)
-        if v is not None:
-            return int(v)
-    except Exception:
-        pass
-    for name in ("n_features", "n_particles"):
-        v = est.get_params(deep=False).get(name)
-        if isinstance(v, (int, np.integer)):
-            return int(v)
-    return None
-
-
-def _bounds(est, X, y) -> tuple[dict, str | None]:
-    if not callable(getattr(est, "bounds", None)):
-        return {}, None
-    try:
-        b = est.bounds(X, y)
-    except Exception as exc:
-        return {}, f"bounds not computed ({str(exc).splitlines()[0] if str(exc) else exc})"
-    out = {}
-    for k, v in (b.items() if isinstance(b, dict) else []):
-        if isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool):
-            out[f"bound_{k}"] = float(v)
-    if isinstance(b, dict) and b.get("theta_kappa") == "Monte Carlo estimates":
-        return out, "bound_theta and bound_kappa are Monte Carlo estimates (no closed form)"
-    return out, None
+def _scores(est, data, task: str, prefix: str, source: str, notes: list) -> dict:
+    """``{prefix}_error`` ... of ``est`` on a Dataset whose labels were checked already
+    (rwtool.report.evaluate); its notes (an undefined R^2) go to ``notes``."""
+    ev = evaluate(est, data.X, data.y, task=task, source=source, labels_checked=True)
+    notes += ev.notes
+    return {f"{prefix}_{k}": v for k, v in ev.scores.items()}
 
 
 # ============================================================================ output
@@ -312,11 +192,15 @@ def _jsonable(v):
 
 
 def _table(rows, out=None) -> None:
+    """Rows ``(name, value)`` or ``(name, value, what it means)``, aligned in columns."""
     out = out or sys.stdout
-    rows = [(str(a), _fmt(b) if not isinstance(b, str) else b) for a, b in rows]
-    width = max((len(a) for a, _ in rows), default=0)
-    for a, b in rows:
-        out.write(f"  {a:<{width}}  {b}\n")
+    rows = [(str(r[0]), r[1] if isinstance(r[1], str) else _fmt(r[1]), *r[2:]) for r in rows]
+    width = max((len(r[0]) for r in rows), default=0)
+    vwidth = max((len(r[1]) for r in rows if len(r) > 2), default=0)
+    for r in rows:
+        line = f"  {r[0]:<{width}}  {r[1]:<{vwidth}}  {r[2]}" if len(r) > 2 and r[2] else \
+            f"  {r[0]:<{width}}  {r[1]}"
+        out.write(line.rstrip() + "\n")
 
 
 # ============================================================================ data options
@@ -404,10 +288,11 @@ def cmd_train(args) -> int:
         raise CLIError("no target column: pass --target COL")
     est = _make_estimator(args, train.task)
     label_note = None
+    test_source = os.path.basename(args.test) if args.test else \
+        f"the test rows of {os.path.basename(args.data)}"
     if test is not None and train.task != "regression":
         # before the fit: a test file coded differently is refused in a second, not after it
-        label_note = _label_check(np.unique(np.asarray(train.y)), test.y,
-                                  os.path.basename(args.test or args.data))
+        label_note = check_labels(np.unique(np.asarray(train.y)), test.y, test_source)
     bar = ProgressBar(enabled=not (args.quiet or args.no_progress))
     old = bar.install_sigint()
     cancelled = partial = False
@@ -426,29 +311,28 @@ def cmd_train(args) -> int:
     wall = time.perf_counter() - t0
     metrics = {"n_train": train.n_samples, "n_test": 0 if test is None else test.n_samples,
                "n_inputs": train.n_features}
-    metrics.update(_metrics(est, train.X, train.y, train.task, "train"))
     notes = list(train.notes) + [label_note]
+    metrics.update(_scores(est, train, train.task, "train",
+                           f"the training rows of {os.path.basename(args.data)}", notes))
     if test is not None:
-        metrics.update(_metrics(est, test.X, test.y, train.task, "test"))
+        metrics.update(_scores(est, test, train.task, "test", test_source, notes))
     metrics["fit_time_s"] = float(getattr(est, "fit_time_", wall))
-    _add_n_features(est, metrics)
-    reg = getattr(est, "reg_", None)
-    if isinstance(reg, (int, float)) and not isinstance(reg, bool):
-        # the value used, and whether cross-validation chose it (the least-squares default)
-        metrics["reg_chosen_by_cv" if getattr(est, "reg_search_", None) else "reg"] = float(reg)
-    bounds, bound_note = ({}, None) if args.no_bounds else _bounds(est, train.X, train.y)
-    metrics.update(bounds)
+    _add_fit_summary(est, metrics, reg=True)
+    bounds, bound_note = ([], None) if args.no_bounds else bounds_table(est, train.X, train.y)
+    metrics.update({f"bound_{b.key}": b.value for b in bounds})
     if cancelled:
         metrics["cancelled"] = True
     notes = [n for n in notes + [bound_note] if n]
     if cancelled:
         notes.append("training was cancelled: the model is the last completed iterate")
-    _report_training(args, est, metrics, notes, train.preprocessing, train.summary())
+    _report_training(args, est, metrics, notes, train.preprocessing, train.summary(), bounds)
     return EXIT_CANCELLED if cancelled else EXIT_OK
 
 
-def _report_training(args, est, metrics, notes, preprocessing, data_summary) -> None:
-    """Save the model (with --out) and print the training report (table or JSON)."""
+def _report_training(args, est, metrics, notes, preprocessing, data_summary,
+                     bounds=()) -> None:
+    """Save the model (with --out) and print the training report (table or JSON); the bound
+    rows (rwtool.report.bounds_table) are printed with what each number means."""
     from .persist import save
     saved = None
     if args.out:
@@ -462,6 +346,8 @@ def _report_training(args, est, metrics, notes, preprocessing, data_summary) -> 
                     "params": est.get_params(deep=False), "task": task,
                     "target": target, "classes": classes,
                     "feature_names": preprocessing.feature_names_out, "metrics": metrics,
+                    "bounds": [{"name": f"bound_{b.key}", "value": b.value,
+                                "meaning": b.meaning} for b in bounds],
                     "model_file": saved, "notes": notes, "data": data_summary})
     elif not args.quiet:
         n_test = metrics.get("n_test", 0)
@@ -469,22 +355,29 @@ def _report_training(args, est, metrics, notes, preprocessing, data_summary) -> 
               f"{task}, target {target!r}, {metrics['n_train']} training rows"
               + (f", {n_test} test rows" if n_test else "")
               + f", {metrics['n_inputs']} input columns")
-        _table([(k, v) for k, v in metrics.items() if k not in ("n_train", "n_test",
-                                                                  "n_inputs")])
+        meaning = {f"bound_{b.key}": b.meaning for b in bounds}
+        _table([(k, v) for k, v in metrics.items()
+                if k not in ("n_train", "n_test", "n_inputs") and k not in meaning])
+        if bounds:
+            print("  bounds of the training sample (squared loss in the model's units: +/-1 "
+                  "labels, standardised targets):")
+            _table([(k, metrics[k], meaning[k]) for k in meaning])
         for n in notes:
             print(f"  note: {n}")
         if saved:
             print(f"model saved to {saved}")
 
 
-def _add_n_features(est, metrics) -> None:
-    nf = _n_features(est)
-    if nf is not None:
-        metrics["n_features"] = nf
-    # the theta the gamma rule used: theta=None resolves per instantiation (0.1 or 0.5)
-    theta = getattr(getattr(est, "feature_map_", None), "theta_target_", None)
-    if isinstance(theta, float):
-        metrics["theta"] = theta
+def _add_fit_summary(est, metrics, reg: bool) -> None:
+    """The model's size, the theta its gamma rule used (theta=None resolves per instantiation)
+    and, with ``reg``, the reg used and whether cross-validation chose it."""
+    s = fit_summary(est)
+    if "n_features_out" in s:
+        metrics["n_features"] = s["n_features_out"]
+    if "theta" in s:
+        metrics["theta"] = s["theta"]
+    if reg and "reg" in s:
+        metrics["reg_chosen_by_cv" if s["reg_auto"] else "reg"] = s["reg"]
 
 
 #: the in-memory reader needs about this many times the file's size
@@ -547,7 +440,7 @@ def _train_streaming(args) -> int:
         bar.close()
         if old is not None:
             signal.signal(signal.SIGINT, old)
-    _add_n_features(run.estimator, run.metrics)
+    _add_fit_summary(run.estimator, run.metrics, reg=False)
     notes = list(run.notes)
     if not args.no_bounds:
         notes.append("bounds need the training data in memory: not computed when streaming")
@@ -564,77 +457,55 @@ def _model_limit(args) -> dict:
     return {} if mb is None else {"max_bytes": max(1, int(mb * 1e6))}
 
 
-def _load_and_apply(args, require_target):
+def _read_model(args):
     from .persist import read_model
-    mf = read_model(args.model, **_model_limit(args))
-    return mf, mf.apply_csv(args.data, require_target=require_target, **_dialect_options(args))
+    return read_model(args.model, **_model_limit(args))
 
 
 def cmd_predict(args) -> int:
-    from .persist import atomic_writer
-    mf, ds = _load_and_apply(args, require_target=False)
-    est = mf.estimator
-    pred = est.predict(ds.X)
-    columns = {"row": ds.rows, "prediction": pred}
-    if args.decision and callable(getattr(est, "decision_function", None)):
-        D = np.asarray(est.decision_function(ds.X))
-        if D.ndim == 1:
-            columns["decision"] = D
-        else:
-            for j, c in enumerate(est.classes_):
-                columns[f"decision_{c}"] = D[:, j]
+    mf = _read_model(args)
+    res = apply_to_file(mf, args.data, score=False, **_dialect_options(args))
+    ds = res.data
+    columns = prediction_columns(mf.estimator, ds.X, ds.rows, res.pred, args.decision)
     if args.json:
         _emit_json({"command": "predict", "model": mf.path, "data": args.data,
-                    "n_rows": ds.n_samples, "notes": ds.notes,
+                    "n_rows": ds.n_samples, "notes": res.notes,
                     "columns": {k: np.asarray(v).tolist() for k, v in columns.items()}})
         if args.out:
-            _write_predictions(args.out, columns, atomic_writer)
+            _write_predictions(args.out, columns)
         return EXIT_OK
     if args.out:
-        _write_predictions(args.out, columns, atomic_writer)
+        _write_predictions(args.out, columns)
         if not args.quiet:
             print(f"{ds.n_samples} predictions written to {os.path.abspath(args.out)}")
-            for n in ds.notes:
+            for n in res.notes:
                 print(f"  note: {n}")
     else:
-        _write_csv(sys.stdout, columns)
+        write_csv(sys.stdout, columns)
     return EXIT_OK
 
 
-def _write_csv(fh, columns: dict) -> None:
-    import csv
-    w = csv.writer(fh, lineterminator="\n")
-    w.writerow(list(columns))
-    cols = [np.asarray(v) for v in columns.values()]
-    for i in range(len(cols[0])):
-        w.writerow([repr(float(c[i])) if c.dtype.kind == "f" else c[i] for c in cols])
-
-
-def _write_predictions(path, columns, atomic_writer) -> None:
+def _write_predictions(path, columns) -> None:
     try:
-        with atomic_writer(path, "w", encoding="utf-8", newline="") as fh:
-            _write_csv(fh, columns)
+        write_predictions(path, columns)
     except OSError as exc:
         raise CLIError(f"cannot write {path}: {exc.strerror or exc}") from None
 
 
 def cmd_evaluate(args) -> int:
-    mf, ds = _load_and_apply(args, require_target=True)
-    est = mf.estimator
+    mf = _read_model(args)
+    res = apply_to_file(mf, args.data, require_target=True, **_dialect_options(args))
+    ds, ev, est = res.data, res.evaluation, mf.estimator
+    if ev is None:
+        raise CLIError(f"no row of {os.path.basename(args.data)} has a target value to "
+                       f"evaluate the model on")
     task = ds.task
-    m = {"n_rows": ds.n_samples}
-    conf = None
-    if task != "regression":
-        note = _label_check(est.classes_, ds.y, os.path.basename(args.data))
-        if note:
-            ds.notes.append(note)
-    pred = est.predict(ds.X)       # once, for the metrics and the confusion matrix
-    m.update(_metrics(est, ds.X, ds.y, task, "test", pred))
-    if task != "regression":
-        conf = _confusion(pred, ds.y, est.classes_)
+    m = {"n_rows": ds.n_samples, **{f"test_{k}": v for k, v in ev.scores.items()}}
+    conf = None if ev.confusion is None else {"labels": [str(c) for c in ev.classes],
+                                              "matrix": ev.confusion.tolist()}
     if args.json:
         _emit_json({"command": "evaluate", "model": mf.path, "data": args.data, "task": task,
-                    "metrics": m, "confusion": conf, "notes": ds.notes})
+                    "metrics": m, "confusion": conf, "notes": res.notes})
         return EXIT_OK
     print(f"{type(est).__name__} on {os.path.basename(args.data)} ({task}, "
           f"{ds.n_samples} rows)")
@@ -646,7 +517,7 @@ def cmd_evaluate(args) -> int:
         print("  " + " " * w + "".join(f" {s:>{w}}" for s in labels))
         for s, row in zip(labels, conf["matrix"]):
             print(f"  {s:>{w}}" + "".join(f" {v:>{w}}" for v in row))
-    for n in ds.notes:
+    for n in res.notes:
         print(f"  note: {n}")
     return EXIT_OK
 
@@ -677,7 +548,8 @@ def cmd_info(args) -> int:
         print("  preprocessing: none recorded (the model takes numeric arrays only)")
     if info.get("metrics"):
         print("  metrics at training:")
-        _table([(f"  {k}", v) for k, v in info["metrics"].items()])
+        meaning = bound_meanings(info["metrics"])
+        _table([(f"  {k}", v, meaning.get(k, "")) for k, v in info["metrics"].items()])
     if info.get("notes"):
         print(f"  notes: {info['notes']}")
     return EXIT_OK
@@ -776,8 +648,8 @@ def build_parser() -> argparse.ArgumentParser:
   rwtool train data.csv --target y --method greedy --param selector=eerf
 methods: rw (RKHS weightings), rks (random kitchen sinks), rfsgd (averaged SGD on random
 Fourier features), greedy (greedy multi-kernel features), bkernn (Brownian-kernel neural
-network); each is offered when its module is installed. Options that a method does not take
-are refused; any other estimator parameter can be set with --param NAME=VALUE.""")
+network); rfsgd has no regressor. Options that a method does not take are refused; any other
+estimator parameter can be set with --param NAME=VALUE.""")
     p.add_argument("data", help="training CSV file")
     p.add_argument("--target", "-y", required=True, help="target column (name or position)")
     p.add_argument("--method", "-m", default="rw", choices=list(METHODS),
@@ -874,7 +746,9 @@ are refused; any other estimator parameter can be set with --param NAME=VALUE.""
 # ============================================================================ entry point
 
 def _one_line(exc: BaseException) -> str:
-    text = " ".join(str(exc).split())
+    """The error in one line; a rwtool.report error phrases its fix with the CLI's options."""
+    phrase = getattr(exc, "phrase", None)
+    text = " ".join((phrase(CLI_TERMS) if callable(phrase) else str(exc)).split())
     return text or type(exc).__name__
 
 

@@ -207,19 +207,21 @@ def test_cli_train_of_a_diverging_sfgd(tmp_path, capsys):
                                               "1e-6", "-T", "60", "--param", "step_cap=None"])
 
 
-def test_cli_metrics_refuse_non_finite_output(binary_data, regression_data):
+def test_report_metrics_refuse_non_finite_output(binary_data, regression_data):
+    """The scores the CLI and the app print (rwtool.report.evaluate) never come from NaN."""
+    from rwtool.report import evaluate
     X, y = binary_data
     clf = rw.RWClassifier(n_features=30, random_state=0).fit(X, y)
     clf.coef_[:] = np.nan
     with pytest.raises(rw.NumericalError):
-        cli._metrics(clf, X, y, "binary", "test")
+        evaluate(clf, X, y, task="binary", source="the test rows")
     Xr, yr = regression_data
     reg = rw.RWRegressor(n_features=30, random_state=0).fit(Xr, yr)
     reg.y_scaler_ = None
     reg.coef_[:] = np.nan
     reg.solver_info_ = {}
     with pytest.raises(rw.NumericalError):
-        cli._metrics(reg, Xr, yr, "regression", "test")
+        evaluate(reg, Xr, yr, task="regression", source="the test rows")
 
 
 # ----------------------------------------------------------------------------- cost model

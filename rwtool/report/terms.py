@@ -1,0 +1,35 @@
+"""How a caller names the settings an error's fix points to: the API, the command line, the app.
+
+An error of the report layer keeps its parts apart (what was seen, what to change) and phrases
+the fix with the caller's :class:`Terms`: the Python API says ``task='regression'``, the
+command line ``--task regression``, the app the control a person clicks. ``str(error)`` uses
+the API's words; ``error.phrase(terms)`` any caller's. This module holds words only; it must
+not import anything of rwtool.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+__all__ = ["Terms", "API_TERMS"]
+
+
+@dataclass(frozen=True)
+class Terms:
+    """``settings``: setting name -> how the caller names it, a format string that may use
+    ``{value}`` (e.g. ``{"task": "--task {value}"}``); a setting it does not name is written as
+    the API writes it."""
+
+    caller: str
+    settings: dict = field(default_factory=dict)
+
+    def setting(self, name: str, value=None) -> str:
+        """How this caller tells a person to set ``name`` (to ``value``, when given)."""
+        form = self.settings.get(name)
+        if form is None:
+            return name if value is None else f"{name}={value!r}"
+        return form.format(value="" if value is None else value).strip()
+
+
+#: the Python API's words: the parameter names of read_csv and the estimators
+API_TERMS = Terms("API", {"task": "task={value!r}", "target": "target={value!r}"})
