@@ -12,9 +12,7 @@ This widget reads data; it must not fit models.
 from __future__ import annotations
 
 import html
-import json
 import os
-from pathlib import Path
 
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QBrush, QColor
@@ -22,14 +20,13 @@ from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QDoubleSpinBox, QFo
                                QHBoxLayout, QHeaderView, QLabel, QPushButton, QSpinBox,
                                QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget)
 
-import rwtool
 from rwtool import data as rwdata
 
 from .read_options import KEYS as READ_KEYS
 from .read_options import ReadOptions
 from .worker import run_in_background
 
-__all__ = ["DataPanel", "PreviewTable", "MISSING_LABELS", "samples_dir", "list_samples"]
+__all__ = ["DataPanel", "PreviewTable", "MISSING_LABELS"]
 
 MISSING_LABELS = {
     "error": "Refuse missing values",
@@ -40,40 +37,6 @@ MISSING_LABELS = {
 TASK_CHOICES = ("auto", "classification", "regression")
 #: text columns with more distinct values than this start unchecked (identifiers, free text)
 MAX_CATEGORIES = 50
-
-
-def samples_dir() -> Path | None:
-    """The bundled samples/ folder (next to the rwtool package in a checkout or install)."""
-    env = os.environ.get("RWTOOL_SAMPLES")
-    for cand in ([Path(env)] if env else []) + [Path(rwtool.__file__).resolve().parent.parent
-                                                / "samples"]:
-        if cand.is_dir():
-            return cand
-    return None
-
-
-def list_samples() -> list[dict]:
-    """``[{name, path, target, description}]`` from samples/samples.json, else the CSV files."""
-    root = samples_dir()
-    if root is None:
-        return []
-    out = []
-    index = root / "samples.json"
-    if index.is_file():
-        try:
-            meta = json.loads(index.read_text(encoding="utf-8"))
-            for s in meta.get("samples", []):
-                p = root / s["file"]
-                if p.is_file():
-                    out.append({"name": s.get("name", p.stem), "path": str(p),
-                                "target": s.get("target"), "task": s.get("task"),
-                                "description": s.get("description", "")})
-        except (ValueError, KeyError, TypeError):
-            out = []
-    if not out:
-        out = [{"name": p.stem, "path": str(p), "target": None, "description": ""}
-               for p in sorted(root.glob("*.csv"))]
-    return out
 
 
 class PreviewTable(QTableWidget):

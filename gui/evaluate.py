@@ -3,7 +3,9 @@
 ``evaluate`` runs on the worker thread after a fit (predictions on the training and test rows,
 metrics, confusion matrix, ROC curve, decision-region grid, coefficient magnitudes, variable
 importance, the model's own curves) and returns a dict of numpy arrays, floats and strings that
-the GUI thread draws without touching the estimator again.
+the GUI thread draws without touching the estimator again. The scores, the label check, the
+confusion matrix, what the fit chose and the bounds table are rwtool.report's, shared with the
+command line; this module adds what only the app shows (baselines, per-class report, ROC, plots).
 
 This module computes with numpy only; it must not import Qt or draw.
 """
@@ -12,17 +14,21 @@ from __future__ import annotations
 
 import math
 import time
-import warnings
 
 import numpy as np
 
 from rwtool._base import ClassifierMixin
+from rwtool.report import (bounds_table, check_finite_model, class_index, class_report,
+                           fit_summary)
+from rwtool.report import evaluate as score_rows
 
 from .plans import _supports
 
-__all__ = ["evaluate", "chose_reg", "roc_curve", "confusion_matrix", "r2_score", "model_size",
-           "variable_importance", "coefficient_magnitudes", "model_curves", "GRID",
-           "class_report", "check_finite_model", "COUNT_METRICS"]
+__all__ = ["evaluate", "chose_reg", "roc_curve", "variable_importance",
+           "coefficient_magnitudes", "model_curves", "GRID", "COUNT_METRICS", "SCORE_NAMES"]
+
+#: rwtool.report's score keys -> how the app names them ("test error", "train R^2"...)
+SCORE_NAMES = {"error": "error", "mse": "MSE", "r2": "R^2", "mae": "MAE"}
 
 #: metrics that count things (shown as whole numbers, also when a model file stored floats)
 COUNT_METRICS = frozenset({"features used", "iterations", "rows", "bound: m"})
@@ -53,74 +59,6 @@ def roc_curve(y01: np.ndarray, score: np.ndarray):
     return fpr, tpr, auc
 
 
-def confusion_matrix(y_true, y_pred, classes) -> np.ndarray:
-    """counts[i, j] = number of rows of class ``classes[i]`` predicted as ``classes[j]``."""
-    classes = list(classes)
-    k = len(classes)
-    t, p = _class_index(y_true, classes), _class_index(y_pred, classes)
-    ok = (t >= 0) & (p >= 0)
-    return np.bincount(t[ok] * k + p[ok], minlength=k * k).astype(np.int64).reshape(k, k)
-
-
-def _class_index(labels, classes) -> np.ndarray:
-    """Position of each label in ``classes`` (-1 for a label that is not one of them)."""
-    index = {c: i for i, c in enumerate(classes)}
-    labels = np.asarray(labels).ravel()
-    try:
-        # one dictionary look-up per distinct label
-        values, inverse = np.unique(labels, return_inverse=True)
-    except TypeError:  # labels numpy cannot sort (mixed types): one look-up per label
-        return np.array([index.get(v, -1) for v in labels.tolist()], np.int64)
-    return np.array([index.get(v, -1) for v in values.tolist()], np.int64)[inverse.ravel()]
-
-
-def r2_score(y, pred) -> float:
-    y = np.asarray(y, float).ravel()
-    pred = np.asarray(pred, float).ravel()
-    ss = float(np.sum((y - y.mean()) ** 2))
-    return float("nan") if ss == 0 else 1.0 - float(np.sum((y - pred) ** 2)) / ss
-
-
-def model_size(est) -> int | None:
-    """Features (or particles) the fitted model actually uses.
-
-    A "pair" random Fourier map has two coefficient rows (cos and sin) per frequency: the
-    count is of frequencies, as the form's n_features is.
-    """
-    if hasattr(est, "particles_"):
-        return int(np.count_nonzero(np.linalg.norm(est.particles_, axis=0) > 0))
-    coef = getattr(est, "coef_", None)
-    if isinstance(coef, np.ndarray):
-        c = coef if coef.ndim == 2 else coef[:, None]
-        used = np.any(c != 0, axis=1)
-        if _pair_map(est) and len(used) % 2 == 0:
-            M = len(used) // 2
-            used = used[:M] | used[M:]
-        return int(np.count_nonzero(used))
-    return None
-
-
-def check_finite_model(est, *arrays) -> None:
-    """Raise rwtool.NumericalError when the model or its scores hold NaN or infinity: no
-    metric is ever computed from non-finite numbers."""
-    from rwtool.exceptions import NumericalError
-    solver = str(est.get_params().get("solver", type(est).__name__)) if hasattr(
-        est, "get_params") else type(est).__name__
-    fix = ("use a larger reg, fewer features, reg=\"auto\", or the lstsq solver; check that "
-           "the inputs are standardised")
-    for name in ("coef_", "particles_", "dual_coef_", "intercept_"):
-        v = getattr(est, name, None)
-        if isinstance(v, np.ndarray) and v.dtype.kind == "f" and not np.all(np.isfinite(v)):
-            raise NumericalError(f"the fitted {name.rstrip('_')} contains non-finite values",
-                                 solver=solver, fix=fix)
-    for what, a in arrays:
-        a = np.asarray(a)
-        if a.dtype.kind == "f" and not np.all(np.isfinite(a)):
-            bad = int(a.size - np.count_nonzero(np.isfinite(a)))
-            raise NumericalError(f"the model's {what} contain {bad} non-finite value(s) of "
-                                 f"{a.size}", solver=solver, fix=fix)
-
-
 def fit_notes(est, size: int | None) -> list[str]:
     """What a user should know about how the fit ended (a greedy path stopping early)."""
     notes = []
@@ -140,31 +78,6 @@ def fit_notes(est, size: int | None) -> list[str]:
         else:
             notes.append(f"The path stopped at {size} of the {asked} features ({stopped}).")
     return notes
-
-
-def class_report(y_true, y_pred, classes, cm=None) -> dict:
-    """Per-class precision, recall, F1 and support, balanced accuracy and Cohen's kappa.
-
-    From the confusion matrix C (rows actual, columns predicted): precision_c = C_cc / sum_i
-    C_ic, recall_c = C_cc / sum_j C_cj, F1 their harmonic mean (0 when both are 0), balanced
-    accuracy the mean recall over the classes present, kappa = (p_o - p_e) / (1 - p_e) with
-    p_o the accuracy and p_e = sum_c (row_c / n)(col_c / n) the agreement of chance. ``cm``:
-    their confusion matrix, when the caller has it already.
-    """
-    cm = (confusion_matrix(y_true, y_pred, classes) if cm is None else cm).astype(float)
-    n = cm.sum()
-    tp = np.diag(cm)
-    col, row = cm.sum(axis=0), cm.sum(axis=1)
-    prec = np.divide(tp, col, out=np.zeros_like(tp), where=col > 0)
-    rec = np.divide(tp, row, out=np.zeros_like(tp), where=row > 0)
-    f1 = np.divide(2 * prec * rec, prec + rec, out=np.zeros_like(tp), where=prec + rec > 0)
-    present = row > 0
-    bal = float(rec[present].mean()) if present.any() else float("nan")
-    po = float(tp.sum() / n) if n else float("nan")
-    pe = float(np.sum(row * col) / (n * n)) if n else float("nan")
-    kappa = (po - pe) / (1 - pe) if n and pe < 1 else (1.0 if po == 1 else 0.0)
-    return {"classes": [str(c) for c in classes], "precision": prec, "recall": rec, "f1": f1,
-            "support": row.astype(np.int64), "balanced_accuracy": bal, "kappa": float(kappa)}
 
 
 def coefficient_magnitudes(est) -> tuple[np.ndarray, str] | None:
@@ -268,24 +181,6 @@ def _scores(est, X, callback=None):
     return None
 
 
-def _bounds(est, X, y) -> dict:
-    if not hasattr(est, "bounds"):
-        return {}
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            b = est.bounds(X, y)
-    except Exception as exc:  # a bound that cannot be computed is reported, not fatal
-        return {"bounds": f"not available ({exc})"}
-    out = {}
-    for k, v in (b.items() if isinstance(b, dict) else ()):
-        if isinstance(v, (int, np.integer)) and not isinstance(v, bool):
-            out[f"bound: {k}"] = int(v)
-        elif isinstance(v, (float, np.floating)):
-            out[f"bound: {k}"] = float(v)
-    return out
-
-
 def _grid(est, X, classification: bool, classes):
     lo, hi = X.min(axis=0), X.max(axis=0)
     pad = np.where(hi > lo, (hi - lo) * 0.05, 1.0)
@@ -296,7 +191,7 @@ def _grid(est, X, classification: bool, classes):
     pts = np.column_stack([XX.ravel(), YY.ravel()])
     pred = np.asarray(est.predict(pts))
     if classification:
-        Z = _class_index(pred, list(classes)).astype(float)
+        Z = class_index(pred, classes).astype(float)
     else:
         Z = pred.astype(float).ravel()
     return {"x": gx, "y": gy, "z": Z.reshape(GRID, GRID)}
@@ -311,10 +206,9 @@ def _curve(est, X) -> dict:
 
 
 def chose_reg(est) -> bool:
-    """Whether the fit chose its reg by cross-validation (reg="auto"): every estimator records
-    a numeric ``reg_``, but only a search leaves its table in ``reg_search_``."""
-    return (isinstance(getattr(est, "reg_", None), float)
-            and getattr(est, "reg_search_", None) is not None)
+    """Whether the fit chose its reg by cross-validation (reg="auto": rwtool.report's
+    fit_summary)."""
+    return bool(fit_summary(est).get("reg_auto"))
 
 
 def evaluate(est, X_train, y_train, X_test=None, y_test=None, *, task: str,
@@ -366,16 +260,28 @@ def evaluate(est, X_train, y_train, X_test=None, y_test=None, *, task: str,
         res["y_test"], res["pred_test"] = np.asarray(y_test), pred_te
     yt, pt = (y_test, pred_te) if has_test else (y_train, pred_tr)
     on = te_name if has_test else tr_name
+    # the scores as the command line computes them (rwtool.report): the held-out labels are
+    # checked against the model's classes (refused when most are unseen, else a note)
+    notes: list[str] = []
+    evs = {}
+    if score_train:
+        evs[tr_name] = score_rows(est, X_train, y_train, task=task, pred=pred_tr,
+                                  source="the training rows", classes=classes,
+                                  labels_checked=True)
+    if has_test:
+        evs[te_name] = score_rows(est, X_test, y_test, task=task, pred=pred_te,
+                                  source=f"the {te_name} rows", classes=classes)
+    for name, ev in evs.items():
+        keys = ("error",) if classification else \
+            ("mse", "r2", "mae") if name == te_name and has_test else ("mse", "r2")
+        m.update({f"{name} {SCORE_NAMES[k]}": ev.scores[k] for k in keys if k in ev.scores})
+        notes += ev.notes
     if classification:
         res["classes"] = classes
-        if score_train:
-            m[f"{tr_name} error"] = float(np.mean(pred_tr != np.asarray(y_train)))
-        if has_test:
-            m[f"{te_name} error"] = float(np.mean(pred_te != np.asarray(y_test)))
         # the majority class of the training rows, predicted for every evaluated row
         majority = values[np.argmax(counts)]
         m[f"baseline {on} error (majority class)"] = float(np.mean(np.asarray(yt) != majority))
-        res["confusion"] = confusion_matrix(yt, pt, classes)
+        res["confusion"] = evs[on].confusion
         rep = class_report(yt, pt, classes, cm=res["confusion"])
         rep["on"] = on
         res["per_class"] = rep
@@ -388,34 +294,28 @@ def evaluate(est, X_train, y_train, X_test=None, y_test=None, *, task: str,
             if math.isfinite(auc):
                 m[f"{on} AUC"] = auc
     else:
-        check_finite_model(est, *([("predictions", pred_tr)] if score_train else []),
-                           *([("predictions", pred_te)] if has_test else []))
-        ytr = np.asarray(y_train, float)
-        if score_train:
-            m[f"{tr_name} MSE"] = float(np.mean((pred_tr - ytr) ** 2))
-            m[f"{tr_name} R^2"] = r2_score(ytr, pred_tr)
-        if has_test:
-            yte = np.asarray(y_test, float)
-            m[f"{te_name} MSE"] = float(np.mean((pred_te - yte) ** 2))
-            m[f"{te_name} R^2"] = r2_score(yte, pred_te)
-            m[f"{te_name} MAE"] = float(np.mean(np.abs(pred_te - yte)))
-        ye = np.asarray(yt, float)
+        ye, ytr = np.asarray(yt, float), np.asarray(y_train, float)
         m[f"baseline {on} MSE (training mean)"] = float(np.mean((ye - ytr.mean()) ** 2))
-    size = model_size(est)
+    fit = fit_summary(est)
+    size = fit.get("n_features_out")
     if size is not None:
         m["features used"] = size
     if fit_time is not None:
         m["fit time (s)"] = float(fit_time)
-    if chose_reg(est):
-        m["reg chosen (auto)"] = est.reg_
-    theta = getattr(getattr(est, "feature_map_", None), "theta_target_", None)
-    if isinstance(theta, float) and getattr(est, "theta", 0.0) is None:
-        m["theta (the instantiation's default)"] = theta   # theta=None resolves per kind
-    res["notes"] = fit_notes(est, size)
+    if fit.get("reg_auto"):
+        m["reg chosen (auto)"] = fit["reg"]
+    if fit.get("theta_default"):
+        m["theta (the instantiation's default)"] = fit["theta"]   # theta=None resolves per kind
+    res["notes"] = notes + fit_notes(est, size)
+    res["meanings"] = {}
     if not plots:
         res["eval_time"] = time.perf_counter() - t0
         return res
-    m.update(_bounds(est, X_train, y_train))
+    bounds, note = bounds_table(est, X_train, y_train)
+    for b in bounds:
+        m[f"bound: {b.key}"] = b.value
+        res["meanings"][f"bound: {b.key}"] = b.meaning
+    res["notes"] += [note] if note else []
     n_in = X_train.shape[1]
     names = list(feature_names) if feature_names is not None and len(feature_names) == n_in \
         else [f"x{j}" for j in range(n_in)]

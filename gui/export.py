@@ -2,22 +2,21 @@
 
 The model file is rwtool's own format (rwtool.persist.save, with the preprocessing record of the
 training CSV so the saved model reads raw CSV rows again); predictions are written with the file
-line of each row; the snippet reproduces the run with the public API (same CSV options, same
-estimator parameters, same seed). Files are written atomically through rwtool.persist.
+line of each row by rwtool.report's CSV writer (the one `rwtool predict` uses); the snippet
+reproduces the run with the public API (same CSV options, same estimator parameters, same
+seed). Files are written atomically through rwtool.persist.
 
 This module writes files; it must not fit models or build widgets.
 """
 
 from __future__ import annotations
 
-import csv
-import io
 import os
 
 import numpy as np
 
-from rwtool.persist import atomic_writer
 from rwtool.persist import save as save_model_file
+from rwtool.report import write_predictions
 
 from .plots import export_plot
 from .read_options import KEYS as READ_KEYS
@@ -46,29 +45,6 @@ def save_model(run, path: str, preprocessing=None) -> str:
         note += f", data {os.path.basename(run.data['path'])}"
     return save_model_file(est, path, preprocessing=preprocessing,
                            metrics=numeric_metrics(res.get("metrics", {})), notes=note)
-
-
-def _cell(v) -> str:
-    if isinstance(v, (float, np.floating)):
-        return repr(float(v))
-    return str(v)
-
-
-def write_predictions(path: str, columns: dict) -> str:
-    """Write ``{header: sequence}`` (equal lengths) as a CSV file, atomically."""
-    names = list(columns)
-    n = {len(v) for v in columns.values()}
-    if len(n) > 1:
-        raise ValueError("prediction columns of different lengths")
-    buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
-    w.writerow(names)
-    cols = [np.asarray(columns[k]).tolist() for k in names]
-    for row in zip(*cols):
-        w.writerow([_cell(v) for v in row])
-    with atomic_writer(path, "w", encoding="utf-8", newline="") as fh:
-        fh.write(buf.getvalue())
-    return path
 
 
 def run_predictions(run, train_rows=None, test_rows=None) -> dict:

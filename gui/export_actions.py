@@ -9,7 +9,6 @@ and gui.runs_table; nothing here fits or predicts.
 from __future__ import annotations
 
 from . import export
-from .methods import FAMILIES
 from .run_list import Run
 from .widgets import SnippetDialog
 
@@ -133,8 +132,8 @@ class ExportActions:
         run = run or self._need_run()
         if run is None:
             return None
-        fam = next((f for f in FAMILIES if f.key == run.family), None)
-        return export.python_snippet(run, fam.module if fam else "rwtool")
+        # every estimator class is exported by rwtool's public face
+        return export.python_snippet(run, "rwtool")
 
     def show_snippet(self) -> None:
         text = self.snippet()

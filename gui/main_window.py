@@ -21,14 +21,15 @@ from PySide6.QtWidgets import (QFileDialog, QMainWindow, QMessageBox, QSplitter,
                                QStyle, QTabWidget, QToolBar, QVBoxLayout, QWidget)
 
 import rwtool
+from rwtool.persist import ModelFile
+from rwtool.report import METHODS, apply_to_file, available_samples, bound_meanings, method_of
 
-from .data_panel import DataPanel, PreviewTable, list_samples
-from .evaluate import COUNT_METRICS, evaluate
+from .data_panel import DataPanel, PreviewTable
+from .evaluate import COUNT_METRICS, SCORE_NAMES
 from .evaluation_panel import EvaluationPanel
 from .export_actions import ExportActions
 from .method_panel import MethodPanel
 from .preflight import many_classes, preflight
-from .methods import FAMILIES, available_families
 from .results_panel import ResultsPanel
 from .run_list import Run, RunList
 from .training_panel import TrainingPanel, curve_x, split_metrics
@@ -54,7 +55,7 @@ class MainWindow(ExportActions, QMainWindow):
         self.setAcceptDrops(True)
         self.settings = settings if settings is not None else QSettings("rwtool", "rwtool-gui")
         self.worker = WorkerController(self)
-        self.families = available_families()
+        self.families = list(METHODS.values())
         self._next_id = 1
         self.current_run: Run | None = None
         self.training_run: Run | None = None
@@ -208,7 +209,8 @@ class MainWindow(ExportActions, QMainWindow):
 
     def _fill_samples_menu(self) -> None:
         self.samples_menu.clear()
-        samples = list_samples()
+        samples, why = available_samples()      # rwtool.data's discovery, as `rwtool samples`
+        self.samples_menu.setToolTip(why or "")
         for s in samples:
             a = self.samples_menu.addAction(s["name"])
             a.setToolTip(s["description"])
@@ -625,13 +627,13 @@ class MainWindow(ExportActions, QMainWindow):
         self.loaded_model = mf
         est = mf.estimator
         name = type(est).__name__
-        fam = next((f for f in FAMILIES if name in (f.classifier, f.regressor)), None)
+        fam = method_of(est)
         task = "regression" if getattr(est, "_estimator_type", "") == "regressor" else \
             ("binary" if len(getattr(est, "classes_", [])) <= 2 else "multiclass")
         metrics = {k: int(v) if k in COUNT_METRICS and float(v).is_integer() else v
                    for k, v in dict(mf.metrics or {}).items()}
         res = {"estimator": est, "metrics": metrics, "task": task, "warnings": [],
-               "model_curves": {"curves": {}}}
+               "model_curves": {"curves": {}}, "meanings": bound_meanings(metrics)}
         if hasattr(est, "classes_"):
             res["classes"] = list(np.asarray(est.classes_).tolist())
         data = {"path": mf.path, "preprocessing": mf.preprocessing}
@@ -668,18 +670,16 @@ class MainWindow(ExportActions, QMainWindow):
             self.show_error("This model was saved without the record of how its CSV was "
                             "encoded, so it cannot read CSV files.")
             return
-        task = (run.result.get("task") if run is not None else None) or (
-            "regression" if getattr(est, "_estimator_type", "") == "regressor" else "binary")
+        model = ModelFile(path="", estimator=est, preprocessing=pre, metrics={})
 
         def apply():
-            ds = pre.apply_csv(path)
-            out = {"path": path, "rows": ds.rows, "y": ds.y, "notes": ds.notes}
-            if ds.y is not None and len(ds.y):   # the metrics' own predictions, not a 2nd pass
-                res = evaluate(est, ds.X, ds.y, task=task, plots=False,
-                               set_names=("file", "file"))
-                out["pred"], out["metrics"] = np.asarray(res["pred_train"]), res["metrics"]
-            else:
-                out["pred"] = np.asarray(est.predict(ds.X))
+            # as `rwtool evaluate` does: labels the model never saw are refused or counted
+            res = apply_to_file(model, path)
+            out = {"path": path, "rows": res.data.rows, "y": res.data.y, "notes": res.notes,
+                   "pred": res.pred, "estimator": est}
+            if res.evaluation is not None:
+                out["metrics"] = {f"file {SCORE_NAMES.get(k, k)}": v
+                                  for k, v in res.evaluation.scores.items()}
             return out
         self.statusBar().showMessage(f"Predicting {os.path.basename(path)}…")
         self.worker.submit(CallJob("apply", apply))

@@ -1,11 +1,13 @@
 """The method panel: pick a method and fill a form generated from its estimator's parameters.
 
-The form is built from gui.methods.param_specs, which reads the estimator's parameter table
-(defaults, choices, ranges, tooltips with the paper's symbols, which parameters a choice
-disables); every field is checked against its entry as it is typed, and the estimator's own
-validation (the same table, and the rules between parameters) runs before training. The derived quantities of
-the chosen model (gamma from theta or kappa with theta and kappa of seed 003 Table 2, the SGD
-step-size offset, BKerNN's automatic lambda) are recomputed as the user edits.
+The methods are rwtool.report.METHODS; the form is built from gui.methods.param_specs, which
+reads the estimator's parameter table (defaults, choices, ranges, tooltips with the paper's
+symbols, which parameters a choice disables); every field is checked against its entry as it is
+typed, and the estimator's own validation (the same table, and the rules between parameters)
+runs before training. The derived quantities of the chosen model (gamma from theta or kappa with
+theta and kappa of seed 003 Table 2, the SGD step-size offset, BKerNN's automatic lambda) are
+recomputed as the user edits, by the estimators' own rules (``width_rule``, ``step_rule``,
+``resolved_reg``): what the form shows is what the fit uses.
 
 This widget builds estimators; it must not fit them.
 """
@@ -19,8 +21,10 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (QCheckBox, QComboBox, QFormLayout, QGroupBox, QHBoxLayout, QLabel,
                                QLineEdit, QScrollArea, QToolButton, QVBoxLayout, QWidget)
 
+from rwtool.report import METHODS
+
 from . import custom_instantiation
-from .methods import ParamSpec, available_families, format_value, param_specs, parse_value
+from .methods import ParamSpec, format_value, param_specs, parse_value
 
 __all__ = ["MethodPanel", "derived_quantities", "DataStats", "relevance_rules", "theta_hint"]
 
@@ -48,77 +52,58 @@ class DataStats:
             sq = np.einsum("ij,ij->i", Z, Z)
             self.sq_max[standardize] = float(sq.max()) if len(sq) else 0.0
 
-    def norm_max(self, standardize: bool, bias: bool = False) -> float:
-        """sup ||x|| over the rows (the bias column adds 1 to every squared norm)."""
-        return math.sqrt(self.sq_max[bool(standardize)] + (1.0 if bias else 0.0))
+    def norm_max(self, standardize: bool) -> float:
+        """sup ||x|| over the rows, raw or standardised (the estimators add their bias
+        column themselves)."""
+        return math.sqrt(self.sq_max[bool(standardize)])
 
 
 def derived_quantities(family: str, params: dict, data) -> list[tuple[str, str]]:
     """``[(label, value text)]`` of what the parameters imply on the training rows ``data``
-    (an array or its :class:`DataStats`; the list may be empty).
+    (an array or its :class:`DataStats`; the list may be empty), from the estimators' rules.
 
     RKHS weighting (seed 003 Tables 2 and 4): gamma from theta (RWSign, RWRelu) or kappa
     (RWExpSign, RWExpRelu), gamma = sigma for RWStumps, then theta and kappa of the instantiation
     with n the number of columns the map sees (inputs plus the bias column) and sup ||x|| on the
-    standardised training rows. SGD (seed 002 Theorem 3): the step-size offset gamma and
-    eta_1 = 2 / (lambda (gamma + 1)). BKerNN: lambda = max_i ||x_i|| / n for reg="auto".
+    training rows as the estimator prepares them (``width_rule``). SGD (seed 002 Theorem 3):
+    the step-size offset gamma and eta_1 = 2 / (lambda (gamma + 1)) (``step_rule``). BKerNN:
+    lambda = max_i ||x_i|| / n for reg="auto" (``resolved_reg``).
     """
-    from rwtool.features import gamma_from_kappa, gamma_from_theta, instantiation_constants
     out: list[tuple[str, str]] = []
     if isinstance(data, np.ndarray) and data.ndim == 2 and data.size:
         data = DataStats(data)
     if not isinstance(data, DataStats):
         return [("", "Load data to see the derived quantities.")]
-    d = data.n_inputs
+    method = METHODS.get(family)
+    cls = None if method is None else (method.classifier or method.regressor)
+    if cls is None:
+        return out
+    est = cls(**params)
     if family == "rw":
-        inst = str(params.get("instantiation", "rwsign")).lower()
-        if inst not in ("rwsign", "rwrelu", "rwexpsign", "rwexprelu", "rwstumps"):
-            theta = _theta_used(params)
-            if theta is not None:
-                out.append(("θ (sets γ)", f"{theta:g}" + _theta_origin(params)))
+        w = est.width_rule(data.n_inputs, data.norm_max(bool(est.standardize)))
+        origin = "" if est.theta is not None else _theta_origin(params)
+        if not w["closed_form"]:
+            if w["theta_target"] is not None:
+                out.append(("θ (sets γ)", f"{w['theta_target']:g}{origin}"))
             return out + [("θ, κ", "no closed form: Monte Carlo estimates in the bounds after "
                                    "training (docs/INSTANTIATIONS.md)")]
-        bias = bool(params.get("bias", True)) and inst != "rwstumps"
-        n = d + int(bias)
-        sigma = float(params.get("sigma", 1.0))
-        gamma = params.get("gamma")
-        if gamma is None:
-            if inst in ("rwsign", "rwrelu"):
-                theta = _theta_used(params)
-                gamma = gamma_from_theta(n, sigma, theta)
-                how = f"from θ = {theta:g}{_theta_origin(params)} (003 Table 4)"
-            elif inst in ("rwexpsign", "rwexprelu"):
-                kappa = float(params.get("kappa", _default_kappa()))
-                gamma = gamma_from_kappa(n, sigma, kappa)
-                how = f"from κ = {kappa:g} (003 Table 4)"
-            else:
-                gamma, how = sigma, "= σ"
-        else:
-            gamma, how = float(gamma), "given"
-        xmax = data.norm_max(bool(params.get("standardize", True)), bias)
-        c = instantiation_constants(inst, n, sigma, float(gamma), xmax)
-        out.append(("γ (kernel width)", f"{gamma:.4g}  {how}"))
-        out.append(("θ (sup |ψ|, 003 Table 2)", _fmt(c["theta"])))
-        out.append(("κ (003 Table 2)", _fmt(c["kappa"])))
-        out.append(("n, sup ‖x‖", f"{n} columns seen by the map, {xmax:.3g}"))
+        rule = w["gamma_rule"]
+        how = (f"from θ = {w['theta_target']:g}{origin} (003 Table 4)" if rule == "theta" else
+               f"from κ = {w['kappa_target']:g} (003 Table 4)" if rule == "kappa" else
+               "= σ" if rule == "sigma" else "given")
+        out.append(("γ (kernel width)", f"{w['gamma']:.4g}  {how}"))
+        out.append(("θ (sup |ψ|, 003 Table 2)", _fmt(w["theta"])))
+        out.append(("κ (003 Table 2)", _fmt(w["kappa"])))
+        out.append(("n, sup ‖x‖", f"{w['n']} columns seen by the map, {w['x_norm_max']:.3g}"))
     elif family == "rfsgd":
-        from rwtool.solvers._sgd import LOGISTIC_SMOOTHNESS, default_gamma
-        lam = float(params.get("reg", 1e-3))
-        R2 = 1.0 if str(params.get("variant", "pair")).lower() == "pair" else 2.0
-        if lam > 0:
-            g = params.get("gamma")
-            g = default_gamma(lam, R2) if g is None else float(g)
-            eta1 = 2.0 / (lam * (g + 1.0))
-            bound = min(1.0 / (LOGISTIC_SMOOTHNESS * R2), 1.0 / (2.0 * lam))
-            ok = eta1 <= bound * (1 + 1e-12)
-            out.append(("γ (step offset)", f"{g:.6g}" + ("" if params.get("gamma") is not None
-                                                         else "  (smallest meeting Thm 3)")))
-            out.append(("η₁ = 2/(λ(γ+1))", f"{eta1:.4g}" + ("" if ok else
-                                                             f"  > {bound:.3g}: breaks Thm 3")))
-    elif family == "bkernn":
-        if params.get("reg") == "auto":
-            lam = data.norm_max(bool(params.get("standardize", True))) / data.n_rows
-            out.append(("λ (auto)", f"{lam:.4g} = max‖x‖ / n (001 Sec. 5.3)"))
+        r = est.step_rule()
+        out.append(("γ (step offset)", f"{r['gamma']:.6g}" + ("" if r["gamma_given"] else
+                                                            "  (smallest meeting Thm 3)")))
+        out.append(("η₁ = 2/(λ(γ+1))", f"{r['eta1']:.4g}" + (
+            "" if r["meets_theorem"] else f"  > {r['bound']:.3g}: breaks Thm 3")))
+    elif family == "bkernn" and est.reg == "auto":
+        lam = est.resolved_reg(data.n_rows, data.norm_max(bool(est.standardize)))
+        out.append(("λ (auto)", f"{lam:.4g} = max‖x‖ / n (001 Sec. 5.3)"))
     return out
 
 
@@ -131,14 +116,6 @@ def _theta_used(params: dict):
     from rwtool.features._instantiation import resolved_theta
     return resolved_theta(params.get("instantiation", "rwsign"), params.get("theta"),
                           params.get("gamma"))
-
-
-def _default_kappa() -> float:
-    """The estimators' default kappa (read from the signature, so the two never differ)."""
-    import inspect
-
-    from rwtool import RWClassifier
-    return float(inspect.signature(RWClassifier).parameters["kappa"].default)
 
 
 def _theta_origin(params: dict) -> str:
@@ -241,7 +218,7 @@ class MethodPanel(QWidget):
 
     def __init__(self, parent=None):
         super().__init__(parent)
-        self.families = available_families()
+        self.families = list(METHODS.values())
         self.task = "binary"
         self.X: np.ndarray | None = None
         self._stats: DataStats | None = None
@@ -322,7 +299,7 @@ class MethodPanel(QWidget):
 
     def estimator_class(self):
         fam = self.family()
-        return None if fam is None else fam.load(self.task)
+        return None if fam is None else fam.estimator_class(self.task)
 
     def set_task(self, task: str) -> None:
         """Classification or regression decides the class of each family (and which exist)."""
@@ -332,14 +309,15 @@ class MethodPanel(QWidget):
         self.task = task
         model = self.method_combo.model()
         for i, f in enumerate(self.families):
-            ok = f.load(task) is not None
+            ok = f.estimator_class(task) is not None
             item = model.item(i)
             item.setEnabled(ok)
             item.setToolTip("" if ok else f"{f.title} has no estimator for {task} in this "
                                           f"rwtool")
         fam = self.family()
-        if fam is not None and fam.load(task) is None:
-            first = next((i for i, f in enumerate(self.families) if f.load(task) is not None), 0)
+        if fam is not None and fam.estimator_class(task) is None:
+            first = next((i for i, f in enumerate(self.families)
+                          if f.estimator_class(task) is not None), 0)
             self.method_combo.setCurrentIndex(first)   # triggers _rebuild
         else:
             self._rebuild()

@@ -1,8 +1,7 @@
-"""What the method form offers: rwtool's estimator families, found by import, and their parameters.
+"""What the method form offers: the parameters of the estimators of rwtool.report's methods.
 
-Each family names its classifier and regressor classes by module path; a family whose module or
-class is not importable is left out, so methods appear in the app when they land in rwtool. The
-parameters of a class come from its parameter table (``cls._parameters``, rwtool._params): the
+The methods themselves (keys, titles, classes, papers) are rwtool.report.METHODS, the registry
+the command line uses too. The parameters of a class come from its parameter table (``cls._parameters``, rwtool._params): the
 kind of each field, its choices, the range a typed value must fall in, the tooltip and the
 default, and the parser that the CLI's ``--param`` uses too.
 
@@ -12,58 +11,11 @@ This module only describes estimators; it must not build widgets or fit anything
 from __future__ import annotations
 
 import html
-import importlib
 from dataclasses import dataclass
 
 from rwtool._params import Param
 
-__all__ = ["Family", "ParamSpec", "FAMILIES", "available_families", "param_specs",
-           "parse_value", "format_value"]
-
-
-@dataclass(frozen=True)
-class Family:
-    """One method of the app: a display name, its estimator classes and the paper it follows."""
-
-    key: str
-    title: str
-    module: str
-    classifier: str | None
-    regressor: str | None
-    paper: str
-    primary: str | None = None       # the parameter shown first (instantiation, base...)
-
-    def load(self, task: str):
-        """The estimator class for ``task`` ("binary", "multiclass", "regression"), or None."""
-        name = self.regressor if task == "regression" else self.classifier
-        if name is None:
-            return None
-        try:
-            mod = importlib.import_module(self.module)
-        except ImportError:
-            return None
-        return getattr(mod, name, None)
-
-    def available(self) -> bool:
-        return self.load("binary") is not None or self.load("regression") is not None
-
-
-FAMILIES = (
-    Family("rw", "RKHS weighting", "rwtool.estimators", "RWClassifier",
-           "RWRegressor", "Dubé & Marchand (seed 003)", "instantiation"),
-    Family("rks", "Random kitchen sinks", "rwtool.estimators", "RKSClassifier",
-           "RKSRegressor", "Rahimi & Recht (seed 003, Section 3.1)", "base"),
-    Family("rfsgd", "Averaged SGD on random features", "rwtool.estimators",
-           "RFSGDClassifier", "RFSGDRegressor", "Yashima, Nitanda & Suzuki (seed 002)",
-           "variant"),
-    Family("greedy", "Greedy multi-kernel", "rwtool.estimators", "GreedyMKClassifier",
-           "GreedyMKRegressor", "Shahrampour & Tarokh (seed 004)", "selector"),
-    Family("bkernn", "BKerNN", "rwtool.estimators", "BKerNNClassifier", "BKerNNRegressor",
-           "Follain & Bach (seed 001)", "penalty"),
-)
-
-def available_families():
-    return [f for f in FAMILIES if f.available()]
+__all__ = ["ParamSpec", "param_specs", "parse_value", "format_value"]
 
 
 @dataclass(frozen=True)

@@ -47,12 +47,16 @@ class _MetricsView(QWidget):
         super().__init__()
         self.title = QLabel("Train a model to see its metrics.")
         self.title.setWordWrap(True)
-        self.table = QTableWidget(0, 2)
-        self.table.setHorizontalHeaderLabels(["Metric", "Value"])
+        # the third column says what a number means (the bounds table of rwtool.report, the
+        # lines `rwtool train` prints beside the same numbers)
+        self.table = QTableWidget(0, 3)
+        self.table.setHorizontalHeaderLabels(["Metric", "Value", "Meaning"])
         self.table.verticalHeader().setVisible(False)
         self.table.setEditTriggers(QAbstractItemView.NoEditTriggers)
+        self.table.setWordWrap(False)
         self.table.horizontalHeader().setSectionResizeMode(0, QHeaderView.ResizeToContents)
-        self.table.horizontalHeader().setSectionResizeMode(1, QHeaderView.Stretch)
+        self.table.horizontalHeader().setSectionResizeMode(1, QHeaderView.ResizeToContents)
+        self.table.horizontalHeader().setSectionResizeMode(2, QHeaderView.Stretch)
         self.notes = QLabel("")
         self.notes.setWordWrap(True)
         self.notes.setTextInteractionFlags(Qt.TextSelectableByMouse)
@@ -94,7 +98,8 @@ class _MetricsView(QWidget):
                     item.setTextAlignment(Qt.AlignRight | Qt.AlignVCenter)
                 self.class_table.setItem(i, j, item)
 
-    def show(self, title: str, metrics: dict, notes: list[str]) -> None:
+    def show(self, title: str, metrics: dict, notes: list[str],
+             meanings: dict | None = None) -> None:
         self.title.setText(title)
         self.table.setRowCount(len(metrics))
         for i, (k, v) in enumerate(metrics.items()):
@@ -102,6 +107,10 @@ class _MetricsView(QWidget):
             item = QTableWidgetItem(format_metric(v))
             item.setTextAlignment(Qt.AlignRight | Qt.AlignVCenter)
             self.table.setItem(i, 1, item)
+            meaning = (meanings or {}).get(k, "")
+            about = QTableWidgetItem(meaning)
+            about.setToolTip(meaning)
+            self.table.setItem(i, 2, about)
         self.notes.setText("<br>".join(notes))
 
 
@@ -260,7 +269,7 @@ class ResultsPanel(QTabWidget):
         for w in res.get("warnings", []):
             notes.append(f"<span style='color:#8a5a00'>warning: {html.escape(w)}</span>")
         notes += [html.escape(n) for n in res.get("notes", [])]
-        self.metrics_view.show(title, res.get("metrics", {}), notes)
+        self.metrics_view.show(title, res.get("metrics", {}), notes, res.get("meanings"))
         self.metrics_view.show_classes(res.get("per_class"))
         cls_task = res.get("task") != "regression"
         # what to draw, in tab order; a model opened from a file has no rows to draw from

@@ -17,8 +17,8 @@ from PySide6.QtWidgets import (QDialog, QDialogButtonBox, QFileDialog, QFrame, Q
                                QLabel, QMessageBox, QPlainTextEdit, QPushButton, QTableWidget,
                                QTableWidgetItem, QVBoxLayout, QWidget)
 
-from . import export
-from .data_panel import list_samples
+from rwtool.report import available_samples, prediction_columns, write_predictions
+
 from .results_panel import format_metric
 
 __all__ = ["Banner", "Welcome", "SnippetDialog", "PredictionsDialog"]
@@ -97,7 +97,7 @@ class Welcome(QWidget):
         open_button = QPushButton("Open a CSV file…")
         open_button.clicked.connect(win.open_csv_dialog)
         lay.addWidget(open_button, 0, Qt.AlignLeft)
-        for s in list_samples():
+        for s in available_samples()[0]:
             b = QPushButton(s["name"])
             b.setToolTip(s["description"])
             b.setMinimumWidth(140)
@@ -156,7 +156,7 @@ class PredictionsDialog(QDialog):
         self.resize(640, 520)
         has_y = out.get("y") is not None
         table = QTableWidget(min(len(out["pred"]), self.SHOW), 3 if has_y else 2)
-        table.setHorizontalHeaderLabels(["line", "predicted"] + (["actual"] if has_y else []))
+        table.setHorizontalHeaderLabels(["row", "prediction"] + (["actual"] if has_y else []))
         table.verticalHeader().setVisible(False)
         for i in range(table.rowCount()):
             table.setItem(i, 0, QTableWidgetItem(str(out["rows"][i])))
@@ -183,9 +183,12 @@ class PredictionsDialog(QDialog):
         lay.addWidget(buttons)
 
     def columns(self) -> dict:
-        cols = {"line": list(self.out["rows"]), "predicted": list(self.out["pred"])}
+        """The columns of `rwtool predict` (row: the line in the file, prediction), and the
+        actual value when the file has the target."""
+        cols = prediction_columns(self.out.get("estimator"), None, self.out["rows"],
+                                  self.out["pred"])
         if self.out.get("y") is not None:
-            cols["actual"] = list(self.out["y"])
+            cols["actual"] = np.asarray(self.out["y"])
         return cols
 
     def _save(self) -> None:
@@ -193,6 +196,6 @@ class PredictionsDialog(QDialog):
                                               "CSV files (*.csv)")
         if path:
             try:
-                export.write_predictions(path, self.columns())
+                write_predictions(path, self.columns())
             except (ValueError, OSError) as exc:
                 QMessageBox.warning(self, "Cannot save", str(exc))

@@ -30,6 +30,7 @@ from rwtool.progress import FitCancelled
 
 from .evaluate import chose_reg, evaluate
 from .plans import Holdout, _supports
+from .terms import APP_TERMS
 
 __all__ = ["TrainJob", "PruneJob", "CallJob", "TrainWorker", "WorkerController",
            "run_in_background", "describe_error", "warm_up_jobs"]
@@ -38,7 +39,9 @@ __all__ = ["TrainJob", "PruneJob", "CallJob", "TrainWorker", "WorkerController",
 def describe_error(exc: BaseException) -> dict:
     """A message for people (no traceback) and the details for the log."""
     name = type(exc).__name__
-    text = str(exc).strip() or name
+    # a rwtool.report error names its fix in the app's words (the control to change)
+    phrase = getattr(exc, "phrase", None)
+    text = (phrase(APP_TERMS) if callable(phrase) else str(exc)).strip() or name
     if name == "LinAlgError":
         text = (f"numerical failure in a linear solve ({text}); try a larger reg, fewer "
                 f"features, or standardised inputs")
@@ -219,7 +222,8 @@ class TrainWorker(QObject):
 
 
 def warm_up_jobs(families) -> Callable[[threading.Event], int]:
-    """A function that fits and evaluates every available estimator once on tiny data (one fit
+    """A function that fits and evaluates every estimator of ``families`` (rwtool.report
+    methods) once on tiny data (one fit
     per choice of its instantiation/base/solver/...), so numba loads or compiles its kernels
     before the user's first fit. It stops early when the given event is set and returns the
     number of fits run."""
@@ -237,7 +241,7 @@ def warm_up_jobs(families) -> Callable[[threading.Event], int]:
         count = 0
         for fam in families:
             for task, y in (("binary", yc), ("regression", yr)):
-                cls = fam.load(task)
+                cls = fam.estimator_class(task)
                 if cls is None:
                     continue
                 specs = {s.name: s for s in param_specs(cls)}

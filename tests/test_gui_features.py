@@ -28,25 +28,6 @@ def _imbalanced_csv(path, n=300, seed=0):
 
 # ------------------------------------------------------------------ honest evaluation
 
-def test_class_report_matches_scikit_learn():
-    from sklearn.metrics import (balanced_accuracy_score, cohen_kappa_score,
-                                 precision_recall_fscore_support)
-
-    from gui.evaluate import class_report
-    rng = np.random.default_rng(3)
-    classes = ["a", "b", "c", "d"]
-    y = rng.choice(classes, 200, p=[0.5, 0.3, 0.15, 0.05])
-    pred = np.where(rng.random(200) < 0.7, y, rng.choice(classes[:3], 200))
-    rep = class_report(y, pred, classes)
-    p, r, f, s = precision_recall_fscore_support(y, pred, labels=classes, zero_division=0)
-    np.testing.assert_allclose(rep["precision"], p)
-    np.testing.assert_allclose(rep["recall"], r)
-    np.testing.assert_allclose(rep["f1"], f)
-    np.testing.assert_array_equal(rep["support"], s)
-    assert rep["balanced_accuracy"] == pytest.approx(balanced_accuracy_score(y, pred))
-    assert rep["kappa"] == pytest.approx(cohen_kappa_score(y, pred))
-
-
 def test_baseline_and_per_class_shown(qtbot, window, tmp_path):
     load(qtbot, window, _imbalanced_csv(tmp_path / "imb.csv"))
     choose(window, "rw", n_features=40)

@@ -1,7 +1,8 @@
 """The app's non-widget logic against independent oracles: the parameter specs the form reads
 from the estimators' tables (the constructors' own signatures), the metrics and curves of gui.evaluate
 (scikit-learn, brute force), the derived quantities (rwtool's formulas of seed 003 Table 4 and
-the models' fitted attributes), the predictions writer (csv module) and the warm-up."""
+the models' fitted attributes), the predictions writer (csv module) and the warm-up. The scores
+and confusion matrix the app shares with the command line are tested in test_report.py."""
 
 from __future__ import annotations
 
@@ -12,16 +13,17 @@ import threading
 import numpy as np
 import pytest
 
-from gui.evaluate import confusion_matrix, evaluate, r2_score, roc_curve, variable_importance
+from gui.evaluate import evaluate, roc_curve, variable_importance
 from gui.method_panel import derived_quantities, relevance_rules
-from gui.methods import FAMILIES, ParamSpec, available_families, param_specs, parse_value
+from gui.methods import ParamSpec, param_specs, parse_value
 from rwtool._params import Param
+from rwtool.report import METHODS, r2_score
 
 
-@pytest.mark.parametrize("fam", available_families(), ids=lambda f: f.key)
+@pytest.mark.parametrize("fam", list(METHODS.values()), ids=lambda f: f.key)
 def test_specs_follow_the_signatures(fam):
     for task in ("binary", "regression"):
-        cls = fam.load(task)
+        cls = fam.estimator_class(task)
         if cls is None:
             continue
         sig = inspect.signature(cls.__init__).parameters
@@ -85,24 +87,6 @@ def test_roc_and_auc_match_sklearn(rng):
     f2, t2, _ = metrics.roc_curve(y, s, drop_intermediate=False)
     np.testing.assert_allclose(fpr, f2)
     np.testing.assert_allclose(tpr, t2)
-
-
-def test_confusion_and_r2_match_sklearn(rng):
-    metrics = pytest.importorskip("sklearn.metrics")
-    labels = np.array(["a", "b", "c"])
-    yt, yp = labels[rng.integers(0, 3, 200)], labels[rng.integers(0, 3, 200)]
-    np.testing.assert_array_equal(confusion_matrix(yt, yp, labels),
-                                  metrics.confusion_matrix(yt, yp, labels=labels))
-    y, f = rng.standard_normal(50), rng.standard_normal(50)
-    assert r2_score(y, f) == pytest.approx(metrics.r2_score(y, f))
-    # rows whose label is not among the classes are left out, as scikit-learn does
-    yt, yp = rng.integers(0, 5, 300), rng.integers(0, 5, 300)
-    np.testing.assert_array_equal(confusion_matrix(yt, yp, [3, 0, 1]),
-                                  metrics.confusion_matrix(yt, yp, labels=[3, 0, 1]))
-    # labels numpy cannot sort (mixed types) are still counted
-    mixed = np.array(["x", 1, 2.0, "x", 1], object)
-    np.testing.assert_array_equal(confusion_matrix(mixed, mixed[::-1], ["x", 1, 2.0]),
-                                  [[0, 2, 0], [2, 0, 0], [0, 0, 1]])
 
 
 def test_evaluate_classifier(binary_data):
@@ -304,8 +288,8 @@ def test_warm_up_stops_on_request():
     from gui.worker import warm_up_jobs
     stop = threading.Event()
     stop.set()
-    assert warm_up_jobs(available_families())(stop) == 0
-    fam = [f for f in FAMILIES if f.key == "rks"]
-    bases = next(s for s in param_specs(fam[0].load("binary")) if s.name == "base").choices
+    assert warm_up_jobs(list(METHODS.values()))(stop) == 0
+    fam = [METHODS["rks"]]
+    bases = next(s for s in param_specs(fam[0].classifier) if s.name == "base").choices
     # one tiny fit per base predictor, for the classifier and for the regressor
     assert warm_up_jobs(fam)(threading.Event()) >= 2 * len(bases)

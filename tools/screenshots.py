@@ -49,8 +49,8 @@ def _child(args) -> int:
     from PySide6.QtWidgets import QApplication
 
     from gui.app import create_app
-    from gui.data_panel import list_samples
     from gui.main_window import MainWindow
+    from rwtool.data import list_samples
 
     app = create_app()
     w, h = (int(v) for v in args.size.lower().split("x"))

@@ -1,0 +1,14 @@
+"""How the app names the settings an error's fix points to: the controls a person changes.
+
+rwtool.report's errors phrase their fix with a caller's Terms (the command line says
+``--task regression``); these are the app's. Words only: this module must not import Qt.
+"""
+
+from __future__ import annotations
+
+from rwtool.report import Terms
+
+__all__ = ["APP_TERMS"]
+
+APP_TERMS = Terms("app", {"task": "Task = {value} in the Data tab",
+                          "target": "Target = {value} in the Data tab"})
