@@ -963,7 +963,7 @@ class _RW(_RandomFeatureModel):
         map's columns and ``theta``, ``kappa`` of 003 Table 2. A Monte Carlo instantiation has
         no closed form (``closed_form`` False): gamma and the constants come with its fit.
         """
-        check_theta(self.theta)
+        validate_params(self)
         fmap = self._make_map(None)
         bias = self._uses_bias()
         n = int(n_features_in) + int(bias)

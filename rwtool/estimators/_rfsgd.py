@@ -183,13 +183,11 @@ class RFSGDClassifier(ClassifierMixin, BaseEstimator):
         offset: ``gamma`` itself, or with ``gamma_given`` False the smallest meeting the
         condition), ``eta1`` = 2 / (reg (gamma + 1)), ``bound`` = min(1/(L R^2), 1/(2 reg)) and
         ``meets_theorem`` (eta1 <= bound; a fit that breaks it warns and still runs)."""
-        check_scalar(self.reg, "reg", low=0.0, low_inclusive=False)
-        check_scalar(self.gamma, "gamma", low=0.0, allow_none=True)
-        check_choice(self.variant, "variant", ("pair", "phase"))
-        R2 = self._R2()
-        given = self.gamma is not None
-        gamma = float(self.gamma) if given else default_gamma(float(self.reg), R2)
-        eta1, bound, met = step_size_condition(float(self.reg), gamma, R2)
+        p = validate_params(self)
+        R2 = 1.0 if p["variant"] == "pair" else 2.0
+        given = p["gamma"] is not None
+        gamma = float(p["gamma"]) if given else default_gamma(float(p["reg"]), R2)
+        eta1, bound, met = step_size_condition(float(p["reg"]), gamma, R2)
         return {"gamma": gamma, "gamma_given": given, "eta1": eta1, "bound": bound,
                 "meets_theorem": met}
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..estimators import (SOLVERS, BKerNNClassifier, BKerNNRegressor, GreedyMKClassifier,
+from ..estimators import (BKerNNClassifier, BKerNNRegressor, GreedyMKClassifier,
                           GreedyMKRegressor, RFSGDClassifier, RKSClassifier, RKSRegressor,
                           RWClassifier, RWRegressor)
 
@@ -39,12 +39,10 @@ class Method:
 
     @property
     def solvers(self) -> tuple[str, ...]:
-        """The ``solver`` choices of the family (the estimators' SOLVERS registry; empty for a
+        """The ``solver`` choices of the family (its estimators' parameter table; empty for a
         family whose estimators take no solver parameter)."""
-        family = getattr(self.classes[0], "_family", None)
-        if family is None or "solver" not in self.classes[0]._param_names():
-            return ()
-        return tuple(name for name, (families, _) in SOLVERS.items() if family in families)
+        entry = self.classes[0]._parameters.get("solver")
+        return () if entry is None else tuple(entry.options())
 
 
 #: key -> Method, in the order the app lists them (the first is the CLI's default)
