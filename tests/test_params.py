@@ -1,6 +1,6 @@
 """The parameter tables (rwtool._params) against the constructors they describe.
 
-Every ``__init__`` parameter of every estimator has exactly one entry, in signature order, with
+Every ``__init__`` parameter of every estimator and public feature map has exactly one entry, in signature order, with
 the signature's default; every entry accepts its default and refuses a value outside its range
 or choices with a message naming the parameter; ``fit`` refuses those values too (it reads the
 table); the CLI's --param and the app's form turn the same text into the same value; and the
@@ -24,11 +24,18 @@ import pytest
 from rwtool import (BKerNNClassifier, BKerNNRegressor, GreedyMKClassifier, GreedyMKRegressor,
                     RFSGDClassifier, RKSClassifier, RKSRegressor, RWClassifier, RWRegressor, cli)
 from rwtool._params import Interval, Param
+from rwtool.features import (KitchenRelu, KitchenSign, KitchenStumps, RandomFourierFeatures,
+                             RWExpRelu, RWExpSign, RWRelu, RWSign, RWStumps,
+                             TaylorMultiKernelFeatures)
+from rwtool.features._montecarlo import MonteCarloRKHS
 
 ESTIMATORS = [RWClassifier, RWRegressor, RKSClassifier, RKSRegressor, RFSGDClassifier,
               GreedyMKClassifier, GreedyMKRegressor, BKerNNClassifier, BKerNNRegressor]
-CLASSES = ESTIMATORS
+FEATURE_MAPS = [RWSign, RWRelu, RWExpSign, RWExpRelu, RWStumps, MonteCarloRKHS, KitchenSign,
+                KitchenRelu, KitchenStumps, RandomFourierFeatures, TaylorMultiKernelFeatures]
+CLASSES = ESTIMATORS + FEATURE_MAPS
 ids = [c.__name__ for c in CLASSES]
+est_ids = [c.__name__ for c in ESTIMATORS]
 
 
 def _signature(cls):
@@ -114,7 +121,7 @@ def _data(cls):
     rng = np.random.default_rng(0)
     X = rng.standard_normal((30, 3))
     y = X[:, 0] - X[:, 1] if cls._estimator_type == "regressor" else (X[:, 0] > 0).astype(int)
-    return X, y
+    return X, y                                     # (a feature map's fit ignores y)
 
 
 @pytest.mark.parametrize("cls", CLASSES, ids=ids)
@@ -158,7 +165,7 @@ def _cli_value(cls, method, name, text):
 _METHOD = {"RW": "rw", "RKS": "rks", "RFSGD": "rfsgd", "GreedyMK": "greedy", "BKerNN": "bkernn"}
 
 
-@pytest.mark.parametrize("cls", CLASSES, ids=ids)
+@pytest.mark.parametrize("cls", ESTIMATORS, ids=est_ids)
 def test_cli_and_form_parse_a_value_the_same_way(cls):
     pytest.importorskip("PySide6")
     from gui.methods import param_specs, parse_value
@@ -197,7 +204,7 @@ def _documented(doc: str) -> dict[str, str | None]:
     return out
 
 
-@pytest.mark.parametrize("cls", CLASSES, ids=ids)
+@pytest.mark.parametrize("cls", ESTIMATORS, ids=est_ids)
 def test_docstring_names_every_parameter_with_the_table_default(cls):
     documented = _documented(cls.__doc__)
     for name, p in cls._parameters.items():

@@ -9,6 +9,7 @@ rwtool.solvers._greedy; this module owns preprocessing, label coding and the fit
 
 from __future__ import annotations
 
+import dataclasses
 import time
 import types
 import warnings
@@ -22,7 +23,8 @@ from .._params import Param, params_table, validate_params
 from ..features._fourier import RandomFourierFeatures
 from ..exceptions import NumericalError, check_finite_result
 from ..features._bandwidth import knn_sigma, scale_sigma
-from ..features._taylor import TaylorMultiKernelFeatures, auto_gauss_order, dictionary_size
+from ..features._taylor import (GAUSS_ORDER, INCLUDE_LINEAR, INCLUDE_SQUARES, NU,
+                                TaylorMultiKernelFeatures, auto_gauss_order, dictionary_size)
 from ..progress import FitCancelled, Progress, make_progress
 from ..resources import FitEstimate
 from ..solvers._greedy import (DenseDictionary, DictionaryView, eerf_scores, feature_alignment,
@@ -37,6 +39,11 @@ __all__ = ["GreedyMKClassifier", "GreedyMKRegressor", "SELECTORS"]
 SELECTORS = ("mfga", "rks", "lkrf", "eerf")
 #: the data-scaled bandwidth rules: the paper's k-NN rule, scikit-learn's "scale", the larger
 SIGMA_RULES = ("auto", "knn", "scale")
+
+
+#: entries read by MFGA only, the dictionary's among them (the app greys them out for the
+#: random-feature baselines)
+_MFGA_ONLY = {"only": ("selector", ("mfga",)), "advanced": True}
 
 
 class _GreedyMK(BaseEstimator):
@@ -84,25 +91,20 @@ class _GreedyMK(BaseEstimator):
               interval="[1, inf)", advanced=True),
         Param("knn_queries", "int", 2000, "rows averaged by the knn rule", interval="[1, inf)",
               none="all rows", advanced=True),
-        Param("gauss_order", "int", None, "the largest Taylor degree of the Gaussian features",
-              interval="[0, 8]", none="the paper's order for the task, raised until the "
-              "dictionary holds 2 n_features candidates", only=("selector", ("mfga",)),
-              ref="seed 004 Section 5", advanced=True),
-        Param("include_squares", "bool", True, "keep the monomials with a repeated variable",
-              only=("selector", ("mfga",)), advanced=True),
-        Param("include_linear", "bool", None, "add the linear kernel's d features",
-              none="the paper's choice: True for classification, False for regression",
-              only=("selector", ("mfga",)), ref="seed 004 Section 5", advanced=True),
-        Param("nu", "floats", None, "fixed kernel weights (Gaussian[, linear]) on the simplex",
-              none="uniform", only=("selector", ("mfga",)), ref="seed 004 eq. 2",
-              advanced=True),
+        dataclasses.replace(GAUSS_ORDER, default=None, none="the paper's order for the task, "
+                            "raised until the dictionary holds 2 n_features candidates",
+                            **_MFGA_ONLY),
+        dataclasses.replace(INCLUDE_SQUARES, **_MFGA_ONLY),
+        dataclasses.replace(INCLUDE_LINEAR, default=None, none="the paper's choice: True for "
+                            "classification, False for regression", ref="seed 004 Section 5",
+                            **_MFGA_ONLY),
+        dataclasses.replace(NU, **_MFGA_ONLY),
         Param("features_per_step", "int", 1, "s, candidates added per MFGA iteration (1: the "
-              "exact algorithm)", interval="[1, inf)", only=("selector", ("mfga",)),
-              advanced=True),
+              "exact algorithm)", interval="[1, inf)", **_MFGA_ONLY),
         Param("tol", "float", 0.0, "MFGA stops when no inactive candidate has |gradient| > tol",
-              interval="[0, inf)", only=("selector", ("mfga",)), advanced=True),
+              interval="[0, inf)", **_MFGA_ONLY),
         Param("normalize", "bool", False, "rank candidates by |g_j| / ||psi_j|| (not the "
-              "paper's rule)", only=("selector", ("mfga",)), advanced=True),
+              "paper's rule)", **_MFGA_ONLY),
         Param("n_candidates", "int", 2000, "M0, random features drawn by lkrf and eerf",
               interval="[1, inf)", only=("selector", ("lkrf", "eerf")), advanced=True),
         Param("lkrf_rho", "float", None, "radius of LKRF's chi-square ball",

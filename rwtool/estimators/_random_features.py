@@ -27,9 +27,10 @@ from .._base import (BaseEstimator, ClassifierMixin, RegressorMixin, Standardize
                      check_scalar, check_X_y, encode_classes, is_dask)
 from .._params import Param, params_table, validate_params
 from ..features import KITCHEN_BASES, RandomFourierFeatures
-from ..features._fourier import FOURIER_KERNELS
+from ..features._fourier import KERNEL
 from ..features._instantiation import instantiation_names, resolve
-from ..features._rkhs import KAPPA, THETA
+from ..features._base import N_FEATURES, RANDOM_STATE, SIGMA
+from ..features._rkhs import GAMMA, KAPPA, THETA
 from ..exceptions import check_finite_result
 from ..bounds import estimate_tau, gap_theorem62, gap_theorem65, l2p_norm, rademacher_bound
 from ..losses import LOSSES, get_loss
@@ -183,8 +184,6 @@ def _reg_param(ref: str) -> Param:
                  none="the solver's default", ref=ref)
 
 
-_N_FEATURES = Param("n_features", "int", 1000, "T, the number of random features (centres "
-                    "w_t ~ p)", interval="[1, inf)")
 _LOSS = Param("loss", "choice", "squared", "(f - y)^2 / 2 or log(1 + exp(-y f)); logistic for "
               "classifiers with an iterative solver", choices=tuple(LOSSES))
 _TOL = Param("tol", "float", 1e-4, "lasso: stop when the duality gap is <= tol ||y||^2 / m",
@@ -199,8 +198,8 @@ _BIAS = Param("bias", "bool", True, "append a constant column for the base predi
 _BLOCK_SIZE = Param("block_size", "int", None, "rows per block of the features accumulated "
                     "into Phi^T Phi", interval="[1, inf)", none="about 32 MB of features",
                     advanced=True)
-_RANDOM_STATE = Param("random_state", "seed", None, "seed of the feature draw (the same seed "
-                      "gives the same model whatever the thread count)", none="a fresh draw")
+_RANDOM_STATE = dataclasses.replace(RANDOM_STATE, help="seed of the feature draw (the same "
+                                    "seed gives the same model whatever the thread count)")
 
 _RW_PARAMETERS = params_table(
     Param("instantiation", "choice", "rwsign", "the instantiation (W, phi, K, p): a closed form "
@@ -208,16 +207,12 @@ _RW_PARAMETERS = params_table(
           choices=instantiation_names, check=resolve,
           also=("an 'mc:<distribution>:<kernel>:<base>' name", "an rwtool.Instantiation"),
           ref="seed 003 Table 2; docs/INSTANTIATIONS.md"),
-    _N_FEATURES,
+    dataclasses.replace(N_FEATURES, help="T, the number of random features (centres w_t ~ p)"),
     Param("solver", "choice", "lstsq", "exact least squares, Lasso coordinate descent, SFGD or "
           "Optimal Stepsize Descent (docs/SOLVERS.md)", choices=_solvers_of("rw"),
           ref="seed 003 Algorithms 3-5; seed 000 Algorithm 2"),
     _reg_param("spec section 3"),
-    Param("sigma", "float", 1.0, "s, the standard deviation of the sampling distribution p",
-          interval="(0, inf)", ref="seed 003 Table 2"),
-    Param("gamma", "float", None, "g, the kernel width; an explicit value overrides the theta "
-          "and kappa rules", interval="(0, inf)",
-          none="from theta or kappa, or sigma for rwstumps", ref="seed 003 Table 4"),
+    dataclasses.replace(SIGMA, ref="seed 003 Table 2"), GAMMA,
     dataclasses.replace(THETA, only=("instantiation", ("rwsign", "rwrelu"))),
     dataclasses.replace(KAPPA, only=("instantiation", ("rwexpsign", "rwexprelu"))),
     Param("eps", "float", 1e-10, "ridge term m eps I added to the normal equations for "
@@ -244,16 +239,16 @@ _RKS_PARAMETERS = params_table(
     Param("base", "choice", "relu", "the base predictor phi(w, x): sign, ReLU or stump of the "
           "RKHS weightings' distributions, or random Fourier features of the kernel",
           choices=RKS_BASES, ref="seed 003 Section 3.1"),
-    dataclasses.replace(_N_FEATURES, help="T, the number of random features"),
+    N_FEATURES,
     Param("solver", "choice", "ridge", "ridge on the fixed features, Lasso coordinate descent, "
           "or averaged mini-batch SGD (docs/SOLVERS.md)", choices=_solvers_of("rks"),
           ref="seed 003 Algorithms 1-2"),
     _reg_param("spec section 3"),
-    Param("sigma", "float", None, "the standard deviation of p (sign/relu/stumps) or the "
-          "kernel bandwidth (fourier)", interval="(0, inf)",
-          none="1 for sign/relu/stumps, sqrt(d / 2) for fourier"),
-    Param("kernel", "choice", "gaussian", "kernel of the random Fourier features",
-          choices=FOURIER_KERNELS, only=("base", ("fourier",))),
+    dataclasses.replace(SIGMA, default=None, help="the standard deviation of p (sign/relu/"
+                        "stumps) or the kernel bandwidth (fourier)",
+                        none="1 for sign/relu/stumps, sqrt(d / 2) for fourier"),
+    dataclasses.replace(KERNEL, help="kernel of the random Fourier features",
+                        only=("base", ("fourier",))),
     dataclasses.replace(_LOSS, only=("solver", ("sgd",))),
     Param("max_iter", "int", None, "lasso: sweeps per lam; sgd: epochs", interval="[1, inf)",
           none="1000 for lasso, 5 for sgd", only=("solver", ("lasso", "sgd"))),

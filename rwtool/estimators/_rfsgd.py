@@ -21,7 +21,7 @@ from .._base import (BaseEstimator, ClassifierMixin, Standardizer, check_array,
 from .._params import Param, params_table, validate_params
 from ..exceptions import NumericalError
 from ..features._bandwidth import median_sigma, scale_sigma
-from ..features._fourier import FOURIER_KERNELS, RandomFourierFeatures
+from ..features._fourier import KERNEL, VARIANT, RandomFourierFeatures
 from ..losses import get_loss
 from ..progress import FitCancelled, make_progress
 from ..resources import FitEstimate
@@ -145,10 +145,7 @@ class RFSGDClassifier(ClassifierMixin, BaseEstimator):
         Param("sigma", "float", "scale", "the kernel bandwidth, or a rule on the standardised "
               "training inputs: 'scale' (scikit-learn's gamma='scale') or 'median' (median "
               "distance between rows)", interval="(0, inf)", keywords=SIGMA_RULES),
-        Param("variant", "choice", "pair", "pair: M^-1/2 [cos, sin] (2M coefficients); phase: "
-              "sqrt(2/M) cos(omega^T x + b)", choices=("pair", "phase")),
-        Param("kernel", "choice", "gaussian", "the shift-invariant kernel (the paper's theory "
-              "covers the Gaussian)", choices=FOURIER_KERNELS),
+        VARIANT, KERNEL,
         Param("reg", "float", 1e-5, "lambda of the l2-regularised logistic loss",
               interval="(0, inf)", ref="seed 002 Algorithm 1"),
         Param("gamma", "float", None, "the step-size offset of eta_t = 2 / (reg (gamma + t))",

@@ -17,12 +17,12 @@ a cluster, which sees the rows a chunk at a time, ends with the constants of ``f
 from __future__ import annotations
 
 import math
-import numbers
 from abc import abstractmethod
 
 import numpy as np
 
-from .._base import BaseEstimator, check_array, check_is_fitted, check_random_state, check_scalar
+from .._base import BaseEstimator, check_array, check_is_fitted, check_random_state
+from .._params import Param, params_table, validate_params
 
 __all__ = ["FeatureMap", "RowMaxima", "row_norms", "dot_into", "auto_block_size"]
 
@@ -69,6 +69,14 @@ class RowMaxima:
         return f"RowMaxima(n={self.n}, values={self.values})"
 
 
+#: the entries every map's table draws on (rwtool._params)
+N_FEATURES = Param("n_features", "int", 1000, "T, the number of random features",
+                   interval="[1, inf)")
+SIGMA = Param("sigma", "float", 1.0, "s, the standard deviation of p (the scale of the draw)",
+              interval="(0, inf)")
+RANDOM_STATE = Param("random_state", "seed", None, "seed of the draw", none="a fresh draw")
+
+
 class FeatureMap(BaseEstimator):
     """Base class: ``fit`` samples w_1..w_T ~ p, ``transform`` returns the m x T feature matrix."""
 
@@ -81,8 +89,12 @@ class FeatureMap(BaseEstimator):
         self.random_state = random_state
 
     # -- subclass hooks --------------------------------------------------------------------
+    _parameters = params_table(N_FEATURES, RANDOM_STATE)
+
     def _validate_params(self, n_in: int) -> None:
-        check_scalar(self.n_features, "n_features", numbers.Integral, low=1)
+        """The parameters checked against the class's table (rwtool._params); maps with rules
+        between parameters add them after calling this."""
+        validate_params(self)
 
     @abstractmethod
     def _sample(self, rng: np.random.Generator, n_in: int, X: np.ndarray) -> None:

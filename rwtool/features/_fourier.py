@@ -14,14 +14,15 @@ columns. This module only maps inputs to features.
 
 from __future__ import annotations
 
+import dataclasses
 import math
-import numbers
 
 import numpy as np
 from numba import njit, prange
 
-from .._base import check_choice, check_scalar
-from ._base import FeatureMap, dot_into
+from .._base import check_choice
+from .._params import Param, params_table
+from ._base import N_FEATURES, RANDOM_STATE, SIGMA, FeatureMap, dot_into
 
 __all__ = ["RandomFourierFeatures", "FOURIER_KERNELS", "shift_invariant_kernel"]
 
@@ -47,6 +48,13 @@ def _cos_sin_pair_inplace(Z, M, scale):
             Z[i, M + t] = scale * math.sin(z)
 
 
+#: the entries the estimators on Fourier features share with the map (rwtool._params)
+KERNEL = Param("kernel", "choice", "gaussian", "the shift-invariant kernel k(x - y) (the SGD "
+               "paper's theory covers the Gaussian)", choices=FOURIER_KERNELS)
+VARIANT = Param("variant", "choice", "pair", "pair: M^-1/2 [cos, sin] (2M coefficients); phase: "
+                "sqrt(2/M) cos(omega^T x + b) (M coefficients)", choices=("pair", "phase"))
+
+
 class RandomFourierFeatures(FeatureMap):
     """Random Fourier features z(x) with E[z(x).z(y)] = k(x - y).
 
@@ -69,6 +77,14 @@ class RandomFourierFeatures(FeatureMap):
         Phases ("phase" variant; zeros for "pair").
     """
 
+    _parameters = params_table(
+        dataclasses.replace(N_FEATURES, help="M, the number of frequencies (the pair variant "
+                            "outputs 2M columns)"),
+        KERNEL,
+        dataclasses.replace(SIGMA, help="the kernel bandwidth (gaussian: exp(-||x - y||^2 / "
+                            "(2 sigma^2)))"),
+        VARIANT, RANDOM_STATE)
+
     def __init__(self, n_features: int = 1000, kernel: str = "gaussian", sigma: float = 1.0,
                  variant: str = "pair", random_state=None):
         self.n_features = n_features
@@ -76,12 +92,6 @@ class RandomFourierFeatures(FeatureMap):
         self.sigma = sigma
         self.variant = variant
         self.random_state = random_state
-
-    def _validate_params(self, n_in):
-        check_scalar(self.n_features, "n_features", numbers.Integral, low=1)
-        check_scalar(self.sigma, "sigma", low=0.0, low_inclusive=False)
-        check_choice(self.kernel, "kernel", FOURIER_KERNELS)
-        check_choice(self.variant, "variant", ("pair", "phase"))
 
     @property
     def n_output_(self):

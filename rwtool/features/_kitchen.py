@@ -10,13 +10,12 @@ This module does not solve anything; the RKHS weightings reuse its base-predicto
 from __future__ import annotations
 
 import math
-import numbers
 
 import numpy as np
 from numba import njit, prange
 
-from .._base import check_scalar
-from ._base import FeatureMap, dot_into
+from .._params import params_table
+from ._base import N_FEATURES, RANDOM_STATE, SIGMA, FeatureMap, dot_into
 
 __all__ = ["KitchenSign", "KitchenRelu", "KitchenStumps", "sign_inplace", "relu_inplace",
            "stump_sign_into", "sample_gaussian", "sample_stumps"]
@@ -65,15 +64,17 @@ def sample_stumps(rng: np.random.Generator, T: int, n: int, sigma: float):
     return idx, thr
 
 
+#: the table of every kitchen sink: T, sigma of p = N(0, sigma^2 I) (or of the stumps' threshold)
+_KITCHEN_PARAMETERS = params_table(N_FEATURES, SIGMA, RANDOM_STATE)
+
+
 class _KitchenDot(FeatureMap):
+    _parameters = _KITCHEN_PARAMETERS
+
     def __init__(self, n_features: int = 1000, sigma: float = 1.0, random_state=None):
         self.n_features = n_features
         self.sigma = sigma
         self.random_state = random_state
-
-    def _validate_params(self, n_in):
-        super()._validate_params(n_in)
-        check_scalar(self.sigma, "sigma", low=0.0, low_inclusive=False)
 
     def _sample(self, rng, n_in, X):
         self.W_ = sample_gaussian(rng, int(self.n_features), n_in, float(self.sigma))
@@ -118,14 +119,12 @@ class KitchenStumps(FeatureMap):
     w1 ~ U{1..n} picks the variable, w2 ~ N(0, sigma^2) the threshold (seed 003 Table 2's p).
     """
 
+    _parameters = _KITCHEN_PARAMETERS
+
     def __init__(self, n_features: int = 1000, sigma: float = 1.0, random_state=None):
         self.n_features = n_features
         self.sigma = sigma
         self.random_state = random_state
-
-    def _validate_params(self, n_in):
-        check_scalar(self.n_features, "n_features", numbers.Integral, low=1)
-        check_scalar(self.sigma, "sigma", low=0.0, low_inclusive=False)
 
     def _sample(self, rng, n_in, X):
         self.idx_, self.thr_ = sample_stumps(rng, int(self.n_features), n_in, float(self.sigma))

@@ -21,9 +21,10 @@ This module computes features; it does not learn, and holds no closed form.
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import inspect
 import math
-import numbers
 import re
 import warnings
 
@@ -31,11 +32,12 @@ import numpy as np
 from numba import njit, prange
 from numba.core.registry import CPUDispatcher
 
-from .._base import BaseEstimator, check_choice, check_scalar
-from ._base import RowMaxima, dot_into, row_norms
+from .._base import BaseEstimator
+from .._params import Param, params_table
+from ._base import N_FEATURES, RANDOM_STATE, SIGMA, RowMaxima, dot_into, row_norms
 from ._kitchen import relu_inplace, sample_gaussian, sample_stumps, sign_inplace, stump_sign_into
-from ._rkhs import (RKHSWeighting, _gaussian_gram, _stump_gram, check_theta, gamma_from_kappa,
-                    gamma_from_theta)
+from ._rkhs import (GAMMA, KAPPA, N_DRAWS, NORMALIZE, SAMPLING, SAMPLINGS, THETA, RKHSWeighting,
+                    _gaussian_gram, _stump_gram, gamma_from_kappa, gamma_from_theta)
 
 __all__ = ["MonteCarloRKHS", "MonteCarloDraws", "MC_DEFAULT_THETA", "DISTRIBUTIONS", "KERNELS",
            "BASES", "DOT_BASES", "SAMPLINGS", "register_distribution", "register_kernel",
@@ -47,7 +49,6 @@ KERNELS = ("gaussian", "exponential", "indicator-gaussian", "polynomial")
 BASES = ("sign", "relu", "stump", "tanh", "sigmoid")
 #: bases that read <w, x>: w has one entry per input column, and the estimators add a bias column
 DOT_BASES = ("sign", "relu", "tanh", "sigmoid")
-SAMPLINGS = ("auto", "mc", "qmc")
 #: theta of a Gaussian kernel when theta=None. Not the closed forms' 0.1 (rkhs.DEFAULT_THETA):
 #: a small theta makes the kernel narrow against the parameter space, so the sections rest on
 #: few draws (RWClassifier("mc:cauchy:gaussian:relu", n_features=300) on breast cancer: test
@@ -618,8 +619,16 @@ def resolve_n_draws(n_draws, n_features, sampling) -> int:
 
 
 def check_mc_params(n_draws, sampling):
-    check_scalar(n_draws, "n_draws", numbers.Integral, low=1, allow_none=True)
-    return check_choice(sampling, "sampling", SAMPLINGS)
+    """n_draws and sampling checked by their table entries; the sampling in its spelling."""
+    N_DRAWS.validate(n_draws)
+    return SAMPLING.validate(sampling)
+
+
+def _piece(kind: str, pieces: tuple, help: str) -> Param:
+    """The entry of a piece of an instantiation: a built-in or registered name."""
+    return Param(kind, "choice", pieces[0], help,
+                 choices=lambda: pieces + tuple(registered(kind)),
+                 check=functools.partial(_lookup, kind), also=(f"a registered {kind}",))
 
 
 class MonteCarloRKHS(RKHSWeighting):
@@ -674,6 +683,19 @@ class MonteCarloRKHS(RKHSWeighting):
     name = "mc"
     constants_are_estimates = True
 
+    _parameters = params_table(
+        _piece("distribution", DISTRIBUTIONS, "p, the distribution of w (scale sigma)"),
+        _piece("kernel", KERNELS, "K(u, w), the kernel of the weight function"),
+        _piece("base", BASES, "phi(w, x), the base predictor"),
+        dataclasses.replace(N_FEATURES, help="T, the number of centres"), N_DRAWS,
+        dataclasses.replace(SIGMA, help="the scale of the built-in distributions"),
+        dataclasses.replace(GAMMA, none="the theta rule (gaussian), the kappa rule "
+                            "(exponential), sigma (indicator-gaussian) or sigma sqrt(d) "
+                            "(polynomial)"),
+        THETA, KAPPA,
+        Param("degree", "int", 2, "the degree of the polynomial kernel", interval="[1, inf)"),
+        SAMPLING, NORMALIZE, RANDOM_STATE)
+
     def __init__(self, distribution="normal", kernel="gaussian", base="sign", n_features=1000,
                  n_draws=None, sigma=1.0, gamma=None, theta=None, kappa=10.0, degree=2,
                  sampling="auto", normalize=True, random_state=None):
@@ -694,17 +716,6 @@ class MonteCarloRKHS(RKHSWeighting):
     @property
     def label(self) -> str:
         return f"Monte Carlo instantiation ({self.distribution}, {self.kernel}, {self.base})"
-
-    def _validate_params(self, n_in):
-        self._check_common()
-        check_mc_params(self.n_draws, self.sampling)
-        check_scalar(self.degree, "degree", numbers.Integral, low=1)
-        for kind in ("distribution", "kernel", "base"):
-            _lookup(kind, getattr(self, kind))
-        if self.gamma is None and _lookup("kernel", self.kernel) == "gaussian":
-            check_theta(self.theta)
-        if self.gamma is None and _lookup("kernel", self.kernel) == "exponential":
-            check_scalar(self.kappa, "kappa", low=1.0, low_inclusive=False)
 
     def theta_rule(self) -> float | None:
         if self.gamma is not None or _lookup("kernel", self.kernel) != "gaussian":

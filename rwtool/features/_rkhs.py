@@ -20,21 +20,23 @@ This module computes features, Gram matrices and the instantiation constants; it
 
 from __future__ import annotations
 
+import dataclasses
 import math
-import numbers
 import warnings
 
 import numpy as np
 from numba import njit, prange
 
 from .._base import check_scalar
-from .._params import Param
-from ._base import FeatureMap, RowMaxima, dot_into, row_norms
+from .._params import Param, params_table
+from ._base import (N_FEATURES, RANDOM_STATE, SIGMA, FeatureMap, RowMaxima, dot_into,
+                    row_norms)
 from ._kitchen import relu_inplace, sample_gaussian, sample_stumps, sign_inplace, stump_sign_into
 
 __all__ = ["RKHSWeighting", "RWSign", "RWExpSign", "RWRelu", "RWExpRelu", "RWStumps",
            "INSTANTIATIONS", "DEFAULT_THETA", "gamma_from_theta", "gamma_from_kappa",
-           "instantiation_constants", "check_theta", "make_instantiation", "THETA", "KAPPA"]
+           "instantiation_constants", "check_theta", "make_instantiation", "THETA", "KAPPA",
+           "GAMMA", "SAMPLINGS", "CLOSED_FORM", "N_DRAWS", "SAMPLING", "NORMALIZE"]
 
 _SQRT2 = math.sqrt(2.0)
 _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
@@ -122,6 +124,21 @@ THETA = Param("theta", "float", None, "target theta of the Gaussian kernels' gam
 KAPPA = Param("kappa", "float", 10.0, "target kappa of the exponential kernels' gamma rule (when "
               "gamma is None); a larger kappa loosens the bounds", interval="(1, inf)",
               ref="seed 003 Table 4")
+
+
+GAMMA = Param("gamma", "float", None, "g, the kernel width; a value overrides the theta and "
+              "kappa rules", interval="(0, inf)", none="from theta or kappa, or sigma for "
+              "the stumps", ref="seed 003 Table 4")
+#: Monte Carlo features: the closed forms' closed_form=False, and every MonteCarloRKHS
+SAMPLINGS = ("auto", "mc", "qmc")
+CLOSED_FORM = Param("closed_form", "bool", True, "the closed form (False: Monte Carlo estimates "
+                    "from n_draws draws shared by every centre, on the same centres)")
+N_DRAWS = Param("n_draws", "int", None, "S, the number of Monte Carlo draws shared by every "
+                "centre", interval="[1, inf)", none="4 n_features")
+SAMPLING = Param("sampling", "choice", "auto", "qmc: scrambled Sobol points through p's inverse "
+                 "CDF; mc: plain draws; auto: qmc where p has one", choices=SAMPLINGS)
+NORMALIZE = Param("normalize", "bool", True, "exponential kernels: the normalised kernel "
+                  "sections (the same model, no overflow)")
 
 
 def check_theta(theta):
@@ -218,14 +235,6 @@ class RKHSWeighting(FeatureMap):
         return instantiation_constants(self.name, n_in, float(self.sigma), gamma, x_norm_max)
 
     # -- shared parameter handling --------------------------------------------------------
-    def _check_common(self):
-        check_scalar(self.n_features, "n_features", numbers.Integral, low=1)
-        check_scalar(self.sigma, "sigma", low=0.0, low_inclusive=False)
-        check_scalar(self.gamma, "gamma", low=0.0, low_inclusive=False, allow_none=True)
-        if not getattr(self, "closed_form", True):
-            from ._montecarlo import check_mc_params
-            check_mc_params(self.n_draws, self.sampling)
-
     # -- Monte Carlo features (closed_form=False): same centres, shared draws ------------------
     def _draw_mc(self, rng, distribution, n_in):
         """The shared draws, taken from the Generator after the centres (so these are unchanged)."""
@@ -307,11 +316,8 @@ class _RWDot(RKHSWeighting):
     _phi = "sign"              # or "relu"
 
     def _validate_params(self, n_in):
-        self._check_common()
-        if self._kernel_kind == "gaussian":
-            check_theta(self.theta)
-        else:
-            check_scalar(self.kappa, "kappa", low=1.0, low_inclusive=False)
+        super()._validate_params(n_in)
+        if self._kernel_kind == "exponential":
             if self.gamma is not None and self.sigma >= self.gamma:
                 raise ValueError(
                     f"{type(self).__name__} needs sigma < gamma (its operator norm is infinite "
@@ -444,6 +450,10 @@ class RWSign(_RWDot):
     name = "rwsign"
     _kernel_kind, _phi = "gaussian", "sign"
 
+    _parameters = params_table(
+        N_FEATURES, SIGMA, dataclasses.replace(GAMMA, none="from theta"), THETA, CLOSED_FORM,
+        N_DRAWS, SAMPLING, RANDOM_STATE)
+
     def __init__(self, n_features: int = 1000, sigma: float = 1.0, gamma=None,
                  theta=None, closed_form: bool = True, n_draws=None,
                  sampling: str = "auto", random_state=None):
@@ -470,6 +480,8 @@ class RWRelu(_RWDot):
     name = "rwrelu"
     _kernel_kind, _phi = "gaussian", "relu"
     _reads_x_norm = True
+
+    _parameters = RWSign._parameters
 
     def __init__(self, n_features: int = 1000, sigma: float = 1.0, gamma=None,
                  theta=None, closed_form: bool = True, n_draws=None,
@@ -515,6 +527,10 @@ class RWExpSign(_RWDot):
     name = "rwexpsign"
     _kernel_kind, _phi = "exponential", "sign"
 
+    _parameters = params_table(
+        N_FEATURES, SIGMA, dataclasses.replace(GAMMA, none="from kappa"), KAPPA, NORMALIZE,
+        CLOSED_FORM, N_DRAWS, SAMPLING, RANDOM_STATE)
+
     def __init__(self, n_features: int = 1000, sigma: float = 1.0, gamma=None,
                  kappa: float = 10.0, normalize: bool = True, closed_form: bool = True,
                  n_draws=None, sampling: str = "auto", random_state=None):
@@ -542,6 +558,8 @@ class RWExpRelu(_RWDot):
     name = "rwexprelu"
     _kernel_kind, _phi = "exponential", "relu"
     _reads_x_norm = True
+
+    _parameters = RWExpSign._parameters
 
     def __init__(self, n_features: int = 1000, sigma: float = 1.0, gamma=None,
                  kappa: float = 10.0, normalize: bool = True, closed_form: bool = True,
@@ -579,6 +597,10 @@ class RWStumps(RKHSWeighting):
 
     name = "rwstumps"
 
+    _parameters = params_table(
+        N_FEATURES, SIGMA, dataclasses.replace(GAMMA, none="sigma"), CLOSED_FORM, N_DRAWS,
+        SAMPLING, RANDOM_STATE)
+
     def __init__(self, n_features: int = 1000, sigma: float = 1.0, gamma=None,
                  closed_form: bool = True, n_draws=None, sampling: str = "auto",
                  random_state=None):
@@ -589,9 +611,6 @@ class RWStumps(RKHSWeighting):
         self.n_draws = n_draws
         self.sampling = sampling
         self.random_state = random_state
-
-    def _validate_params(self, n_in):
-        self._check_common()
 
     def _sample(self, rng, n_in, X):
         s = float(self.sigma)

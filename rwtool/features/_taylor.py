@@ -19,16 +19,17 @@ re-exported here. This module selects nothing.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
-import numbers
 
 import numpy as np
 from numba import njit, prange
 
-from .._base import check_array, check_is_fitted, check_scalar
+from .._base import check_array, check_is_fitted
+from .._params import Param, params_table, validate_params
 from ._bandwidth import knn_sigma
-from ._base import FeatureMap, row_norms
+from ._base import SIGMA, FeatureMap, row_norms
 
 __all__ = ["TaylorMultiKernelFeatures", "taylor_gaussian_kernel", "knn_sigma",
            "dictionary_size", "auto_gauss_order"]
@@ -101,6 +102,16 @@ def auto_gauss_order(d: int, n_select: int, base_order: int, include_squares: bo
     return order
 
 
+#: the dictionary's entries, shared with the greedy multi-kernel estimators (rwtool._params)
+GAUSS_ORDER = Param("gauss_order", "int", 1, "K, the largest Taylor degree of the Gaussian "
+                    "features", interval="[0, 8]", ref="seed 004 Section 5")
+INCLUDE_SQUARES = Param("include_squares", "bool", True, "keep the monomials with a repeated "
+                        "variable (x_i^2 ...)")
+INCLUDE_LINEAR = Param("include_linear", "bool", True, "add the linear kernel's d features")
+NU = Param("nu", "floats", None, "kernel weights (Gaussian[, linear]) on the simplex",
+           none="uniform", ref="seed 004 eq. 2")
+
+
 class TaylorMultiKernelFeatures(FeatureMap):
     """Candidate dictionary of explicit features: Gaussian Taylor terms and linear features.
 
@@ -134,6 +145,11 @@ class TaylorMultiKernelFeatures(FeatureMap):
     nu_ : ndarray (P,)
     """
 
+    _parameters = params_table(
+        dataclasses.replace(SIGMA, help="the Gaussian bandwidth, k(x, y) = "
+                            "exp(-||x - y||^2 / (2 sigma^2))"),
+        GAUSS_ORDER, INCLUDE_SQUARES, INCLUDE_LINEAR, NU)
+
     def __init__(self, sigma: float = 1.0, gauss_order: int = 1, include_squares: bool = True,
                  include_linear: bool = True, nu=None):
         self.sigma = sigma
@@ -153,8 +169,7 @@ class TaylorMultiKernelFeatures(FeatureMap):
         return self
 
     def _validate_params(self, n_in):
-        check_scalar(self.sigma, "sigma", low=0.0, low_inclusive=False)
-        check_scalar(self.gauss_order, "gauss_order", numbers.Integral, low=0, high=8)
+        validate_params(self)
         P = 2 if self.include_linear else 1
         if self.nu is not None:
             nu = np.asarray(self.nu, dtype=float).ravel()
