@@ -170,8 +170,8 @@ class _Field:
         if isinstance(w, QLineEdit) and "auto" in spec.keywords:
             button = QToolButton()
             button.setText("Auto")
-            button.setToolTip(f"Choose {spec.name} by cross-validation when training "
-                              f"(rwtool: {spec.name}=\"auto\")")
+            # what "auto" does differs (cross-validation, a rule of thumb): the table says
+            button.setToolTip(f"{spec.name}=\"auto\": {spec.doc}")
             button.clicked.connect(lambda: w.setText("auto"))
             self.row = QWidget()
             box = QHBoxLayout(self.row)
