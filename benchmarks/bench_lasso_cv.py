@@ -61,7 +61,7 @@ def _sklearn(fam, kind, data, regression):
     from sklearn.linear_model import LassoCV
     from sklearn.model_selection import PredefinedSplit
     from rwtool.solvers._from_sums import AUTO_FOLDS
-    from rwtool.solvers._sufficient import fold_of
+    from rwtool.solvers._sufficient import fold_of, row_keys
     Xtr, Xte, ytr, yte = data
     # the same features (the same seed draws the same map) through a least-squares estimator
     full = _estimator(fam, kind, regression, reg=1e-3,
@@ -71,7 +71,7 @@ def _sklearn(fam, kind, data, regression):
         y = full.y_scaler_.transform(ytr[:, None])[:, 0]
     else:
         y = np.where(ytr == full.classes_[1], 1.0, -1.0)
-    cv = PredefinedSplit(fold_of(np.arange(len(y)), AUTO_FOLDS))
+    cv = PredefinedSplit(fold_of(row_keys(Xtr), AUTO_FOLDS))
     t = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")

@@ -17,7 +17,8 @@ _os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
 
 from . import bounds, data, features, losses, persist  # noqa: E402
 from ._base import NotFittedError
-from .exceptions import InsufficientMemoryError, InvalidParameterError, NumericalError
+from .exceptions import (InsufficientMemoryError, InvalidParameterError, MixedLabelsError,
+                         NumericalError)
 from .resources import FitEstimate, estimate_fit
 from .data import DataError, Dataset, Preprocessing, preview_csv, read_csv, train_test_csv
 from .estimators import (BKerNNClassifier, BKerNNRegressor, GreedyMKClassifier, GreedyMKRegressor,
@@ -42,7 +43,7 @@ __all__ = [
     # progress, errors, warnings
     "Progress", "ProgressEvent", "FitCancelled", "NotFittedError", "NumericalWarning",
     "ConvergenceWarning", "NumericalError", "InsufficientMemoryError", "InvalidParameterError",
-    "estimate_fit", "FitEstimate",
+    "MixedLabelsError", "estimate_fit", "FitEstimate",
     # submodules
     "features", "data", "persist", "bounds", "losses",
     "__version__",

@@ -17,14 +17,15 @@ from typing import Any
 import numpy as np
 
 from ._params import Interval, Param
-from .exceptions import check_finite_result
+from .exceptions import MixedLabelsError, check_finite_result
 from .progress import FitCancelled
 
 __all__ = [
     "BaseEstimator", "ClassifierMixin", "RegressorMixin", "NotFittedError",
     "check_array", "check_X_y", "check_random_state", "check_is_fitted",
     "check_scalar", "check_choice", "check_range", "Standardizer", "encode_classes", "is_dask",
-    "check_not_constant",
+    "check_not_constant", "check_labels", "class_labels", "label_index", "fit_classes",
+    "checked_output",
 ]
 
 
@@ -136,11 +137,7 @@ class ClassifierMixin:
 
     def _finite_decision(self, X, *args) -> np.ndarray:
         # NaN > 0 is False: a non-finite f would silently predict one class for every row
-        D = self._raw_decision(X, *args)
-        check_finite_result(D, solver=type(self).__name__, what="the decision values",
-                            fix="refit the model (it or these inputs overflow float64); check "
-                                "the inputs' scale against the training data's")
-        return D
+        return checked_output(self, self._raw_decision, X, *args, what="the decision values")
 
     def _labels(self, D: np.ndarray) -> np.ndarray:
         if D.shape[1] == 1:
@@ -158,7 +155,16 @@ class ClassifierMixin:
 
 
 class RegressorMixin:
+    """``predict`` checked for non-finite values around the estimator's ``_raw_prediction``."""
+
     _estimator_type = "regressor"
+
+    def predict(self, X) -> np.ndarray:
+        """The predicted target of each row (one column per output when y had several)."""
+        return self._finite_prediction(X)
+
+    def _finite_prediction(self, X, *args) -> np.ndarray:
+        return checked_output(self, self._raw_prediction, X, *args, what="the predictions")
 
     def score(self, X, y, sample_weight=None) -> float:
         """Coefficient of determination R^2 of ``predict(X)`` against ``y``."""
@@ -177,6 +183,21 @@ class RegressorMixin:
             r2 = np.where(ss_tot > 0, 1.0 - ss_res / np.where(ss_tot > 0, ss_tot, 1.0),
                           np.where(ss_res > 0, 0.0, 1.0))
         return float(np.mean(r2))
+
+
+def checked_output(est, compute, X, *args, what: str) -> np.ndarray:
+    """``compute(X, *args)`` -- the decision values or predictions of a fitted ``est`` -- or
+    :class:`rwtool.NumericalError` when any of them is not finite: the one check behind every
+    estimator's ``predict`` and ``decision_function``. Inputs far outside the training range
+    overflow inside the model; numpy's RuntimeWarnings about it are silenced, since the error
+    says it."""
+    with np.errstate(all="ignore"):
+        out = compute(X, *args)
+    check_finite_result(out, solver=type(est).__name__, what=what,
+                        fix="these inputs are far outside the training data's range (the model "
+                            "overflows float64 on them): check their scale against the "
+                            "training data's; refit if the model itself is not finite")
+    return out
 
 
 # ----------------------------------------------------------------------------- input checks
@@ -214,6 +235,9 @@ def check_array(X, name: str = "X", ensure_2d: bool = True, min_samples: int = 1
         raise ValueError(f"{name} could not be read as an array ({exc}); pass a rectangular "
                          f"numeric array") from None
     if arr.dtype == object or arr.dtype.kind in "USV":
+        if arr.dtype == object and any(v is None for v in arr.ravel().tolist()):
+            raise ValueError(f"{name} contains missing values (None); remove or impute them "
+                             f"first")
         try:
             arr = arr.astype(dtype)
         except (TypeError, ValueError) as exc:
@@ -281,10 +305,7 @@ def check_X_y(X, y, y_numeric: bool = False, min_samples: int = 1):
     if y_numeric:
         y = check_array(y, "y", ensure_2d=False)
     else:
-        if y.dtype.kind == "f" and not np.isfinite(y).all():
-            raise ValueError("y contains NaN or infinity; remove those rows before fitting")
-        if y.dtype == object and any(v is None for v in y):
-            raise ValueError("y contains missing values (None); remove those rows before fitting")
+        y = check_labels(y)
     return X, y
 
 
@@ -398,8 +419,88 @@ def check_range(arr: np.ndarray, name: str, fix: str) -> None:
                          f"overflow or vanish; {fix}")
 
 
-def encode_classes(y: np.ndarray, name: str = "y"):
-    """Class labels and a one-vs-rest +/-1 target matrix (one column for binary problems)."""
+def _label_kind(t: type) -> str:
+    if issubclass(t, (numbers.Real, np.bool_)):
+        return "number"
+    if issubclass(t, str):
+        return "text"
+    return t.__name__
+
+
+def check_labels(y, name: str = "y") -> np.ndarray:
+    """``y`` as a 1-D array of class labels numpy can sort: every label a number, or every
+    label text. Missing labels (None, NaN) raise ValueError; labels of mixed kinds
+    (``[1, "a", 2.0]`` in an object array) :class:`MixedLabelsError`, naming the kinds and the
+    fix. Every classifier's labels -- fit, partial_fit, classes=, folds -- pass through here
+    (numpy's own ``'<' not supported between 'int' and 'str'`` says neither)."""
+    y = np.asarray(y)
+    if y.ndim != 1:
+        raise ValueError(f"{name} must be 1-D (one label per row), got shape {y.shape}")
+    if y.dtype.kind == "f" and not np.isfinite(y).all():
+        raise ValueError(f"{name} contains NaN or infinity; remove those rows before fitting")
+    if y.dtype != object:
+        return y
+    values = y.tolist()
+    by_kind: dict[str, tuple] = {}
+    for v in values:
+        if v is None or (isinstance(v, float) and v != v):
+            raise ValueError(f"{name} contains missing labels (None or NaN, first at position "
+                             f"{_first_missing(values)}); remove those rows, or give them a "
+                             f"label of their own")
+        types, count, first = by_kind.get(_label_kind(type(v)), (set(), 0, v))
+        types.add(type(v).__name__)
+        by_kind[_label_kind(type(v))] = (types, count + 1, first)
+    if len(by_kind) > 1 or not set(by_kind) <= {"number", "text"}:
+        shown = "; ".join(f"{count} {kind} label(s) of type {'/'.join(sorted(types))}, e.g. "
+                          f"{first!r}" for kind, (types, count, first) in by_kind.items())
+        raise MixedLabelsError(
+            f"{name} mixes labels of different kinds ({shown}), which cannot be ordered or "
+            f"compared as classes. Fix: give every label one type, e.g. "
+            f"{name}=np.asarray({name}).astype(str) (1 and 1.0 then become different labels "
+            f"'1' and '1.0'), or map the text labels to numbers")
+    return y
+
+
+def _first_missing(values) -> int:
+    return next(i for i, v in enumerate(values) if v is None or (isinstance(v, float) and v != v))
+
+
+def class_labels(y, name: str = "y"):
+    """``(classes, index)``: the sorted distinct labels of ``y`` (checked by
+    :func:`check_labels`) and each row's position in them."""
+    return np.unique(check_labels(y, name), return_inverse=True)
+
+
+def label_index(classes: np.ndarray, y, name: str = "y") -> np.ndarray:
+    """Each label's position in the sorted ``classes``; ValueError naming the labels that are
+    not among them (labels of another kind than the classes' included)."""
+    y = check_labels(y, name)
+    if len(y) and _kind_of(y) != _kind_of(classes):
+        raise ValueError(f"{name} holds {_kind_of(y)} labels such as {y[:1].tolist()[0]!r} but "
+                         f"the model's classes are {_kind_of(classes)}: "
+                         f"{classes[:10].tolist()}; pass labels of the classes' kind")
+    idx = np.minimum(np.searchsorted(classes, y), len(classes) - 1)
+    unknown = classes[idx] != y
+    if np.any(unknown):
+        raise ValueError(f"{name} has label(s) {list(dict.fromkeys(y[unknown].tolist()))[:5]} "
+                         f"not in the classes {classes[:10].tolist()}; pass every class when "
+                         f"the model starts (classes= on the first partial_fit call)")
+    return idx
+
+
+def _kind_of(labels: np.ndarray) -> str:
+    """"text" or "number" for labels checked by :func:`check_labels` (one kind throughout)."""
+    if labels.dtype == object:
+        return _label_kind(type(labels.flat[0])) if labels.size else "number"
+    return "text" if labels.dtype.kind in "US" else "number"
+
+
+def fit_classes(y: np.ndarray, name: str = "y", on_classes=None):
+    """``(classes, index)`` of a classifier's training labels: checked (:func:`check_labels`),
+    at least two, not a continuous target. ``on_classes(n_classes)`` runs once the classes
+    are known, before anything of their size is built (a fit's memory check: with 10,000
+    classes the one-vs-rest targets alone take gigabytes)."""
+    y = check_labels(y, name)
     if y.dtype.kind == "f" and np.any(y != np.round(y)) and len(np.unique(y)) > 0.5 * len(y):
         raise ValueError(f"{name} looks continuous ({len(np.unique(y))} distinct non-integer "
                          f"values); use a regressor for regression targets")
@@ -407,6 +508,15 @@ def encode_classes(y: np.ndarray, name: str = "y"):
     if len(classes) < 2:
         raise ValueError(f"{name} has 1 class only ({classes[0]!r}); a classifier needs at "
                          f"least two classes in the training data")
+    if on_classes is not None:
+        on_classes(len(classes))
+    return classes, idx
+
+
+def encode_classes(y: np.ndarray, name: str = "y", on_classes=None):
+    """Class labels (:func:`fit_classes`) and a one-vs-rest +/-1 target matrix (one column for
+    binary problems)."""
+    classes, idx = fit_classes(y, name, on_classes)
     if len(classes) == 2:
         Y = np.where(idx == 1, 1.0, -1.0)[:, None]
     else:

@@ -1,4 +1,5 @@
-"""The errors every rwtool fit shares: a numerical failure, and a fit too large for the machine.
+"""The errors every rwtool fit shares: a numerical failure, a fit too large for the machine, labels
+that are not classes.
 
 A fit that produces non-finite numbers, or an iterative solver that diverges, never returns
 quietly: it raises :class:`NumericalError`, which names the solver, the iteration and the fix,
@@ -14,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 __all__ = ["NumericalError", "InsufficientMemoryError", "InvalidParameterError",
-           "check_finite_result"]
+           "MixedLabelsError", "check_finite_result"]
 
 
 class InvalidParameterError(ValueError, TypeError):
@@ -71,6 +72,12 @@ class InsufficientMemoryError(MemoryError):
         self.required = int(required)
         self.available = int(available)
         self.fix = fix
+
+
+class MixedLabelsError(ValueError, TypeError):
+    """Class labels of several kinds (numbers and text in one object array): they cannot be
+    sorted or compared as classes. A ValueError (a bad value of y) and a TypeError (what numpy
+    raised for it before), so callers catching either keep working."""
 
 
 def check_finite_result(arrays, *, solver: str, iteration: int | None = None,

@@ -3,7 +3,9 @@
 Every estimator may define ``_estimate_fit(n_samples, n_features_in, n_outputs) -> FitEstimate``
 with its own cost model; :func:`estimate_fit` falls back to a generic one. :func:`check_memory`
 turns an estimate into an :class:`rwtool.InsufficientMemoryError` when it exceeds what the
-machine can give (the app and the CLI show the same estimate before a long fit).
+machine can give, and every fit calls :func:`check_fit_memory` once it knows its rows, columns
+and classes, before it allocates what grows with them (the app and the CLI show the same
+estimate before a long fit).
 
 This module must not import estimators or solvers; it only reads their ``_estimate_fit``.
 """
@@ -15,7 +17,7 @@ from dataclasses import dataclass
 
 from .exceptions import InsufficientMemoryError
 
-__all__ = ["FitEstimate", "estimate_fit", "available_memory", "check_memory"]
+__all__ = ["FitEstimate", "estimate_fit", "available_memory", "check_memory", "check_fit_memory"]
 
 # Share of the available memory a single fit may plan to use: the rest is for the interpreter,
 # the data the caller holds, and estimation error.
@@ -28,12 +30,14 @@ class FitEstimate:
 
     ``peak_bytes`` counts what the fit allocates beyond the input arrays; ``seconds`` is a rough
     time on this kind of machine, or None when the estimator has no time model; ``detail`` says
-    which terms dominate, in words a user can act on.
+    which terms dominate, in words a user can act on; ``fix``, when the estimator knows it, what
+    to change to need less (else ``detail`` serves as the fix).
     """
 
     peak_bytes: int
     seconds: float | None = None
     detail: str = ""
+    fix: str = ""
 
 
 def available_memory() -> int:
@@ -117,4 +121,18 @@ def check_memory(estimate: FitEstimate, what: str, fix: str | None = None,
     room = available_memory() if available is None else int(available)
     if estimate.peak_bytes > MEMORY_FRACTION * room:
         raise InsufficientMemoryError(what, required=estimate.peak_bytes, available=room,
-                                      fix=fix or estimate.detail or None)
+                                      fix=fix or estimate.fix or estimate.detail or None)
+
+
+def check_fit_memory(estimator, n_samples: int, n_features_in: int, n_outputs: int = 1) -> None:
+    """Refuse ``estimator.fit`` on data of this size before it allocates, when its estimate
+    (:func:`estimate_fit`) exceeds what the machine can give: InsufficientMemoryError with the
+    estimate, the room and what to change (the estimate's ``detail``)."""
+    classes = getattr(estimator, "_estimator_type", None) == "classifier"
+    what = f"{type(estimator).__name__} on {int(n_samples)} rows x {int(n_features_in)} columns"
+    if n_outputs > (2 if classes else 1):
+        what += f" and {int(n_outputs)} {'classes' if classes else 'outputs'}"
+    estimate = estimate_fit(estimator, n_samples, n_features_in, n_outputs)
+    if estimate.fix and estimate.detail:
+        what += f" ({estimate.detail})"
+    check_memory(estimate, what)

@@ -90,7 +90,7 @@ def noisy(data):
 def test_default_reg_is_one_choice_in_memory_streamed_and_on_dask(client, noisy, cls, task,
                                                                   monkeypatch):
     """reg=None (reg="auto") on uneven Dask partitions, on a stream of uneven chunks (with the
-    statistics of all rows) and in memory: one criterion from the same position-hashed fold
+    statistics of all rows) and in memory: one criterion from the same content-hashed fold
     sums (and classifiers' validation sample, made smaller than the data here), so the same
     reg, the same candidates' scores and the same model."""
     from rwtool.solvers import _from_sums as from_sums
@@ -142,7 +142,7 @@ def test_default_lasso_is_one_choice_in_memory_and_on_dask(client, noisy, cls, t
 
 
 def test_dataframe_input_and_auto_reg_equal_the_stream(client, data):
-    """A dask.dataframe fits like its array; reg='auto' picks from the same position-hashed
+    """A dask.dataframe fits like its array; reg='auto' picks from the same content-hashed
     fold sums as a partial_fit stream with the same statistics, so the two models agree."""
     import pandas as pd
     from rwtool.scale._streaming import Moments

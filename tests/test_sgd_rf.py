@@ -205,7 +205,7 @@ def test_partial_fit_continues_the_schedule(rng):
     assert part.n_iter_ == 400
     np.testing.assert_allclose(part.coef_, full.coef_, rtol=1e-13, atol=1e-15)
     np.testing.assert_allclose(part.last_iterate_, full.last_iterate_, rtol=1e-13, atol=1e-15)
-    with pytest.raises(ValueError, match="not in classes_"):
+    with pytest.raises(ValueError, match="not in the classes"):
         part.partial_fit(X[:2], np.array(["a", "c"]))
 
 

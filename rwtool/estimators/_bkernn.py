@@ -27,7 +27,7 @@ from ..solvers._bkernn import (CG_TOL, KERNEL_SOLVERS, PENALTIES, choose_kernel_
                                feature_learning_score, fit_particles, ridge_decision, ridge_tables)
 from ..exceptions import NumericalError, check_finite_result
 from ..progress import FitCancelled, make_progress
-from ..resources import FitEstimate, check_memory
+from ..resources import FitEstimate, check_fit_memory
 from ..solvers._ridge import NumericalWarning
 
 __all__ = ["BKerNNRegressor", "BKerNNClassifier", "PENALTIES", "feature_learning_score"]
@@ -206,7 +206,6 @@ class _BKerNN(BaseEstimator):
                 delattr(self, attr)
         t0 = time.perf_counter()
         n, d = X.shape
-        check_memory(self._estimate_fit(n, d, Y.shape[1]), f"BKerNN on {n} rows x {d} columns")
         self.n_features_in_ = d
         self.x_scaler_ = Standardizer.fit(X) if self.standardize else None
         Xp = np.ascontiguousarray(self._prepare_X(X))
@@ -274,6 +273,8 @@ class _BKerNN(BaseEstimator):
         per-thread buffers), measured at 8-16% of the counted arrays at 10,000-100,000 rows.
         """
         n, d, q = int(n_samples), int(n_features_in), max(1, int(n_outputs))
+        if self._estimator_type == "classifier" and q == 2:
+            q = 1                     # two classes: one +/-1 column
         m = int(self.n_particles)
         model = 8 * (n * d + 4 * m * n + 2 * m * (n + 1) * q + 5 * n * q)
         dense = choose_kernel_solver(str(self.kernel_solver).lower(), n) == "dense"
@@ -423,6 +424,7 @@ class BKerNNRegressor(RegressorMixin, _BKerNN):
     def _fit_targets(self, X, y):
         X, y = check_X_y(X, y, y_numeric=True, min_samples=2)
         Y = y[:, None] if y.ndim == 1 else y
+        check_fit_memory(self, X.shape[0], X.shape[1], Y.shape[1])
         self.y_1d_ = y.ndim == 1
         self.y_scaler_ = Standardizer.fit(Y) if self.standardize else None
         if self.y_scaler_ is not None:
@@ -434,6 +436,9 @@ class BKerNNRegressor(RegressorMixin, _BKerNN):
 
         ``callback``: progress events while predicting; True stops with ``FitCancelled``.
         """
+        return self._finite_prediction(X, callback)
+
+    def _raw_prediction(self, X, callback=None):
         D = self._raw_decision(X, callback)
         if self.y_scaler_ is not None:
             D = self.y_scaler_.inverse_transform(D)
@@ -450,7 +455,8 @@ class BKerNNClassifier(ClassifierMixin, _BKerNN):
 
     def _fit_targets(self, X, y):
         X, y = check_X_y(X, y, min_samples=2)
-        self.classes_, Y = encode_classes(y)
+        self.classes_, Y = encode_classes(
+            y, on_classes=lambda k: check_fit_memory(self, X.shape[0], X.shape[1], k))
         return X, Y
 
     def decision_function(self, X, callback=None):

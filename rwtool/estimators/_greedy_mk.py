@@ -26,7 +26,7 @@ from ..features._bandwidth import knn_sigma, scale_sigma
 from ..features._taylor import (GAUSS_ORDER, INCLUDE_LINEAR, INCLUDE_SQUARES, NU,
                                 TaylorMultiKernelFeatures, auto_gauss_order, dictionary_size)
 from ..progress import FitCancelled, Progress, make_progress
-from ..resources import FitEstimate
+from ..resources import FitEstimate, check_fit_memory
 from ..solvers._greedy import (DenseDictionary, DictionaryView, eerf_scores, feature_alignment,
                                glm_fit, glm_objective, lkrf_select, lkrf_weights, mfga)
 from ..solvers._greedy_reg import (AUTO_REG, DENSE_BUDGET, HOLDOUT_ROWS, N_FOLDS, choose_reg,
@@ -589,7 +589,8 @@ class GreedyMKClassifier(ClassifierMixin, _GreedyMK):
 
     def _fit_targets(self, X, y):
         X, y = check_X_y(X, y)
-        self.classes_, Y = encode_classes(y)
+        self.classes_, Y = encode_classes(
+            y, on_classes=lambda k: check_fit_memory(self, X.shape[0], X.shape[1], k))
         return X, Y
 
     def _error(self, D, y):
@@ -597,7 +598,7 @@ class GreedyMKClassifier(ClassifierMixin, _GreedyMK):
 
     def predict_proba(self, X) -> np.ndarray:
         """sigmoid(f(x)) of the logistic model (one-vs-rest sigmoids normalised to sum to 1)."""
-        D = self._raw_decision(X)
+        D = self._finite_decision(X)
         P = 0.5 * (1.0 + np.tanh(0.5 * D))
         if D.shape[1] == 1:
             return np.hstack([1.0 - P, P])
@@ -619,6 +620,7 @@ class GreedyMKRegressor(RegressorMixin, _GreedyMK):
     def _fit_targets(self, X, y):
         X, y = check_X_y(X, y, y_numeric=True)
         Y = y[:, None] if y.ndim == 1 else y
+        check_fit_memory(self, X.shape[0], X.shape[1], Y.shape[1])
         lo, hi = Y.min(axis=0), Y.max(axis=0)
         half = np.where(hi > lo, (hi - lo) / 2.0, 1.0)
         self.y_scaler_ = Standardizer((hi + lo) / 2.0, half)
@@ -629,7 +631,7 @@ class GreedyMKRegressor(RegressorMixin, _GreedyMK):
         Y = y[:, None] if y.ndim == 1 else y
         return float(np.mean((self.y_scaler_.inverse_transform(D) - Y) ** 2))
 
-    def predict(self, X) -> np.ndarray:
+    def _raw_prediction(self, X) -> np.ndarray:
         check_is_fitted(self)
         D = self.y_scaler_.inverse_transform(self._raw_decision(X))
         return D[:, 0] if self.y_1d_ else D

@@ -24,18 +24,18 @@ import numpy as np
 
 from .._base import (BaseEstimator, ClassifierMixin, RegressorMixin, Standardizer, check_array,
                      check_choice, check_is_fitted, check_random_state, check_range,
-                     check_scalar, check_X_y, encode_classes, is_dask)
+                     check_scalar, check_X_y, encode_classes, is_dask, label_index)
 from .._params import Param, params_table, validate_params
 from ..features import KITCHEN_BASES, RandomFourierFeatures
 from ..features._fourier import KERNEL
 from ..features._instantiation import instantiation_names, resolve
 from ..features._base import N_FEATURES, RANDOM_STATE, SIGMA
 from ..features._rkhs import GAMMA, KAPPA, THETA
-from ..exceptions import check_finite_result
+from ..exceptions import _human, check_finite_result
 from ..bounds import estimate_tau, gap_theorem62, gap_theorem65, l2p_norm, rademacher_bound
 from ..losses import LOSSES, get_loss
 from ..progress import FitCancelled, make_progress
-from ..resources import FitEstimate
+from ..resources import FitEstimate, check_fit_memory
 from ..model_selection._selection import clone, fold_ids, select_reg
 from ..solvers._lasso import lasso_fit
 from ..solvers._lasso_cv import N_LAMS
@@ -45,8 +45,8 @@ from ..solvers._ridge import NumericalWarning, ridge_fit
 from ..solvers._sfgd import sfgd_fit
 from ..solvers._sgd_rks import sgd_fit
 from ..solvers._sufficient import REG_LIMITS, SufficientStats, best_index, grow_grid
-from ..solvers._from_sums import (AUTO_FOLDS, FROM_SUMS_SOLVERS, SMALL_DATA_REG, empty_stats,
-                                  solve_from_stats)
+from ..solvers._from_sums import (AUTO_FOLDS, FROM_SUMS_SOLVERS, SMALL_DATA_REG, VALIDATION_ROWS,
+                                  empty_stats, solve_from_stats)
 from ._scale_hooks import ScaleClassifierHooks, ScaleHooks
 
 __all__ = ["RWClassifier", "RWRegressor", "RKSClassifier", "RKSRegressor", "SOLVERS",
@@ -388,7 +388,7 @@ class _RandomFeatureModel(BaseEstimator):
         t0 = time.perf_counter()
         Xp, fmap = self._start_fit(X, Y)
         stats = empty_stats(self, fmap, Y.shape[1])
-        stats.add(fmap, Xp, Y, start=0, block_size=self.block_size, progress=callback)
+        stats.add(fmap, Xp, Y, rows=X, start=0, block_size=self.block_size, progress=callback)
         solve_from_stats(self, fmap, stats, callback)
         self.fit_time_ = time.perf_counter() - t0
         self._warn_if_constant(Xp, Y, solver)
@@ -417,10 +417,17 @@ class _RandomFeatureModel(BaseEstimator):
         (n x T) in design mode (n T <= 32e6), else a block and the normal equations (3 T^2);
         SFGD/OSD the features of a block of 64 batches twice (2 x 64 b T: the features and
         their product temporary), the block's base predictions (64 b x 64) and Gram columns;
-        SGD a chunk of 2048 rows of features. Measured against tracemalloc's peak in
-        tests/test_numerics.py (within a factor 2). Time: the features (2 n T d) plus the
+        SGD a chunk of 2048 rows of features. Each class (one-vs-rest column) adds, beyond its
+        n targets: for reg="auto" by sums, the fold sums and totals of B ((3 + 4) T), the
+        coefficients of every candidate reg (2 T R, R = the grid and one extension) and their
+        validation -- a classifier's R decision values on a fold of the validation sample
+        (S / 3 R, S = min(n, VALIDATION_ROWS)) and the sample's targets (2 S), a regressor's
+        products with the fold sums (2 T R); for the Lasso by sums the fold forms and paths
+        (3 x 3 T, and up to N_LAMS T for the final path). Measured against tracemalloc's peak
+        in tests/test_numerics.py (within a factor 2). Time: the features (2 n T d) plus the
         solver's operations (n T^2 and T^3 / 3 for the normal equations, b T^2 (d + k) / 2 for
-        SFGD/OSD, ...): numba loops at ``_ELEMENT_RATE``, BLAS/LAPACK work at ``_BLAS_RATE``.
+        SFGD/OSD, a coordinate-descent path per class for the Lasso, ...): numba loops at
+        ``_ELEMENT_RATE``, BLAS/LAPACK work at ``_BLAS_RATE``.
         """
         solver = self._validate()
         n, d, T = int(n_samples), int(n_features_in) + 1, int(self.n_features)
@@ -429,52 +436,76 @@ class _RandomFeatureModel(BaseEstimator):
         auto = self._auto_reg()
         block = (min(n, max(64, int(32e6 // (8 * T)))) if self.block_size is None
                  else min(n, int(self.block_size)))
+        classifier = self._estimator_type == "classifier"
         words = 2 * n * d + n * k + T * d
         ops = 2.0 * n * T * d
-        blas = 0.0                      # dense products and factorisations, on BLAS/LAPACK
+        blas = n * T * k                # dense products and factorisations, on BLAS/LAPACK
+        per_class = 0                   # the words each class (output column) adds, beyond y
+        R = len(AUTO_REG.get(solver, ())) + 1      # candidates: the grid and an extension
+        S = min(n, VALIDATION_ROWS)                # the classifier's validation sample
         if solver in ("lstsq", "ridge") and auto:
             fold = -(-n // AUTO_FOLDS)         # the rows of a fold, gathered and mapped alone
             words += (min(block, fold) * T + (AUTO_FOLDS + 4 + rw_gram) * T * T
                       + fold * (d + k))
             blas += n * T * T + T ** 3 / 3 + AUTO_FOLDS * 10 * T ** 3
+            per_class = (AUTO_FOLDS + 4) * T + 2 * T * R + (
+                2 * S + -(-S // AUTO_FOLDS) * R if classifier else 2 * T * R)
+            blas += AUTO_FOLDS * R * T * T * k + (S * T * R * k if classifier
+                                                  else AUTO_FOLDS * R * T * T * k)
         if solver in ("lstsq", "ridge"):
             if not auto:
                 words += block * T + (4 + rw_gram) * T * T
-                blas += n * T * T + T ** 3 / 3
+                blas += n * T * T + T ** 3 / 3 + T * T * k
+                per_class = 3 * T
             detail = (f"the {T} x {T} normal equations" + (" of three folds and the reg path"
                                                            if auto else "")
                       + f", features in blocks of {block} rows")
         elif solver == "lasso" and auto:
             # per-fold sums and the folds' Gram forms; K + 1 warm-started paths, each lam
             # taking tens of sweeps of O(T) per moving coefficient (docs/bench/lasso.md)
-            words += block * T + (2 * AUTO_FOLDS + 2) * T * T + 4 * T * k + rw_gram * T * T
+            words += block * T + (2 * AUTO_FOLDS + 2) * T * T + rw_gram * T * T
+            per_class = (3 * AUTO_FOLDS + 4 + N_LAMS) * T + (2 * S if classifier else 0)
+            words += S * T if classifier else 0        # the sample's features, per fold
             blas += n * T * T
-            ops += (AUTO_FOLDS + 1) * N_LAMS * 50 * T * T / 4.0
+            ops += (AUTO_FOLDS + 1) * N_LAMS * 50 * T * T / 4.0 * k
             detail = (f"the {T} x {T} normal equations of {AUTO_FOLDS} folds and the Lasso "
                       f"path of each, features in blocks of {block} rows")
         elif solver == "lasso":
             design = n * T <= 32_000_000
-            words += (n * T if design else block * T + 3 * T * T) + 4 * T * k + rw_gram * T * T
+            words += (n * T if design else block * T + 3 * T * T) + rw_gram * T * T
+            per_class = 4 * T
             sweeps = 1000 if self.max_iter is None else int(self.max_iter)
-            ops += (n if design else T) * T * min(sweeps, 50)
+            ops += (n if design else T) * T * min(sweeps, 50) * k
             detail = (f"the {n} x {T} feature matrix" if design
                       else f"the {T} x {T} normal equations") + " of the Lasso"
         elif solver in ("sfgd", "osd"):
             b = _batch_size(self, n)
-            words += 64 * b * (2 * T + 64 + d) + 64 * T + 3 * T * k
+            words += 64 * b * (2 * T + 64 + d) + 64 * T
+            per_class = 3 * T
             ops += b * T * T * (d + k) / 2.0      # features of the batches on the centres so far
             detail = f"blocks of 64 iterations x {b} rows of features on up to {T} centres"
         else:                                          # sgd on kitchen sinks
             epochs = 5 if self.max_iter is None else int(self.max_iter)
-            words += 2048 * T + 3 * T * k
+            words += 2048 * T
+            per_class = 3 * T
             ops += epochs * n * T * (d + 4 * k)
             detail = f"{epochs} passes over chunks of 2048 rows of {T} features"
         if auto and solver not in FROM_SUMS_SOLVERS:
             n_reg = len(AUTO_REG[solver])
             ops *= 3 * n_reg + 1                       # a fit per (fold, reg) and the refit
             detail += f"; reg='auto' refits {3 * n_reg + 1} times"
+        words += per_class * k
+        fix = ""
+        if k > 1 and (n + per_class) * k > words / 2:
+            what = "classes" if classifier else "outputs"
+            detail += (f"; mostly the {k} {what}: {_human(8 * (n + per_class) * k)} for their "
+                       f"targets, coefficients" + (" and the validation of each reg candidate"
+                                                   if auto else ""))
+            fix = (f"fewer {what} (merge the rare ones), fewer features (n_features)"
+                   + (", or a number for reg (no candidates to validate)" if auto else ""))
         seconds = ops / _ELEMENT_RATE + blas / _BLAS_RATE
-        return FitEstimate(peak_bytes=int(8 * words), seconds=float(seconds), detail=detail)
+        return FitEstimate(peak_bytes=int(8 * words), seconds=float(seconds), detail=detail,
+                           fix=fix)
 
     # -- reg selection (rwtool.model_selection._selection) --------------------------------------------------
     def _shares_reg_path(self) -> bool:
@@ -700,11 +731,7 @@ class _RandomFeatureModel(BaseEstimator):
     def _raw_decision(self, X) -> np.ndarray:
         check_is_fitted(self)
         X = check_array(X, n_features=self.n_features_in_, estimator=type(self).__name__)
-        D = self.feature_map_.linear_predict(self._prepare_X(X), self.coef_)
-        check_finite_result(D, solver=str(self.solver).lower(), what="the decision values",
-                            fix="these inputs are far outside the training data's range (the "
-                                "features overflow): check their scale")
-        return D
+        return self.feature_map_.linear_predict(self._prepare_X(X), self.coef_)
 
     def _targets_for(self, y, m):
         """Targets of ``y`` in the coding the model was fitted on (+/-1, or standardised)."""
@@ -712,11 +739,7 @@ class _RandomFeatureModel(BaseEstimator):
             y = np.asarray(y)
             if y.shape[0] != m:
                 raise ValueError(f"X has {m} rows but y has {y.shape[0]}")
-            idx = np.searchsorted(self.classes_, y)
-            idx = np.clip(idx, 0, len(self.classes_) - 1)
-            if not np.all(self.classes_[idx] == y):
-                raise ValueError("y has labels the model was not fitted on; pass labels from "
-                                 "classes_")
+            idx = label_index(self.classes_, y)
             if len(self.classes_) == 2:
                 return np.where(idx == 1, 1.0, -1.0)[:, None]
             Y = -np.ones((m, len(self.classes_)))
@@ -820,7 +843,8 @@ def _one(values):
 class _ClassifierTargets(ClassifierMixin):
     def _fit_targets(self, X, y):
         X, y = check_X_y(X, y)
-        self.classes_, Y = encode_classes(y)
+        self.classes_, Y = encode_classes(
+            y, on_classes=lambda k: check_fit_memory(self, X.shape[0], X.shape[1], k))
         return X, Y
 
 
@@ -828,18 +852,16 @@ class _RegressorTargets(RegressorMixin):
     def _fit_targets(self, X, y):
         X, y = check_X_y(X, y, y_numeric=True)
         Y = y[:, None] if y.ndim == 1 else y
+        check_fit_memory(self, X.shape[0], X.shape[1], Y.shape[1])
         self.y_scaler_ = Standardizer.fit(Y) if self.standardize else None
         self.y_1d_ = y.ndim == 1
         Y = self.y_scaler_.transform(Y) if self.standardize else Y
         return X, np.ascontiguousarray(Y)
 
-    def predict(self, X) -> np.ndarray:
+    def _raw_prediction(self, X) -> np.ndarray:
         D = self._raw_decision(X)
         if self.y_scaler_ is not None:
             D = self.y_scaler_.inverse_transform(D)
-            check_finite_result(D, solver=str(self.solver).lower(), what="the predictions",
-                                fix="the predictions exceed float64 in the targets' units: "
-                                    "rescale y before fitting")
         return D[:, 0] if self.y_1d_ else D
 
 

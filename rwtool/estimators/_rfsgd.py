@@ -17,14 +17,14 @@ import numpy as np
 
 from .._base import (BaseEstimator, ClassifierMixin, Standardizer, check_array,
                      check_is_fitted, check_not_constant, check_random_state, check_X_y,
-                     encode_classes, unfitted_on_failure)
+                     class_labels, fit_classes, label_index, unfitted_on_failure)
 from .._params import Param, params_table, validate_params
 from ..exceptions import NumericalError
 from ..features._bandwidth import median_sigma, scale_sigma
 from ..features._fourier import KERNEL, VARIANT, RandomFourierFeatures
 from ..losses import get_loss
 from ..progress import FitCancelled, make_progress
-from ..resources import FitEstimate
+from ..resources import FitEstimate, check_fit_memory
 from ..solvers._divergence import check_final_model
 from ..solvers._sgd import (SGDState, averaged_sgd, check_step_size, default_gamma, logistic_loss,
                             step_size_condition)
@@ -241,12 +241,7 @@ class RFSGDClassifier(ClassifierMixin, BaseEstimator):
         return float(sigma)
 
     def _targets(self, y):
-        idx = np.searchsorted(self.classes_, y)
-        bad = (idx >= len(self.classes_)) | (self.classes_[np.minimum(idx, len(self.classes_) - 1)]
-                                             != y)
-        if np.any(bad):
-            raise ValueError(f"y holds labels not in classes_ ({y[bad][:3]!r}...); pass every "
-                             f"class in the first partial_fit call (classes=...)")
+        idx = label_index(self.classes_, y)
         if len(self.classes_) == 2:
             return np.where(idx == 1, 1.0, -1.0)[:, None]
         Y = -np.ones((len(y), len(self.classes_)))
@@ -331,7 +326,8 @@ class RFSGDClassifier(ClassifierMixin, BaseEstimator):
         """
         self._validate()
         X, y = check_X_y(X, y)
-        classes, _ = encode_classes(y)
+        classes, _ = fit_classes(
+            y, on_classes=lambda k: check_fit_memory(self, X.shape[0], X.shape[1], k))
         for name in ("coef_", "classes_"):
             if hasattr(self, name):
                 delattr(self, name)
@@ -376,14 +372,15 @@ class RFSGDClassifier(ClassifierMixin, BaseEstimator):
         X, y = check_X_y(X, y)
         t0 = time.perf_counter()
         if not hasattr(self, "coef_"):
-            labels = np.unique(y) if classes is None else np.unique(np.asarray(classes))
+            labels = class_labels(y if classes is None else classes,
+                                  "y" if classes is None else "classes")[0]
             if len(labels) < 2:
                 raise ValueError("the first partial_fit call needs every class: pass "
                                  "classes=[...] with at least two labels")
             self._start(X, labels, check_random_state(self.random_state))
         else:
             X = check_array(X, n_features=self.n_features_in_, estimator=type(self).__name__)
-            if classes is not None and not np.array_equal(np.unique(np.asarray(classes)),
+            if classes is not None and not np.array_equal(class_labels(classes, "classes")[0],
                                                           self.classes_):
                 raise ValueError(f"classes={classes!r} differs from the classes of the first "
                                  f"partial_fit call {self.classes_!r}")
@@ -402,7 +399,7 @@ class RFSGDClassifier(ClassifierMixin, BaseEstimator):
 
         With several classes the one-vs-rest sigmoids are normalised to sum to one.
         """
-        D = self._raw_decision(X)
+        D = self._finite_decision(X)
         P = np.exp(-logistic_loss(D))            # sigmoid(D), overflow-free
         if D.shape[1] == 1:
             return np.hstack([1.0 - P, P])

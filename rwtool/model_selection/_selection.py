@@ -21,7 +21,7 @@ from collections import OrderedDict
 
 import numpy as np
 
-from .._base import check_random_state, check_scalar, is_dask
+from .._base import check_random_state, check_scalar, class_labels, is_dask
 from ..exceptions import NumericalError
 from ..progress import make_progress
 
@@ -38,7 +38,8 @@ def kfold_indices(y, n_splits: int, stratified: bool, random_state=None):
     rng = check_random_state(random_state)
     fold_of = np.empty(m, dtype=np.int64)
     if stratified:
-        classes, idx, counts = np.unique(y, return_inverse=True, return_counts=True)
+        classes, idx = class_labels(y)
+        counts = np.bincount(idx)
         if counts.min() < n_splits:
             c = classes[np.argmin(counts)]
             raise ValueError(f"class {c!r} has {counts.min()} row(s), fewer than cv={n_splits} "

@@ -33,7 +33,7 @@ import time
 
 import numpy as np
 
-from .._base import check_is_fitted
+from .._base import check_is_fitted, class_labels
 from ..features import RowMaxima
 from ..progress import make_progress
 from ..solvers._sufficient import SufficientStats
@@ -120,10 +120,7 @@ def _scan_part(Xb, yb, classifier):
             1 if yb.ndim == 1 else yb.shape[1]), np.array([]) if classifier else None)
     Xb = check_array(Xb)
     if classifier:
-        yb = np.asarray(yb)
-        if yb.dtype.kind == "f" and not np.isfinite(yb).all():
-            raise ValueError("y contains NaN or infinity; remove those rows before fitting")
-        return Moments.of(Xb), None, np.unique(yb)
+        return Moments.of(Xb), None, class_labels(yb)[0]
     yb = check_array(yb, "y", ensure_2d=False)
     return Moments.of(Xb), Moments.of(yb), None
 
@@ -133,7 +130,7 @@ def _merge_scans(items):
     my = None if items[0][1] is None else _sum([i[1] for i in items])
     labels = None
     if items[0][2] is not None:   # empty partitions give float arrays: leave them out
-        labels = np.unique(np.concatenate([i[2] for i in items if len(i[2])]))
+        labels = class_labels(np.concatenate([i[2] for i in items if len(i[2])]))[0]
     return mx, my, labels
 
 
@@ -146,7 +143,7 @@ def _part_stats(est, fmap, shape, Xb, yb, start, folds=None):
     maxima = RowMaxima()
     if len(Xb):
         Xp, Y = coded_chunk(est, Xb, yb)
-        stats.add(fmap, Xp, Y, start=start, folds=folds, block_size=est.block_size)
+        stats.add(fmap, Xp, Y, rows=Xb, start=start, folds=folds, block_size=est.block_size)
         maxima = fmap.row_maxima(Xp)
     return stats, maxima
 

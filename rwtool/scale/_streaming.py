@@ -46,7 +46,7 @@ import warnings
 
 import numpy as np
 
-from .._base import Standardizer, check_array, check_random_state
+from .._base import Standardizer, check_array, check_random_state, class_labels
 from ..features import RowMaxima
 from ..solvers._from_sums import AUTO_FOLDS, FROM_SUMS_SOLVERS, empty_stats, solve_from_stats
 from ..solvers._sufficient import SufficientStats
@@ -178,7 +178,7 @@ def start_model(est, n_features_in: int, *, x_scaler, classes=None, y_scaler=Non
                          f"{est.n_features_in_}")
     est.bias_ = est._uses_bias()
     if est._estimator_type == "classifier":
-        classes = np.unique(np.asarray(classes))
+        classes = class_labels(classes, "classes")[0]
         if len(classes) < 2:
             raise ValueError(f"classes must list at least two classes, got {list(classes)}")
         est.classes_ = classes
@@ -212,11 +212,6 @@ def coded_chunk(est, X, y):
         if y.ndim != 1 or len(y) != len(X):
             raise ValueError(f"y must be 1-D with one label per row of X ({len(X)}), got shape "
                              f"{y.shape}")
-        unknown = np.setdiff1d(y, est.classes_)
-        if len(unknown):
-            raise ValueError(f"y has label(s) {list(unknown[:5])} not in the classes given on "
-                             f"the first partial_fit call {list(est.classes_)}; pass every "
-                             f"class in classes= on the first call")
     else:
         y = check_array(y, "y", ensure_2d=False)
         if (y.ndim == 1) != est.y_1d_:
@@ -226,8 +221,25 @@ def coded_chunk(est, X, y):
 
 
 def partial_fit(est, X, y, classes=None, *, x_scaler=None, y_scaler=None, callback=None):
-    """Add a chunk (X, y) to the sums of ``est``; see the module docstring. Returns ``est``."""
+    """Add a chunk (X, y) to the sums of ``est``; see the module docstring. Returns ``est``.
+
+    A refused chunk (bad values, labels outside ``classes``, sums that overflow float64)
+    leaves ``est`` exactly as it was before the call: the stream goes on with the next chunk.
+    """
+    saved = dict(est.__dict__)
+    try:
+        return _add_chunk(est, X, y, classes, x_scaler, y_scaler, callback)
+    except BaseException:
+        est.__dict__.clear()
+        est.__dict__.update(saved)
+        raise
+
+
+def _add_chunk(est, X, y, classes, x_scaler, y_scaler, callback):
     t0 = time.perf_counter()
+    if classes is not None and est._estimator_type != "classifier":
+        raise ValueError(f"classes= is for classifiers; {type(est).__name__} learns numeric "
+                         f"targets: drop classes= (or use the classifier of this method)")
     stream = est.__dict__.get("_stream")
     fitted = est.__dict__.get("coef_")
     if fitted is not None and (stream is None or fitted is not stream.coef):
@@ -260,13 +272,13 @@ def partial_fit(est, X, y, classes=None, *, x_scaler=None, y_scaler=None, callba
         if x_scaler is not None or y_scaler is not None:
             raise ValueError("x_scaler and y_scaler are fixed by the first partial_fit call; "
                              "pass them there only")
-        if classes is not None and not np.array_equal(np.unique(np.asarray(classes)),
+        if classes is not None and not np.array_equal(class_labels(classes, "classes")[0],
                                                       est.classes_):
             raise ValueError(f"classes {list(classes)} differ from those of the first "
                              f"partial_fit call {list(est.classes_)}")
     Xp, Y = coded_chunk(est, X, y)
     maxima = stream.fmap.row_maxima(Xp)
-    stream.stats.add(stream.fmap, Xp, Y, block_size=est.block_size, progress=callback)
+    stream.stats.add(stream.fmap, Xp, Y, rows=X, block_size=est.block_size, progress=callback)
     stream.maxima = stream.maxima + maxima
     _unsolve(est)
     stream.seconds += time.perf_counter() - t0

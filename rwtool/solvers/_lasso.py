@@ -575,7 +575,8 @@ def _cd_active_set(Q, q, yy, lam, a, h, tol, max_iter):
     return done, gap
 
 
-def gram_path(Q, q, yy, lams, tol: float = 1e-4, max_iter: int = 1000, coef_init=None):
+def gram_path(Q, q, yy, lams, tol: float = 1e-4, max_iter: int = 1000, coef_init=None,
+              on_output=None):
     """The Gram-form Lasso at every lam of a decreasing path, each warm-started from the last.
 
     ``Q`` (T, T), ``q`` (T, k), ``yy`` (k,) as in :func:`lasso_gram`. Returns ``coefs``
@@ -584,7 +585,8 @@ def gram_path(Q, q, yy, lams, tol: float = 1e-4, max_iter: int = 1000, coef_init
     needs every solution of the path, not only the last. After ``_POLISH_EVERY`` sweeps, then
     every ``_POLISH_MAX_EVERY``, an active-set step (:func:`_active_set_step`) tries to finish
     the solve exactly; explicit-reg fits (lasso_gram, lasso_path) do not take it. Never warns:
-    the caller does.
+    the caller does. The outputs (classes) are solved one by one: ``on_output(j)`` is called
+    after output j's path (a progress report, which may cancel).
     """
     Q = np.ascontiguousarray(Q, dtype=float)
     q = np.asarray(q, dtype=float).reshape(Q.shape[0], -1)
@@ -605,6 +607,8 @@ def gram_path(Q, q, yy, lams, tol: float = 1e-4, max_iter: int = 1000, coef_init
                 sweeps[i, j], gaps[i, j] = _cd_active_set(Q, qj, float(yy[j]), float(lams[i]),
                                                           a, h, tol, int(max_iter))
             coefs[i, :, j] = a
+        if on_output is not None:
+            on_output(j)
     return coefs, {"sweeps": sweeps, "gap": gaps, "converged": gaps <= tol * yy}
 
 

@@ -65,9 +65,12 @@ def lasso_cv(stats, classifier: bool, n_lams: int = N_LAMS, ratio: float = LAM_R
     along the path, plus the path's ``lams``); ``table`` lists every lam
     scored (increasing) with its mean and standard deviation of the fold scores, the sweeps the
     folds took and how many of them stopped at the cap. A final solve that stops at the
-    ``max_iter`` cap raises a :class:`lasso.ConvergenceWarning` (with ``warn``). ``progress``
-    gets stage "search" (lams scored, ``best_score``) as sufficient.select_reg reports it; a
-    cancel raises FitCancelled between two lams.
+    ``max_iter`` cap raises a :class:`lasso.ConvergenceWarning` (with ``warn``). The classes
+    (outputs) are solved one by one, and ``progress`` hears of each: stage "search" counts
+    (lam, class) pairs scored -- lams scored, as sufficient.select_reg reports it, when there
+    is one output -- with ``best_score`` at the end of each lam, then stage "lasso" the
+    (lam, class) pairs of the final path, as lasso.lasso_gram reports them; a cancel raises
+    FitCancelled between two classes.
     """
     accuracy, used = scored_folds(stats, classifier, feature_map)
     Q, q, yy = stats.gram_form()
@@ -78,7 +81,7 @@ def lasso_cv(stats, classifier: bool, n_lams: int = N_LAMS, ratio: float = LAM_R
                 "tol": tol, "nnz": 0}
         return np.zeros((T, k)), info, 0.0, None
     progress = make_progress(progress)
-    progress.start("search", len(grid))
+    progress.start("search", len(grid) * k)
     ceiling = 0.0 if classifier and not accuracy else 1.0
     forms = [stats.gram_form(f) for f in used]
     score = (_AccuracyScorer(stats.sample, feature_map, used) if accuracy else
@@ -91,19 +94,24 @@ def lasso_cv(stats, classifier: bool, n_lams: int = N_LAMS, ratio: float = LAM_R
     i = 0
     while True:
         row, swp, cap = np.empty(len(used)), 0, 0
-        for j, f in enumerate(used):
-            c, pinfo = gram_path(*forms[j], [lam], tol, max_iter, coefs[j])
-            coefs[j] = c[0]
-            row[j] = score(j, c[0])
-            swp += int(pinfo["sweeps"].sum())
-            cap += int((~pinfo["converged"]).sum())
+        for c in range(k):          # class by class across the folds: progress per class
+            for j in range(len(used)):
+                Qf, qf, yyf = forms[j]
+                a, pinfo = gram_path(Qf, qf[:, c:c + 1], yyf[c:c + 1], [lam], tol, max_iter,
+                                     coefs[j][:, c:c + 1])
+                coefs[j][:, c] = a[0, :, 0]
+                swp += int(pinfo["sweeps"].sum())
+                cap += int((~pinfo["converged"]).sum())
+            progress.update(i * k + c + 1)
+        for j in range(len(used)):
+            row[j] = score(j, coefs[j])
         lams.append(lam)
         scores.append(row)
         sweeps.append(swp)
         capped.append(cap)
         if row.mean() > scores[best].mean():
             best = len(lams) - 1
-        progress.update(len(lams), force=True, best_score=float(scores[best].mean()))
+        progress.update(len(lams) * k, force=True, best_score=float(scores[best].mean()))
         i += 1
         if cap == len(used) * k or len(grid) < 2:
             break
@@ -120,7 +128,11 @@ def lasso_cv(stats, classifier: bool, n_lams: int = N_LAMS, ratio: float = LAM_R
     lams_up = np.asarray(lams)[order]
     lam = float(lams_up[best_index(scores.mean(axis=1), ceiling)])
     best = lams.index(lam)
-    path, pinfo = gram_path(Q, q, yy, lams[:best + 1], tol, max_iter)
+    steps = best + 1
+    progress.start("lasso", steps * k)        # lasso_gram's stage: one unit per (lam, class)
+    path, pinfo = gram_path(Q, q, yy, lams[:steps], tol, max_iter,
+                            on_output=lambda c: progress.update((c + 1) * steps))
+    progress.end()
     coef = path[-1]
     info = {"gap": pinfo["gap"][-1].tolist(), "sweeps": pinfo["sweeps"].sum(axis=0).tolist(),
             "converged": pinfo["converged"][-1].tolist(), "lams": lams[:best + 1],

@@ -58,11 +58,12 @@ def normal_equations(feature_map, X: np.ndarray, Y: np.ndarray, block_size: int 
     A, B = (np.zeros((T, T)), np.zeros((T, Y.shape[1]))) if out is None else out
     AtA = np.empty((T, T))
     progress.start("normal equations", m)
-    for start, stop, Phi in feature_map.blocks(X, block_size):
-        np.matmul(Phi.T, Phi, out=AtA)  # numpy spots the transposed self-product: one syrk
-        A += AtA
-        B += Phi.T @ Y[start:stop]
-        progress.update(stop)
+    with np.errstate(over="ignore", invalid="ignore"):   # an overflow is the error below
+        for start, stop, Phi in feature_map.blocks(X, block_size):
+            np.matmul(Phi.T, Phi, out=AtA)  # numpy spots the transposed self-product: one syrk
+            A += AtA
+            B += Phi.T @ Y[start:stop]
+            progress.update(stop)
     progress.end()
     if not (np.isfinite(A).all() and np.isfinite(B).all()):
         raise NumericalError(

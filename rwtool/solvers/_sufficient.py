@@ -16,11 +16,17 @@ training-fold solution a = a(A - A_f, B - B_f), the validation residual is
 
 so the choice of reg on a stream costs one pass (:func:`select_reg`, the one criterion of every
 mode). Accuracy is not such a sum: for classifiers the statistics may keep a
-:class:`ValidationSample`, the rows with the smallest hash of their position, scored by
+:class:`ValidationSample`, the rows with the smallest hash of their content, scored by
 prediction. The Lasso in Gram mode solves from the same sums (Q = A / m, q = B / m,
-||y||^2 / m). A row's fold is a deterministic function of its position in the data (a
-SplitMix64 hash, :func:`fold_of`), so a stream, a file read in chunks and a partitioned
-collection split the same rows the same way.
+||y||^2 / m). A row's fold is a deterministic function of its content -- the float64 values of
+the row as the estimator receives it, before standardisation and features (:func:`row_keys`,
+then a SplitMix64 hash, :func:`fold_of`) -- so a stream, a file read in chunks and a
+partitioned collection split the same rows the same way, and the copies of a row (resampled or
+upsampled data) share one fold: they are never on both sides of a validation split, which
+would reward the reg that memorises them (a grouped k-fold, the groups being identical rows).
+
+A chunk whose sums are not finite is refused with NumericalError before anything is added:
+the sums stay exactly as they were, and a stream goes on with the next chunk.
 
 This module knows feature maps only through ridge.normal_equations and ``linear_predict`` (the
 validation sample's accuracy); it must not import estimators or Dask.
@@ -35,7 +41,8 @@ from ..exceptions import NumericalError
 from ..progress import make_progress
 from ._ridge import RegPath, normal_equations, solve_normal_equations
 
-__all__ = ["SufficientStats", "ValidationSample", "fold_of", "position_uniform", "select_reg",
+__all__ = ["SufficientStats", "ValidationSample", "row_keys", "fold_of", "position_uniform",
+           "select_reg",
            "class_of", "coded_accuracy",
            "scored_folds", "best_index", "extension", "EXTEND_MAX", "REG_LIMITS", "REG_TIE",
            "REG_TIE_ABS"]
@@ -54,20 +61,45 @@ def _splitmix(positions, seed: int) -> np.ndarray:
     return z ^ (z >> np.uint64(31))
 
 
-def fold_of(positions, n_folds: int, seed: int = 0) -> np.ndarray:
-    """The fold (0..n_folds-1) of the rows at ``positions`` (0-based row numbers in the data).
+#: seed of the rows' content hash (independent of the folds' and the sample's)
+_ROW_SEED = 2
+#: float64 values hashed per block of rows
+_HASH_BLOCK = 1 << 20
 
-    A hash of the position: folds look shuffled (a file sorted by class or time still gets
-    every kind of row in every fold), yet any process can compute a row's fold from its position
-    alone, whatever the chunking.
+
+def row_keys(X) -> np.ndarray:
+    """A 64-bit key per row of ``X``, a function of the row's float64 values alone (0.0 and
+    -0.0 are one value): identical rows get identical keys, distinct rows distinct keys but
+    with probability about 2^-64. A sum of the values' bits times odd per-column multipliers
+    (wrapping, exact in any order) then mixed by SplitMix64; one pass over X in blocks."""
+    X = np.asarray(X, dtype=np.float64)
+    X = X[:, None] if X.ndim == 1 else X
+    n, d = X.shape
+    weights = _splitmix(np.arange(d, dtype=np.uint64), _ROW_SEED) | np.uint64(1)
+    out = np.empty(n, dtype=np.uint64)
+    step = max(1, _HASH_BLOCK // max(d, 1))
+    for i in range(0, n, step):
+        bits = (np.ascontiguousarray(X[i:i + step]) + 0.0).view(np.uint64)
+        out[i:i + step] = (bits * weights).sum(axis=1, dtype=np.uint64)
+    return _splitmix(out, _ROW_SEED)
+
+
+def fold_of(keys, n_folds: int, seed: int = 0) -> np.ndarray:
+    """The fold (0..n_folds-1) of each row, from its key (:func:`row_keys`; a row number works
+    too, as any unsigned 64-bit key does).
+
+    A hash of the key: folds look shuffled (a file sorted by class or time still gets every
+    kind of row in every fold), yet any process computes a row's fold from the row alone,
+    whatever the chunking.
     """
-    return (_splitmix(positions, seed) % np.uint64(n_folds)).astype(np.int64)
+    return (_splitmix(keys, seed) % np.uint64(n_folds)).astype(np.int64)
 
 
-def position_uniform(positions, seed: int = 0) -> np.ndarray:
-    """A number in [0, 1) per position, uniform and independent across positions and seeds
-    (a holdout of fraction p is ``position_uniform(pos, seed) < p``)."""
-    return (_splitmix(positions, seed) >> np.uint64(11)).astype(np.float64) * 2.0 ** -53
+def position_uniform(keys, seed: int = 0) -> np.ndarray:
+    """A number in [0, 1) per key (a row's position or :func:`row_keys`), uniform and
+    independent across keys and seeds (a holdout of fraction p is
+    ``position_uniform(pos, seed) < p``)."""
+    return (_splitmix(keys, seed) >> np.uint64(11)).astype(np.float64) * 2.0 ** -53
 
 
 def class_of(D: np.ndarray) -> np.ndarray:
@@ -89,12 +121,13 @@ SAMPLE_SEED = 1
 
 
 class ValidationSample:
-    """The ``size`` rows (preprocessed X, coded Y, fold) whose positions have the smallest
-    :func:`position_uniform` hash under ``SAMPLE_SEED``: a uniform sample of the data (all of it
-    when it has at most ``size`` rows) whose membership depends on the rows' positions alone --
-    chunks and partitions merged in any order keep the same rows (a bottom-k sketch). It lets
-    reg="auto" score classifiers by accuracy, which is not a function of the sums, in every mode
-    at the memory of ``size`` rows."""
+    """The ``size`` rows (preprocessed X, coded Y, fold) whose keys (:func:`row_keys`) have the
+    smallest :func:`position_uniform` hash under ``SAMPLE_SEED``, ties broken by position: a
+    uniform sample of the data (all of it when it has at most ``size`` rows) whose membership
+    depends on the rows alone -- chunks and partitions merged in any order keep the same rows
+    (a bottom-k sketch), and the copies of a row are in it together, as they are in one fold.
+    It lets reg="auto" score classifiers by accuracy, which is not a function of the sums, in
+    every mode at the memory of ``size`` rows."""
 
     def __init__(self, size: int):
         self.size = int(size)
@@ -107,9 +140,10 @@ class ValidationSample:
     def nbytes(self) -> int:
         return int(self.key.nbytes * 3 + (0 if self.X is None else self.X.nbytes + self.Y.nbytes))
 
-    def offer(self, positions, folds, X, Y) -> None:
-        """Keep the rows of (X, Y) at ``positions`` that belong to the sample."""
-        key = position_uniform(positions, SAMPLE_SEED)
+    def offer(self, keys, positions, folds, X, Y) -> None:
+        """Keep the rows of (X, Y) (their :func:`row_keys`, positions, folds) that belong to the
+        sample."""
+        key = position_uniform(keys, SAMPLE_SEED)
         take = np.flatnonzero(key < self.key.max()) if len(self.key) >= self.size else None
         if take is None and len(key) > self.size:
             take = np.argpartition(key, self.size - 1)[:self.size]
@@ -203,34 +237,69 @@ class SufficientStats:
                    + self.yy.nbytes + (0 if self.sample is None else self.sample.nbytes))
 
     # -- accumulation ------------------------------------------------------------------------
-    def add(self, feature_map, X: np.ndarray, Y: np.ndarray, *, start: int | None = None,
-            folds: np.ndarray | None = None, block_size: int | None = None,
-            progress=None) -> "SufficientStats":
+    def add(self, feature_map, X: np.ndarray, Y: np.ndarray, *, rows=None,
+            start: int | None = None, folds: np.ndarray | None = None,
+            block_size: int | None = None, progress=None) -> "SufficientStats":
         """Add the rows (X, Y) (X preprocessed, Y coded) and return self.
 
-        ``start`` is the position of X's first row in the whole data (default: the rows added
-        so far, as in a stream); the rows' folds follow from their positions unless ``folds``
-        gives them explicitly (an index-based k-fold split). The validation sample, if kept,
-        is offered the rows.
+        ``rows`` are the same rows as the estimator received them (before standardisation and
+        bias; default X): their content sets each row's fold (:func:`row_keys`) unless
+        ``folds`` gives them explicitly (an index-based k-fold split). ``start`` is the position
+        of X's first row in the whole data (default: the rows added so far, as in a stream),
+        which breaks ties in the validation sample; the sample, if kept, is offered the rows.
+
+        All or nothing: when the rows' sums, or the totals with them, are not finite (a chunk
+        of values near 1e200), NumericalError is raised and the statistics are exactly as
+        before the call.
         """
         Y = np.asarray(Y, dtype=float)
         if Y.ndim != 2 or Y.shape[1] != self.n_outputs or len(Y) != len(X):
             raise ValueError(f"Y must have shape ({len(X)}, {self.n_outputs}), got {Y.shape}")
         first = self.n_samples if start is None else int(start)
-        positions = np.arange(first, first + len(X))
-        if self.n_folds == 1 and folds is None and self.sample is None:
-            self._add_fold(0, feature_map, X, Y, block_size, progress)
-            return self
-        if folds is None:
-            folds = fold_of(positions, self.n_folds, self.fold_seed)
-        folds = np.asarray(folds)
+        keys = None
+        if folds is None and (self.n_folds > 1 or self.sample is not None):
+            keys = row_keys(X if rows is None else rows)
+            folds = fold_of(keys, self.n_folds, self.fold_seed)
+        folds = np.zeros(len(X), dtype=np.int64) if folds is None else np.asarray(folds)
+        # A fresh object takes the sums directly (cleared if they fail); otherwise the rows'
+        # sums are formed apart, checked, and the totals with them checked before they replace
+        # the old ones -- never undone by subtraction, which would not restore them exactly.
+        fresh = self.n_samples == 0
+        part = self if fresh else SufficientStats(self.n_features, self.n_outputs,
+                                                  self.n_folds, self.fold_seed)
+        try:
+            for f in range(self.n_folds):
+                idx = np.flatnonzero(folds == f)
+                if len(idx) == len(X):
+                    part._add_fold(f, feature_map, X, Y, block_size, progress)
+                elif len(idx):
+                    part._add_fold(f, feature_map, np.ascontiguousarray(X[idx]),
+                                   np.ascontiguousarray(Y[idx]), block_size, progress)
+            if not fresh:
+                for name in ("A", "B", "n", "ysum", "yy"):
+                    getattr(part, name).__iadd__(getattr(self, name))
+            finite = all(np.isfinite(a).all() for a in (part.A, part.B, part.ysum, part.yy))
+        except NumericalError:          # normal_equations' own check of a fold's sums
+            finite = False
+        except BaseException:
+            if fresh:
+                self._clear()
+            raise
+        if not finite:
+            if fresh:
+                self._clear()
+            raise NumericalError(
+                f"the least-squares sums of these {len(X)} row(s) overflow float64, so they "
+                f"were not added (the sums are as before them)", solver="normal equations",
+                fix="check these rows' values against the data's scale (values near 1e200?); "
+                    "standardise with the statistics of all the data (x_scaler=, y_scaler=) "
+                    "or lower sigma")
+        if not fresh:
+            self.A, self.B, self.n, self.ysum, self.yy = part.A, part.B, part.n, part.ysum, part.yy
         if self.sample is not None:
-            self.sample.offer(positions, folds, np.asarray(X), Y)
-        for f in range(self.n_folds):
-            rows = np.flatnonzero(folds == f)
-            if len(rows):
-                self._add_fold(f, feature_map, np.ascontiguousarray(X[rows]),
-                               np.ascontiguousarray(Y[rows]), block_size, progress)
+            positions = np.arange(first, first + len(X))
+            self.sample.offer(keys if keys is not None else row_keys(X if rows is None else rows),
+                              positions, folds, np.asarray(X), Y)
         return self
 
     def _add_fold(self, f, feature_map, X, Y, block_size, progress):
@@ -238,6 +307,10 @@ class SufficientStats:
         self.n[f] += len(X)
         self.ysum[f] += Y.sum(axis=0)
         self.yy[f] += np.einsum("ij,ij->j", Y, Y)
+
+    def _clear(self) -> None:
+        for a in (self.A, self.B, self.n, self.ysum, self.yy):
+            a[...] = 0
 
     def __add__(self, other: "SufficientStats") -> "SufficientStats":
         """The statistics of the union of two disjoint sets of rows (a reduction step)."""
