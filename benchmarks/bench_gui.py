@@ -184,7 +184,7 @@ def draw_stalls(rows: int = 250_000, repeats: int = 3, trace=None) -> list[dict]
     from PySide6.QtCore import QEventLoop
 
     from gui.app import create_app
-    from gui.results_panel import ResultsPanel
+    from gui.panels.results_panel import ResultsPanel
     app = create_app()
     rp = ResultsPanel()
     rp.resize(1000, 700)

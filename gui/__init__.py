@@ -1,9 +1,12 @@
 """rwtool's desktop app (PySide6 + pyqtgraph): load a CSV, choose a method, train live, export.
 
-Run it with ``rwtool-gui`` or ``python -m gui.app``. The package imports rwtool and drives the
-same public calls a script makes; rwtool never imports it. Widgets are small and separate
-(data_panel, method_panel, training_panel, results_panel, run_list), the fits run on the single
-thread of worker.py, plots are drawn by plots.py on the GUI thread only.
+Run it with ``rwtool-gui`` or ``python -m gui.app``. The package imports rwtool's public faces
+and drives the same calls a script makes; rwtool never imports it. It is in layers, each
+importing only those below: ``logic/`` (no Qt: methods and their forms' rules, evaluation plans,
+scores, checks before a fit, runs, exports), ``widgets/`` (Qt widgets and pyqtgraph plots, drawn
+on the GUI thread only), ``worker.py`` (the single thread the fits run on), ``panels/`` (data,
+method, evaluation, training, results, run list), then ``main_window.py`` and ``app.py``
+(tests/test_architecture_gui.py checks it).
 """
 
 __all__ = ["main"]

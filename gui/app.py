@@ -69,7 +69,7 @@ def create_app(argv=None):
     """The QApplication (created once) with the app's names and style."""
     from PySide6.QtWidgets import QApplication
 
-    from .plots import configure
+    from .widgets.plots import configure
     guard_singleton_refcounts()
     # While the training thread runs Python between its compiled calls, every call from Qt's
     # painting back into Python (each item's paint and bounding box) waits for the interpreter

@@ -24,16 +24,17 @@ import rwtool
 from rwtool.persist import ModelFile
 from rwtool.report import METHODS, apply_to_file, available_samples, bound_meanings, method_of
 
-from .data_panel import DataPanel, PreviewTable
-from .evaluate import COUNT_METRICS, SCORE_NAMES
-from .evaluation_panel import EvaluationPanel
-from .export_actions import ExportActions
-from .method_panel import MethodPanel
-from .preflight import many_classes, preflight
-from .results_panel import ResultsPanel
-from .run_list import Run, RunList
-from .training_panel import TrainingPanel, curve_x, split_metrics
-from .widgets import Banner, PredictionsDialog, Welcome
+from .logic.evaluate import COUNT_METRICS, SCORE_NAMES
+from .logic.preflight import many_classes, preflight
+from .logic.runs_table import Run
+from .panels.data_panel import DataPanel, PreviewTable
+from .panels.evaluation_panel import EvaluationPanel
+from .panels.export_actions import ExportActions
+from .panels.method_panel import MethodPanel
+from .panels.results_panel import ResultsPanel
+from .panels.run_list import RunList
+from .panels.training_panel import TrainingPanel, curve_x, split_metrics
+from .widgets.dialogs import Banner, PredictionsDialog, Welcome
 from .worker import CallJob, PruneJob, TrainJob, WorkerController
 
 __all__ = ["MainWindow"]

@@ -28,9 +28,9 @@ from PySide6.QtCore import QObject, QRunnable, QThread, QThreadPool, Signal, Slo
 from rwtool.exceptions import InsufficientMemoryError, NumericalError
 from rwtool.progress import FitCancelled
 
-from .evaluate import chose_reg, evaluate
-from .plans import Holdout, _supports
-from .terms import APP_TERMS
+from .logic.evaluate import chose_reg, evaluate
+from .logic.plans import Holdout, supports
+from .logic.terms import APP_TERMS
 
 __all__ = ["TrainJob", "PruneJob", "CallJob", "TrainWorker", "WorkerController",
            "run_in_background", "describe_error", "warm_up_jobs"]
@@ -67,7 +67,7 @@ class TrainJob:
     y_test: np.ndarray | None
     task: str
     feature_names: list = field(default_factory=list)
-    plan: Any = None                    # gui.plans: Holdout (default), KFold, Search
+    plan: Any = None                    # gui.logic.plans: Holdout (default), KFold, Search
     weights: Any = None                 # per-row sample weights (class weights), or None
 
 
@@ -196,7 +196,7 @@ class TrainWorker(QObject):
             try:
                 fn = job.estimator.prune
                 kw = dict(job.kwargs)
-                if _supports(fn, "callback"):
+                if supports(fn, "callback"):
                     kw["callback"] = self._callback(job.run_id)
                 pruned = fn(**kw)
             except FitCancelled:
@@ -227,7 +227,7 @@ def warm_up_jobs(families) -> Callable[[threading.Event], int]:
     per choice of its instantiation/base/solver/...), so numba loads or compiles its kernels
     before the user's first fit. It stops early when the given event is set and returns the
     number of fits run."""
-    from .methods import param_specs
+    from .logic.methods import param_specs
 
     small = {"n_features": 8, "n_particles": 4, "max_iter": 1, "n_candidates": 8,
              "knn_k": 5, "n_epochs": 1, "random_state": 0}

@@ -515,7 +515,7 @@ def test_live_curves_drawn_by_their_timers_after_the_run(qtbot, window, tmp_path
 def test_curve_board_redraws_one_plot_per_tick(qtbot):
     """Points arriving for four plots at once are drawn one plot per timer tick, in turn, and
     all of them in the end; the timer stops when nothing waits."""
-    from gui.curve_board import CurveBoard
+    from gui.widgets.curve_board import CurveBoard
     board = CurveBoard()
     qtbot.addWidget(board)
     names = ["loss", "norm", "train_error", "val_error"]
@@ -543,7 +543,7 @@ def test_curve_board_redraws_one_plot_per_tick(qtbot):
 def test_curve_board_restarts_a_shown_plot_in_its_own_tick(qtbot):
     """A new run's titles and empty axes reach a shown plot at its redraw tick (not in the
     progress handler, with every other plot); a hidden plot changes at once."""
-    from gui.curve_board import CurveBoard
+    from gui.widgets.curve_board import CurveBoard
     board = CurveBoard()
     qtbot.addWidget(board)
     board.show()
@@ -579,7 +579,7 @@ def test_app_keeps_interpreter_lock_handoffs_short():
 def test_preview_painting_warm_up_leaves_nothing_behind(qtbot):
     from PySide6.QtWidgets import QApplication
 
-    from gui.data_panel import PreviewTable
+    from gui.panels.data_panel import PreviewTable
     before = {id(w) for w in QApplication.topLevelWidgets()}
     painted = []
     original = PreviewTable.grab

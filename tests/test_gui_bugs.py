@@ -73,7 +73,7 @@ def test_non_finite_model_is_a_failed_run_without_metrics(qtbot, window, tmp_pat
 def test_no_metric_from_non_finite_scores():
     from rwtool import NumericalError, RWClassifier, RWRegressor
 
-    from gui.evaluate import evaluate
+    from gui.logic.evaluate import evaluate
     rng = np.random.default_rng(0)
     X = rng.standard_normal((60, 3))
     yc = (X[:, 0] > 0).astype(int)
@@ -92,8 +92,8 @@ def test_no_metric_from_non_finite_scores():
 def test_results_tab_bar_survives_switching_task(qtbot):
     from rwtool import RWClassifier, RWRegressor
 
-    from gui.evaluate import evaluate
-    from gui.results_panel import ResultsPanel
+    from gui.logic.evaluate import evaluate
+    from gui.panels.results_panel import ResultsPanel
     rng = np.random.default_rng(0)
     X = rng.standard_normal((80, 2))
     yc, yr = (X[:, 0] > 0).astype(int), X[:, 0]
@@ -159,9 +159,9 @@ def test_many_classes_warn_refuse_and_estimate(qtbot, window, tmp_path, monkeypa
     window.train()                  # many classes: asked first, with the estimate; refused
     assert asked and "regression" in asked[-1] and "memory" in asked[-1]
     assert len(window.run_list.runs) == n
-    import gui.preflight
+    import gui.logic.preflight
     # 64 KiB: below the ~0.6 MB this fit allocates (RW's own cost model, not the generic one)
-    monkeypatch.setattr(gui.preflight, "available_memory", lambda: 1 << 16)
+    monkeypatch.setattr(gui.logic.preflight, "available_memory", lambda: 1 << 16)
     window.train()                  # more memory than there is: refused before it starts
     assert window.banner.kind == "error" and "memory" in window.banner.text
     assert len(window.run_list.runs) == n
@@ -170,8 +170,8 @@ def test_many_classes_warn_refuse_and_estimate(qtbot, window, tmp_path, monkeypa
 # 5 ----------------------------------------------------------------------------------------------
 
 def test_large_regression_results_draw_a_subset(qtbot):
-    from gui.plots import MAX_SCATTER, Dots
-    from gui.results_panel import ResultsPanel
+    from gui.widgets.plots import MAX_SCATTER, Dots
+    from gui.panels.results_panel import ResultsPanel
     n = 250_000
     rng = np.random.default_rng(0)
     y = rng.standard_normal(n)

@@ -117,7 +117,7 @@ def test_balanced_class_weights_in_the_app(qtbot, window, tmp_path):
     tr = window.data_info["train"]
     from rwtool import RWClassifier
 
-    from gui.evaluation_panel import balanced_weights
+    from gui.panels.evaluation_panel import balanced_weights
     w = balanced_weights(tr.y)
     assert w[tr.y == "rare"][0] > w[tr.y == "common"][0]
     ref = RWClassifier(**run.params).fit_weighted(tr.X, tr.y, w)
@@ -196,8 +196,8 @@ def test_runs_table_sort_and_export(qtbot, window, tmp_path):
 
 def test_runs_table_headline_prefers_test_then_cv_then_train():
     """A k-fold run without held-out rows is summarised by its cross-validated mean (the
-    "cv <metric>" keys of gui.plans.KFold), not by its optimistic training figure."""
-    from gui.runs_table import pick_metric
+    "cv <metric>" keys of gui.logic.plans.KFold), not by its optimistic training figure."""
+    from gui.logic.runs_table import pick_metric
     m = {"train error": 0.01, "cv error": 0.12, "cv error (std over 5 folds)": 0.03}
     assert pick_metric(m, "error") == ("cv error", 0.12)
     assert pick_metric({**m, "test error": 0.2}, "error") == ("test error", 0.2)
@@ -207,11 +207,11 @@ def test_runs_table_headline_prefers_test_then_cv_then_train():
 # ------------------------------------------------------------------ estimate before a long fit
 
 def test_long_fit_is_confirmed_with_its_estimate(qtbot, window, tmp_path, monkeypatch):
-    import gui.preflight
+    import gui.logic.preflight
     from rwtool.resources import FitEstimate
     load(qtbot, window, moons_csv(tmp_path / "m.csv"))
     choose(window, "rw", n_features=30)
-    monkeypatch.setattr(gui.preflight, "estimate_fit",
+    monkeypatch.setattr(gui.logic.preflight, "estimate_fit",
                         lambda est, n, d, k=1: FitEstimate(50 << 20, 900.0, "test"))
     asked = []
     window.ask = lambda title, text: asked.append(text) or False
@@ -271,7 +271,7 @@ def test_a_routine_fit_is_not_asked_about():
     """The default RW and RKS fits of 20,000 rows at T = 2000 take seconds: no confirmation
     (the time model once put them at 7 minutes, and the app asked before every one)."""
     import rwtool as rw
-    from gui.preflight import preflight
+    from gui.logic.preflight import preflight
     rng = np.random.default_rng(0)
     X, y = rng.standard_normal((20000, 10)), rng.integers(0, 2, 20000)
     for est in (rw.RWClassifier(n_features=2000), rw.RKSClassifier(n_features=2000)):

@@ -1,5 +1,5 @@
 """The app's non-widget logic against independent oracles: the parameter specs the form reads
-from the estimators' tables (the constructors' own signatures), the metrics and curves of gui.evaluate
+from the estimators' tables (the constructors' own signatures), the metrics and curves of gui.logic.evaluate
 (scikit-learn, brute force), the derived quantities (rwtool's formulas of seed 003 Table 4 and
 the models' fitted attributes), the predictions writer (csv module) and the warm-up. The scores
 and confusion matrix the app shares with the command line are tested in test_report.py."""
@@ -13,9 +13,9 @@ import threading
 import numpy as np
 import pytest
 
-from gui.evaluate import evaluate, roc_curve, variable_importance
-from gui.method_panel import derived_quantities, relevance_rules
-from gui.methods import ParamSpec, param_specs, parse_value
+from gui.logic.evaluate import evaluate, roc_curve, variable_importance
+from gui.logic.method_rules import derived_quantities, relevance_rules
+from gui.logic.methods import ParamSpec, param_specs, parse_value
 from rwtool._params import Param
 from rwtool.report import METHODS, r2_score
 
@@ -39,7 +39,7 @@ def test_specs_follow_the_signatures(fam):
         params = {}
         for s in specs:
             if s.kind in ("int", "float", "floats", "text"):
-                from gui.methods import format_value
+                from gui.logic.methods import format_value
                 params[s.name] = parse_value(s, format_value(s.default))
             else:
                 params[s.name] = s.default
@@ -133,7 +133,7 @@ def test_kfold_predicts_each_training_row_once(task, binary_data, regression_dat
     figures equal the fold models' own predictions on their held-out rows."""
     from types import SimpleNamespace
 
-    from gui.plans import KFold
+    from gui.logic.plans import KFold
     from rwtool import RWClassifier, RWRegressor
     from rwtool.model_selection._search import kfold_indices
     X, y = binary_data if task == "binary" else regression_data
@@ -269,8 +269,8 @@ def test_derived_quantities_match_fitted_models(rng):
 
 
 def test_snippet_and_predictions_writer(tmp_path):
-    from gui.export import python_snippet, write_predictions
-    from gui.run_list import Run
+    from gui.logic.export import python_snippet, write_predictions
+    from gui.logic.runs_table import Run
     path = write_predictions(str(tmp_path / "p.csv"), {"line": [2, 3], "predicted": ["a", "b"],
                                                        "score": [0.5, -1e-300]})
     with open(path, newline="") as fh:

@@ -2,8 +2,8 @@
 
 import numpy as np
 
-from gui.custom_instantiation import CUSTOM, fold, unfold, with_fields
-from gui.methods import param_specs
+from gui.logic.custom_instantiation import CUSTOM, fold, unfold, with_fields
+from gui.logic.methods import param_specs
 from rwtool import RWClassifier
 
 
@@ -28,7 +28,7 @@ def test_form_lists_custom_with_builtin_choices():
 
 
 def test_panel_builds_a_custom_instantiation(qtbot):
-    from gui.method_panel import MethodPanel
+    from gui.panels.method_panel import MethodPanel
     panel = MethodPanel()
     qtbot.addWidget(panel)
     panel.set_method("rw", {"instantiation": "mc:cauchy:gaussian:relu:600", "n_features": 40,
@@ -48,7 +48,7 @@ def test_panel_builds_a_custom_instantiation(qtbot):
 def test_panel_shows_the_theta_that_will_be_used(qtbot):
     """An empty theta field is the estimator's theta=None; the placeholder and the derived
     quantities say what it resolves to for the chosen instantiation (0.1 or 0.5)."""
-    from gui.method_panel import MethodPanel
+    from gui.panels.method_panel import MethodPanel
     panel = MethodPanel()
     qtbot.addWidget(panel)
     panel.set_method("rw", {"instantiation": "rwsign"})
@@ -67,7 +67,7 @@ def test_panel_shows_the_theta_that_will_be_used(qtbot):
 def test_width_field_is_enabled_for_a_custom_kernel_that_uses_it(qtbot):
     """theta sets gamma of a custom Gaussian kernel, kappa of an exponential one: the field
     the kernel uses is enabled (it was greyed out for every custom instantiation)."""
-    from gui.method_panel import MethodPanel
+    from gui.panels.method_panel import MethodPanel
     panel = MethodPanel()
     qtbot.addWidget(panel)
     panel.set_method("rw", {"instantiation": "mc:cauchy:gaussian:relu", "theta": 0.3})

@@ -124,7 +124,7 @@ def test_bounds_grow_with_kappa(stored_model_data):
 
 def test_app_derives_gamma_from_the_default_kappa(stored_model_data):
     """The app's derived quantities use the estimators' default when kappa is not given."""
-    from gui.method_panel import derived_quantities
+    from gui.logic.method_rules import derived_quantities
     X, y, _ = stored_model_data
     rows = dict(derived_quantities("rw", {"instantiation": "rwexpsign", "bias": True}, X))
     est = RWClassifier(instantiation="rwexpsign", n_features=10, random_state=0).fit(X, y)

@@ -168,7 +168,7 @@ _METHOD = {"RW": "rw", "RKS": "rks", "RFSGD": "rfsgd", "GreedyMK": "greedy", "BK
 @pytest.mark.parametrize("cls", ESTIMATORS, ids=est_ids)
 def test_cli_and_form_parse_a_value_the_same_way(cls):
     pytest.importorskip("PySide6")
-    from gui.methods import param_specs, parse_value
+    from gui.logic.methods import param_specs, parse_value
     method = next(v for k, v in _METHOD.items() if cls.__name__.startswith(k))
     for spec in param_specs(cls):
         for text in _texts(spec.param):

@@ -311,7 +311,7 @@ def test_bounds_table_gives_every_number_its_meaning(binary_data, capsys, tmp_pa
     assert bound_meanings({"bound_tau": 1.0, "bound: rho": 2.0, "test_error": 0.1}) == {
         "bound_tau": BOUND_MEANINGS["tau"], "bound: rho": BOUND_MEANINGS["rho"]}
     pytest.importorskip("PySide6")
-    from gui.evaluate import evaluate as app_evaluate
+    from gui.logic.evaluate import evaluate as app_evaluate
     res = app_evaluate(est, X, y, task="binary")
     for b in rows:
         assert res["metrics"][f"bound: {b.key}"] == b.value
@@ -348,7 +348,7 @@ def test_cli_predict_and_app_dialog_write_the_same_columns(capsys, tmp_path, tex
     assert run(capsys, "predict", text_model, data, "--out", out, "-q")[0] == 0
     res = apply_to_file(read_model(text_model), data)
     pytest.importorskip("pytestqt")
-    from gui.widgets import PredictionsDialog
+    from gui.widgets.dialogs import PredictionsDialog
     cols = PredictionsDialog.columns(type("D", (), {"out": {
         "rows": res.data.rows, "pred": res.pred, "y": None}})())
     write_predictions(tmp_path / "app.csv", cols)

@@ -184,7 +184,7 @@ def _child(args) -> int:
     bad.unlink()
 
     # 9. the Python snippet of the first run
-    from gui.widgets import SnippetDialog
+    from gui.widgets.dialogs import SnippetDialog
     dlg = SnippetDialog(win, win.snippet(run1))
     dlg.show()
     pump(0.5)

@@ -21,6 +21,7 @@ from ._fourier import FOURIER_KERNELS, RandomFourierFeatures, shift_invariant_ke
 from ._instantiation import (Instantiation, instantiation_names, register_base,
                              register_distribution, register_kernel)
 from ._kitchen import KitchenRelu, KitchenSign, KitchenStumps
+from ._montecarlo import MonteCarloRKHS
 from ._rkhs import (DEFAULT_THETA, INSTANTIATIONS, RKHSWeighting, RWExpRelu, RWExpSign, RWRelu,
                     RWSign, RWStumps, gamma_from_kappa, gamma_from_theta, instantiation_constants,
                     make_instantiation)
@@ -29,7 +30,7 @@ from ._taylor import TaylorMultiKernelFeatures, taylor_gaussian_kernel
 KITCHEN_BASES = {"sign": KitchenSign, "relu": KitchenRelu, "stumps": KitchenStumps}
 
 __all__ = ["FeatureMap", "RowMaxima", "RKHSWeighting", "RWSign", "RWExpSign", "RWRelu", "RWExpRelu",
-           "RWStumps", "INSTANTIATIONS", "make_instantiation", "DEFAULT_THETA", "gamma_from_theta",
+           "RWStumps", "MonteCarloRKHS", "INSTANTIATIONS", "make_instantiation", "DEFAULT_THETA", "gamma_from_theta",
            "gamma_from_kappa", "instantiation_constants", "KitchenSign", "KitchenRelu",
            "KitchenStumps", "KITCHEN_BASES", "RandomFourierFeatures", "FOURIER_KERNELS",
            "shift_invariant_kernel", "TaylorMultiKernelFeatures", "knn_sigma",

@@ -2,15 +2,15 @@
 plot or the Python snippet of the selected run.
 
 A mixin of gui.main_window.MainWindow (it uses the window's run list, banner and dialogs), kept
-apart so that the window's own module stays about wiring. The file formats live in gui.export
-and gui.runs_table; nothing here fits or predicts.
-"""
+apart so that the window's own module stays about wiring. The file formats live in gui.logic.export
+and gui.logic.runs_table; nothing here fits or predicts. """
 
 from __future__ import annotations
 
-from . import export
-from .run_list import Run
-from .widgets import SnippetDialog
+from ..logic import export
+from ..logic.runs_table import Run
+from ..widgets.dialogs import SnippetDialog
+from ..widgets.plots import export_plot
 
 __all__ = ["ExportActions"]
 
@@ -121,7 +121,7 @@ class ExportActions:
         if callable(getattr(plot, "flush", None)):
             plot.flush()    # a live plot's last points may still wait for its timer
         try:
-            export.export_plot(plot, path)
+            export_plot(plot, path)
         except (ValueError, OSError, RuntimeError) as exc:
             self.show_error(f"Cannot export the plot: {exc}")
             return False

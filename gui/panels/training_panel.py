@@ -1,10 +1,9 @@
 """The training panel: Train and Cancel, progress with elapsed and remaining time, live curves.
 
 Progress events (plain dicts from gui.worker) move the bar and feed the live curves
-(gui.curve_board: one plot per quantity) against iterations, the number of features of a greedy
-path, lambda along a regularisation path or the candidates of a search. A timer keeps the
-elapsed time moving between events. The panel never touches an estimator.
-"""
+(gui.widgets.curve_board: one plot per quantity) against iterations, the number of features of a
+greedy path, lambda along a regularisation path or the candidates of a search. A timer keeps the
+elapsed time moving between events. The panel never touches an estimator. """
 
 from __future__ import annotations
 
@@ -14,7 +13,7 @@ import time
 from PySide6.QtCore import QTimer, Signal
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QProgressBar, QPushButton, QVBoxLayout, QWidget
 
-from .curve_board import CurveBoard
+from ..widgets.curve_board import CurveBoard
 
 __all__ = ["TrainingPanel", "format_seconds", "split_metrics", "curve_x"]
 

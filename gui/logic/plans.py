@@ -34,7 +34,7 @@ from rwtool.model_selection import clone as _clone
 __all__ = ["Holdout", "KFold", "Search", "search_space"]
 
 
-def _supports(fn, name: str) -> bool:
+def supports(fn, name: str) -> bool:
     try:
         return name in inspect.signature(fn).parameters
     except (TypeError, ValueError):
@@ -76,7 +76,7 @@ class Holdout:
 
     def fit(self, est, job, callback, weights=None) -> dict:
         kwargs = {"callback": callback}
-        if job.X_test is not None and len(job.X_test) and _supports(est.fit, "eval_set"):
+        if job.X_test is not None and len(job.X_test) and supports(est.fit, "eval_set"):
             kwargs["eval_set"] = (job.X_test, job.y_test)
         if weights is None:
             est.fit(job.X_train, job.y_train, **kwargs)

@@ -17,12 +17,11 @@ import time
 
 import numpy as np
 
-from rwtool._base import ClassifierMixin
 from rwtool.report import (bounds_table, check_finite_model, class_index, class_report,
                            fit_summary)
 from rwtool.report import evaluate as score_rows
 
-from .plans import _supports
+from .plans import supports
 
 __all__ = ["evaluate", "chose_reg", "roc_curve", "variable_importance",
            "coefficient_magnitudes", "model_curves", "GRID", "COUNT_METRICS", "SCORE_NAMES"]
@@ -163,7 +162,7 @@ def model_curves(est) -> dict:
 def _with_progress(method, X, callback):
     """``method(X)``, with ``callback`` (progress and cancel) when the method takes one: a
     prediction on many rows (BKerNN: seconds at 100,000 rows) then stops on Cancel."""
-    if callback is not None and _supports(method, "callback"):
+    if callback is not None and supports(method, "callback"):
         return method(X, callback=callback)
     return method(X)
 
@@ -247,7 +246,7 @@ def evaluate(est, X_train, y_train, X_test=None, y_test=None, *, task: str,
         check_finite_model(est, ("decision scores", s))
     # a binary rwtool classifier's labels are its decision rule (classes_[f > 0]) applied to
     # f: on the evaluated rows they come from the scores just computed, not a second pass
-    labels_from_s = s is not None and isinstance(est, ClassifierMixin)
+    labels_from_s = s is not None and getattr(est, "_estimator_type", None) == "classifier"
 
     def predict(X, evaluated):
         if evaluated and labels_from_s:

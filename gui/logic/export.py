@@ -1,4 +1,5 @@
-"""Exports of a run: the model file, predictions as CSV, plots, and a Python snippet.
+"""Exports of a run: the model file, predictions as CSV and a Python snippet (the plots are
+exported by gui.widgets.plots.export_plot).
 
 The model file is rwtool's own format (rwtool.persist.save, with the preprocessing record of the
 training CSV so the saved model reads raw CSV rows again); predictions are written with the file
@@ -6,7 +7,7 @@ line of each row by rwtool.report's CSV writer (the one `rwtool predict` uses); 
 reproduces the run with the public API (same CSV options, same estimator parameters, same
 seed). Files are written atomically through rwtool.persist.
 
-This module writes files; it must not fit models or build widgets.
+This module writes files; it must not fit models, build widgets or import Qt.
 """
 
 from __future__ import annotations
@@ -18,10 +19,9 @@ import numpy as np
 from rwtool.persist import save as save_model_file
 from rwtool.report import write_predictions
 
-from .plots import export_plot
 from .read_options import KEYS as READ_KEYS
 
-__all__ = ["save_model", "write_predictions", "python_snippet", "export_plot",
+__all__ = ["save_model", "write_predictions", "python_snippet",
            "numeric_metrics", "READ_OPTIONS"]
 
 #: reading options of rwtool.data.read_csv the app records when the user overrides them
@@ -128,7 +128,7 @@ def python_snippet(run, class_module: str) -> str:
     k = d.get("cv_k")
     if k:
         lines += ["", f"# {k}-fold cross-validation on the training rows (the app's folds)",
-                  "from rwtool.model_selection._search import kfold_indices",
+                  "from rwtool.model_selection import kfold_indices",
                   f"folds = kfold_indices(train.y, {int(k)}, {not regression}, "
                   f"{d.get('random_state', 0)!r})",
                   f"per_fold = [scores({cls}(**params)."

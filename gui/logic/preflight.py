@@ -17,8 +17,10 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from rwtool.estimators._random_features import FROM_SUMS_SOLVERS
 from rwtool.resources import MEMORY_FRACTION, available_memory, estimate_fit
+# the solvers whose reg='auto' folds come from sums over position-hashed rows (not
+# stratified): rwtool.scale's public name for them
+from rwtool.scale import STREAM_SOLVERS as FROM_SUMS_SOLVERS
 
 __all__ = ["Preflight", "preflight", "many_classes", "AUTO_REG_FOLDS", "LONG_FIT_S",
            "LARGE_FIT_BYTES"]

@@ -1,7 +1,7 @@
 """pyqtgraph helpers: live curves with batched redraws, result plots, image/vector export.
 
 Only the GUI thread draws: the worker's progress arrives as queued signals that append numbers to
-buffers here, and the owner's QTimer (gui.curve_board) pushes the buffers into the curves of one
+buffers here, and the owner's QTimer (gui.widgets.curve_board) pushes the buffers into the curves of one
 plot per tick, a tick every ``REDRAW_MS`` / 4, so a fast solver cannot flood the event loop with
 repaints.
 
@@ -163,7 +163,7 @@ class ResultPlot(pg.PlotWidget):
 class LivePlot(ResultPlot):
     """Curves fed point by point from progress events; :meth:`redraw` pushes the pending points
     and the pending title and axes into the drawn plot (its owner calls it from a timer, see
-    gui.curve_board), so that every change to the drawing happens in the plot's own turn."""
+    gui.widgets.curve_board), so that every change to the drawing happens in the plot's own turn."""
 
     def __init__(self, title: str = "", xlabel: str = "", ylabel: str = "", parent=None):
         super().__init__(title, xlabel, ylabel, parent)

@@ -1,6 +1,6 @@
 """The results panel: metrics, diagnostic plots and the pruning control of the selected run.
 
-It draws what gui.evaluate computed on the worker thread: the metrics table, the confusion
+It draws what gui.logic.evaluate computed on the worker thread: the metrics table, the confusion
 matrix and ROC curve (classification), predicted-versus-actual and residuals (regression), the
 decision regions when the model reads two features, the coefficient magnitudes, the variable
 importance (stump models, BKerNN) and the pruning control (models with ``prune``): an epsilon
@@ -22,24 +22,10 @@ from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QFormLayout, QGroup
                                QHeaderView, QLabel, QPushButton, QSlider, QTableWidget,
                                QTableWidgetItem, QTabWidget, QVBoxLayout, QWidget)
 
-from .plots import PALETTE, ResultPlot, pen, scatter, thin_points
+from ..logic.formats import format_metric
+from ..widgets.plots import PALETTE, ResultPlot, pen, scatter, thin_points
 
-__all__ = ["ResultsPanel", "format_metric"]
-
-
-def format_metric(v) -> str:
-    if isinstance(v, str):
-        return v
-    if isinstance(v, (tuple, list)) and len(v) == 2:      # (mean, spread) of k folds
-        return f"{format_metric(v[0])} ± {format_metric(v[1])}"
-    if isinstance(v, (int, np.integer)):
-        return str(int(v))
-    v = float(v)
-    if not math.isfinite(v):
-        return "∞" if v > 0 else ("–∞" if v < 0 else "n/a")
-    if v != 0 and (abs(v) < 1e-3 or abs(v) >= 1e5):
-        return f"{v:.4e}"
-    return f"{v:.4f}"
+__all__ = ["ResultsPanel"]
 
 
 class _MetricsView(QWidget):

@@ -1,7 +1,7 @@
 """The "custom (Monte Carlo)" choice of the RKHS-weighting form: distribution, kernel and base.
 
 The estimators take an instantiation by name; a Monte Carlo instantiation of built-in pieces is
-named "mc:<distribution>:<kernel>:<base>[:<n_draws>]" (rwtool.features._instantiation). The form shows
+named "mc:<distribution>:<kernel>:<base>[:<n_draws>]" (docs/INSTANTIATIONS.md). The form shows
 the choice CUSTOM with four extra fields (``mc_distribution``, ``mc_kernel``, ``mc_base``,
 ``mc_n_draws``); :func:`fold` turns them into that name for the estimator and :func:`unfold`
 does the reverse when a run's parameters are put back in the form.
@@ -13,8 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from rwtool._params import Param
-from rwtool.features._montecarlo import BASES, DISTRIBUTIONS, KERNELS
+from rwtool.features import MonteCarloRKHS
 
 from .methods import ParamSpec
 
@@ -27,22 +26,26 @@ FIELDS = ("mc_distribution", "mc_kernel", "mc_base", "mc_n_draws")
 def extra_specs() -> list[ParamSpec]:
     """The fields shown under "instantiation", used only when it is CUSTOM."""
     only = ("instantiation", (CUSTOM.lower(),))
+    table = MonteCarloRKHS._parameters
+    # the map's entries (choices: the built-in pieces and the registered ones, as the
+    # estimator accepts), with the form's longer help naming each choice's formula
     params = [
-        Param("mc_distribution", "choice", "normal", "p, the sampling distribution of w "
-              "(scale sigma): normal N(0, s^2 I), cauchy, laplace, uniform U(-s, s)^n, stumps "
-              "U{1..n} x N(0, s^2)", choices=DISTRIBUTIONS, ref="docs/INSTANTIATIONS.md"),
-        Param("mc_kernel", "choice", "gaussian", "K(u, w) of the weight function: gaussian "
-              "exp(-||u - w||^2 / 2g^2), exponential exp(<u, w> / 2g^2), indicator-gaussian "
-              "(stumps), polynomial (1 + <u, w>/g^2)^2", choices=KERNELS),
-        Param("mc_base", "choice", "sign", "phi(w, x), the base predictor: sign, relu, tanh, "
-              "sigmoid of <w, x>, or the stump sign(x_{w1} - w2) (with distribution stumps)",
-              choices=BASES),
-        Param("mc_n_draws", "int", None, "S, the number of Monte Carlo draws shared by every "
-              "centre; the features' error shrinks like 1/sqrt(S), faster with the "
-              "quasi-Monte Carlo points used by default", interval="[1, inf)",
-              none="4 n_features"),
+        dataclasses.replace(table["distribution"], help="p, the sampling distribution of w "
+                            "(scale sigma): normal N(0, s^2 I), cauchy, laplace, uniform "
+                            "U(-s, s)^n, stumps U{1..n} x N(0, s^2)",
+                            ref="docs/INSTANTIATIONS.md"),
+        dataclasses.replace(table["kernel"], help="K(u, w) of the weight function: gaussian "
+                            "exp(-||u - w||^2 / 2g^2), exponential exp(<u, w> / 2g^2), "
+                            "indicator-gaussian (stumps), polynomial (1 + <u, w>/g^2)^2"),
+        dataclasses.replace(table["base"], help="phi(w, x), the base predictor: sign, relu, "
+                            "tanh, sigmoid of <w, x>, or the stump sign(x_{w1} - w2) (with "
+                            "distribution stumps)"),
+        dataclasses.replace(table["n_draws"], help="S, the number of Monte Carlo draws shared "
+                            "by every centre; the features' error shrinks like 1/sqrt(S), "
+                            "faster with the quasi-Monte Carlo points used by default"),
     ]
-    return [ParamSpec(dataclasses.replace(p, only=only), p.default) for p in params]
+    return [ParamSpec(dataclasses.replace(p, name=f"mc_{p.name}", only=only), p.default)
+            for p in params]
 
 
 def with_fields(specs: list[ParamSpec]) -> list[ParamSpec]:
@@ -57,7 +60,7 @@ def with_fields(specs: list[ParamSpec]) -> list[ParamSpec]:
     return out
 
 
-#: the width parameter that sets gamma for a kernel when gamma is empty (rwtool.features._montecarlo)
+#: the width parameter that sets gamma for a kernel when gamma is empty (MonteCarloRKHS)
 _WIDTH = {"gaussian": "theta", "exponential": "kappa"}
 
 

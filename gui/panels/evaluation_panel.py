@@ -1,7 +1,7 @@
 """The evaluation panel: how a run is judged (holdout or k-fold), whether it is tuned first by
 the randomized search, and class weights for imbalanced targets.
 
-It turns the user's choices into a gui.plans plan and, for class weights, per-row weights;
+It turns the user's choices into a gui.logic.plans plan and, for class weights, per-row weights;
 it says when a choice does not apply to the chosen method (no search space, a solver without
 sample weights) instead of failing later.
 
@@ -15,7 +15,7 @@ from PySide6.QtCore import Signal
 from PySide6.QtWidgets import (QButtonGroup, QCheckBox, QFormLayout, QGroupBox, QHBoxLayout,
                                QLabel, QRadioButton, QSpinBox, QVBoxLayout, QWidget)
 
-from .plans import Holdout, KFold, Search, search_space
+from ..logic.plans import Holdout, KFold, Search, search_space
 
 __all__ = ["EvaluationPanel", "balanced_weights"]
 

@@ -1,7 +1,7 @@
 """What the method form offers: the parameters of the estimators of rwtool.report's methods.
 
 The methods themselves (keys, titles, classes, papers) are rwtool.report.METHODS, the registry
-the command line uses too. The parameters of a class come from its parameter table (``cls._parameters``, rwtool._params): the
+the command line uses too. The parameters of a class come from its parameter table (``cls._parameters``): the
 kind of each field, its choices, the range a typed value must fall in, the tooltip and the
 default, and the parser that the CLI's ``--param`` uses too.
 
@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import html
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from rwtool._params import Param
+if TYPE_CHECKING:     # an annotation: the entries come from the estimators' tables
+    from rwtool._params import Param
 
 __all__ = ["ParamSpec", "param_specs", "parse_value", "format_value"]
 

@@ -1,15 +1,13 @@
 """The run list: every training run with its parameters and metrics; selected runs overlaid.
 
-A :class:`Run` keeps what is needed to show, compare, export and reproduce a run (method,
-parameters, data options, result dict with the fitted estimator, recorded curves). Selecting one
-run shows it in the results panel; selecting several overlays their curves for the chosen
-quantity in the comparison plot.
-"""
+A :class:`gui.logic.runs_table.Run` keeps what is needed to show, compare, export and reproduce a
+run (method, parameters, data options, result dict with the fitted estimator, recorded curves).
+Selecting one run shows it in the results panel; selecting several overlays their curves for the
+chosen quantity in the comparison plot. """
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
 
 import numpy as np
 from PySide6.QtCore import Qt, Signal
@@ -17,52 +15,11 @@ from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QHBoxLayout, QHeade
                                QPushButton, QSplitter, QTableWidget, QTableWidgetItem, QVBoxLayout,
                                QWidget)
 
-from .plots import ResultPlot, pen
-from .results_panel import format_metric
-from .runs_table import run_row, write_runs_csv
+from ..logic.formats import format_metric, format_param
+from ..logic.runs_table import Run, run_row, write_runs_csv
+from ..widgets.plots import ResultPlot, pen
 
-__all__ = ["Run", "RunList"]
-
-
-@dataclass
-class Run:
-    run_id: int
-    family: str
-    title: str
-    class_name: str
-    params: dict
-    data: dict = field(default_factory=dict)       # path and data options
-    status: str = "running"
-    result: dict | None = None
-    curves: dict = field(default_factory=dict)     # name -> (x list, y list)
-    x_label: str = "iteration"
-    note: str = ""
-
-    @property
-    def name(self) -> str:
-        return f"#{self.run_id} {self.title}"
-
-    def key_params(self) -> str:
-        keys = ("instantiation", "base", "selector", "penalty", "variant", "solver",
-                "n_features", "n_particles", "reg", "sigma")
-        parts = [f"{k}={format_value(self.params[k])}" for k in keys if k in self.params]
-        return ", ".join(parts)
-
-    def headline(self) -> str:
-        m = (self.result or {}).get("metrics", {})
-        for k in ("test error", "test R^2", "train error", "train R^2"):
-            if k in m:
-                return f"{k} {format_metric(m[k])}"
-        return ""
-
-    def append(self, name: str, x: float, y: float) -> None:
-        xs, ys = self.curves.setdefault(name, ([], []))
-        xs.append(float(x))
-        ys.append(float(y))
-
-
-def format_value(v) -> str:
-    return f"{v:g}" if isinstance(v, float) else str(v)
+__all__ = ["RunList"]
 
 
 class _Item(QTableWidgetItem):
@@ -191,7 +148,7 @@ class RunList(QWidget):
         if run.data.get("path"):
             lines.append(f"data: {os.path.basename(run.data['path'])}, target "
                          f"{run.data.get('target')!r}")
-        lines += [f"{k} = {format_value(v)}" for k, v in run.params.items()]
+        lines += [f"{k} = {format_param(v)}" for k, v in run.params.items()]
         if run.note:
             lines.append(f"<i>{run.note}</i>")
         return "<br>".join(lines)

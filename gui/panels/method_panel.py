@@ -1,20 +1,19 @@
 """The method panel: pick a method and fill a form generated from its estimator's parameters.
 
-The methods are rwtool.report.METHODS; the form is built from gui.methods.param_specs, which
+The methods are rwtool.report.METHODS; the form is built from gui.logic.methods.param_specs, which
 reads the estimator's parameter table (defaults, choices, ranges, tooltips with the paper's
 symbols, which parameters a choice disables); every field is checked against its entry as it is
-typed, and the estimator's own validation (the same table, and the rules between parameters)
-runs before training. The derived quantities of the chosen model (gamma from theta or kappa with
-theta and kappa of seed 003 Table 2, the SGD step-size offset, BKerNN's automatic lambda) are
-recomputed as the user edits, by the estimators' own rules (``width_rule``, ``step_rule``,
-``resolved_reg``): what the form shows is what the fit uses.
+typed, and the estimator's own validation (the same table, and the rules between parameters) runs
+before training. The derived quantities of the chosen model (gamma from theta or kappa with theta
+and kappa of seed 003 Table 2, the SGD step-size offset, BKerNN's automatic lambda) are recomputed
+as the user edits, by the estimators' own rules (``width_rule``, ``step_rule``, ``resolved_reg``):
+what the form shows is what the fit uses. Those rules, and which field matters for which choice,
+are gui.logic.method_rules; this module draws the form.
 
 This widget builds estimators; it must not fit them.
 """
 
 from __future__ import annotations
-
-import math
 
 import numpy as np
 from PySide6.QtCore import Qt, Signal
@@ -23,120 +22,15 @@ from PySide6.QtWidgets import (QCheckBox, QComboBox, QFormLayout, QGroupBox, QHB
 
 from rwtool.report import METHODS
 
-from . import custom_instantiation
-from .methods import ParamSpec, format_value, param_specs, parse_value
+from ..logic import custom_instantiation
+from ..logic.method_rules import (DataStats, derived_quantities, relevance_rules,
+                                  theta_hint)
+from ..logic.methods import ParamSpec, format_value, param_specs, parse_value
 
-__all__ = ["MethodPanel", "derived_quantities", "DataStats", "relevance_rules", "theta_hint"]
-
-def relevance_rules(specs) -> dict:
-    """parameter -> (controlling parameter, values for which it matters), from the parameter
-    tables' ``only`` entries (a Lasso tolerance matters only with solver="lasso")."""
-    return {s.name: (s.only[0], set(s.only[1])) for s in specs if s.only}
+__all__ = ["MethodPanel"]
 
 
 _ERROR_STYLE = "QLineEdit { border: 1px solid #b3261e; background: #fdf0ef; }"
-
-
-class DataStats:
-    """What the derived quantities need from the training rows, computed once per dataset:
-    the number of inputs and rows, and max_i ||x_i||^2 raw and standardised."""
-
-    def __init__(self, X: np.ndarray):
-        self.n_rows, self.n_inputs = X.shape
-        self.sq_max = {}
-        for standardize in (False, True):
-            Z = X
-            if standardize:
-                sd = X.std(axis=0)
-                Z = (X - X.mean(axis=0)) / np.where(sd > 0, sd, 1.0)
-            sq = np.einsum("ij,ij->i", Z, Z)
-            self.sq_max[standardize] = float(sq.max()) if len(sq) else 0.0
-
-    def norm_max(self, standardize: bool) -> float:
-        """sup ||x|| over the rows, raw or standardised (the estimators add their bias
-        column themselves)."""
-        return math.sqrt(self.sq_max[bool(standardize)])
-
-
-def derived_quantities(family: str, params: dict, data) -> list[tuple[str, str]]:
-    """``[(label, value text)]`` of what the parameters imply on the training rows ``data``
-    (an array or its :class:`DataStats`; the list may be empty), from the estimators' rules.
-
-    RKHS weighting (seed 003 Tables 2 and 4): gamma from theta (RWSign, RWRelu) or kappa
-    (RWExpSign, RWExpRelu), gamma = sigma for RWStumps, then theta and kappa of the instantiation
-    with n the number of columns the map sees (inputs plus the bias column) and sup ||x|| on the
-    training rows as the estimator prepares them (``width_rule``). SGD (seed 002 Theorem 3):
-    the step-size offset gamma and eta_1 = 2 / (lambda (gamma + 1)) (``step_rule``). BKerNN:
-    lambda = max_i ||x_i|| / n for reg="auto" (``resolved_reg``).
-    """
-    out: list[tuple[str, str]] = []
-    if isinstance(data, np.ndarray) and data.ndim == 2 and data.size:
-        data = DataStats(data)
-    if not isinstance(data, DataStats):
-        return [("", "Load data to see the derived quantities.")]
-    method = METHODS.get(family)
-    cls = None if method is None else (method.classifier or method.regressor)
-    if cls is None:
-        return out
-    est = cls(**params)
-    if family == "rw":
-        w = est.width_rule(data.n_inputs, data.norm_max(bool(est.standardize)))
-        origin = "" if est.theta is not None else _theta_origin(params)
-        if not w["closed_form"]:
-            if w["theta_target"] is not None:
-                out.append(("θ (sets γ)", f"{w['theta_target']:g}{origin}"))
-            return out + [("θ, κ", "no closed form: Monte Carlo estimates in the bounds after "
-                                   "training (docs/INSTANTIATIONS.md)")]
-        rule = w["gamma_rule"]
-        how = (f"from θ = {w['theta_target']:g}{origin} (003 Table 4)" if rule == "theta" else
-               f"from κ = {w['kappa_target']:g} (003 Table 4)" if rule == "kappa" else
-               "= σ" if rule == "sigma" else "given")
-        out.append(("γ (kernel width)", f"{w['gamma']:.4g}  {how}"))
-        out.append(("θ (sup |ψ|, 003 Table 2)", _fmt(w["theta"])))
-        out.append(("κ (003 Table 2)", _fmt(w["kappa"])))
-        out.append(("n, sup ‖x‖", f"{w['n']} columns seen by the map, {w['x_norm_max']:.3g}"))
-    elif family == "rfsgd":
-        r = est.step_rule()
-        out.append(("γ (step offset)", f"{r['gamma']:.6g}" + ("" if r["gamma_given"] else
-                                                            "  (smallest meeting Thm 3)")))
-        out.append(("η₁ = 2/(λ(γ+1))", f"{r['eta1']:.4g}" + (
-            "" if r["meets_theorem"] else f"  > {r['bound']:.3g}: breaks Thm 3")))
-    elif family == "bkernn" and est.reg == "auto":
-        lam = est.resolved_reg(data.n_rows, data.norm_max(bool(est.standardize)))
-        out.append(("λ (auto)", f"{lam:.4g} = max‖x‖ / n (001 Sec. 5.3)"))
-    return out
-
-
-def _fmt(v: float) -> str:
-    return "∞" if not math.isfinite(v) else f"{v:.4g}"
-
-
-def _theta_used(params: dict):
-    """The theta the gamma rule of the chosen instantiation will use (None: it uses none)."""
-    from rwtool.features._instantiation import resolved_theta
-    return resolved_theta(params.get("instantiation", "rwsign"), params.get("theta"),
-                          params.get("gamma"))
-
-
-def _theta_origin(params: dict) -> str:
-    """Whose default an empty theta is (called only when the instantiation uses a theta)."""
-    from rwtool.features import INSTANTIATIONS
-    if params.get("theta") is not None:
-        return ""
-    inst = str(params.get("instantiation", "rwsign")).lower()
-    return f", the default for {inst}" if inst in INSTANTIATIONS else \
-        ", the default for Monte Carlo Gaussian kernels"
-
-
-def theta_hint(params: dict) -> str:
-    """What an empty theta field means for the chosen instantiation (the field's placeholder)."""
-    try:
-        theta = _theta_used(dict(params, theta=None))
-    except (ValueError, TypeError):
-        return "empty = None"
-    if theta is None:
-        return "empty = None (θ is not used here)"
-    return f"empty = {theta:g}{_theta_origin(dict(params, theta=None))}"
 
 
 class _Field:

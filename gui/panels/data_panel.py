@@ -22,9 +22,9 @@ from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QDoubleSpinBox, QFo
 
 from rwtool import data as rwdata
 
-from .read_options import KEYS as READ_KEYS
-from .read_options import ReadOptions
-from .worker import run_in_background
+from ..logic.read_options import KEYS as READ_KEYS
+from ..widgets.read_options import ReadOptions
+from ..worker import run_in_background
 
 __all__ = ["DataPanel", "PreviewTable", "MISSING_LABELS"]
 

@@ -12,10 +12,51 @@ from __future__ import annotations
 import csv
 import io
 import os
+from dataclasses import dataclass, field
 
 from rwtool.persist import atomic_writer
 
-__all__ = ["SUMMARY_COLUMNS", "run_row", "runs_rows", "write_runs_csv", "pick_metric"]
+from .formats import format_metric, format_param
+
+__all__ = ["Run", "SUMMARY_COLUMNS", "run_row", "runs_rows", "write_runs_csv", "pick_metric"]
+
+
+@dataclass
+class Run:
+    run_id: int
+    family: str
+    title: str
+    class_name: str
+    params: dict
+    data: dict = field(default_factory=dict)       # path and data options
+    status: str = "running"
+    result: dict | None = None
+    curves: dict = field(default_factory=dict)     # name -> (x list, y list)
+    x_label: str = "iteration"
+    note: str = ""
+
+    @property
+    def name(self) -> str:
+        return f"#{self.run_id} {self.title}"
+
+    def key_params(self) -> str:
+        keys = ("instantiation", "base", "selector", "penalty", "variant", "solver",
+                "n_features", "n_particles", "reg", "sigma")
+        parts = [f"{k}={format_param(self.params[k])}" for k in keys if k in self.params]
+        return ", ".join(parts)
+
+    def headline(self) -> str:
+        m = (self.result or {}).get("metrics", {})
+        for k in ("test error", "test R^2", "train error", "train R^2"):
+            if k in m:
+                return f"{k} {format_metric(m[k])}"
+        return ""
+
+    def append(self, name: str, x: float, y: float) -> None:
+        xs, ys = self.curves.setdefault(name, ([], []))
+        xs.append(float(x))
+        ys.append(float(y))
+
 
 #: the fixed columns, before one column per parameter
 SUMMARY_COLUMNS = ("run", "dataset", "target", "task", "method", "estimator", "status",

@@ -6,7 +6,8 @@ The values map one to one onto the reading parameters of rwtool.data.preview_csv
 lets rwtool sniff the file. Choices are kept in the app's settings under the file's absolute
 path and come back when the same file is opened again.
 
-This widget collects options; it must not read files.
+The keys and the choices are gui.logic.read_options. This widget collects options; it
+must not read files.
 """
 
 from __future__ import annotations
@@ -18,19 +19,9 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (QComboBox, QFormLayout, QGroupBox, QHBoxLayout, QLabel,
                                QLineEdit, QPushButton, QToolButton, QVBoxLayout, QWidget)
 
-__all__ = ["ReadOptions", "KEYS"]
+from ..logic.read_options import DECIMALS, DELIMITERS, ENCODINGS, HEADER, KEYS
 
-#: the read_csv parameters these options set (gui.export writes them into the snippet in this
-#: order)
-KEYS = ("encoding", "delimiter", "decimal", "header", "names")
-
-_HEADER = (("detected", None), ("the first line names the columns", True),
-           ("no header line: every line is data", False))
-_DELIMITERS = (("detected", None), ("comma  ,", ","), ("semicolon  ;", ";"), ("tab", "\t"),
-               ("pipe  |", "|"), ("space", " "))
-_DECIMALS = (("detected", None), ("point  1.5", "."), ("comma  1,5", ","))
-_ENCODINGS = (("detected", None), ("utf-8", "utf-8"), ("latin-1 (ISO-8859-1)", "latin-1"),
-              ("Windows-1252", "cp1252"), ("utf-16", "utf-16"))
+__all__ = ["ReadOptions"]
 
 
 def _combo(items, tip: str) -> QComboBox:
@@ -51,10 +42,10 @@ class ReadOptions(QWidget):
         super().__init__(parent)
         self.settings = settings
         self.path: str | None = None
-        self.header = _combo(_HEADER, "Whether the first line holds the column names")
-        self.delimiter = _combo(_DELIMITERS, "The character between fields")
-        self.decimal = _combo(_DECIMALS, "The decimal mark of the numbers")
-        self.encoding = _combo(_ENCODINGS, "The text encoding of the file")
+        self.header = _combo(HEADER, "Whether the first line holds the column names")
+        self.delimiter = _combo(DELIMITERS, "The character between fields")
+        self.decimal = _combo(DECIMALS, "The decimal mark of the numbers")
+        self.encoding = _combo(ENCODINGS, "The text encoding of the file")
         self.names = QLineEdit()
         self.names.setPlaceholderText("names, separated by commas (optional)")
         self.names.setToolTip("Column names: they name a header-less file's columns instead of "

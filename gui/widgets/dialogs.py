@@ -19,7 +19,7 @@ from PySide6.QtWidgets import (QDialog, QDialogButtonBox, QFileDialog, QFrame, Q
 
 from rwtool.report import available_samples, prediction_columns, write_predictions
 
-from .results_panel import format_metric
+from ..logic.formats import format_metric
 
 __all__ = ["Banner", "Welcome", "SnippetDialog", "PredictionsDialog"]
 
