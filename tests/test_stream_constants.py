@@ -14,9 +14,8 @@ import pytest
 
 import rwtool as rw
 from rwtool._base import BaseEstimator, Standardizer
-from rwtool.features import (KITCHEN_BASES, INSTANTIATIONS, RandomFourierFeatures, RowMaxima,
-                             make_instantiation)
-from rwtool.features._montecarlo import MonteCarloRKHS
+from rwtool.features import (KITCHEN_BASES, INSTANTIATIONS, MonteCarloRKHS,
+                             RandomFourierFeatures, RowMaxima, make_instantiation)
 from rwtool.scale import scan_moments
 
 da = pytest.importorskip("dask.array")
