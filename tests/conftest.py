@@ -1,8 +1,17 @@
 """Shared test configuration: Qt offscreen, fixed seeds, small generated data."""
 
 import os
+import sys
+from pathlib import Path
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+# The tests import the checkout's app as gui (it installs as rwtool_gui) and the checkout's
+# rwtool: the repository's root goes first on sys.path, as `python -m pytest` run from it does,
+# so that a bare `pytest` finds them too.
+_ROOT = str(Path(__file__).resolve().parents[1])
+if _ROOT not in sys.path:
+    sys.path.insert(0, _ROOT)
 
 import numpy as np
 import pytest
