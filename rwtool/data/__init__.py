@@ -9,16 +9,20 @@ statistics learned on the training rows only. Every bad input raises a :class:`D
 subclass carrying ``file``, ``row`` (the 1-based line of the record in the file, the header
 being line 1) and ``column``, so a caller can show it without a traceback.
 
-This module is the public face of the data modules: rwtool.data._dialect (sources, dialect),
-rwtool.data._scan and rwtool.data._read (tokenising and typing on pyarrow.csv), rwtool.data._encoding (the
-record), rwtool.data._notes (notes on guesses to check), rwtool.data._dataset (Dataset, splits),
-rwtool.data._errors, rwtool.data._samples (the bundled sample files). It must not scale features
-(the estimators own standardisation), learn models, or import pandas or scikit-learn.
+This package's private modules: _dialect (sources, dialect), _scan and _read (tokenising and
+typing on pyarrow.csv), _encoding (the record), _options (the user's column roles and options),
+_notes (notes on guesses to check), _dataset (Dataset, splits), _stream (files larger than
+memory), _dask_io (many CSV or Parquet files as Dask arrays), _numfmt (numbers written for
+people), _samples (the bundled sample files), _errors (the located DataError subclasses). It must
+not scale features (the estimators own standardisation), learn models, or import pandas or
+scikit-learn.
+
+Must not import: rwtool.features, rwtool.model_selection, rwtool.solvers, rwtool.scale,
+    rwtool.estimators, rwtool.persist, rwtool.report, rwtool.cli
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -36,8 +40,9 @@ from ._dask_io import read_files
 from ._dataset import Dataset, split_indices
 from ._samples import list_samples, samples_dir
 from ._numfmt import describe_format, parse_formatted
+from ._options import TASKS, _candidate_rows, _check_options, _roles
 from ._encoding import (_DEFAULT_MAX_ABS, MISSING_POLICIES, Preprocessing, fit_record, infer_task,
-                        norm_policy, _column_format, _fit_target, _require_rows)
+                        _column_format, _fit_target, _require_rows)
 
 __all__ = [
     "read_csv", "preview_csv", "train_test_csv", "sniff_csv", "split_indices",
@@ -50,10 +55,6 @@ __all__ = [
     "TargetError", "QuoteError", "HeaderError", "ScaleError", "NA_VALUES", "MISSING_POLICIES",
     "TASKS", "samples_dir", "list_samples", "read_files",
 ]
-
-#: learning tasks; "classification" means binary or multiclass as the labels say
-TASKS = ("auto", "binary", "multiclass", "classification", "regression")
-
 
 # ============================================================================ preview
 
@@ -163,33 +164,6 @@ def preview_csv(path, *, n_head: int = 20, nrows: int | None = None, encoding=No
 
 # ============================================================================ read_csv
 
-def _resolve(spec, names, path, what) -> list[str]:
-    if spec is None:
-        return []
-    if isinstance(spec, (str, int, np.integer)):
-        spec = [spec]
-    out = []
-    for s in spec:
-        if isinstance(s, str) and s not in names and re.fullmatch(r"-?\d+", s.strip()):
-            s = int(s)          # a position typed on a command line ("-1": the last column)
-        if isinstance(s, (int, np.integer)) and not isinstance(s, bool):
-            if not -len(names) <= s < len(names):
-                raise ColumnNotFoundError(f"{what} column index {s} is out of range (the file "
-                                          f"has {len(names)} columns)", file=path)
-            out.append(names[s])
-        elif isinstance(s, str):
-            if s not in names:
-                close = [n for n in names if n.lower() == s.lower()]
-                raise ColumnNotFoundError(
-                    f"no column named {s!r} (for {what})", file=path, column=s,
-                    hint=(f"did you mean {close[0]!r}? " if close else "")
-                    + f"columns are: {', '.join(names)}")
-            out.append(s)
-        else:
-            raise TypeError(f"{what} columns must be names or integer positions, got {s!r}")
-    return out
-
-
 def _read_table(path, target, features, ignore, categorical, numeric, encoding, delimiter,
                 decimal, header, na_values, nrows, max_bytes, names=None):
     src = open_source(path, max_bytes, nrows)
@@ -201,57 +175,6 @@ def _read_table(path, target, features, ignore, categorical, numeric, encoding, 
     tname, feats, cat, num = _roles(table, target, features, ignore, categorical, numeric)
     note_guesses(table, header, names, feats)
     return table, tname, feats, cat, num
-
-
-def _roles(table, target, features, ignore, categorical, numeric):
-    """(target name, feature names, categorical set, numeric set) from the user's choices."""
-    path = table.path
-    names = table.names
-    tname = _resolve(target, names, path, "target")
-    tname = tname[0] if tname else None
-    ignored = set(_resolve(ignore, names, path, "ignore"))
-    cat = set(_resolve(categorical, names, path, "categorical"))
-    num = set(_resolve(numeric, names, path, "numeric"))
-    if cat & num:
-        raise ValueError(f"column(s) {sorted(cat & num)} declared both categorical and numeric")
-    if features is None:
-        feats = [n for n in names if n != tname and n not in ignored]
-    else:
-        feats = [n for n in _resolve(features, names, path, "features") if n not in ignored]
-        if tname in feats:
-            raise ValueError(f"the target {tname!r} cannot also be a feature")
-    if not feats:
-        raise ColumnNotFoundError("no feature column is left", file=path,
-                                  hint="the target and the ignored columns were all the "
-                                       "columns")
-    return tname, feats, cat, num
-
-
-def _check_options(task, missing, max_categories, handle_unknown):
-    if task not in TASKS:
-        raise ValueError(f"task must be one of {', '.join(TASKS)}, got {task!r}")
-    if not isinstance(max_categories, int) or max_categories < 1:
-        raise ValueError(f"max_categories must be a positive integer, got {max_categories!r}")
-    if handle_unknown not in ("error", "ignore"):
-        raise ValueError(f"handle_unknown must be 'error' or 'ignore', got {handle_unknown!r}")
-    return norm_policy(missing)
-
-
-def _candidate_rows(table, tname, policy, with_y):
-    rows = np.arange(table.n_rows)
-    if tname is None:
-        return rows, []
-    tmiss = table.col(tname).codes == -2
-    if tmiss.any() and policy == "error":
-        i = int(np.flatnonzero(tmiss)[0])
-        raise MissingValueError(f"missing target value ({int(tmiss.sum())} row(s))",
-                                file=table.path, row=int(table.lines[i]), column=tname,
-                                hint="choose a missing-value policy such as "
-                                     "missing='drop-rows' (rows with no target are dropped)")
-    if tmiss.all():
-        raise AllMissingError("the target column has no value", file=table.path, column=tname)
-    return rows[~tmiss], ([f"dropped {int(tmiss.sum())} row(s) with a missing target"]
-                          if tmiss.any() else [])
 
 
 def read_csv(path, target=None, *, features=None, ignore=None, categorical=None, numeric=None,

@@ -23,6 +23,12 @@ import os
 
 import numpy as np
 
+from ._dialect import NA_VALUES, Dialect
+from ._encoding import _DEFAULT_MAX_ABS, _require_rows, fit_record
+from ._options import _candidate_rows, _check_options, _roles
+from ._read import Column, Table
+from ._stream import iter_csv, scan_csv
+
 __all__ = ["read_files", "learn_encoding", "encode_file"]
 
 _PARQUET = (".parquet", ".pq", ".parq")
@@ -54,9 +60,6 @@ def _parquet_table(path, columns=None):
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
-    from ._dialect import NA_VALUES, Dialect
-    from ._read import Column, Table
-
     tbl = pq.read_table(path, columns=columns)
     names = list(tbl.column_names)
     na = frozenset(NA_VALUES)
@@ -77,14 +80,10 @@ def learn_encoding(path, target=None, *, features=None, ignore=None, categorical
     """The encoding record of one CSV or Parquet file (what ``rwtool.read_csv`` would learn)."""
     path = os.fspath(path)
     if not _is_parquet(path):
-        from . import scan_csv
         return scan_csv(path, target, features=features, ignore=ignore, categorical=categorical,
                         numeric=numeric, task=task, missing=missing,
                         max_categories=max_categories, handle_unknown=handle_unknown,
                         moments=False, **csv_options).preprocessing
-    from ._dialect import NA_VALUES
-    from . import _candidate_rows, _check_options, _roles
-    from ._encoding import _DEFAULT_MAX_ABS, _require_rows, fit_record
     policy = _check_options(task, missing, max_categories, handle_unknown)
     table = _parquet_table(path)
     _require_rows(table)
@@ -103,7 +102,6 @@ def encode_file(path, preprocessing, with_target: bool):
         ds = pre._encode(table, np.arange(table.n_rows), with_target=with_target,
                          allow_empty=True)
         return ds.X, ds.y
-    from . import iter_csv
     Xs, ys = [], []
     for ds in iter_csv(path, pre, require_target=with_target):
         Xs.append(ds.X)

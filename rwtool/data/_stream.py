@@ -37,7 +37,9 @@ from ._read import (_STREAM_BLOCK_BYTES, Column, Table, _BadUTF8, add_block, can
                     iter_blocks, legacy_dialect, type_cells)
 from ._errors import MissingColumnError, MissingValueError
 from ._dataset import Dataset
-from ._encoding import _DEFAULT_MAX_ABS, Preprocessing, _fit_columns, _fit_target
+from ._encoding import (_DEFAULT_MAX_ABS, Preprocessing, _fit_columns, _fit_target,
+                        _require_rows)
+from ._options import _check_options, _roles
 
 __all__ = ["CsvScan", "scan_csv", "iter_csv"]
 
@@ -225,7 +227,6 @@ def scan_csv(path, target=None, *, features=None, ignore=None, categorical=None,
     ``names`` names the columns as in ``read_csv``.
     Raises the same located :class:`~rwtool.data.DataError` subclasses as ``read_csv``.
     """
-    from . import _check_options
     policy = _check_options(task, missing, max_categories, handle_unknown)
     src = open_source(path, max_bytes, None)
     dialect = sniff_csv(src, encoding=encoding, delimiter=delimiter, decimal=decimal,
@@ -242,7 +243,6 @@ def scan_csv(path, target=None, *, features=None, ignore=None, categorical=None,
         notes.append(note)
         table, n_rec, n_fit, tname, feats, cat, num = _pass_one(src, dialect, *args)
     if n_rec == 0:
-        from ._encoding import _require_rows
         _require_rows(Table(src.name, dialect, table.names, np.empty(0, np.int64), {}, []))
     if tname is not None:
         tcol = table.col(tname)
@@ -267,7 +267,6 @@ def scan_csv(path, target=None, *, features=None, ignore=None, categorical=None,
 
 def _pass_one(src, dialect, target, features, ignore, categorical, numeric, na_values, policy,
               block_bytes, max_distinct, names=None):
-    from . import _roles
     na = frozenset(na_values)
     fast = fast_cast_ok(na)
     cols: dict[int, _StreamColumn] = {}
