@@ -24,7 +24,7 @@ from ._rkhs import INSTANTIATIONS, check_theta, make_instantiation
 
 __all__ = ["Instantiation", "register_distribution", "register_kernel", "register_base",
            "registered", "resolve", "make_feature_map", "resolved_theta", "uses_bias",
-           "instantiation_names", "search_space", "DISTRIBUTIONS", "KERNELS", "BASES"]
+           "instantiation_names", "DISTRIBUTIONS", "KERNELS", "BASES"]
 
 _NAMED: dict[str, "Instantiation"] = {}
 _REGISTER = {"distribution": register_distribution, "kernel": register_kernel,
@@ -207,21 +207,3 @@ def uses_bias(instantiation) -> bool:
     if isinstance(inst, str):
         return inst != "rwstumps"
     return inst.uses_bias
-
-
-def search_space(instantiation) -> dict:
-    """The width parameter 003 Table 14 searches for an Instantiation (closed forms: model_selection/_search.py).
-
-    Gaussian kernel: theta ~ U(0.01, 0.9); exponential: kappa ~ U(1.5, 50); indicator-gaussian
-    and polynomial: gamma ~ logU(0.01, 10); user kernels take no width.
-    """
-    from ..model_selection._search import LogUniform, Uniform
-    inst = resolve(instantiation)
-    kernel = inst.kernel.lower()
-    if kernel == "gaussian":
-        return {"theta": Uniform(0.01, 0.9)}
-    if kernel == "exponential":
-        return {"kappa": Uniform(1.5, 50)}
-    if kernel in KERNELS:
-        return {"gamma": LogUniform(0.01, 10)}
-    return {}

@@ -19,14 +19,15 @@ imports no estimator module.
 
 from __future__ import annotations
 
-import math
 import numbers
 
 import numpy as np
 
 from .._base import BaseEstimator, check_is_fitted, check_random_state, check_scalar
 from ..exceptions import NumericalError
+from ..features._instantiation import KERNELS, resolve
 from ..progress import make_progress
+from ._distributions import Choice, LogUniform, Uniform
 from ._selection import clone as _clone
 from ._selection import cross_validate as _cross_validate
 from ._selection import kfold_indices, select_reg
@@ -35,61 +36,13 @@ __all__ = ["LogUniform", "Uniform", "Choice", "default_space", "kfold_indices",
            "RandomizedSearchCV", "select_reg"]
 
 
-# ----------------------------------------------------------------------------- distributions
-
-class LogUniform:
-    """log-uniform on [low, high]: exp(U(log low, log high))."""
-
-    def __init__(self, low: float, high: float):
-        if not 0 < low < high:
-            raise ValueError(f"LogUniform needs 0 < low < high, got ({low}, {high})")
-        self.low, self.high = float(low), float(high)
-
-    def rvs(self, random_state=None):
-        rng = check_random_state(random_state)
-        return float(math.exp(rng.uniform(math.log(self.low), math.log(self.high))))
-
-    def __repr__(self):
-        return f"LogUniform({self.low:g}, {self.high:g})"
-
-
-class Uniform:
-    """Uniform on [low, high]."""
-
-    def __init__(self, low: float, high: float):
-        if not low < high:
-            raise ValueError(f"Uniform needs low < high, got ({low}, {high})")
-        self.low, self.high = float(low), float(high)
-
-    def rvs(self, random_state=None):
-        return float(check_random_state(random_state).uniform(self.low, self.high))
-
-    def __repr__(self):
-        return f"Uniform({self.low:g}, {self.high:g})"
-
-
-class Choice:
-    """A uniform choice among values."""
-
-    def __init__(self, values):
-        self.values = list(values)
-        if not self.values:
-            raise ValueError("Choice needs at least one value")
-
-    def rvs(self, random_state=None):
-        return self.values[int(check_random_state(random_state).integers(len(self.values)))]
-
-    def __repr__(self):
-        return f"Choice({self.values!r})"
-
-
 def default_space(estimator) -> dict:
     """The search space of seed 003 Table 14 / EXPERIMENTS.md for an rwtool estimator.
 
     RKHS weightings: sigma ~ logU(0.01, 10), reg ~ logU(1e-12, 1e-4), and theta ~ U(0.01, 0.9)
     (RWSign, RWRelu), kappa ~ U(1.5, 50) (RWExpSign) or U(1.5, 100) (RWExpRelu), gamma ~
     logU(0.01, 10) (RWStumps); an rwtool.Instantiation gets the same by kernel
-    (rwtool.features._instantiation.search_space). Random kitchen sinks: reg ~ logU(1e-5, 1e-3), Table 14's lam2,
+    (_instantiation_space). Random kitchen sinks: reg ~ logU(1e-5, 1e-3), Table 14's lam2,
     which is rwtool's reg: the paper's RKS objective (its eq. 24) (1/m) sum (f - y)^2 +
     (lam2/T) ||a||^2 with f = (1/T) sum a_t phi_t is rwtool's on phi / sqrt(T) with
     b = a / sqrt(T). Table 14 gives no width for the kitchen sinks' feature distribution; rwtool
@@ -99,10 +52,9 @@ def default_space(estimator) -> dict:
     name = type(estimator).__name__
     if name.startswith("RW"):
         space = {"sigma": LogUniform(0.01, 10), "reg": LogUniform(1e-12, 1e-4)}
-        from ..features._instantiation import resolve, search_space
         inst = resolve(estimator.instantiation)
         if not isinstance(inst, str):
-            space.update(search_space(inst))
+            space.update(_instantiation_space(inst))
         elif inst in ("rwsign", "rwrelu"):
             space["theta"] = Uniform(0.01, 0.9)
         elif inst == "rwexpsign":
@@ -251,3 +203,21 @@ class RandomizedSearchCV(BaseEstimator):
         return [dict(r["params"][i], mean_test_score=float(r["mean_test_score"][i]),
                      std_test_score=float(r["std_test_score"][i]),
                      rank=int(r["rank_test_score"][i])) for i in order]
+
+
+def _instantiation_space(instantiation) -> dict:
+    """The width parameter 003 Table 14 searches for an Instantiation (closed forms:
+    :func:`default_space`).
+
+    Gaussian kernel: theta ~ U(0.01, 0.9); exponential: kappa ~ U(1.5, 50); indicator-gaussian
+    and polynomial: gamma ~ logU(0.01, 10); user kernels take no width.
+    """
+    inst = resolve(instantiation)
+    kernel = inst.kernel.lower()
+    if kernel == "gaussian":
+        return {"theta": Uniform(0.01, 0.9)}
+    if kernel == "exponential":
+        return {"kappa": Uniform(1.5, 50)}
+    if kernel in KERNELS:
+        return {"gamma": LogUniform(0.01, 10)}
+    return {}
