@@ -16,20 +16,17 @@ import os as _os
 _os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
 
 from . import bounds, data, features, losses, persist  # noqa: E402
-from ._base import NotFittedError
-from .exceptions import (InsufficientMemoryError, InvalidParameterError, MixedLabelsError,
-                         NumericalError)
+from ._version import __version__
+from .exceptions import (ConvergenceWarning, FitCancelled, InsufficientMemoryError,
+                         InvalidParameterError, MixedLabelsError, NotFittedError, NumericalError,
+                         NumericalWarning)
 from .resources import FitEstimate, estimate_fit
 from .data import DataError, Dataset, Preprocessing, preview_csv, read_csv, train_test_csv
 from .estimators import (BKerNNClassifier, BKerNNRegressor, GreedyMKClassifier, GreedyMKRegressor,
                          RFSGDClassifier, RKSClassifier, RKSRegressor, RWClassifier, RWRegressor)
 from .features import Instantiation, register_base, register_distribution, register_kernel
 from .persist import ModelFileError, load, read_model, save
-from .progress import FitCancelled, Progress, ProgressEvent
-from .solvers._lasso import ConvergenceWarning
-from .solvers._ridge import NumericalWarning
-
-__version__ = "0.1.0"
+from .progress import Progress, ProgressEvent
 
 __all__ = [
     # estimators

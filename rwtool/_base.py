@@ -17,8 +17,7 @@ from typing import Any
 import numpy as np
 
 from ._params import Interval, Param
-from .exceptions import MixedLabelsError, check_finite_result
-from .progress import FitCancelled
+from .exceptions import FitCancelled, MixedLabelsError, NotFittedError, check_finite_result
 
 __all__ = [
     "BaseEstimator", "ClassifierMixin", "RegressorMixin", "NotFittedError",
@@ -27,10 +26,6 @@ __all__ = [
     "check_not_constant", "check_labels", "class_labels", "label_index", "fit_classes",
     "checked_output",
 ]
-
-
-class NotFittedError(ValueError, AttributeError):
-    """Raised when a model is used before ``fit``."""
 
 
 def _not_fitted(message: str) -> NotFittedError:

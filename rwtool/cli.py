@@ -24,6 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ._version import __version__
 from .report import (METHODS, Terms, apply_to_file, bound_meanings, bounds_table, check_labels,
                      evaluate, fit_summary, prediction_columns, write_csv, write_predictions)
 
@@ -524,7 +525,7 @@ def cmd_evaluate(args) -> int:
 
 def cmd_info(args) -> int:
     from .data import Preprocessing
-    from .exceptions import _human
+    from .exceptions import human_bytes
     from .persist import read_info
     info = read_info(args.model, **_model_limit(args))
     if args.json:
@@ -535,7 +536,7 @@ def cmd_info(args) -> int:
             ("written by", f"rwtool {info['rwtool_version']} (numpy {info['numpy_version']}, "
                            f"python {info['python_version']}) at {info['created']}"),
             ("size", f"{info['size_bytes']} bytes, {len(info['arrays'])} arrays, "
-                     f"checksums verified, {_human(info['load_bytes'])} to load")])
+                     f"checksums verified, {human_bytes(info['load_bytes'])} to load")])
     print("  parameters:")
     _table([(f"  {k}", "None" if v is None else v) for k, v in (info["params"] or {}).items()])
     if info.get("classes") is not None:
@@ -621,7 +622,6 @@ _EPILOG = """examples:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from . import __version__
     parser = argparse.ArgumentParser(
         prog="rwtool", description="Random-feature learning from CSV files: train, evaluate, "
         "save and apply RKHS-weighting, random-kitchen-sink and related models.",

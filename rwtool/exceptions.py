@@ -1,21 +1,29 @@
-"""The errors every rwtool fit shares: a numerical failure, a fit too large for the machine, labels
-that are not classes.
+"""Every error and warning rwtool raises, in one place, at the bottom of the dependency graph.
 
 A fit that produces non-finite numbers, or an iterative solver that diverges, never returns
 quietly: it raises :class:`NumericalError`, which names the solver, the iteration and the fix,
-and leaves the estimator unfitted. A fit whose estimated memory exceeds what the machine has
-raises :class:`InsufficientMemoryError` before it allocates anything.
+and leaves the estimator unfitted; a recoverable event (jitter added, a path cut short) is a
+:class:`NumericalWarning` (:class:`ConvergenceWarning` for a Lasso stopped at its sweep cap). A
+fit whose estimated memory exceeds what the machine has raises
+:class:`InsufficientMemoryError` before it allocates anything. :class:`NotFittedError` (a model
+used before ``fit``), :class:`FitCancelled` (the progress callback asked to stop),
+:class:`DataError` (the base of the located data errors of rwtool.data),
+:class:`ModelFileError` (a model file that cannot be written or read),
+:class:`InvalidParameterError` (a parameter outside its table, rwtool._params) and
+:class:`MixedLabelsError` (labels that are not classes) complete the set.
 
-This module must not import any solver, estimator or data module: it sits at the bottom of the
-dependency graph with rwtool.progress.
+This module must not import any other rwtool module: every layer imports it.
 """
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
-__all__ = ["NumericalError", "InsufficientMemoryError", "InvalidParameterError",
-           "MixedLabelsError", "check_finite_result"]
+__all__ = ["NumericalError", "NumericalWarning", "ConvergenceWarning", "InsufficientMemoryError",
+           "InvalidParameterError", "MixedLabelsError", "NotFittedError", "FitCancelled",
+           "DataError", "ModelFileError", "check_finite_result", "human_bytes"]
 
 
 class InvalidParameterError(ValueError, TypeError):
@@ -64,8 +72,8 @@ class InsufficientMemoryError(MemoryError):
     """
 
     def __init__(self, message: str, *, required: int, available: int, fix: str | None = None):
-        text = (f"{message}: the fit needs about {_human(required)} but only "
-                f"{_human(available)} is available.")
+        text = (f"{message}: the fit needs about {human_bytes(required)} but only "
+                f"{human_bytes(available)} is available.")
         if fix:
             text += f" Fix: {fix}"
         super().__init__(text)
@@ -93,9 +101,77 @@ def check_finite_result(arrays, *, solver: str, iteration: int | None = None,
                                  solver=solver, iteration=iteration, fix=fix)
 
 
-def _human(n: float) -> str:
+def human_bytes(n: float) -> str:
+    """A byte count as people read it: "512 B", "1.5 MiB"."""
     for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
         if abs(n) < 1024 or unit == "TiB":
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
         n /= 1024
     return f"{n:.1f} TiB"
+
+
+class NumericalWarning(RuntimeWarning):
+    """A recoverable numerical event (jitter added, solver did not converge...)."""
+
+
+class ConvergenceWarning(NumericalWarning):
+    """The Lasso stopped at its sweep cap before its duality gap met the tolerance: the model
+    is finite but not the Lasso solution; the message names the fix."""
+
+
+class NotFittedError(ValueError, AttributeError):
+    """Raised when a model is used before ``fit``."""
+
+
+class FitCancelled(Exception):
+    """Raised by ``fit`` when the progress callback asked to stop.
+
+    ``partial_model`` is True when the estimator keeps the last completed iterate (iterative
+    solvers) and can predict; False when it was left unfitted. A solver that re-raises with
+    ``partial_model=True`` puts ``(coef, info)`` of that iterate in ``partial``.
+    """
+
+    def __init__(self, message: str = "fit cancelled by the progress callback",
+                 partial_model: bool = False, partial=None):
+        super().__init__(message)
+        self.partial_model = partial_model
+        self.partial = partial
+
+
+class DataError(ValueError):
+    """A problem with the input data, located in the file.
+
+    Attributes ``file``, ``row`` (1-based line number of the record, header = line 1, or None),
+    ``column`` (name, or None) and ``hint`` (how to fix it) let a GUI show each part apart;
+    ``str(err)`` is one line: "file, row 12, column 'age': what is wrong; hint".
+    """
+
+    def __init__(self, message: str, *, file=None, row: int | None = None,
+                 column: str | None = None, hint: str | None = None):
+        self.message, self.file, self.row, self.column, self.hint = (
+            message, None if file is None else str(file), row, column, hint)
+        super().__init__(self._text())
+
+    def _text(self) -> str:
+        where = []
+        if self.file:
+            where.append(os.path.basename(self.file))
+        if self.row is not None:
+            where.append(f"row {self.row}")
+        if self.column is not None:
+            where.append(f"column {self.column!r}")
+        text = (", ".join(where) + ": " if where else "") + self.message
+        return text + (f"; {self.hint}" if self.hint else "")
+
+    def to_dict(self) -> dict:
+        return {"error": type(self).__name__, "message": self.message, "file": self.file,
+                "row": self.row, "column": self.column, "hint": self.hint, "text": str(self)}
+
+
+class ModelFileError(ValueError):
+    """A model file that cannot be written or read; ``file`` names it."""
+
+    def __init__(self, message: str, file=None):
+        self.file = None if file is None else os.fspath(file)
+        self.message = message
+        super().__init__(f"{os.path.basename(self.file)}: {message}" if self.file else message)

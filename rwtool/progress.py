@@ -14,6 +14,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Mapping, Optional
 
+from .exceptions import FitCancelled
+
 __all__ = ["ProgressEvent", "FitCancelled", "Progress", "make_progress"]
 
 
@@ -46,21 +48,6 @@ class ProgressEvent:
     def fraction(self) -> float:
         """Finished fraction of the stage in [0, 1] (0 when the total is unknown)."""
         return min(1.0, self.done / self.total) if self.total > 0 else 0.0
-
-
-class FitCancelled(Exception):
-    """Raised by ``fit`` when the progress callback asked to stop.
-
-    ``partial_model`` is True when the estimator keeps the last completed iterate (iterative
-    solvers) and can predict; False when it was left unfitted. A solver that re-raises with
-    ``partial_model=True`` puts ``(coef, info)`` of that iterate in ``partial``.
-    """
-
-    def __init__(self, message: str = "fit cancelled by the progress callback",
-                 partial_model: bool = False, partial=None):
-        super().__init__(message)
-        self.partial_model = partial_model
-        self.partial = partial
 
 
 class Progress:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from rwtool.exceptions import human_bytes
 from rwtool.resources import MEMORY_FRACTION, available_memory, estimate_fit
 # the solvers whose reg='auto' folds come from sums over position-hashed rows (not
 # stratified): rwtool.scale's public name for them
@@ -45,18 +46,10 @@ class Preflight:
         e = self.estimate
         if e is None:
             return ""
-        text = f"estimated peak memory {_human(e.peak_bytes)}"
+        text = f"estimated peak memory {human_bytes(e.peak_bytes)}"
         if e.seconds is not None:
             text += f", about {_duration(e.seconds)}"
-        return text + f" ({_human(self.available)} available)"
-
-
-def _human(n: float) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if abs(n) < 1024:
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return f"{n:.1f} TiB"
+        return text + f" ({human_bytes(self.available)} available)"
 
 
 def _duration(s: float) -> str:
@@ -133,8 +126,8 @@ def preflight(est, X, y, task: str, *, folds: int | None = None,
     peak = out.estimate.peak_bytes
     if peak > MEMORY_FRACTION * out.available:
         detail = f" ({out.estimate.detail})" if out.estimate.detail else ""
-        out.refuse = (f"this fit would need about {_human(peak)} of memory{detail}, but only "
-                      f"{_human(out.available)} is available. Use fewer features or rows"
+        out.refuse = (f"this fit would need about {human_bytes(peak)} of memory{detail}, but only "
+                      f"{human_bytes(out.available)} is available. Use fewer features or rows"
                       + (", or Task: regression" if k > 2 else "") + ".")
         return out
     secs = out.estimate.seconds

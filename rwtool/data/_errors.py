@@ -2,13 +2,14 @@
 
 Every refusal of rwtool's data readers is a ``DataError`` carrying the file, the 1-based line of
 the record (the header being line 1), the column and a hint, so a caller (the command line, the
-app) shows it in one line without a traceback. This module defines the classes only: it must not
-read files or import the reader modules.
+app) shows it in one line without a traceback. The base class lives with every other rwtool
+error in rwtool.exceptions. This module defines the classes only: it must not read files or
+import the reader modules.
 """
 
 from __future__ import annotations
 
-import os
+from ..exceptions import DataError
 
 __all__ = [
     "DataError", "EmptyFileError", "HeaderOnlyError", "RaggedRowError", "NonNumericError",
@@ -17,36 +18,6 @@ __all__ = [
     "UnseenCategoryError", "MissingColumnError", "ColumnNotFoundError", "EncodingError",
     "TargetError", "QuoteError", "HeaderError", "ScaleError",
 ]
-
-
-class DataError(ValueError):
-    """A problem with the input data, located in the file.
-
-    Attributes ``file``, ``row`` (1-based line number of the record, header = line 1, or None),
-    ``column`` (name, or None) and ``hint`` (how to fix it) let a GUI show each part apart;
-    ``str(err)`` is one line: "file, row 12, column 'age': what is wrong; hint".
-    """
-
-    def __init__(self, message: str, *, file=None, row: int | None = None,
-                 column: str | None = None, hint: str | None = None):
-        self.message, self.file, self.row, self.column, self.hint = (
-            message, None if file is None else str(file), row, column, hint)
-        super().__init__(self._text())
-
-    def _text(self) -> str:
-        where = []
-        if self.file:
-            where.append(os.path.basename(self.file))
-        if self.row is not None:
-            where.append(f"row {self.row}")
-        if self.column is not None:
-            where.append(f"column {self.column!r}")
-        text = (", ".join(where) + ": " if where else "") + self.message
-        return text + (f"; {self.hint}" if self.hint else "")
-
-    def to_dict(self) -> dict:
-        return {"error": type(self).__name__, "message": self.message, "file": self.file,
-                "row": self.row, "column": self.column, "hint": self.hint, "text": str(self)}
 
 
 class EmptyFileError(DataError):

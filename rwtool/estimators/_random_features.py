@@ -314,6 +314,30 @@ class _RandomFeatureModel(BaseEstimator):
     _family = "rw"
 
     # -- validation and construction -------------------------------------------------------
+    def _check_fitted_state(self):
+        """Coefficients, scalers and map agree on their dimensions (checked on a loaded model)."""
+        n_in = self.n_features_in_
+        fmap = self.feature_map_
+        coef = self.coef_
+        if not isinstance(n_in, int) or n_in < 1:
+            raise ValueError("invalid n_features_in_")
+        if not isinstance(coef, np.ndarray) or coef.ndim != 2 or coef.dtype.kind != "f":
+            raise ValueError("coef_ must be a 2-D float array")
+        if coef.shape[0] != fmap.n_output_:
+            raise ValueError(f"coef_ has {coef.shape[0]} rows for {fmap.n_output_} features")
+        if fmap.n_features_in_ != n_in + int(bool(self.bias_)):
+            raise ValueError("the feature map's input width disagrees with n_features_in_")
+        for name in ("x_scaler_", "y_scaler_"):
+            sc = getattr(self, name, None)
+            if sc is not None:
+                width = n_in if name == "x_scaler_" else coef.shape[1]
+                if sc.mean.shape != (width,) or sc.scale.shape != (width,):
+                    raise ValueError(f"{name} has the wrong width")
+        if hasattr(self, "classes_"):
+            k = len(self.classes_)
+            if k < 2 or coef.shape[1] != (1 if k == 2 else k):
+                raise ValueError("classes_ and coef_ disagree on the number of classes")
+
     def _validate(self):
         """The parameters checked against the class's table, then the rules between them."""
         p = validate_params(self)

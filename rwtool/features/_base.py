@@ -24,7 +24,8 @@ import numpy as np
 from .._base import BaseEstimator, check_array, check_is_fitted, check_random_state
 from .._params import Param, params_table, validate_params
 
-__all__ = ["FeatureMap", "RowMaxima", "row_norms", "dot_into", "auto_block_size"]
+__all__ = ["FeatureMap", "RowMaxima", "row_norms", "dot_into", "auto_block_size",
+           "check_centres"]
 
 
 def auto_block_size(n_rows: int, n_cols: int, budget_bytes: float = 32e6) -> int:
@@ -186,3 +187,26 @@ class FeatureMap(BaseEstimator):
 
     def fit_transform(self, X, y=None) -> np.ndarray:
         return self.fit(X).transform(X)
+
+
+def check_centres(fmap) -> None:
+    """A loaded map whose fitted arrays are its centres: one row per feature, each as wide as
+    the input, indices in range, finite (rwtool.persist runs it through ``_check_fitted_state``)."""
+    n_in = getattr(fmap, "n_features_in_", None)
+    if not isinstance(n_in, int) or n_in < 1:
+        raise ValueError("feature map without a valid n_features_in_")
+    T = fmap.n_features
+    if not isinstance(T, int) or T < 1:
+        raise ValueError("feature map without a valid n_features")
+    for name, v in fmap.fitted_state().items():
+        if not isinstance(v, np.ndarray):
+            continue
+        if v.ndim not in (1, 2) or v.shape[0] != T or (v.ndim == 2 and v.shape[1] != n_in):
+            raise ValueError(f"{type(fmap).__name__}.{name} has shape {v.shape}, inconsistent "
+                             f"with n_features={T}, n_features_in_={n_in}")
+        if v.dtype.kind in "iu" and v.size and (v.min() < 0 or v.max() >= n_in):
+            raise ValueError(f"{type(fmap).__name__}.{name} holds indices out of range")
+        if v.dtype.kind == "f" and not np.isfinite(v).all():
+            raise ValueError(f"{type(fmap).__name__}.{name} holds non-finite values")
+        if v.dtype.kind not in "iuf":
+            raise ValueError(f"{type(fmap).__name__}.{name} has dtype {v.dtype}")

@@ -22,7 +22,7 @@ from numba import njit, prange
 
 from .._base import check_choice
 from .._params import Param, params_table
-from ._base import N_FEATURES, RANDOM_STATE, SIGMA, FeatureMap, dot_into
+from ._base import N_FEATURES, RANDOM_STATE, SIGMA, FeatureMap, check_centres, dot_into
 
 __all__ = ["RandomFourierFeatures", "FOURIER_KERNELS", "shift_invariant_kernel"]
 
@@ -84,6 +84,8 @@ class RandomFourierFeatures(FeatureMap):
         dataclasses.replace(SIGMA, help="the kernel bandwidth (gaussian: exp(-||x - y||^2 / "
                             "(2 sigma^2)))"),
         VARIANT, RANDOM_STATE)
+
+    _check_fitted_state = check_centres
 
     def __init__(self, n_features: int = 1000, kernel: str = "gaussian", sigma: float = 1.0,
                  variant: str = "pair", random_state=None):

@@ -15,7 +15,7 @@ import numpy as np
 from numba import njit, prange
 
 from .._params import params_table
-from ._base import N_FEATURES, RANDOM_STATE, SIGMA, FeatureMap, dot_into
+from ._base import N_FEATURES, RANDOM_STATE, SIGMA, FeatureMap, check_centres, dot_into
 
 __all__ = ["KitchenSign", "KitchenRelu", "KitchenStumps", "sign_inplace", "relu_inplace",
            "stump_sign_into", "sample_gaussian", "sample_stumps"]
@@ -70,6 +70,7 @@ _KITCHEN_PARAMETERS = params_table(N_FEATURES, SIGMA, RANDOM_STATE)
 
 class _KitchenDot(FeatureMap):
     _parameters = _KITCHEN_PARAMETERS
+    _check_fitted_state = check_centres
 
     def __init__(self, n_features: int = 1000, sigma: float = 1.0, random_state=None):
         self.n_features = n_features
@@ -120,6 +121,7 @@ class KitchenStumps(FeatureMap):
     """
 
     _parameters = _KITCHEN_PARAMETERS
+    _check_fitted_state = check_centres
 
     def __init__(self, n_features: int = 1000, sigma: float = 1.0, random_state=None):
         self.n_features = n_features

@@ -680,6 +680,9 @@ class MonteCarloRKHS(RKHSWeighting):
         Seed of the centres, then of the draws.
     """
 
+    def _draws_layout(self):
+        return _lookup("base", self.base), _lookup("kernel", self.kernel)
+
     name = "mc"
     constants_are_estimates = True
 

@@ -29,8 +29,8 @@ from numba import njit, prange
 
 from .._base import check_scalar
 from .._params import Param, params_table
-from ._base import (N_FEATURES, RANDOM_STATE, SIGMA, FeatureMap, RowMaxima, dot_into,
-                    row_norms)
+from ._base import (N_FEATURES, RANDOM_STATE, SIGMA, FeatureMap, RowMaxima, check_centres,
+                    dot_into, row_norms)
 from ._kitchen import relu_inplace, sample_gaussian, sample_stumps, sign_inplace, stump_sign_into
 
 __all__ = ["RKHSWeighting", "RWSign", "RWExpSign", "RWRelu", "RWExpRelu", "RWStumps",
@@ -268,6 +268,21 @@ class RKHSWeighting(FeatureMap):
                            stacklevel=3)
         return self
 
+    def _check_fitted_state(self):
+        """Shared Monte Carlo draws fit the base predictor (checked on a loaded map): a stump's
+        column index is read unchecked by the kernel (the map itself checks its centres, and
+        that draws and centres have the same width)."""
+        draws = getattr(getattr(self, "mc_", None), "draws_", None)
+        layout = self._draws_layout()
+        if draws is None or layout is None:
+            return
+        from ._montecarlo import _check_layout
+        _check_layout(*layout, draws, self.n_features_in_, type(self).__name__)
+
+    def _draws_layout(self):
+        """(base, kernel) whose layout the shared draws must fit, or None."""
+        return None
+
     def row_maxima(self, X):
         """sup ||x|| over the rows of ``X`` (the preprocessed rows the map is applied to)."""
         if not len(X):
@@ -314,6 +329,7 @@ class _RWDot(RKHSWeighting):
 
     _kernel_kind = "gaussian"  # or "exponential"
     _phi = "sign"              # or "relu"
+    _check_fitted_state = check_centres
 
     def _validate_params(self, n_in):
         super()._validate_params(n_in)
@@ -594,6 +610,11 @@ class RWStumps(RKHSWeighting):
         Monte Carlo features instead of the closed form, as :class:`RWSign`.
     random_state : int, Generator or None
     """
+
+    _check_fitted_state = check_centres
+
+    def _draws_layout(self):
+        return "stump", "indicator-gaussian"
 
     name = "rwstumps"
 

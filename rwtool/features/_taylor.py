@@ -158,6 +158,19 @@ class TaylorMultiKernelFeatures(FeatureMap):
         self.include_linear = include_linear
         self.nu = nu
 
+    def _check_fitted_state(self):
+        """The Taylor dictionary is a function of its parameters and input width (its variable
+        indices drive an unchecked kernel): re-derive it and compare (checked on a loaded map)."""
+        fresh = type(self)(**self.get_params(deep=False))
+        fresh._sample(None, self.n_features_in_, None)
+        for name in ("vars_", "kernel_index_", "degree_", "scale_", "nu_"):
+            a, b = getattr(self, name), getattr(fresh, name)
+            same = (np.array_equal(a, b) if a.dtype.kind in "iu"
+                    else a.shape == b.shape and np.allclose(a, b, rtol=1e-12, atol=0.0))
+            if not same:
+                raise ValueError(f"TaylorMultiKernelFeatures.{name} is not the dictionary its "
+                                 f"parameters define")
+
     # -- construction ----------------------------------------------------------------------
     def fit(self, X, y=None) -> "TaylorMultiKernelFeatures":
         """Enumerate the candidate columns for inputs shaped like ``X`` (nothing is random)."""

@@ -22,8 +22,11 @@ one prediction is run. Anything else, including every zip, zlib and JSON failure
 with :class:`ModelFileError`. Files are written atomically (rwtool.persist._atomic: temporary
 file in the same directory, fsync, rename; stale temporaries of killed saves are removed).
 
-This module must not use pickle, eval or imports driven by file content, and must not know any
-particular estimator beyond the consistency checks registered for it.
+This package must not use pickle, eval or imports driven by file content, and must not know any
+particular estimator: each class checks its own loaded state (``_check_fitted_state``) and has
+its row in the shape table (_validate).
+
+Must not import: rwtool.report, rwtool.cli
 """
 
 from __future__ import annotations
@@ -52,6 +55,9 @@ import numpy as np
 from . import _validate
 from ._atomic import atomic_writer
 from .._base import BaseEstimator, Standardizer
+from .._version import __version__
+from ..data import Dataset, Preprocessing
+from ..exceptions import ModelFileError, human_bytes
 from ._validate import MAX_DIM
 from ..resources import FitEstimate, check_memory
 
@@ -98,15 +104,6 @@ _MOVED = {
     "rwtool.features.fourier": "rwtool.features._fourier",
     "rwtool.features.taylor": "rwtool.features._taylor",
 }
-
-
-class ModelFileError(ValueError):
-    """A model file that cannot be written or read; ``file`` names it."""
-
-    def __init__(self, message: str, file=None):
-        self.file = None if file is None else os.fspath(file)
-        self.message = message
-        super().__init__(f"{os.path.basename(self.file)}: {message}" if self.file else message)
 
 
 # ============================================================================ allow-list
@@ -158,7 +155,6 @@ def _scan_modules() -> None:
             if (issubclass(obj, BaseEstimator) and obj.__module__ == mod.__name__
                     and not obj.__name__.startswith("_") and not _has_abstract(obj)):
                 _REGISTRY.setdefault(_qualname(obj), obj)
-    _register_default_checks()
 
 
 def _has_abstract(cls: type) -> bool:
@@ -195,102 +191,6 @@ def _lookup(name, path) -> type:
 def _is_allowed_instance(obj) -> bool:
     _scan()
     return _REGISTRY.get(_qualname(type(obj))) is type(obj)
-
-
-# ============================================================================ consistency checks
-
-def _feature_map_check(fmap) -> None:
-    """Maps of rwtool.features: every centre array has one row per feature, indices in range."""
-    n_in = getattr(fmap, "n_features_in_", None)
-    if not isinstance(n_in, int) or n_in < 1:
-        raise ValueError("feature map without a valid n_features_in_")
-    T = fmap.n_features
-    if not isinstance(T, int) or T < 1:
-        raise ValueError("feature map without a valid n_features")
-    for name, v in fmap.fitted_state().items():
-        if not isinstance(v, np.ndarray):
-            continue
-        if v.ndim not in (1, 2) or v.shape[0] != T or (v.ndim == 2 and v.shape[1] != n_in):
-            raise ValueError(f"{type(fmap).__name__}.{name} has shape {v.shape}, inconsistent "
-                             f"with n_features={T}, n_features_in_={n_in}")
-        if v.dtype.kind in "iu" and v.size and (v.min() < 0 or v.max() >= n_in):
-            raise ValueError(f"{type(fmap).__name__}.{name} holds indices out of range")
-        if v.dtype.kind == "f" and not np.isfinite(v).all():
-            raise ValueError(f"{type(fmap).__name__}.{name} holds non-finite values")
-        if v.dtype.kind not in "iuf":
-            raise ValueError(f"{type(fmap).__name__}.{name} has dtype {v.dtype}")
-
-
-def _random_feature_model_check(est) -> None:
-    """RW/RKS estimators: coefficients, scaler and map agree on their dimensions."""
-    n_in = est.n_features_in_
-    fmap = est.feature_map_
-    coef = est.coef_
-    if not isinstance(n_in, int) or n_in < 1:
-        raise ValueError("invalid n_features_in_")
-    if not isinstance(coef, np.ndarray) or coef.ndim != 2 or coef.dtype.kind != "f":
-        raise ValueError("coef_ must be a 2-D float array")
-    if coef.shape[0] != fmap.n_output_:
-        raise ValueError(f"coef_ has {coef.shape[0]} rows for {fmap.n_output_} features")
-    if fmap.n_features_in_ != n_in + int(bool(est.bias_)):
-        raise ValueError("the feature map's input width disagrees with n_features_in_")
-    for name in ("x_scaler_", "y_scaler_"):
-        sc = getattr(est, name, None)
-        if sc is not None:
-            width = n_in if name == "x_scaler_" else coef.shape[1]
-            if sc.mean.shape != (width,) or sc.scale.shape != (width,):
-                raise ValueError(f"{name} has the wrong width")
-    if hasattr(est, "classes_"):
-        k = len(est.classes_)
-        if k < 2 or coef.shape[1] != (1 if k == 2 else k):
-            raise ValueError("classes_ and coef_ disagree on the number of classes")
-
-
-def _taylor_check(fmap) -> None:
-    """The Taylor dictionary is a function of its parameters and input width (its variable
-    indices drive an unchecked kernel): re-derive it and compare."""
-    fresh = type(fmap)(**fmap.get_params(deep=False))
-    fresh._sample(None, fmap.n_features_in_, None)
-    for name in ("vars_", "kernel_index_", "degree_", "scale_", "nu_"):
-        a, b = getattr(fmap, name), getattr(fresh, name)
-        same = (np.array_equal(a, b) if a.dtype.kind in "iu"
-                else a.shape == b.shape and np.allclose(a, b, rtol=1e-12, atol=0.0))
-        if not same:
-            raise ValueError(f"TaylorMultiKernelFeatures.{name} is not the dictionary its "
-                             f"parameters define")
-
-
-def _draws_check(fmap) -> None:
-    """Shared Monte Carlo draws fit the base predictor: a stump's column index is read
-    unchecked by the kernel (the map itself checks its centres, and that draws and centres
-    have the same width)."""
-    from ..features import _montecarlo as mc
-    from ..features import _rkhs as rkhs
-    draws = getattr(getattr(fmap, "mc_", None), "draws_", None)
-    if draws is None:
-        return
-    if isinstance(fmap, mc.MonteCarloRKHS):
-        base, kernel = mc._lookup("base", fmap.base), mc._lookup("kernel", fmap.kernel)
-    elif isinstance(fmap, rkhs.RWStumps):
-        base, kernel = "stump", "indicator-gaussian"
-    else:
-        return
-    mc._check_layout(base, kernel, draws, fmap.n_features_in_, type(fmap).__name__)
-
-
-def _register_default_checks() -> None:
-    from ..features import (_fourier as fourier, _kitchen as kitchen, _rkhs as rkhs,
-                            _taylor as taylor)
-    _CHECKS.setdefault(taylor.TaylorMultiKernelFeatures, []).append(_taylor_check)
-    _CHECKS.setdefault(rkhs.RKHSWeighting, []).append(_draws_check)
-    for mod in (rkhs, kitchen, fourier):
-        for _, cls in inspect.getmembers(mod, inspect.isclass):
-            if cls.__module__ == mod.__name__ and _qualname(cls) in _REGISTRY:
-                _CHECKS.setdefault(cls, []).append(_feature_map_check)
-    from ..estimators import _random_features as random_features
-    for cls in (random_features.RWClassifier, random_features.RWRegressor,
-                random_features.RKSClassifier, random_features.RKSRegressor):
-        _CHECKS.setdefault(cls, []).append(_random_feature_model_check)
 
 
 # ============================================================================ writing
@@ -423,7 +323,6 @@ def save(model, path, *, preprocessing=None, metrics: dict | None = None,
 
     Returns the absolute path written.
     """
-    from ..data import Dataset, Preprocessing
     path = os.fspath(path)
     if not (isinstance(model, BaseEstimator) and _is_allowed_instance(model)):
         raise ModelFileError(f"cannot save a {type(model).__module__}.{type(model).__qualname__}:"
@@ -439,7 +338,6 @@ def save(model, path, *, preprocessing=None, metrics: dict | None = None,
         raise ModelFileError(f"the preprocessing record makes {preprocessing.n_features_out} "
                              f"columns but the model was fitted on {n_in}: pass the record of "
                              f"the data the model was trained on", path)
-    from .. import __version__
     try:
         with atomic_writer(path, "wb") as fh:
             with zipfile.ZipFile(fh, "w", allowZip64=True) as zf:
@@ -628,8 +526,14 @@ def _first_line(exc) -> str:
 
 
 def _checks_for(cls):
+    """The consistency checks of a loaded object: every class of its MRO contributes its own
+    ``_check_fitted_state`` (the classes know their fitted state; see FeatureMap) and the
+    checks given to :func:`register`."""
     out = []
     for klass in cls.__mro__:
+        own = klass.__dict__.get("_check_fitted_state")
+        if own is not None:
+            out.append(own)
         out.extend(_CHECKS.get(klass, []))
     return out
 
@@ -899,13 +803,13 @@ def _opened(path, max_bytes: int):
             raise ModelFileError(f"not a valid rwtool model file ({type(exc).__name__}: "
                                  f"{_first_line(exc)})", path) from None
         if plan.total > max_bytes:
-            fail(f"loading would take about {_validate._human(plan.total)} (largest: "
+            fail(f"loading would take about {human_bytes(plan.total)} (largest: "
                  f"{plan.describe()}), above the limit max_bytes={max_bytes}; if the file is "
                  f"trusted, raise the limit (rwtool.load(path, max_bytes=...), or "
                  f"--max-model-mb on the command line)")
         check_memory(FitEstimate(plan.total, detail=f"largest arrays: {plan.describe()}"),
                      f"loading {os.path.basename(path)} needs about "
-                     f"{_validate._human(plan.total)}",
+                     f"{human_bytes(plan.total)}",
                      fix="free memory or load the model on a larger machine")
         yield zf, doc, _Reader(zf, path, table, plan)
     finally:
@@ -916,7 +820,6 @@ def _opened(path, max_bytes: int):
 
 def _load(path, max_bytes: int, smoke_test: bool):
     """(ModelFile, document, reader) with every check of :func:`read_model` passed."""
-    from ..data import Preprocessing
     path = os.fspath(path)
     with _opened(path, max_bytes) as (zf, doc, reader):
         try:

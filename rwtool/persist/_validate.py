@@ -13,9 +13,9 @@ of it is decompressed. Arrays of a class without a row, or attributes its row do
 are "unlisted": they load only within :data:`UNLISTED_BYTES` in total.
 
 To let a new estimator or fitted attribute carry large arrays, add or extend its row here
-(tests/test_persist_hostile.py names every saved array attribute that has no row). This module must not read arrays,
-open files or build models: it only reads the parsed document (and borrows the Taylor map's
-size formula).
+(tests/test_persist_hostile.py names every saved array attribute that has no row). This module
+must not read arrays, open files or build models: it only reads the parsed document (and
+borrows the Taylor map's size formula).
 """
 
 from __future__ import annotations
@@ -27,7 +27,8 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
-from ..exceptions import _human
+from ..exceptions import human_bytes
+from ..features import TaylorMultiKernelFeatures   # its size formula, nothing else
 
 __all__ = ["Arr", "Spec", "SPECS", "SpecError", "Plan", "plan_load", "has_spec", "array_nbytes",
            "MAX_DIM", "UNLISTED_BYTES"]
@@ -140,7 +141,6 @@ def _taylor_dims(f: Fields, s: dict) -> None:
     s["n_in"] = d = f.int("n_features_in_", low=1)
     K = f.int("gauss_order", low=0, high=8, param=True)
     linear = f.bool("include_linear", param=True)
-    from ..features._taylor import TaylorMultiKernelFeatures   # its size formula, nothing else
     M0 = TaylorMultiKernelFeatures(gauss_order=K, include_linear=linear, include_squares=f.bool(
         "include_squares", param=True))._count(d)
     if M0 > 5_000_000:
@@ -278,7 +278,7 @@ class Plan:
 
     def describe(self, n=3) -> str:
         top = sorted(self.largest, reverse=True)[:n]
-        return ", ".join(f"{where} {_human(b)}" for b, where in top)
+        return ", ".join(f"{where} {human_bytes(b)}" for b, where in top)
 
 
 def array_nbytes(meta: dict) -> int:
@@ -340,8 +340,8 @@ def plan_load(doc: dict, table: dict, lookup: Callable[[Any], type]) -> Plan:
     if unused:
         raise SpecError(f"the array table lists {sorted(unused)[:3]} that nothing refers to")
     if plan.unlisted_bytes > UNLISTED_BYTES:
-        raise SpecError(f"{_human(plan.unlisted_bytes)} of arrays that no rwtool model attribute "
-                        f"accounts for (at most {_human(UNLISTED_BYTES)})")
+        raise SpecError(f"{human_bytes(plan.unlisted_bytes)} of arrays that no rwtool model "
+                        f"attribute accounts for (at most {human_bytes(UNLISTED_BYTES)})")
     return plan
 
 

@@ -42,17 +42,12 @@ import warnings
 import numpy as np
 from numba import njit
 
-from ..exceptions import NumericalError
+from ..exceptions import ConvergenceWarning, NumericalError
 from ..progress import FitCancelled, make_progress
-from ._ridge import NumericalWarning, auto_block_size, normal_equations
+from ._ridge import auto_block_size, normal_equations
 
 __all__ = ["lasso_path", "lasso_gram", "gram_path", "lam_max", "lasso_fit", "lasso_objective",
            "duality_gap", "ConvergenceWarning"]
-
-
-class ConvergenceWarning(NumericalWarning):
-    """The Lasso stopped at its sweep cap before its duality gap met the tolerance: the model
-    is finite but not the Lasso solution; the message names the fix."""
 
 
 # ----------------------------------------------------------------------------- numba kernels

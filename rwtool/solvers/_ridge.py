@@ -24,18 +24,12 @@ import warnings
 import numpy as np
 from scipy.linalg import LinAlgError, cho_solve, eigh
 
-from ..exceptions import NumericalError
+from ..exceptions import NumericalError, NumericalWarning
 from ..features._base import auto_block_size
 from ..progress import make_progress
 
 __all__ = ["NumericalWarning", "auto_block_size", "normal_equations", "solve_normal_equations",
            "RegPath", "ridge_fit", "cholesky_solve"]
-
-
-class NumericalWarning(RuntimeWarning):
-    """A recoverable numerical event (jitter added, solver did not converge...)."""
-
-
 
 
 def normal_equations(feature_map, X: np.ndarray, Y: np.ndarray, block_size: int | None = None,
