@@ -18,7 +18,7 @@ from numba import njit
 
 import rwtool as rw
 from rwtool.features import INSTANTIATIONS
-from rwtool.features._montecarlo import MonteCarloRKHS
+from rwtool.features._rkhs_mc import MonteCarloRKHS
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SIZES = (256, 1024, 4096, 16384)

@@ -18,7 +18,7 @@ import rwtool
 import rwtool.persist as P
 from rwtool.estimators import RWClassifier, RWRegressor
 from rwtool.features import RWExpRelu, RWExpSign, gamma_from_kappa
-from rwtool.features._montecarlo import MonteCarloRKHS
+from rwtool.features._rkhs_mc import MonteCarloRKHS
 from rwtool.features._instantiation import make_feature_map
 
 DATA = Path(__file__).resolve().parent / "data"

@@ -27,7 +27,7 @@ from rwtool._params import Interval, Param
 from rwtool.features import (KitchenRelu, KitchenSign, KitchenStumps, RandomFourierFeatures,
                              RWExpRelu, RWExpSign, RWRelu, RWSign, RWStumps,
                              TaylorMultiKernelFeatures)
-from rwtool.features._montecarlo import MonteCarloRKHS
+from rwtool.features._rkhs_mc import MonteCarloRKHS
 
 ESTIMATORS = [RWClassifier, RWRegressor, RKSClassifier, RKSRegressor, RFSGDClassifier,
               GreedyMKClassifier, GreedyMKRegressor, BKerNNClassifier, BKerNNRegressor]

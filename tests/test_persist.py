@@ -294,3 +294,42 @@ def test_registry_is_rwtool_only():
     assert all(n.startswith("rwtool.") for n in names)
     with pytest.raises(TypeError):
         P.register(dict)
+
+
+def test_model_files_naming_the_old_module_paths_load(tmp_path):
+    """Files written before the modules moved into packages name their classes by the old paths
+    (rwtool.estimators.random_features, rwtool.features.montecarlo, ...): they load as the same
+    classes and predict as the model that was saved (same process: bit for bit)."""
+    import hashlib
+    import json
+    import zipfile
+
+    X = np.random.default_rng(0).normal(size=(60, 3))
+    y = X[:, 0] - X[:, 1]
+    inst = rwtool.Instantiation("normal", "gaussian", "relu", n_draws=64)
+    est = rwtool.RWRegressor(instantiation=inst, n_features=12, reg=1e-3, random_state=0).fit(X, y)
+    new = tmp_path / "new.rwm"
+    rwtool.save(est, new)
+    with zipfile.ZipFile(new) as zf:
+        members = {n: zf.read(n) for n in zf.namelist()}
+    text = members["model.json"].decode()
+    old_paths = {"rwtool.estimators._random_features.": "rwtool.estimators.random_features.",
+                 "rwtool.features._rkhs_mc.": "rwtool.features.montecarlo.",
+                 "rwtool.features._montecarlo.": "rwtool.features.montecarlo.",
+                 "rwtool.features._instantiation.": "rwtool.instantiation."}
+    renamed = 0
+    for now, before in old_paths.items():
+        renamed += text.count(now)
+        text = text.replace(now, before)
+    assert renamed >= 3     # the estimator, its map and the map's draws at least
+    members["model.json"] = text.encode()
+    members["model.json.sha256"] = (hashlib.sha256(text.encode()).hexdigest() + "\n").encode()
+    old = tmp_path / "old.rwm"
+    with zipfile.ZipFile(old, "w") as zf:
+        for name, data in members.items():
+            zf.writestr(name, data)
+    loaded = rwtool.load(old)
+    assert type(loaded) is rwtool.RWRegressor
+    assert type(loaded.feature_map_) is type(est.feature_map_)
+    np.testing.assert_array_equal(loaded.predict(X), est.predict(X))
+    assert json.loads(text)    # the rewritten document is the one that was loaded

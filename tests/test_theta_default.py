@@ -18,7 +18,8 @@ import rwtool
 import rwtool.persist as P
 from rwtool.estimators import RWClassifier, RWRegressor
 from rwtool.features import DEFAULT_THETA, RWRelu, RWSign, gamma_from_theta
-from rwtool.features._montecarlo import MC_DEFAULT_THETA, MonteCarloRKHS
+from rwtool.features._montecarlo import MC_DEFAULT_THETA
+from rwtool.features._rkhs_mc import MonteCarloRKHS
 from rwtool.features._instantiation import make_feature_map, resolved_theta
 
 DATA = Path(__file__).resolve().parent / "data"

@@ -31,7 +31,7 @@ from ..features._fourier import KERNEL
 from ..features._instantiation import instantiation_names, resolve
 from ..features._base import N_FEATURES, RANDOM_STATE, SIGMA
 from ..features._rkhs import GAMMA, KAPPA, THETA
-from ..exceptions import _human, check_finite_result
+from ..exceptions import check_finite_result, human_bytes
 from ..bounds import estimate_tau, gap_theorem62, gap_theorem65, l2p_norm, rademacher_bound
 from ..losses import LOSSES, get_loss
 from ..progress import FitCancelled, make_progress
@@ -522,7 +522,7 @@ class _RandomFeatureModel(BaseEstimator):
         fix = ""
         if k > 1 and (n + per_class) * k > words / 2:
             what = "classes" if classifier else "outputs"
-            detail += (f"; mostly the {k} {what}: {_human(8 * (n + per_class) * k)} for their "
+            detail += (f"; mostly the {k} {what}: {human_bytes(8 * (n + per_class) * k)} for their "
                        f"targets, coefficients" + (" and the validation of each reg candidate"
                                                    if auto else ""))
             fix = (f"fewer {what} (merge the rare ones), fewer features (n_features)"

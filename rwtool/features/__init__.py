@@ -1,7 +1,9 @@
 """Random feature maps: how an instance becomes a feature row (one private module per family).
 
 _rkhs: the five RKHS-weighting instantiations (closed-form psi and Gram matrix G);
-_montecarlo: RKHS weightings of any (p, K, phi) by Monte Carlo integration;
+_rkhs_mc: ``MonteCarloRKHS``, the RKHS weighting of any (p, K, phi) by Monte Carlo;
+_montecarlo: the Monte Carlo core both share (registries, draws, kernel sections, integrator);
+_kernels: the closed-form Gram kernels (Gaussian, stumps) the closed forms and the core use;
 _instantiation: ``Instantiation``, the user-facing (p, K, phi) built from registered pieces;
 _kitchen: random-kitchen-sink base predictors (sign, relu, stumps);
 _fourier: random Fourier features of shift-invariant kernels;
@@ -21,7 +23,7 @@ from ._fourier import FOURIER_KERNELS, RandomFourierFeatures, shift_invariant_ke
 from ._instantiation import (Instantiation, instantiation_names, register_base,
                              register_distribution, register_kernel)
 from ._kitchen import KitchenRelu, KitchenSign, KitchenStumps
-from ._montecarlo import MonteCarloRKHS
+from ._rkhs_mc import MonteCarloRKHS
 from ._rkhs import (DEFAULT_THETA, INSTANTIATIONS, RKHSWeighting, RWExpRelu, RWExpSign, RWRelu,
                     RWSign, RWStumps, gamma_from_kappa, gamma_from_theta, instantiation_constants,
                     make_instantiation)

@@ -17,9 +17,9 @@ This module resolves and builds; it computes no features.
 from __future__ import annotations
 
 from .._base import BaseEstimator, check_choice
-from ._montecarlo import (BASES, DISTRIBUTIONS, DOT_BASES, KERNELS, SAMPLINGS, MonteCarloRKHS,
-                          check_mc_params, register_base, register_distribution, register_kernel,
-                          registered)
+from ._montecarlo import (BASES, DISTRIBUTIONS, DOT_BASES, KERNELS, SAMPLINGS, check_mc_params,
+                          register_base, register_distribution, register_kernel, registered)
+from ._rkhs_mc import MonteCarloRKHS
 from ._rkhs import INSTANTIATIONS, check_theta, make_instantiation
 
 __all__ = ["Instantiation", "register_distribution", "register_kernel", "register_base",

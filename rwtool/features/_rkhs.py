@@ -31,7 +31,11 @@ from .._base import check_scalar
 from .._params import Param, params_table
 from ._base import (N_FEATURES, RANDOM_STATE, SIGMA, FeatureMap, RowMaxima, check_centres,
                     dot_into, row_norms)
+from ._kernels import _gaussian_gram, _stump_gram
 from ._kitchen import relu_inplace, sample_gaussian, sample_stumps, sign_inplace, stump_sign_into
+from ._montecarlo import (N_DRAWS, SAMPLING, SAMPLINGS, Integrator, MonteCarloDraws, check_state,
+                          kernel_sections, resolve_n_draws, resolve_sampling, warn_if_sparse,
+                          _check_layout)
 
 __all__ = ["RKHSWeighting", "RWSign", "RWExpSign", "RWRelu", "RWExpRelu", "RWStumps",
            "INSTANTIATIONS", "DEFAULT_THETA", "gamma_from_theta", "gamma_from_kappa",
@@ -83,31 +87,6 @@ def _stump_features(X, idx, shift, c, k, out):
             out[i, t] = c[t] * math.erf(k * (X[i, idx[t]] - shift[t]))
 
 
-@njit(parallel=True, cache=True, nogil=True)
-def _stump_gram(idx_a, thr_a, idx_b, thr_b, inv_two_g2):
-    """K(u, w) = 1[u1 = w1] exp(-(u2 - w2)^2 / (2 g^2)) between two sets of stumps."""
-    A = idx_a.shape[0]
-    B = idx_b.shape[0]
-    G = np.zeros((A, B))
-    for i in prange(A):
-        for j in range(B):
-            if idx_a[i] == idx_b[j]:
-                d = thr_a[i] - thr_b[j]
-                G[i, j] = math.exp(-d * d * inv_two_g2)
-    return G
-
-
-def _gaussian_gram(A: np.ndarray, B: np.ndarray, two_h2: float) -> np.ndarray:
-    """exp(-||a_i - b_j||^2 / two_h2) with the cross product on BLAS."""
-    D = A @ B.T
-    D *= -2.0
-    D += np.einsum("ij,ij->i", A, A)[:, None]
-    D += np.einsum("ij,ij->i", B, B)[None, :]
-    np.maximum(D, 0.0, out=D)  # rounding can make ||a - b||^2 slightly negative
-    D *= -1.0 / two_h2
-    return np.exp(D, out=D)
-
-
 # ----------------------------------------------------------------------------- gamma rules
 
 #: theta of the closed-form RWSign and RWRelu when theta=None: the lowest mean excess over the
@@ -129,14 +108,8 @@ KAPPA = Param("kappa", "float", 10.0, "target kappa of the exponential kernels' 
 GAMMA = Param("gamma", "float", None, "g, the kernel width; a value overrides the theta and "
               "kappa rules", interval="(0, inf)", none="from theta or kappa, or sigma for "
               "the stumps", ref="seed 003 Table 4")
-#: Monte Carlo features: the closed forms' closed_form=False, and every MonteCarloRKHS
-SAMPLINGS = ("auto", "mc", "qmc")
 CLOSED_FORM = Param("closed_form", "bool", True, "the closed form (False: Monte Carlo estimates "
                     "from n_draws draws shared by every centre, on the same centres)")
-N_DRAWS = Param("n_draws", "int", None, "S, the number of Monte Carlo draws shared by every "
-                "centre", interval="[1, inf)", none="4 n_features")
-SAMPLING = Param("sampling", "choice", "auto", "qmc: scrambled Sobol points through p's inverse "
-                 "CDF; mc: plain draws; auto: qmc where p has one", choices=SAMPLINGS)
 NORMALIZE = Param("normalize", "bool", True, "exponential kernels: the normalised kernel "
                   "sections (the same model, no overflow)")
 
@@ -240,7 +213,6 @@ class RKHSWeighting(FeatureMap):
         """The shared draws, taken from the Generator after the centres (so these are unchanged)."""
         if self.closed_form:
             return
-        from ._montecarlo import MonteCarloDraws, resolve_n_draws, resolve_sampling
         sampling = resolve_sampling(distribution, self.sampling, n_in)
         S = resolve_n_draws(self.n_draws, self.n_features, sampling)
         self.mc_ = MonteCarloDraws.draw(rng, distribution, S, n_in, float(self.sigma), sampling,
@@ -251,7 +223,6 @@ class RKHSWeighting(FeatureMap):
         if self.closed_form:
             self._mc = None
             return
-        from ._montecarlo import Integrator, check_state, kernel_sections
         check_state(centres, getattr(self, "mc_", None), int(self.n_features),
                     f"{type(self).__name__}(closed_form=False)")
         D, g, norm = self.mc_.draws_, self.gamma_, bool(self.normalized_)
@@ -262,7 +233,6 @@ class RKHSWeighting(FeatureMap):
     def fit(self, X, y=None):
         super().fit(X)
         if not getattr(self, "closed_form", True):
-            from ._montecarlo import warn_if_sparse
             d = 2 if isinstance(self, RWStumps) else self.n_features_in_
             warn_if_sparse(self._mc, f"{type(self).__name__}(closed_form=False)", self.gamma_, d,
                            stacklevel=3)
@@ -276,7 +246,6 @@ class RKHSWeighting(FeatureMap):
         layout = self._draws_layout()
         if draws is None or layout is None:
             return
-        from ._montecarlo import _check_layout
         _check_layout(*layout, draws, self.n_features_in_, type(self).__name__)
 
     def _draws_layout(self):

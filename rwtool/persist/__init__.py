@@ -89,7 +89,7 @@ _ARRAY_KINDS = "biufcUS"
 _PACKAGES = ("rwtool.estimators", "rwtool.features")
 _MODULES = ("rwtool.estimators._bkernn", "rwtool.features._instantiation")
 
-#: where the modules that define saved classes were before rwtool 0.1's packages (model files
+#: where the modules (or single classes) that define saved classes were before (model files
 #: written earlier name their classes by these paths)
 _MOVED = {
     "rwtool.bkernn": "rwtool.estimators._bkernn",
@@ -103,6 +103,8 @@ _MOVED = {
     "rwtool.features.kitchen": "rwtool.features._kitchen",
     "rwtool.features.fourier": "rwtool.features._fourier",
     "rwtool.features.taylor": "rwtool.features._taylor",
+    "rwtool.features.montecarlo.MonteCarloRKHS": "rwtool.features._rkhs_mc.MonteCarloRKHS",
+    "rwtool.features._montecarlo.MonteCarloRKHS": "rwtool.features._rkhs_mc.MonteCarloRKHS",
 }
 
 
@@ -177,7 +179,7 @@ def _lookup(name, path) -> type:
     cls = _REGISTRY.get(name)
     if cls is None and isinstance(name, str) and "." in name:
         module, qualname = name.rsplit(".", 1)
-        cls = _REGISTRY.get(f"{_MOVED.get(module, module)}.{qualname}")
+        cls = _REGISTRY.get(_MOVED.get(name, f"{_MOVED.get(module, module)}.{qualname}"))
     if cls is None:
         # A class moved between rwtool modules keeps its short name: accept a unique match.
         short = [c for q, c in _REGISTRY.items() if q.rsplit(".", 1)[-1] == name.rsplit(".", 1)[-1]]

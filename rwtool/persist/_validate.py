@@ -213,7 +213,7 @@ SPECS: dict[str, Spec] = {
         arrays={"vars_": Arr(("n_output", "K1"), "i"), "kernel_index_": Arr(("n_output",), "i"),
                 "degree_": Arr(("n_output",), "i"), "scale_": Arr(("n_output",)),
                 "nu_": Arr(("P",))}),
-    "rwtool.features._montecarlo.MonteCarloRKHS": Spec(
+    "rwtool.features._rkhs_mc.MonteCarloRKHS": Spec(
         arrays={"W_": Arr(("T", "d"))},
         scalars={"theta_": "estimate", "kappa_": "estimate"}),
     "rwtool.features._montecarlo.MonteCarloDraws": Spec(arrays={"draws_": Arr(("S", "d"))}),

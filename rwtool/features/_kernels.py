@@ -1,0 +1,39 @@
+"""The Gram matrices of the closed-form kernels, shared by the closed forms and Monte Carlo.
+
+The Gaussian kernel exp(-||u - w||^2 / two_h2) between two sets of centres, and the stumps'
+indicator-Gaussian kernel 1[u1 = w1] exp(-(u2 - w2)^2 / (2 g^2)). Both the closed-form maps
+(_rkhs) and the Monte Carlo sections (_montecarlo) evaluate them; this module must not import
+either.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit, prange
+
+
+def _gaussian_gram(A: np.ndarray, B: np.ndarray, two_h2: float) -> np.ndarray:
+    """exp(-||a_i - b_j||^2 / two_h2) with the cross product on BLAS."""
+    D = A @ B.T
+    D *= -2.0
+    D += np.einsum("ij,ij->i", A, A)[:, None]
+    D += np.einsum("ij,ij->i", B, B)[None, :]
+    np.maximum(D, 0.0, out=D)  # rounding can make ||a - b||^2 slightly negative
+    D *= -1.0 / two_h2
+    return np.exp(D, out=D)
+
+
+@njit(parallel=True, cache=True, nogil=True)
+def _stump_gram(idx_a, thr_a, idx_b, thr_b, inv_two_g2):
+    """K(u, w) = 1[u1 = w1] exp(-(u2 - w2)^2 / (2 g^2)) between two sets of stumps."""
+    A = idx_a.shape[0]
+    B = idx_b.shape[0]
+    G = np.zeros((A, B))
+    for i in prange(A):
+        for j in range(B):
+            if idx_a[i] == idx_b[j]:
+                d = thr_a[i] - thr_b[j]
+                G[i, j] = math.exp(-d * d * inv_two_g2)
+    return G
