@@ -18,17 +18,79 @@ runs (seeds disjoint from the reported ones) and the choice is printed and recor
 from __future__ import annotations
 
 import argparse
+import math
 import time
 from pathlib import Path
 
 import numpy as np
+from numba import njit
 
 from benchmarks.bench_rfsgd import write_results
 from rwtool.features._fourier import RandomFourierFeatures, shift_invariant_kernel
-from rwtool.solvers._sgd import averaged_sgd, kernel_averaged_sgd, logistic_loss
+from rwtool.exceptions import NumericalError
+from rwtool.losses import LOGISTIC, loss_deriv
+from rwtool.solvers._sgd import averaged_sgd, logistic_loss
 
 LAM, GAMMA, T = 1e-3, 500.0, 12_000
 BAYES_ERROR = 0.2
+
+
+@njit(cache=True, nogil=True)
+def _kernel_asgd(X, y, lam, gamma, inv_two_s2, checkpoints, a, abar, snaps):
+    T, d = X.shape
+    c = 0
+    for t in range(1, T + 1):
+        xt = X[t - 1]
+        z = 0.0
+        for s in range(t - 1):
+            d2 = 0.0
+            for q in range(d):
+                u = X[s, q] - xt[q]
+                d2 += u * u
+            z += a[s] * math.exp(-d2 * inv_two_s2)
+        eta = 2.0 / (lam * (gamma + t))
+        theta = 2.0 * (gamma + t) / ((t + 1.0) * (2.0 * gamma + t))
+        shrink = 1.0 - eta * lam
+        for s in range(t - 1):
+            a[s] *= shrink
+        a[t - 1] = -eta * loss_deriv(LOGISTIC, z, y[t - 1])
+        for s in range(t):
+            abar[s] += theta * (a[s] - abar[s])
+        while c < checkpoints.shape[0] and checkpoints[c] == t:
+            for s in range(t):
+                snaps[c, s] = abar[s]
+            c += 1
+
+
+def kernel_averaged_sgd(X, y, sigma: float, lam: float, gamma: float, checkpoints=None):
+    """Averaged SGD in the RKHS of exp(-||x - x'||^2 / (2 sigma^2)) (seed 002 Figure 4 baseline).
+
+    The experiment's reference, not a shipped solver (O(T^2 d)): it lives here, beside the only
+    run that needs it.
+
+    g_{t+1} = (1 - eta_t lam) g_t - eta_t l'(g_t(x_t), y_t) k(x_t, .) with the same eta_t and
+    theta_t as rwtool's averaged SGD (rwtool.solvers._sgd.averaged_sgd), so g_t = sum_s a_s k(x_s, .) grows by one centre per step
+    and costs O(t d) at step t (O(T^2 d) in all). X (T, d) is the stream, y in {-1, +1}.
+
+    Returns ``(abar, a, snapshots)``: the averaged and last coefficients on the centres X, and
+    the averaged coefficients after each checkpoint step (rows zero-padded to length T).
+    """
+    X = np.ascontiguousarray(X, dtype=np.float64)
+    y = np.ascontiguousarray(y, dtype=np.float64)
+    T = X.shape[0]
+    checkpoints = np.asarray([] if checkpoints is None else checkpoints, dtype=np.int64)
+    if len(checkpoints) and (np.any(np.diff(checkpoints) < 0) or checkpoints[0] < 1
+                             or checkpoints[-1] > T):
+        raise ValueError(f"checkpoints must be sorted steps in [1, {T}]")
+    a = np.zeros(T)
+    abar = np.zeros(T)
+    snaps = np.zeros((len(checkpoints), T))
+    _kernel_asgd(X, y, float(lam), float(gamma), 1.0 / (2.0 * sigma * sigma), checkpoints, a,
+                 abar, snaps)
+    if not (np.isfinite(abar).all() and np.isfinite(a).all()):
+        raise NumericalError("kernel SGD produced non-finite coefficients", solver="kernel_sgd",
+                             iteration=T, fix="standardise the inputs or raise gamma or lam")
+    return abar, a, snaps
 
 
 def four_squares(n: int, rng: np.random.Generator, pattern: str = "xor"):

@@ -9,9 +9,9 @@ from scipy.optimize import minimize
 from rwtool.estimators._rfsgd import RFSGDClassifier
 from rwtool.features._fourier import RandomFourierFeatures, shift_invariant_kernel
 from rwtool.progress import FitCancelled
-from rwtool.solvers._ridge import NumericalWarning
+from rwtool.exceptions import NumericalWarning
 from rwtool.solvers._sgd import (averaged_sgd, averaging_theta, averaging_weights, default_gamma,
-                                 kernel_averaged_sgd, logistic_loss, step_size)
+                                 logistic_loss, step_size)
 
 
 def _reference_asgd(Phi, y, lam, gamma):
@@ -157,6 +157,7 @@ def _reference_kernel_sgd(X, y, sigma, lam, gamma):
 
 
 def test_kernel_sgd_matches_reference_and_rf_limit(rng):
+    from benchmarks.sgd_rf_experiment import kernel_averaged_sgd   # the experiment's baseline
     X = rng.uniform(-1, 1, (120, 2))
     y = np.where(X[:, 0] * X[:, 1] > 0, 1.0, -1.0)
     lam, gamma, sigma = 1e-2, 60.0, 0.5

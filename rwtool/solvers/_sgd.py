@@ -11,8 +11,9 @@ example (seed 002 Algorithm 1):
 so betabar_{T+1} = sum_{t=1}^{T+1} alpha_t beta_t with alpha_t = 2 (gamma + t - 1) / ((2 gamma + T)(T + 1))
 at every T, in O(M) per step and without storing the history. Features are computed a chunk of
 rows at a time (BLAS), the steps run in a numba loop over the chunk, and progress/cancellation is
-checked between chunks. ``kernel_averaged_sgd`` is the same schedule in the RKHS of the Gaussian
-kernel (Nitanda & Suzuki 2019; the Figure 4 baseline), O(t) per step.
+checked between chunks. The full-kernel baseline of the paper's Figure 4 (the same schedule in
+the RKHS of the Gaussian kernel, O(t) per step) is experiment code: it lives with the
+experiment (benchmarks/sgd_rf_experiment.py).
 
 This module knows feature maps only through ``_features_into``/``n_output_``; it does not
 preprocess data or encode labels.
@@ -26,14 +27,13 @@ import warnings
 import numpy as np
 from numba import njit
 
-from ..exceptions import NumericalError
+from ..exceptions import FitCancelled, NumericalError, NumericalWarning
 from ..losses import LOGISTIC, LogisticLoss, loss_deriv, loss_value
-from ..progress import FitCancelled, make_progress
-from ._ridge import NumericalWarning
+from ..progress import make_progress
 
 __all__ = ["step_size", "averaging_theta", "averaging_weights", "default_gamma",
-           "check_step_size", "logistic_loss", "SGDState", "averaged_sgd",
-           "kernel_averaged_sgd", "LOGISTIC_SMOOTHNESS", "step_size_condition"]
+           "check_step_size", "logistic_loss", "SGDState", "averaged_sgd", "LOGISTIC_SMOOTHNESS",
+           "step_size_condition"]
 
 _LOGISTIC = LogisticLoss()
 #: L, the smoothness constant of the logistic loss (phi'' <= 1/4)
@@ -257,58 +257,3 @@ def averaged_sgd(feature_map, X, Y, order, lam: float, gamma: float, state: SGDS
     except FitCancelled as exc:
         raise FitCancelled(str(exc), partial_model=True, partial=(state, history)) from None
     return state, snaps, history
-
-
-@njit(cache=True, nogil=True)
-def _kernel_asgd(X, y, lam, gamma, inv_two_s2, checkpoints, a, abar, snaps):
-    T, d = X.shape
-    c = 0
-    for t in range(1, T + 1):
-        xt = X[t - 1]
-        z = 0.0
-        for s in range(t - 1):
-            d2 = 0.0
-            for q in range(d):
-                u = X[s, q] - xt[q]
-                d2 += u * u
-            z += a[s] * math.exp(-d2 * inv_two_s2)
-        eta = 2.0 / (lam * (gamma + t))
-        theta = 2.0 * (gamma + t) / ((t + 1.0) * (2.0 * gamma + t))
-        shrink = 1.0 - eta * lam
-        for s in range(t - 1):
-            a[s] *= shrink
-        a[t - 1] = -eta * loss_deriv(LOGISTIC, z, y[t - 1])
-        for s in range(t):
-            abar[s] += theta * (a[s] - abar[s])
-        while c < checkpoints.shape[0] and checkpoints[c] == t:
-            for s in range(t):
-                snaps[c, s] = abar[s]
-            c += 1
-
-
-def kernel_averaged_sgd(X, y, sigma: float, lam: float, gamma: float, checkpoints=None):
-    """Averaged SGD in the RKHS of exp(-||x - x'||^2 / (2 sigma^2)) (seed 002 Figure 4 baseline).
-
-    g_{t+1} = (1 - eta_t lam) g_t - eta_t l'(g_t(x_t), y_t) k(x_t, .) with the same eta_t and
-    theta_t as :func:`averaged_sgd`, so g_t = sum_s a_s k(x_s, .) grows by one centre per step
-    and costs O(t d) at step t (O(T^2 d) in all). X (T, d) is the stream, y in {-1, +1}.
-
-    Returns ``(abar, a, snapshots)``: the averaged and last coefficients on the centres X, and
-    the averaged coefficients after each checkpoint step (rows zero-padded to length T).
-    """
-    X = np.ascontiguousarray(X, dtype=np.float64)
-    y = np.ascontiguousarray(y, dtype=np.float64)
-    T = X.shape[0]
-    checkpoints = np.asarray([] if checkpoints is None else checkpoints, dtype=np.int64)
-    if len(checkpoints) and (np.any(np.diff(checkpoints) < 0) or checkpoints[0] < 1
-                             or checkpoints[-1] > T):
-        raise ValueError(f"checkpoints must be sorted steps in [1, {T}]")
-    a = np.zeros(T)
-    abar = np.zeros(T)
-    snaps = np.zeros((len(checkpoints), T))
-    _kernel_asgd(X, y, float(lam), float(gamma), 1.0 / (2.0 * sigma * sigma), checkpoints, a,
-                 abar, snaps)
-    if not (np.isfinite(abar).all() and np.isfinite(a).all()):
-        raise NumericalError("kernel SGD produced non-finite coefficients", solver="kernel_sgd",
-                             iteration=T, fix="standardise the inputs or raise gamma or lam")
-    return abar, a, snaps
