@@ -9,7 +9,7 @@ from sklearn.linear_model import Lasso
 import rwtool as rw
 from rwtool.progress import FitCancelled, Progress
 from rwtool.solvers._lasso import duality_gap, lam_max, lasso_gram, lasso_objective, lasso_path
-from rwtool.solvers._ridge import NumericalWarning
+from rwtool.exceptions import NumericalWarning
 
 
 def _problem(m=200, T=60, seed=0):

@@ -7,7 +7,7 @@ import pytest
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 import rwtool as rw
-from rwtool.solvers._ridge import NumericalWarning
+from rwtool.exceptions import NumericalWarning
 from rwtool._base import NotFittedError
 from rwtool.progress import FitCancelled, Progress, ProgressEvent, make_progress
 

@@ -5,8 +5,8 @@ import pytest
 
 from rwtool.exceptions import NumericalError
 from rwtool.features import KitchenSign, RWRelu, RWStumps
-from rwtool.solvers._ridge import (NumericalWarning, normal_equations, ridge_fit,
-                                   solve_normal_equations)
+from rwtool.exceptions import NumericalWarning
+from rwtool.solvers._ridge import normal_equations, ridge_fit, solve_normal_equations
 
 
 @pytest.fixture

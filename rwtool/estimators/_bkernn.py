@@ -25,10 +25,9 @@ from .._params import Param, params_table, validate_params
 from ..solvers._bkernn_cg import block_count
 from ..solvers._bkernn import (CG_TOL, KERNEL_SOLVERS, PENALTIES, choose_kernel_solver,
                                feature_learning_score, fit_particles, ridge_decision, ridge_tables)
-from ..exceptions import NumericalError, check_finite_result
-from ..progress import FitCancelled, make_progress
+from ..exceptions import FitCancelled, NumericalError, NumericalWarning, check_finite_result
+from ..progress import make_progress
 from ..resources import FitEstimate, check_fit_memory
-from ..solvers._ridge import NumericalWarning
 
 __all__ = ["BKerNNRegressor", "BKerNNClassifier", "PENALTIES", "feature_learning_score"]
 

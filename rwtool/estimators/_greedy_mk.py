@@ -21,11 +21,11 @@ from .._base import (BaseEstimator, ClassifierMixin, RegressorMixin, Standardize
                      encode_classes, unfitted_on_failure)
 from .._params import Param, params_table, validate_params
 from ..features._fourier import RandomFourierFeatures
-from ..exceptions import NumericalError, check_finite_result
+from ..exceptions import FitCancelled, NumericalError, check_finite_result
 from ..features._bandwidth import knn_sigma, scale_sigma
 from ..features._taylor import (GAUSS_ORDER, INCLUDE_LINEAR, INCLUDE_SQUARES, NU,
                                 TaylorMultiKernelFeatures, auto_gauss_order, dictionary_size)
-from ..progress import FitCancelled, Progress, make_progress
+from ..progress import Progress, make_progress
 from ..resources import FitEstimate, check_fit_memory
 from ..solvers._greedy import (DenseDictionary, DictionaryView, eerf_scores, feature_alignment,
                                glm_fit, glm_objective, lkrf_select, lkrf_weights, mfga)

@@ -28,26 +28,27 @@ from .._base import (BaseEstimator, ClassifierMixin, RegressorMixin, Standardize
 from .._params import Param, params_table, validate_params
 from ..features import KITCHEN_BASES, RandomFourierFeatures
 from ..features._fourier import KERNEL
-from ..features._instantiation import instantiation_names, resolve
+from ..features._instantiation import instantiation_names, make_feature_map, resolve, uses_bias
 from ..features._base import N_FEATURES, RANDOM_STATE, SIGMA
 from ..features._rkhs import GAMMA, KAPPA, THETA
-from ..exceptions import check_finite_result, human_bytes
+from ..exceptions import FitCancelled, NumericalWarning, check_finite_result, human_bytes
 from ..bounds import estimate_tau, gap_theorem62, gap_theorem65, l2p_norm, rademacher_bound
 from ..losses import LOSSES, get_loss
-from ..progress import FitCancelled, make_progress
+from ..progress import make_progress
 from ..resources import FitEstimate, check_fit_memory
 from ..model_selection._selection import clone, fold_ids, select_reg
 from ..solvers._lasso import lasso_fit
 from ..solvers._lasso_cv import N_LAMS
 from ..solvers._osd import osd_fit
 from ..solvers._prune import ACCEPT_CRITERIA, make_accept, prune_weights, subset_map, subset_scale
-from ..solvers._ridge import NumericalWarning, ridge_fit
+from ..solvers._ridge import ridge_fit
 from ..solvers._sfgd import sfgd_fit
 from ..solvers._sgd_rks import sgd_fit
 from ..solvers._sufficient import REG_LIMITS, SufficientStats, best_index, grow_grid
 from ..solvers._from_sums import (AUTO_FOLDS, FROM_SUMS_SOLVERS, SMALL_DATA_REG, VALIDATION_ROWS,
                                   empty_stats, solve_from_stats)
 from ._scale_hooks import ScaleClassifierHooks, ScaleHooks
+from ..scale._dask import fold_scores
 
 __all__ = ["RWClassifier", "RWRegressor", "RKSClassifier", "RKSRegressor", "SOLVERS",
            "RKS_BASES"]
@@ -540,7 +541,6 @@ class _RandomFeatureModel(BaseEstimator):
         """Validation scores (len(regs) x n_folds) of this model with ``base_params`` at each
         reg, from one feature draw and the per-fold normal equations (one pass over X)."""
         if is_dask(X) or is_dask(y):
-            from ..scale._dask import fold_scores
             return fold_scores(self, base_params, regs, X, y, folds)
     
         est = clone(self).set_params(**base_params)
@@ -924,12 +924,10 @@ class _RW(_RandomFeatureModel):
 
     def _kind(self):
         """The closed-form name, or "mc" for an rwtool.Instantiation (Monte Carlo features)."""
-        from ..features._instantiation import resolve
         inst = resolve(self.instantiation)
         return inst if isinstance(inst, str) else "mc"
 
     def _uses_bias(self) -> bool:
-        from ..features._instantiation import uses_bias
         return bool(self.bias) and uses_bias(self.instantiation)
 
     def _prune_geometry(self, Phi):
@@ -987,7 +985,6 @@ class _RW(_RandomFeatureModel):
         return out
 
     def _make_map(self, seed):
-        from ..features._instantiation import make_feature_map
         return make_feature_map(self.instantiation, n_features=self.n_features, sigma=self.sigma,
                                 gamma=self.gamma, theta=self.theta, kappa=self.kappa,
                                 random_state=seed)

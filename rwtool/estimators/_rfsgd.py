@@ -19,11 +19,11 @@ from .._base import (BaseEstimator, ClassifierMixin, Standardizer, check_array,
                      check_is_fitted, check_not_constant, check_random_state, check_X_y,
                      class_labels, fit_classes, label_index, unfitted_on_failure)
 from .._params import Param, params_table, validate_params
-from ..exceptions import NumericalError
+from ..exceptions import FitCancelled, NumericalError
 from ..features._bandwidth import median_sigma, scale_sigma
 from ..features._fourier import KERNEL, VARIANT, RandomFourierFeatures
 from ..losses import get_loss
-from ..progress import FitCancelled, make_progress
+from ..progress import make_progress
 from ..resources import FitEstimate, check_fit_memory
 from ..solvers._divergence import check_final_model
 from ..solvers._sgd import (SGDState, averaged_sgd, check_step_size, default_gamma, logistic_loss,

@@ -1,15 +1,20 @@
 """The hooks through which RW/RKS estimators reach past memory: partial_fit and Dask inputs.
 
-Mixed in front of the estimator classes, they route ``partial_fit`` to rwtool.scale._streaming, solve a
-stream's pending sums on the first read of a fitted attribute, and send Dask collections given to
-``fit``, ``predict``, ``decision_function`` and ``score`` to rwtool.scale._dask (imported only
-when a Dask collection arrives: rwtool imports without Dask). This module holds no solver and
-no formula; everything else goes to the estimator classes unchanged.
+Mixed in front of the estimator classes, they route ``partial_fit`` to rwtool.scale._streaming,
+solve a stream's pending sums on the first read of a fitted attribute, and send Dask collections
+given to ``fit``, ``predict``, ``decision_function`` and ``score`` to rwtool.scale._dask (which
+imports Dask only when a Dask collection arrives: rwtool imports without Dask). This module
+holds no solver and no formula; everything else goes to the estimator classes unchanged.
 """
 
 from __future__ import annotations
 
 from .._base import is_dask
+from ..scale._dask import fit as _dask_fit
+from ..scale._dask import lazy as _dask_lazy
+from ..scale._dask import score as _dask_score
+from ..scale._streaming import finish as _stream_finish
+from ..scale._streaming import partial_fit as _stream_partial_fit
 from ..solvers._from_sums import FROM_SUMS_SOLVERS
 
 __all__ = ["ScaleHooks", "ScaleClassifierHooks"]
@@ -54,19 +59,17 @@ class ScaleHooks:
         chooses reg from per-fold sums (a row's fold is a hash of its position). See
         docs/SCALE.md.
         """
-        from ..scale._streaming import partial_fit
-        return partial_fit(self, X, y, classes, x_scaler=x_scaler, y_scaler=y_scaler,
-                           callback=callback)
+        return _stream_partial_fit(self, X, y, classes, x_scaler=x_scaler, y_scaler=y_scaler,
+                                   callback=callback)
 
     def __getattr__(self, name):
         # Only reached when normal lookup fails: a fitted attribute of a pending stream.
         d = self.__dict__
         if (name.endswith("_") and not name.startswith("__") and "_stream" in d
                 and "coef_" not in d and not d.get("_solving")):
-            from ..scale._streaming import finish
             d["_solving"] = True
             try:
-                finish(self)
+                _stream_finish(self)
             finally:
                 d.pop("_solving", None)
             if name in d:
@@ -78,8 +81,7 @@ class ScaleHooks:
     def fit(self, X, y, callback=None):
         self.__dict__.pop("_stream", None)   # a fit replaces any partial_fit stream
         if is_dask(X) or is_dask(y):
-            from ..scale._dask import fit
-            return fit(self, X, y, callback=callback)
+            return _dask_fit(self, X, y, callback=callback)
         return super().fit(X, y, callback=callback)
 
     fit.__doc__ = ("Sample the features, solve for the coefficients and return self.\n\n"
@@ -91,20 +93,17 @@ class ScaleHooks:
 
     def predict(self, X):
         if is_dask(X):
-            from ..scale._dask import lazy
-            return lazy(self, "predict", X)
+            return _dask_lazy(self, "predict", X)
         return super().predict(X)
 
     def score(self, X, y, sample_weight=None):
         if is_dask(X) or is_dask(y):
-            from ..scale._dask import score
-            return score(self, X, y, sample_weight)
+            return _dask_score(self, X, y, sample_weight)
         return super().score(X, y, sample_weight)
 
 
 class ScaleClassifierHooks(ScaleHooks):
     def decision_function(self, X):
         if is_dask(X):
-            from ..scale._dask import lazy
-            return lazy(self, "decision_function", X)
+            return _dask_lazy(self, "decision_function", X)
         return super().decision_function(X)

@@ -33,11 +33,12 @@ import time
 
 import numpy as np
 
-from .._base import check_is_fitted, class_labels
+from .._base import check_array, check_is_fitted, class_labels
 from ..features import RowMaxima
 from ..progress import make_progress
 from ..solvers._sufficient import SufficientStats
 from ._streaming import Moments, coded_chunk, solve_stream, start_model
+from ..model_selection._selection import clone, fold_ids
 
 __all__ = ["fit", "lazy", "score", "fold_scores", "as_dask_arrays"]
 
@@ -114,7 +115,6 @@ def _sum(items):
 
 def _scan_part(Xb, yb, classifier):
     """Pass 1 on one partition: moments of X (and y), labels of y; rejects bad values there."""
-    from .._base import check_array
     if len(Xb) == 0:
         return (Moments(Xb.shape[1]), None if classifier else Moments(
             1 if yb.ndim == 1 else yb.shape[1]), np.array([]) if classifier else None)
@@ -312,7 +312,6 @@ def fold_scores(template, base_params, regs, X, y, folds):
     alone, classifiers by accuracy in a third pass that predicts every (fold, reg) at once.
     """
     dask, _ = _dask()
-    from ..model_selection._selection import clone, fold_ids
     est = clone(template).set_params(**base_params)
     ids = fold_ids(folds)
     F = len(folds)

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .._base import BaseEstimator
+from ..data import iter_csv, scan_csv
 from ..exceptions import check_finite_result
 from ..progress import make_progress
 from ..solvers._sufficient import position_uniform
@@ -128,7 +129,6 @@ def train_csv(path, target, estimator, *, test=None, test_size: float = 0.25, sp
         task, missing, max_categories, handle_unknown, encoding, delimiter, decimal, header,
         na_values).
     """
-    from ..data import iter_csv, scan_csv
 
     progress = make_progress(callback)
     seconds = {}

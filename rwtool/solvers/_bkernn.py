@@ -26,9 +26,9 @@ from scipy.linalg import LinAlgError
 
 from ._bkernn_cg import (BlockPreconditioner, SortedProjections, _threads_for, block_count,
                          cg_ridge, lower_value, particle_slices)
-from ..exceptions import NumericalError
-from ..progress import FitCancelled, make_progress
-from ._ridge import NumericalWarning, cholesky_solve
+from ..exceptions import FitCancelled, NumericalError, NumericalWarning
+from ..progress import make_progress
+from ._ridge import cholesky_solve
 
 __all__ = ["PENALTIES", "KERNEL_SOLVERS", "CG_MIN_N", "CG_TOL", "choose_kernel_solver", "centred_kernel", "ridge_step", "particle_gradient", "penalty_value",
            "prox", "concave_shrink", "ridge_tables", "ridge_decision", "fit_particles",

@@ -28,7 +28,7 @@ import numpy as np
 from numba import njit, prange
 from scipy.linalg import cho_solve
 
-from ._ridge import NumericalWarning
+from ..exceptions import NumericalWarning
 
 __all__ = ["SortedProjections", "kernel_product", "cg_ridge", "lower_value", "BlockPreconditioner"]
 

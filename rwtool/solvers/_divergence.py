@@ -31,8 +31,7 @@ import warnings
 
 import numpy as np
 
-from ..exceptions import NumericalError
-from ._ridge import NumericalWarning
+from ..exceptions import NumericalError, NumericalWarning
 
 __all__ = ["DIVERGED", "FINAL_RAISE", "FINAL_WARN", "FINAL_ROWS", "loss_limit", "diverged",
            "final_rows", "final_loss_ratio", "check_final_model"]

@@ -29,9 +29,9 @@ import numpy as np
 
 from scipy.linalg.blas import dsyrk
 
-from ..exceptions import NumericalError
+from ..exceptions import FitCancelled, NumericalError
 from ..losses import LogisticLoss
-from ..progress import FitCancelled, make_progress
+from ..progress import make_progress
 from ._ridge import solve_normal_equations
 
 __all__ = ["glm_fit", "glm_objective", "loss_derivative", "mfga", "DictionaryView",

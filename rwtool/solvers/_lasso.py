@@ -47,7 +47,7 @@ from ..progress import FitCancelled, make_progress
 from ._ridge import auto_block_size, normal_equations
 
 __all__ = ["lasso_path", "lasso_gram", "gram_path", "lam_max", "lasso_fit", "lasso_objective",
-           "duality_gap", "ConvergenceWarning"]
+           "duality_gap"]
 
 
 # ----------------------------------------------------------------------------- numba kernels

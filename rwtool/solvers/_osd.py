@@ -38,7 +38,7 @@ from numba import njit
 from ..losses import SQUARED, get_loss, loss_deriv, loss_deriv2, loss_value
 from ..progress import make_progress
 from ._divergence import check_final_model, diverged, loss_limit
-from ._ridge import NumericalWarning
+from ..exceptions import NumericalWarning
 from ._sfgd import BlockStream, check_rkhs_map, report_block, sample_features
 
 __all__ = ["osd_fit", "optimal_stepsize", "common_mode_share", "ETA_CAP", "COLLINEAR_SHARE"]

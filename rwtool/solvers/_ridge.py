@@ -28,7 +28,7 @@ from ..exceptions import NumericalError, NumericalWarning
 from ..features._base import auto_block_size
 from ..progress import make_progress
 
-__all__ = ["NumericalWarning", "auto_block_size", "normal_equations", "solve_normal_equations",
+__all__ = ["auto_block_size", "normal_equations", "solve_normal_equations",
            "RegPath", "ridge_fit", "cholesky_solve"]
 
 

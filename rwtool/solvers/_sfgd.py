@@ -46,9 +46,9 @@ import warnings
 import numpy as np
 from numba import njit
 
-from ..exceptions import NumericalError
+from ..exceptions import FitCancelled, NumericalError
 from ..losses import get_loss, loss_deriv, loss_value
-from ..progress import FitCancelled, make_progress
+from ..progress import make_progress
 from ._divergence import DIVERGED, check_final_model, diverged, final_rows, loss_limit
 from ._prune import subset_map
 

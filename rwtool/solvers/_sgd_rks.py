@@ -33,7 +33,8 @@ import numpy as np
 from numba import njit
 
 from ..losses import get_loss, loss_deriv, loss_value
-from ..progress import FitCancelled, make_progress
+from ..exceptions import FitCancelled
+from ..progress import make_progress
 from ._divergence import check_final_model, diverged, loss_limit
 
 __all__ = ["sgd_fit", "step_constant"]
