@@ -34,10 +34,10 @@ LAYERS = [
     ("rwtool.estimators",),
     ("rwtool.persist", "rwtool.report"),
     ("rwtool.cli", "rwtool.__main__"),
-    # the package faces: they re-export everything
+    # the package face (the module rwtool/__init__.py only) and the old path of the search
     ("rwtool", "rwtool.tuning"),
 ]
-#: packages whose __init__ may import upward-free only by the rule above (faces of the whole)
+#: a package docstring's rule: "Must not import: rwtool.a, rwtool.b," continued on indented lines
 MUST_NOT = re.compile(r"^Must not import:(.*(?:\n[ \t]+\S.*)*)", re.M)
 
 

@@ -8,8 +8,8 @@ A plan fits the configured estimator and returns what it learned besides the mod
   training rows and reports each metric's mean and spread over the folds, then fits the model
   that is shown and saved on every training row (a holdout fraction, if any, is still
   evaluated on top).
-- :class:`Search` runs rwtool.model_selection.RandomizedSearchCV with the papers' search space over the
-  training rows, then hands the best parameters to its inner plan (Holdout or KFold). The
+- :class:`Search` runs rwtool.model_selection.RandomizedSearchCV with the papers' search space over
+  the training rows, then hands the best parameters to its inner plan (Holdout or KFold). The
   k-fold figures of a searched model reuse the rows the search chose on, so they are optimistic;
   the held-out rows, which the search never sees, give the honest figure.
 
@@ -42,8 +42,8 @@ def supports(fn, name: str) -> bool:
 
 
 def search_space(est):
-    """The papers' search space for ``est`` (rwtool.model_selection.default_space), or raise ValueError
-    saying which methods have one."""
+    """The papers' search space for ``est`` (rwtool.model_selection.default_space), or raise
+    ValueError saying which methods have one."""
     from rwtool.model_selection import default_space
     try:
         return default_space(est)

@@ -75,8 +75,8 @@ class EvaluationPanel(QWidget):
         ev.addWidget(note)
 
         self.tune = QCheckBox("Tune first (randomized search)")
-        self.tune.setToolTip("rwtool.model_selection.RandomizedSearchCV with the papers' search space "
-                             "(seed 003 Table 14) on the training rows")
+        self.tune.setToolTip("rwtool.model_selection.RandomizedSearchCV with the papers' search "
+                             "space (seed 003 Table 14) on the training rows")
         self.n_iter_spin = QSpinBox()
         self.n_iter_spin.setRange(1, 500)
         self.n_iter_spin.setValue(20)

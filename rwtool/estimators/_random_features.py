@@ -379,9 +379,9 @@ class _RandomFeatureModel(BaseEstimator):
         "lstsq"/"ridge": one pass accumulates the per-fold sums of the normal equations (a row's
         fold is a hash of its position), and reg is chosen and the model solved from them
         (solvers._from_sums), the criterion of partial_fit and Dask. The iterative solvers
-        refit each candidate on stratified folds (rwtool.model_selection._selection) and grow the grid by the
-        same rule (solvers._sufficient.grow_grid). ``reg_`` is the value used and ``reg_search_``
-        the validation scores of every candidate (None when reg=None fell back to
+        refit each candidate on stratified folds (rwtool.model_selection._selection) and grow the
+        grid by the same rule (solvers._sufficient.grow_grid). ``reg_`` is the value used and
+        ``reg_search_`` the validation scores of every candidate (None when reg=None fell back to
         ``SMALL_DATA_REG`` on data too small for three folds).
         """
         if solver in FROM_SUMS_SOLVERS and not is_dask(X):
@@ -532,7 +532,7 @@ class _RandomFeatureModel(BaseEstimator):
         return FitEstimate(peak_bytes=int(8 * words), seconds=float(seconds), detail=detail,
                            fix=fix)
 
-    # -- reg selection (rwtool.model_selection._selection) --------------------------------------------------
+    # -- reg selection (rwtool.model_selection._selection) -----------------------------------------
     def _shares_reg_path(self) -> bool:
         """Exact least squares: candidates differing only in reg share one pass over the data."""
         return str(self.solver).lower() in ("lstsq", "ridge")
@@ -1066,8 +1066,8 @@ _RW_DOC = """
         Target theta of the gamma rule of the Gaussian-kernel instantiations (RWSign, RWRelu,
         Monte Carlo Gaussian kernels) when gamma is None; ``feature_map_.theta_target_`` is the
         value used. None: 0.1 for RWSign and RWRelu, 0.5 for a Monte Carlo Gaussian kernel
-        (rwtool.features._instantiation.resolved_theta), both measured across the nine data sets of the
-        defaults benchmark (docs/bench/instantiation_defaults.md; 0.1 makes the Monte Carlo
+        (rwtool.features._instantiation.resolved_theta), both measured across the nine data sets of
+        the defaults benchmark (docs/bench/instantiation_defaults.md; 0.1 makes the Monte Carlo
         sections rest on too few draws). A smaller theta tightens RWSign's bounds (its
         ``theta_`` is theta).
     kappa : float > 1, default 10.0

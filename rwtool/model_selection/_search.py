@@ -8,9 +8,9 @@ the data accumulates the normal equations of every fold (the training-fold syste
 minus the fold's own block), each (fold, reg) pair costs one T x T factorisation, and a second
 pass scores all reg values of all folds at once. A search over ``reg`` alone therefore costs
 about two fits plus the factorisations, whatever the number of reg values and folds. The folds
-and the scoring are rwtool.model_selection._selection's (shared with the iterative solvers' ``reg="auto"``; the
-least-squares ``reg="auto"`` chooses from per-fold sums alone, rwtool.solvers._from_sums);
-the shared pass is the estimators' own ``_reg_path_scores``.
+and the scoring are rwtool.model_selection._selection's (shared with the iterative solvers'
+``reg="auto"``; the least-squares ``reg="auto"`` chooses from per-fold sums alone,
+rwtool.solvers._from_sums); the shared pass is the estimators' own ``_reg_path_scores``.
 
 Every fit runs in the calling thread, one after the other, so numba's parallel kernels are never
 entered from two threads at once. This module chooses parameters; it does not define models and

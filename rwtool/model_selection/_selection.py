@@ -1,6 +1,6 @@
 """Cross-validation of candidate parameters, and the choice of ``reg``: the core that both the
-iterative solvers' ``reg="auto"`` and the hyper-parameter search (rwtool.model_selection._search) use (the
-least-squares ``reg="auto"`` decides from per-fold sums: rwtool.solvers._from_sums).
+iterative solvers' ``reg="auto"`` and the hyper-parameter search (rwtool.model_selection._search)
+use (the least-squares ``reg="auto"`` decides from per-fold sums: rwtool.solvers._from_sums).
 
 ``cross_validate`` scores candidates (parameter dicts) on k folds. An estimator may share work
 between candidates that differ only in ``reg`` by defining ``_shares_reg_path()`` (True when it

@@ -306,7 +306,8 @@ def _part_fold_hits(est, fmap, coefs, regs_k, Xb, yb, folds):
 
 def fold_scores(template, base_params, regs, X, y, folds):
     """Scores (len(regs) x n_folds) of least-squares candidates sharing one feature draw, on Dask
-    data: RandomizedSearchCV's fast path (rwtool.model_selection._search) with the folds given as index pairs.
+    data: RandomizedSearchCV's fast path (rwtool.model_selection._search) with the folds given as
+    index pairs.
 
     Two passes share the per-fold sums of every reg; regressors are scored by R^2 from the sums
     alone, classifiers by accuracy in a third pass that predicts every (fold, reg) at once.

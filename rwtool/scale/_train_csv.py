@@ -1,8 +1,8 @@
 """Training from a CSV file larger than memory: `rwtool train big.csv --target y` when it streams.
 
 The file is read in blocks of bytes, never whole (rwtool.data._stream), and the model learns from
-the sums of rwtool.scale._streaming, so memory is bounded by the block size and T (O(T^2) for the sums),
-not by the number of rows:
+the sums of rwtool.scale._streaming, so memory is bounded by the block size and T (O(T^2) for the
+sums), not by the number of rows:
 
 1. pass one learns the encoding record (column kinds, categories, imputation, classes);
 2. with ``standardize=True``, a pass computes the mean and standard deviation of the training

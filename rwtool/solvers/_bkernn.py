@@ -9,9 +9,9 @@ Kernel Methods" (seed 001; spec methods/bkernn.md). The objective (eq. 10, squar
 solved by Algorithm 1: exact minimisation over (alpha, c) (Lemma 7), then one proximal gradient
 step on the particles W (Lemmas 8 and 9) with Beck's backtracking line search (Section 3.1.3).
 
-Everything here is a pure function on arrays (no estimator state); ``rwtool.estimators._bkernn`` wraps it in
-scikit-learn-style estimators. This module must not validate user input (the estimators do) and
-must not import scikit-learn.
+Everything here is a pure function on arrays (no estimator state); ``rwtool.estimators._bkernn``
+wraps it in scikit-learn-style estimators. This module must not validate user input (the
+estimators do) and must not import scikit-learn.
 """
 
 from __future__ import annotations
@@ -524,8 +524,8 @@ def fit_particles(X, Yc, W0, lam, penalty, s=1.0, step_size=500.0, max_iter=20,
     ``kernel_solver``: "dense" (n x n kernel and Cholesky per trial), "cg" (conjugate gradients
     on O(m n) sorted-projection products, :mod:`rwtool.solvers._bkernn_cg`, to relative residual
     ``cg_tol``, warm-started, preconditioned by ``precond_blocks`` blocks per particle: "auto"
-    for :func:`rwtool.solvers._bkernn_cg.block_count`, 0 for none) or "auto" (cg from :data:`CG_MIN_N`
-    rows).
+    for :func:`rwtool.solvers._bkernn_cg.block_count`, 0 for none) or "auto" (cg from
+    :data:`CG_MIN_N` rows).
 
     ``gradient(X, PT, alpha, lam) -> (d, m)`` replaces :func:`particle_gradient` (the benchmark
     swaps in the direct double sum); ``timings`` (a dict) accumulates seconds per part.
@@ -533,8 +533,8 @@ def fit_particles(X, Yc, W0, lam, penalty, s=1.0, step_size=500.0, max_iter=20,
     A trial needs G only as far as the test: since G >= 0, a trial whose threshold (the right
     side above) is negative is rejected without a solve (``skipped_trials``), and on the CG path
     a solve stops once its iterate's lower bound of G exceeds the threshold
-    (``certified_trials``, :func:`rwtool.solvers._bkernn_cg.cg_ridge`). Both give the decision the exact
-    solve would; accepted trials are always solved to ``cg_tol``.
+    (``certified_trials``, :func:`rwtool.solvers._bkernn_cg.cg_ridge`). Both give the decision the
+    exact solve would; accepted trials are always solved to ``cg_tol``.
 
     Returns a dict: W, PT, alpha, G, n_iter, step_size, history (per-iteration arrays, entry 0 is
     the initial point), kernel_solver, cg_iterations, skipped_trials, certified_trials. A

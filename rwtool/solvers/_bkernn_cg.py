@@ -13,8 +13,8 @@ preconditioned by a coarse version of the same kernel: K~ is exactly a weighted 
 step functions of the sorted projections, and keeping one step per block of B equal-count blocks
 per particle gives a rank m (B - 1) matrix inverted by Woodbury (:class:`BlockPreconditioner`).
 
-Used by :mod:`rwtool.solvers._bkernn` above a measured size; this module must not validate user input,
-hold estimator state or build n x n arrays.
+Used by :mod:`rwtool.solvers._bkernn` above a measured size; this module must not validate user
+input, hold estimator state or build n x n arrays.
 """
 
 from __future__ import annotations
