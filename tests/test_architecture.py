@@ -60,8 +60,9 @@ def _is_type_checking(node) -> bool:
         isinstance(t, ast.Attribute) and t.attr == "TYPE_CHECKING")
 
 
-def _imports(mods: dict[str, Path]):
-    """(source, target module, imported name or None, line) for every import of rwtool."""
+def _imports(mods: dict[str, Path], roots=("rwtool",)):
+    """(source, target module, imported name or None, line) for every import of a top-level
+    package in ``roots`` (None: every import; tests/test_architecture_gui.py reads the app's)."""
     edges = []
     for mod, path in mods.items():
         is_pkg = path.name == "__init__.py"
@@ -73,7 +74,7 @@ def _imports(mods: dict[str, Path]):
                 continue        # annotations only: never imported at run time
             if isinstance(node, ast.Import):
                 edges += [(mod, a.name, None, node.lineno) for a in node.names
-                          if a.name.split(".")[0] == "rwtool"]
+                          if roots is None or a.name.split(".")[0] in roots]
             elif isinstance(node, ast.ImportFrom):
                 if node.level:
                     base = mod.split(".") if is_pkg else mod.split(".")[:-1]
@@ -81,7 +82,7 @@ def _imports(mods: dict[str, Path]):
                     target = ".".join(base + ([node.module] if node.module else []))
                 else:
                     target = node.module or ""
-                if target.split(".")[0] != "rwtool":
+                if roots is not None and target.split(".")[0] not in roots:
                     continue
                 for a in node.names:
                     sub = f"{target}.{a.name}"

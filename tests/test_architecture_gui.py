@@ -3,21 +3,23 @@
     gui.logic (no Qt) < gui.widgets < gui.worker < gui.panels < gui.main_window < gui.app
 
 Built from the source with ``ast``, imports inside functions included and relative imports
-resolved; imports under ``if TYPE_CHECKING:`` are annotations and do not count. Checked:
-gui.logic imports no Qt and no pyqtgraph; no module of the app imports a private rwtool module
-(``rwtool._params``, ``rwtool.features._montecarlo``) or a private name from rwtool: the app
-uses rwtool's public faces like any other program; a layer imports no higher layer (widgets no
-panel, panels not the main window); and each subpackage's ``Must not import:`` line (in its
-``__init__`` docstring, the phrase tests/test_architecture.py reads for rwtool) holds.
+resolved (the graph of tests/test_architecture.py, every import kept); imports under ``if
+TYPE_CHECKING:`` are annotations and do not count. Checked: gui.logic imports no Qt and no
+pyqtgraph; no module of the app imports a private rwtool module (``rwtool._params``,
+``rwtool.features._montecarlo``) or a private name from rwtool: the app uses rwtool's public
+faces like any other program; a layer imports no higher layer (widgets no panel, panels not the
+main window); and each subpackage's ``Must not import:`` line (in its ``__init__`` docstring,
+the phrase tests/test_architecture.py reads for rwtool) holds.
 """
 
 from __future__ import annotations
 
-import ast
-import re
 from pathlib import Path
 
 import pytest
+
+from tests import test_architecture as arch
+from tests.test_architecture import _modules, _must_not, _within
 
 #: the checkout's gui/ (found upwards, so that the test may sit in a folder of tests/)
 ROOT = next(p / "gui" for p in Path(__file__).resolve().parents if (p / "gui" / "app.py").is_file())
@@ -26,56 +28,11 @@ ROOT = next(p / "gui" for p in Path(__file__).resolve().parents if (p / "gui" / 
 LAYERS = [("gui.logic",), ("gui.widgets",), ("gui.worker",), ("gui.panels",),
           ("gui.main_window",), ("gui.app", "gui")]
 QT = ("PySide6", "shiboken6", "pyqtgraph")
-MUST_NOT = re.compile(r"^Must not import:(.*(?:\n[ \t]+\S.*)*)", re.M)
 
 
-def _modules(root: Path) -> dict[str, Path]:
-    out = {}
-    for p in root.rglob("*.py"):
-        parts = list(p.relative_to(root.parent).with_suffix("").parts)
-        if parts[-1] == "__init__":
-            parts = parts[:-1]
-        out[".".join(parts)] = p
-    return out
-
-
-def _is_type_checking(node) -> bool:
-    if not isinstance(node, ast.If):
-        return False
-    t = node.test
-    return (isinstance(t, ast.Name) and t.id == "TYPE_CHECKING") or (
-        isinstance(t, ast.Attribute) and t.attr == "TYPE_CHECKING")
-
-
-def _imports(mods: dict[str, Path]):
-    """(source module, imported module, imported name or None, line) for every import."""
-    edges = []
-    for mod, path in mods.items():
-        is_pkg = path.name == "__init__.py"
-        tree = ast.parse(path.read_text(), str(path))
-        typing_only = {id(n) for block in ast.walk(tree) if _is_type_checking(block)
-                       for stmt in block.body for n in ast.walk(stmt)}
-        for node in ast.walk(tree):
-            if id(node) in typing_only:
-                continue
-            if isinstance(node, ast.Import):
-                edges += [(mod, a.name, None, node.lineno) for a in node.names]
-            elif isinstance(node, ast.ImportFrom):
-                if node.level:
-                    base = mod.split(".") if is_pkg else mod.split(".")[:-1]
-                    base = base[:len(base) - node.level + 1]
-                    target = ".".join(base + ([node.module] if node.module else []))
-                else:
-                    target = node.module or ""
-                for a in node.names:
-                    sub = f"{target}.{a.name}"
-                    edges.append((mod, sub, None, node.lineno) if sub in mods
-                                 else (mod, target, a.name, node.lineno))
-    return edges
-
-
-def _within(mod: str, key: str) -> bool:
-    return mod == key or mod.startswith(key + ".")
+def _imports(mods):
+    """Every import of the app's modules (tests/test_architecture.py's graph, not only rwtool's)."""
+    return arch._imports(mods, roots=None)
 
 
 def _layer(mod: str) -> int:
@@ -115,17 +72,6 @@ def check_layers(root: Path = ROOT) -> list[str]:
     return [f"{s} (line {line}) imports {t}, a higher layer of the app"
             for s, t, _, line in _imports(mods)
             if _within(t, "gui") and _layer(t) > _layer(s)]
-
-
-def _must_not(mods) -> dict[str, list[str]]:
-    rules = {}
-    for mod, path in mods.items():
-        if path.name == "__init__.py":
-            m = MUST_NOT.search(ast.get_docstring(ast.parse(path.read_text())) or "")
-            if m:
-                rules[mod] = [x.strip() for x in m.group(1).replace("\n", " ").split(",")
-                              if x.strip()]
-    return rules
 
 
 def check_rules(root: Path = ROOT) -> list[str]:
@@ -189,8 +135,10 @@ def test_the_checks_see_each_kind_of_violation(tmp_path):
     assert [p.split(" imports ")[0] + " " + p.split(" ")[-1]
             for p in check_rwtool_public(app)] == ["gui.logic.rules (line 6) face",
                                                    "gui.logic.rules (line 7) rwtool.report"]
+    # importing gui.panels.data runs gui/panels/__init__.py first: both count
     assert sorted(check_layers(app)) == [
         "gui.panels.data (line 2) imports gui.main_window, a higher layer of the app",
+        "gui.widgets.plot (line 1) imports gui.panels, a higher layer of the app",
         "gui.widgets.plot (line 1) imports gui.panels.data, a higher layer of the app"]
     assert check_rules(app) == ["gui.logic.rules (line 5) imports PySide6.QtCore; gui.logic "
                                 "must not import PySide6"]
