@@ -6,7 +6,7 @@ importing only those below: ``logic/`` (no Qt: methods and their forms' rules, e
 scores, checks before a fit, runs, exports), ``widgets/`` (Qt widgets and pyqtgraph plots, drawn
 on the GUI thread only), ``worker.py`` (the single thread the fits run on), ``panels/`` (data,
 method, evaluation, training, results, run list), then ``main_window.py`` and ``app.py``
-(tests/test_architecture_gui.py checks it).
+(tests/gui/test_layers.py checks it).
 """
 
 __all__ = ["main"]

@@ -62,7 +62,7 @@ def _is_type_checking(node) -> bool:
 
 def _imports(mods: dict[str, Path], roots=("rwtool",)):
     """(source, target module, imported name or None, line) for every import of a top-level
-    package in ``roots`` (None: every import; tests/test_architecture_gui.py reads the app's)."""
+    package in ``roots`` (None: every import; tests/gui/test_layers.py reads the app's)."""
     edges = []
     for mod, path in mods.items():
         is_pkg = path.name == "__init__.py"

@@ -5,7 +5,7 @@ sampled centre u (003 eq. 48) and the Gram matrix G_ij = K(w_i, w_j) that regula
 coefficients (||alpha||_H^2 = a^T G a). The closed forms are those of the spec
 (methods/rkhs-weightings.md section 2), which corrects two formulas printed in seed 003
 (RWExpSign's erf argument and RWExpRelu's whole form); every one is checked against Monte Carlo
-in tests/test_rkhs_closed_forms.py.
+in tests/features/test_rkhs.py.
 
 Exponential kernels K(u, w) = exp(<u, w> / (2 g^2)) overflow for large ||u||. With
 ``normalize=True`` (the default) the map uses the normalised sections

@@ -13,7 +13,7 @@ of it is decompressed. Arrays of a class without a row, or attributes its row do
 are "unlisted": they load only within :data:`UNLISTED_BYTES` in total.
 
 To let a new estimator or fitted attribute carry large arrays, add or extend its row here
-(tests/test_persist_hostile.py names every saved array attribute that has no row). This module
+(tests/persist/test_hostile_files.py names every saved array attribute that has no row). This module
 must not read arrays, open files or build models: it only reads the parsed document (and
 borrows the Taylor map's size formula).
 """

@@ -13,7 +13,7 @@ at every T, in O(M) per step and without storing the history. Features are compu
 rows at a time (BLAS), the steps run in a numba loop over the chunk, and progress/cancellation is
 checked between chunks. The full-kernel baseline of the paper's Figure 4 (the same schedule in
 the RKHS of the Gaussian kernel, O(t) per step) is experiment code: it lives with the
-experiment (benchmarks/sgd_rf_experiment.py).
+experiment (benchmarks/papers/sgd_rf_experiment.py).
 
 This module knows feature maps only through ``_features_into``/``n_output_``; it does not
 preprocess data or encode labels.

@@ -1,0 +1,1 @@
+"""Hostile-input campaigns: the model-file fuzzer's long run."""

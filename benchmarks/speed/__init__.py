@@ -1,0 +1,1 @@
+"""Speed and memory benchmarks: rwtool beside its peers or its own reference method."""

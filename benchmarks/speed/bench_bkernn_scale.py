@@ -1,0 +1,277 @@
+"""BKerNN at scale: time per iteration of the CG and dense paths, a 100,000-row default fit, and
+the regressor against scikit-learn's MLPRegressor on the same data and time budget.
+
+    OPENBLAS_NUM_THREADS=1 NUMBA_NUM_THREADS=1 python -m benchmarks.speed.bench_bkernn_scale periter
+    OPENBLAS_NUM_THREADS=1 NUMBA_NUM_THREADS=1 python -m benchmarks.speed.bench_bkernn_scale gaps --n 128000
+    OPENBLAS_NUM_THREADS=1 NUMBA_NUM_THREADS=1 python -m benchmarks.speed.bench_bkernn_scale fit100k
+    OPENBLAS_NUM_THREADS=1 NUMBA_NUM_THREADS=1 python -m benchmarks.speed.bench_bkernn_scale mlp
+
+Each prints a markdown section (docs/bench/bkernn.md holds the results). Data: the Experiment 5
+generator of seed 001 (X ~ U[-1, 1]^d, y = |sum_{a<=3} sin((P^T x)_a)|) with N(0, 0.1^2) noise
+on the targets, d = 20; abalone and diabetes for the MLP comparison. The dense path is run up to
+--dense-max rows only (2000 by default: its n x n buffers are 1 GB at 8000, 16 GB at 32000).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import resource
+import time
+
+import numpy as np
+
+from benchmarks.speed.bench_bkernn import machine, make_data
+from rwtool.estimators._bkernn import BKerNNRegressor
+from rwtool.solvers._bkernn_cg import block_count
+from rwtool.solvers._bkernn import fit_particles
+
+
+def noisy_data(n, d, seed=0, noise=0.1):
+    X, y = make_data(n, d, seed=seed)
+    return X, y + noise * np.random.default_rng(seed + 1).standard_normal(n)
+
+
+def r2(y, p):
+    return 1.0 - float(np.sum((y - p) ** 2) / np.sum((y - y.mean()) ** 2))
+
+
+def peak_rss_mb():
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+# ----------------------------------------------------------------------------- per iteration
+
+def periter(sizes, d, m, iters, dense_max, repeats=1):
+    """Time per iteration (CPU and wall) of the CG and dense paths; the sizes are run in turn
+    ``repeats`` times (interleaved, so a change of machine load hits every size) and the median
+    is kept."""
+    problems = {}
+    for n in sizes:
+        X, y = noisy_data(n, d)
+        X = (X - X.mean(axis=0)) / X.std(axis=0)
+        Yc = ((y - y.mean()) / y.std())[:, None]
+        lam = float(np.max(np.linalg.norm(X, axis=1))) / n
+        problems[n] = (X, Yc, lam)
+    W0 = np.random.default_rng(0).standard_normal((d, m)) / math.sqrt(d)
+    for kind in ("cg", "dense"):            # compile (or load) the numba kernels first
+        fit_particles(*problems[sizes[0]][:2], W0, problems[sizes[0]][2], "concave_feature",
+                      max_iter=1, kernel_solver=kind)
+    runs = {}
+    for _ in range(repeats):
+        for n in sizes:
+            X, Yc, lam = problems[n]
+            for kind in ("cg", "dense"):
+                if kind == "dense" and n > dense_max:
+                    continue
+                tm = {}
+                c0, t0 = time.process_time(), time.perf_counter()
+                res = fit_particles(X, Yc, W0, lam, "concave_feature", max_iter=iters,
+                                    kernel_solver=kind, timings=tm)
+                cpu, wall = time.process_time() - c0, time.perf_counter() - t0
+                runs.setdefault((n, kind), []).append((cpu, wall, res, tm))
+                print(f"  n = {n} {kind}: {cpu / iters:.3f} s CPU / iteration", flush=True)
+    lines = [f"#### Time per iteration, d = {d}, m = {m}, {iters} iterations from the same "
+             f"initial particles (feature penalty of the defaults: concave_feature, "
+             f"lambda = max||x_i||/n); median of {repeats} interleaved runs", "",
+             "| n | path | CPU s / iteration | growth from n/4 (CPU) | wall s / iteration | "
+             "trials: solved / skipped / stopped early | CG its / solved trial | blocks | "
+             "breakdown (wall s, last run) |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    prev = {}
+    for n in sizes:
+        for kind in ("cg", "dense"):
+            if (n, kind) not in runs:
+                continue
+            rs = runs[(n, kind)]
+            cpu = float(np.median([r[0] for r in rs])) / iters
+            wall = float(np.median([r[1] for r in rs])) / iters
+            res, tm = rs[-1][2], rs[-1][3]
+            trials = 1 + sum(1 + int(nb) for nb in res["history"]["n_backtracks"][1:])
+            solved = trials - res["skipped_trials"]
+            growth = f"**{cpu / prev[kind]:.2f}x**" if kind in prev else ""
+            prev[kind] = cpu
+            cgits = f"{res['cg_iterations'] / solved:.1f}" if kind == "cg" else "-"
+            blocks = str(block_count(n)) if kind == "cg" else "-"
+            parts = ", ".join(f"{k} {v:.2f}" for k, v in sorted(tm.items(), key=lambda kv: -kv[1])
+                              if v >= 0.005)
+            lines.append(f"| {n} | {kind} | {cpu:.3f} | {growth} | {wall:.3f} | {solved} / "
+                         f"{res['skipped_trials']} / {res['certified_trials']} | {cgits} | "
+                         f"{blocks} | {parts} |")
+    return "\n".join(lines + [""])
+
+
+# ----------------------------------------------------------------------------- progress gaps
+
+def gaps(n, d, iters):
+    """Gaps between progress events of a default BKerNNRegressor fit (``iters`` iterations) on
+    n rows: wall clock and this process's CPU time."""
+    X, y = noisy_data(n, d)
+    # a small fit first: the first call of each numba kernel in a process loads it from the
+    # cache (0.05-0.3 s of CPU each, once), which is not what this measures
+    BKerNNRegressor(random_state=0, max_iter=2, kernel_solver="cg").fit(X[:2000], y[:2000])
+    wall, cpu = [time.perf_counter()], [time.process_time()]
+
+    def record(event):
+        wall.append(time.perf_counter())
+        cpu.append(time.process_time())
+
+    est = BKerNNRegressor(random_state=0, max_iter=iters).fit(X, y, callback=record)
+    gw, gc = np.diff(wall), np.diff(cpu)
+    q = (0.5, 0.9, 0.99, 1.0)
+    lines = [f"#### Gaps between progress events: default BKerNNRegressor(max_iter={iters}) on "
+             f"{n} x {d} ({len(gw)} events, {est.cg_iterations_} CG iterations; after a "
+             f"2000-row fit that loads the numba kernels)", "",
+             "| clock | median | 90% | 99% | longest | gaps > 0.5 s | gaps > 1 s |",
+             "|---|---|---|---|---|---|---|"]
+    for name, g in (("wall", gw), ("CPU of the process", gc)):
+        v = np.quantile(g, q)
+        lines.append(f"| {name} | " + " | ".join(f"{x:.3f} s" for x in v)
+                     + f" | {int(np.sum(g > 0.5))} | {int(np.sum(g > 1.0))} |")
+    print("\n".join(lines), flush=True)
+    return "\n".join(lines + [""])
+
+
+# ----------------------------------------------------------------------------- 100k fit
+
+def fit_large(n, n_test, d):
+    X, y = noisy_data(n + n_test, d)
+    Xtr, ytr, Xte, yte = X[:n], y[:n], X[n:], y[n:]
+    base = peak_rss_mb()
+    events, cpu_events = [], []
+    est = BKerNNRegressor(random_state=0)
+    cpu0 = resource.getrusage(resource.RUSAGE_SELF)
+    t0, c0 = time.perf_counter(), time.process_time()
+
+    def record(ev):
+        events.append(time.perf_counter() - t0)
+        cpu_events.append(time.process_time() - c0)
+
+    est.fit(Xtr, ytr, callback=record)
+    el = time.perf_counter() - t0
+    cpu1 = resource.getrusage(resource.RUSAGE_SELF)
+    cpu = (cpu1.ru_utime - cpu0.ru_utime) + (cpu1.ru_stime - cpu0.ru_stime)
+    peak = peak_rss_mb()
+    gw, gc = np.diff([0.0] + events), np.diff([0.0] + cpu_events)
+    test = r2(yte, est.predict(Xte))
+    train = r2(ytr, est.predict(Xtr))
+    hist = est.history_
+    lines = [f"#### Default BKerNNRegressor on {n} x {d} (test {n_test} rows)", "",
+             "| quantity | value |", "|---|---|",
+             f"| fit time, wall clock | {el:.1f} s ({el / 60:.2f} min) |",
+             f"| fit time, CPU (user + system) | {cpu:.1f} s ({cpu / 60:.2f} min) |",
+             f"| iterations / line-search trials (solved + skipped) | {est.n_iter_} / "
+             f"{est.n_iter_ + int(hist['n_backtracks'].sum())} |",
+             f"| kernel path / CG iterations (total) / preconditioner blocks | "
+             f"{est.kernel_solver_} / {est.cg_iterations_} / {block_count(n)} |",
+             f"| peak resident memory of the process | {peak:.0f} MB (before the fit: "
+             f"{base:.0f} MB, data included) |",
+             f"| memory estimate (rwtool.estimate_fit) | "
+             f"{__import__('rwtool').estimate_fit(est, n, d, 1).peak_bytes / 2**20:.0f} MB |",
+             f"| progress events / longest gap between two, wall (99%) | {len(events)} / "
+             f"{gw.max():.2f} s ({np.quantile(gw, 0.99):.2f} s; first after {events[0]:.2f} s) |",
+             f"| longest gap between two events, CPU of the process (99%) | {gc.max():.2f} s "
+             f"({np.quantile(gc, 0.99):.2f} s) |",
+             f"| test R^2 / train R^2 | {test:.4f} / {train:.4f} |",
+             f"| objective first -> last | {hist['objective'][0]:.5f} -> "
+             f"{hist['objective'][-1]:.5f} |"]
+    print("\n".join(lines), flush=True)
+    return "\n".join(lines + [""]), (Xtr, ytr, Xte, yte, el)
+
+
+# ----------------------------------------------------------------------------- MLP
+
+def mlp_budget(X, y, Xt, budget, seed=0):
+    """MLPRegressor (scikit-learn defaults) on standardised X and y, trained epoch by epoch with
+    partial_fit until ``budget`` seconds are spent or its default max_iter (200) epochs."""
+    from sklearn.neural_network import MLPRegressor
+    mu, sd = X.mean(axis=0), X.std(axis=0)
+    sd = np.where(sd > 0, sd, 1.0)
+    ym, ys = y.mean(), y.std()
+    Xs, Xts, ysd = (X - mu) / sd, (Xt - mu) / sd, (y - ym) / ys
+    net = MLPRegressor(random_state=seed)
+    rng = np.random.default_rng(seed)
+    t0 = time.perf_counter()
+    epochs = 0
+    while epochs < 200 and (epochs == 0 or time.perf_counter() - t0 < budget):
+        perm = rng.permutation(len(Xs))
+        net.partial_fit(Xs[perm], ysd[perm])
+        epochs += 1
+    el = time.perf_counter() - t0
+    return net.predict(Xts) * ys + ym, el, epochs
+
+
+def mlp_default(X, y, Xt, seed=0):
+    from sklearn.neural_network import MLPRegressor
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+    import warnings
+    ym, ys = y.mean(), y.std()
+    pipe = make_pipeline(StandardScaler(), MLPRegressor(random_state=seed))
+    t0 = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        pipe.fit(X, (y - ym) / ys)
+    return pipe.predict(Xt) * ys + ym, time.perf_counter() - t0
+
+
+def mlp(datasets_root):
+    from benchmarks._common.datasets import load_abalone, load_diabetes
+    sets = []
+    for name, loader in (("diabetes (331 / 111, d = 10)", load_diabetes),
+                         ("abalone (3132 / 1045, d = 10)", load_abalone)):
+        Xtr, Xte, ytr, yte = loader(datasets_root)
+        sets.append((name, (Xtr, ytr, Xte, yte)))
+    X, y = noisy_data(25000, 20, seed=3)
+    sets.append(("Exp. 5 generator + noise (20000 / 5000, d = 20)",
+                 (X[:20000], y[:20000], X[20000:], y[20000:])))
+    lines = ["#### BKerNNRegressor() against MLPRegressor() on the same data and time budget", "",
+             "| data | BKerNN test R^2 | BKerNN time (s) | MLP, same budget: test R^2 | "
+             "epochs | time (s) | MLP, own stopping rule: test R^2 | time (s) |",
+             "|---|---|---|---|---|---|---|---|"]
+    for name, (Xtr, ytr, Xte, yte) in sets:
+        t0 = time.perf_counter()
+        est = BKerNNRegressor(random_state=0).fit(Xtr, ytr)
+        tb = time.perf_counter() - t0
+        rb = r2(yte, est.predict(Xte))
+        pm, tm, ep = mlp_budget(Xtr, ytr, Xte, tb)
+        pd, td = mlp_default(Xtr, ytr, Xte)
+        lines.append(f"| {name} | {rb:.4f} | {tb:.1f} | {r2(yte, pm):.4f} | {ep} | {tm:.1f} | "
+                     f"{r2(yte, pd):.4f} | {td:.1f} |")
+        print(lines[-1], flush=True)
+    return "\n".join(lines + [""])
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("what", choices=["periter", "gaps", "fit100k", "mlp"])
+    ap.add_argument("--sizes", default="2000,8000,32000,128000")
+    ap.add_argument("--d", type=int, default=20)
+    ap.add_argument("--m", type=int, default=50)
+    ap.add_argument("--iters", type=int, default=3)
+    ap.add_argument("--dense-max", type=int, default=2000)
+    ap.add_argument("--repeats", type=int, default=1)
+    ap.add_argument("--n", type=int, default=100_000)
+    ap.add_argument("--datasets", default=None)
+    ap.add_argument("--with-mlp", action="store_true",
+                    help="fit100k: also train MLPRegressor for the same time on the same data")
+    args = ap.parse_args(argv)
+    print(f"Machine: {machine()} (shared with other jobs); "
+          f"numba threads {__import__('numba').get_num_threads()}\n", flush=True)
+    if args.what == "periter":
+        print(periter([int(s) for s in args.sizes.split(",")], args.d, args.m, args.iters,
+                      args.dense_max, args.repeats))
+    elif args.what == "gaps":
+        gaps(args.n, args.d, args.iters)
+    elif args.what == "fit100k":
+        text, large = fit_large(args.n, 20_000, args.d)
+        if args.with_mlp:
+            pm, tm, ep = mlp_budget(*large[:3], large[4])
+            print(f"\nMLPRegressor, same data, same budget: test R^2 {r2(large[3], pm):.4f}, "
+                  f"{ep} epochs, {tm:.1f} s", flush=True)
+    else:
+        print(mlp(args.datasets))
+
+
+if __name__ == "__main__":
+    main()

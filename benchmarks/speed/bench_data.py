@@ -1,0 +1,183 @@
+"""CSV reading speed beside pandas, linearity in the column count, and an awkward-file campaign.
+
+Speed: ``rwtool.data.read_csv`` (pyarrow.csv tokenising and typing, a numba record scan, the
+encoding record) against ``pandas.read_csv`` (C parser) on a 10^6-row x 3-column numeric file,
+and the alternatives considered for the tokeniser: pyarrow.csv alone, numpy.loadtxt and
+Python's csv module (what rwtool used before). Repeats are interleaved (a b c a b c ...) and
+the median is kept. Linearity: files of 5 rows and 7,500 / 15,000 / 30,000 columns.
+
+Campaign: awkward files made by mutating the bundled samples and the cases of
+tests/data_/test_awkward_csv.py (byte flips, truncation, stray quotes, NUL bytes, Latin-1 bytes,
+ragged rows, blank lines, lone CRs, huge cells, decimal commas, currency and percent signs,
+duplicate names); each is read with read_csv and counted as loaded, refused (a DataError or a
+ValueError naming the problem) or crashed (anything else: the target is 0).
+
+    python -m benchmarks.speed.bench_data --repeats 5 --files 400
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import os
+import resource
+import statistics
+import tempfile
+import time
+
+import numpy as np
+
+from benchmarks.speed.bench_lasso import _machine, write_section
+
+
+def _write_numeric(path, n_rows, n_cols, rng):
+    X = rng.standard_normal((n_rows, n_cols))
+    with open(path, "w") as fh:
+        fh.write(",".join(f"c{j}" for j in range(n_cols)) + "\n")
+        np.savetxt(fh, X, delimiter=",", fmt="%.10g")
+
+
+def _timed(fns: dict, repeats: int) -> dict:
+    out = {k: [] for k in fns}
+    for _ in range(repeats):
+        for k, f in fns.items():
+            t0 = time.perf_counter()
+            f()
+            out[k].append(time.perf_counter() - t0)
+    return {k: statistics.median(v) for k, v in out.items()}
+
+
+def speed(tmp, repeats, rng):
+    import pandas as pd
+    import pyarrow.csv as pacsv
+
+    import rwtool.data as D
+    p = os.path.join(tmp, "m3.csv")
+    _write_numeric(p, 10**6, 3, rng)
+    D.read_csv(p)                                     # compile the scan kernels once
+
+    def csv_module():
+        with open(p, newline="") as fh:
+            for _ in csv.reader(fh):
+                pass
+
+    t = _timed({"rwtool": lambda: D.read_csv(p), "pandas": lambda: pd.read_csv(p),
+                "pyarrow": lambda: pacsv.read_csv(p),
+                "csv module (tokenise only)": csv_module,
+                "numpy.loadtxt": lambda: np.loadtxt(p, delimiter=",", skiprows=1)},
+               repeats)
+    return os.path.getsize(p), t
+
+
+def wide(tmp, repeats, rng):
+    import pandas as pd
+
+    import rwtool.data as D
+    rows = []
+    for d in (7500, 15000, 30000):
+        p = os.path.join(tmp, f"wide{d}.csv")
+        _write_numeric(p, 5, d, rng)
+        t = _timed({"rwtool": lambda: D.read_csv(p), "pandas": lambda: pd.read_csv(p)},
+                   max(1, repeats // 2))
+        rows.append((d, t["rwtool"], t["pandas"]))
+    return rows
+
+
+# ---------------------------------------------------------------------------- campaign
+
+def _mutations(text: bytes, rng):
+    lines = text.split(b"\n")
+    k = int(rng.integers(0, len(lines)))
+    pos = int(rng.integers(0, max(1, len(text))))
+    yield "byte flip", text[:pos] + bytes([int(rng.integers(0, 256))]) + text[pos + 1:]
+    yield "truncated", text[:pos]
+    yield "stray quote", text[:pos] + b'"' + text[pos:]
+    yield "NUL byte", text[:pos] + b"\x00" + text[pos:]
+    yield "latin-1 byte", text[:pos] + b"\xe9" + text[pos:]
+    yield "ragged row", b"\n".join(lines[:k] + [lines[k] + b",extra"] + lines[k + 1:])
+    yield "blank lines", b"\n".join(lines[:k] + [b"", b"   ", b",,"] + lines[k:])
+    yield "lone CR", text.replace(b"\n", b"\r")
+    yield "huge cell", b"\n".join(lines[:k] + [lines[k] + b"," + b"x" * 200_000]
+                                  + lines[k + 1:])
+    yield "decimal comma", text.replace(b".", b",")
+    yield "semicolons", text.replace(b",", b";")
+    yield "currency", b"\n".join(lines[:1] + [b"$" + ln for ln in lines[1:] if ln])
+    yield "percent", b"\n".join(lines[:1] + [ln.replace(b",", b"%,", 1) for ln in lines[1:]])
+    yield "duplicate name", text.replace(lines[0], lines[0] + b"," + lines[0].split(b",")[0], 1)
+    yield "header only", lines[0] + b"\n"
+    yield "empty", b""
+
+
+def campaign(tmp, n_files, rng):
+    import sys
+
+    import rwtool.data as D
+    from tests.data_.test_awkward_csv import CASES
+    seeds = [open(s["path"], "rb").read() for s in D.list_samples()]
+    seeds += [c[1].encode("utf-8") for c in CASES]
+    counts = {"tried": 0, "loaded": 0, "refused": 0, "crashed": 0}
+    crashes = []
+    i = 0
+    while counts["tried"] < n_files:
+        seed = seeds[i % len(seeds)]
+        i += 1
+        for what, data in _mutations(seed, rng):
+            if counts["tried"] >= n_files:
+                break
+            p = os.path.join(tmp, f"f{counts['tried']}.csv")
+            with open(p, "wb") as fh:
+                fh.write(data)
+            counts["tried"] += 1
+            try:
+                D.read_csv(p, target=-1)
+                counts["loaded"] += 1
+            except (D.DataError, ValueError):
+                counts["refused"] += 1
+            except Exception as exc:          # a crash: what the campaign looks for
+                counts["crashed"] += 1
+                crashes.append(f"{what}: {type(exc).__name__}: {exc}")
+            os.remove(p)
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return counts, crashes, peak
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--files", type=int, default=400)
+    ap.add_argument("--out", default="docs/bench/data.md")
+    args = ap.parse_args(argv)
+    rng = np.random.default_rng(0)
+    with tempfile.TemporaryDirectory() as tmp:
+        size, t = speed(tmp, args.repeats, rng)      # first: a fresh process
+        w = wide(tmp, args.repeats, rng)
+        counts, crashes, peak = campaign(tmp, args.files, rng)
+    lines = [f"Machine: {_machine()}. In-process timings, median of {args.repeats} interleaved "
+             f"runs; the machine was shared with other work, so absolute times are noisy and "
+             f"the ratios are what to read.", "",
+             f"10^6 rows x 3 numeric columns ({size / 1e6:.1f} MB):", "",
+             "| reader | median s | / pandas |", "|---|---|---|"]
+    for k, v in t.items():
+        lines.append(f"| {k} | {v:.3f} | {v / t['pandas']:.2f} |")
+    lines += ["", "5 rows, many columns (linear: time per column constant):", "",
+              "| columns | rwtool s | pandas s | rwtool / pandas | rwtool ms per 1000 columns |",
+              "|---|---|---|---|---|"]
+    for d, a, b in w:
+        lines.append(f"| {d} | {a:.2f} | {b:.2f} | {a / b:.2f} | {1000 * a / d * 1000:.0f} |")
+    lines += ["", f"Awkward-file campaign: {counts['tried']} files tried, {counts['loaded']} "
+                  f"loaded, {counts['refused']} refused with a DataError/ValueError, "
+                  f"{counts['crashed']} crashes; peak memory of the whole benchmark process "
+                  f"{peak:.0f} MB (the 40 MB file and pandas included)."]
+    lines += [f"- crash: {c}" for c in crashes[:20]]
+    lines.insert(0, f"Command: `python -m benchmarks.speed.bench_data --repeats {args.repeats} "
+                    f"--files {args.files}`\n")
+    text = "\n".join(lines)
+    print(text)
+    if not os.path.exists(args.out):
+        with open(args.out, "w") as fh:
+            fh.write("# CSV reading benchmarks (issue 16)\n")
+    write_section(args.out, "csv", text)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""Tests of rwtool.estimators: the estimators' conventions, defaults and failures."""

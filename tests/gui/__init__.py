@@ -1,0 +1,1 @@
+"""Tests of the desktop app (gui/), offscreen through pytest-qt."""

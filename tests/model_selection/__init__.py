@@ -1,0 +1,1 @@
+"""Tests of rwtool.model_selection: the randomized search and its folds."""

@@ -1,0 +1,1 @@
+"""Tests of rwtool.persist: model files, hostile files and atomic writes."""

@@ -1,0 +1,1 @@
+"""Tests of rwtool.report, the layer the command line and the app share."""

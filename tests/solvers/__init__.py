@@ -1,0 +1,1 @@
+"""Tests of rwtool.solvers: each solver against a dense or independent oracle."""
