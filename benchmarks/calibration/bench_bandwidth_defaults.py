@@ -8,10 +8,10 @@
         [--json FILE] [--title TEXT] [--out docs/bench/bandwidth_defaults.md]
     python -m benchmarks.calibration.bench_bandwidth_defaults --report-only --json A.json,B.json --out ...
 
-Each group is a row of the defaults benchmark (benchmarks/calibration/defaults.py: estimator, base or
-instantiation, solver) fitted with every other parameter at its default (reg=None, i.e. "auto" for
-ridge, lstsq and lasso), n_features = T, random_state in ``--seeds`` (the error is their mean), on
-the defaults benchmark's nine data sets, splits and training subsample, for each candidate value
+Each group is a row of the defaults benchmark (benchmarks/calibration/defaults.py: estimator, base
+or instantiation, solver) fitted with every other parameter at its default (reg=None, i.e. "auto"
+for ridge, lstsq and lasso), n_features = T, random_state in ``--seeds`` (the error is their mean),
+on the defaults benchmark's nine data sets, splits and training subsample, for each candidate value
 of the parameter under study:
 
 * RKS base="fourier": sigma = c sqrt(d / 2) for each multiplier c (c = 1 is scikit-learn's
@@ -25,9 +25,9 @@ of the parameter under study:
 Per group and value: the test error on every set, the mean rank across sets (ties share), the
 mean relative excess over the best value of the set, the number of sets where it is within
 max(5% rel, 0.005 abs) of that best value (the issue's tolerance), and the misses against the
-tuned figure of the group (benchmarks/calibration/defaults_tuned.json, same tolerance; the ridge/lstsq groups
-only). The report goes between the markers of ``--out`` (the analysis around them survives);
-``--report-only`` rebuilds it from one or more ``--json`` runs, a section each.
+tuned figure of the group (benchmarks/calibration/defaults_tuned.json, same tolerance; the
+ridge/lstsq groups only). The report goes between the markers of ``--out`` (the analysis around them
+survives); ``--report-only`` rebuilds it from one or more ``--json`` runs, a section each.
 Run single-threaded (OPENBLAS_NUM_THREADS=1 NUMBA_NUM_THREADS=1).
 """
 
@@ -45,7 +45,8 @@ import numpy as np
 from benchmarks._common.argcheck import check_choices, csv_list
 from benchmarks.speed.bench_core import machine
 from benchmarks.calibration.bench_instantiation_defaults import summary
-from benchmarks.calibration.defaults import ABS_TOL, DATASETS, REGRESSION, REL_TOL, error, load, write_report
+from benchmarks.calibration.defaults import (ABS_TOL, DATASETS, REGRESSION, REL_TOL, error, load,
+                                             write_report)
 
 GROUPS = ("RKS/fourier/ridge", "RKS/fourier/lasso", "RKS/fourier/sgd", "RW/rwstumps/lstsq",
           "RW/rwstumps/lasso", "RW/rwstumps/sfgd", "RW/rwstumps/osd", "RKS/stumps/ridge",
@@ -132,7 +133,8 @@ NOTE = ("Each group is a row of the defaults benchmark with every other paramete
         "over the sets. Excess: (error - best error of the set) / best error, averaged. Near "
         "best: sets where the error is within max(5%, 0.005) of the best value of the set (the "
         "issue's tolerance). Misses: sets where the error is above the tuned figure "
-        "(benchmarks/calibration/defaults_tuned.json) by more than max(5%, 0.005); least-squares groups "
+        "(benchmarks/calibration/defaults_tuned.json) by more than max(5%, 0.005); "
+        "least-squares groups "
         "only. Fourier values: c = sigma / sqrt(d / 2) (1 = scikit-learn's gamma=\"scale\" on "
         "d standardised columns, the default), scale2 = 2 sqrt(d' / 2) over the d' non-constant "
         "columns, median = median pairwise distance of 1000 standardised training rows (seed 0). "

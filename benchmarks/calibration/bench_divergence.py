@@ -4,8 +4,8 @@
         [--bad-only wine,abalone,...] [--T 500] [--diverged 10] [--json FILE]
         [--report-only] [--out docs/bench/divergence.md]
 
-Two sets of fits, on the data of benchmarks/calibration/defaults.py (same loading, same splits, regression
-targets standardised, errors are test error or MSE on standardised y):
+Two sets of fits, on the data of benchmarks/calibration/defaults.py (same loading, same splits,
+regression targets standardised, errors are test error or MSE on standardised y):
 
 * every default row of the iterative solvers (RW sfgd and osd on every instantiation, RKS sgd
   on every base, RFSGDClassifier): none may trip either guard;

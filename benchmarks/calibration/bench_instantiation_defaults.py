@@ -7,15 +7,15 @@
 
 RWClassifier/RWRegressor with the default solver (lstsq, reg="auto") and every other parameter
 at its default, except n_features = T and the instantiation's theta or kappa, on the defaults
-benchmark's nine data sets with its splits and training subsample (benchmarks/calibration/defaults.py:
-``load``). For every instantiation and value: the test error per set, the mean rank of the value
-across sets (ties share the mean rank), the mean relative excess over the best value of that set,
-and how many sets miss the defaults benchmark's target against the tuned figure
-(benchmarks/calibration/defaults_tuned.json, max(5% rel, 0.005 abs)). With ``--seeds 0,1,2`` every value is
-fitted at each random_state and its error is the mean, and the tuned figure is the mean of the
-tuned parameters refitted at the same random_states (the ``refits`` of the cache, filled by
-``benchmarks.calibration.defaults --seeds``), as the defaults benchmark checks its target. It also records
-theta_ and kappa_ of the fitted map (seed 003 Table 2, the constants every bound of
+benchmark's nine data sets with its splits and training subsample
+(benchmarks/calibration/defaults.py: ``load``). For every instantiation and value: the test error
+per set, the mean rank of the value across sets (ties share the mean rank), the mean relative excess
+over the best value of that set, and how many sets miss the defaults benchmark's target against the
+tuned figure (benchmarks/calibration/defaults_tuned.json, max(5% rel, 0.005 abs)). With ``--seeds
+0,1,2`` every value is fitted at each random_state and its error is the mean, and the tuned figure
+is the mean of the tuned parameters refitted at the same random_states (the ``refits`` of the cache,
+filled by ``benchmarks.calibration.defaults --seeds``), as the defaults benchmark checks its target.
+It also records theta_ and kappa_ of the fitted map (seed 003 Table 2, the constants every bound of
 est.bounds() scales with) and, on cancer and abalone, est.bounds()'s rademacher_bound (of the
 first random_state). Run single-threaded
 (OPENBLAS_NUM_THREADS=1 NUMBA_NUM_THREADS=1).
@@ -41,8 +41,8 @@ BOUND_SETS = ("cancer", "abalone")
 
 def _tuned_figure(cache, key, seeds):
     """The tuned figure of ``key``: the search's own refit (seed 0 alone), or the mean of its
-    parameters refitted at every seed (``refits``, filled by benchmarks.calibration.defaults --seeds; refits
-    of other parameters than the search's do not count)."""
+    parameters refitted at every seed (``refits``, filled by benchmarks.calibration.defaults
+    --seeds; refits of other parameters than the search's do not count)."""
     run = cache.get("runs", {}).get(key)
     if run is None:
         return None
@@ -132,7 +132,8 @@ def report(res, args, cmd):
              f"(classification), MSE on standardised y (regression). Rank: of the value among "
              f"the values tried, per set (1 = best; ties share), averaged over the sets. Excess: "
              f"(error - best error of the set) / best error, averaged. Misses: sets where the "
-             f"error is above the tuned figure (benchmarks/calibration/defaults_tuned.json) by more than "
+             f"error is above the tuned figure (benchmarks/calibration/defaults_tuned.json) "
+             f"by more than "
              f"max(5%, 0.005). theta_ / kappa_: the fitted map's constants (seed 003 Table 2) on "
              f"each set, min-max over the sets; every bound of est.bounds() grows with theta_ "
              f"(rho = theta B + max|y|).", ""]

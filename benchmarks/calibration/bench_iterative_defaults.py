@@ -11,8 +11,8 @@ target compares with (SFGD and OSD within 0.03 test error of lstsq).
 Studies: "cap" (SFGD step_cap in 0.1, 0.25, 0.5, 1), "batch" (OSD batch 50, 200, 500, 1000),
 "reg" (sfgd/osd/lasso reg grid), "adults_relu" (SFGD/OSD on adults with RWRelu and clipped or
 quantile-transformed inputs), "sfgd_output" (SFGD batch 50/200/500 x averaged or last iterate,
-OSD batch 500/2000, on the classification sets of benchmarks/calibration/defaults.py, loaded as there:
-``--cases`` picks among adults, skin, mnist17, cancer, digits, make_classification), "norm"
+OSD batch 500/2000, on the classification sets of benchmarks/calibration/defaults.py, loaded as
+there: ``--cases`` picks among adults, skin, mnist17, cancer, digits, make_classification), "norm"
 (SFGD and OSD at their defaults beside lstsq along a reg grid, every parameter else at today's
 defaults, on the same sets: the RKHS norm each model reaches and its error, to see whether the
 one-pass solvers' gap to lstsq is the norm a one-pass run can build).
@@ -87,7 +87,8 @@ STUDIES["norm"] = (
     + [{"solver": "lstsq", "reg": r, "theta": None} for r in (1e-2, 1e-4, 1e-5, 1e-6, 1e-8, 1e-10)])
 
 #: the sets and instantiations of the defaults benchmark the "sfgd_output" and "norm" studies run
-#: on (benchmarks/calibration/defaults.py's data: at most 20000 training rows, its make_classification)
+#: on (benchmarks/calibration/defaults.py's data: at most 20000 training rows, its
+#: make_classification)
 DEFAULTS_CASES = [(name, inst, 500, None)
                   for name in ("adults", "skin", "mnist17", "cancer", "digits",
                                "make_classification")

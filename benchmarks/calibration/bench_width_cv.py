@@ -11,8 +11,8 @@ best 3-fold score (``reg_search_["mean_score"]``, the criterion of rwtool's reg 
 highest. This script measures that remedy without building it: for every RW instantiation and
 the Fourier kitchen sinks, on the defaults benchmark's nine sets, splits and training subsample,
 the test error of the default width, of the width the criterion picks among three, and the
-verdict of both against the tuned figure (benchmarks/calibration/defaults_tuned.json, max(5% rel, 0.005)).
-Widths: theta in {0.1 (default), 0.03, 0.3} (RWSign, RWRelu), kappa in {5 (the default when
+verdict of both against the tuned figure (benchmarks/calibration/defaults_tuned.json, max(5% rel,
+0.005)). Widths: theta in {0.1 (default), 0.03, 0.3} (RWSign, RWRelu), kappa in {5 (the default when
 docs/bench/bandwidth_defaults.md was measured; 10 since), 20, 50} (RWExpSign, RWExpRelu), gamma in {1 (default), 0.5, 2} (RWStumps), Fourier sigma = c sqrt(d/2)
 with c in {1 (default), 0.5, 2}. Prints one line per set and group, and a count at the end.
 Run single-threaded (OPENBLAS_NUM_THREADS=1 NUMBA_NUM_THREADS=1).

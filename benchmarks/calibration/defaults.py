@@ -29,9 +29,9 @@ RW and RKS, + SGDClassifier(average=True) with n_components = n_features for RFS
 seeds, as the RFSGD row), Nystroem(n_components=n_features) + LogisticRegression / Ridge for
 GreedyMK and BKerNN (the latter on the same rows as BKerNN).
 
-Data: adults, skin, mnist17, abalone (../shared/datasets, benchmarks/_common/datasets.py), breast cancer,
-diabetes, wine (scikit-learn's copies, the papers' 75/25 split; wine is a regression on the class
-label as in the papers), digits (75/25, random_state 0) and make_classification(3000, 20,
+Data: adults, skin, mnist17, abalone (../shared/datasets, benchmarks/_common/datasets.py), breast
+cancer, diabetes, wine (scikit-learn's copies, the papers' 75/25 split; wine is a regression on the
+class label as in the papers), digits (75/25, random_state 0) and make_classification(3000, 20,
 n_informative=10, random_state=0) (first 2000 rows train, last 1000 test: the set of the issue's
 GreedyMK target). Training sets above ``--max-train`` rows are subsampled (skin). Errors are test
 error (classification) or MSE on standardised y (regression), as in docs/EXPERIMENTS.md.
@@ -709,7 +709,8 @@ def main(argv=None):
     attach_tuned(results, tuned)
     order = [n for n in DATASETS if n in results["datasets"]]
     results["datasets"] = {n: results["datasets"][n] for n in order}
-    cmd = "python -m benchmarks.calibration.defaults " + " ".join(argv if argv is not None else sys.argv[1:])
+    args_text = " ".join(argv if argv is not None else sys.argv[1:])
+    cmd = "python -m benchmarks.calibration.defaults " + args_text
     text = report(results, cmd)
     if args.out:
         write_report(text, args.out)

@@ -384,7 +384,8 @@ def main(argv=None):
                 if section == "meta":   # keep every process's command, not the last one
                     rows = {f"{k} ({path})": v for k, v in rows.items()}
                 results.setdefault(section, {}).update(rows)
-    cmd = "python -m benchmarks.papers.reproduce " + " ".join(argv if argv is not None else sys.argv[1:])
+    args_text = " ".join(argv if argv is not None else sys.argv[1:])
+    cmd = "python -m benchmarks.papers.reproduce " + args_text
     if args.retime:
         retime(results, args)
     elif not (args.report_only or args.merge):   # a merge assembles; it runs nothing

@@ -145,7 +145,8 @@ def main(argv=None):
     for k, (name, selector) in enumerate((("MFGA", "mfga"), ("RKS", "rks"), ("LKRF", "lkrf"),
                                           ("EERF", "eerf"))):
         # independent draws per method: with the same draws LKRF (top) and EERF keep the
-        # same features (their rankings coincide, spec 4.2), which tests/solvers/test_greedy.py checks
+        # same features (their rankings coincide, spec 4.2), which tests/solvers/test_greedy.py
+        # checks
         seeds = [0] if selector == "mfga" else [1000 * k + s for s in range(args.seeds)]
         per_seed = []
         for seed in seeds:

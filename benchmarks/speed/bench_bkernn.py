@@ -218,7 +218,8 @@ def main(argv=None):
     lines = [
         "# BKerNN: time per iteration, rwtool vs the direct O(m d n^2) method",
         "",
-        f"Command: `{env}python -m benchmarks.speed.bench_bkernn --n {args.n} --d {args.d} --m {args.m} "
+        f"Command: `{env}python -m benchmarks.speed.bench_bkernn --n {args.n} --d {args.d} "
+        f"--m {args.m} "
         f"--iters {args.iters} --repeats {args.repeats} --penalty {args.penalty}`",
         f"Machine: {machine()} (shared with other jobs; interleaved repeats, minimum kept); "
         f"OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS', 'unset')}, numba threads "

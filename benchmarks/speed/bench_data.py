@@ -109,8 +109,6 @@ def _mutations(text: bytes, rng):
 
 
 def campaign(tmp, n_files, rng):
-    import sys
-
     import rwtool.data as D
     from tests.data_.test_awkward_csv import CASES
     seeds = [open(s["path"], "rb").read() for s in D.list_samples()]

@@ -4,10 +4,10 @@
         [--repeats 3] [--estimators RWClassifier,RKSClassifier]
 
 Fits each estimator with its defaults (reg=None, which is reg="auto" for "lstsq" and "ridge";
-only n_features fixed) on the training rows of ``--data`` (benchmarks/_common/datasets.py, at most 20000
-rows as in benchmarks/calibration/defaults.py) and prints the median wall and CPU seconds of ``--repeats``
-fits (CPU seconds are the steadier figure on a shared machine), the chosen reg and the test
-error. Used to time reg="auto" before and after it was made one pass
+only n_features fixed) on the training rows of ``--data`` (benchmarks/_common/datasets.py, at most
+20000 rows as in benchmarks/calibration/defaults.py) and prints the median wall and CPU seconds of
+``--repeats`` fits (CPU seconds are the steadier figure on a shared machine), the chosen reg and the
+test error. Used to time reg="auto" before and after it was made one pass
 (docs/bench/defaults.md): run it against two checkouts, interleaved, and compare the medians.
 Run single-threaded (OPENBLAS_NUM_THREADS=1 NUMBA_NUM_THREADS=1).
 """

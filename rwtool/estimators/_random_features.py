@@ -449,9 +449,9 @@ class _RandomFeatureModel(BaseEstimator):
         (S / 3 R, S = min(n, VALIDATION_ROWS)) and the sample's targets (2 S), a regressor's
         products with the fold sums (2 T R); for the Lasso by sums the fold forms and paths
         (3 x 3 T, and up to N_LAMS T for the final path). Measured against tracemalloc's peak
-        in tests/estimators/test_numerical_errors.py (within a factor 2). Time: the features (2 n T d) plus the
-        solver's operations (n T^2 and T^3 / 3 for the normal equations, b T^2 (d + k) / 2 for
-        SFGD/OSD, a coordinate-descent path per class for the Lasso, ...): numba loops at
+        in tests/estimators/test_numerical_errors.py (within a factor 2). Time: the features (2 n T
+        d) plus the solver's operations (n T^2 and T^3 / 3 for the normal equations, b T^2 (d + k) /
+        2 for SFGD/OSD, a coordinate-descent path per class for the Lasso, ...): numba loops at
         ``_ELEMENT_RATE``, BLAS/LAPACK work at ``_BLAS_RATE``.
         """
         solver = self._validate()

@@ -20,8 +20,8 @@ well-regularised classifier, whose scores shrink towards 0, can meet):
   test MSE 535; both returned silently before).
 
 The thresholds were measured on the defaults benchmark and on deliberately bad steps
-(benchmarks/calibration/bench_divergence.py, docs/bench/divergence.md). This module computes losses and
-raises; it must not import a solver module or run an iteration.
+(benchmarks/calibration/bench_divergence.py, docs/bench/divergence.md). This module computes losses
+and raises; it must not import a solver module or run an iteration.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""benchmarks/calibration/bench_bandwidth_defaults.py: its candidates are the estimators' defaults it claims
-to be, and its report counts what docs/bench/bandwidth_defaults.md says it counts."""
+"""benchmarks/calibration/bench_bandwidth_defaults.py: its candidates are the estimators' defaults
+it claims to be, and its report counts what docs/bench/bandwidth_defaults.md says it counts."""
 
 import json
 
@@ -9,7 +9,8 @@ from scipy.spatial.distance import pdist
 
 import rwtool as rw
 
-pytest.importorskip("benchmarks", reason="the benchmark scripts are in a checkout, not in an installed rwtool")
+pytest.importorskip("benchmarks",
+                    reason="the benchmark scripts are in a checkout, not in an installed rwtool")
 from benchmarks.calibration import bench_bandwidth_defaults as bb  # noqa: E402
 
 

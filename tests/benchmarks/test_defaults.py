@@ -1,8 +1,10 @@
-"""The target checks of benchmarks/calibration/defaults.py (issue 12, point 10) on hand-made results."""
+"""The target checks of benchmarks/calibration/defaults.py (issue 12, point 10) on hand-made
+results."""
 
 import pytest
 
-pytest.importorskip("benchmarks", reason="the benchmark scripts are in a checkout, not in an installed rwtool")
+pytest.importorskip("benchmarks",
+                    reason="the benchmark scripts are in a checkout, not in an installed rwtool")
 from benchmarks.calibration.defaults import checks, report  # noqa: E402
 
 

@@ -2,7 +2,8 @@
 
 import pytest
 
-pytest.importorskip("benchmarks", reason="the benchmark scripts are in a checkout, not in an installed rwtool")
+pytest.importorskip("benchmarks",
+                    reason="the benchmark scripts are in a checkout, not in an installed rwtool")
 from benchmarks.calibration.bench_divergence import report, verdict  # noqa: E402
 from rwtool.solvers._divergence import FINAL_RAISE, FINAL_WARN
 

@@ -1,8 +1,10 @@
-"""benchmarks/calibration/bench_instantiation_defaults: the tuned figure it compares with (no fitting)."""
+"""benchmarks/calibration/bench_instantiation_defaults: the tuned figure it compares with (no
+fitting)."""
 
 import pytest
 
-pytest.importorskip("benchmarks", reason="the benchmark scripts are in a checkout, not in an installed rwtool")
+pytest.importorskip("benchmarks",
+                    reason="the benchmark scripts are in a checkout, not in an installed rwtool")
 from benchmarks.calibration.bench_instantiation_defaults import _tuned_figure  # noqa: E402
 
 P = {"reg": 1e-6, "theta": 0.3}

@@ -4,7 +4,8 @@ Bayes rule (oracle: the generator's own definition, P(Y = 1 | x) = 0.8 or 0.2, b
 import numpy as np
 import pytest
 
-pytest.importorskip("benchmarks", reason="the benchmark scripts are in a checkout, not in an installed rwtool")
+pytest.importorskip("benchmarks",
+                    reason="the benchmark scripts are in a checkout, not in an installed rwtool")
 from benchmarks.papers.sgd_rf_experiment import bayes_predict, four_squares  # noqa: E402
 
 def test_four_squares_generator():

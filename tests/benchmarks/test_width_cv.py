@@ -2,7 +2,8 @@
 
 import pytest
 
-pytest.importorskip("benchmarks", reason="the benchmark scripts are in a checkout, not in an installed rwtool")
+pytest.importorskip("benchmarks",
+                    reason="the benchmark scripts are in a checkout, not in an installed rwtool")
 from benchmarks.calibration.bench_width_cv import GRID, count  # noqa: E402
 
 

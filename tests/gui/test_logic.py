@@ -2,7 +2,8 @@
 from the estimators' tables (the constructors' own signatures), the metrics and curves of gui.logic.evaluate
 (scikit-learn, brute force), the derived quantities (rwtool's formulas of seed 003 Table 4 and
 the models' fitted attributes), the predictions writer (csv module) and the warm-up. The scores
-and confusion matrix the app shares with the command line are tested in tests/report/test_report.py."""
+and confusion matrix the app shares with the command line are tested in
+tests/report/test_report.py."""
 
 from __future__ import annotations
 

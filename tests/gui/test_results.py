@@ -17,8 +17,8 @@ pytest.importorskip("pytestqt")
 from PySide6.QtCore import Qt  # noqa: E402
 from PySide6.QtGui import QTextDocument  # noqa: E402
 
-from tests.gui.test_main_window import (TIMEOUT, choose, load, moons_csv, regression_csv,  # noqa: E402,F401
-                            train, window, write_csv)
+from tests.gui.test_main_window import (  # noqa: E402,F401
+    TIMEOUT, choose, load, moons_csv, regression_csv, train, window, write_csv)
 
 
 def _open_model(qtbot, win, path):

@@ -14,8 +14,8 @@ import pytest
 
 pytest.importorskip("pytestqt")
 
-from tests.gui.test_main_window import (TIMEOUT, choose, load, moons_csv, regression_csv,  # noqa: E402,F401
-                            run_snippet, train, window, write_csv)
+from tests.gui.test_main_window import (  # noqa: E402,F401
+    TIMEOUT, choose, load, moons_csv, regression_csv, run_snippet, train, window, write_csv)
 
 
 def _imbalanced_csv(path, n=300, seed=0):

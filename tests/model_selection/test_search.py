@@ -113,7 +113,8 @@ def test_bad_space_is_named(binary_data):
 
 def test_auto_reg_is_the_default_and_refits_at_its_choice(regression_data, binary_data):
     """reg=None is reg="auto" for the exact least-squares solver, and the model is the fixed-reg
-    fit at the chosen value (the brute-force oracle of the choice: tests/solvers/test_sufficient.py)."""
+    fit at the chosen value (the brute-force oracle of the choice:
+    tests/solvers/test_sufficient.py)."""
     X, y = regression_data
     est = rw.RWRegressor(n_features=60, reg="auto", random_state=2).fit(X, y)
     grid = list(rw.estimators._random_features.AUTO_REG["lstsq"])
