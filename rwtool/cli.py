@@ -339,6 +339,8 @@ def _report_training(args, est, metrics, notes, preprocessing, data_summary,
     if args.out:
         saved = save(est, args.out, preprocessing=preprocessing, metrics=metrics,
                      notes=f"trained by 'rwtool train' on {os.path.basename(args.data)}")
+        if saved.note:          # temporaries of killed saves into that folder, removed first
+            notes = list(notes) + [saved.note]
     task, target = preprocessing.task, preprocessing.target["name"]
     classes = None if preprocessing.target.get("classes") is None else list(
         preprocessing.target["classes"])

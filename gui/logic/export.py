@@ -35,7 +35,9 @@ def numeric_metrics(metrics: dict) -> dict:
 
 
 def save_model(run, path: str, preprocessing=None) -> str:
-    """Write the run's fitted estimator (and the data's preprocessing record) to ``path``."""
+    """Write the run's fitted estimator (and the data's preprocessing record) to ``path``;
+    returns rwtool.persist.save's SavedPath (``note``: the temporaries of killed saves it
+    removed from that folder)."""
     res = run.result or {}
     est = res.get("estimator")
     if est is None:

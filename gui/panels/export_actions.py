@@ -39,11 +39,12 @@ class ExportActions:
         if run is None:
             return False
         try:
-            export.save_model(run, path, run.data.get("preprocessing"))
+            saved = export.save_model(run, path, run.data.get("preprocessing"))
         except (ValueError, TypeError, OSError) as exc:
             self.show_error(f"Cannot save the model: {exc}")
             return False
-        self.show_info(f"Saved {run.name} to {path}")
+        note = getattr(saved, "note", None)     # temporaries of killed saves, removed first
+        self.show_info(f"Saved {run.name} to {path}" + (f"; {note}" if note else ""))
         return True
 
     def export_predictions_dialog(self) -> None:

@@ -53,7 +53,7 @@ from typing import Any, Callable
 import numpy as np
 
 from . import _validate
-from ._atomic import atomic_writer
+from ._atomic import atomic_writer, removal_note
 from .._base import BaseEstimator, Standardizer
 from .._version import __version__
 from ..data import Dataset, Preprocessing
@@ -63,7 +63,7 @@ from ..resources import FitEstimate, check_memory
 
 __all__ = ["save", "load", "read_model", "read_info", "ModelFile", "ModelFileError",
            "register", "registered_classes", "atomic_writer", "FORMAT", "FORMAT_VERSION",
-           "DEFAULT_MAX_BYTES"]
+           "DEFAULT_MAX_BYTES", "SavedPath"]
 
 FORMAT = "rwtool-model"
 FORMAT_VERSION = 1
@@ -225,6 +225,10 @@ class _Writer:
         if arr.dtype.kind not in _ARRAY_KINDS or arr.dtype.fields is not None:
             raise ModelFileError(f"cannot save {where}: arrays of dtype {arr.dtype} are not "
                                  f"supported (numbers and text only)")
+        try:
+            _validate.check_text_array(arr, where)
+        except _validate.SpecError as exc:
+            raise ModelFileError(f"cannot save: {exc}") from None
         arr = np.ascontiguousarray(arr)
         key = f"a{len(self.arrays)}"
         info = zipfile.ZipInfo(f"arrays/{key}.npy", date_time=(1980, 1, 1, 0, 0, 0))
@@ -323,7 +327,9 @@ def save(model, path, *, preprocessing=None, metrics: dict | None = None,
         Numbers worth keeping with the model (train/test error, fit time...).
     notes : str, optional
 
-    Returns the absolute path written.
+    Returns the absolute path written, a :class:`SavedPath` whose ``removed`` lists the
+    temporary files of earlier saves into that folder that were killed (their process gone),
+    removed first, and ``note`` says so in a sentence (None when there were none).
     """
     path = os.fspath(path)
     if not (isinstance(model, BaseEstimator) and _is_allowed_instance(model)):
@@ -340,8 +346,9 @@ def save(model, path, *, preprocessing=None, metrics: dict | None = None,
         raise ModelFileError(f"the preprocessing record makes {preprocessing.n_features_out} "
                              f"columns but the model was fitted on {n_in}: pass the record of "
                              f"the data the model was trained on", path)
+    removed: list = []
     try:
-        with atomic_writer(path, "wb") as fh:
+        with atomic_writer(path, "wb", removed=removed) as fh:
             with zipfile.ZipFile(fh, "w", allowZip64=True) as zf:
                 w = _Writer(zf)
                 tree = w.obj(model, type(model).__name__)
@@ -361,6 +368,10 @@ def save(model, path, *, preprocessing=None, metrics: dict | None = None,
                     "notes": notes,
                     "arrays": w.arrays,
                 }
+                try:        # what load would refuse is never written
+                    _validate.check_text(doc)
+                except _validate.SpecError as exc:
+                    raise ModelFileError(f"cannot save: {exc}") from None
                 data = json.dumps(doc, allow_nan=False, indent=1, sort_keys=False,
                                   default=_json_default).encode("utf-8")
                 zf.writestr(zipfile.ZipInfo(_DOC, (1980, 1, 1, 0, 0, 0)), data,
@@ -372,7 +383,19 @@ def save(model, path, *, preprocessing=None, metrics: dict | None = None,
     except OSError as exc:
         raise ModelFileError(f"cannot write the model file ({exc.strerror or exc})",
                              path) from None
-    return os.path.abspath(path)
+    return SavedPath(os.path.abspath(path), removed)
+
+
+class SavedPath(str):
+    """The absolute path :func:`save` wrote (a str), with ``removed``: the names of the
+    temporary files of killed saves it removed from that folder first, and ``note``: a
+    sentence about them for the user, or None."""
+
+    def __new__(cls, path: str, removed=()):
+        out = super().__new__(cls, path)
+        out.removed = tuple(removed)
+        out.note = removal_note(out.removed, os.path.dirname(path))
+        return out
 
 
 def _json_default(v):
@@ -684,6 +707,10 @@ def _read_npy(zf, info, meta: dict, fail) -> np.ndarray:
         arr = np.ascontiguousarray(arr)
     if not dtype.isnative:
         arr = arr.astype(dtype.newbyteorder("="))
+    try:
+        _validate.check_text_array(arr, name)
+    except _validate.SpecError as exc:
+        fail(str(exc))
     if meta.get("object"):
         arr = arr.astype(object)
     return arr
@@ -781,6 +808,7 @@ def _opened(path, max_bytes: int):
             table = _check_meta(doc.get("arrays"), fail)
             _check_header_fields(doc, fail)
             try:
+                _validate.check_text(doc)
                 plan = _validate.plan_load(doc, table, lambda name: _lookup(name, path))
             except _validate.SpecError as exc:
                 fail(str(exc))

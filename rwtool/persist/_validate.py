@@ -31,7 +31,7 @@ from ..exceptions import human_bytes
 from ..features import TaylorMultiKernelFeatures   # its size formula, nothing else
 
 __all__ = ["Arr", "Spec", "SPECS", "SpecError", "Plan", "plan_load", "has_spec", "array_nbytes",
-           "MAX_DIM", "UNLISTED_BYTES"]
+           "check_text", "check_text_array", "MAX_DIM", "MAX_TEXT", "UNLISTED_BYTES"]
 
 #: the largest dimension (inputs, features, rows) a model file may declare
 MAX_DIM = 2**31 - 1
@@ -279,6 +279,70 @@ class Plan:
     def describe(self, n=3) -> str:
         top = sorted(self.largest, reverse=True)[:n]
         return ", ".join(f"{where} {human_bytes(b)}" for b, where in top)
+
+
+# ============================================================================ text
+
+#: the longest string a document may hold (a column name, a category, the notes): rwtool writes
+#: names and labels read from CSV cells, far shorter
+MAX_TEXT = 1 << 16
+
+
+def check_text(doc) -> None:
+    """Every string of the parsed document, keys included, must be encodable as UTF-8 and at
+    most MAX_TEXT characters long: JSON's ``"\\ud800"`` escape is valid JSON but decodes to a
+    lone surrogate, which loads and then crashes whatever writes or encodes it (a CSV reader's
+    missing-value markers, a predictions file). SpecError naming the field otherwise."""
+    stack = [((), doc)]
+    while stack:
+        path, node = stack.pop()
+        if isinstance(node, str):
+            _check_string(node, path)
+        elif isinstance(node, dict):
+            for key, value in node.items():
+                if isinstance(key, str):
+                    _check_string(key, path + (key,))
+                stack.append((path + (key,), value))
+        elif isinstance(node, list):
+            stack.extend((path + (i,), value) for i, value in enumerate(node))
+
+
+def _check_string(s: str, path: tuple) -> None:
+    if len(s) > MAX_TEXT:
+        raise SpecError(f"the document's {_field(path)} holds {len(s)} characters of text; "
+                        f"rwtool writes at most {MAX_TEXT}")
+    try:
+        s.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise SpecError(f"the document's {_field(path)} holds text that is not valid Unicode "
+                        f"(character {exc.start}, {ascii(s[exc.start])}, is a lone surrogate)"
+                        ) from None
+
+
+def _field(path: tuple) -> str:
+    out = ""
+    for k in path:
+        if isinstance(k, str) and k.isascii() and k.isidentifier():
+            out += f".{k}" if out else k
+        else:
+            out += f"[{ascii(k)}]"
+    return out or "top level"
+
+
+def check_text_array(arr: np.ndarray, where: str) -> None:
+    """The same rule for a text array (class labels saved as fixed-width text): every code point
+    a Unicode scalar value (no surrogate, nothing past U+10FFFF), every string at most
+    MAX_TEXT characters."""
+    if arr.dtype.kind != "U":
+        return
+    if arr.dtype.itemsize // 4 > MAX_TEXT:
+        raise SpecError(f"{where} holds strings of up to {arr.dtype.itemsize // 4} characters; "
+                        f"rwtool writes at most {MAX_TEXT}")
+    codes = np.ascontiguousarray(arr).view(np.uint32)
+    bad = ((codes >= 0xD800) & (codes <= 0xDFFF)) | (codes > 0x10FFFF)
+    if bad.any():
+        raise SpecError(f"{where} holds text that is not valid Unicode (code point "
+                        f"{int(codes[bad].flat[0]):#x})")
 
 
 def array_nbytes(meta: dict) -> int:

@@ -17,6 +17,8 @@ record). Hypothesis draws mutations of them:
   recomputed;
 - ``bomb``: an array member or the document replaced by a deflated run of zeros declaring up
   to ``--max-bomb-mb`` (zip bomb), checksums recomputed;
+- ``text``: a string of the document (or a key) replaced by one no writer can take: a lone
+  surrogate (``"\\ud800"``, valid JSON), a string of 70,000 characters;
 - ``special``: /dev/zero, /dev/urandom, a FIFO, a directory, a symlink to /dev/zero, an empty
   file.
 
@@ -24,8 +26,10 @@ Each file is loaded with ``rwtool.persist.read_model`` after ``resource.setrlimi
 caps the process at its size after the warm-up plus ``--limit-mb``, so a blowup is a
 MemoryError here, not a dead machine. The outcome is "loaded" (and the model then predicts),
 "refused" (ModelFileError, or InsufficientMemoryError before anything is read) or a crash
-(any other exception, a timeout, a model that loads but cannot predict, or a peak of traced
-memory above 2 x the bytes the model's parameters justify + 50 MB).
+(any other exception, a timeout, a model that loads but cannot predict or, with a
+preprocessing record, cannot apply it to the base files' CSV except with a DataError, a peak
+of traced memory above 2 x the bytes the model's parameters justify + 50 MB, or ``rwtool
+info`` disagreeing with the load: exit 0 on a refused file, or refusing a loaded one).
 
     python -m benchmarks.robustness.fuzz_models --examples 5000 --seed 0 --limit-mb 1024 --max-bomb-mb 2048
 
@@ -201,6 +205,8 @@ _SCALARS = ["n_features_in_", "n_features", "n_particles", "gauss_order", "bias_
             "fitted_", "gamma_", "standardize", "classes_"]
 _EDGE = ["auto", 1e21, 10**21, -1, 0, 1, 2**31, 2**40, True, None, [], {}, "nan", 0.5, 3]
 _SPECIAL = ["/dev/zero", "/dev/urandom", "fifo", "directory", "symlink", "empty"]
+#: strings no writer can take: a lone surrogate (alone and inside text), and a long one
+_BAD_TEXT = ["\ud800", "a\udfffb", "x" * 70_000]
 
 
 def strategy(n_bases: int, max_bomb_mb: int):
@@ -212,7 +218,7 @@ def strategy(n_bases: int, max_bomb_mb: int):
     json_leaf = (st.none() | st.booleans() | st.integers(-10**22, 10**22)
                  | st.floats(allow_nan=False) | st.sampled_from(
                      ["", "a0", "array", "object", "dict", "auto", "__class__", "os.system",
-                      "rwtool.features._rkhs.RWStumps", "W_", "coef_"]))
+                      "rwtool.features._rkhs.RWStumps", "W_", "coef_"] + _BAD_TEXT))
     json_value = st.recursive(json_leaf, lambda c: st.lists(c, max_size=3) | st.dictionaries(
         st.sampled_from(["$", "id", "items", "class", "params", "fitted", "v", "x_"]),
         c, max_size=3), max_leaves=6)
@@ -239,6 +245,8 @@ def strategy(n_bases: int, max_bomb_mb: int):
                   st.tuples(st.sampled_from(["array", "doc", "consistent"]), st.integers(0, 99),
                             st.integers(1, max(1, max_bomb_mb)),
                             st.sampled_from([None, 16384]))),
+        st.tuples(st.just("text"), base,
+                  st.tuples(st.integers(0, 10**6), st.sampled_from(_BAD_TEXT), st.booleans())),
         st.tuples(st.just("special"), st.just(0), st.sampled_from(_SPECIAL)),
     )
 
@@ -251,6 +259,12 @@ def _paths(node, prefix=()):
     elif isinstance(node, list):
         for i, v in enumerate(node):
             yield from _paths(v, prefix + (i,))
+
+
+def _at(node, path):
+    for k in path:
+        node = node[k]
+    return node
 
 
 def _set_scalar(node, name, value) -> bool:
@@ -349,6 +363,16 @@ def realise(mutation, bases: list, workdir) -> str:
         else:
             _set_scalar(doc["estimator"], detail[1], detail[2])
         return rebuild(out, parts, doc)
+    if kind == "text":
+        index, text, as_key = detail
+        spots = [p for p in _paths(doc) if p and isinstance(_at(doc, p), str)]
+        target = spots[index % len(spots)]
+        parent = _at(doc, target[:-1])
+        if as_key and isinstance(parent, dict):       # the string's key instead of its value
+            parent[text] = parent.pop(target[-1])
+        else:
+            parent[target[-1]] = text
+        return rebuild(out, parts, doc)
     if kind == "bomb":
         what, slot, mb, mark = detail
         if what == "doc":
@@ -422,9 +446,11 @@ class Outcome:
     seconds: float = 0.0
 
 
-def check_one(path, timeout=20.0) -> Outcome:
-    """Load ``path`` once, measuring the traced peak; classify the result."""
+def check_one(path, timeout=20.0, csv=None) -> Outcome:
+    """Load ``path`` once, measuring the traced peak; classify the result. A loaded model with
+    a preprocessing record is applied to ``csv``; ``rwtool info`` must agree with the load."""
     import rwtool.persist as P
+    from rwtool.data import DataError
     from rwtool.exceptions import InsufficientMemoryError
     old = signal.signal(signal.SIGALRM, _alarm)
     signal.setitimer(signal.ITIMER_REAL, timeout)
@@ -440,6 +466,11 @@ def check_one(path, timeout=20.0) -> Outcome:
             res = Outcome("crash", "the loaded model predicts the wrong number of rows")
         else:
             res = Outcome("loaded", justified=int(mf.info.get("load_bytes", 0)))
+            if csv is not None and mf.preprocessing is not None:
+                try:
+                    mf.apply_csv(csv)
+                except DataError:
+                    pass              # a located refusal of the file (say, a category unseen)
     except P.ModelFileError as exc:
         res = Outcome("refused", str(exc).split(": ", 1)[-1][:160])
     except InsufficientMemoryError as exc:
@@ -458,7 +489,29 @@ def check_one(path, timeout=20.0) -> Outcome:
     if res.outcome != "crash" and res.peak > 2 * res.justified + SLACK_BYTES:
         res.detail = f"peak {res.peak >> 20} MB above 2 x {res.justified >> 20} MB + 50 MB"
         res.outcome = "crash"
+    if res.outcome != "crash" and not res.detail.startswith("memory:"):
+        code = _info_exit_code(path, timeout)
+        if (code == 0) != (res.outcome == "loaded"):
+            res.detail = f"rwtool info exits {code} on a file the load {res.outcome}"
+            res.outcome = "crash"
     return res
+
+
+def _info_exit_code(path, timeout) -> int | str:
+    """The exit status of ``rwtool info PATH`` run in this process (its output dropped)."""
+    import contextlib
+    import io
+    from rwtool.cli import main
+    old = signal.signal(signal.SIGALRM, _alarm)
+    signal.setitimer(signal.ITIMER_REAL, timeout)
+    try:
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            return main(["info", str(path)])
+    except _Timeout:
+        return "a timeout"
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
 
 
 @dataclass
@@ -539,7 +592,8 @@ def campaign(examples: int, seed: int, limit_mb: int, max_bomb_mb: int, workdir=
             raise
         except Exception:                # a mutation that cannot be written is not a case
             return
-        summary.add(mutation, check_one(path), time.perf_counter() - t)
+        summary.add(mutation, check_one(path, csv=work / "data.csv"),
+                    time.perf_counter() - t)
         if summary.tried % 250 == 0:
             print(f"{summary.tried} files: {dict(summary.outcomes)}", file=sys.stderr,
                   flush=True)

@@ -2,10 +2,12 @@
 
 A short campaign of hypothesis-drawn mutations of valid files of every saved class
 (truncation, byte flips, zip header fields, array members and document values replaced with
-every checksum recomputed, zip bombs, special files): every file must load (and predict) or be
-refused with ModelFileError, within 2 x the bytes its parameters justify + 50 MB of traced
-memory, and the child must survive its memory cap. The long campaign and its figures are in
-docs/BENCHMARKS.md (python -m benchmarks.robustness.fuzz_models --examples 5000).
+every checksum recomputed, zip bombs, text no writer can take, special files): every file must
+load (and predict, and apply its preprocessing record to a CSV) or be refused with
+ModelFileError, within 2 x the bytes its parameters justify + 50 MB of traced memory, ``rwtool
+info`` must refuse exactly what the load refuses, and the child must survive its memory cap.
+The long campaign and its figures are in docs/BENCHMARKS.md (python -m
+benchmarks.robustness.fuzz_models --examples 5000).
 """
 
 import json
@@ -31,5 +33,5 @@ def test_fuzz_campaign_in_a_memory_capped_process(tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert s["tried"] >= 140 and s["loaded"] > 0 and s["refused"] > 0
     assert set(s["by_kind"]) >= {"truncate", "flip", "zipfield", "array", "doc", "bomb",
-                                 "special"}
+                                 "text", "special"}
     assert s["worst_peak_over_target"] <= 1.0

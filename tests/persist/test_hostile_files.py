@@ -339,3 +339,75 @@ def test_monte_carlo_stump_indices_checked(tmp_path, which):
     np.save(buf, arr, allow_pickle=False)
     parts[f"arrays/{node['id']}.npy"] = buf.getvalue()
     refused(rebuild(tmp_path / "bad.rwm", parts, doc), "column index")
+
+
+# ----------------------------------------------------------------------------- text (issue 27)
+
+@pytest.fixture(scope="module")
+def csv_model(tmp_path_factory):
+    """A model saved with its preprocessing record (a numeric and a categorical column) and the
+    CSV it applies to."""
+    from rwtool.data import read_csv
+    d = tmp_path_factory.mktemp("text")
+    rng = np.random.default_rng(0)
+    csv = d / "d.csv"
+    csv.write_text("u,k,label\n" + "".join(
+        f"{a:.4f},{'abc'[i % 3]},{'pn'[int(a > 0)]}\n"
+        for i, a in enumerate(rng.standard_normal(60))))
+    ds = read_csv(csv, target="label")
+    est = RKSClassifier(base="sign", n_features=5, random_state=0).fit(ds.X, ds.y)
+    return P.save(est, d / "m.rwm", preprocessing=ds), csv
+
+
+def _set(doc, where, value):
+    node = doc
+    for k in where[:-1]:
+        node = node[k]
+    node[where[-1]] = value
+
+
+@pytest.mark.parametrize("where,value,fragment", [
+    (("preprocessing", "na_values", 0), "\ud800",
+     "the document's preprocessing.na_values[0] holds text that is not valid Unicode "
+     "(character 0, '\\ud800', is a lone surrogate)"),
+    (("preprocessing", "columns", 1, "categories", 0), "b\udfff",
+     "preprocessing.columns[1].categories[0] holds text that is not valid Unicode (character 1"),
+    (("feature_names", 0), "u\ud83d", "feature_names[0] holds text that is not valid"),
+    (("notes",), "n" * (1 << 16) + "!", "notes holds 65537 characters of text; rwtool "
+                                     "writes at most 65536"),
+    (("metrics", "items", "bad\ud800key"), 1.0, "metrics.items['bad\\ud800key']"),
+])
+def test_text_no_writer_can_take_is_refused_at_load(tmp_path, csv_model, where, value,
+                                                    fragment):
+    """A preprocessing record whose na_values held a lone surrogate ("\\ud800", valid JSON)
+    loaded, then crashed with UnicodeEncodeError when applied to a CSV. Every string of the
+    document is checked at load -- encodable, bounded -- and refused naming the field, by
+    load, info and predict alike."""
+    path, csv = csv_model
+    parts, doc = doc_of(path)
+    _set(doc, where, value)
+    bad = rebuild(tmp_path / "t.rwm", parts, doc)
+    msg = refused(bad, fragment)
+    for args in (("info", bad), ("info", bad, "--json"), ("predict", bad, csv)):
+        r = cli(*args)
+        assert r.returncode == 1 and msg in r.stderr, (args, r.stderr)
+        assert "internal error" not in r.stderr
+
+
+def test_text_arrays_are_checked_when_saved_and_loaded(tmp_path, data):
+    """Class labels saved as a fixed-width text array: a lone surrogate in them is refused by
+    save (nothing load would refuse is written) and by load (a file built by hand)."""
+    X, y = data
+    est = RWClassifier(n_features=6, random_state=0).fit(X, np.where(y == "a", "a", "\ud800"))
+    with pytest.raises(P.ModelFileError, match=r"cannot save: .*classes_'\] holds text that is "
+                                               r"not valid Unicode \(code point 0xd800\)"):
+        P.save(est, tmp_path / "s.rwm")
+    assert not list(tmp_path.iterdir())               # nothing written, no temporary left
+    good = P.save(RWClassifier(n_features=6, random_state=0).fit(X, y), tmp_path / "g.rwm")
+    parts, doc = doc_of(good)
+    key = doc["estimator"]["fitted"]["items"]["classes_"]["id"]
+    buf = io.BytesIO()
+    np.save(buf, np.array(["a", "\ud800"]), allow_pickle=False)
+    parts[f"arrays/{key}.npy"] = buf.getvalue()
+    doc["arrays"][key].update(dtype="<U1", shape=[2])
+    refused(rebuild(tmp_path / "u.rwm", parts, doc), "not valid Unicode (code point 0xd800)")
