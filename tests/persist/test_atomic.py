@@ -127,7 +127,7 @@ def test_cli_and_app_say_what_the_save_removed(tmp_path, model, capsys):
     assert temporaries(tmp_path) == []
     from types import SimpleNamespace
     pytest.importorskip("PySide6")
-    from gui.export_actions import ExportActions
+    from gui.panels.export_actions import ExportActions
     (tmp_path / dead).write_bytes(b"PK dead")
     shown = []
     app = ExportActions()
