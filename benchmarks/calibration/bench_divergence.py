@@ -40,7 +40,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from benchmarks._common.argcheck import check_choices, csv_list
-from benchmarks.speed.bench_core import machine
+from benchmarks._common.output import machine
 from benchmarks.calibration.defaults import DATASETS, INSTANTIATIONS, REGRESSION, error, load, rows
 
 #: the early-stop multiple before this measurement

@@ -23,7 +23,7 @@ import warnings
 
 import numpy as np
 
-from benchmarks.speed.bench_core import machine
+from benchmarks._common.output import machine
 from benchmarks.calibration.defaults import error, load
 
 

@@ -32,7 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks._common.argcheck import check_choices, csv_list
-from benchmarks.speed.bench_core import machine
+from benchmarks._common.output import machine
 from benchmarks.calibration.defaults import ABS_TOL, DATASETS, REGRESSION, REL_TOL, error, load
 
 PARAM = {"rwsign": "theta", "rwrelu": "theta", "rwexpsign": "kappa", "rwexprelu": "kappa"}

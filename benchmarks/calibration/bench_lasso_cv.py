@@ -24,8 +24,8 @@ import warnings
 
 import numpy as np
 
-from benchmarks.speed.bench_core import machine
-from benchmarks.speed.bench_lasso import write_section
+from benchmarks._common.output import machine
+from benchmarks._common.output import write_section
 from benchmarks.calibration.defaults import REGRESSION, error, load
 
 SETS = ("cancer", "diabetes", "make_classification", "abalone", "mnist17", "adults")

@@ -27,7 +27,7 @@ import warnings
 from pathlib import Path
 
 from benchmarks._common.argcheck import check_choices, csv_list
-from benchmarks.speed.bench_core import machine
+from benchmarks._common.output import machine
 from benchmarks.calibration.defaults import ABS_TOL, DATASETS, REGRESSION, REL_TOL, error, load
 
 #: group -> (parameter, values; the first is the default)

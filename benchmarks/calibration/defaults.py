@@ -71,7 +71,7 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks._common.argcheck import check_choices, csv_list
-from benchmarks.speed.bench_core import machine
+from benchmarks._common.output import machine
 from benchmarks._common.datasets import LOADERS
 from benchmarks.papers.reproduce import TABLE_500, _checkpoint
 

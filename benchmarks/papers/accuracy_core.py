@@ -17,7 +17,7 @@ import sys
 import time
 
 import numpy as np
-from benchmarks.speed.bench_core import machine
+from benchmarks._common.output import machine
 from benchmarks._common.datasets import datasets_root, load_adults, load_cancer
 
 PAPER = {("cancer", "rwsign"): 0.048, ("adults", "rwrelu"): 0.147, ("adults", "rwstumps"): 0.145}

@@ -55,7 +55,7 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks.speed.bench_core import machine
+from benchmarks._common.output import machine
 from benchmarks._common.datasets import LOADERS, datasets_root
 
 # (dataset, instantiation) -> (RKS, RW) of EXPERIMENTS.md, Tables 10/16 and 11/17 (T = 500)

@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 from scipy.linalg import eigh
 
-from benchmarks.speed.bench_rfsgd import write_results
+from benchmarks._common.output import write_results
 from benchmarks._common.datasets import load_adults
 from rwtool._base import Standardizer
 from rwtool.estimators._greedy_mk import GreedyMKClassifier

@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 from numba import njit
 
-from benchmarks.speed.bench_rfsgd import write_results
+from benchmarks._common.output import write_results
 from rwtool.features._fourier import RandomFourierFeatures, shift_invariant_kernel
 from rwtool.exceptions import NumericalError
 from rwtool.losses import LOGISTIC, loss_deriv

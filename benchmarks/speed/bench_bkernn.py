@@ -27,8 +27,6 @@ from __future__ import annotations
 import argparse
 import math
 import os
-import platform
-import subprocess
 import time
 from pathlib import Path
 
@@ -36,6 +34,7 @@ import numba
 import numpy as np
 from numba import njit, prange
 
+from benchmarks._common.output import machine
 from rwtool.solvers._bkernn import fit_particles, prox
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -142,16 +141,6 @@ def make_data(n, d, k=3, seed=0):
     P = ortho_group.rvs(d, random_state=rng)[:, :k] if d > 1 else np.ones((1, 1))
     X = rng.uniform(-1, 1, (n, d))
     return X, np.abs(np.sin(X @ P).sum(axis=1))
-
-
-def machine():
-    try:
-        out = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
-        name = next(line.split(":", 1)[1].strip() for line in out.splitlines()
-                    if line.startswith("Model name"))
-    except (OSError, StopIteration):
-        name = platform.processor() or "unknown"
-    return f"{name}, {os.cpu_count()} logical cores"
 
 
 def main(argv=None):

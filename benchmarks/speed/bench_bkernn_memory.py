@@ -75,7 +75,7 @@ def main(argv=None):
         r = rows[-1]
         print(f"  n = {n}: estimate {r['estimate'] / 2**20:.1f} MiB, measured "
               f"{r['measured'] / 2**20:.1f} MiB", file=sys.stderr, flush=True)
-    from benchmarks.speed.bench_bkernn import machine
+    from benchmarks._common.output import machine
     print(f"#### Default BKerNNRegressor fits, d = {rows[0]['d']}, m = 50, one thread "
           f"({machine()})\n")
     print("| n | iterations | estimate (MiB) | measured peak added by the fit (MiB) | "

@@ -21,7 +21,8 @@ import time
 
 import numpy as np
 
-from benchmarks.speed.bench_bkernn import machine, make_data
+from benchmarks._common.output import machine
+from benchmarks.speed.bench_bkernn import make_data
 from rwtool.estimators._bkernn import BKerNNRegressor
 from rwtool.solvers._bkernn_cg import block_count
 from rwtool.solvers._bkernn import fit_particles

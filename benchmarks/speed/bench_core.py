@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import subprocess
 import sys
 import tempfile
@@ -27,21 +26,13 @@ import time
 import numpy as np
 
 from benchmarks._common.datasets import datasets_root, load_adults
+from benchmarks._common.output import machine
 
 
 def _timed(fn):
     t = time.perf_counter()
     out = fn()
     return time.perf_counter() - t, out
-
-
-def machine() -> str:
-    try:
-        with open("/proc/cpuinfo") as fh:
-            model = next(l.split(":", 1)[1].strip() for l in fh if l.startswith("model name"))
-    except (OSError, StopIteration):
-        model = platform.processor() or "unknown CPU"
-    return f"{model}, {os.cpu_count()} cores, Python {platform.python_version()}"
 
 
 def speed(root, T: int, repeats: int) -> dict:

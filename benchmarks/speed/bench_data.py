@@ -27,7 +27,7 @@ import time
 
 import numpy as np
 
-from benchmarks.speed.bench_lasso import _machine, write_section
+from benchmarks._common.output import machine, write_section
 
 
 def _write_numeric(path, n_rows, n_cols, rng):
@@ -150,7 +150,7 @@ def main(argv=None):
         size, t = speed(tmp, args.repeats, rng)      # first: a fresh process
         w = wide(tmp, args.repeats, rng)
         counts, crashes, peak = campaign(tmp, args.files, rng)
-    lines = [f"Machine: {_machine()}. In-process timings, median of {args.repeats} interleaved "
+    lines = [f"Machine: {machine()}. In-process timings, median of {args.repeats} interleaved "
              f"runs; the machine was shared with other work, so absolute times are noisy and "
              f"the ratios are what to read.", "",
              f"10^6 rows x 3 numeric columns ({size / 1e6:.1f} MB):", "",

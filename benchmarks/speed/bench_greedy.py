@@ -17,7 +17,7 @@ import argparse
 import time
 import numpy as np
 
-from benchmarks.speed.bench_rfsgd import machine, write_results
+from benchmarks._common.output import machine, write_results
 from rwtool.features._taylor import TaylorMultiKernelFeatures
 from rwtool.solvers._greedy import DictionaryView, mfga
 

@@ -22,7 +22,7 @@ import time
 
 import numpy as np
 
-from benchmarks.speed.bench_core import machine
+from benchmarks._common.output import machine
 from benchmarks._common.datasets import load_abalone, load_adults, load_cancer
 
 DATASETS = {"cancer": load_cancer, "adults": load_adults, "abalone": load_abalone}

@@ -14,37 +14,16 @@ these near-collinear features neither solver may meet the tolerance within the c
 from __future__ import annotations
 
 import argparse
-import re
-import subprocess
 import time
 import warnings
-from pathlib import Path
 
 import numpy as np
 
 from benchmarks._common.datasets import load_adults
+from benchmarks._common.output import machine, write_section
 from rwtool._base import Standardizer
 from rwtool.features import RWStumps
 from rwtool.solvers._lasso import duality_gap, lasso_objective, lasso_path
-
-
-def _machine():
-    out = subprocess.run("lscpu | grep 'Model name'", shell=True, capture_output=True, text=True)
-    return out.stdout.split(":")[-1].strip() or "unknown"
-
-
-def write_section(path, name, text):
-    """Replace (or append) the section between <!-- name:start --> and <!-- name:end -->."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    old = path.read_text() if path.exists() else "# Solver benchmarks (issue 8)\n"
-    block = f"<!-- {name}:start -->\n{text}\n<!-- {name}:end -->"
-    pat = re.compile(rf"<!-- {name}:start -->.*?<!-- {name}:end -->", re.S)
-    if pat.search(old):
-        new = pat.sub(lambda _m: block, old)
-    else:
-        new = old.rstrip() + "\n\n" + block + "\n"
-    path.write_text(new)
 
 
 def main(argv=None):
@@ -110,7 +89,7 @@ def main(argv=None):
         if k in ("rows", "T", "lam", "tol", "max_iter", "repeats", "plain_repeats")))
     lines = [f"## Lasso: rwtool vs scikit-learn on adults RWStumps features "
              f"({m} x {args.T}, lam = {args.lam:g})", "",
-             f"Command: `{cmd}`  ", f"Machine: {_machine()}, 2 cores shared with other jobs; "
+             f"Command: `{cmd}`  ", f"Machine: {machine()}, shared with other jobs; "
              f"min of {args.repeats} interleaved repeats, tol = {args.tol:g}, at most "
              f"{args.max_iter} sweeps each (scikit-learn without precompute: "
              f"{args.plain_repeats} run(s), it takes minutes). rwtool forms Phi^T Phi / m "

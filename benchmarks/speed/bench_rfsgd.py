@@ -21,34 +21,15 @@ from __future__ import annotations
 
 import argparse
 import math
-import platform
-import subprocess
 import time
-from pathlib import Path
 
 import numpy as np
 
 from benchmarks._common.datasets import LOADERS
+from benchmarks._common.output import machine, write_results
 from rwtool._base import Standardizer
 from rwtool.estimators._rfsgd import RFSGDClassifier
 from rwtool.solvers._sgd import averaged_sgd, default_gamma
-
-
-def machine() -> str:
-    try:
-        out = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
-        name = next(l.split(":", 1)[1].strip() for l in out.splitlines() if "Model name" in l)
-    except (OSError, StopIteration):
-        name = platform.processor()
-    import os
-    return f"{name}, {os.cpu_count()} cores"
-
-
-def write_results(text: str, path) -> None:
-    """Print a results table and, when ``path`` is given, write it there."""
-    print(text)
-    if path:
-        Path(path).write_text(text + "\n")
 
 
 def run(dataset, root, M, passes, lam, repeats, sigma):

@@ -15,7 +15,7 @@ import time
 
 import numpy as np
 
-from benchmarks.speed.bench_lasso import _machine, write_section
+from benchmarks._common.output import machine, write_section
 from benchmarks._common.datasets import load_mnist17
 from rwtool._base import Standardizer
 from rwtool.features import RWSign
@@ -58,7 +58,7 @@ def main(argv=None):
            f"--repeats {args.repeats}")
     lines = [f"## SFGD / OSD: time against T (mnist17, {len(X)} x {X.shape[1]}, RWSign, "
              f"b = {args.batch})", "", f"Command: `{cmd}`  ",
-             f"Machine: {_machine()}, 2 cores shared with other jobs; min of {args.repeats} "
+             f"Machine: {machine()}, shared with other jobs; min of {args.repeats} "
              f"interleaved repeats.", "",
              "| T | SFGD time (s) | SFGD ratio to T/2 | OSD time (s) | OSD ratio to T/2 |",
              "|---|---|---|---|---|"]

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks.speed.bench_core import machine
+from benchmarks._common.output import machine
 from benchmarks._common.datasets import datasets_root, load_adults
 
 
