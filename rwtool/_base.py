@@ -12,6 +12,8 @@ import contextlib
 import inspect
 import math
 import numbers
+import sys
+import warnings
 from typing import Any
 
 import numpy as np
@@ -34,7 +36,6 @@ def _not_fitted(message: str) -> NotFittedError:
     rwtool does not import scikit-learn, but code that mixes the two (pipelines, search
     utilities, estimator checks) catches ``sklearn.exceptions.NotFittedError``.
     """
-    import sys
     sk = sys.modules.get("sklearn.exceptions")
     if sk is None:
         return NotFittedError(message)
@@ -44,7 +45,6 @@ def _not_fitted(message: str) -> NotFittedError:
 
 def _data_conversion_warning():
     """UserWarning, or scikit-learn's DataConversionWarning when scikit-learn is loaded."""
-    import sys
     sk = sys.modules.get("sklearn.exceptions")
     return UserWarning if sk is None else sk.DataConversionWarning
 
@@ -100,6 +100,7 @@ class BaseEstimator:
         return f"{type(self).__name__}({', '.join(changed)})"
 
     def __sklearn_tags__(self):  # pragma: no cover - exercised through scikit-learn's checks
+        # scikit-learn calls this, so it is loaded; rwtool itself never imports it
         from sklearn.utils import (ClassifierTags, InputTags, RegressorTags, Tags, TargetTags,
                                    TransformerTags)
         kind = self._estimator_type
@@ -288,7 +289,6 @@ def check_X_y(X, y, y_numeric: bool = False, min_samples: int = 1):
                          "pass the target values (one per row of X)")
     y = np.asarray(y)
     if y.ndim == 2 and y.shape[1] == 1 and not y_numeric:
-        import warnings
         warnings.warn("A column-vector y was passed when a 1d array was expected (shape "
                       "(n, 1)); it was flattened. Pass y.ravel() to silence this warning",
                       _data_conversion_warning(), stacklevel=3)

@@ -25,8 +25,14 @@ from pathlib import Path
 import numpy as np
 
 from ._version import __version__
+from .data import (DataError, Preprocessing, list_samples, preview_csv, read_csv, samples_dir,
+                   train_test_csv)
+from .exceptions import FitCancelled, ModelFileError, NumericalError, human_bytes
+from .persist import read_info, read_model, save
 from .report import (METHODS, Terms, apply_to_file, bound_meanings, bounds_table, check_labels,
                      evaluate, fit_summary, prediction_columns, write_csv, write_predictions)
+from .resources import MEMORY_FRACTION, available_memory
+from .scale import can_stream, train_csv
 
 __all__ = ["main", "build_parser", "CLIError", "CLI_TERMS"]
 
@@ -272,8 +278,6 @@ def _add_dialect_options(g) -> None:
 # ============================================================================ commands
 
 def cmd_train(args) -> int:
-    from .data import read_csv, train_test_csv
-    from .progress import FitCancelled
 
     if _should_stream(args):
         return _train_streaming(args)
@@ -334,7 +338,6 @@ def _report_training(args, est, metrics, notes, preprocessing, data_summary,
                      bounds=()) -> None:
     """Save the model (with --out) and print the training report (table or JSON); the bound
     rows (rwtool.report.bounds_table) are printed with what each number means."""
-    from .persist import save
     saved = None
     if args.out:
         saved = save(est, args.out, preprocessing=preprocessing, metrics=metrics,
@@ -390,8 +393,6 @@ _IN_MEMORY_FACTOR = 3
 def _should_stream(args) -> bool:
     """--stream yes/no, or auto: stream a regular file whose in-memory reading would not fit (or
     would pass the size limit) when the method learns from sums of rows."""
-    from .resources import MEMORY_FRACTION, available_memory
-    from .scale._train_csv import can_stream
     if args.stream == "no":
         return False
     path = args.data
@@ -419,8 +420,6 @@ def _should_stream(args) -> bool:
 
 def _train_streaming(args) -> int:
     """`rwtool train` on a file read in blocks (rwtool.scale._train_csv): bounded memory."""
-    from .progress import FitCancelled
-    from .scale._train_csv import train_csv
 
     opts = _data_options(args)
     opts.pop("nrows", None)
@@ -461,7 +460,6 @@ def _model_limit(args) -> dict:
 
 
 def _read_model(args):
-    from .persist import read_model
     return read_model(args.model, **_model_limit(args))
 
 
@@ -526,9 +524,6 @@ def cmd_evaluate(args) -> int:
 
 
 def cmd_info(args) -> int:
-    from .data import Preprocessing
-    from .exceptions import human_bytes
-    from .persist import read_info
     info = read_info(args.model, **_model_limit(args))
     if args.json:
         _emit_json(info)
@@ -559,7 +554,6 @@ def cmd_info(args) -> int:
 
 
 def cmd_inspect(args) -> int:
-    from .data import preview_csv
     pv = preview_csv(args.data, n_head=args.head, **_dialect_options(args))
     if args.json:
         _emit_json(pv.to_dict())
@@ -585,7 +579,6 @@ def cmd_inspect(args) -> int:
 # ============================================================================ samples
 
 def cmd_samples(args) -> int:
-    from .data import list_samples, samples_dir
     samples = list_samples()
     if args.copy:
         dest = Path(args.copy)
@@ -761,10 +754,6 @@ def main(argv=None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exc:             # --help, --version, usage errors
         return int(exc.code or 0)
-    from .data import DataError
-    from .exceptions import NumericalError
-    from .persist import ModelFileError
-    from .progress import FitCancelled
 
     def show_warning(message, category, filename, lineno, file=None, line=None):
         sys.stderr.write(f"rwtool: warning: {' '.join(str(message).split())}\n")

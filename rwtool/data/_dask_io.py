@@ -57,7 +57,7 @@ def _is_parquet(path: str) -> bool:
 
 def _parquet_table(path, columns=None):
     """A Parquet file as rwtool's parsed-table form: every cell as text, null as empty."""
-    import pyarrow.compute as pc
+    import pyarrow.compute as pc   # Parquet files only: not loaded for CSV reading
     import pyarrow.parquet as pq
 
     tbl = pq.read_table(path, columns=columns)
@@ -126,7 +126,7 @@ def read_files(paths, target=None, *, preprocessing=None, sample=None, **options
 
     ``y`` is None when the files lack the recorded target.
     """
-    import dask
+    import dask                     # optional (rwtool[dask]): loaded only for many files
     import dask.array as da
 
     files = _expand(paths)

@@ -216,7 +216,7 @@ def _lookup(kind: str, name: str):
 
 def _inverse_cdf(distribution, U, n_in, sigma):
     """Points of (0, 1)^d through the inverse CDF of a built-in distribution."""
-    from scipy.special import ndtri
+    from scipy.special import ndtri      # quasi-Monte Carlo only: keeps scipy.special off import
     U = np.clip(U, 1e-16, 1.0 - 1e-16)
     if distribution == "normal":
         return ndtri(U) * sigma
@@ -286,7 +286,7 @@ def sample_draws(rng, distribution, size, n_in, sigma, sampling="mc", antithetic
     dist = _lookup("distribution", distribution)
     if isinstance(dist, str):
         if sampling == "qmc":
-            from scipy.stats import qmc
+            from scipy.stats import qmc      # scipy.stats is slow to import; only qmc needs it
             d = 2 if dist == "stumps" else n_in
             if d > 21201:
                 raise ValueError(f"sampling='qmc' supports up to 21201 dimensions (scipy's "

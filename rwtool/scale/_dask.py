@@ -47,7 +47,7 @@ SPLIT_EVERY = 8
 
 
 def _dask():
-    try:
+    try:        # optional (rwtool[dask]): rwtool imports and fits without Dask
         import dask
         import dask.array as da
     except ImportError as exc:   # pragma: no cover - the extra is installed in the tests
