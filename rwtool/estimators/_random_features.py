@@ -37,7 +37,7 @@ from ..losses import LOSSES, get_loss
 from ..progress import make_progress
 from ..resources import FitEstimate, check_fit_memory
 from ..model_selection._selection import clone, fold_ids, select_reg
-from ..solvers._lasso import lasso_fit
+from ..solvers._lasso import fit_mode as lasso_fit_mode, lasso_fit
 from ..solvers._lasso_cv import N_LAMS
 from ..solvers._osd import osd_fit
 from ..solvers._prune import ACCEPT_CRITERIA, make_accept, prune_weights, subset_map, subset_scale
@@ -439,7 +439,8 @@ class _RandomFeatureModel(BaseEstimator):
         a training fold's and the reg path's matrices instead ((3 + 4) T^2, plus G), with the
         features and a copy of one fold's rows at a time (one pass; the choice and the final
         solve come from the sums); the Lasso holds Phi
-        (n x T) in design mode (n T <= 32e6), else a block and the normal equations (3 T^2);
+        (n x T) in design mode (``lasso.fit_mode``: T > 3000 and n T <= 32e6), else a block
+        and the normal equations (3 T^2);
         SFGD/OSD the features of a block of 64 batches twice (2 x 64 b T: the features and
         their product temporary), the block's base predictions (64 b x 64) and Gram columns;
         SGD a chunk of 2048 rows of features. Each class (one-vs-rest column) adds, beyond its
@@ -496,11 +497,12 @@ class _RandomFeatureModel(BaseEstimator):
             detail = (f"the {T} x {T} normal equations of {AUTO_FOLDS} folds and the Lasso "
                       f"path of each, features in blocks of {block} rows")
         elif solver == "lasso":
-            design = n * T <= 32_000_000
+            design = lasso_fit_mode(n, T) == "design"
             words += (n * T if design else block * T + 3 * T * T) + rw_gram * T * T
             per_class = 4 * T
             sweeps = 1000 if self.max_iter is None else int(self.max_iter)
             ops += (n if design else T) * T * min(sweeps, 50) * k
+            blas += 0.0 if design else n * T * T      # the normal equations
             detail = (f"the {n} x {T} feature matrix" if design
                       else f"the {T} x {T} normal equations") + " of the Lasso"
         elif solver in ("sfgd", "osd"):

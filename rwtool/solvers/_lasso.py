@@ -46,8 +46,8 @@ from ..exceptions import ConvergenceWarning, NumericalError
 from ..progress import FitCancelled, make_progress
 from ._ridge import auto_block_size, normal_equations
 
-__all__ = ["lasso_path", "lasso_gram", "gram_path", "lam_max", "lasso_fit", "lasso_objective",
-           "duality_gap"]
+__all__ = ["lasso_path", "lasso_gram", "gram_path", "lam_max", "lasso_fit", "fit_mode",
+           "finish_on_support", "lasso_objective", "duality_gap"]
 
 
 # ----------------------------------------------------------------------------- numba kernels
@@ -226,10 +226,12 @@ def _check_lam(lam):
 _INNER_SWEEPS = 200
 
 
-def _solve_ws(X, y, yy, lam, a, tol, max_sweeps, c, lam_prev, dtol):
+def _solve_ws(X, y, yy, lam, a, tol, max_sweeps, c, lam_prev, dtol, finish=False):
     """One lam, one column, working sets; ``a`` (T,) is the warm start, updated in place.
 
-    ``c`` = X^T (y - X a) / m at the warm start. Returns (sweeps, gap, c at the solution).
+    ``c`` = X^T (y - X a) / m at the warm start. With ``finish`` the iterate is then replaced
+    by the solution of the optimality conditions on W (:func:`finish_on_support`) when that
+    lowers the full problem's gap. Returns (sweeps, gap, c at the solution).
     """
     m, T = X.shape
     tol_abs = tol * yy
@@ -283,6 +285,14 @@ def _solve_ws(X, y, yy, lam, a, tol, max_sweeps, c, lam_prev, dtol):
         q = np.concatenate([q, (XN.T @ y) / m])
         W = np.concatenate([W, viol])
         XW = np.asfortranarray(np.hstack([XW, XN]))
+    if finish:
+        aW = np.ascontiguousarray(a[W])
+        finish_on_support(np.ascontiguousarray(Q), q, yy, lam, aW, Q @ aW, math.inf)
+        trial = np.zeros(T)
+        trial[W] = aW
+        g, cf = _gap_from_residual(X, y, y - XW @ aW, trial, lam)
+        if g < gap:
+            a[:], gap, c = trial, g, cf
     return sweeps, gap, c
 
 
@@ -358,7 +368,8 @@ def lasso_path(X, Y, lam, path_length: int = 1, lams=None, coef_init=None, tol: 
                 s, gap = 0, 0.0
             else:
                 s, gap, C[:, j] = _solve_ws(X, y, float(YY[j]), float(lam_i), a, tol,
-                                            int(max_iter), C[:, j], lam_prev, tol)
+                                            int(max_iter), C[:, j], lam_prev, tol,
+                                            finish=li == len(grid) - 1)
             coef[:, j] = a
             _record(info, j, s, gap, tol * YY[j])
             if j == k - 1:
@@ -390,7 +401,7 @@ def _lasso_precomputed(X, Y, lam, path_length, lams, coef_init, tol, max_iter, p
             # with the exact residual on working sets, warm-started here
             a = C[:, j].copy()
             s, gap, _ = _solve_ws(X, np.ascontiguousarray(Y[:, j]), float(YY[j]), lam_last, a,
-                                  tol, left, c, None, tol)
+                                  tol, left, c, None, tol, finish=True)
             C[:, j] = a
             info["sweeps"][j] += int(s)
         info["gap"][j] = float(gap)
@@ -482,8 +493,11 @@ def lasso_gram(Q, q, yy, lam, path_length: int = 1, lams=None, coef_init=None,
         for j in range(k):
             a = coef[:, j].copy()
             h = np.ascontiguousarray(H[:, j])
-            s, gap = _cd_gram(Q, np.ascontiguousarray(q[:, j]), float(yy[j]), float(lam_i), a,
-                              h, tol * float(yy[j]), tol, int(max_iter))
+            qj = np.ascontiguousarray(q[:, j])
+            s, gap = _cd_gram(Q, qj, float(yy[j]), float(lam_i), a, h, tol * float(yy[j]), tol,
+                              int(max_iter))
+            if li == len(grid) - 1:
+                gap = finish_on_support(Q, qj, float(yy[j]), float(lam_i), a, h, gap)
             coef[:, j] = a
             H[:, j] = h
             _record(info, j, s, gap, tol * float(yy[j]))
@@ -546,6 +560,21 @@ def _active_set_step(Q, q, yy, lam, a, tol_abs):
         viol = viol[np.argsort(-np.abs(c[viol]))[:max(1, len(A) // 4)]]
         A, sgn = np.concatenate([A, viol]), np.concatenate([sgn, np.sign(c[viol])])
     return best
+
+
+def finish_on_support(Q, q, yy, lam, a, h, gap):
+    """The Lasso solution itself from a coordinate-descent iterate: the optimality conditions
+    solved on its support (:func:`_active_set_step`, run until no coordinate violates them),
+    kept when its duality gap is below ``gap``; ``a``, ``h`` in place, returns the gap.
+
+    Coordinate descent stops anywhere within ``tol`` of the optimum, at a point that depends on
+    the rounding of Q (sums added in another order: fit, partial_fit, Dask); the solution of
+    the optimality conditions does not, up to the conditioning of Q on the support.
+    """
+    step = _active_set_step(Q, q, yy, lam, a, 0.0)
+    if step is not None and step[2] < gap:
+        a[:], h[:], gap = step
+    return gap
 
 
 def _cd_active_set(Q, q, yy, lam, a, h, tol, max_iter):
@@ -613,19 +642,26 @@ def gram_path(Q, q, yy, lams, tol: float = 1e-4, max_iter: int = 1000, coef_init
 DESIGN_BUDGET = 32_000_000
 
 
+def fit_mode(m: int, T: int) -> str:
+    """The mode ``lasso_fit(mode="auto")`` takes for m rows and T features: "gram", the mode of
+    partial_fit and Dask (the same sums, the same kernel), unless T > ``GRAM_MAX_T`` and the
+    m x T feature matrix fits in ``DESIGN_BUDGET`` entries (working sets, O(m T) memory)."""
+    return "design" if T > GRAM_MAX_T and m * T <= DESIGN_BUDGET else "gram"
+
+
 def lasso_fit(feature_map, X, Y, lam, path_length: int = 1, tol: float = 1e-4,
               max_iter: int = 1000, mode: str = "auto", block_size=None, progress=None):
     """The Lasso fit of a fitted feature map (003 Algorithm 5 for RW, Algorithm 2 for RKS).
 
     ``mode``: "design" builds Phi (m x T) and uses working sets; "gram" accumulates
-    Phi^T Phi / m block by block (memory O(T^2)); "auto" picks "design" when Phi has at most
-    ``DESIGN_BUDGET`` entries. Returns ``(coef (T, k), info)`` on all T features; the estimator
-    keeps the non-zero rows.
+    Phi^T Phi / m block by block (memory O(T^2)); "auto": :func:`fit_mode`. Either way the
+    returned solution is finished on its support (:func:`finish_on_support`). Returns
+    ``(coef (T, k), info)`` on all T features; the estimator keeps the non-zero rows.
     """
     progress = make_progress(progress)
     m, T = X.shape[0], feature_map.n_output_
     if mode == "auto":
-        mode = "design" if m * T <= DESIGN_BUDGET else "gram"
+        mode = fit_mode(m, T)
     if mode == "design":
         progress.start("features", m)
         Phi = np.empty((m, T))

@@ -32,7 +32,7 @@ import math
 import numpy as np
 
 from ..progress import make_progress
-from ._lasso import _warn_unconverged, gram_path
+from ._lasso import _warn_unconverged, finish_on_support, gram_path
 from ._sufficient import best_index, class_of, coded_accuracy, scored_folds
 
 __all__ = ["lasso_cv", "lam_grid", "N_LAMS", "LAM_RATIO", "MAX_EXTEND"]
@@ -134,8 +134,15 @@ def lasso_cv(stats, classifier: bool, n_lams: int = N_LAMS, ratio: float = LAM_R
                             on_output=lambda c: progress.update((c + 1) * steps))
     progress.end()
     coef = path[-1]
-    info = {"gap": pinfo["gap"][-1].tolist(), "sweeps": pinfo["sweeps"].sum(axis=0).tolist(),
-            "converged": pinfo["converged"][-1].tolist(), "lams": lams[:best + 1],
+    gaps = pinfo["gap"][-1].copy()
+    for j in range(k):      # the returned model is the exact solution, whatever summed the rows
+        if yy[j] > 0.0:
+            a = np.ascontiguousarray(coef[:, j])
+            gaps[j] = finish_on_support(Q, np.ascontiguousarray(q[:, j]), float(yy[j]), lam, a,
+                                        Q @ a, gaps[j])
+            coef[:, j] = a
+    info = {"gap": gaps.tolist(), "sweeps": pinfo["sweeps"].sum(axis=0).tolist(),
+            "converged": (gaps <= tol * yy).tolist(), "lams": lams[:best + 1],
             "tol": tol, "nnz": int(np.count_nonzero(np.any(coef != 0, axis=1)))}
     _warn_unconverged(dict(info, sweeps=pinfo["sweeps"][-1].tolist()), warn, stacklevel=3)
     table = {"reg": lams_up.tolist(), "mean_score": scores.mean(axis=1).tolist(),

@@ -158,6 +158,49 @@ def test_lasso_stream_against_sklearn(data):
     assert s.n_features_out_ == np.count_nonzero(ref)
 
 
+LASSO_CASES = [  # fit solved on working sets before (T > m), and solves that crawl (T < m)
+    (rw.RWRegressor, dict(instantiation="rwrelu", n_features=800, reg=1e-3)),
+    (rw.RKSRegressor, dict(n_features=100, reg=1e-4)),
+    (rw.RKSClassifier, dict(n_features=60, reg=1e-4)),
+]
+
+
+@pytest.mark.parametrize("cls, kw", LASSO_CASES)
+def test_lasso_fit_equals_partial_fit_to_rounding(data, cls, kw):
+    """docs/SCALE.md: at the default tol, the Lasso of fit and of a stream (uneven chunks, a
+    1-row chunk) is one model to rounding: both finish on the solution of the optimality
+    conditions on its support, from Gram matrices equal to rounding (rows summed in another
+    order), so they differ by about cond(Q_AA) x 1e-16 (1e-9 leaves room for a condition number
+    of 1e6). Oracle: the Lasso's optimality conditions checked by numpy on the whole feature
+    matrix: |Phi^T r| / m <= lam, with equality and the coefficient's sign on the support."""
+    X, _, _ = data
+    y = _target(cls, data)
+    kw = dict(kw, solver="lasso", random_state=0)
+    full = cls(**kw).fit(X, y)
+    xs, ys = scan_moments([(X[i:j], y[i:j]) for i, j in CUTS],
+                          regression=cls._estimator_type == "regressor")
+    s = _stream(cls(**kw), X, y, x_scaler=xs, y_scaler=ys)
+    decide = "predict" if cls._estimator_type == "regressor" else "decision_function"
+    assert _rel(getattr(s, decide)(X), getattr(full, decide)(X)) < 1e-9
+    assert all(full.solver_info_["converged"]) and all(s.solver_info_["converged"])
+    # the coded targets the Lasso fitted, and every one of the T features it chose from
+    if cls._estimator_type == "regressor":
+        Y = full.y_scaler_.transform(y[:, None])
+    else:
+        Y = np.where(y[:, None] == full.classes_[None, :], 1.0, -1.0)
+    twin = {k: v for k, v in kw.items() if k not in ("solver", "reg")}
+    Phi = cls(**twin).fit(X, y).feature_matrix(X)
+    kept = full.feature_matrix(X)        # the kept features, rescaled to their number
+    R = Y - kept @ full.coef_
+    C = Phi.T @ R / len(y)
+    lam = kw["reg"]
+    assert np.abs(C).max() <= lam * (1 + 1e-6)
+    unit = lambda P: P / np.maximum(np.linalg.norm(P, axis=0), 1e-300)
+    where = np.argmax(np.abs(unit(Phi).T @ unit(kept)), axis=0)   # each kept feature's column
+    on = full.coef_ != 0
+    np.testing.assert_allclose(C[where][on], lam * np.sign(full.coef_[on]), rtol=1e-6)
+
+
 def test_moments_merge_equals_numpy():
     rng = np.random.default_rng(2)
     X = rng.normal(size=(1001, 3)) * 1e3 + 1e6
