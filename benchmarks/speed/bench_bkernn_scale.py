@@ -1,14 +1,18 @@
-"""BKerNN at scale: time per iteration of the CG and dense paths, a 100,000-row default fit, and
-the regressor against scikit-learn's MLPRegressor on the same data and time budget.
+"""BKerNN at scale: time per iteration of the CG and dense paths, a 100,000-row default fit, the
+regressor against scikit-learn's MLPRegressor on the same data and time budget, and what the CG
+tolerance ``cg_tol`` costs and buys in default fits.
 
     OPENBLAS_NUM_THREADS=1 NUMBA_NUM_THREADS=1 python -m benchmarks.speed.bench_bkernn_scale periter
     OPENBLAS_NUM_THREADS=1 NUMBA_NUM_THREADS=1 python -m benchmarks.speed.bench_bkernn_scale gaps --n 128000
     OPENBLAS_NUM_THREADS=1 NUMBA_NUM_THREADS=1 python -m benchmarks.speed.bench_bkernn_scale fit100k
     OPENBLAS_NUM_THREADS=1 NUMBA_NUM_THREADS=1 python -m benchmarks.speed.bench_bkernn_scale mlp
+    OPENBLAS_NUM_THREADS=1 NUMBA_NUM_THREADS=1 python -m benchmarks.speed.bench_bkernn_scale cgtol
 
 Each prints a markdown section (docs/bench/bkernn.md holds the results). Data: the Experiment 5
 generator of seed 001 (X ~ U[-1, 1]^d, y = |sum_{a<=3} sin((P^T x)_a)|) with N(0, 0.1^2) noise
-on the targets, d = 20; abalone and diabetes for the MLP comparison. The dense path is run up to
+on the targets, d = 20; abalone and diabetes for the MLP comparison; for ``cgtol`` also
+abalone, a subsample of adults (classification) and Friedman's first function
+(scikit-learn's make_friedman1, noise 1). The dense path is run up to
 --dense-max rows only (2000 by default: its n x n buffers are 1 GB at 8000, 16 GB at 32000).
 """
 
@@ -243,9 +247,102 @@ def mlp(datasets_root):
     return "\n".join(lines + [""])
 
 
+# ----------------------------------------------------------------------------- cg_tol
+
+def _cgtol_sets(datasets_root, seed, large):
+    """(name, task, Xtr, ytr, Xte, yte) of the cg_tol comparison; the generated sets are drawn
+    with ``seed``, the real ones have their fixed split (and, for adults, a fixed subsample)."""
+    from sklearn.datasets import make_friedman1
+    from benchmarks._common.datasets import load_abalone, load_adults
+    out = []
+    Xtr, Xte, ytr, yte = load_abalone(datasets_root)
+    out.append(("abalone (3132 / 1045, d = 10)", "regression", Xtr, ytr, Xte, yte))
+    Xtr, Xte, ytr, yte = load_adults(datasets_root)
+    pick = np.random.default_rng(0).permutation(len(ytr))[:3000]
+    out.append(("adults, 3000-row subsample (test 16281, d = 108)", "classification",
+                Xtr[pick], ytr[pick], Xte, yte))
+    X, y = make_friedman1(n_samples=2000, noise=1.0, random_state=seed)
+    out.append(("Friedman #1 (1000 / 1000, d = 10)", "regression", X[:1000], y[:1000],
+                X[1000:], y[1000:]))
+    X, y = noisy_data(large + 4000, 20, seed=seed)
+    out.append((f"Exp. 5 generator + noise ({large} / 4000, d = 20)", "regression",
+                X[:large], y[:large], X[large:], y[large:]))
+    return out
+
+
+def _decisions(est):
+    h = est.history_
+    return np.concatenate([np.asarray(h["n_backtracks"], float), np.asarray(h["accepted"], float)])
+
+
+def cgtol(datasets_root, tols, seeds, dense_max, large):
+    """Default BKerNN fits through the CG path at each ``cg_tol`` and, up to ``dense_max`` rows,
+    the dense path: test error, CPU time, CG iterations, and whether the line search made the
+    same decisions (backtracks and acceptances of every iteration) as the reference -- the
+    dense path where it runs, else the smallest tolerance -- with the largest difference of the
+    test predictions from the reference's, relative to their largest magnitude."""
+    from rwtool.estimators._bkernn import BKerNNClassifier
+    # load the numba kernels of both paths once (not what is measured)
+    Xw, yw = noisy_data(900, 5)
+    for kind in ("cg", "dense"):
+        BKerNNRegressor(max_iter=2, kernel_solver=kind, random_state=0).fit(Xw, yw)
+    kinds = ["dense"] + [f"cg {t:g}" for t in tols]
+    rows = {}
+    for seed in seeds:
+        for name, task, Xtr, ytr, Xte, yte in _cgtol_sets(datasets_root, seed, large):
+            cls = BKerNNRegressor if task == "regression" else BKerNNClassifier
+            runs = {}
+            for kind in kinds:
+                if kind == "dense" and len(ytr) > dense_max:
+                    continue
+                kw = (dict(kernel_solver="dense") if kind == "dense"
+                      else dict(kernel_solver="cg", cg_tol=float(kind.split()[1])))
+                c0 = time.process_time()
+                est = cls(random_state=seed, **kw).fit(Xtr, ytr)
+                cpu = time.process_time() - c0
+                if task == "regression":
+                    out = est.predict(Xte)
+                    err = 1.0 - r2(yte, out)
+                else:
+                    out = est.decision_function(Xte)
+                    err = float(np.mean(est.predict(Xte) != yte))
+                runs[kind] = dict(err=err, cpu=cpu, cg=est.cg_iterations_,
+                                  dec=_decisions(est), out=out)
+            ref = runs.get("dense", runs[kinds[-1]])
+            for kind, run in runs.items():
+                run["same"] = bool(np.array_equal(run["dec"], ref["dec"]))
+                run["diff"] = float(np.abs(run["out"] - ref["out"]).max()
+                                    / np.abs(ref["out"]).max())
+                rows.setdefault((name, task), {}).setdefault(kind, []).append(run)
+                print(f"  seed {seed} {name} {kind}: error {run['err']:.4f}, {run['cpu']:.1f} s "
+                      f"CPU, {run['cg']} CG its, same decisions {run['same']}, "
+                      f"prediction diff {run['diff']:.1e}", flush=True)
+    lines = [f"#### Default fits at each cg_tol, {len(seeds)} seeds (particles; and data for the "
+             f"generated sets)", "",
+             "test error: 1 - R^2 (regression) or the misclassification rate; reference: the "
+             "dense path where it runs, else the smallest cg_tol; prediction difference: the "
+             "largest |difference| of the test predictions (decision values) from the "
+             "reference's over their largest magnitude, worst seed", "",
+             "| data | path | test error, mean (min - max) | CPU s / fit, mean | CG iterations, "
+             "mean | same line-search decisions as the reference | prediction difference |",
+             "|---|---|---|---|---|---|---|"]
+    for (name, _), by_kind in rows.items():
+        for kind in kinds:
+            if kind not in by_kind:
+                continue
+            rs = by_kind[kind]
+            e = np.array([r["err"] for r in rs])
+            lines.append(f"| {name} | {kind} | {e.mean():.4f} ({e.min():.4f} - {e.max():.4f}) | "
+                         f"{np.mean([r['cpu'] for r in rs]):.1f} | "
+                         f"{np.mean([r['cg'] for r in rs]):.0f} | "
+                         f"{sum(r['same'] for r in rs)} of {len(rs)} | "
+                         f"{max(r['diff'] for r in rs):.1e} |")
+    return "\n".join(lines + [""])
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("what", choices=["periter", "gaps", "fit100k", "mlp"])
+    ap.add_argument("what", choices=["periter", "gaps", "fit100k", "mlp", "cgtol"])
     ap.add_argument("--sizes", default="2000,8000,32000,128000")
     ap.add_argument("--d", type=int, default=20)
     ap.add_argument("--m", type=int, default=50)
@@ -254,6 +351,10 @@ def main(argv=None):
     ap.add_argument("--repeats", type=int, default=1)
     ap.add_argument("--n", type=int, default=100_000)
     ap.add_argument("--datasets", default=None)
+    ap.add_argument("--tols", default="1e-5,1e-8,1e-10", help="cgtol: the tolerances compared")
+    ap.add_argument("--seeds", default="0,1,2", help="cgtol: the seeds")
+    ap.add_argument("--large", type=int, default=16000,
+                    help="cgtol: training rows of the generated Exp. 5 set")
     ap.add_argument("--with-mlp", action="store_true",
                     help="fit100k: also train MLPRegressor for the same time on the same data")
     args = ap.parse_args(argv)
@@ -270,6 +371,9 @@ def main(argv=None):
             pm, tm, ep = mlp_budget(*large[:3], large[4])
             print(f"\nMLPRegressor, same data, same budget: test R^2 {r2(large[3], pm):.4f}, "
                   f"{ep} epochs, {tm:.1f} s", flush=True)
+    elif args.what == "cgtol":
+        print(cgtol(args.datasets, [float(t) for t in args.tols.split(",")],
+                    [int(s) for s in args.seeds.split(",")], args.dense_max, args.large))
     else:
         print(mlp(args.datasets))
 
