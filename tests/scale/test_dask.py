@@ -149,7 +149,7 @@ def test_lasso_fixed_reg_equals_fit_on_dask(client, data, cls, task, kw):
     finish on the optimality conditions of the support, from sums equal to rounding; 1e-9
     leaves room for a condition number of 1e6 on the support). Before the finish, fit solved on
     working sets (T > m) or stopped anywhere within tol, and the same sums streamed differed
-    from it by 1.6e-4 and 3e-3 (tests/test_streaming.py)."""
+    from it by 1.6e-4 and 3e-3 (tests/scale/test_streaming.py)."""
     X, ys = data
     y = ys[task]
     kw = dict(kw, solver="lasso", random_state=0)
