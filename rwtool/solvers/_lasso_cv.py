@@ -135,8 +135,10 @@ def lasso_cv(stats, classifier: bool, n_lams: int = N_LAMS, ratio: float = LAM_R
     progress.end()
     coef = path[-1]
     gaps = pinfo["gap"][-1].copy()
-    for j in range(k):      # the returned model is the exact solution, whatever summed the rows
-        if yy[j] > 0.0:
+    for j in range(k):
+        # a converged solve ends on the exact solution, whatever summed the rows; a capped one
+        # stays capped and warns: its lam was chosen from fold solves capped as well
+        if 0.0 < yy[j] and gaps[j] <= tol * yy[j]:
             a = np.ascontiguousarray(coef[:, j])
             gaps[j] = finish_on_support(Q, np.ascontiguousarray(q[:, j]), float(yy[j]), lam, a,
                                         Q @ a, gaps[j])

@@ -103,14 +103,13 @@ def test_default_classifier_picks_from_the_path(binary_data):
 
 
 def test_capped_auto_fit_warns_and_is_finite():
-    """One sweep per lam on RWRelu features, whose common direction makes coordinate descent
+    """Two sweeps per lam on RWRelu features, whose common direction makes coordinate descent
     crawl (docs/SOLVERS.md): the final solve stops with a duality gap 1e5 times the tolerance,
-    so no rounding decides the warning. (Two sweeps get close enough to the support for the
-    finish on it to solve the Lasso exactly: no warning, rightly.) (A tolerance below rounding, tol=1e-30, made it a coin
+    so no rounding decides the warning. (A tolerance below rounding, tol=1e-30, made it a coin
     toss: an exact active-set solution has a gap of +-1e-17, or 0.0.) Checked: the same
     verdict, by the same margin, with X perturbed by one epsilon."""
     X, y, _, _ = _features(seed=3)
-    kw = dict(instantiation="rwrelu", solver="lasso", n_features=200, max_iter=1, tol=1e-8,
+    kw = dict(instantiation="rwrelu", solver="lasso", n_features=200, max_iter=2, tol=1e-8,
               random_state=0)
     rng = np.random.default_rng(0)
     for Xk in (X, X * (1 + np.finfo(float).eps * rng.standard_normal(X.shape))):
