@@ -252,3 +252,82 @@ def test_the_checks_see_a_function_level_cycle(tmp_path):
     assert len(check_rules(pkg)) == 1
     assert check_private(pkg) == ["rwtool.losses (line 2) imports the private _x of "
                                   "rwtool.solvers"]
+
+
+#: what each public face exported before the modules moved into packages (rwtool 0.1 at the
+#: move): every name must still be there, so user code and the docs keep working
+_EXPORTED_BEFORE = {
+    "rwtool": ["RWClassifier", "RWRegressor", "RKSClassifier", "RKSRegressor", "RFSGDClassifier",
+               "GreedyMKClassifier", "GreedyMKRegressor", "BKerNNRegressor", "BKerNNClassifier",
+               "Instantiation", "register_distribution", "register_kernel", "register_base",
+               "read_csv", "preview_csv", "train_test_csv", "Dataset", "Preprocessing",
+               "DataError", "save", "load", "read_model", "ModelFileError", "Progress",
+               "ProgressEvent", "FitCancelled", "NotFittedError", "NumericalWarning",
+               "ConvergenceWarning", "NumericalError", "InsufficientMemoryError", "estimate_fit",
+               "FitEstimate", "features", "data", "persist", "bounds", "losses", "__version__"],
+    "rwtool.data": ["read_csv", "preview_csv", "train_test_csv", "sniff_csv", "split_indices",
+                    "scan_csv", "iter_csv", "CsvScan", "Dataset", "Preprocessing", "Dialect",
+                    "CsvPreview", "ColumnSummary", "DataError", "EmptyFileError",
+                    "HeaderOnlyError", "RaggedRowError", "NonNumericError", "NonFiniteError",
+                    "MissingValueError", "AllMissingError", "SingleClassError",
+                    "DuplicateColumnError", "FileTooLargeError", "HighCardinalityError",
+                    "UnseenCategoryError", "MissingColumnError", "ColumnNotFoundError",
+                    "EncodingError", "TargetError", "QuoteError", "HeaderError", "ScaleError",
+                    "NA_VALUES", "MISSING_POLICIES", "TASKS", "samples_dir", "list_samples"],
+    "rwtool.tuning": ["LogUniform", "Uniform", "Choice", "default_space", "kfold_indices",
+                      "RandomizedSearchCV", "select_reg"],
+    "rwtool.features": ["FeatureMap", "RKHSWeighting", "RWSign", "RWExpSign", "RWRelu",
+                        "RWExpRelu", "RWStumps", "INSTANTIATIONS", "make_instantiation",
+                        "DEFAULT_THETA", "gamma_from_theta", "gamma_from_kappa",
+                        "instantiation_constants", "KitchenSign", "KitchenRelu", "KitchenStumps",
+                        "KITCHEN_BASES", "RandomFourierFeatures", "FOURIER_KERNELS",
+                        "shift_invariant_kernel", "TaylorMultiKernelFeatures", "knn_sigma",
+                        "taylor_gaussian_kernel", "scale_sigma", "median_sigma"],
+    "rwtool.estimators": ["RWClassifier", "RWRegressor", "RKSClassifier", "RKSRegressor",
+                          "RFSGDClassifier", "GreedyMKClassifier", "GreedyMKRegressor", "SOLVERS",
+                          "RKS_BASES", "SELECTORS"],
+    "rwtool.persist": ["save", "load", "read_model", "read_info", "ModelFile", "ModelFileError",
+                       "register", "registered_classes", "atomic_writer", "FORMAT",
+                       "FORMAT_VERSION", "DEFAULT_MAX_BYTES"],
+}
+
+
+@pytest.mark.parametrize("face", sorted(_EXPORTED_BEFORE))
+def test_public_names_of_before_the_move_still_import(face):
+    import importlib
+    mod = importlib.import_module(face)
+    missing = [n for n in _EXPORTED_BEFORE[face] if not hasattr(mod, n)]
+    assert not missing, f"{face} no longer has {missing}"
+    assert set(_EXPORTED_BEFORE[face]) - {"__version__"} <= set(mod.__all__) | {"__version__"}
+
+
+def test_every_error_class_is_one_object_wherever_it_is_imported_from():
+    """rwtool.exceptions defines them; the package face and the modules that used to define
+    them hand out the same class, so an ``except`` written against either catches both."""
+    import rwtool
+    import rwtool.data
+    import rwtool.exceptions as E
+    import rwtool.persist
+    from rwtool._base import NotFittedError
+    from rwtool.progress import FitCancelled
+    assert rwtool.NotFittedError is NotFittedError is E.NotFittedError
+    assert rwtool.FitCancelled is FitCancelled is E.FitCancelled
+    assert rwtool.NumericalWarning is E.NumericalWarning
+    assert rwtool.ConvergenceWarning is E.ConvergenceWarning
+    assert issubclass(E.ConvergenceWarning, E.NumericalWarning)
+    assert rwtool.DataError is rwtool.data.DataError is E.DataError
+    assert issubclass(rwtool.data.EmptyFileError, E.DataError)
+    assert rwtool.ModelFileError is rwtool.persist.ModelFileError is E.ModelFileError
+
+
+def test_the_version_is_written_once():
+    """pyproject.toml reads the version from rwtool/_version.py (no second copy to drift)."""
+    tomllib = pytest.importorskip("tomllib")     # Python 3.11+
+
+    import rwtool
+    from rwtool._version import __version__
+    meta = tomllib.loads((ROOT.parent / "pyproject.toml").read_text())
+    assert "version" not in meta["project"] and "version" in meta["project"]["dynamic"]
+    assert meta["tool"]["setuptools"]["dynamic"]["version"] == {
+        "attr": "rwtool._version.__version__"}
+    assert rwtool.__version__ is __version__
