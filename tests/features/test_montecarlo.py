@@ -157,6 +157,7 @@ def _user_inst():
                             n_draws=600, bias=True)
 
 
+@pytest.mark.slow
 def test_custom_base_and_sampler_train_save_load_predict(tmp_path, binary_data):
     X, y = binary_data
     clf = rw.RWClassifier(instantiation=_user_inst(), n_features=80, random_state=1).fit(X, y)
@@ -191,6 +192,7 @@ def test_custom_base_and_sampler_train_save_load_predict(tmp_path, binary_data):
     assert float(out.stdout.split()[-1]) == float(clf.decision_function(np.ones((1, 4)))[0])
 
 
+@pytest.mark.slow
 def test_builtin_pieces_load_without_registration(tmp_path, regression_data):
     X, y = regression_data
     reg = rw.RWRegressor(instantiation="mc:laplace:polynomial:tanh:800", n_features=50,
@@ -214,29 +216,33 @@ def _env(threads):
     return env
 
 
-def test_same_model_whatever_the_thread_count():
+@pytest.mark.slow
+def test_same_model_whatever_the_thread_count(tmp_path):
+    """numba's thread count changes no bit of a Monte Carlo model: one process started with 2
+    threads fits on 2, then on 1 (numba.set_num_threads), and the decision values are equal."""
+    path = tmp_path / "d.npy"
     code = textwrap.dedent(f"""
         import sys; sys.path.insert(0, {os.path.dirname(__file__)!r})
-        import numpy as np, rwtool as rw
+        import numba, numpy as np, rwtool as rw
         from test_montecarlo import _user_inst
         rng = np.random.default_rng(0)
         X = rng.standard_normal((300, 4)); y = (X[:, 0] * X[:, 1] > 0).astype(int)
-        out = []
-        for inst in (_user_inst(), "mc:stumps:indicator-gaussian:stump",
-                     "mc:cauchy:polynomial:relu:700:mc"):
-            clf = rw.RWClassifier(instantiation=inst, n_features=70, random_state=3).fit(X, y)
-            out.append(clf.decision_function(X))
-        np.save(sys.argv[1], np.concatenate(out))
+        def fits():
+            out = []
+            for inst in (_user_inst(), "mc:stumps:indicator-gaussian:stump",
+                         "mc:cauchy:polynomial:relu:700:mc"):
+                clf = rw.RWClassifier(instantiation=inst, n_features=70, random_state=3)
+                out.append(clf.fit(X, y).decision_function(X))
+            return np.concatenate(out)
+        two = fits()
+        numba.set_num_threads(1)
+        np.save({str(path)!r}, np.stack([two, fits()]))
     """)
-    results = []
-    for threads in (1, 2):
-        path = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"rw_mc_threads_{os.getpid()}_{threads}.npy")
-        out = subprocess.run([sys.executable, "-c", code, path], capture_output=True, text=True,
-                             env=_env(threads), cwd=ROOT, timeout=600)
-        assert out.returncode == 0, out.stderr
-        results.append(np.load(path))
-        os.unlink(path)
-    np.testing.assert_array_equal(results[0], results[1])
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env=_env(2), cwd=ROOT, timeout=600)
+    assert out.returncode == 0, out.stderr
+    two, one = np.load(path)
+    np.testing.assert_array_equal(two, one)
 
 
 # ----------------------------------------------------------------------------- errors
