@@ -57,17 +57,22 @@ def test_gamma_from_kappa_gives_kappa(n, kappa):
     assert got == pytest.approx(kappa, rel=1e-6)  # 1 - s^2/g^2 = kappa^(-4/n) cancels
 
 
+@pytest.mark.slow
 def test_theta_bounds_the_feature_norm_by_monte_carlo(rng):
-    """theta^2 >= sup_x ||psi(x)||_H^2 = E_{u,w}[K(u, w) phi(u, x) phi(w, x)] (003 Lemma B.18)."""
+    """theta^2 >= sup_x ||psi(x)||_H^2 = E_{u,w}[K(u, w) phi(u, x) phi(w, x)] (003 Lemma B.18).
+
+    RWStumps nearly attains it (theta^2 - 0.006); over seeds the estimate from T = 2000
+    centres moves by 0.002, ten times less than the 0.02 allowed."""
     X = rng.standard_normal((5, 3))
-    for fmap in (RWSign(n_features=4000, sigma=1.0, theta=0.6, random_state=0),
-                 RWStumps(n_features=4000, sigma=1.0, gamma=0.5, random_state=0)):
+    for fmap in (RWSign(n_features=2000, sigma=1.0, theta=0.6, random_state=0),
+                 RWStumps(n_features=2000, sigma=1.0, gamma=0.5, random_state=0)):
         fmap.fit(X)
         phi = fmap.base_predictor(X)          # phi(w_t, x_i), w_t ~ p
         G = fmap.gram()
         T = G.shape[0]
-        off = ~np.eye(T, dtype=bool)           # U-statistic over pairs u != w
-        norms2 = np.array([(np.outer(p, p) * G)[off].mean() for p in phi])
+        # U-statistic over pairs u != w: the mean of p_u G_uw p_w off the diagonal
+        norms2 = np.array([(p @ G @ p - np.sum(p * p * np.diag(G))) / (T * (T - 1))
+                           for p in phi])
         assert norms2.max() <= fmap.theta_ ** 2 + 0.02
 
 

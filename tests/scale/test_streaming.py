@@ -261,6 +261,7 @@ def test_fit_and_partial_fit_start_over(data):
     np.testing.assert_array_equal(est.coef_, new.coef_)
 
 
+@pytest.mark.slow
 def test_rwtool_imports_and_streams_without_dask():
     import subprocess
     import sys
@@ -349,15 +350,21 @@ def test_train_csv_holdout_and_test_file(tmp_path):
         train_csv(path, "y", rw.RWRegressor(solver="sfgd", reg=1e-3), ignore=["label"])
 
 
+@pytest.mark.slow
 def test_streaming_cli_under_a_memory_limit(tmp_path):
-    """`rwtool train` on a file larger than the address-space limit of its process streams and
-    succeeds; the in-memory path fails under the same limit (the test can fail)."""
+    """`rwtool train` on a file larger than the data limit of its process streams and
+    succeeds; the in-memory path fails under the same limit (the test can fail).
+
+    The limit is RLIMIT_DATA (heap and anonymous mappings: numpy's and Arrow's buffers), which
+    rwtool.resources honours like RLIMIT_AS; a streaming run holds about 340 MB of it (the
+    interpreter, numba, Arrow), where its address space is 680 MB, so the file above a 450 MB
+    data limit is half the one an 800 MB address-space limit needed."""
     import json
     import os
     import resource
     import subprocess
     import sys
-    limit = 800 * 2**20
+    limit = 450 * 2**20
     rng = np.random.default_rng(0)
     X = rng.normal(size=(2000, 3))
     y = np.sin(X[:, 0]) + 0.1 * rng.normal(size=2000)
@@ -372,10 +379,10 @@ def test_streaming_cli_under_a_memory_limit(tmp_path):
     assert os.path.getsize(path) > limit
 
     def cap():
-        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+        resource.setrlimit(resource.RLIMIT_DATA, (limit, limit))
 
-    # one malloc arena and the system allocator for Arrow: virtual reservations that are not
-    # memory in use would otherwise eat most of an address-space limit
+    # one malloc arena and the system allocator for Arrow: memory reserved but not in use
+    # would otherwise eat into the limit
     env = dict(os.environ, MALLOC_ARENA_MAX="1", ARROW_DEFAULT_MEMORY_POOL="system",
                OPENBLAS_NUM_THREADS="1", NUMBA_NUM_THREADS="1")
     cmd = [sys.executable, "-m", "rwtool", "train", str(path), "--target", "y", "--ignore",

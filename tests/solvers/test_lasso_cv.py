@@ -42,6 +42,7 @@ def test_gram_path_is_sklearn_lasso_path():
         np.testing.assert_allclose(Phi @ a, Phi @ ref[:, i], atol=1e-6)
 
 
+@pytest.mark.slow
 def test_auto_choice_is_a_brute_force_cv():
     X, y, fmap, Phi = _features(seed=1)
     m, Y = len(y), y[:, None]
@@ -55,10 +56,10 @@ def test_auto_choice_is_a_brute_force_cv():
     r2 = np.zeros((len(grid), LASSO_FOLDS))
     for f in range(LASSO_FOLDS):
         tr, va = folds != f, folds == f
-        for i, g in enumerate(grid):
-            a = Lasso(alpha=g, fit_intercept=False, tol=1e-12, max_iter=100000).fit(
-                Phi[tr], y[tr]).coef_
-            res = y[va] - Phi[va] @ a
+        # scikit-learn's path: its coordinate descent at every grid value, warm-started
+        _, path, _ = sk_lasso_path(Phi[tr], y[tr], alphas=grid, tol=1e-12, max_iter=100000)
+        for i in range(len(grid)):
+            res = y[va] - Phi[va] @ path[:, i]
             r2[i, f] = 1 - res @ res / np.sum((y[va] - y[va].mean()) ** 2)
     np.testing.assert_allclose(np.asarray(table["mean_score"])[::-1],
                                r2.mean(axis=1)[:len(walked)], atol=1e-6)
@@ -82,6 +83,7 @@ def test_grid_goes_on_down_when_the_smallest_lam_is_best():
     assert lam == min(table["reg"])
 
 
+@pytest.mark.slow
 def test_default_lasso_does_not_overfit_diabetes():
     # reg = 1e-5 (the old default) gave test R^2 -5.6 (train 0.98) here
     X, y = load_diabetes(return_X_y=True)
@@ -121,6 +123,7 @@ def test_capped_auto_fit_warns_and_is_finite():
         assert est.solver_info_["gap"][0] > 1e4 * kw["tol"]
 
 
+@pytest.mark.slow
 def test_fit_equals_partial_fit_and_explicit_reg_keeps_its_value():
     X, y, _, _ = _features(seed=4)
     kw = dict(instantiation="rwstumps", solver="lasso", n_features=60, standardize=False,
