@@ -52,6 +52,17 @@ def traced_peak():
     return run
 
 
+#: fixtures that start a cluster of worker processes (seconds to start and to stop): a test
+#: that uses one is marked slow whatever its own work (docs/TESTING.md, the quick subset)
+CLUSTER_FIXTURES = {"client", "own_client"}
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if CLUSTER_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)
+
+
 @pytest.fixture(scope="module")
 def client():
     """A Dask client on a LocalCluster of 2 worker processes, one per test module that asks:

@@ -202,6 +202,7 @@ def test_other_methods(capsys, method):
     assert json.loads(out)["metrics"]["test_accuracy"] > 0.5
 
 
+@pytest.mark.slow
 def test_module_entry_point_subprocess(tmp_path):
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     r = subprocess.run([sys.executable, "-m", "rwtool", "train", str(SAMPLES / "sine.csv"),

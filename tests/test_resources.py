@@ -28,6 +28,7 @@ print(room, avail, verdict)
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name, field", [("RLIMIT_DATA", "VmData:"), ("RLIMIT_AS", "VmSize:")])
 def test_available_memory_honours_the_soft_rlimits(name, field):
     """A process limited to 300 MB more than it uses is told about 300 MB, not the machine's

@@ -147,6 +147,7 @@ def test_stratified_split_of_many_small_classes(tmp_path):
     assert test.n_samples == 30 and train.n_samples == 90
 
 
+@pytest.mark.slow
 def test_stdin_dash_and_pipes(tmp_path):
     text = "a,b,y\n" + "".join(f"{i},{i % 5},{i % 2}\n" for i in range(50))
     env = dict(os.environ, PYTHONPATH=os.getcwd())
@@ -165,6 +166,7 @@ def test_stdin_dash_and_pipes(tmp_path):
     np.testing.assert_array_equal(ds.X[:, 0], np.arange(50))
 
 
+@pytest.mark.slow
 def test_cli_train_refuses_extremes_with_exit_1(tmp_path):
     p = tmp_path / "big.csv"
     p.write_text("x,y\n" + "".join(f"{i},{1e308 if i == 7 else i * 0.5}\n" for i in range(40)))

@@ -130,6 +130,7 @@ def test_memory_estimate_of_the_cg_path_is_linear_in_n():
     assert estimate_fit(BKerNNRegressor(kernel_solver="dense"), 200_000, 20, 1).peak_bytes > 2**38
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("Est, q, solver", [(BKerNNRegressor, 1, "cg"),
                                             (BKerNNClassifier, 4, "cg"),
                                             (BKerNNRegressor, 1, "dense")])

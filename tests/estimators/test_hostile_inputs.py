@@ -163,7 +163,8 @@ def test_many_classes_are_refused_before_the_fit_allocates(name, monkeypatch):
 @pytest.mark.filterwarnings("ignore::rwtool.NumericalWarning")   # random labels: nothing to learn
 @pytest.mark.parametrize("cls,params", [(rw.RWClassifier, {}),
                                         (rw.RKSClassifier, dict(reg=1e-3)),
-                                        (rw.RWClassifier, dict(solver="lasso"))])
+                                        pytest.param(rw.RWClassifier, dict(solver="lasso"),
+                                                     marks=pytest.mark.slow)])
 def test_estimate_with_many_classes_is_near_the_measured_peak(cls, params, traced_peak):
     """The class terms of _estimate_fit against tracemalloc's peak (factor 2, as the other
     estimates in tests/estimators/test_numerical_errors.py), 300 classes on 3,000 rows."""

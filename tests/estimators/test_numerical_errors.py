@@ -25,6 +25,7 @@ def _classification(m=600, seed=0):
 
 # ----------------------------------------------------------------------------- divergence
 
+@pytest.mark.slow
 def test_sfgd_with_a_small_reg_learns_instead_of_returning_nan():
     """Seed 003's schedule 1/(reg t) with reg = 1e-6 made the iterates NaN by iteration 50 and
     fit returned quietly; the capped step learns (within 0.1 of least squares)."""
@@ -226,6 +227,7 @@ def test_report_metrics_refuse_non_finite_output(binary_data, regression_data):
 
 # ----------------------------------------------------------------------------- cost model
 
+@pytest.mark.slow
 @pytest.mark.parametrize("cls,params", [
     (rw.RWClassifier, dict(reg=1e-6)), (rw.RWClassifier, dict()), (rw.RKSRegressor, dict()),
     (rw.RWClassifier, dict(solver="lasso", reg=1e-3)), (rw.RWClassifier, dict(solver="sfgd")),

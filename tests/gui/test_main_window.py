@@ -106,6 +106,7 @@ def train(qtbot, win):
 
 # ----------------------------------------------------------------------------- load and train
 
+@pytest.mark.slow
 def test_load_train_matches_the_api(qtbot, window, tmp_path):
     path = moons_csv(tmp_path / "moons.csv")
     load(qtbot, window, path)
@@ -157,6 +158,7 @@ def test_regression_tabs_and_importance(qtbot, window, tmp_path):
 
 # ----------------------------------------------------------------------------- cancel
 
+@pytest.mark.slow
 def test_cancel_iterative_keeps_last_iterate(qtbot, window, tmp_path):
     path = moons_csv(tmp_path / "moons.csv", n=400)
     load(qtbot, window, path)
@@ -179,6 +181,7 @@ def test_cancel_iterative_keeps_last_iterate(qtbot, window, tmp_path):
     assert window.training_panel.train_button.isEnabled()
 
 
+@pytest.mark.slow
 def test_cancel_before_start_leaves_previous_run(qtbot, window, tmp_path):
     path = moons_csv(tmp_path / "moons.csv")
     load(qtbot, window, path)
@@ -201,6 +204,7 @@ def test_cancel_before_start_leaves_previous_run(qtbot, window, tmp_path):
     assert first.result["estimator"] is not None
 
 
+@pytest.mark.slow
 def test_cancel_reaches_the_prediction_after_a_bkernn_fit(qtbot, window, tmp_path, monkeypatch):
     """BKerNN's predict on 100,000 rows takes seconds: the evaluation after the fit reports
     "predicting" progress and a Cancel there stops the run (the previous results stay)."""
@@ -230,6 +234,7 @@ def test_cancel_reaches_the_prediction_after_a_bkernn_fit(qtbot, window, tmp_pat
 
 # ----------------------------------------------------------------------------- compare
 
+@pytest.mark.slow
 def test_two_runs_overlay(qtbot, window, tmp_path):
     load(qtbot, window, moons_csv(tmp_path / "moons.csv"))
     choose(window, "rfsgd", n_features=40, n_epochs=3, chunk_size=40, random_state=0)
@@ -248,6 +253,7 @@ def test_two_runs_overlay(qtbot, window, tmp_path):
 
 # ----------------------------------------------------------------------------- exports
 
+@pytest.mark.slow
 def test_export_reload_apply(qtbot, window, tmp_path):
     path = moons_csv(tmp_path / "moons.csv")
     load(qtbot, window, path)
@@ -400,6 +406,7 @@ def test_numerical_failure_is_reported(qtbot, window, tmp_path):
 
 # ----------------------------------------------------------------------------- pruning
 
+@pytest.mark.slow
 def test_pruning_preview_and_keep(qtbot, window, tmp_path):
     load(qtbot, window, moons_csv(tmp_path / "m.csv"))
     choose(window, "rw", n_features=120, random_state=2)
@@ -432,6 +439,7 @@ def test_pruning_preview_and_keep(qtbot, window, tmp_path):
     assert err < pv.eps()
 
 
+@pytest.mark.slow
 def test_more_bad_inputs(qtbot, window, tmp_path):
     """Duplicate header, a ticked all-missing or identifier column, a model applied to a file
     without its columns: each ends in the banner, and what was loaded stays."""
@@ -482,6 +490,7 @@ def test_train_during_warm_up(qtbot, tmp_path):
         win.worker.shutdown()
 
 
+@pytest.mark.slow
 def test_auto_reg_button_trains_with_cross_validated_reg(qtbot, window, tmp_path):
     path = moons_csv(tmp_path / "moons.csv")
     load(qtbot, window, path)
@@ -495,6 +504,7 @@ def test_auto_reg_button_trains_with_cross_validated_reg(qtbot, window, tmp_path
     assert run.result["metrics"]["reg chosen (auto)"] == est.reg_
 
 
+@pytest.mark.slow
 def test_live_curves_drawn_by_their_timers_after_the_run(qtbot, window, tmp_path):
     """A finished run's last points reach the curves through the board's redraw timer."""
     path = moons_csv(tmp_path / "moons.csv")

@@ -31,6 +31,7 @@ def _open_model(qtbot, win, path):
 
 # 1 ----------------------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_saved_regression_model_opens_and_banner_is_rendered(qtbot, window, tmp_path):
     load(qtbot, window, regression_csv(tmp_path / "reg.csv"))
     choose(window, "rw", n_features=40)
@@ -50,6 +51,7 @@ def test_saved_regression_model_opens_and_banner_is_rendered(qtbot, window, tmp_
 
 # 2 ----------------------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_non_finite_model_is_a_failed_run_without_metrics(qtbot, window, tmp_path, monkeypatch):
     from rwtool import RWClassifier
 
@@ -208,6 +210,7 @@ def test_cancel_label_restored_after_cancel(qtbot, window, tmp_path):
 
 # 7 ----------------------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_live_curves_one_plot_per_quantity_reset_per_run(qtbot, window, tmp_path):
     load(qtbot, window, moons_csv(tmp_path / "m.csv", n=300))
     choose(window, "rw", solver="osd", n_features=60, batch_size=20, reg="0.01")
@@ -238,6 +241,7 @@ def test_live_curves_one_plot_per_quantity_reset_per_run(qtbot, window, tmp_path
 
 # 8 ----------------------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_numbers_and_labels(qtbot, window, tmp_path, monkeypatch):
     path = moons_csv(tmp_path / "bank.csv")
     load(qtbot, window, path)
@@ -286,6 +290,7 @@ def test_numbers_and_labels(qtbot, window, tmp_path, monkeypatch):
         os.chmod(ro, stat.S_IRWXU)
 
 
+@pytest.mark.slow
 def test_greedy_says_why_it_stopped_early(qtbot, window, tmp_path):
     load(qtbot, window, moons_csv(tmp_path / "m.csv"))
     choose(window, "greedy", n_features=100)
@@ -298,6 +303,7 @@ def test_greedy_says_why_it_stopped_early(qtbot, window, tmp_path):
     assert "stopped at" in window.results_panel.metrics_view.notes.text()
 
 
+@pytest.mark.slow
 def test_one_input_regression_draws_the_fitted_curve(qtbot, window, tmp_path):
     rng = np.random.default_rng(0)
     x = rng.uniform(-3, 3, 150)

@@ -28,6 +28,7 @@ def _imbalanced_csv(path, n=300, seed=0):
 
 # ------------------------------------------------------------------ honest evaluation
 
+@pytest.mark.slow
 def test_baseline_and_per_class_shown(qtbot, window, tmp_path):
     load(qtbot, window, _imbalanced_csv(tmp_path / "imb.csv"))
     choose(window, "rw", n_features=40)
@@ -45,6 +46,7 @@ def test_baseline_and_per_class_shown(qtbot, window, tmp_path):
 
 # ------------------------------------------------------------------ k-fold
 
+@pytest.mark.slow
 def test_kfold_metrics_match_the_api_and_the_snippet(qtbot, window, tmp_path):
     load(qtbot, window, moons_csv(tmp_path / "m.csv"))
     window.eval_panel.set_kfold(4)
@@ -69,6 +71,7 @@ def test_kfold_metrics_match_the_api_and_the_snippet(qtbot, window, tmp_path):
 
 # ------------------------------------------------------------------ reproducible by default
 
+@pytest.mark.slow
 def test_default_seed_reproduces_and_snippet_gives_the_same_numbers(qtbot, window, tmp_path):
     load(qtbot, window, regression_csv(tmp_path / "r.csv"))
     choose(window, "rw", n_features=60)          # random_state untouched: 0 in the form
@@ -107,6 +110,7 @@ def test_weighted_least_squares_equals_repeated_rows():
         RWRegressor(reg="auto").fit_weighted(X, y, w)
 
 
+@pytest.mark.slow
 def test_balanced_class_weights_in_the_app(qtbot, window, tmp_path):
     load(qtbot, window, _imbalanced_csv(tmp_path / "imb.csv"))
     choose(window, "rw", n_features=40, reg="1e-4")
@@ -131,6 +135,7 @@ def test_balanced_class_weights_in_the_app(qtbot, window, tmp_path):
 
 # ------------------------------------------------------------------ tuning
 
+@pytest.mark.slow
 def test_randomized_search_from_the_form(qtbot, window, tmp_path):
     load(qtbot, window, moons_csv(tmp_path / "m.csv"))
     choose(window, "rw", n_features=40)
@@ -166,6 +171,7 @@ def test_randomized_search_from_the_form(qtbot, window, tmp_path):
 
 # ------------------------------------------------------------------ runs table
 
+@pytest.mark.slow
 def test_runs_table_sort_and_export(qtbot, window, tmp_path):
     load(qtbot, window, moons_csv(tmp_path / "moons.csv"))
     choose(window, "rw", n_features=20)
@@ -206,6 +212,7 @@ def test_runs_table_headline_prefers_test_then_cv_then_train():
 
 # ------------------------------------------------------------------ estimate before a long fit
 
+@pytest.mark.slow
 def test_long_fit_is_confirmed_with_its_estimate(qtbot, window, tmp_path, monkeypatch):
     import gui.logic.preflight
     from rwtool.resources import FitEstimate
@@ -226,6 +233,7 @@ def test_long_fit_is_confirmed_with_its_estimate(qtbot, window, tmp_path, monkey
 
 # ------------------------------------------------------------------ loading control
 
+@pytest.mark.slow
 def test_reading_options_override_rename_and_remember(qtbot, window, tmp_path):
     # a header-less ';' file with decimal commas: detection guesses, the user decides
     rng = np.random.default_rng(0)

@@ -71,6 +71,7 @@ def model():
     return RWClassifier(n_features=5, random_state=0).fit(X, X[:, 1] > 0)
 
 
+@pytest.mark.slow
 def test_killed_save_leaves_a_temporary_the_next_save_removes(tmp_path, model):
     target = tmp_path / "m.rwm"
     proc = start_save(target)
@@ -138,6 +139,7 @@ def test_cli_and_app_say_what_the_save_removed(tmp_path, model, capsys):
                      f"{tmp_path} left by earlier saves that were killed ({dead})"]
 
 
+@pytest.mark.slow
 def test_a_live_concurrent_save_is_never_touched(tmp_path, model):
     target = tmp_path / "m.rwm"
     proc = start_save(target)

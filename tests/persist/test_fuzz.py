@@ -16,9 +16,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).absolute().parents[2]
 
 
+@pytest.mark.slow
 def test_fuzz_campaign_in_a_memory_capped_process(tmp_path):
     out = tmp_path / "summary.json"
     env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""),

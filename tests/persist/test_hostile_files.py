@@ -72,6 +72,7 @@ def cli(*args):
 
 # ----------------------------------------------------------------------------- 1. memory
 
+@pytest.mark.slow
 def test_huge_scaler_refused_before_a_byte_is_decompressed(tmp_path, model_file):
     """The campaign's case: a 5-entry scaler replaced, checksums recomputed, by deflated data
     declaring 256 MB at a ratio of ~900:1 (under the old 1000:1 guard). The old loader
@@ -166,6 +167,7 @@ def test_every_array_of_every_saved_class_is_in_the_table(tmp_path):
 
 # ----------------------------------------------------------------------------- 2. special files
 
+@pytest.mark.slow
 def test_special_files_refused_without_reading(tmp_path, model_file):
     fifo = tmp_path / "pipe.rwm"
     os.mkfifo(fifo)

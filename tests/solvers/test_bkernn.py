@@ -159,6 +159,7 @@ def _prox_objective(U, W, tau, penalty, s=1.0):
     return 0.5 * np.sum((W - U) ** 2) + tau * omega(U, penalty, s)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("penalty", ["basic", "variable", "feature"])
 def test_convex_prox_against_numerical_minimisation(penalty):
     rng = np.random.default_rng(11)

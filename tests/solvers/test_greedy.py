@@ -200,6 +200,7 @@ def test_cancel_keeps_last_refit(rng):
     assert clf.predict(X).shape == (300,)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("Est", [GreedyMKClassifier, GreedyMKRegressor])
 def test_sklearn_estimator_checks(Est):
     from sklearn.utils.estimator_checks import check_estimator
@@ -297,6 +298,7 @@ def test_overflow_raises_numerical_error_and_leaves_unfitted(rng):
         est.predict(X)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kw", [dict(), dict(gauss_order=3), dict(selector="eerf"),
                                 dict(loss="squared"), dict(loss="squared", reg=1e-4)])
 def test_estimate_fit_brackets_the_measured_peak(rng, kw, traced_peak):

@@ -70,6 +70,7 @@ def test_auto_then_refit_equals_the_explicit_fit_at_the_chosen_reg(rng):
     np.testing.assert_allclose(auto.coef_, fixed.coef_, rtol=1e-12, atol=1e-14)
 
 
+@pytest.mark.slow
 def test_default_beats_the_old_default_where_a_large_reg_is_needed():
     # Few rows, many candidates, a noisy target: reg = 1e-4 without intercept (the old
     # default) interpolates noise with 100 features.

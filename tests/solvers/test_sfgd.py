@@ -193,6 +193,7 @@ def _digits():
     return train_test_split(X, y, test_size=0.25, random_state=0)
 
 
+@pytest.mark.slow
 def test_default_batch_and_output_close_most_of_the_gap_to_least_squares():
     """The estimator's SFGD defaults (batch min(500, rows), last iterate) against least squares
     on the same features (the exact minimiser, an independent solve): on digits (T = 300, two

@@ -307,6 +307,7 @@ def _sk_rbf_sgd_error(Xtr, ytr, Xte, yte, seeds=(0, 1, 2)):
     return float(np.mean(errs))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("data", ["wine", "make_classification"])
 def test_default_bandwidth_matches_sklearn_pipeline(data):
     # sigma = 1.0 on standardised inputs was at chance level here (0.22 on wine, 0.48 here).

@@ -40,6 +40,7 @@ def test_step_constant_matches_its_definition(loss, b):
         sgd_fit(fmap, X, Y, 1e-4, step_rule="mean")
 
 
+@pytest.mark.slow
 def test_default_relu_sgd_learns_on_heavy_tailed_rows():
     """With a step set by the largest row (the old rule) the few 20x rows made every step tiny:
     mean accuracy gap to ridge (reg="auto", the exact solve on the same features) 0.106 over

@@ -1,0 +1,42 @@
+"""Every module of rwtool and gui imports: the quick subset (``-m "not slow"``, docs/TESTING.md)
+runs this file, so it touches every module even where only slow tests exercise one."""
+
+import importlib
+import pkgutil
+import sys
+
+import pytest
+
+import gui
+import rwtool
+
+
+def _modules():
+    names = set()
+    for pkg in (rwtool, gui):
+        names.add(pkg.__name__)
+        names.update(info.name for info in pkgutil.walk_packages(pkg.__path__,
+                                                                 pkg.__name__ + "."))
+    return sorted(names)
+
+
+MODULES = _modules()
+
+
+def test_the_walk_finds_the_packages_modules():
+    assert {"rwtool.cli", "rwtool.persist", "gui.app"} <= set(MODULES) and len(MODULES) > 50
+
+
+@pytest.mark.parametrize("name", [m for m in MODULES if not m.endswith(".__main__")])
+def test_module_imports(name):
+    assert importlib.import_module(name).__name__ == name
+
+
+@pytest.mark.parametrize("name", [m for m in MODULES if m.endswith(".__main__")])
+def test_main_module_runs_the_command_line(name, monkeypatch, capsys):
+    """``python -m`` modules run their command on import: ``--help`` exits 0 and prints usage."""
+    monkeypatch.setattr(sys, "argv", [name.rsplit(".", 1)[0], "--help"])
+    monkeypatch.delitem(sys.modules, name, raising=False)
+    with pytest.raises(SystemExit) as exit_:
+        importlib.import_module(name)
+    assert exit_.value.code == 0 and "usage" in capsys.readouterr().out.lower()
