@@ -1,7 +1,5 @@
-"""``python -m rwtool``: the same command line as the ``rwtool`` entry point (rwtool.cli)."""
+"""``python -m rwtool``: the same command line as the ``rwtool`` entry point (rwtool.cli.run)."""
 
-import sys
+from .cli import run
 
-from .cli import main
-
-sys.exit(main())
+run()
