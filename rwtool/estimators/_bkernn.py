@@ -79,6 +79,9 @@ _PARAMS_DOC = """
         Relative residual ||Y~ - (K~ + n reg I) alpha|| / ||Y~|| at which CG stops. G is read
         by the variational form, so its error is below cg_tol^2 ||Y~||^2 / (2n). Line-search
         trials that the Beck test rejects stop earlier, once a lower bound of G proves it.
+        The default 1e-5 fits as well as the dense path but not along its trajectory (alpha
+        feeds the next step); 1e-10 makes the dense path's line-search decisions, at 1.3-1.5x
+        the time (docs/BKERNN.md).
     random_state : None, int or Generator
         Seeds the initial particles, i.i.d. N(0, 1/d).
 
