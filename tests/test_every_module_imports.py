@@ -2,6 +2,7 @@
 runs this file, so it touches every module even where only slow tests exercise one."""
 
 import importlib
+import os
 import pkgutil
 import sys
 
@@ -34,7 +35,16 @@ def test_module_imports(name):
 
 @pytest.mark.parametrize("name", [m for m in MODULES if m.endswith(".__main__")])
 def test_main_module_runs_the_command_line(name, monkeypatch, capsys):
-    """``python -m`` modules run their command on import: ``--help`` exits 0 and prints usage."""
+    """``python -m`` modules run their command on import: ``--help`` exits 0 and prints usage.
+
+    The command ends its process with ``os._exit`` after running the atexit handlers
+    (rwtool.cli.exit_process): here it raises SystemExit instead, or it would end pytest."""
+    import rwtool.cli
+
+    def exit_here(code):
+        raise SystemExit(int(code))
+    monkeypatch.setattr(rwtool.cli, "exit_process", exit_here)
+    monkeypatch.setattr(os, "_exit", exit_here)
     monkeypatch.setattr(sys, "argv", [name.rsplit(".", 1)[0], "--help"])
     monkeypatch.delitem(sys.modules, name, raising=False)
     with pytest.raises(SystemExit) as exit_:
