@@ -140,6 +140,19 @@ def rounding_tolerance():
 
 
 @pytest.fixture(scope="session")
+def reproduces(rounding_tolerance):
+    """``reproduces(fit, X, method, stored)``: ``fit(X)`` (a function returning a fitted model)
+    whose ``method`` on X equals the values ``stored`` on another machine within the rounding
+    tolerance of the fit (refits on perturbed X); returns the model for further checks."""
+    def check(fit, X, method, stored):
+        model = fit(X)
+        tol = rounding_tolerance(lambda Xk: getattr(fit(Xk), method)(Xk), X)
+        np.testing.assert_allclose(getattr(model, method)(X), stored, rtol=0, atol=tol)
+        return model
+    return check
+
+
+@pytest.fixture(scope="session")
 def outputs_with_coef():
     """``outputs_with_coef(model, method)``: ``f(X, coef)``, ``model.method(X)`` with ``coef_``
     replaced by ``coef`` (the model itself unchanged), for :func:`rounding_tolerance` to perturb

@@ -77,43 +77,28 @@ def test_old_model_files_load_and_predict_as_before(stored_model_data, from_hex,
                                rtol=0, atol=tol)
 
 
-def test_explicit_5_reproduces_the_old_default(stored_model_data, from_hex, rounding_tolerance):
+def test_explicit_5_reproduces_the_old_default(stored_model_data, from_hex, reproduces):
     """kappa=5 gives the model the default gave before, within the rounding tolerance of the
     fit (the stored values come from another machine's BLAS: 3e-11 apart on a newer OpenBLAS);
     the default no longer does. gamma is a few libm calls (log, expm1, sqrt), each within an
-    ulp on any platform: 8 ulps."""
+    ulp on any platform: 8 ulps. The reg is the one the old model files hold
+    (test_theta_rule.py says why)."""
     X, y, yr = stored_model_data
     ref = _old()
     ulps = 8 * np.finfo(float).eps
-    # The old default chose reg by cross-validation on folds hashed from the row position;
-    # folds now come from the row content (issue 27), so a one-epsilon perturbation of X
-    # moves every fold. The reg the old default chose (stored in its model file) is pinned:
-    # what is compared is the feature map and the solve, which theta/kappa decide.
     reg_c = P.load(DATA / "rwexpsign_kappa_default_5.rwm").reg_
     reg_r = P.load(DATA / "rwexprelu_kappa_default_5.rwm").reg_
-
-    def rwexpsign(Xk):
-        return RWClassifier(instantiation="rwexpsign", n_features=20, kappa=5.0, reg=reg_c,
-                            random_state=0).fit(Xk, y).decision_function(Xk)
-
-    def rwexprelu(Xk):
-        return RWRegressor(instantiation="rwexprelu", n_features=20, kappa=5.0, reg=reg_r,
-                           random_state=0).fit(Xk, yr).predict(Xk)
-
-    clf = RWClassifier(instantiation="rwexpsign", n_features=20, kappa=5.0, reg=reg_c,
-                       random_state=0).fit(X, y)
+    clf = reproduces(lambda Xk: RWClassifier(instantiation="rwexpsign", n_features=20,
+                                             kappa=5.0, reg=reg_c, random_state=0).fit(Xk, y),
+                     X, "decision_function", from_hex(ref["rwexpsign_decision"]))
     assert clf.feature_map_.gamma_ == gamma_from_kappa(4, 1.0, 5.0)
     assert clf.feature_map_.gamma_ == pytest.approx(float.fromhex(ref["rwexpsign_gamma"]),
                                                     rel=ulps)
-    np.testing.assert_allclose(clf.decision_function(X), from_hex(ref["rwexpsign_decision"]),
-                               rtol=0, atol=rounding_tolerance(rwexpsign, X))
-    reg = RWRegressor(instantiation="rwexprelu", n_features=20, kappa=5.0, reg=reg_r,
-                      random_state=0)
-    reg.fit(X, yr)
+    reg = reproduces(lambda Xk: RWRegressor(instantiation="rwexprelu", n_features=20,
+                                            kappa=5.0, reg=reg_r, random_state=0).fit(Xk, yr),
+                     X, "predict", from_hex(ref["rwexprelu_predict"]))
     assert reg.feature_map_.gamma_ == pytest.approx(float.fromhex(ref["rwexprelu_gamma"]),
                                                     rel=ulps)
-    np.testing.assert_allclose(reg.predict(X), from_hex(ref["rwexprelu_predict"]),
-                               rtol=0, atol=rounding_tolerance(rwexprelu, X))
     new = RWClassifier(instantiation="rwexpsign", n_features=20, random_state=0).fit(X, y)
     assert new.feature_map_.gamma_ < clf.feature_map_.gamma_   # a larger kappa, a narrower kernel
     assert not np.array_equal(new.decision_function(X), clf.decision_function(X))
