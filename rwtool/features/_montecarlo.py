@@ -6,15 +6,17 @@ numbers), the estimate for the T centres u_1..u_T is one matrix product
 
     Psi(X) = (1/S) phi(X; w_1..w_S) K(w_1..w_S; u_1..u_T)          (m x S) (S x T)
 
-computed over blocks of rows like the closed forms; the S x T matrix of kernel sections is built
+computed row by row in a fixed order (rwtool.features._rowwise), so that a row's features are
+the same bits whatever block of rows it comes in; the S x T matrix of kernel sections is built
 once. G_ij = K(u_i, u_j) is exact. theta and kappa (003 Table 2) have no closed form in general:
 the map estimates them by Monte Carlo over the training rows (``constants_are_estimates``).
 
 Pieces are named: built-in distributions, kernels and bases, or user functions registered with
 :func:`register_distribution`, :func:`register_kernel`, :func:`register_base` (numba-compiled,
 looked up by name only, so a model file stores names and never code). Draws are serial and come
-from the seeded Generator, so features do not depend on the thread count. ``sampling="qmc"``
-pushes scrambled Sobol points through the distribution's inverse CDF.
+from the seeded Generator, and no product's order depends on the threads, so features do not
+depend on the thread count. ``sampling="qmc"`` pushes scrambled Sobol points through the
+distribution's inverse CDF.
 
 This module is the Monte Carlo core: the registries, the draws, the kernel sections and the
 integrator, which the closed forms' ``closed_form=False`` option (_rkhs) and MonteCarloRKHS
@@ -39,7 +41,9 @@ from .._params import Param
 from ..resources import FitEstimate, check_memory
 from ._base import dot_into
 from ._kernels import _gaussian_gram, _stump_gram
-from ._kitchen import relu_inplace, sample_gaussian, sample_stumps, sign_inplace, stump_sign_into
+from ._kitchen import sample_gaussian, sample_stumps, stump_sign_into
+from ._rowwise import (PHI, dot_base_rows, pad_rows, phi_inplace, rows_times,
+                       stump_prefix_rows)
 
 __all__ = ["MonteCarloDraws", "MC_DEFAULT_THETA", "DISTRIBUTIONS", "KERNELS",
            "BASES", "DOT_BASES", "SAMPLINGS", "register_distribution", "register_kernel",
@@ -58,6 +62,8 @@ DOT_BASES = ("sign", "relu", "tanh", "sigmoid")
 MC_DEFAULT_THETA = 0.5
 #: rows of phi(X; draws) held at once by the feature loop (about 32 MB of float64)
 _BLOCK_ELEMENTS = 4_000_000
+#: bound on the features (given ||x||_inf <= 1) below which the product runs in float32 (max 3.4e38)
+_FLOAT32_REACH = 1e30
 #: draws used for the estimates of kappa and theta (theta's is quadratic in them)
 _KAPPA_DRAWS, _THETA_DRAWS = 512, 256
 #: median effective number of draws per centre below which the features are called mostly zero
@@ -73,28 +79,6 @@ SAMPLING = Param("sampling", "choice", "auto", "qmc: scrambled Sobol points thro
 
 
 # ============================================================================ numba kernels
-
-@njit(parallel=True, cache=True, nogil=True)
-def tanh_inplace(Z):
-    m, T = Z.shape
-    for i in prange(m):
-        for t in range(T):
-            Z[i, t] = math.tanh(Z[i, t])
-
-
-@njit(parallel=True, cache=True, nogil=True)
-def sigmoid_inplace(Z):
-    """Z <- 1 / (1 + exp(-Z)), written to stay finite for large |Z|."""
-    m, T = Z.shape
-    for i in prange(m):
-        for t in range(T):
-            z = Z[i, t]
-            if z >= 0.0:
-                Z[i, t] = 1.0 / (1.0 + math.exp(-z))
-            else:
-                e = math.exp(z)
-                Z[i, t] = e / (1.0 + e)
-
 
 @njit(parallel=True, nogil=True)
 def _user_base_into(phi, D, X, out):
@@ -393,24 +377,16 @@ def _gram(kernel, A, B, gamma, degree, normalized):
     return _raw_kernel(func, A, B, gamma, degree)
 
 
-def base_into(base, X, D, out, stump_idx=None):
+def base_into(base, X, D, out):
     """out[i, s] <- phi(w_s, x_i) for draws (or centres) D."""
     func = _lookup("base", base) if isinstance(base, str) else base
     if not isinstance(func, str):
         _user_base_into(func, D, X, out)
     elif func == "stump":
-        idx = D[:, 0].astype(np.int64) if stump_idx is None else stump_idx
-        stump_sign_into(X, idx, np.ascontiguousarray(D[:, 1]), 1.0, out)
+        stump_sign_into(X, D[:, 0].astype(np.int64), np.ascontiguousarray(D[:, 1]), 1.0, out)
     else:
         dot_into(X, D, out)
-        if func == "sign":
-            sign_inplace(out, 1.0)
-        elif func == "relu":
-            relu_inplace(out, 1.0)
-        elif func == "tanh":
-            tanh_inplace(out)
-        else:
-            sigmoid_inplace(out)
+        phi_inplace(out, PHI.index(func))
     return out
 
 
@@ -431,28 +407,37 @@ def _check_layout(base, kernel, D, n_in, label):
 
 # ============================================================================ the integrator
 
+def _concat(parts, dtype):
+    return np.concatenate(parts).astype(dtype) if parts else np.zeros(0, dtype)
+
+
 class Integrator:
     """psi_t(x) ~ (1/S) sum_s K(u_t, w_s) phi(w_s, x) with draws shared by all centres.
 
     Holds the draws, the S x T matrix of sections divided by S (built on first use) and the base
-    predictor; ``features_into`` fills a block of rows with one matrix product per chunk.
-
-    Two measured savings for the built-in <w, x> bases (docs/INSTANTIATIONS.md):
+    predictor; ``features_into`` fills a block of rows. The features of a row are a fixed
+    function of the row, bit for bit, whatever block it comes in and at any thread count: the
+    products run in the fixed-order kernels of ``_rowwise``, not on BLAS, whose rounding depends
+    on the shape of the call. Measured savings (docs/INSTANTIATIONS.md):
 
     * antithetic draws (w, -w) of a symmetric p: phi(-w, x) is -phi (sign, tanh),
       phi - <w, x> (relu) or 1 - phi (sigmoid), so the second half of the draws folds into the
       first half's matrix: phi(X; w_1..w_{S/2}) (K_1 -/+ K_2) plus an exact linear or constant
       term, half the products;
-    * the product phi(X; w) K runs in float32: its rounding (~1e-6 relative) is far below the
-      Monte Carlo error (~S^(-1/2)), and the row's features stay a fixed function of the row.
+    * the product phi(X; w) K of the <w, x> bases runs in float32 (unless its range could
+      overflow): its rounding (~1e-6 relative) is far below the Monte Carlo error (~S^(-1/2));
+    * the stump base: with each column's draws sorted by threshold, sign(x_j - w2) is +1 on a
+      prefix of them, so their sum is read from a float64 table of prefix sums (two lookups per
+      column and row instead of an S x T product); with the indicator kernel a column's table
+      holds only the centres on that column.
     """
 
     def __init__(self, draws, sections, base, label, antithetic=False, columns=None,
                  n_centres=None):
         self.draws = draws
         self._n_centres = 1 if n_centres is None else int(n_centres)
-        #: indicator kernel: the column of each centre (K(w, u) = 0 unless w1 = u1), so the
-        #: product splits into one small product per column: m S T / n operations, not m S T
+        #: indicator kernel: the column of each centre (K(w, u) = 0 unless w1 = u1), so a
+        #: column's draws reach only its centres
         self.columns = None if columns is None else np.asarray(columns, dtype=np.int64)
         self._sections_fn = sections   # () -> S x T matrix of K(w_s, u_t)
         self.base = _lookup("base", base) if isinstance(base, str) else base
@@ -461,16 +446,15 @@ class Integrator:
         self.antithetic = bool(antithetic) and self.base in DOT_BASES
         self._KS = None
         self._plan = None
-        self._stump_idx = (draws[:, 0].astype(np.int64) if self.base == "stump" else None)
 
     def sections(self):
         if self._KS is None:
             S = self.draws.shape[0]
             T = self._n_centres
-            check_memory(FitEstimate(peak_bytes=12 * S * T + 8 * _BLOCK_ELEMENTS),
+            check_memory(FitEstimate(peak_bytes=16 * S * T + 8 * _BLOCK_ELEMENTS),
                          f"the {S} x {T} kernel sections of {self.label}",
-                         fix="lower n_draws (S) or n_features (T): the sections take "
-                             "about 12 S T bytes")
+                         fix="lower n_draws (S) or n_features (T): the sections and their "
+                             "product plan take about 16 S T bytes")
             K = self._sections_fn()
             if not np.isfinite(K).all():
                 raise ValueError(f"{self.label}: the kernel sections K(w_s, u_t) are not all "
@@ -489,9 +473,10 @@ class Integrator:
             ess = np.where(s2 > 0, s1 * s1 / np.where(s2 > 0, s2, 1.0), 0.0)
         return ess
 
-    def base_block(self, X, out, draws=None):
-        base_into(self.base, X, self.draws if draws is None else draws, out, self._stump_idx)
-        if not isinstance(self.base, str) and not np.isfinite(out).all():
+    def base_block(self, X, out, draws):
+        """phi(w_s, x_i) of a user base predictor, refused where it is not finite."""
+        base_into(self.base, X, draws, out)
+        if not np.isfinite(out).all():
             i, s = np.argwhere(~np.isfinite(out))[0]
             raise ValueError(f"{self.label}: base {self.base_name!r} "
                              f"({_function_name(self.base)}) returned {out[i, s]} for draw "
@@ -499,73 +484,109 @@ class Integrator:
         return out
 
     def _build_plan(self):
-        """(draws used, their matrix (None with column groups), linear term (n x T) or None,
-        constant row or None, dtype, the column groups (lo, hi, centres, block) or None)."""
+        """What ``features_into`` needs: ("dot", D^T, phi code, M^T, linear term, constant),
+        ("stump", the prefix tables of ``stump_prefix_rows``) or ("user", draws, M^T, groups)."""
         KS = self.sections()
-        D, lin, const = self.draws, None, None
+        if self.base == "stump":
+            return ("stump",) + self._prefix_tables(KS)
+        if not isinstance(self.base, str):
+            return self._user_plan(KS)
+        D, T = self.draws, KS.shape[1]
+        lin, const = np.zeros((0, T)), np.zeros(0)
+        M = KS
         if self.antithetic:
             h = D.shape[0] // 2
             K1, K2 = KS[:h], KS[h:]
             D = D[:h]
             if self.base == "relu":
-                M, lin = K1 + K2, -(D.T @ K2)
+                M, lin = K1 + K2, np.ascontiguousarray(-(D.T @ K2))
             else:
                 M = K1 - K2
                 if self.base == "sigmoid":
                     const = K2.sum(axis=0)
-        else:
-            M = KS
-        dtype = np.float32 if isinstance(self.base, str) else np.float64
-        groups = None
-        if self.columns is not None:
-            # draws sorted by column: each column's draws are a slice of phi(X; w); only the
-            # per-column blocks of M are kept (the full S x T matrix is never multiplied)
-            order = np.argsort(D[:, 0], kind="stable")
-            D = D[order]
-            cols = D[:, 0].astype(np.int64)
-            groups = []
-            for j in np.unique(self.columns):
-                lo, hi = np.searchsorted(cols, [j, j + 1])
-                centres = np.flatnonzero(self.columns == j)
-                if hi > lo:
-                    groups.append((lo, hi, centres,
-                                   np.ascontiguousarray(M[order[lo:hi]][:, centres],
-                                                        dtype=dtype)))
-            self._stump_idx = cols
-            M = None
-        else:
-            M = np.ascontiguousarray(M, dtype=dtype)
-        return np.ascontiguousarray(D, dtype=dtype), M, lin, const, dtype, groups
+        # float32 unless its range could overflow: a feature is at most sum_s |M_st| times
+        # max |phi| <= max(1, ||w||_1 ||x||_inf), so float32 holds ||x||_inf up to 3e8 here
+        # (an exponential kernel of heavy-tailed draws reaches 1e300: float64)
+        reach = np.abs(M).sum(axis=0).max() * max(1.0, np.abs(D).sum(axis=1).max())
+        dtype = np.float32 if reach < _FLOAT32_REACH else np.float64
+        # the indicator kernel's zeros stay in M: with a <w, x> base it needs n = 2 inputs
+        return ("dot", np.ascontiguousarray(D.T, dtype=dtype), PHI.index(self.base),
+                pad_rows(M.T, dtype), lin, const)
 
-    def _product(self, B, M, groups, out):
-        if groups is None:
-            np.matmul(B, M, out=out)
-            return
-        out[:] = 0.0
-        for lo, hi, centres, Mg in groups:
-            out[:, centres] = B[:, lo:hi] @ Mg
+    def _prefix_tables(self, KS):
+        """The arguments of ``stump_prefix_rows``: per column, its draws' thresholds sorted and
+        the prefix sums of their sections (only the centres on that column, with the indicator
+        kernel)."""
+        col, thr = self.draws[:, 0].astype(np.int64), self.draws[:, 1]
+        order = np.lexsort((thr, col))
+        col, thr = col[order], thr[order]
+        cuts = np.flatnonzero(np.diff(col)) + 1
+        columns, thresholds, centres, tables = [], [], [], []
+        starts, cstarts, pstarts = [0], [0], [0]
+        for lo, hi in zip(np.r_[0, cuts], np.r_[cuts, len(col)]):
+            j = col[lo]
+            targets = (np.arange(KS.shape[1]) if self.columns is None
+                       else np.flatnonzero(self.columns == j))
+            if not len(targets):
+                continue
+            P = np.zeros((hi - lo + 1, len(targets)))
+            np.cumsum(KS[np.ix_(order[lo:hi], targets)], axis=0, out=P[1:])
+            columns.append(j)
+            thresholds.append(thr[lo:hi])
+            starts.append(starts[-1] + hi - lo)
+            centres.append(targets)
+            cstarts.append(cstarts[-1] + len(targets))
+            tables.append(P.ravel())
+            pstarts.append(pstarts[-1] + P.size)
+        return (np.asarray(columns, dtype=np.int64), _concat(thresholds, np.float64),
+                np.asarray(starts, dtype=np.int64), _concat(centres, np.int64),
+                np.asarray(cstarts, dtype=np.int64), _concat(tables, np.float64),
+                np.asarray(pstarts, dtype=np.int64))
+
+    def _user_plan(self, KS):
+        """A user base predictor (float64): its draws, M^T, or per column of the indicator
+        kernel the draws' range, the centres and their part of M^T."""
+        D = self.draws
+        if self.columns is None:
+            return ("user", D, pad_rows(KS.T, np.float64), None)
+        order = np.argsort(D[:, 0], kind="stable")
+        D = np.ascontiguousarray(D[order])
+        cols = D[:, 0].astype(np.int64)
+        groups = []
+        for j in np.unique(self.columns):
+            lo, hi = np.searchsorted(cols, [j, j + 1])
+            centres = np.flatnonzero(self.columns == j)
+            if hi > lo:
+                groups.append((lo, hi, centres,
+                               pad_rows(KS[np.ix_(order[lo:hi], centres)].T, np.float64)))
+        return ("user", D, None, groups)
+
+    def _user_features_into(self, X, out, D, MT, groups):
+        S = D.shape[0]
+        step = max(1, min(X.shape[0], _BLOCK_ELEMENTS // max(1, S)))
+        buf = np.empty((step, S))
+        for start in range(0, X.shape[0], step):
+            stop = min(X.shape[0], start + step)
+            B = self.base_block(np.ascontiguousarray(X[start:stop]), buf[: stop - start], D)
+            if groups is None:
+                rows_times(B, MT, out[start:stop])
+                continue
+            out[start:stop] = 0.0
+            for lo, hi, centres, MTg in groups:
+                part = np.empty((stop - start, len(centres)))
+                rows_times(B[:, lo:hi], MTg, part)
+                out[start:stop, centres] = part
 
     def features_into(self, X, out):
         if self._plan is None:
             self._plan = self._build_plan()
-        D, M, lin, const, dtype, groups = self._plan
-        S = D.shape[0]
-        step = max(1, min(X.shape[0], _BLOCK_ELEMENTS // max(1, S)))
-        buf = np.empty((step, S), dtype=dtype)
-        prod = np.empty((step, out.shape[1]), dtype=dtype) if dtype != out.dtype else None
-        for start in range(0, X.shape[0], step):
-            stop = min(X.shape[0], start + step)
-            Xb = X[start:stop] if dtype == X.dtype else X[start:stop].astype(dtype)
-            B = self.base_block(Xb, buf[: stop - start], D)
-            if prod is None:
-                self._product(B, M, groups, out[start:stop])
-            else:
-                self._product(B, M, groups, prod[: stop - start])
-                out[start:stop] = prod[: stop - start]
-        if lin is not None:
-            out += X @ lin
-        if const is not None:
-            out += const[None, :]
+        kind, *plan = self._plan
+        if kind == "dot":
+            dot_base_rows(X, *plan, out)
+        elif kind == "stump":
+            stump_prefix_rows(X, *plan, out)
+        else:
+            self._user_features_into(X, out, *plan)
 
 
 # ============================================================================ the maps
