@@ -484,22 +484,21 @@ class Integrator:
         return out
 
     def _build_plan(self):
-        """What ``features_into`` needs: ("dot", D^T, phi code, M^T, linear term, constant),
+        """What ``features_into`` needs: ("dot", D^T, phi code, M^T, lin^T, constant),
         ("stump", the prefix tables of ``stump_prefix_rows``) or ("user", draws, M^T, groups)."""
         KS = self.sections()
         if self.base == "stump":
             return ("stump",) + self._prefix_tables(KS)
         if not isinstance(self.base, str):
             return self._user_plan(KS)
-        D, T = self.draws, KS.shape[1]
-        lin, const = np.zeros((0, T)), np.zeros(0)
+        D, lin, const = self.draws, None, np.zeros(0)
         M = KS
         if self.antithetic:
             h = D.shape[0] // 2
             K1, K2 = KS[:h], KS[h:]
             D = D[:h]
             if self.base == "relu":
-                M, lin = K1 + K2, np.ascontiguousarray(-(D.T @ K2))
+                M, lin = K1 + K2, -(D.T @ K2)
             else:
                 M = K1 - K2
                 if self.base == "sigmoid":
@@ -510,8 +509,9 @@ class Integrator:
         reach = np.abs(M).sum(axis=0).max() * max(1.0, np.abs(D).sum(axis=1).max())
         dtype = np.float32 if reach < _FLOAT32_REACH else np.float64
         # the indicator kernel's zeros stay in M: with a <w, x> base it needs n = 2 inputs
+        linT = np.zeros((0, D.shape[1]), dtype) if lin is None else pad_rows(lin.T, dtype)
         return ("dot", np.ascontiguousarray(D.T, dtype=dtype), PHI.index(self.base),
-                pad_rows(M.T, dtype), lin, const)
+                pad_rows(M.T, dtype), linT, const)
 
     def _prefix_tables(self, KS):
         """The arguments of ``stump_prefix_rows``: per column, its draws' thresholds sorted and

@@ -143,11 +143,12 @@ def _axpy_tiles(Xb, DT, Z):
 
 
 @njit(parallel=True, cache=True, nogil=True)
-def dot_base_rows(X, DT, code, MT, lin, const, out):
+def dot_base_rows(X, DT, code, MT, linT, const, out):
     """out[i] <- phi(x_i D^T) M (+ x_i lin) (+ const), each row in a fixed order.
 
-    X (m x n, any float), DT = D^T (n x S, the dtype of the phi block), MT = M^T padded to a
-    multiple of 4 rows (T' x S), lin (n x T, or 0 x T for none), const (T, or empty).
+    X (m x n, any float), DT = D^T (n x S, the dtype of the phi block), MT = M^T and linT =
+    lin^T (T' x n, or 0 x n for none) in that dtype, padded to a multiple of 4 rows, const
+    (T, or empty).
     """
     m = X.shape[0]
     S = DT.shape[1]
@@ -163,9 +164,9 @@ def dot_base_rows(X, DT, code, MT, lin, const, out):
             for s in range(S):
                 Z[r, s] = _phi(code, Z[r, s])
         _times_rows(Z, MT, out, r0, nrows)
-        if lin.shape[0]:
-            L = np.zeros((Xb.shape[0], T))
-            _axpy_tiles(_padded_rows(X, r0, nrows, lin.dtype), lin, L)
+        if linT.shape[0]:
+            L = np.empty((nrows, T))
+            _times_rows(Xb, linT, L, 0, nrows)
             for r in range(nrows):
                 for t in range(T):
                     out[r0 + r, t] = out[r0 + r, t] + L[r, t]
