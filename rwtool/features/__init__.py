@@ -4,6 +4,7 @@ _rkhs: the five RKHS-weighting instantiations (closed-form psi and Gram matrix G
 _rkhs_mc: ``MonteCarloRKHS``, the RKHS weighting of any (p, K, phi) by Monte Carlo;
 _montecarlo: the Monte Carlo core both share (registries, draws, kernel sections, integrator);
 _kernels: the closed-form Gram kernels (Gaussian, stumps) the closed forms and the core use;
+_rowwise: the core's products, each output row a fixed function of its input row (any block);
 _instantiation: ``Instantiation``, the user-facing (p, K, phi) built from registered pieces;
 _kitchen: random-kitchen-sink base predictors (sign, relu, stumps);
 _fourier: random Fourier features of shift-invariant kernels;

@@ -17,6 +17,7 @@ from rwtool._base import BaseEstimator, Standardizer
 from rwtool.features import (KITCHEN_BASES, INSTANTIATIONS, MonteCarloRKHS,
                              RandomFourierFeatures, RowMaxima, make_instantiation)
 from rwtool.scale import scan_moments
+from tests.helpers.normal_equations import backward_error
 
 da = pytest.importorskip("dask.array")
 pytest.importorskip("distributed")   # the cluster of the conftest fixture `client`
@@ -47,10 +48,9 @@ NOT_MODEL = ("fit_time_", "n_partitions_")
 #: path's scores) differ from fit's by a few ulps (1e-16 to 1e-13 measured).
 RTOL = 1e-9
 #: backward error allowed to the coefficients in fit's normal equations. Their sums differ from
-#: fit's only in order (1e-16 measured for the closed forms and kitchen sinks), but the Monte
-#: Carlo product runs in float32 (rwtool.features.montecarlo.Integrator), whose rounding in a
-#: row depends today on the block it is computed in (5e-10 measured)
-BACKWARD = {"exact": 1e-12, "mc": 1e-8}
+#: fit's only in order, a row's features being the same in any block, the Monte Carlo ones
+#: included (1e-16 measured)
+BACKWARD = 1e-12
 
 
 @pytest.fixture(scope="module")
@@ -134,27 +134,10 @@ def assert_same(got, want, where):
         assert type(got) is type(want) and got == want, f"{where}: {got!r} (fit: {want!r})"
 
 
-def _backward_error(coef, ref, X, y):
-    """||M a - b|| / (||M|| ||a|| + ||b||) in fit's normal equations M a = b, built here from
-    fit's feature matrix: (Phi^T Phi + m reg R + m eps I) a = Phi^T Y (R = G for the RKHS
-    weightings, I for kitchen sinks). Tolerance on it does not grow with cond(M), which
-    reaches 8e8 here (RWStumps), while the coefficients' own error does."""
-    Phi = ref.feature_matrix(X)
-    m, T = Phi.shape
-    fmap = ref.feature_map_
-    R = fmap.gram() if fmap.has_gram else np.eye(T)
-    eps = ref.eps if fmap.has_gram else 0.0
-    M = Phi.T @ Phi + m * ref.reg_ * R + m * eps * np.eye(T)
-    b = Phi.T @ ref._targets_for(y, m)
-    return (np.linalg.norm(M @ coef - b)
-            / (np.linalg.norm(M, 2) * np.linalg.norm(coef) + np.linalg.norm(b)))
-
-
 def assert_same_model(got, ref, X, y):
     a, b = _fitted(got), _fitted(ref)
     assert a.keys() == b.keys()
-    kind = "mc" if isinstance(ref.feature_map_, MonteCarloRKHS) else "exact"
-    assert _backward_error(a.pop("coef_"), ref, X, y) < BACKWARD[kind]
+    assert backward_error(a.pop("coef_"), ref, X, y) < BACKWARD
     assert b.pop("coef_").shape == got.coef_.shape
     for key in b:
         assert_same(a[key], b[key], key)
@@ -170,7 +153,7 @@ def assert_same_report(got, ref, X, y):
     What reads the map and the data only (theta, kappa, tau, y_bound, ...) equals fit's. What
     reads the coefficients too equals what fit's model gives with ``got``'s coefficients (its
     twin): the coefficients themselves differ from fit's by the conditioning of the normal
-    equations (_backward_error), which every function of them inherits; 1e-14 measured
+    equations (backward_error), which every function of them inherits; 1e-14 measured
     against the twin.
     """
     twin = copy.deepcopy(ref)
