@@ -121,7 +121,9 @@ def rounding_tolerance():
     over-estimates it 1e4-fold here): ``outputs`` recomputed with every array perturbed by a
     random relative error of one epsilon, ``draws`` times; the tolerance is ``ROUNDING_FACTOR``
     times the largest change (at least that times one epsilon of the outputs). It is asserted to
-    stay below 1e-6 of the outputs, so that the comparison can still fail.
+    stay below 1e-6 of the outputs, so that the comparison can still fail. Nothing discrete may
+    hang on the arrays' bits: reg="auto" folds are a hash of the rows' values, so a perturbed X
+    is other folds (fix reg to the choice being compared).
     """
     eps = np.finfo(float).eps
 

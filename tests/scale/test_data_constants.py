@@ -267,7 +267,6 @@ def test_constants_known_from_the_parameters_stay_known():
     assert fmap.constants() == (pytest.approx(0.1), 1.0)   # theta = the theta rule's target
 
 
-@pytest.mark.slow
 def test_the_example_of_the_issue():
     """RWRelu on diabetes: the streamed model's theta was 0 and pruning by the bound deleted
     every centre."""
