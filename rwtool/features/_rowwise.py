@@ -12,7 +12,8 @@ Here the order in which each output element is summed depends only on its positi
   vectorised with reassociated partial sums (lane-wise, then a fixed tree; the registers hold
   the 16 sums, which BLAS-like speed needs). A block is padded with zero rows to a multiple of
   4, so every row takes this one path;
-* ``_axpy_tiles`` forms z = sum_k x_k d_k over the inputs in the order k = 0..n-1, IEEE-strict;
+* ``_axpy_tiles`` forms z = sum_k x_k d_k over the inputs in the order k = 0..n-1, IEEE-strict
+  (the same bits on any machine, so the signs of <w, x> never depend on the CPU);
 * ``stump_prefix_rows`` reads sums of sorted draws from prefix tables (no product at all).
 
 This module multiplies and looks up; it knows the base predictors only by the codes of ``PHI``.
@@ -71,7 +72,8 @@ def phi_inplace(Z, code):
 
 @njit(fastmath={"reassoc", "contract"}, cache=True, nogil=True)
 def _tile_dots(b0, b1, b2, b3, m0, m1, m2, m3):
-    """The 16 inner products <b_i, m_j>; the summation order depends on len(b0) only."""
+    """The 16 inner products <b_i, m_j>; the summation order depends on len(b0) only (and on
+    the machine's vector width: another CPU may round otherwise, one CPU always alike)."""
     zero = b0.dtype.type(0)
     a00 = a01 = a02 = a03 = a10 = a11 = a12 = a13 = zero
     a20 = a21 = a22 = a23 = a30 = a31 = a32 = a33 = zero
@@ -101,7 +103,7 @@ def _tile_dots(b0, b1, b2, b3, m0, m1, m2, m3):
 def _times_rows(Z, MT, out, r0, nrows):
     """out[r0 + r, t] <- <Z[r], MT[t]> for r < nrows, t < out.shape[1].
 
-    Z has a multiple of 4 rows (zero rows pad the block), MT a multiple of 4 (zero columns)."""
+    Z and MT have a multiple of 4 rows (zero rows pad them)."""
     T = out.shape[1]
     for c0 in range(0, MT.shape[0], _COLS_PER_TILE):
         c1 = min(MT.shape[0], c0 + _COLS_PER_TILE)
@@ -128,13 +130,23 @@ def _padded_rows(X, r0, nrows, dtype):
 
 @njit(cache=True, nogil=True)
 def _axpy_tiles(Xb, DT, Z):
-    """Z[r] += sum_k Xb[r, k] DT[k] over k in order 0..n-1, IEEE-strict (4 rows share a load)."""
+    """Z[r] += sum_k Xb[r, k] DT[k] over k in order 0..n-1, IEEE-strict: 4 rows share each load
+    of DT, and two terms are added per pass over a row (the same sum, half the stores)."""
     n, S = DT.shape
     for q in range(0, Z.shape[0], _R):
         z0, z1, z2, z3 = Z[q], Z[q + 1], Z[q + 2], Z[q + 3]
-        for k in range(n):
+        for k in range(0, n - 1, 2):
             a0, a1, a2, a3 = Xb[q, k], Xb[q + 1, k], Xb[q + 2, k], Xb[q + 3, k]
-            d = DT[k]
+            b0, b1, b2, b3 = Xb[q, k + 1], Xb[q + 1, k + 1], Xb[q + 2, k + 1], Xb[q + 3, k + 1]
+            d, e = DT[k], DT[k + 1]
+            for s in range(S):
+                z0[s] = (z0[s] + a0 * d[s]) + b0 * e[s]
+                z1[s] = (z1[s] + a1 * d[s]) + b1 * e[s]
+                z2[s] = (z2[s] + a2 * d[s]) + b2 * e[s]
+                z3[s] = (z3[s] + a3 * d[s]) + b3 * e[s]
+        if n % 2:
+            a0, a1, a2, a3 = Xb[q, n - 1], Xb[q + 1, n - 1], Xb[q + 2, n - 1], Xb[q + 3, n - 1]
+            d = DT[n - 1]
             for s in range(S):
                 z0[s] = z0[s] + a0 * d[s]
                 z1[s] = z1[s] + a1 * d[s]
