@@ -18,10 +18,13 @@ def machine() -> str:
 
 
 def write_results(text: str, path) -> None:
-    """Print a results table and, when ``path`` is given, write it there."""
+    """Print a results table and, when ``path`` is given, write it there (through a temporary
+    file, so a run stopped while writing leaves the old page whole)."""
     print(text)
     if path:
-        Path(path).write_text(text + "\n")
+        tmp = Path(f"{path}.tmp")
+        tmp.write_text(text.rstrip("\n") + "\n")
+        tmp.replace(path)
 
 
 def write_section(path, name, text):

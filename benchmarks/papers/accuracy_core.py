@@ -17,7 +17,7 @@ import sys
 import time
 
 import numpy as np
-from benchmarks._common.output import machine
+from benchmarks._common.output import machine, write_results
 from benchmarks._common.datasets import datasets_root, load_adults, load_cancer
 
 PAPER = {("cancer", "rwsign"): 0.048, ("adults", "rwrelu"): 0.147, ("adults", "rwstumps"): 0.145}
@@ -75,10 +75,7 @@ def main(argv=None):
                      f"{r['test'][0]:.3f} +/- {r['test'][1]:.3f} | {r['paper']:.3f} ({verdict}) | "
                      f"{r['fit_time']:.2f} | {p} |")
     text = "\n".join(lines) + "\n"
-    print(text)
-    if args.out:
-        with open(args.out, "w") as fh:
-            fh.write(text)
+    write_results(text, args.out)
 
 
 if __name__ == "__main__":

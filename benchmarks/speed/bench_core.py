@@ -26,7 +26,7 @@ import time
 import numpy as np
 
 from benchmarks._common.datasets import datasets_root, load_adults
-from benchmarks._common.output import machine
+from benchmarks._common.output import machine, write_results
 
 
 def _timed(fn):
@@ -182,10 +182,7 @@ def main(argv=None):
                                                     "OPENBLAS_NUM_THREADS") if k in os.environ)
     text = report(res, args.T, env + "python -m benchmarks.speed.bench_core " +
                   " ".join(argv or sys.argv[1:]))
-    print(text)
-    if args.out:
-        with open(args.out, "w") as fh:
-            fh.write(text)
+    write_results(text, args.out)
 
 
 if __name__ == "__main__":

@@ -22,7 +22,7 @@ import time
 
 import numpy as np
 
-from benchmarks._common.output import machine
+from benchmarks._common.output import machine, write_results
 from benchmarks._common.datasets import load_abalone, load_adults, load_cancer
 
 DATASETS = {"cancer": load_cancer, "adults": load_adults, "abalone": load_abalone}
@@ -196,10 +196,7 @@ def main(argv=None):
                                args.n_iter, args.cv, args.search_rows, args.search_T)
         body = accuracy_tables(side, tuned)
     text = f"{machine()}\n\n{body}\n"
-    print(text)
-    if args.out:
-        with open(args.out, "w") as fh:
-            fh.write(text)
+    write_results(text, args.out)
 
 
 if __name__ == "__main__":

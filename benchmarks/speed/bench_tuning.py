@@ -21,11 +21,10 @@ from __future__ import annotations
 
 import argparse
 import time
-from pathlib import Path
 
 import numpy as np
 
-from benchmarks._common.output import machine
+from benchmarks._common.output import machine, write_results
 from benchmarks._common.datasets import datasets_root, load_adults
 
 
@@ -90,9 +89,7 @@ def main(argv=None) -> int:
         sc = f"{scores[name]:.4f}" if name in scores else "-"
         lines.append(f"| {name} | {best[name]:.2f} | {best[name] / unit:.1f} | {sc} |")
     text = "\n".join(lines) + "\n"
-    print(text)
-    if args.out:
-        Path(args.out).write_text(text)
+    write_results(text, args.out)
     return 0
 
 

@@ -68,7 +68,9 @@ def sample_stumps(rng: np.random.Generator, T: int, n: int, sigma: float):
 _KITCHEN_PARAMETERS = params_table(N_FEATURES, SIGMA, RANDOM_STATE)
 
 
-class _KitchenDot(FeatureMap):
+class _Kitchen(FeatureMap):
+    """What every kitchen sink shares: its parameters (T, sigma, random_state) and fitted check."""
+
     _parameters = _KITCHEN_PARAMETERS
     _check_fitted_state = check_centres
 
@@ -77,6 +79,8 @@ class _KitchenDot(FeatureMap):
         self.sigma = sigma
         self.random_state = random_state
 
+
+class _KitchenDot(_Kitchen):
     def _sample(self, rng, n_in, X):
         self.W_ = sample_gaussian(rng, int(self.n_features), n_in, float(self.sigma))
 
@@ -114,19 +118,11 @@ class KitchenRelu(_KitchenDot):
     _kernel = staticmethod(relu_inplace)
 
 
-class KitchenStumps(FeatureMap):
+class KitchenStumps(_Kitchen):
     """Random kitchen sinks with decision stumps: psi_t(x) = sign(x_{w1} - w2) / sqrt(T).
 
     w1 ~ U{1..n} picks the variable, w2 ~ N(0, sigma^2) the threshold (seed 003 Table 2's p).
     """
-
-    _parameters = _KITCHEN_PARAMETERS
-    _check_fitted_state = check_centres
-
-    def __init__(self, n_features: int = 1000, sigma: float = 1.0, random_state=None):
-        self.n_features = n_features
-        self.sigma = sigma
-        self.random_state = random_state
 
     def _sample(self, rng, n_in, X):
         self.idx_, self.thr_ = sample_stumps(rng, int(self.n_features), n_in, float(self.sigma))

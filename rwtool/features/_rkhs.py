@@ -395,7 +395,50 @@ class _RWDot(RKHSWeighting):
         return np.exp((A @ B.T) / (2.0 * g2))
 
 
-class RWSign(_RWDot):
+class _RWGaussianDot(_RWDot):
+    """RWSign and RWRelu: the Gaussian kernel K, whose width comes from ``theta``."""
+
+    _kernel_kind = "gaussian"
+    _parameters = params_table(
+        N_FEATURES, SIGMA, dataclasses.replace(GAMMA, none="from theta"), THETA, CLOSED_FORM,
+        N_DRAWS, SAMPLING, RANDOM_STATE)
+
+    def __init__(self, n_features: int = 1000, sigma: float = 1.0, gamma=None,
+                 theta=None, closed_form: bool = True, n_draws=None,
+                 sampling: str = "auto", random_state=None):
+        self.n_features = n_features
+        self.sigma = sigma
+        self.gamma = gamma
+        self.theta = theta
+        self.closed_form = closed_form
+        self.n_draws = n_draws
+        self.sampling = sampling
+        self.random_state = random_state
+
+
+class _RWExponentialDot(_RWDot):
+    """RWExpSign and RWExpRelu: the exponential kernel K, whose width comes from ``kappa``."""
+
+    _kernel_kind = "exponential"
+    _parameters = params_table(
+        N_FEATURES, SIGMA, dataclasses.replace(GAMMA, none="from kappa"), KAPPA, NORMALIZE,
+        CLOSED_FORM, N_DRAWS, SAMPLING, RANDOM_STATE)
+
+    def __init__(self, n_features: int = 1000, sigma: float = 1.0, gamma=None,
+                 kappa: float = 10.0, normalize: bool = True, closed_form: bool = True,
+                 n_draws=None, sampling: str = "auto", random_state=None):
+        self.n_features = n_features
+        self.sigma = sigma
+        self.gamma = gamma
+        self.kappa = kappa
+        self.normalize = normalize
+        self.closed_form = closed_form
+        self.n_draws = n_draws
+        self.sampling = sampling
+        self.random_state = random_state
+
+
+class RWSign(_RWGaussianDot):
     """RKHS weighting of sign functions (003 Table 2, RWSign).
 
     phi(w, x) = sign(<w, x>), K(u, w) = exp(-||u - w||^2 / (2 gamma^2)), p = N(0, sigma^2 I), and
@@ -433,26 +476,11 @@ class RWSign(_RWDot):
     """
 
     name = "rwsign"
-    _kernel_kind, _phi = "gaussian", "sign"
-
-    _parameters = params_table(
-        N_FEATURES, SIGMA, dataclasses.replace(GAMMA, none="from theta"), THETA, CLOSED_FORM,
-        N_DRAWS, SAMPLING, RANDOM_STATE)
-
-    def __init__(self, n_features: int = 1000, sigma: float = 1.0, gamma=None,
-                 theta=None, closed_form: bool = True, n_draws=None,
-                 sampling: str = "auto", random_state=None):
-        self.n_features = n_features
-        self.sigma = sigma
-        self.gamma = gamma
-        self.theta = theta
-        self.closed_form = closed_form
-        self.n_draws = n_draws
-        self.sampling = sampling
-        self.random_state = random_state
+    _phi = "sign"
 
 
-class RWRelu(_RWDot):
+
+class RWRelu(_RWGaussianDot):
     """RKHS weighting of ReLU functions (003 Table 2, RWRelu).
 
     phi(w, x) = max(0, <w, x>), Gaussian K and p as RWSign, and with a = r(u', x):
@@ -463,25 +491,12 @@ class RWRelu(_RWDot):
     """
 
     name = "rwrelu"
-    _kernel_kind, _phi = "gaussian", "relu"
+    _phi = "relu"
     _reads_x_norm = True
 
-    _parameters = RWSign._parameters
-
-    def __init__(self, n_features: int = 1000, sigma: float = 1.0, gamma=None,
-                 theta=None, closed_form: bool = True, n_draws=None,
-                 sampling: str = "auto", random_state=None):
-        self.n_features = n_features
-        self.sigma = sigma
-        self.gamma = gamma
-        self.theta = theta
-        self.closed_form = closed_form
-        self.n_draws = n_draws
-        self.sampling = sampling
-        self.random_state = random_state
 
 
-class RWExpSign(_RWDot):
+class RWExpSign(_RWExponentialDot):
     """RKHS weighting of sign functions with the exponential kernel (003 Table 2, RWExpSign).
 
     phi(w, x) = sign(<w, x>), K(u, w) = exp(<u, w> / (2 gamma^2)), p = N(0, sigma^2 I), and
@@ -510,27 +525,11 @@ class RWExpSign(_RWDot):
     """
 
     name = "rwexpsign"
-    _kernel_kind, _phi = "exponential", "sign"
-
-    _parameters = params_table(
-        N_FEATURES, SIGMA, dataclasses.replace(GAMMA, none="from kappa"), KAPPA, NORMALIZE,
-        CLOSED_FORM, N_DRAWS, SAMPLING, RANDOM_STATE)
-
-    def __init__(self, n_features: int = 1000, sigma: float = 1.0, gamma=None,
-                 kappa: float = 10.0, normalize: bool = True, closed_form: bool = True,
-                 n_draws=None, sampling: str = "auto", random_state=None):
-        self.n_features = n_features
-        self.sigma = sigma
-        self.gamma = gamma
-        self.kappa = kappa
-        self.normalize = normalize
-        self.closed_form = closed_form
-        self.n_draws = n_draws
-        self.sampling = sampling
-        self.random_state = random_state
+    _phi = "sign"
 
 
-class RWExpRelu(_RWDot):
+
+class RWExpRelu(_RWExponentialDot):
     """RKHS weighting of ReLU functions with the exponential kernel (003 Table 2, RWExpRelu).
 
     With mu = s^2 r(u, x) / (2 g^2) (the form printed in 003 is wrong, see the spec):
@@ -541,23 +540,9 @@ class RWExpRelu(_RWDot):
     """
 
     name = "rwexprelu"
-    _kernel_kind, _phi = "exponential", "relu"
+    _phi = "relu"
     _reads_x_norm = True
 
-    _parameters = RWExpSign._parameters
-
-    def __init__(self, n_features: int = 1000, sigma: float = 1.0, gamma=None,
-                 kappa: float = 10.0, normalize: bool = True, closed_form: bool = True,
-                 n_draws=None, sampling: str = "auto", random_state=None):
-        self.n_features = n_features
-        self.sigma = sigma
-        self.gamma = gamma
-        self.kappa = kappa
-        self.normalize = normalize
-        self.closed_form = closed_form
-        self.n_draws = n_draws
-        self.sampling = sampling
-        self.random_state = random_state
 
 
 class RWStumps(RKHSWeighting):
