@@ -15,7 +15,7 @@ import os as _os
 # effect when rwtool is imported before numpy (the CLI and the app do); an explicit setting wins.
 _os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
 
-from . import bounds, data, features, losses, persist  # noqa: E402
+from . import bounds, data, features, inspect, losses, persist  # noqa: E402
 from ._version import __version__
 from .exceptions import (ConvergenceWarning, FitCancelled, InsufficientMemoryError,
                          InvalidParameterError, MixedLabelsError, NotFittedError, NumericalError,

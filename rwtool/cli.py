@@ -29,8 +29,9 @@ from .data import (DataError, Preprocessing, list_samples, preview_csv, read_csv
                    train_test_csv)
 from .exceptions import FitCancelled, ModelFileError, NumericalError, human_bytes
 from .persist import read_info, read_model, save
-from .report import (METHODS, Terms, apply_to_file, bound_meanings, bounds_table, check_labels,
-                     evaluate, fit_summary, prediction_columns, write_csv, write_predictions)
+from .report import (METHODS, SCORING_WORDS, Terms, apply_to_file, bound_meanings, bounds_table,
+                     check_labels, evaluate, fit_summary, importance_on_file,
+                     prediction_columns, scoring_words, write_csv, write_predictions)
 from .resources import MEMORY_FRACTION, available_memory
 from .scale import can_stream, train_csv
 
@@ -554,6 +555,8 @@ def cmd_info(args) -> int:
 
 
 def cmd_inspect(args) -> int:
+    if args.importance:
+        return _inspect_importance(args)
     pv = preview_csv(args.data, n_head=args.head, **_dialect_options(args))
     if args.json:
         _emit_json(pv.to_dict())
@@ -572,6 +575,49 @@ def cmd_inspect(args) -> int:
     t = pv.suggested_target()
     print(f"  suggested target: {t!r} ({pv.infer_task(t)})")
     for n in pv.notes:
+        print(f"  note: {n}")
+    return EXIT_OK
+
+
+def _inspect_importance(args) -> int:
+    """``rwtool inspect DATA.csv --importance MODEL.rwm``: permutation importance per column."""
+    mf = read_model(args.importance, **_model_limit(args))
+    bar = ProgressBar(enabled=not (args.quiet or args.no_progress))
+    old = bar.install_sigint()
+    try:
+        res, rows, ds = importance_on_file(mf, args.data, n_repeats=args.n_repeats,
+                                           random_state=args.seed, scoring=args.scoring,
+                                           callback=bar, **{k: v for k, v in _dialect_options(
+                                               args).items() if k != "header"})
+    except FitCancelled:
+        raise CLIError("importance cancelled", exit_code=EXIT_CANCELLED) from None
+    finally:
+        bar.close()
+        if old is not None:
+            signal.signal(signal.SIGINT, old)
+    if args.json:
+        _emit_json({"command": "inspect", "model": mf.path, "data": args.data,
+                    "n_rows": ds.n_samples, "scoring": res.scoring,
+                    "baseline_score": res.baseline_score, "n_repeats": args.n_repeats,
+                    "seed": args.seed, "share_meaning": res.share_meaning or None,
+                    "importance": [vars(r) for r in rows], "notes": list(ds.notes)})
+        return EXIT_OK
+    if args.quiet:
+        return EXIT_OK
+    print(f"{type(mf.estimator).__name__} on {os.path.basename(args.data)} "
+          f"({ds.n_samples} rows): permutation importance, {args.n_repeats} shuffles per "
+          f"column (seed {args.seed})")
+    print(f"  {scoring_words(res.scoring, mf.estimator)} when the column is shuffled; score "
+          f"on the rows as given: {_fmt(res.baseline_score)}")
+    share = res.share is not None
+    w = max(6, *(len(r.column) for r in rows))
+    print(f"  {'column':<{w}}  {'mean':>10}  {'std':>10}" + ("  share" if share else ""))
+    for r in rows:
+        print(f"  {r.column:<{w}}  {r.mean:>10.4g}  {r.std:>10.4g}"
+              + (f"  {r.share:.4f}" if share else ""))
+    if share:
+        print(f"  share: the model's own importance ({res.share_meaning})")
+    for n in ds.notes:
         print(f"  note: {n}")
     return EXIT_OK
 
@@ -723,11 +769,25 @@ estimator parameter can be set with --param NAME=VALUE.""")
     p.add_argument("model")
     _add_model_limit(p)
 
-    p = command("inspect", cmd_inspect, "column types and missing values of a CSV file",
+    p = command("inspect", cmd_inspect, "column types of a CSV file, or a model's importance",
                 "Detected dialect, per-column type, missing count and range, and the "
-                "suggested target.", "example:\n  rwtool inspect data.csv")
+                "suggested target. With --importance MODEL: the permutation importance of each "
+                "column of the labelled CSV for that model (how much its score drops when the "
+                "column is shuffled), and the model's exact share per column when it has one.",
+                "examples:\n  rwtool inspect data.csv\n"
+                "  rwtool inspect test.csv --importance model.rwm --n-repeats 10")
     p.add_argument("data")
     p.add_argument("--head", type=int, default=5, help="rows kept in the JSON preview")
+    g = p.add_argument_group("importance")
+    g.add_argument("--importance", metavar="MODEL",
+                   help="model file: measure its permutation importance on DATA's rows")
+    g.add_argument("--n-repeats", type=int, default=5,
+                   help="shuffles per column (default 5)")
+    g.add_argument("--seed", type=int, default=0, help="seed of the shuffles (default 0)")
+    g.add_argument("--scoring", choices=list(SCORING_WORDS)[1:],
+                   help="score to measure (default: accuracy, or R^2 for regression)")
+    g.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    _add_model_limit(g)
     p.add_argument("--no-header", action="store_true", help="the file has no header line")
     _add_dialect_options(p)
 

@@ -4,7 +4,8 @@ Built from the source with ``ast``, imports inside functions included and relati
 resolved, so a function-level import cannot hide a cycle or an import against the layers:
 
     bottom (exceptions, progress, _base, _params, _version, resources, losses, bounds)
-      < data, features < model_selection < solvers < scale < estimators < persist, report < cli
+      < data, features < model_selection < solvers < scale < estimators < inspect < persist, report
+      < cli
 
 A module may import its own package and any lower layer; two modules never import each other
 (even through a chain; imports under ``if TYPE_CHECKING:`` are annotations and do not count); each package's ``__init__`` docstring names, on a line starting with
@@ -32,6 +33,7 @@ LAYERS = [
     ("rwtool.solvers",),
     ("rwtool.scale",),
     ("rwtool.estimators",),
+    ("rwtool.inspect",),
     ("rwtool.persist", "rwtool.report"),
     ("rwtool.cli", "rwtool.__main__"),
     # the package face (the module rwtool/__init__.py only) and the old path of the search

@@ -17,13 +17,14 @@ import time
 
 import numpy as np
 
+from rwtool.inspect import input_share
 from rwtool.report import (bounds_table, check_finite_model, class_index, class_report,
                            fit_summary)
 from rwtool.report import evaluate as score_rows
 
 from .plans import supports
 
-__all__ = ["evaluate", "chose_reg", "roc_curve", "variable_importance",
+__all__ = ["evaluate", "chose_reg", "roc_curve",
            "coefficient_magnitudes", "model_curves", "GRID", "COUNT_METRICS", "SCORE_NAMES"]
 
 #: rwtool.report's score keys -> how the app names them ("test error", "train R^2"...)
@@ -98,29 +99,6 @@ def coefficient_magnitudes(est) -> tuple[np.ndarray, str] | None:
 def _pair_map(est) -> bool:
     """A random Fourier map of the "pair" variant: rows [cos; sin] of M frequencies."""
     return str(getattr(getattr(est, "feature_map_", None), "variant", "")).lower() == "pair"
-
-
-def variable_importance(est, n_inputs: int) -> tuple[np.ndarray, str] | None:
-    """Importance of each input column, normalised to sum to 1, for the models that have one.
-
-    BKerNN: its own ``variable_importance()`` (row norms of the particles, seed 001 Section 2.5).
-    Stump models (RWStumps, kitchen stumps): each stump reads one input column x_{w1}, so the
-    column's share is the sum of ||a_t|| over the stumps that read it.
-    """
-    if hasattr(est, "variable_importance"):
-        v = np.asarray(est.variable_importance(), float)
-        return v[:n_inputs], "row norms of the particles (seed 001, Sec. 2.5)"
-    fmap = getattr(est, "feature_map_", None)
-    idx = getattr(fmap, "idx_", None)
-    coef = getattr(est, "coef_", None)
-    if idx is None or not isinstance(coef, np.ndarray) or len(idx) != coef.shape[0]:
-        return None
-    c = coef if coef.ndim == 2 else coef[:, None]
-    mag = np.linalg.norm(c, axis=1)
-    v = np.bincount(np.asarray(idx, np.int64), weights=mag,
-                    minlength=max(n_inputs, int(np.max(idx)) + 1))[:n_inputs]
-    total = v.sum()
-    return (v / total if total > 0 else v), "sum of |a_t| over the stumps reading the column"
 
 
 def model_curves(est) -> dict:
@@ -322,7 +300,7 @@ def evaluate(est, X_train, y_train, X_test=None, y_test=None, *, task: str,
     cm = coefficient_magnitudes(est)
     if cm is not None:
         res["coef_magnitudes"], res["coef_label"] = np.sort(cm[0])[::-1], cm[1]
-    vi = variable_importance(est, n_in)
+    vi = input_share(est)
     if vi is not None:
         res["importance"], res["importance_label"] = vi
     Xall = np.vstack([X_train, X_test]) if has_test else X_train

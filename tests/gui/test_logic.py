@@ -14,7 +14,7 @@ import threading
 import numpy as np
 import pytest
 
-from gui.logic.evaluate import evaluate, roc_curve, variable_importance
+from gui.logic.evaluate import evaluate, roc_curve
 from gui.logic.method_rules import derived_quantities, relevance_rules
 from gui.logic.methods import ParamSpec, param_specs, parse_value
 from rwtool._params import Param
@@ -192,17 +192,6 @@ def test_binary_evaluation_passes_over_the_evaluated_rows_once(binary_data):
     res = evaluate(est, Xtr, ytr, task="binary", plots=False)       # no test rows
     assert passes == [("decision", len(Xtr))]
     np.testing.assert_array_equal(res["pred_train"], ref_tr)
-
-
-def test_stump_importance_is_the_coefficient_mass_per_column(regression_data):
-    from rwtool import RWRegressor
-    X, y = regression_data
-    est = RWRegressor(instantiation="rwstumps", n_features=80, random_state=0).fit(X, y)
-    v, _ = variable_importance(est, X.shape[1])
-    mass = np.zeros(X.shape[1])
-    for t, col in enumerate(est.feature_map_.idx_):       # brute force over the stumps
-        mass[col] += abs(est.coef_[t, 0])
-    np.testing.assert_allclose(v, mass / mass.sum())
 
 
 def test_derived_quantities_use_table_4(rng):
