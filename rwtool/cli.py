@@ -270,7 +270,10 @@ def _add_model_limit(p) -> None:
 def _add_dialect_options(g) -> None:
     g.add_argument("--delimiter", help="field delimiter (default: detected; 'tab' for tab)")
     g.add_argument("--decimal", choices=[".", ","], help="decimal mark (default: detected)")
-    g.add_argument("--encoding", help="text encoding (default: detected)")
+    g.add_argument("--encoding",
+                   help="text encoding, e.g. utf-8, cp1252, shift_jis, gb18030, euc_kr, "
+                        "cp1251, latin-1 (default: detected from the byte-order mark, else "
+                        "UTF-8, else the best-scored legacy encoding, named in the notes)")
     g.add_argument("--nrows", type=int, help="read only the first NROWS rows")
     g.add_argument("--max-mb", type=float,
                    help="refuse files larger than this many MB (default 1074; 0: no limit)")

@@ -19,4 +19,6 @@ DELIMITERS = (("detected", None), ("comma  ,", ","), ("semicolon  ;", ";"), ("ta
               ("pipe  |", "|"), ("space", " "))
 DECIMALS = (("detected", None), ("point  1.5", "."), ("comma  1,5", ","))
 ENCODINGS = (("detected", None), ("utf-8", "utf-8"), ("latin-1 (ISO-8859-1)", "latin-1"),
-             ("Windows-1252", "cp1252"), ("utf-16", "utf-16"))
+             ("Windows-1252 (Western Europe)", "cp1252"), ("Shift-JIS (Japanese)", "cp932"),
+             ("GB18030 (Chinese)", "gb18030"), ("EUC-KR (Korean)", "cp949"),
+             ("Windows-1251 (Cyrillic)", "cp1251"), ("utf-16", "utf-16"), ("utf-32", "utf-32"))

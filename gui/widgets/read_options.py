@@ -120,7 +120,8 @@ class ReadOptions(QWidget):
         parts = []
         if dialect is not None:
             delim = {"\t": "tab", " ": "space"}.get(dialect.delimiter, dialect.delimiter)
-            parts = [f"delimiter {delim!r}", f"decimal {dialect.decimal!r}", dialect.encoding,
+            enc = {v: t for t, v in ENCODINGS}.get(dialect.encoding, dialect.encoding)
+            parts = [f"delimiter {delim!r}", f"decimal {dialect.decimal!r}", enc,
                      "header line" if dialect.header else "no header line"]
         self.detected.setText("<small>" + ", ".join(parts) + f"; {len(names)} columns"
                               "</small>")

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ._charset import bom_encoding, guess_legacy
 from ._errors import DataError, EmptyFileError, EncodingError, FileTooLargeError
 
 __all__ = ["Dialect", "Source", "open_source", "sniff_csv", "NA_VALUES"]
@@ -146,24 +147,24 @@ def _human(n: float) -> str:
     return f"{n:.1f} TB"
 
 
-def _detect_encoding(raw: bytes, path) -> str:
-    if raw.startswith(codecs.BOM_UTF8):
-        return "utf-8-sig"
-    if raw.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
-        return "utf-16"
+def _detect_encoding(raw: bytes, path, truncated: bool) -> str:
+    bom = bom_encoding(raw)
+    if bom is not None:
+        return bom
     if b"\x00" in raw:
         raise DataError("the file holds NUL bytes: it is a binary file, not a CSV text file",
-                        file=path, hint="export the data as CSV text")
+                        file=path, hint="export the data as CSV text, or pass its encoding "
+                                        "(encoding='utf-16' for UTF-16 without a byte-order "
+                                        "mark)")
     try:
-        codecs.getincrementaldecoder("utf-8")().decode(raw, final=False)
+        codecs.getincrementaldecoder("utf-8")().decode(raw, final=not truncated)
         return "utf-8"
     except UnicodeDecodeError:
         pass
-    try:
-        raw.decode("cp1252")
-        return "cp1252"          # Windows' superset of Latin-1 (what spreadsheets write)
-    except UnicodeDecodeError:
-        return "latin-1"
+    # cut at a line break: a multi-byte character is never split there (no trail byte of
+    # these encodings is a newline)
+    cut = raw.rfind(b"\n") if truncated else len(raw)
+    return guess_legacy(raw[:cut if cut > 0 else len(raw)])[0]
 
 
 def _sample_records(text: str, delimiter: str, truncated: bool,
@@ -274,7 +275,9 @@ def sniff_csv(path, *, encoding=None, delimiter=None, decimal=None, header=None,
               na_values=NA_VALUES, max_bytes=_DEFAULT_MAX_BYTES, nrows=None) -> Dialect:
     """Detect the dialect of a CSV file; any argument given explicitly is kept as is.
 
-    Encoding: UTF-8 (with or without BOM), UTF-16 with BOM, else Windows-1252/Latin-1.
+    Encoding: the byte-order mark's (UTF-8, UTF-16, UTF-32), else UTF-8 when the bytes decode
+    so, else the best-scored legacy encoding (rwtool.data._charset: Windows-1252, Shift-JIS,
+    EUC-KR, GB18030, Windows-1251), Latin-1 as the last resort.
     Delimiter: the one of tab, semicolon, comma that splits the first rows into a constant number
     (> 1) of fields (quotes respected). Decimal: "," when the delimiter is not a comma and the
     numbers look like "3,14". Header: the first row is a header when a column's first cell is
@@ -283,15 +286,16 @@ def sniff_csv(path, *, encoding=None, delimiter=None, decimal=None, header=None,
     src = open_source(path, max_bytes, nrows)
     path = src.name
     raw = src.head(_SNIFF_BYTES)
+    truncated = len(raw) == _SNIFF_BYTES
     if encoding is None:
-        encoding = _detect_encoding(raw, path)
+        encoding = _detect_encoding(raw, path, truncated)
     else:
         try:
             codecs.lookup(encoding)
         except LookupError:
             raise EncodingError(f"unknown text encoding {encoding!r}", file=path,
-                                hint="use e.g. 'utf-8' or 'latin-1'") from None
-    truncated = len(raw) == _SNIFF_BYTES
+                                hint="use e.g. 'utf-8', 'cp1252', 'shift_jis', 'gb18030', "
+                                     "'euc_kr' or 'latin-1'") from None
     text = codecs.getincrementaldecoder(encoding)(errors="replace").decode(raw, final=False)
     if text.startswith("\ufeff"):
         text = text[1:]

@@ -28,6 +28,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
+from ._charset import encoding_name, guess_legacy
 from ._dialect import NA_VALUES, Dialect, Source, open_source
 from ._scan import (BLANK, NEWLINE_IN_QUOTES, TRAILING_EMPTY, compact_records, scan_records,
                     trim_trailing_field)
@@ -616,14 +617,17 @@ def parse(source, dialect: Dialect, *, usecols=None, nrows=None, na_values=NA_VA
           names=None) -> Table:
     """Read the file into compact columns (only ``usecols``: names, or all when None).
 
-    ``fallback``: the encoding was detected, not given, so a file that is not valid UTF-8
-    past the sniffed start is re-read whole as Windows-1252 (Latin-1 if that fails too), with
-    a note; otherwise an invalid byte is an :class:`EncodingError` naming its line.
+    ``fallback``: the encoding was detected, not given. A legacy encoding guessed from the
+    file's start is then checked against the whole file (:func:`check_guess`), and a file that
+    is not valid UTF-8 past the sniffed start is re-read whole in the best-scored legacy
+    encoding, with a note; otherwise an invalid byte is an :class:`EncodingError` naming its
+    line.
     """
     src = open_source(source, None, nrows)
+    dialect, notes = check_guess(src, dialect) if fallback else (dialect, [])
     try:
-        return _parse_with(src, dialect, usecols, nrows, na_values, max_vocab, head_rows, [],
-                           names)
+        return _parse_with(src, dialect, usecols, nrows, na_values, max_vocab, head_rows,
+                           notes, names)
     except _BadUTF8 as bad:
         if not (fallback and dialect.encoding in ("utf-8", "utf-8-sig")):
             raise bad.error(dialect.encoding, src.name) from None
@@ -632,13 +636,30 @@ def parse(source, dialect: Dialect, *, usecols=None, nrows=None, na_values=NA_VA
                            names)
 
 
-def legacy_dialect(src: Source, dialect: Dialect, bad: _BadUTF8):
-    """(dialect, note) for re-reading a detected-UTF-8 file that is not: Windows-1252 when
-    every byte decodes so, else Latin-1 (which decodes any byte)."""
-    enc = "cp1252" if _decodes(src, "cp1252") else "latin-1"
-    note = (f"the file is not valid UTF-8 (first invalid byte on line {bad.line}): the "
-            f"whole file was read as {'Windows-1252' if enc == 'cp1252' else 'Latin-1'}; "
-            f"pass encoding=... if that is wrong")
+_UNICODE = ("utf-8", "utf-8-sig", "utf-16", "utf-32")
+
+
+def check_guess(src: Source, dialect: Dialect):
+    """(dialect, notes) for a file whose encoding was detected: a legacy encoding guessed from
+    the first bytes is checked against the whole file (the best-scored one that decodes all
+    of it is kept) and named in a note; a Unicode encoding is kept as it is."""
+    if codecs.lookup(dialect.encoding).name in _UNICODE:
+        return dialect, []
+    d2, note = legacy_dialect(src, dialect, None)
+    return d2, [note]
+
+
+def legacy_dialect(src: Source, dialect: Dialect, bad: _BadUTF8 | None):
+    """(dialect, note) for a file that is not UTF-8 (``bad``: its first invalid byte, when it
+    was read as UTF-8 first): the best-scored legacy encoding that decodes the whole file,
+    scored on the lines that hold non-ASCII bytes (rwtool.data._charset)."""
+    enc, best, scored = guess_legacy(_non_ascii_lines(src), lambda e: _decodes(src, e))
+    close = [encoding_name(e) for e, s in scored if e != enc and s >= best - 0.05 and s > 0]
+    where = f" (first invalid byte on line {bad.line})" if bad is not None else ""
+    note = (f"the file is not valid UTF-8{where}: its text was read as {encoding_name(enc)}, "
+            f"the legacy encoding whose decoding looks most like text"
+            + (f" ({', '.join(close)} scored about as well)" if close else "")
+            + "; pass encoding=... (command line: --encoding) if that is wrong")
     return Dialect(enc, dialect.delimiter, dialect.decimal, dialect.header,
                    dialect.quotechar), note
 
@@ -654,6 +675,34 @@ def _decodes(src: Source, encoding: str) -> bool:
                     return True
     except UnicodeDecodeError:
         return False
+
+
+def _non_ascii_lines(src: Source, limit: int = 1 << 16) -> bytes:
+    """Up to ``limit`` bytes of the file's lines that hold a byte >= 0x80, whole lines only."""
+    out, total = [], 0
+    carry = b""
+    with src.open() as fh:
+        while total < limit:
+            raw = fh.read(_STREAM_BLOCK_BYTES)
+            data = carry + raw
+            cut = len(data) if not raw else data.rfind(b"\n") + 1
+            carry, data = data[cut:], data[:cut]
+            buf = np.frombuffer(data, np.uint8)
+            high = np.flatnonzero(buf >= 0x80)
+            if len(high):
+                nl = np.flatnonzero(buf == 10)
+                # the line of each high byte: from the newline before it to the one after it
+                k = np.unique(np.searchsorted(nl, high))
+                starts = np.where(k > 0, nl[np.maximum(k - 1, 0)] + 1, 0)
+                ends = np.where(k < len(nl), nl[np.minimum(k, len(nl) - 1)] + 1, len(buf))
+                for a, b in zip(starts.tolist(), ends.tolist()):
+                    out.append(data[a:b])
+                    total += b - a
+                    if total >= limit:
+                        break
+            if not raw:
+                break
+    return b"".join(out)
 
 
 def fast_cast_ok(na) -> bool:

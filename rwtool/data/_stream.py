@@ -34,7 +34,8 @@ import numpy as np
 
 from ._dialect import NA_VALUES, Dialect, Source, open_source, sniff_csv
 from ._read import (_STREAM_BLOCK_BYTES, Column, Table, _BadUTF8, add_block, canon, fast_cast_ok,
-                    iter_blocks, legacy_dialect, type_cells)
+                    iter_blocks, legacy_dialect, type_cells,
+                    check_guess)
 from ._errors import MissingColumnError, MissingValueError
 from ._dataset import Dataset
 from ._encoding import (_DEFAULT_MAX_ABS, Preprocessing, _fit_columns, _fit_target,
@@ -231,7 +232,7 @@ def scan_csv(path, target=None, *, features=None, ignore=None, categorical=None,
     src = open_source(path, max_bytes, None)
     dialect = sniff_csv(src, encoding=encoding, delimiter=delimiter, decimal=decimal,
                         header=header, na_values=na_values)
-    notes: list[str] = []
+    dialect, notes = check_guess(src, dialect) if encoding is None else (dialect, [])
     args = (target, features, ignore, categorical, numeric, na_values, policy, block_bytes,
             max_distinct, names)
     try:
