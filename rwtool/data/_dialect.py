@@ -203,6 +203,7 @@ def _detect_delimiter(text: str, truncated: bool) -> str:
 
 _DEC_COMMA = re.compile(r"^[+-]?\d+,\d+([eE][+-]?\d+)?$")
 _DEC_DOT = re.compile(r"^[+-]?(\d+\.\d*|\.\d+)([eE][+-]?\d+)?$")
+_DOT_GROUPS = re.compile(r"^[+-]?\d{1,3}(\.\d{3})+$")
 
 
 def _detect_decimal(records: list[list[str]], delimiter: str) -> str:
@@ -214,7 +215,7 @@ def _detect_decimal(records: list[list[str]], delimiter: str) -> str:
             c = cell.strip()
             if _DEC_COMMA.match(c):
                 n_comma += 1
-            elif _DEC_DOT.match(c):
+            elif _DEC_DOT.match(c) and not _DOT_GROUPS.match(c):    # "1.234": either mark
                 n_dot += 1
     return "," if n_comma > 0 and n_comma >= 4 * n_dot else "."
 

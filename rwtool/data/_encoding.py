@@ -30,6 +30,8 @@ MISSING_POLICIES = ("error", "drop-rows", "impute-mean", "impute-most-frequent")
 
 _DEFAULT_MAX_ABS = 1e100
 _INTEGER_CLASSES_MAX = 10               # integer targets with at most this many values: classes
+#: the number format of "1.234" beside "0,5": the thousands dot of a decimal-comma file
+_DOT_THOUSANDS = {"currency": None, "percent": False, "thousands": ".", "decimal": ","}
 _MIN_SCALE = 1e-150                     # below this, squares underflow (1e-150**2 ~ 1e-300)
 
 
@@ -319,8 +321,13 @@ class Preprocessing:
                 if first is not None:
                     col = next(n for n, m in miss_cols.items() if m[first])
                     detail = ", ".join(f"{n!r}: {int(m.sum())}" for n, m in miss_cols.items())
+                    c = table.col(col)
+                    excel = np.flatnonzero(getattr(c, "excel_rows", ()) == rows[first])
+                    what = ("missing value" if not len(excel) else
+                            f"the Excel error value {c.excel_texts[int(excel[0])]!r}, a missing "
+                            f"value")
                     raise MissingValueError(
-                        f"missing value (missing values per column: {detail})", file=path,
+                        f"{what} (missing values per column: {detail})", file=path,
                         row=int(table.lines[rows[first]]), column=col,
                         hint="choose a missing-value policy: missing='drop-rows', "
                              "'impute-mean' or 'impute-most-frequent' (command line: "
@@ -521,9 +528,10 @@ def _fit_target(table: Table, name: str, task: str, rows) -> dict:
 
 
 def _column_format(col, decimal, declared):
+    """(format, reason) of the column's text cells, read beside its number cells."""
     if col.n_distinct_text > len(col.vocab):
         return None, None           # more distinct texts than kept: not one number style
-    return detect_format(col.vocab, decimal, declared)
+    return detect_format(col.vocab, decimal, declared, col.decimal_marks(decimal))
 
 
 def _formatted_fill(col, rows, fmt, policy):
@@ -582,11 +590,18 @@ def _fit_columns(table: Table, features, categorical, numeric, policy, max_categ
         else:
             kind = col.inferred_kind(fit_rows)
         fmt = None
-        if n_text and name not in categorical and (name in numeric or kind != "numeric"):
-            # "$3", "3%", "1 000", "0,5": numbers when written so in most cells (or declared)
+        if n_text and name not in categorical:
+            # "$3", "3%", "1 000", "0,5", "1.234" beside "0,5": numbers when every text cell
+            # is a number in one style shared with the column's number cells
             fmt, why = _column_format(col, table.dialect.decimal, name in numeric)
+            located = kind == "numeric" and name not in numeric    # the encoder locates it
+            if located and fmt != _DOT_THOUSANDS:
+                # a few formatted cells among plain numbers ("1 000" among "25"): refused,
+                # located, unless declared; but "1.234" among "0,5" in a decimal-comma file
+                # is that file's thousands dot (the reader left such cells as text)
+                fmt = None
             kind = "numeric" if fmt is not None else kind
-            if why is not None and "comma" in why:
+            if why is not None and "comma" in why and not located:
                 raise NonNumericError(
                     f"numbers like {col.vocab[0]!r}: {why}", file=path, column=name,
                     hint=f"declare the column numeric (numeric=[{name!r}]; command line: "

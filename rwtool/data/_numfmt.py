@@ -1,8 +1,10 @@
-"""Numbers written for people: "$3", "3 %", "1 000", "1,234.5", "0,5" in a comma file.
+"""Numbers written for people: "$3", "3,50 €", "EUR 1.200,50", "3 %", "1 000", "1,234.5",
+"1,23,456.7" (Indian grouping), "0,5" in a comma file.
 
 A column of such cells is numbers, not categories. :func:`detect_format` finds the one style a
-column's text cells share (a currency symbol, a percent sign, a thousands separator, a decimal
-comma) or says why there is none; :func:`parse_formatted` reads cells in a recorded style (the
+column's cells share (a currency symbol or ISO code before or after the number, a percent
+sign, a thousands separator, a decimal comma), deciding a dot or comma between digit groups
+from the column's other cells, or says why there is none; :func:`parse_formatted` reads cells in a recorded style (the
 value as written: "3%" is 3, "$1,200" is 1200). The style is stored in the preprocessing record
 so a new file is read the same way. Ambiguous cells ("1,234" alone: a thousands comma or a
 decimal comma?) get no style. This module must not decide column kinds.
@@ -16,15 +18,24 @@ import numpy as np
 
 __all__ = ["detect_format", "parse_formatted", "describe_format", "check_format"]
 
-_CURRENCIES = "$€£¥"
+#: currency signs and the ISO 4217 codes of the currencies offices write most
+_SYMBOLS = ("$", "€", "£", "¥", "₹")
+_CODES = ("EUR", "USD", "GBP", "JPY", "CHF", "CNY", "INR", "CAD", "AUD", "NZD", "SEK", "NOK",
+          "DKK", "PLN", "CZK", "HUF", "RUB", "BRL", "MXN", "ZAR", "KRW", "HKD", "SGD", "TRY")
+_CURRENCIES = _SYMBOLS + _CODES
 _SPACES = " \u00a0\u202f'\u2019"
-_CELL = re.compile(r"^(?P<s1>[+-]?)\s*(?P<c1>[$€£¥]?)\s*(?P<s2>[+-]?)"
-                   r"(?P<num>[0-9][0-9 \u00a0\u202f'\u2019,.]*)\s*(?P<c2>[$€£¥]?)\s*(?P<p>%?)$")
-_STYLES = [   # (pattern of the digits, what it says)
+_CUR = "|".join(re.escape(c) for c in _CURRENCIES)
+_CELL = re.compile(rf"^(?P<s1>[+-]?)\s*(?P<c1>{_CUR})?\s*(?P<s2>[+-]?)"
+                   r"(?P<num>[0-9](?:[0-9 \u00a0\u202f'\u2019,.]*[0-9])?)"
+                   rf"\s*(?P<c2>{_CUR})?\s*(?P<p>%?)$")
+_STYLES = [   # (pattern of the digits, what it says), the first match wins
+    (re.compile(r"^[0-9]{1,3}(\.[0-9]{3})+$"), {"dot?"}),
     (re.compile(r"^[0-9]+(\.[0-9]+)?$"), set()),
     (re.compile(r"^[0-9]{1,3}(,[0-9]{3})+$"), {"comma?"}),
     (re.compile(r"^[0-9]+,[0-9]+$"), {"decimal,"}),
     (re.compile(r"^[0-9]{1,3}(,[0-9]{3})+\.[0-9]+$"), {"thousands,"}),
+    # Indian grouping: the last three digits, then pairs ("1,23,456.7")
+    (re.compile(r"^[0-9]{1,2}(,[0-9]{2})+,[0-9]{3}(\.[0-9]+)?$"), {"thousands,"}),
     (re.compile(r"^[0-9]{1,3}([ \u00a0\u202f'\u2019][0-9]{3})+(\.[0-9]+)?$"), {"thousands "}),
     (re.compile(r"^[0-9]{1,3}([ \u00a0\u202f'\u2019][0-9]{3})+,[0-9]+$"),
      {"thousands ", "decimal,"}),
@@ -39,6 +50,8 @@ def _cell_style(cell: str):
     for pat, tags in _STYLES:
         if pat.match(m["num"]):
             out = set(tags)
+            if "." in m["num"] and not tags:
+                out.add("decimal.")
             cur = m["c1"] or m["c2"]
             if cur:
                 out.add("cur" + cur)
@@ -48,11 +61,17 @@ def _cell_style(cell: str):
     return None
 
 
-def detect_format(texts, decimal: str = ".", declared: bool = False):
+def detect_format(texts, decimal: str = ".", declared: bool = False, shown=frozenset()):
     """(format, None) when every cell of ``texts`` is a number in one shared style, else
-    (None, reason). The format is a dict: currency (a symbol or None), percent (bool),
-    thousands (" ", ",", "." or None), decimal ("." or ","). ``declared``: the user said the
-    column is numeric, so "1,234" alone follows the file's decimal mark ``decimal``."""
+    (None, reason). The format is a dict: currency (a symbol, an ISO code or None), percent
+    (bool), thousands (" ", ",", "." or None), decimal ("." or ",").
+
+    The style is decided from all the column's cells: ``shown`` holds the decimal marks its
+    plain number cells show ("," for "0,5", "." for "2.5"), so "1.234" beside "0,5" is 1234
+    and "1,234" beside "2.5" is 1234. A lone "1,234" or "1.234" follows the file's decimal
+    mark ``decimal`` ("1,234" in a decimal-point file is ambiguous unless ``declared``: the
+    user said the column is numeric).
+    """
     tags: set[str] = set()
     for t in texts:
         st = _cell_style(t)
@@ -61,10 +80,18 @@ def detect_format(texts, decimal: str = ".", declared: bool = False):
         tags |= st
     if not tags:
         return None, "no formatted cell"
+    comma_dec = bool({"decimal,", "thousands."} & tags) or "," in shown
+    dot_dec = bool({"decimal.", "thousands,"} & tags) or "." in shown
+    if comma_dec and dot_dec:
+        return None, ("the cells mix a decimal comma and a decimal point, so no reading of "
+                      "their commas and dots holds for the whole column")
+    if "dot?" in tags:            # "1.234": thousands dot or decimal point?
+        thousands_dot = comma_dec or (not dot_dec and decimal == ",")
+        tags = (tags - {"dot?"}) | ({"thousands.", "decimal,"} if thousands_dot else set())
     if "comma?" in tags:          # "1,234": the other cells must say which comma it is
-        if "decimal," in tags or decimal == ",":
+        if comma_dec or (not dot_dec and decimal == ","):
             tags = (tags - {"comma?"}) | {"decimal,"}
-        elif "thousands," in tags or declared:
+        elif dot_dec or declared:
             tags = (tags - {"comma?"}) | {"thousands,"}
         else:
             return None, ("a comma between digit groups ('1,234') may be a thousands "
@@ -111,6 +138,9 @@ def parse_formatted(texts, fmt: dict) -> np.ndarray:
 
 def describe_format(fmt: dict) -> str:
     parts = []
+    if not (fmt.get("currency") or fmt.get("percent") or fmt.get("thousands")
+            or fmt.get("decimal") == ","):
+        return "a decimal point"
     if fmt.get("currency"):
         parts.append(f"currency sign {fmt['currency']!r} dropped")
     if fmt.get("percent"):

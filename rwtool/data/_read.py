@@ -65,7 +65,8 @@ class Column:
     """
 
     __slots__ = ("name", "index", "values", "codes", "vocab", "_lookup", "_vchunks",
-                 "_cchunks", "max_vocab", "n_distinct_text", "fast", "lines", "_full")
+                 "_cchunks", "max_vocab", "n_distinct_text", "fast", "lines", "_full", "marks",
+                 "_n", "_errors", "excel_rows", "excel_texts")
 
     def __init__(self, name: str, index: int, max_vocab: int, fast: bool = True):
         # fast: no missing-value token reads as a number, so a clean chunk is cast whole
@@ -77,15 +78,23 @@ class Column:
         self.n_distinct_text = 0
         self._full = None
         self.lines = None       # file line of each cell; set by the Table holding the column
+        self.marks: set[str] = set()      # decimal marks written in the number cells
+        self._n = 0
+        self._errors: list[tuple[np.ndarray, list[str]]] = []
+        self.excel_rows = np.empty(0, np.int64)     # rows holding an Excel error value
+        self.excel_texts: list[str] = []            # ... and its text
 
     def add_chunk(self, cells, decimal: str, na: frozenset) -> None:
-        vals, codes = type_cells(cells, decimal, na, self.fast, self._intern)
-        self._vchunks.append(vals)
-        self._cchunks.append(codes)
+        vals, codes, seen = type_cells(cells, decimal, na, self.fast, self._intern)
+        self.marks |= seen.marks
+        if len(seen.error_rows):
+            self._errors.append((seen.error_rows + self._n, seen.error_texts))
+        self.add_typed(vals, codes)
 
     def add_typed(self, values: np.ndarray, codes: np.ndarray) -> None:
         self._vchunks.append(values)
         self._cchunks.append(codes)
+        self._n += len(codes)
 
     def _intern(self, texts: list[str]) -> np.ndarray:
         out = np.empty(len(texts), dtype=np.int32)
@@ -113,6 +122,10 @@ class Column:
                       else np.empty(0, dtype=np.int32))
         self._vchunks, self._cchunks = [], []
         self._full = None
+        if self._errors:
+            self.excel_rows = np.concatenate([r for r, _ in self._errors])
+            self.excel_texts = [t for _, ts in self._errors for t in ts]
+            self._errors = []
 
     def _all(self, rows) -> bool:
         # rows are distinct indices (or a slice): as many as the column means all of them
@@ -152,6 +165,13 @@ class Column:
             umap = np.array([categories.get(canon(x), -2) for x in u], dtype=np.int64)
             ids[num] = umap[inv]
         return ids
+
+    def decimal_marks(self, decimal: str) -> set:
+        """The decimal marks the column's number cells show: those seen while typing in a
+        decimal-comma file; in a decimal-point file "." when a number has a fraction."""
+        if decimal == ",":
+            return set(self.marks)
+        return {"."} if shows_decimal_point(self.values[self.codes == -1]) else set()
 
     def unique_numbers(self, rows) -> np.ndarray:
         """The distinct numbers among the cells of ``rows``, sorted."""
@@ -207,9 +227,33 @@ class Column:
         return out
 
 
+#: the error values a spreadsheet writes for a formula that failed: missing values to a reader
+EXCEL_ERRORS = ("#DIV/0!", "#VALUE!", "#N/A", "#REF!", "#NAME?", "#NUM!", "#NULL!",
+                "#GETTING_DATA", "#SPILL!", "#CALC!", "#FIELD!", "#BLOCKED!", "#UNKNOWN!")
+_EXCEL_SET = pa.array(EXCEL_ERRORS, pa.string())
+# "1.234" in a decimal-comma file: a thousands dot or a decimal point, decided per column
+_DOT_GROUPS = r"^[+-]?[0-9]{1,3}(?:\.[0-9]{3})+$"
+
+
+@dataclass
+class Seen:
+    """What typing a chunk saw besides values: the decimal marks written in its number cells
+    (decimal-comma files only) and the positions and texts of its Excel error values."""
+
+    marks: set
+    error_rows: np.ndarray
+    error_texts: list
+
+
+_NOTHING = np.empty(0, np.int64)
+
+
 def type_cells(cells, decimal: str, na: frozenset, fast: bool, intern):
-    """(values, codes) of a chunk of cells (a pyarrow string array or a list of str); text
-    cells get their codes from ``intern(list of distinct texts) -> codes``."""
+    """(values, codes, :class:`Seen`) of a chunk of cells (a pyarrow string array or a list of
+    str); text cells get their codes from ``intern(list of distinct texts) -> codes``. Excel
+    error values are missing cells (code -2), reported in ``Seen``. In a decimal-comma file a
+    cell written "1.234" is left as text, for the column's number format to read (a thousands
+    dot beside "0,5", a decimal point beside "2.5")."""
     arr = cells if isinstance(cells, (pa.Array, pa.ChunkedArray)) else pa.array(
         list(cells), pa.string())
     if isinstance(arr, pa.ChunkedArray):
@@ -218,13 +262,20 @@ def type_cells(cells, decimal: str, na: frozenset, fast: bool, intern):
     if fast and decimal == ".":
         try:     # a clean numeric chunk: one cast in C
             vals = pc.cast(arr, pa.float64()).to_numpy(zero_copy_only=False)
-            return vals, np.where(np.isnan(vals), -2, -1).astype(np.int32)
+            return vals, np.where(np.isnan(vals), -2, -1).astype(np.int32), Seen(
+                set(), _NOTHING, [])
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
             pass
     t = pc.utf8_trim_whitespace(arr)
     tnum = pc.replace_substring(t, ",", ".") if decimal == "," else t
     is_na = pc.is_in(t, value_set=pa.array(sorted(na), pa.string()))
     is_num = pc.and_not(pc.match_substring_regex(tnum, _NUMBER), is_na)
+    marks = set()
+    if decimal == ",":
+        is_num = pc.and_not(is_num, pc.match_substring_regex(t, _DOT_GROUPS))
+        for m in (",", "."):
+            if pc.any(pc.and_(is_num, pc.match_substring(t, m))).as_py():
+                marks.add(m)
     num = is_num.to_numpy(zero_copy_only=False)
     vals = np.full(n, np.nan)
     codes = np.full(n, -2, dtype=np.int32)
@@ -233,11 +284,36 @@ def type_cells(cells, decimal: str, na: frozenset, fast: bool, intern):
         vals[num] = v
         codes[num] = np.where(np.isnan(v), -2, -1)
     text = ~num & ~is_na.to_numpy(zero_copy_only=False)
+    err_rows, err_texts = _NOTHING, []
+    if text.any():
+        err = text & pc.is_in(t, value_set=_EXCEL_SET).to_numpy(zero_copy_only=False)
+        if err.any():
+            err_rows = np.flatnonzero(err)
+            err_texts = pc.take(t, pa.array(err_rows)).to_pylist()
+            text &= ~err
     if text.any():
         enc = pc.dictionary_encode(pc.filter(t, pa.array(text)))
         gmap = intern(enc.dictionary.to_pylist())
         codes[text] = gmap[enc.indices.to_numpy(zero_copy_only=False)]
-    return vals, codes
+    return vals, codes, Seen(marks, err_rows, err_texts)
+
+
+def shows_decimal_point(x: np.ndarray) -> bool:
+    """Whether numbers read in a decimal-point file show that their dot is a decimal point: a
+    fraction that is not three digits after a group of one to three ("2.5", not "1.234",
+    which may be a thousands dot)."""
+    x = x[np.isfinite(x)]
+    frac = x[x != np.floor(x)]
+    k = np.abs(frac) * 1000
+    grouped = (np.abs(frac) >= 1) & (np.abs(frac) < 1000) & (np.abs(k - np.round(k)) <= 1e-9 * k)
+    return bool(np.any(~grouped))
+
+
+def excel_note(name: str, n: int, first_line: int, texts) -> str:
+    """The note on a column's Excel error values, read as missing values."""
+    kinds = ", ".join(sorted(set(texts)))
+    return (f"column {name!r}: {n} Excel error value(s) ({kinds}; first on line {first_line}) "
+            f"read as missing values")
 
 
 @dataclass
@@ -758,6 +834,9 @@ def _parse_with(src, dialect, usecols, nrows, na_values, max_vocab, head_rows, n
     for c in columns.values():
         c.finish()
         c.lines = all_lines
+        if len(c.excel_rows):
+            notes.append(excel_note(c.name, len(c.excel_rows), int(all_lines[c.excel_rows[0]]),
+                                    c.excel_texts))
     return Table(src.name, dialect, names, all_lines, columns, head[:head_rows],
                  notes)
 

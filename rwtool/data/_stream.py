@@ -35,7 +35,7 @@ import numpy as np
 from ._dialect import NA_VALUES, Dialect, Source, open_source, sniff_csv
 from ._read import (_STREAM_BLOCK_BYTES, Column, Table, _BadUTF8, add_block, canon, fast_cast_ok,
                     iter_blocks, legacy_dialect, type_cells,
-                    check_guess)
+                    check_guess, excel_note, shows_decimal_point)
 from ._errors import MissingColumnError, MissingValueError
 from ._dataset import Dataset
 from ._encoding import (_DEFAULT_MAX_ABS, Preprocessing, _fit_columns, _fit_target,
@@ -65,6 +65,11 @@ class _StreamColumn:
         self.max_abs = {ALL: 0.0, FIT: 0.0}
         self.first_txt = {ALL: None, FIT: None}
         self.first_inf = {ALL: None, FIT: None}
+        self.marks: set[str] = set()
+        self.fraction = False
+        self.n_excel = 0
+        self.excel_first: int | None = None
+        self.excel_texts: set[str] = set()
 
     @property
     def n_distinct_text(self):
@@ -74,9 +79,15 @@ class _StreamColumn:
     def vocab(self):
         return self._col.vocab
 
-    def add(self, vals, codes, lines, fit_mask):
+    def add(self, vals, codes, seen, lines, fit_mask):
         """Count a block's typed cells (:meth:`type`) into the summaries of every row and of
         the rows with a target (``fit_mask``)."""
+        self.marks |= seen.marks
+        if len(seen.error_rows):
+            if self.excel_first is None:
+                self.excel_first = int(lines[seen.error_rows[0]])
+            self.n_excel += len(seen.error_rows)
+            self.excel_texts.update(seen.error_texts)
         for key, m in ((ALL, None), (FIT, fit_mask)):
             c = codes if m is None else codes[m]
             v = vals if m is None else vals[m]
@@ -100,6 +111,8 @@ class _StreamColumn:
                     self.first_inf[key] = int(ln[np.flatnonzero(num)[np.flatnonzero(bad)[0]]])
                 if (~bad).any():
                     self.max_abs[key] = max(self.max_abs[key], float(np.max(np.abs(x[~bad]))))
+                    if key == ALL and not self.fraction:
+                        self.fraction = shows_decimal_point(x[~bad])
                 if key == FIT:
                     self.sum += float(np.sum(x[~bad]))
                     self.n_finite += int((~bad).sum())
@@ -112,7 +125,8 @@ class _StreamColumn:
                         self.overflow[key] = True
 
     def type(self, cells, decimal, na):
-        """(values, codes) of a block's cells, their text interned in this column."""
+        """(values, codes, what else was seen) of a block's cells, their text interned in
+        this column."""
         return type_cells(cells, decimal, na, self._col.fast, self._col._intern)
 
     # -- the questions rwtool.data._encoding asks --------------------------------------------------
@@ -143,6 +157,11 @@ class _StreamColumn:
         if self.overflow[key]:      # more distinct numbers than kept: too many to one-hot
             out.update({f"<number {i}>": 1 for i in range(self.max_distinct)})
         return out
+
+    def decimal_marks(self, decimal):
+        if decimal == ",":
+            return set(self.marks)
+        return {"."} if self.fraction else set()
 
     def unique_numbers(self, rows=ALL):
         return np.array(sorted(self.nums[self._key(rows)]), dtype=np.float64)
@@ -245,6 +264,8 @@ def scan_csv(path, target=None, *, features=None, ignore=None, categorical=None,
         table, n_rec, n_fit, tname, feats, cat, num = _pass_one(src, dialect, *args)
     if n_rec == 0:
         _require_rows(Table(src.name, dialect, table.names, np.empty(0, np.int64), {}, []))
+    notes += [excel_note(c.name, c.n_excel, c.excel_first, c.excel_texts)
+              for c in table.columns.values() if c.n_excel]
     if tname is not None:
         tcol = table.col(tname)
         n_miss = int(tcol.counts(ALL)[2])
