@@ -44,10 +44,13 @@ class Dialect:
     decimal: str = "."
     header: bool = True
     quotechar: str = '"'
+    skip_lines: int = 0     # lines before the header: Excel's "sep=;" line, "#" comments
+    skipped: str = ""       # what those lines were, for the note
 
     def to_dict(self) -> dict:
         return {"encoding": self.encoding, "delimiter": self.delimiter, "decimal": self.decimal,
-                "header": self.header, "quotechar": self.quotechar}
+                "header": self.header, "quotechar": self.quotechar,
+                "skip_lines": self.skip_lines}
 
     def describe(self) -> str:
         names = {"\t": "tab", ";": "semicolon", ",": "comma"}
@@ -272,6 +275,43 @@ def _detect_header(records: list[list[str]], decimal: str, na: frozenset) -> boo
                for j in range(len(cells)))
 
 
+_SEP_LINE = re.compile(r'^\s*"?sep=(.)"?\s*$')
+
+
+def _preamble(text: str, truncated: bool):
+    """(lines to skip, what they are, the delimiter a "sep=" line names, the text after them).
+
+    Excel writes "sep=;" as the first line to name the delimiter. Lines starting with "#"
+    before the header are comments when they do not split like the line after them (a header
+    "#id,x,y" splits into as many fields as the rows below it and is kept)."""
+    lines = text.split("\n")
+    if truncated and len(lines) > 1:
+        lines = lines[:-1]
+    skip, sep, what = 0, None, []
+    if lines and _SEP_LINE.match(lines[0].rstrip("\r")):
+        sep = _SEP_LINE.match(lines[0].rstrip("\r")).group(1)
+        skip, what = 1, [f"Excel's {lines[0].strip()!r} line, naming the delimiter"]
+    n_comments = 0
+    while skip + n_comments < len(lines) and lines[skip + n_comments].lstrip().startswith("#"):
+        n_comments += 1
+    if n_comments and skip + n_comments < len(lines):
+        after = "\n".join(lines[skip + n_comments:])
+        d = sep or _detect_delimiter(after, truncated)
+        width = len(next(csv.reader([lines[skip + n_comments]], delimiter=d), []))
+        kept = n_comments
+        for k in range(n_comments - 1, -1, -1):     # "#id,x,y" just above the rows: a header
+            if len(next(csv.reader([lines[skip + k]], delimiter=d), [])) == width > 1:
+                kept = k
+            else:
+                break
+        if kept:
+            what.append(f"{kept} comment line(s) starting with '#'")
+        skip += kept
+    if not skip:
+        return 0, "", None, text
+    return skip, " and ".join(what), sep, "\n".join(text.split("\n")[skip:])
+
+
 def sniff_csv(path, *, encoding=None, delimiter=None, decimal=None, header=None,
               na_values=NA_VALUES, max_bytes=_DEFAULT_MAX_BYTES, nrows=None) -> Dialect:
     """Detect the dialect of a CSV file; any argument given explicitly is kept as is.
@@ -303,8 +343,9 @@ def sniff_csv(path, *, encoding=None, delimiter=None, decimal=None, header=None,
     if not text.strip(" \t\r\n,;"):
         raise EmptyFileError("the file holds no data (only blank lines or delimiters)",
                              file=path)
+    skip, skipped, sep, text = _preamble(text, truncated)
     if delimiter is None:
-        delimiter = _detect_delimiter(text, truncated)
+        delimiter = sep if sep is not None else _detect_delimiter(text, truncated)
     elif not isinstance(delimiter, str) or len(delimiter) != 1 or delimiter in "\"\r\n":
         raise DataError(f"delimiter must be one character other than a quote or newline, got "
                         f"{delimiter!r}", file=path)
@@ -320,5 +361,6 @@ def sniff_csv(path, *, encoding=None, delimiter=None, decimal=None, header=None,
                         hint="numbers with a decimal comma need a ';' or tab delimiter")
     if header is None:
         header = _detect_header(records, decimal, frozenset(na_values))
-    return Dialect(encoding=encoding, delimiter=delimiter, decimal=decimal, header=bool(header))
+    return Dialect(encoding=encoding, delimiter=delimiter, decimal=decimal, header=bool(header),
+                   skip_lines=skip, skipped=skipped)
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import codecs
 import csv
+import dataclasses
 import math
 from dataclasses import dataclass, field
 from typing import Iterator, Mapping, Sequence
@@ -429,7 +430,7 @@ def iter_blocks(source, dialect: Dialect, *, usecols=None, nrows=None, head_rows
     block_bytes = block_bytes or _BLOCK_BYTES
     given = None if names is None else [str(n) for n in names]
     dec = _Decoder(dialect.encoding)
-    if nrows is None and dec.utf8 and 0 < src.size <= block_bytes:
+    if nrows is None and dec.utf8 and 0 < src.size <= block_bytes and not dialect.skip_lines:
         block = _clean_file(src, dialect, usecols, head_rows, given, path)
         if block is not None:
             yield block
@@ -445,6 +446,10 @@ def iter_blocks(source, dialect: Dialect, *, usecols=None, nrows=None, head_rows
     with src.open() as fh:
         while True:
             buf, final = _next_bytes(fh, dec, carry, block_bytes)
+            if line_base == 1 and dialect.skip_lines:     # the lines before the header
+                nl = np.flatnonzero(buf == 10)[:dialect.skip_lines]
+                cut = int(nl[-1]) + 1 if len(nl) else len(buf)
+                buf, line_base = buf[cut:], 1 + len(nl)
             if final and not len(buf):
                 break
             sc = scan_records(buf, delim, quote, final)
@@ -701,6 +706,7 @@ def parse(source, dialect: Dialect, *, usecols=None, nrows=None, na_values=NA_VA
     """
     src = open_source(source, None, nrows)
     dialect, notes = check_guess(src, dialect) if fallback else (dialect, [])
+    notes += preamble_note(dialect)
     try:
         return _parse_with(src, dialect, usecols, nrows, na_values, max_vocab, head_rows,
                            notes, names)
@@ -708,8 +714,16 @@ def parse(source, dialect: Dialect, *, usecols=None, nrows=None, na_values=NA_VA
         if not (fallback and dialect.encoding in ("utf-8", "utf-8-sig")):
             raise bad.error(dialect.encoding, src.name) from None
         d2, note = legacy_dialect(src, dialect, bad)
-        return _parse_with(src, d2, usecols, nrows, na_values, max_vocab, head_rows, [note],
-                           names)
+        return _parse_with(src, d2, usecols, nrows, na_values, max_vocab, head_rows,
+                           [note] + preamble_note(d2), names)
+
+
+def preamble_note(dialect: Dialect) -> list[str]:
+    """The note on the lines skipped before the header, if any."""
+    if not dialect.skip_lines:
+        return []
+    return [f"the first {dialect.skip_lines} line(s) of the file ({dialect.skipped}) were "
+            f"skipped: the header is line {dialect.skip_lines + 1}"]
 
 
 _UNICODE = ("utf-8", "utf-8-sig", "utf-16", "utf-32")
@@ -736,8 +750,7 @@ def legacy_dialect(src: Source, dialect: Dialect, bad: _BadUTF8 | None):
             f"the legacy encoding whose decoding looks most like text"
             + (f" ({', '.join(close)} scored about as well)" if close else "")
             + "; pass encoding=... (command line: --encoding) if that is wrong")
-    return Dialect(enc, dialect.delimiter, dialect.decimal, dialect.header,
-                   dialect.quotechar), note
+    return dataclasses.replace(dialect, encoding=enc), note
 
 
 def _decodes(src: Source, encoding: str) -> bool:

@@ -35,7 +35,7 @@ import numpy as np
 from ._dialect import NA_VALUES, Dialect, Source, open_source, sniff_csv
 from ._read import (_STREAM_BLOCK_BYTES, Column, Table, _BadUTF8, add_block, canon, fast_cast_ok,
                     iter_blocks, legacy_dialect, type_cells,
-                    check_guess, excel_note, shows_decimal_point)
+                    check_guess, excel_note, shows_decimal_point, preamble_note)
 from ._errors import MissingColumnError, MissingValueError
 from ._dataset import Dataset
 from ._encoding import (_DEFAULT_MAX_ABS, Preprocessing, _fit_columns, _fit_target,
@@ -252,6 +252,7 @@ def scan_csv(path, target=None, *, features=None, ignore=None, categorical=None,
     dialect = sniff_csv(src, encoding=encoding, delimiter=delimiter, decimal=decimal,
                         header=header, na_values=na_values)
     dialect, notes = check_guess(src, dialect) if encoding is None else (dialect, [])
+    notes += preamble_note(dialect)
     args = (target, features, ignore, categorical, numeric, na_values, policy, block_bytes,
             max_distinct, names)
     try:
