@@ -25,7 +25,7 @@ from .data import DataError, Dataset, Preprocessing, preview_csv, read_csv, trai
 from .estimators import (BKerNNClassifier, BKerNNRegressor, GreedyMKClassifier, GreedyMKRegressor,
                          RFSGDClassifier, RKSClassifier, RKSRegressor, RWClassifier, RWRegressor)
 from .features import Instantiation, register_base, register_distribution, register_kernel
-from .persist import ModelFileError, load, read_model, save
+from .persist import ModelFileError, load, read_model, save, to_onnx
 from .progress import Progress, ProgressEvent
 
 __all__ = [
@@ -36,7 +36,7 @@ __all__ = [
     "Instantiation", "register_distribution", "register_kernel", "register_base",
     # data in, models out
     "read_csv", "preview_csv", "train_test_csv", "Dataset", "Preprocessing", "DataError",
-    "save", "load", "read_model", "ModelFileError",
+    "save", "load", "read_model", "to_onnx", "ModelFileError",
     # progress, errors, warnings
     "Progress", "ProgressEvent", "FitCancelled", "NotFittedError", "NumericalWarning",
     "ConvergenceWarning", "NumericalError", "InsufficientMemoryError", "InvalidParameterError",

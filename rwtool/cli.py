@@ -1,4 +1,4 @@
-"""The ``rwtool`` command: train, predict, evaluate, info, inspect and samples from a shell.
+"""The ``rwtool`` command: train, predict, evaluate, info, export-onnx, inspect and samples.
 
 A thin driver over the calls a script makes (rwtool.data.read_csv / train_test_csv, the
 estimators, rwtool.persist.save / read_model) and over rwtool.report, which it shares with the
@@ -28,7 +28,7 @@ from ._version import __version__
 from .data import (DataError, Preprocessing, list_samples, preview_csv, read_csv, samples_dir,
                    train_test_csv)
 from .exceptions import FitCancelled, ModelFileError, NumericalError, human_bytes
-from .persist import read_info, read_model, save
+from .persist import read_info, read_model, save, to_onnx
 from .report import (METHODS, SCORING_WORDS, Terms, apply_to_file, bound_meanings, bounds_table,
                      check_labels, evaluate, fit_summary, importance_on_file,
                      prediction_columns, scoring_words, write_csv, write_predictions)
@@ -557,6 +557,26 @@ def cmd_info(args) -> int:
     return EXIT_OK
 
 
+def cmd_export_onnx(args) -> int:
+    mf = _read_model(args)
+    saved = to_onnx(mf, args.out, dtype=args.dtype)
+    size = os.path.getsize(saved)
+    inputs = ("one input per CSV column: " + ", ".join(mf.preprocessing.input_columns)
+              if mf.preprocessing is not None else
+              f"one input X of {mf.estimator.n_features_in_} columns")
+    if args.json:
+        _emit_json({"command": "export-onnx", "model": mf.path, "onnx_file": saved,
+                    "size_bytes": size, "dtype": args.dtype or "float64",
+                    "inputs": (mf.preprocessing.input_columns if mf.preprocessing is not None
+                               else ["X"]), "notes": [saved.note] if saved.note else []})
+    elif not args.quiet:
+        print(f"{type(mf.estimator).__name__} written to {saved} ({human_bytes(size)}, "
+              f"{args.dtype or 'float64'}; {inputs})")
+        if saved.note:
+            print(f"  note: {saved.note}")
+    return EXIT_OK
+
+
 def cmd_inspect(args) -> int:
     if args.importance:
         return _inspect_importance(args)
@@ -662,6 +682,7 @@ _EPILOG = """examples:
   rwtool predict m.rwm new.csv --out predictions.csv
   rwtool evaluate m.rwm labelled.csv
   rwtool info m.rwm --json
+  rwtool export-onnx m.rwm m.onnx
 """
 
 
@@ -838,9 +859,10 @@ def main(argv=None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return EXIT_OK
-    except (ValueError, TypeError, OSError, MemoryError, NumericalError) as exc:
+    except (ValueError, TypeError, OSError, MemoryError, NumericalError, ImportError) as exc:
         # NumericalError: the fit diverged or a metric would come from non-finite scores; it
-        # is raised before any model file is written
+        # is raised before any model file is written. ImportError: an optional package
+        # (onnx for export-onnx) is missing, and the message says how to install it
         code, err, kind = EXIT_ERROR, exc, type(exc).__name__
     except Exception as exc:              # a bug: still one line, with how to see more
         if os.environ.get("RWTOOL_DEBUG"):

@@ -343,6 +343,22 @@ class _BKerNN(BaseEstimator):
             raise FitCancelled("prediction cancelled by the progress callback") from None
         return D + self.intercept_
 
+    def _onnx_decision(self, g, x):
+        """``_raw_decision`` as ONNX nodes on ``g`` (rwtool.persist's Graph) of the input x:
+        c' - (1/(2m)) sum_j sum_i alpha_i |t_j - p_ij| summed directly over the training
+        projections p_ij, O(m n) per row (ONNX has no sorted lookup for the O(m log n) of
+        ``ridge_decision``), one particle at a time so a batch of N rows holds N x n values."""
+        check_is_fitted(self, "dual_coef_")
+        t = g.matmul(g.standardize(self.x_scaler_, x), g.const(self.particles_, "particles"))
+        alpha = g.const(self.dual_coef_, "alpha")
+        P = self.train_projections_
+        total = None
+        for j in range(P.shape[1]):
+            tj = g.op("Gather", t, g.ints([j], "j"), axis=1)
+            part = g.matmul(g.op("Abs", g.sub(tj, g.const(P[:, j][None, :], "knots"))), alpha)
+            total = part if total is None else g.add(total, part)
+        return g.add(g.scaled(total, -0.5 / P.shape[1]), g.const(self.intercept_, "intercept"))
+
     # -- introspection ------------------------------------------------------------------------
     def directions(self):
         """Unit directions w_j / ||w_j|| (d x m) and particle norms ||w_j|| (the output weights).

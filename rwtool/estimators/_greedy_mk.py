@@ -463,6 +463,17 @@ class _GreedyMK(BaseEstimator):
     def _raw_decision(self, X) -> np.ndarray:
         return self.feature_matrix(X) @ self.coef_ + self.intercept_
 
+    def _onnx_decision(self, g, x):
+        """``_raw_decision`` as ONNX nodes on ``g`` (rwtool.persist's Graph) of the input x."""
+        xp = g.standardize(self.x_scaler_, x)
+        if isinstance(self.feature_map_, TaylorMultiKernelFeatures):
+            A = self.feature_map_._onnx(g, xp, self.support_)
+        else:
+            A = self.feature_map_._onnx(g, xp)
+        A = g.mul(A, g.const(self.column_scale_, "column_scale"))
+        return g.add(g.matmul(A, g.const(self.coef_, "coef")),
+                     g.const(self.intercept_, "intercept"))
+
     def selected_features(self, names=None) -> list[str]:
         """Readable names of the MFGA-selected columns in selection order."""
         check_is_fitted(self)

@@ -759,6 +759,13 @@ class _RandomFeatureModel(BaseEstimator):
         X = check_array(X, n_features=self.n_features_in_, estimator=type(self).__name__)
         return self.feature_map_.linear_predict(self._prepare_X(X), self.coef_)
 
+    def _onnx_decision(self, g, x):
+        """``_raw_decision`` as ONNX nodes on ``g`` (rwtool.persist's Graph) of the input x."""
+        x = g.standardize(self.x_scaler_ if self.standardize else None, x)
+        if self.bias_:
+            x = g.append_ones(x)
+        return g.matmul(self.feature_map_._onnx(g, x), g.const(self.coef_, "coef"))
+
     def _targets_for(self, y, m):
         """Targets of ``y`` in the coding the model was fitted on (+/-1, or standardised)."""
         if self._estimator_type == "classifier":

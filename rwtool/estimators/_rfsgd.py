@@ -394,6 +394,11 @@ class RFSGDClassifier(ClassifierMixin, BaseEstimator):
         X = check_array(X, n_features=self.n_features_in_, estimator=type(self).__name__)
         return self.feature_map_.linear_predict(self._prepare_X(X), self.coef_)
 
+    def _onnx_decision(self, g, x):
+        """``_raw_decision`` as ONNX nodes on ``g`` (rwtool.persist's Graph) of the input x."""
+        phi = self.feature_map_._onnx(g, g.standardize(self.x_scaler_, x))
+        return g.matmul(phi, g.const(self.coef_, "coef"))
+
     def predict_proba(self, X) -> np.ndarray:
         """sigmoid(gbar(x)), the logistic model's estimate of P(y = classes_[1] | x).
 

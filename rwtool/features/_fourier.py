@@ -133,6 +133,14 @@ class RandomFourierFeatures(FeatureMap):
             dot_into(X, self.W_, out)
             _cos_phase_inplace(out, self.b_, math.sqrt(2.0 / M))
 
+    def _onnx(self, g, x):
+        """The features as ONNX nodes on ``g`` (rwtool.persist's Graph) of the input ``x``."""
+        M = self.W_.shape[0]
+        z = g.matmul(x, g.const(self.W_.T, "W"))
+        if self.variant.lower() == "pair":
+            return g.scaled(g.concat([g.op("Cos", z), g.op("Sin", z)]), 1.0 / math.sqrt(M))
+        return g.scaled(g.op("Cos", g.add(z, g.const(self.b_, "b"))), math.sqrt(2.0 / M))
+
 
 def shift_invariant_kernel(X: np.ndarray, Y: np.ndarray, kernel: str = "gaussian",
                            sigma: float = 1.0) -> np.ndarray:

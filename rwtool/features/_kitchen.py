@@ -95,6 +95,11 @@ class _KitchenDot(_Kitchen):
         dot_into(X, self.W_, out)
         self._kernel(out, 1.0 / math.sqrt(self.n_output_))
 
+    def _onnx(self, g, x):
+        """The features as ONNX nodes on ``g`` (rwtool.persist's Graph) of the input ``x``."""
+        z = g.matmul(x, g.const(self.W_.T, "W"))
+        return g.scaled(g.op(self._onnx_op, z), 1.0 / math.sqrt(self.n_output_))
+
 
 class KitchenSign(_KitchenDot):
     """Random kitchen sinks with sign features: psi_t(x) = sign(<w_t, x>) / sqrt(T), w_t ~ N(0, s^2 I).
@@ -110,12 +115,14 @@ class KitchenSign(_KitchenDot):
     """
 
     _kernel = staticmethod(sign_inplace)
+    _onnx_op = "Sign"
 
 
 class KitchenRelu(_KitchenDot):
     """Random kitchen sinks with ReLU features: psi_t(x) = max(0, <w_t, x>) / sqrt(T), w_t ~ N(0, s^2 I)."""
 
     _kernel = staticmethod(relu_inplace)
+    _onnx_op = "Relu"
 
 
 class KitchenStumps(_Kitchen):
@@ -134,3 +141,7 @@ class KitchenStumps(_Kitchen):
 
     def _features_into(self, X, out):
         stump_sign_into(X, self.idx_, self.thr_, 1.0 / math.sqrt(self.n_output_), out)
+
+    def _onnx(self, g, x):
+        d = g.sub(g.gather_columns(x, self.idx_), g.const(self.thr_, "thr"))
+        return g.scaled(g.op("Sign", d), 1.0 / math.sqrt(self.n_output_))

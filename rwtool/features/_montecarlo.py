@@ -491,6 +491,21 @@ class Integrator:
             return ("stump",) + self._prefix_tables(KS)
         if not isinstance(self.base, str):
             return self._user_plan(KS)
+        D, M, lin, const = self._dot_terms(KS)
+        # float32 unless its range could overflow: a feature is at most sum_s |M_st| times
+        # max |phi| <= max(1, ||w||_1 ||x||_inf), so float32 holds ||x||_inf up to 3e8 here
+        # (an exponential kernel of heavy-tailed draws reaches 1e300: float64)
+        reach = np.abs(M).sum(axis=0).max() * max(1.0, np.abs(D).sum(axis=1).max())
+        dtype = np.float32 if reach < _FLOAT32_REACH else np.float64
+        # the indicator kernel's zeros stay in M: with a <w, x> base it needs n = 2 inputs
+        linT = np.zeros((0, D.shape[1]), dtype) if lin is None else pad_rows(lin.T, dtype)
+        return ("dot", np.ascontiguousarray(D.T, dtype=dtype), PHI.index(self.base),
+                pad_rows(M.T, dtype), linT, const)
+
+    def _dot_terms(self, KS):
+        """(D, M, lin, const) of a <w, x> base in float64: the features are
+        phi(x D^T) M + x lin + const, the antithetic half of the draws folded into M, lin
+        (None for none) and const (empty for none)."""
         D, lin, const = self.draws, None, np.zeros(0)
         M = KS
         if self.antithetic:
@@ -503,15 +518,38 @@ class Integrator:
                 M = K1 - K2
                 if self.base == "sigmoid":
                     const = K2.sum(axis=0)
-        # float32 unless its range could overflow: a feature is at most sum_s |M_st| times
-        # max |phi| <= max(1, ||w||_1 ||x||_inf), so float32 holds ||x||_inf up to 3e8 here
-        # (an exponential kernel of heavy-tailed draws reaches 1e300: float64)
-        reach = np.abs(M).sum(axis=0).max() * max(1.0, np.abs(D).sum(axis=1).max())
-        dtype = np.float32 if reach < _FLOAT32_REACH else np.float64
-        # the indicator kernel's zeros stay in M: with a <w, x> base it needs n = 2 inputs
-        linT = np.zeros((0, D.shape[1]), dtype) if lin is None else pad_rows(lin.T, dtype)
-        return ("dot", np.ascontiguousarray(D.T, dtype=dtype), PHI.index(self.base),
-                pad_rows(M.T, dtype), linT, const)
+        return D, M, lin, const
+
+    #: the ONNX operator of each element-wise base predictor (``_rowwise.PHI``)
+    _ONNX_PHI = {"sign": "Sign", "relu": "Relu", "tanh": "Tanh", "sigmoid": "Sigmoid"}
+
+    def _onnx(self, g, x):
+        """The features of :meth:`features_into` as ONNX nodes on ``g`` (rwtool.persist's
+        Graph): phi(x D^T) M (+ x lin) (+ const) in the graph's dtype -- in a float64 graph
+        the exact Monte Carlo estimate, where ``features_into`` may sum in float32 (its
+        rounding, about 1e-6 of a feature, is the difference); the stump base as
+        sign(x_j - w2) times the sections (the prefix tables' sums, in another order). A
+        user's base predictor is Python compiled by numba, which a graph cannot call:
+        ValueError naming it (user kernels and samplers export: their sections and draws are
+        numbers)."""
+        if not isinstance(self.base, str):
+            raise ValueError(
+                f"{self.label}: base {self.base_name!r} is the user function "
+                f"{_function_name(self.base)}() compiled by numba, which an ONNX graph cannot "
+                f"call; export needs a built-in base ({', '.join(BASES)}) -- the kernel and "
+                f"the distribution may be your own")
+        KS = self.sections()
+        if self.base == "stump":
+            D = self.draws
+            B = g.op("Sign", g.sub(g.gather_columns(x, D[:, 0].astype(np.int64)),
+                                   g.const(D[:, 1], "thr")))
+            return g.matmul(B, g.const(KS, "sections"))
+        D, M, lin, const = self._dot_terms(KS)
+        z = g.op(self._ONNX_PHI[self.base], g.matmul(x, g.const(D.T, "draws")))
+        out = g.matmul(z, g.const(M, "sections"))
+        if lin is not None:
+            out = g.add(out, g.matmul(x, g.const(lin, "lin")))
+        return g.add(out, g.const(const, "const")) if const.shape[0] else out
 
     def _prefix_tables(self, KS):
         """The arguments of ``stump_prefix_rows``: per column, its draws' thresholds sorted and

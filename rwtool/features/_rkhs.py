@@ -375,6 +375,24 @@ class _RWDot(RKHSWeighting):
         else:
             _relu_features(out, xnorm, xsafe, self._c, self._k, self._sd)
 
+    def _onnx(self, g, x):
+        """The features of ``_features_into`` as ONNX nodes on ``g`` (rwtool.persist's Graph)."""
+        if self._mc is not None:
+            return self._mc._onnx(g, x)
+        z = g.matmul(x, g.const(self.W_.T, "W"))
+        xnorm = g.row_norms(x)
+        xsafe = g.where(g.op("Greater", xnorm, g.const(0.0, "zero")), xnorm,
+                        g.const(1.0, "one"))
+        a = g.mul(z, g.div(g.const(self._k, "k"), xsafe))
+        c = g.const(self._c, "c")
+        if self._phi == "sign":
+            return g.mul(c, g.erf(a))
+        sd = self._sd
+        q = g.scaled(a, 1.0 / (sd * _SQRT2))
+        body = g.add(g.mul(g.scaled(a, 0.5), g.erfc(g.op("Neg", q))),
+                     g.scaled(g.op("Exp", g.op("Neg", g.mul(q, q))), sd * _INV_SQRT_2PI))
+        return g.mul(g.mul(c, xnorm), body)
+
     def base_predictor(self, X: np.ndarray) -> np.ndarray:
         """phi(w_t, x_i) for the sampled centres (the RKS feature before 1/sqrt(T))."""
         out = np.empty((X.shape[0], self.W_.shape[0]))
@@ -609,6 +627,13 @@ class RWStumps(RKHSWeighting):
         if self._mc is not None:
             return self._mc.features_into(X, out)
         _stump_features(X, self.idx_, self._shift, self._c, self._k, out)
+
+    def _onnx(self, g, x):
+        """The features of ``_features_into`` as ONNX nodes on ``g`` (rwtool.persist's Graph)."""
+        if self._mc is not None:
+            return self._mc._onnx(g, x)
+        d = g.sub(g.gather_columns(x, self.idx_), g.const(self._shift, "shift"))
+        return g.mul(g.const(self._c, "c"), g.erf(g.scaled(d, self._k)))
 
     def base_predictor(self, X):
         out = np.empty((X.shape[0], self.idx_.shape[0]))

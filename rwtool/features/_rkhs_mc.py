@@ -244,6 +244,10 @@ class MonteCarloRKHS(RKHSWeighting):
     def _features_into(self, X, out):
         self._mc.features_into(X, out)
 
+    def _onnx(self, g, x):
+        """The features as ONNX nodes on ``g`` (rwtool.persist's Graph): the integrator's."""
+        return self._mc._onnx(g, x)
+
     def base_predictor(self, X):
         """phi(u_t, x_i) for the centres (what tau in bounds() averages)."""
         out = np.empty((X.shape[0], self.W_.shape[0]))

@@ -260,6 +260,20 @@ class TaylorMultiKernelFeatures(FeatureMap):
             out[:, c] = v
         return out
 
+    def _onnx(self, g, x, cols=None):
+        """The columns ``cols`` (all when None) as ONNX nodes on ``g`` (rwtool.persist's
+        Graph): the product of each monomial's variables (a padding -1 reads a column of
+        ones), times its scale, times e(x) for the Gaussian columns."""
+        cols = np.arange(self.n_output_) if cols is None else np.asarray(cols, dtype=np.int64)
+        d = self.n_features_in_
+        index = np.where(self.vars_[cols] < 0, d, self.vars_[cols])
+        v = g.op("ReduceProd", g.gather_columns(g.append_ones(x), index), axes=[2], keepdims=0)
+        v = g.mul(v, g.const(self.scale_[cols], "scale"))
+        norm = g.row_norms(x)
+        env = g.op("Exp", g.scaled(g.mul(norm, norm), -1.0 / (2.0 * float(self.sigma) ** 2)))
+        gaussian = g.const(self.kernel_index_[cols] == _GAUSSIAN, "gaussian", np.bool_)
+        return g.where(gaussian, g.mul(v, env), v)
+
     def columns(self, X, cols) -> np.ndarray:
         """The columns ``cols`` of Psi(X) only, shape (len(X), len(cols))."""
         check_is_fitted(self, "fitted_")

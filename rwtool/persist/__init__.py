@@ -54,6 +54,7 @@ import numpy as np
 
 from . import _validate
 from ._atomic import atomic_writer, removal_note
+from ._onnx import onnx_model
 from .._base import BaseEstimator, Standardizer
 from .._version import __version__
 from ..data import Dataset, Preprocessing
@@ -61,7 +62,7 @@ from ..exceptions import ModelFileError, human_bytes
 from ._validate import MAX_DIM
 from ..resources import FitEstimate, check_memory
 
-__all__ = ["save", "load", "read_model", "read_info", "ModelFile", "ModelFileError",
+__all__ = ["save", "load", "read_model", "read_info", "to_onnx", "ModelFile", "ModelFileError",
            "register", "registered_classes", "atomic_writer", "FORMAT", "FORMAT_VERSION",
            "DEFAULT_MAX_BYTES", "SavedPath"]
 
@@ -382,6 +383,44 @@ def save(model, path, *, preprocessing=None, metrics: dict | None = None,
         raise ModelFileError(exc.message, path) from None
     except OSError as exc:
         raise ModelFileError(f"cannot write the model file ({exc.strerror or exc})",
+                             path) from None
+    return SavedPath(os.path.abspath(path), removed)
+
+
+def to_onnx(model, path, *, preprocessing=None, dtype=None) -> str:
+    """Write the prediction of a fitted estimator as a standard ONNX graph to ``path``.
+
+    Parameters
+    ----------
+    model : a fitted rwtool estimator, or a :class:`ModelFile` (``read_model``), whose
+        preprocessing record is then used
+    path : str or path (".onnx" by convention); replaced atomically if it exists
+    preprocessing : rwtool.data.Preprocessing or Dataset, optional
+        The encoding of the training CSV: the graph then takes the CSV's raw columns (one input
+        per column) and replays the encoding; without it, one float input ``X`` (N, d).
+    dtype : "float64" or "float32", optional
+        The graph's floats; None: the model's own (float64 unless it was fitted in float32).
+
+    The graph uses opset 17 of the default domain (and ai.onnx.ml 2 for text columns), runs in
+    onnxruntime and needs the ``onnx`` package to be written (``pip install "rwtool[onnx]"``);
+    docs/DEPLOY.md says what each model becomes and how to serve it. Returns the absolute path
+    written, a :class:`SavedPath`.
+    """
+    if isinstance(model, ModelFile):
+        model, preprocessing = model.estimator, (model.preprocessing if preprocessing is None
+                                                 else preprocessing)
+    if isinstance(preprocessing, Dataset):
+        preprocessing = preprocessing.preprocessing
+    if preprocessing is not None and not isinstance(preprocessing, Preprocessing):
+        raise TypeError("preprocessing must be a rwtool.data.Preprocessing or Dataset")
+    data = onnx_model(model, preprocessing, dtype).SerializeToString()
+    path = os.fspath(path)
+    removed: list = []
+    try:
+        with atomic_writer(path, "wb", removed=removed) as fh:
+            fh.write(data)
+    except OSError as exc:
+        raise ModelFileError(f"cannot write the ONNX file ({exc.strerror or exc})",
                              path) from None
     return SavedPath(os.path.abspath(path), removed)
 
