@@ -793,6 +793,19 @@ estimator parameter can be set with --param NAME=VALUE.""")
     p.add_argument("model")
     _add_model_limit(p)
 
+    p = command("export-onnx", cmd_export_onnx, "write a model file as an ONNX graph",
+                "Write the prediction of a model file as a standard ONNX graph (opset 17), "
+                "which any ONNX runtime runs without Python; a model trained on a CSV takes "
+                "the CSV's columns as its inputs (docs/DEPLOY.md). Needs the onnx package "
+                "(pip install \"rwtool[onnx]\").",
+                "examples:\n  rwtool export-onnx model.rwm model.onnx\n"
+                "  rwtool export-onnx model.rwm model32.onnx --dtype float32")
+    p.add_argument("model", help="model file written by 'rwtool train --out'")
+    p.add_argument("out", help="the ONNX file to write (replaced atomically)")
+    p.add_argument("--dtype", choices=["float64", "float32"],
+                   help="the graph's floats (default: the model's, float64)")
+    _add_model_limit(p)
+
     p = command("inspect", cmd_inspect, "column types of a CSV file, or a model's importance",
                 "Detected dialect, per-column type, missing count and range, and the "
                 "suggested target. With --importance MODEL: the permutation importance of each "
