@@ -30,7 +30,7 @@ from .data import (DataError, Preprocessing, list_samples, preview_csv, read_csv
 from .exceptions import FitCancelled, ModelFileError, NumericalError, human_bytes
 from .persist import read_info, read_model, save, to_onnx
 from .report import (METHODS, SCORING_WORDS, Terms, apply_to_file, bound_meanings, bounds_table,
-                     check_labels, evaluate, fit_summary, importance_on_file,
+                     check_labels, defined_scores, evaluate, fit_summary, importance_on_file,
                      prediction_columns, scoring_words, write_csv, write_predictions)
 from .resources import MEMORY_FRACTION, available_memory
 from .scale import can_stream, train_csv
@@ -447,14 +447,18 @@ def _train_streaming(args) -> int:
         if old is not None:
             signal.signal(signal.SIGINT, old)
     _add_fit_summary(run.estimator, run.metrics, reg=False)
-    notes = list(run.notes)
+    name = os.path.basename(args.data)
+    metrics, undefined = defined_scores(run.metrics, {
+        "train_r2": f"the training rows of {name}",
+        "test_r2": os.path.basename(args.test) if args.test else f"the test rows of {name}"})
+    notes = list(run.notes) + undefined
     if not args.no_bounds:
         notes.append("bounds need the training data in memory: not computed when streaming")
     summary = {"source": os.path.abspath(args.data), "n_samples": run.n_train,
                "n_features": run.preprocessing.n_features_out, "target": run.target,
                "task": run.task, "notes": list(run.notes), "streamed": True,
                "dialect": run.dialect.to_dict()}
-    _report_training(args, run.estimator, run.metrics, notes, run.preprocessing, summary)
+    _report_training(args, run.estimator, metrics, notes, run.preprocessing, summary)
     return EXIT_OK
 
 

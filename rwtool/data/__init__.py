@@ -279,9 +279,11 @@ def train_test_csv(path, target, *, test_size: float = 0.25, test=None, random_s
         col = table.col(tname)
         strat = np.where(col.codes[rows] >= 0, col.codes[rows] + 1e9, col.values[rows])
     tr, te = split_indices(len(rows), test_size, random_state, strat)
-    pre = fit_record(table, tname, feats, cat, num, task, policy,
+    # the column kinds and the task from every row, as read_csv decides them; the statistics
+    # from the training rows
+    pre = fit_record(table, tname, feats, cat, num, probe["task"], policy,
                       options.get("max_categories", 50), options.get("handle_unknown", "error"),
-                      na_values, options.get("max_abs", _DEFAULT_MAX_ABS), rows[tr])
+                      na_values, options.get("max_abs", _DEFAULT_MAX_ABS), rows[tr], rows)
     train = pre._encode(table, rows[tr], with_target=True)
     tst = pre._encode(table, rows[te], with_target=True)
     train.notes[:0] = notes

@@ -375,6 +375,9 @@ def _numeric_block(col: Column, rows, spec, max_abs, path, lines):
         elif any(ch.isdigit() and not ch.isascii() for ch in cell):
             hint = ("only the digits 0-9 are read as numbers: convert the other digits "
                     "(Arabic-Indic, full-width, ...) in the file")
+        elif re.fullmatch(r"\(\s*[$€£¥]?\s*[0-9][0-9.,' ]*\s*\)", cell):
+            hint = (f"{cell} is how accounting writes a negative number: write it with a minus "
+                    f"sign (-{cell.strip('() ')}) in the file, or export the column unformatted")
         elif re.fullmatch(r"[+-]?[0-9]+(_[0-9]+)+(\.[0-9]*)?", cell):
             hint = "'_' is not a digit separator in a CSV number: remove it from the file"
         raise NonNumericError(
@@ -572,8 +575,12 @@ def _check_scale(col, rows, path, what):
 
 
 def _fit_columns(table: Table, features, categorical, numeric, policy, max_categories,
-                 fit_rows) -> list[dict]:
+                 fit_rows, kind_rows=None) -> list[dict]:
+    """The feature columns' specs. A column's kind and number format are decided from
+    ``kind_rows`` (default ``fit_rows``): a split file's training rows alone must not make
+    a numeric column with one stray text cell categorical, which the whole file refuses."""
     path = table.path
+    kind_rows = fit_rows if kind_rows is None else kind_rows
     specs = []
     for name in features:
         col = table.col(name)
@@ -588,9 +595,9 @@ def _fit_columns(table: Table, features, categorical, numeric, policy, max_categ
         elif name in numeric:
             kind = "numeric"
         else:
-            kind = col.inferred_kind(fit_rows)
+            kind = col.inferred_kind(kind_rows)
         fmt = None
-        if n_text and name not in categorical:
+        if col.counts(kind_rows)[1] and name not in categorical:
             # "$3", "3%", "1 000", "0,5", "1.234" beside "0,5": numbers when every text cell
             # is a number in one style shared with the column's number cells
             fmt, why = _column_format(col, table.dialect.decimal, name in numeric)
@@ -635,9 +642,11 @@ def _fit_columns(table: Table, features, categorical, numeric, policy, max_categ
 
 
 def fit_record(table, tname, feats, cat, num, task, policy, max_categories, handle_unknown,
-                na_values, max_abs, fit_rows) -> Preprocessing:
+                na_values, max_abs, fit_rows, kind_rows=None) -> Preprocessing:
+    """The record learned on ``fit_rows``, the column kinds decided on ``kind_rows`` (the
+    whole file's rows with a target, when the fit sees a split of them)."""
     tspec = None if tname is None else _fit_target(table, tname, task, fit_rows)
-    specs = _fit_columns(table, feats, cat, num, policy, max_categories, fit_rows)
+    specs = _fit_columns(table, feats, cat, num, policy, max_categories, fit_rows, kind_rows)
     return Preprocessing(specs, tspec, policy, na_values, max_abs, handle_unknown,
                          table.dialect.header, table.names)
 

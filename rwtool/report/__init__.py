@@ -21,8 +21,8 @@ from .evaluation import (Evaluation, FileResult, UnseenLabelsError, apply_to_fil
 from .importance import (SCORING_WORDS, ImportanceRow, column_groups, importance_on_file,
                          importance_rows, scoring_words)
 from .methods import METHODS, Method, method_of
-from .metrics import (check_finite_model, class_index, class_report, confusion_matrix, r2_score,
-                      scores)
+from .metrics import (check_finite_model, class_index, class_report, confusion_matrix,
+                      defined_scores, r2_score, scores)
 from .predictions import prediction_columns, write_csv, write_predictions
 from .samples import available_samples
 from .terms import API_TERMS, Terms
@@ -30,7 +30,7 @@ from .terms import API_TERMS, Terms
 __all__ = [
     "METHODS", "Method", "method_of",
     "Terms", "API_TERMS",
-    "class_index", "confusion_matrix", "class_report", "r2_score", "scores",
+    "class_index", "confusion_matrix", "class_report", "r2_score", "scores", "defined_scores",
     "check_finite_model",
     "Evaluation", "FileResult", "UnseenLabelsError", "check_labels", "evaluate",
     "apply_to_file", "fit_summary",

@@ -15,7 +15,7 @@ import numpy as np
 from ..exceptions import NumericalError
 
 __all__ = ["class_index", "confusion_matrix", "class_report", "r2_score", "scores",
-           "check_finite_model"]
+           "defined_scores", "check_finite_model"]
 
 
 def class_index(labels, classes) -> np.ndarray:
@@ -96,10 +96,24 @@ def scores(y, pred, task: str, classes=None, rows: str = "the rows") -> tuple[di
     err = pred - y
     out = {"r2": r2_score(y, pred), "mse": float(np.mean(err ** 2)),
            "mae": float(np.mean(np.abs(err)))}
-    if not np.isfinite(out["r2"]):
-        del out["r2"]
-        notes.append(f"R^2 is undefined on {rows}: the target takes a single value there "
-                     f"({len(y)} row(s)); judge the model by its MSE, or evaluate on more rows")
+    return defined_scores(out, {"r2": rows}, len(y))
+
+
+def defined_scores(metrics: dict, rows: dict, n_rows=None) -> tuple[dict, list[str]]:
+    """``(metrics, notes)``: the metrics without those that are not finite, each left out
+    with a note. ``rows``: metric key -> the rows it was computed on, as the note names them
+    (an undefined R^2 comes from a target taking a single value there)."""
+    out, notes = {}, []
+    for k, v in metrics.items():
+        if not isinstance(v, (float, np.floating)) or np.isfinite(v):
+            out[k] = v
+        elif k.endswith("r2"):
+            count = "" if n_rows is None else f" ({n_rows} row(s))"
+            notes.append(f"R^2 is undefined on {rows.get(k, 'the rows')}: the target takes a "
+                         f"single value there{count}; judge the model by its MSE, or evaluate "
+                         f"on more rows")
+        else:
+            notes.append(f"{k} is not a number on {rows.get(k, 'the rows')}: left out")
     return out, notes
 
 

@@ -179,3 +179,40 @@ def test_rwtool_train(case_file, capsys):
     if expect["note"] is not None:
         assert any(expect["note"] in n for n in doc["notes"]), doc["notes"]
     assert all(np.isfinite(v) for v in doc["metrics"].values() if isinstance(v, float))
+
+
+@pytest.mark.slow
+def test_rwtool_train_refuses_what_read_csv_refuses(tmp_path, capsys):
+    # the file: its 2 training rows alone hold as much text as numbers, so a kind
+    # decided on them one-hot encoded "(123)"; the kind is the whole file's
+    p = tmp_path / "acct.csv"
+    p.write_text("x,y\n(123),1\n200,2\n300,3\n")
+    with pytest.raises(D.NonNumericError, match="accounting") as e:
+        D.read_csv(p, "y")
+    code = cli.main(["train", str(p), "--target", "y", "--task", "regression", "-T", "8",
+                     "--no-progress"])
+    out, errtext = capsys.readouterr()
+    assert code != 0 and out == ""
+    assert str(e.value) in " ".join(errtext.split())
+
+
+@pytest.mark.slow
+def test_streamed_training_prints_no_nan_metric(tmp_path, capsys):
+    import json
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=60)
+    train = tmp_path / "train.csv"
+    train.write_text("x,y\n" + "".join(f"{a!r},{2 * a!r}\n" for a in x.tolist()))
+    test = tmp_path / "test.csv"             # a constant target: R^2 is undefined there
+    test.write_text("x,y\n1.0,5\n2.0,5\n3.0,5\n")
+    code = cli.main(["train", str(train), "--target", "y", "--test", str(test), "--stream",
+                     "yes", "-T", "8", "--no-progress", "--json"])
+    out, errtext = capsys.readouterr()
+    assert code == 0, errtext
+    doc = json.loads(out)
+    assert "test_r2" not in doc["metrics"] and "test_mse" in doc["metrics"]
+    assert any("R^2 is undefined on test.csv" in n for n in doc["notes"])
+    code = cli.main(["train", str(train), "--target", "y", "--test", str(test), "--stream",
+                     "yes", "-T", "8", "--no-progress"])
+    out, _ = capsys.readouterr()
+    assert code == 0 and "nan" not in out.lower()
