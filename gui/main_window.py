@@ -160,6 +160,9 @@ class MainWindow(ExportActions, QMainWindow):
         self.act_save_model = self._action("&Save Model…", self.save_model_dialog,
                                            QKeySequence.Save, S.SP_DialogSaveButton,
                                            "Save the selected run's model (.rwm)")
+        self.act_export_onnx = self._action("Export &ONNX Graph…", self.export_onnx_dialog,
+                                            None, None, "Save the selected run's model as an "
+                                                        "ONNX graph, to serve without Python")
         self.act_export_pred = self._action("Export &Predictions…",
                                             self.export_predictions_dialog,
                                             None, None, "Save the selected run's predictions "
@@ -186,6 +189,7 @@ class MainWindow(ExportActions, QMainWindow):
         fm.addAction(self.act_apply)
         fm.addSeparator()
         fm.addAction(self.act_save_model)
+        fm.addAction(self.act_export_onnx)
         fm.addAction(self.act_export_pred)
         fm.addAction(self.act_export_plot)
         fm.addAction(self.act_snippet)
@@ -373,7 +377,8 @@ class MainWindow(ExportActions, QMainWindow):
         self.training_panel.set_ready(ready, why)
         self.act_train.setEnabled(ready and not self.training_panel.running)
         has_model = self._selected_model_run() is not None
-        for a in (self.act_save_model, self.act_export_pred, self.act_snippet):
+        for a in (self.act_save_model, self.act_export_onnx, self.act_export_pred,
+                  self.act_snippet):
             a.setEnabled(has_model)
         self.act_apply.setEnabled(has_model or self.loaded_model is not None)
         self.act_cancel.setEnabled(self.training_panel.running)

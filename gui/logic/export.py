@@ -1,5 +1,5 @@
-"""Exports of a run: the model file, predictions as CSV and a Python snippet (the plots are
-exported by gui.widgets.plots.export_plot).
+"""Exports of a run: the model file, its ONNX graph, predictions as CSV and a Python snippet
+(the plots are exported by gui.widgets.plots.export_plot).
 
 The model file is rwtool's own format (rwtool.persist.save, with the preprocessing record of the
 training CSV so the saved model reads raw CSV rows again); predictions are written with the file
@@ -17,11 +17,12 @@ import os
 import numpy as np
 
 from rwtool.persist import save as save_model_file
+from rwtool.persist import to_onnx
 from rwtool.report import write_predictions
 
 from .read_options import KEYS as READ_KEYS
 
-__all__ = ["save_model", "write_predictions", "python_snippet",
+__all__ = ["save_model", "export_onnx", "write_predictions", "python_snippet",
            "numeric_metrics", "READ_OPTIONS"]
 
 #: reading options of rwtool.data.read_csv the app records when the user overrides them
@@ -47,6 +48,15 @@ def save_model(run, path: str, preprocessing=None) -> str:
         note += f", data {os.path.basename(run.data['path'])}"
     return save_model_file(est, path, preprocessing=preprocessing,
                            metrics=numeric_metrics(res.get("metrics", {})), notes=note)
+
+
+def export_onnx(run, path: str, preprocessing=None) -> str:
+    """Write the run's fitted estimator as an ONNX graph (rwtool.persist.to_onnx; with the
+    training CSV's record the graph takes the CSV's columns); returns the SavedPath."""
+    est = (run.result or {}).get("estimator")
+    if est is None:
+        raise ValueError(f"run {run.name} has no fitted model to export")
+    return to_onnx(est, path, preprocessing=preprocessing)
 
 
 def run_predictions(run, train_rows=None, test_rows=None) -> dict:

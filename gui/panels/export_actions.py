@@ -1,5 +1,5 @@
-"""The export actions of the main window: save the model, the predictions, the runs table, a
-plot or the Python snippet of the selected run.
+"""The export actions of the main window: save the model, its ONNX graph, the predictions, the
+runs table, a plot or the Python snippet of the selected run.
 
 A mixin of gui.main_window.MainWindow (it uses the window's run list, banner and dialogs), kept
 apart so that the window's own module stays about wiring. The file formats live in gui.logic.export
@@ -45,6 +45,34 @@ class ExportActions:
             return False
         note = getattr(saved, "note", None)     # temporaries of killed saves, removed first
         self.show_info(f"Saved {run.name} to {path}" + (f"; {note}" if note else ""))
+        return True
+
+    def export_onnx_dialog(self) -> None:
+        run = self._need_run()
+        if run is None:
+            return
+        path = self._ask_save("Export ONNX graph", "ONNX graphs (*.onnx)",
+                              f"run{run.run_id}.onnx")
+        if path:
+            if not path.lower().endswith(".onnx"):
+                path += ".onnx"
+            self.export_onnx(path, run)
+
+    def export_onnx(self, path: str, run: Run | None = None) -> bool:
+        run = run or self._need_run()
+        if run is None:
+            return False
+        try:
+            saved = export.export_onnx(run, path, run.data.get("preprocessing"))
+        except ImportError as exc:          # the onnx package is an optional extra
+            self.show_error(str(exc))
+            return False
+        except (ValueError, TypeError, OSError) as exc:
+            self.show_error(f"Cannot export the ONNX graph: {exc}")
+            return False
+        note = getattr(saved, "note", None)
+        self.show_info(f"Exported {run.name} as an ONNX graph to {path}"
+                       + (f"; {note}" if note else ""))
         return True
 
     def export_predictions_dialog(self) -> None:

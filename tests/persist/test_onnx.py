@@ -325,3 +325,19 @@ def test_cli_export_onnx(tmp_path, capsys):
     np.testing.assert_array_equal(label, mf.estimator.predict(mf.apply_csv(new).X))
     assert main(["export-onnx", str(tmp_path / "m.rwm"), str(tmp_path / "nodir" / "m.onnx")]) == 1
     assert "cannot write the ONNX file" in capsys.readouterr().err
+
+
+def test_app_exports_the_selected_run(tmp_path):
+    """The app's File > Export ONNX Graph (gui.logic.export.export_onnx): the run's model
+    with its CSV record, so the graph takes the CSV's columns."""
+    from gui.logic.export import export_onnx
+    train = tmp_path / "train.csv"
+    train.write_text(TRAIN)
+    ds = rw.read_csv(train, target="label", missing="impute-mean")
+    est = rw.RKSClassifier(n_features=20, random_state=0).fit(ds.X, ds.y)
+    run = type("Run", (), {"name": "1", "result": {"estimator": est}})()
+    saved = export_onnx(run, str(tmp_path / "run1.onnx"), ds.preprocessing)
+    sess = ort.InferenceSession(saved, providers=["CPUExecutionProvider"])
+    assert [i.name for i in sess.get_inputs()] == ["age", "income", "colour", "city"]
+    with pytest.raises(ValueError, match="no fitted model"):
+        export_onnx(type("Run", (), {"name": "2", "result": {}})(), str(tmp_path / "x.onnx"))
