@@ -3,7 +3,7 @@
 Built from the source with ``ast``, imports inside functions included and relative imports
 resolved, so a function-level import cannot hide a cycle or an import against the layers:
 
-    bottom (exceptions, progress, _base, _params, _version, resources, losses, bounds)
+    bottom (exceptions, progress, _callbacks, _base, _params, _version, resources, losses, bounds)
       < data, features < model_selection < solvers < scale < estimators < inspect < persist, report
       < cli
 
@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[1] / "rwtool"
 
 #: the layers, lowest first; a key is a module or a package (its submodules included)
 LAYERS = [
-    ("rwtool._version", "rwtool.exceptions", "rwtool.progress", "rwtool._base",
+    ("rwtool._version", "rwtool.exceptions", "rwtool.progress", "rwtool._callbacks", "rwtool._base",
      "rwtool._params", "rwtool.resources", "rwtool.losses", "rwtool.bounds"),
     ("rwtool.data", "rwtool.features"),
     ("rwtool.model_selection",),

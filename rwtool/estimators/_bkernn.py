@@ -18,6 +18,7 @@ import warnings
 
 import numpy as np
 
+from .._callbacks import CallbackSupport, reports_to_sklearn
 from .._base import (BaseEstimator, ClassifierMixin, RegressorMixin, Standardizer, check_array,
                      check_is_fitted, check_random_state, check_scalar, check_X_y,
                      encode_classes)
@@ -120,7 +121,7 @@ _PARAMS_DOC = """
 """
 
 
-class _BKerNN(BaseEstimator):
+class _BKerNN(CallbackSupport, BaseEstimator):
     """Fit, predict and introspection shared by the regressor and the classifier."""
 
     def __init__(self, penalty="concave_feature", reg="auto", n_particles=50, s=1.0,
@@ -195,6 +196,7 @@ class _BKerNN(BaseEstimator):
         return int(np.count_nonzero(np.any(self.particles_ != 0, axis=0)))
 
     # -- fit ----------------------------------------------------------------------------------
+    @reports_to_sklearn
     def fit(self, X, y, callback=None):
         """Learn the particles and the ridge coefficients; return self.
 

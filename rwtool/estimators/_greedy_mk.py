@@ -16,6 +16,7 @@ import warnings
 
 import numpy as np
 
+from .._callbacks import CallbackSupport, reports_to_sklearn
 from .._base import (BaseEstimator, ClassifierMixin, RegressorMixin, Standardizer, check_array,
                      check_is_fitted, check_not_constant, check_random_state, check_X_y,
                      encode_classes, unfitted_on_failure)
@@ -46,7 +47,7 @@ SIGMA_RULES = ("auto", "knn", "scale")
 _MFGA_ONLY = {"only": ("selector", ("mfga",)), "advanced": True}
 
 
-class _GreedyMK(BaseEstimator):
+class _GreedyMK(CallbackSupport, BaseEstimator):
     _loss = "squared"
     #: the paper's dictionary for the task (seed 004 Section 5): Taylor order, linear kernel
     _paper_order, _paper_linear = 2, False
@@ -216,6 +217,7 @@ class _GreedyMK(BaseEstimator):
         return FitEstimate(peak_bytes=int(peak), seconds=ops / 1e9, detail=detail)
 
     # -- fit ---------------------------------------------------------------------------------
+    @reports_to_sklearn
     def fit(self, X, y, callback=None, eval_set=None):
         """Select ``n_features`` features with the chosen selector and fit the model on them.
 

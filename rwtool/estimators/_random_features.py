@@ -22,6 +22,7 @@ import warnings
 
 import numpy as np
 
+from .._callbacks import CallbackSupport, reports_to_sklearn
 from .._base import (BaseEstimator, ClassifierMixin, RegressorMixin, Standardizer, check_array,
                      check_choice, check_is_fitted, check_random_state, check_range,
                      check_scalar, check_X_y, encode_classes, is_dask, label_index)
@@ -309,7 +310,7 @@ _ELEMENT_RATE = 1e9
 _BLAS_RATE = 4e10
 
 
-class _RandomFeatureModel(BaseEstimator):
+class _RandomFeatureModel(CallbackSupport, BaseEstimator):
     """Shared fit/predict machinery; subclasses define the feature map and the target coding."""
 
     _family = "rw"
@@ -587,6 +588,7 @@ class _RandomFeatureModel(BaseEstimator):
         return np.ascontiguousarray(X)
 
     # -- fit / predict ---------------------------------------------------------------------
+    @reports_to_sklearn
     def fit(self, X, y, callback=None):
         """Sample the features, solve for the coefficients and return self.
 
@@ -596,6 +598,7 @@ class _RandomFeatureModel(BaseEstimator):
         """
         return self._fit(X, y, callback, None)
 
+    @reports_to_sklearn
     def fit_weighted(self, X, y, sample_weight, callback=None):
         """``fit`` with row weights w (solvers "lstsq" and "ridge", a number for reg; reg=None
         uses 1e-6 here, as reg="auto" cross-validates on unweighted folds).

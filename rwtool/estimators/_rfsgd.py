@@ -15,6 +15,7 @@ import warnings
 
 import numpy as np
 
+from .._callbacks import CallbackSupport, reports_to_sklearn
 from .._base import (BaseEstimator, ClassifierMixin, Standardizer, check_array,
                      check_is_fitted, check_not_constant, check_random_state, check_X_y,
                      class_labels, fit_classes, label_index, unfitted_on_failure)
@@ -35,7 +36,7 @@ __all__ = ["RFSGDClassifier", "SIGMA_RULES"]
 SIGMA_RULES = ("scale", "median")
 
 
-class RFSGDClassifier(ClassifierMixin, BaseEstimator):
+class RFSGDClassifier(CallbackSupport, ClassifierMixin, BaseEstimator):
     """Averaged SGD with random Fourier features (Yashima, Nitanda & Suzuki, AISTATS 2021; seed 002).
 
     Minimises E[log(1 + exp(-y beta^T phi_M(x)))] + (reg/2) ||beta||^2 by Algorithm 1 of the
@@ -318,6 +319,7 @@ class RFSGDClassifier(ClassifierMixin, BaseEstimator):
         return FitEstimate(peak_bytes=int(peak), seconds=ops / 1e9, detail=detail)
 
     # -- public API ------------------------------------------------------------------------
+    @reports_to_sklearn
     def fit(self, X, y, callback=None, eval_set=None):
         """Draw the features and run ``n_epochs`` passes of averaged SGD over (X, y).
 

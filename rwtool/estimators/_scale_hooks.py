@@ -9,6 +9,7 @@ holds no solver and no formula; everything else goes to the estimator classes un
 
 from __future__ import annotations
 
+from .._callbacks import reports_to_sklearn
 from .._base import is_dask
 from ..scale._dask import fit as _dask_fit
 from ..scale._dask import lazy as _dask_lazy
@@ -78,6 +79,7 @@ class ScaleHooks:
             raise _no_partial_fit(self)
         raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
+    @reports_to_sklearn
     def fit(self, X, y, callback=None):
         self.__dict__.pop("_stream", None)   # a fit replaces any partial_fit stream
         if is_dask(X) or is_dask(y):
