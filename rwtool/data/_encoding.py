@@ -14,6 +14,7 @@ import re
 from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
+from numba import njit
 
 from ._dialect import _DEFAULT_MAX_BYTES, NA_VALUES, open_source, sniff_csv
 from ._read import Column, Table, canon, parse, table_from_rows
@@ -283,35 +284,34 @@ class Preprocessing:
                 notes.append(f"dropped {int(ymiss.sum())} row(s) with a missing target")
                 keep &= ~ymiss
         widths = [1 if c["kind"] == "numeric" else len(c["categories"]) for c in self.columns]
-        offs = np.concatenate([[0], np.cumsum(widths)]).astype(int)
-        X = np.empty((len(rows), int(offs[-1])))
-        # Plain numeric columns are copied and checked as one matrix (a 30,000-column file
-        # must not pay numpy's per-call overhead per column); a column with a NaN (missing or
-        # text) or a value over max_abs goes through the per-column path below.
-        plain = [i for i, c in enumerate(self.columns)
-                 if c["kind"] == "numeric" and not c.get("format")]
-        for i in plain:
-            X[:, offs[i]] = table.col(self.columns[i]["name"]).values[rows]
-        P = X[:, offs[plain]]
-        flagged = set(np.asarray(plain)[~np.all(np.abs(P) <= self.max_abs, axis=0)].tolist()
-                      if plain else [])
-        quick = set(plain) - flagged
+        offs = np.concatenate([[0], np.cumsum(widths)]).astype(np.int64)
+        num = [i for i, c in enumerate(self.columns) if c["kind"] == "numeric"]
+        cat = [i for i, c in enumerate(self.columns) if c["kind"] != "numeric"]
+        # Numeric columns are gathered and checked as one matrix (a 30,000-column file must
+        # not pay numpy's per-call overhead per column); a column with a NaN (missing or
+        # text), a value over max_abs or a number format goes through the per-column path.
+        V = np.empty((len(num), len(rows)))
+        for k, i in enumerate(num):
+            V[k] = table.col(self.columns[i]["name"]).values[rows]
+        quick = np.all(np.abs(V) <= self.max_abs, axis=1)
+        slot = {i: k for k, i in enumerate(num)} | {i: k for k, i in enumerate(cat)}
+        ids = np.empty((len(cat), len(rows)), np.int32)
         miss_cols = {}
         for i, spec in enumerate(self.columns):
-            if i in quick:
+            if spec["kind"] == "numeric" and quick[slot[i]] and not spec.get("format"):
                 continue
             if spec.get("format"):
                 notes.append(f"column {spec['name']!r}: numbers written with "
                              f"{describe_format(spec['format'])}")
             col = table.col(spec["name"])
             if spec["kind"] == "numeric":
-                block, miss = _numeric_block(col, rows, spec, self.max_abs, path, table.lines)
+                V[slot[i]], miss = _numeric_block(col, rows, spec, self.max_abs, path,
+                                                  table.lines)
             else:
-                block, miss = _categorical_block(col, rows, spec, self.handle_unknown, path,
-                                                 table.lines)
+                ids[slot[i]], miss = _categorical_block(col, rows, spec, self.handle_unknown,
+                                                        path, table.lines)
             if miss.any():
                 miss_cols[spec["name"]] = miss
-            X[:, offs[i]:offs[i + 1]] = block
         if miss_cols:
             anymiss = np.logical_or.reduce(list(miss_cols.values()))
             # Imputed columns have no missing cell left: what remains is an error unless rows
@@ -337,18 +337,38 @@ class Preprocessing:
                 keep &= ~anymiss
                 if n_drop:
                     notes.append(f"dropped {n_drop} row(s) with missing values")
-        if not keep.all():
-            X, rows = X[keep], rows[keep]
-            y = None if y is None else y[keep]
+        sel = np.flatnonzero(keep)
+        rows = rows[sel]
+        if y is not None and len(sel) < len(keep):
+            y = y[sel]
         if len(rows) == 0 and len(keep) and not allow_empty:
             raise AllMissingError(
                 "no row is left after dropping the rows with missing values", file=path,
                 hint="impute instead (missing='impute-mean') or ignore the mostly-empty columns")
-        return Dataset(X=np.ascontiguousarray(X, dtype=np.float64), y=y,
+        X = np.empty((len(sel), int(offs[-1])))
+        _fill_rows(X, sel, V, offs[num], ids, offs[cat])
+        return Dataset(X=X, y=y,
                        feature_names=self.feature_names_out,
                        target=None if self.target is None else self.target["name"],
                        task=self.task, preprocessing=self, rows=table.lines[rows].copy(),
                        source=path, dialect=table.dialect, notes=notes)
+
+
+@njit(cache=True, nogil=True)
+def _fill_rows(X, sel, V, voff, ids, ioff):
+    """``X[r]`` from row ``sel[r]`` of the encoded columns: numbers ``V[k]`` at ``voff[k]``,
+    a one at ``ioff[k] + ids[k]`` (none when negative), zeros elsewhere. Row by row, so the
+    (possibly gigabyte) ``X`` is written once, in order."""
+    for r in range(X.shape[0]):
+        s = sel[r]
+        row = X[r]
+        row[:] = 0.0
+        for k in range(V.shape[0]):
+            row[voff[k]] = V[k, s]
+        for k in range(ids.shape[0]):
+            c = ids[k, s]
+            if c >= 0:
+                row[ioff[k] + c] = 1.0
 
 
 def _numeric_block(col: Column, rows, spec, max_abs, path, lines):
@@ -397,7 +417,7 @@ def _numeric_block(col: Column, rows, spec, max_abs, path, lines):
     if miss.any() and spec.get("fill") is not None:
         out[miss] = spec["fill"]
         miss = np.zeros_like(miss)
-    return out[:, None], miss
+    return out, miss
 
 
 def _categorical_block(col: Column, rows, spec, handle_unknown, path, lines):
@@ -419,10 +439,7 @@ def _categorical_block(col: Column, rows, spec, handle_unknown, path, lines):
     if miss.any() and spec.get("fill") is not None:
         ids[miss] = index[spec["fill"]]
         miss = np.zeros_like(miss)
-    block = np.zeros((len(ids), len(cats)))
-    hit = ids >= 0
-    block[np.flatnonzero(hit), ids[hit]] = 1.0
-    return block, miss
+    return ids, miss             # -1 (missing) and -2 (unknown, ignored): all zeros
 
 
 def _target_values(table: Table, target: dict, rows, max_abs: float = _DEFAULT_MAX_ABS):
@@ -451,14 +468,15 @@ def _target_values(table: Table, target: dict, rows, max_abs: float = _DEFAULT_M
         return values.copy(), miss
     kind = target["label_kind"]
     if kind == "str":
-        y = np.empty(len(rows), dtype=object)
-        t = codes >= 0
-        y[t] = np.array(col.vocab, dtype=object)[codes[t]] if t.any() else []
+        # the labels are few: index an array of them rather than build a string per row
         num = codes == -1
-        y[num] = [canon(v) for v in values[num]]
-        y[miss] = ""
-        width = max((len(s) for s in y[~miss]), default=1)
-        return y.astype(f"<U{max(width, 1)}"), miss
+        u, inv = np.unique(values[num], return_inverse=True)
+        labels = np.array([""] + list(col.vocab) + [canon(v) for v in u])
+        ids = np.zeros(len(rows), np.int64)
+        ids[codes >= 0] = codes[codes >= 0] + 1
+        ids[num] = 1 + len(col.vocab) + inv.ravel()
+        width = max((len(s) for s in labels[np.unique(ids[~miss])]), default=1)
+        return labels[ids].astype(f"<U{max(width, 1)}"), miss
     text = np.flatnonzero(codes >= 0)
     if len(text):
         i = int(text[0])
