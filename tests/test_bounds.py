@@ -144,3 +144,17 @@ def test_pruning_a_regressor_uses_the_largest_target(regression_data):
     assert acc(half)[1]["criterion"] > acc1(half)[1]["criterion"]
     with pytest.raises(ValueError, match="max\\|y\\|"):
         est.prune(accept="bound")
+
+
+def test_estimator_bounds_never_hold_the_whole_feature_matrix(traced_peak):
+    """The bounds of a fit on many rows read its features a block of rows at a time, as
+    predict does: the app computes them after every fit of the RKHS weightings, and Phi whole
+    (m x T floats: 1.2 GB at 150,000 rows and T = 1000) was the peak of a session on a
+    200,000-row file (issue 24). Oracle: tracemalloc's peak against Phi's own size."""
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((20000, 3))
+    y = np.where(X[:, 0] > 0, 1, 0)
+    clf = rw.RWClassifier(n_features=500, reg=1e-4, random_state=0).fit(X, y)
+    phi_bytes = X.shape[0] * 500 * 8                       # 80 MB
+    peak = traced_peak(lambda: clf.bounds(X, y, n_draws=100))
+    assert peak < phi_bytes / 3, f"peak {peak / 2**20:.0f} MB, Phi {phi_bytes / 2**20:.0f} MB"

@@ -966,7 +966,9 @@ class _RW(_RandomFeatureModel):
         X = check_array(X, n_features=self.n_features_in_)
         Y = self._targets_for(y, len(X))
         Xp = self._prepare_X(X)
-        F = self.feature_map_.transform(Xp) @ self.coef_
+        # a block of rows at a time, as predict: Phi(X) whole is m x T (1.2 GB at 150,000 rows
+        # and T = 1000)
+        F = self.feature_map_.linear_predict(Xp, self.coef_)
         m = len(X)
         fmap = self.feature_map_
         theta, kappa = fmap.constants()
@@ -993,7 +995,8 @@ class _RW(_RandomFeatureModel):
         for key, val in per.items():
             out[key] = val[0] if len(val) == 1 else val
         if self._estimator_type == "classifier":
-            out["train_error"] = float(np.mean(self.predict(X) != np.asarray(y)))
+            # F is the decision function: its labels are predict(X)'s, without a second pass
+            out["train_error"] = float(np.mean(self._labels(F) != np.asarray(y)))
         return out
 
     def _make_map(self, seed):
