@@ -30,6 +30,7 @@ from .logic.runs_table import Run
 from .panels.data_panel import DataPanel, PreviewTable
 from .panels.evaluation_panel import EvaluationPanel
 from .panels.export_actions import ExportActions
+from .panels.importance_actions import IMPORTANCE_JOB, ImportanceActions
 from .panels.method_panel import MethodPanel
 from .panels.results_panel import ResultsPanel
 from .panels.run_list import RunList
@@ -44,7 +45,7 @@ CSV_SUFFIXES = (".csv", ".tsv", ".txt", ".data")
 MODEL_SUFFIX = ".rwm"
 
 
-class MainWindow(ExportActions, QMainWindow):
+class MainWindow(ExportActions, ImportanceActions, QMainWindow):
     """The rwtool desktop app."""
 
     run_finished = Signal(int)      # run id, after its results are shown (tests, scripts)
@@ -119,6 +120,9 @@ class MainWindow(ExportActions, QMainWindow):
         self.training_panel.cancel_requested.connect(self.cancel)
         self.results_panel.prune_requested.connect(self.preview_prune)
         self.results_panel.keep_pruned_requested.connect(self.keep_pruned)
+        self.results_panel.importance_requested.connect(self.compute_importance)
+        self.results_panel.importance_cancel_requested.connect(self.cancel_importance)
+        self.results_panel.importance_save_requested.connect(self.save_importance_dialog)
         self.run_list.selection_changed.connect(self._runs_selected)
         self.run_list.export_requested.connect(self.export_runs_dialog)
         self.worker.progress.connect(self._progress)
@@ -438,7 +442,7 @@ class MainWindow(ExportActions, QMainWindow):
                     task_encoded=train.task, evaluation=plan.describe(),
                     balanced=weights is not None, cv_k=plan.cv_k())
         run = Run(self._new_id(), fam.key, fam.title, type(est).__name__, est.get_params(),
-                  data)
+                  data, rows={"train": train, "test": test})
         self.training_run = run
         self.run_list.add(run)
         self.run_list.select([run.run_id])
@@ -457,12 +461,17 @@ class MainWindow(ExportActions, QMainWindow):
         self._update_ready()
 
     def cancel(self) -> None:
+        if self._importance_run is not None:
+            self.cancel_importance()
         if self.training_panel.running or self.worker.busy:
             self.worker.cancel()
             if self.training_panel.running:
                 self.training_panel.mark_cancelling()
 
     def _progress(self, run_id: int, ev: dict) -> None:
+        if run_id == IMPORTANCE_JOB:
+            self._importance_progress(ev)
+            return
         run = self.training_run
         if run is None or run.run_id != run_id:
             return
@@ -530,6 +539,7 @@ class MainWindow(ExportActions, QMainWindow):
     def _show_run(self, run: Run) -> None:
         self.current_run = run
         if run.result is not None:
+            self.results_panel.importance_available = self.importance_available(run)
             self.results_panel.show_result(run.result, f"<b>{html.escape(run.name)}</b> · "
                                                        f"{run.class_name} · {run.key_params()}")
         self._update_ready()
@@ -595,7 +605,8 @@ class MainWindow(ExportActions, QMainWindow):
                   dict(base.params), dict(base.data, prune=dict(o)), "pruned",
                   self._pruned["result"],
                   dict(base.curves), base.x_label,
-                  note=f"pruned from {base.name} with eps={o['eps']:.3g}, accept={o['accept']}")
+                  note=f"pruned from {base.name} with eps={o['eps']:.3g}, accept={o['accept']}",
+                  rows=base.rows)
         self._pruned = None
         self.run_list.add(run)
         self.run_list.select([run.run_id])
@@ -621,10 +632,15 @@ class MainWindow(ExportActions, QMainWindow):
             self._model_opened(out)
         elif tag == "apply":
             self._applied(out)
+        elif tag == "importance":
+            self._importance_done(out)
 
     def _call_failed(self, tag: str, err: dict) -> None:
         if tag == "warm-up":
             self._warming_up = False
+            return
+        if tag == "importance":
+            self._importance_failed(err)
             return
         what = {"open-model": "Cannot open the model", "apply": "Cannot apply the model"}
         self.show_error(f"{what.get(tag, tag)}: {err['message']}", err.get("details", ""))

@@ -80,12 +80,17 @@ class PruneJob(TrainJob):
 
 @dataclass
 class CallJob:
-    """Any other call into rwtool's numerics (load a model, apply it to a CSV, warm-up)."""
+    """Any other call into rwtool's numerics (load a model, apply it to a CSV, warm-up).
+
+    With ``progress_id``, ``fn`` also gets ``callback=`` (rwtool.progress): its events go out
+    as progress of that id and Cancel stops it (rwtool.FitCancelled, reported as a failed call
+    of kind "cancelled")."""
 
     tag: str
     fn: Callable
     args: tuple = ()
     kwargs: dict = field(default_factory=dict)
+    progress_id: int | None = None
 
 
 class TrainWorker(QObject):
@@ -211,10 +216,17 @@ class TrainWorker(QObject):
         self._evaluate_and_emit(job, pruned, time.perf_counter() - t0, False, caught)
 
     def _call(self, job: CallJob) -> None:
+        kwargs = dict(job.kwargs)
+        if job.progress_id is not None:
+            kwargs["callback"] = self._callback(job.progress_id)
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                out = job.fn(*job.args, **job.kwargs)
+                out = job.fn(*job.args, **kwargs)
+        except FitCancelled:
+            self.call_failed.emit(job.tag, {"message": "cancelled", "kind": "cancelled",
+                                            "details": ""})
+            return
         except Exception as exc:
             self.call_failed.emit(job.tag, describe_error(exc))
             return
@@ -312,7 +324,7 @@ class WorkerController(QObject):
 
     def submit(self, job) -> None:
         """Queue ``job``; a Cancel pressed from now on (even before it starts) stops it."""
-        if not isinstance(job, CallJob):
+        if not isinstance(job, CallJob) or job.progress_id is not None:
             self.worker.cancel_flag.clear()
         self._pending += 1
         if self._pending == 1:

@@ -34,6 +34,9 @@ class Run:
     curves: dict = field(default_factory=dict)     # name -> (x list, y list)
     x_label: str = "iteration"
     note: str = ""
+    #: the rwtool.data.Datasets the run was trained and scored on ("train", "test"): the data
+    #: tab's own objects, shared by every run on the same data (never copied)
+    rows: dict = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def name(self) -> str:

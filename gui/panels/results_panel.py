@@ -2,8 +2,9 @@
 
 It draws what gui.logic.evaluate computed on the worker thread: the metrics table, the confusion
 matrix and ROC curve (classification), predicted-versus-actual and residuals (regression), the
-decision regions when the model reads two features, the coefficient magnitudes, the variable
-importance (stump models, BKerNN) and the pruning control (models with ``prune``): an epsilon
+decision regions when the model reads two features, the coefficient magnitudes, the importance
+tab (the share stump models and BKerNN hold, and the permutation importance of any model,
+measured on request: gui.widgets.importance) and the pruning control (models with ``prune``): an epsilon
 slider whose preview shows the pruned model's size and error before it is kept.
 
 This widget draws; it must not fit or predict (pruning is asked of the main window).
@@ -23,6 +24,7 @@ from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QFormLayout, QGroup
                                QTableWidgetItem, QTabWidget, QVBoxLayout, QWidget)
 
 from ..logic.formats import format_metric
+from ..widgets.importance import ImportanceView
 from ..widgets.plots import PALETTE, ResultPlot, pen, scatter, thin_points
 
 __all__ = ["ResultsPanel"]
@@ -178,6 +180,9 @@ class _PruneView(QWidget):
 class ResultsPanel(QTabWidget):
     prune_requested = Signal(object)
     keep_pruned_requested = Signal()
+    importance_requested = Signal()
+    importance_cancel_requested = Signal()
+    importance_save_requested = Signal()
 
     def __init__(self, parent=None):
         super().__init__(parent)
@@ -189,7 +194,8 @@ class ResultsPanel(QTabWidget):
         self.curve_plot = ResultPlot("Fitted curve", "", "")
         self.region_plot = ResultPlot("Decision regions", "", "")
         self.coef_plot = ResultPlot("Coefficient magnitudes", "feature (sorted)", "")
-        self.importance_plot = ResultPlot("Variable importance", "", "share")
+        self.importance_view = ImportanceView()
+        self.importance_plot = self.importance_view.share_plot
         self.prune_view = _PruneView()
         self.addTab(self.metrics_view, "Metrics")
         self.addTab(self.confusion_plot, "Confusion matrix")
@@ -199,11 +205,16 @@ class ResultsPanel(QTabWidget):
         self.addTab(self.curve_plot, "Fitted curve")
         self.addTab(self.region_plot, "Decision regions")
         self.addTab(self.coef_plot, "Coefficients")
-        self.addTab(self.importance_plot, "Importance")
+        self.addTab(self.importance_view, "Importance")
         self.addTab(self.prune_view, "Pruning")
         self.result: dict | None = None
         self.prune_view.preview_requested.connect(self.prune_requested)
         self.prune_view.keep_requested.connect(self.keep_pruned_requested)
+        self.importance_view.compute_requested.connect(self.importance_requested)
+        self.importance_view.cancel_requested.connect(self.importance_cancel_requested)
+        self.importance_view.save_requested.connect(self.importance_save_requested)
+        #: whether the shown run's permutation importance can be measured, or why not
+        self.importance_available: tuple[bool, str] = (False, "")
         # Every tab the panel can show, in order; only the current run's are in the tab bar.
         self._all_tabs = [(self.widget(i), self.tabText(i)) for i in range(self.count())]
         self._set_tabs({self.metrics_view})
@@ -211,11 +222,14 @@ class ResultsPanel(QTabWidget):
     # -- helpers ---------------------------------------------------------------------------------
     def current_plot(self) -> ResultPlot | None:
         w = self.currentWidget()
+        if isinstance(w, ImportanceView):
+            return w.current_plot()
         return w if isinstance(w, ResultPlot) else None
 
     def plots(self) -> dict[str, ResultPlot]:
-        return {self.tabText(i): self.widget(i) for i in range(self.count())
-                if isinstance(self.widget(i), ResultPlot)}
+        return {self.tabText(i): (w.current_plot() if isinstance(w, ImportanceView) else w)
+                for i in range(self.count())
+                if isinstance(w := self.widget(i), (ResultPlot, ImportanceView))}
 
     def shows(self, widget) -> bool:
         """True when ``widget``'s tab is in the tab bar for the current run."""
@@ -268,7 +282,8 @@ class ResultsPanel(QTabWidget):
                 (self.curve_plot, "curve" in res, self._draw_curve),
                 (self.region_plot, "grid" in res, self._draw_regions),
                 (self.coef_plot, "coef_magnitudes" in res, self._draw_coefs),
-                (self.importance_plot, "importance" in res, self._draw_importance)]
+                (self.importance_view, "importance" in res or "permutation" in res
+                 or self.importance_available[0], self._draw_importance)]
         est = res.get("estimator")
         can_prune = est is not None and callable(getattr(est, "prune", None))
         self._set_tabs({self.metrics_view, *(w for w, on, _ in plan if on)}
@@ -460,20 +475,4 @@ class ResultsPanel(QTabWidget):
         p.plot(np.arange(1, len(pos) + 1), pos, pen=pen(0, 2), name=f"{len(pos)} non-zero")
 
     def _draw_importance(self, res) -> None:
-        p = self.importance_plot
-        v = np.asarray(res["importance"], float)
-        names = res.get("feature_names", [])
-        p.reset(f"Variable importance ({res.get('importance_label', '')})", "", "share")
-        order = np.argsort(-v, kind="stable")[:40]
-        bars = pg.BarGraphItem(x=np.arange(len(order)), height=v[order], width=0.7,
-                               brush=pg.mkBrush(PALETTE[0]))
-        p.addItem(bars)
-        ticks = [(i, _short(names[j]) if j < len(names) else str(j))
-                 for i, j in enumerate(order)]
-        p.getAxis("bottom").setTicks([ticks])
-        p.setXRange(-0.6, len(order) - 0.4)
-        p.setYRange(0, max(float(v.max()), 1e-12) * 1.08)
-
-
-def _short(s: str, n: int = 14) -> str:
-    return s if len(s) <= n else s[: n - 1] + "…"
+        self.importance_view.show_run(res, *self.importance_available)
