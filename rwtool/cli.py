@@ -38,7 +38,13 @@ from .scale import can_stream, train_csv
 __all__ = ["main", "run", "exit_process", "build_parser", "CLIError", "CLI_TERMS"]
 
 #: how the command line names the settings an error's fix points to (rwtool.report.Terms)
-CLI_TERMS = Terms("CLI", {"task": "--task {value}", "target": "--target {value}"})
+CLI_TERMS = Terms("CLI", {
+    "task": "--task {value}", "target": "--target {value}", "ignore": "--ignore {value}",
+    "numeric": "--numeric {value}", "categorical": "--categorical {value}",
+    "missing": "--missing {value}", "encoding": "--encoding {value}",
+    "decimal": "--decimal {value}", "delimiter": "--delimiter {value}",
+    "header": "--no-header", "max_categories": "--max-categories {value}",
+    "max_bytes": "--max-mb {value}", "handle_unknown": "--handle-unknown {value}"})
 
 #: command-line option -> estimator parameter names it may set (the first one accepted wins)
 _OPTION_PARAMS = {

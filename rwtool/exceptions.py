@@ -144,13 +144,30 @@ class DataError(ValueError):
     Attributes ``file``, ``row`` (1-based line number of the record, header = line 1, or None),
     ``column`` (name, or None) and ``hint`` (how to fix it) let a GUI show each part apart;
     ``str(err)`` is one line: "file, row 12, column 'age': what is wrong; hint".
+
+    A hint that points to settings is given as ``fix=(template, settings)``: ``settings`` are
+    ``(name, value)`` pairs and ``template`` has a ``{0}``, ``{1}``, ... where each goes, so
+    that each caller names them in its own words (:meth:`phrase`, with rwtool.report's
+    ``Terms``: the API's ``ignore=['id']``, the command line's ``--ignore id``, the app's
+    control); ``hint`` and ``str(err)`` use the API's words.
     """
 
     def __init__(self, message: str, *, file=None, row: int | None = None,
-                 column: str | None = None, hint: str | None = None):
+                 column: str | None = None, hint: str | None = None, fix=None):
+        self.fix = fix
+        if fix is not None:
+            hint = fix[0].format(*(_api_setting(n, v) for n, v in fix[1]))
         self.message, self.file, self.row, self.column, self.hint = (
             message, None if file is None else str(file), row, column, hint)
         super().__init__(self._text())
+
+    def phrase(self, terms) -> str:
+        """The one-line message with the fix in the words of ``terms`` (an object with a
+        ``setting(name, value)`` method, rwtool.report.Terms)."""
+        if self.fix is None:
+            return str(self)
+        hint = self.fix[0].format(*(terms.setting(n, v) for n, v in self.fix[1]))
+        return self._text()[:-len(self.hint)] + hint if self.hint else self._text()
 
     def _text(self) -> str:
         where = []
@@ -166,6 +183,11 @@ class DataError(ValueError):
     def to_dict(self) -> dict:
         return {"error": type(self).__name__, "message": self.message, "file": self.file,
                 "row": self.row, "column": self.column, "hint": self.hint, "text": str(self)}
+
+
+def _api_setting(name: str, value) -> str:
+    """A setting as the Python API writes it: ``name=value`` (``header=False``)."""
+    return f"{name}={value!r}"
 
 
 class ModelFileError(ValueError):

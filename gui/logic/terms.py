@@ -11,4 +11,10 @@ from rwtool.report import Terms
 __all__ = ["APP_TERMS"]
 
 APP_TERMS = Terms("app", {"task": "Task = {value} in the Data tab",
-                          "target": "Target = {value} in the Data tab"})
+                          "target": "Target = {value} in the Data tab",
+                          "ignore": "untick {value} in the Data tab",
+                          "missing": "Missing values = {value} in the Data tab",
+                          "encoding": "Encoding = {value} in the Reading options",
+                          "decimal": "Decimal mark = '{value}' in the Reading options",
+                          "delimiter": "Delimiter = '{value}' in the Reading options",
+                          "header": "Header = no header line in the Reading options"})

@@ -268,11 +268,15 @@ def _detect_header(records: list[list[str]], decimal: str, na: frozenset) -> boo
     if _numbered(_unindexed(cells)) and not any(
             _numbered(_unindexed([c.strip() for c in r])) for r in rest):
         return True      # column numbers as names ("1,2,3", "0,1,...,783"), not a data row
-    if any(c in na or _is_number(c, decimal) for c in cells) or len(set(cells)) != len(cells):
+    # Unnamed leading columns (",,y": an index a spreadsheet or pandas left unnamed) do not
+    # make a header data; the named cells decide.
+    lead = next((j for j, c in enumerate(cells) if c), len(cells))
+    cols = range(lead, len(cells))
+    if (lead == len(cells) or any(cells[j] in na or _is_number(cells[j], decimal) for j in cols)
+            or len({cells[j] for j in cols}) != len(cols)):
         return False
     # An all-text file: a header names its columns, so its cells do not recur as values.
-    return all(cells[j] not in {r[j].strip() for r in rest if j < len(r)}
-               for j in range(len(cells)))
+    return all(cells[j] not in {r[j].strip() for r in rest if j < len(r)} for j in cols)
 
 
 _SEP_LINE = re.compile(r'^\s*"?sep=(.)"?\s*$')

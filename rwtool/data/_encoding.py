@@ -31,6 +31,10 @@ MISSING_POLICIES = ("error", "drop-rows", "impute-mean", "impute-most-frequent")
 
 _DEFAULT_MAX_ABS = 1e100
 _INTEGER_CLASSES_MAX = 10               # integer targets with at most this many values: classes
+#: the fix of a missing value: a policy (each caller names the setting its own way)
+_POLICY_FIX = ("choose a missing-value policy: {0}, {1} or {2}",
+               [("missing", "drop-rows"), ("missing", "impute-mean"),
+                ("missing", "impute-most-frequent")])
 #: the number format of "1.234" beside "0,5": the thousands dot of a decimal-comma file
 _DOT_THOUSANDS = {"currency": None, "percent": False, "thousands": ".", "decimal": ","}
 _MIN_SCALE = 1e-150                     # below this, squares underflow (1e-150**2 ~ 1e-300)
@@ -329,9 +333,7 @@ class Preprocessing:
                     raise MissingValueError(
                         f"{what} (missing values per column: {detail})", file=path,
                         row=int(table.lines[rows[first]]), column=col,
-                        hint="choose a missing-value policy: missing='drop-rows', "
-                             "'impute-mean' or 'impute-most-frequent' (command line: "
-                             "--missing ...)")
+                        fix=_POLICY_FIX)
             elif self.missing == "drop-rows":
                 n_drop = int((anymiss & keep).sum())
                 keep &= ~anymiss
@@ -344,7 +346,8 @@ class Preprocessing:
         if len(rows) == 0 and len(keep) and not allow_empty:
             raise AllMissingError(
                 "no row is left after dropping the rows with missing values", file=path,
-                hint="impute instead (missing='impute-mean') or ignore the mostly-empty columns")
+                fix=("impute instead ({0}) or ignore the mostly-empty columns",
+                     [("missing", "impute-mean")]))
         X = np.empty((len(sel), int(offs[-1])))
         _fill_rows(X, sel, V, offs[num], ids, offs[cat])
         return Dataset(X=X, y=y,
@@ -384,25 +387,29 @@ def _numeric_block(col: Column, rows, spec, max_abs, path, lines):
     if len(text):
         i = int(text[0])
         cell = col.vocab[int(codes[i])]
-        hint = "fix the value, add it to na_values, or declare the column categorical"
+        lit = cell.replace("{", "{{").replace("}", "}}")      # the cell, inside a template
+        fix = ("fix the value, mark it missing (na_values), or declare the column categorical "
+               "({1})", [("numeric", [col.name]), ("categorical", [col.name])])
         cell_fmt, _ = detect_format([cell], ".")
-        declare = (f"declare the column numeric (numeric=[{col.name!r}]; command line: "
-                   f"--numeric {col.name}) to read such cells as numbers")
+        declare = "declare the column numeric ({0}) to read such cells as numbers"
         if re.match(r"^[+-]?\d+,\d+$", cell):
-            hint = f"it looks like a decimal comma: pass decimal=',' or {declare}"
+            fix = (f"it looks like a decimal comma: pass {{2}} or {declare}",
+                   fix[1] + [("decimal", ",")])
         elif cell_fmt is not None and not fmt:
-            hint = f"it looks like a number written with {describe_format(cell_fmt)}: {declare}"
+            fix = (f"it looks like a number written with "
+                   f"{describe_format(cell_fmt)}: {declare}", fix[1])
         elif any(ch.isdigit() and not ch.isascii() for ch in cell):
-            hint = ("only the digits 0-9 are read as numbers: convert the other digits "
-                    "(Arabic-Indic, full-width, ...) in the file")
+            fix = ("only the digits 0-9 are read as numbers: convert the other digits "
+                   "(Arabic-Indic, full-width, ...) in the file", [])
         elif re.fullmatch(r"\(\s*[$€£¥]?\s*[0-9][0-9.,' ]*\s*\)", cell):
-            hint = (f"{cell} is how accounting writes a negative number: write it with a minus "
-                    f"sign (-{cell.strip('() ')}) in the file, or export the column unformatted")
+            fix = (f"{lit} is how accounting writes a negative number: write it with a minus "
+                   f"sign (-{lit.strip('() ')}) in the file, or export the column "
+                   f"unformatted", [])
         elif re.fullmatch(r"[+-]?[0-9]+(_[0-9]+)+(\.[0-9]*)?", cell):
-            hint = "'_' is not a digit separator in a CSV number: remove it from the file"
+            fix = ("'_' is not a digit separator in a CSV number: remove it from the file", [])
         raise NonNumericError(
             f"non-numeric text {cell!r} in a numeric column ({len(text)} such cell(s))",
-            file=path, row=int(lines[rows[i]]), column=col.name, hint=hint)
+            file=path, row=int(lines[rows[i]]), column=col.name, fix=fix)
     bad = np.flatnonzero((codes == -1) & ~(np.abs(values) <= max_abs))
     if len(bad):
         i = int(bad[0])
@@ -493,6 +500,19 @@ def _target_values(table: Table, target: dict, rows, max_abs: float = _DEFAULT_M
     return np.where(miss, 0.0, values), miss
 
 
+def _mixed_target(col, rows, first, path) -> TargetError:
+    """The error of a class target holding numbers and text: no reading of it is right (as
+    numbers "1" and "1.0" are one class and the text is no number; as text they are two)."""
+    n_num, n_text, _ = col.counts(rows)
+    nums = ", ".join(canon(v) for v in col.unique_numbers(rows)[:5])
+    return TargetError(
+        f"the target mixes numbers ({n_num} cell(s): {nums}) and text ({n_text} cell(s), the "
+        f"first {first[1]!r}): read as numbers the text is no label, read as text a number "
+        f"written two ways ('1', '1.0') would be two classes", file=path, row=first[0], column=col.name,
+        fix=("write every label the same way in the file (all numbers or all words), or blank "
+             "the odd cells and choose {0} to drop their rows", [("missing", "drop-rows")]))
+
+
 def norm_policy(missing) -> str:
     key = str(missing).lower().replace("_", "-")
     aliases = {"drop": "drop-rows", "mean": "impute-mean", "most-frequent": "impute-most-frequent",
@@ -522,9 +542,7 @@ def _fit_target(table: Table, name: str, task: str, rows) -> dict:
     else:
         first = col.first_text(rows)
         if first is not None:
-            raise TargetError(f"text label {first[1]!r} in a numeric target", file=path,
-                              row=first[0], column=name,
-                              hint="fix the value or mark it missing (na_values)")
+            raise _mixed_target(col, rows, first, path)
         u = col.unique_numbers(rows)
         if not np.all(np.isfinite(u)):
             raise NonFiniteError("an infinite target value", file=path,
@@ -579,6 +597,14 @@ def _is_float(x: str) -> bool:
         return False
 
 
+def _trailing_delimiter(table, name) -> bool:
+    """Whether ``name`` is the unnamed last column a delimiter at the end of every line makes
+    (the header's included): an export habit, not a column."""
+    n_num, n_text, _ = table.col(name).counts(slice(None))      # over every row
+    return (table.dialect.header and name == table.names[-1] == f"col{len(table.names)}"
+            and n_num + n_text == 0)
+
+
 def _check_scale(col, rows, path, what):
     # Features on any scale are fine (the estimators standardise in units of each column's
     # largest value); a regression target this small makes every error metric underflow.
@@ -603,11 +629,14 @@ def _fit_columns(table: Table, features, categorical, numeric, policy, max_categ
     for name in features:
         col = table.col(name)
         n_num, n_text, n_miss = col.counts(fit_rows)
+        if n_num + n_text == 0 and _trailing_delimiter(table, name):
+            table.notes.append(f"every line ends with a delimiter: the unnamed empty column "
+                               f"{len(table.names)} this makes ({name!r}) was left out")
+            continue
         if n_num + n_text == 0:
             raise AllMissingError(
                 f"every value of this column is missing ({n_miss} row(s))", file=path,
-                column=name, hint=f"ignore the column (ignore=[{name!r}]; command line: "
-                                  f"--ignore {name})")
+                column=name, fix=("ignore the column ({0})", [("ignore", [name])]))
         if name in categorical:
             kind = "categorical"
         elif name in numeric:
@@ -629,9 +658,9 @@ def _fit_columns(table: Table, features, categorical, numeric, policy, max_categ
             if why is not None and "comma" in why and not located:
                 raise NonNumericError(
                     f"numbers like {col.vocab[0]!r}: {why}", file=path, column=name,
-                    hint=f"declare the column numeric (numeric=[{name!r}]; command line: "
-                         f"--numeric {name}) to read the comma as a thousands separator, "
-                         f"or write the numbers without it")
+                    fix=("declare the column numeric ({0}) to read the comma as the file's "
+                         "decimal mark says, or write the numbers without it",
+                         [("numeric", [name])]))
         if kind == "numeric":
             spec = {"name": name, "kind": "numeric", "fill": None}
             if fmt is not None:
@@ -648,8 +677,8 @@ def _fit_columns(table: Table, features, categorical, numeric, policy, max_categ
             raise HighCardinalityError(
                 f"{n_cat} distinct values in a text column: one-hot encoding would add "
                 f"{n_cat} columns (max_categories={max_categories})", file=path, column=name,
-                hint=f"ignore it (ignore=[{name!r}]; command line: --ignore {name}) if it is "
-                     f"an identifier or free text, or raise max_categories")
+                fix=("ignore it ({0}) if it is an identifier or free text, or raise {1}",
+                     [("ignore", [name]), ("max_categories", None)]))
         cats = sorted(counts)
         fill = None
         if policy in ("impute-mean", "impute-most-frequent"):

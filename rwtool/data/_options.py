@@ -17,6 +17,10 @@ import numpy as np
 from ._encoding import norm_policy
 from ._errors import AllMissingError, ColumnNotFoundError, MissingValueError
 
+#: the fix of a missing target: a policy that drops the row
+TARGET_POLICY_FIX = ("choose a missing-value policy such as {0} (rows with no target are "
+                     "dropped)", [("missing", "drop-rows")])
+
 #: learning tasks; "classification" means binary or multiclass as the labels say
 TASKS = ("auto", "binary", "multiclass", "classification", "regression")
 
@@ -91,8 +95,7 @@ def _candidate_rows(table, tname, policy, with_y):
         i = int(np.flatnonzero(tmiss)[0])
         raise MissingValueError(f"missing target value ({int(tmiss.sum())} row(s))",
                                 file=table.path, row=int(table.lines[i]), column=tname,
-                                hint="choose a missing-value policy such as "
-                                     "missing='drop-rows' (rows with no target are dropped)")
+                                fix=TARGET_POLICY_FIX)
     if tmiss.all():
         raise AllMissingError("the target column has no value", file=table.path, column=tname)
     return rows[~tmiss], ([f"dropped {int(tmiss.sum())} row(s) with a missing target"]

@@ -442,11 +442,11 @@ class _BadUTF8(Exception):
         super().__init__(reason)
         self.line, self.reason = line, reason
 
-    def error(self, encoding: str, path,
-              hint: str = "pass the right encoding, e.g. encoding='latin-1'") -> EncodingError:
+    def error(self, encoding: str, path, fix=("pass the file's encoding, e.g. {0}",
+                                             [("encoding", "cp1252")])) -> EncodingError:
         """The user-facing error for this invalid byte."""
         return EncodingError(f"the bytes are not valid {encoding} ({self.reason})", file=path,
-                             row=self.line, hint=hint)
+                             row=self.line, fix=fix)
 
 
 def iter_blocks(source, dialect: Dialect, *, usecols=None, nrows=None, head_rows: int = 0,
@@ -508,6 +508,7 @@ def iter_blocks(source, dialect: Dialect, *, usecols=None, nrows=None, head_rows
                 ncols = int(nf[0])
                 names, keep = _names(_split_one(buf[starts[0]:ends[0]], dialect), ncols,
                                      dialect, given, usecols, path, int(lines[0]))
+                unnamed_last = dialect.header and given is None and names[-1] == f"col{ncols}"
                 if dialect.header:
                     starts, ends, flags, nf, lines = (a[1:] for a in (starts, ends, flags, nf,
                                                                        lines))
@@ -517,7 +518,7 @@ def iter_blocks(source, dialect: Dialect, *, usecols=None, nrows=None, head_rows
                                                                    lines))
             if len(starts):
                 ends, trimmed = _check_fields(buf, starts, ends, flags, nf, lines, ncols,
-                                              dialect, path)
+                                              dialect, path, unnamed_last)
                 cells, hd = _tokenise(buf, starts, ends, flags, sc["max_len"], ncols, keep,
                                       dialect, path, head_rows - len(head), trimmed)
                 head.extend(hd)
@@ -587,12 +588,19 @@ def _split_one(rec: np.ndarray, dialect: Dialect) -> list[str]:
         return list(reader.schema.names)
 
 
-def _check_fields(buf, starts, ends, flags, nf, lines, ncols, dialect, path):
+def _check_fields(buf, starts, ends, flags, nf, lines, ncols, dialect, path,
+                  unnamed_last=False):
     bad = nf != ncols
     if bad.any():
         trailing = (nf == ncols + 1) & ((flags & TRAILING_EMPTY) != 0)
         if (bad & ~trailing).any():
             i = int(np.flatnonzero(bad & ~trailing)[0])
+            if unnamed_last and nf[i] == ncols - 1:
+                raise RaggedRowError(
+                    f"the header line ends with a delimiter, which makes an unnamed column "
+                    f"{ncols}, but this row has {int(nf[i])} field(s)", file=path,
+                    row=int(lines[i]), hint="remove the delimiter at the end of the header "
+                                            "line")
             raise RaggedRowError(
                 f"this row has {int(nf[i])} field(s) but the "
                 f"{'header' if dialect.header else 'first row'} has {ncols}", file=path,

@@ -40,7 +40,7 @@ from ._errors import MissingColumnError, MissingValueError
 from ._dataset import Dataset
 from ._encoding import (_DEFAULT_MAX_ABS, Preprocessing, _fit_columns, _fit_target,
                         _require_rows)
-from ._options import _check_options, _roles
+from ._options import TARGET_POLICY_FIX, _check_options, _roles
 
 __all__ = ["CsvScan", "scan_csv", "iter_csv"]
 
@@ -193,6 +193,7 @@ class _StreamTable:
     def __init__(self, path, dialect, names, columns):
         self.path, self.dialect, self.names, self.columns = path, dialect, names, columns
         self._index = {n: j for j, n in enumerate(names)}
+        self.notes: list[str] = []
 
     def col(self, name):
         return self.columns[self._index[name]]
@@ -273,13 +274,12 @@ def scan_csv(path, target=None, *, features=None, ignore=None, categorical=None,
         if n_miss and policy == "error":
             raise MissingValueError(f"missing target value ({n_miss} row(s))", file=src.name,
                                     column=tname,
-                                    hint="choose a missing-value policy such as "
-                                         "missing='drop-rows' (rows with no target are "
-                                         "dropped)")
+                                    fix=TARGET_POLICY_FIX)
         if n_miss:
             notes.append(f"dropped {n_miss} row(s) with a missing target")
     tspec = None if tname is None else _fit_target(table, tname, task, FIT)
     specs = _fit_columns(table, feats, cat, num, policy, max_categories, FIT)
+    notes += table.notes
     pre = Preprocessing(specs, tspec, policy, na_values, max_abs, handle_unknown,
                         dialect.header, table.names)
     scan = CsvScan(pre, dialect, n_fit, n_rec, notes=notes, source=src)
@@ -364,7 +364,8 @@ def iter_csv(path, preprocessing: Preprocessing, *, dialect: Dialect | None = No
                               allow_empty=True)
     except _BadUTF8 as bad:
         raise bad.error(dialect.encoding, src.name,
-                        "pass the dialect scan_csv detected (dialect=scan.dialect)") from None
+                        ("pass the dialect scan_csv detected (dialect=scan.dialect)", [])
+                        ) from None
 
 
 def _check_columns(pre, names, path, dialect, require_target):

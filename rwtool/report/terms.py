@@ -24,12 +24,20 @@ class Terms:
     settings: dict = field(default_factory=dict)
 
     def setting(self, name: str, value=None) -> str:
-        """How this caller tells a person to set ``name`` (to ``value``, when given)."""
+        """How this caller tells a person to set ``name`` (to ``value``, when given; a list
+        of column names is written as the caller lists them)."""
         form = self.settings.get(name)
         if form is None:
             return name if value is None else f"{name}={value!r}"
+        if isinstance(value, (list, tuple)):
+            value = self.list_separator.join(map(str, value))
         return form.format(value="" if value is None else value).strip()
 
+    @property
+    def list_separator(self) -> str:
+        return ", " if self.caller == "app" else " "
 
-#: the Python API's words: the parameter names of read_csv and the estimators
+
+#: the Python API's words: the parameter names of read_csv and the estimators (a setting
+#: without a form here is written ``name=value`` too, as rwtool.DataError writes it)
 API_TERMS = Terms("API", {"task": "task={value!r}", "target": "target={value!r}"})

@@ -19,6 +19,8 @@ grouping one-hot encoded, a comment, "sep=" or UTF-32 file refused differently b
 """
 
 import codecs
+import json
+import re
 
 import numpy as np
 import pytest
@@ -105,6 +107,17 @@ CASES = [
      ok(["x"], [[float(v)] for v in Y], note="'sep=;'")),
     ("a '#' header is a header", make(["#id", "y"], zip(Y, Y)),
      ok(["#id"], [[float(v)] for v in Y])),
+    # -- messages that said something else than what the reader saw
+    ("every line ends with a delimiter", make(["a", "y", ""], zip(Y, Y, [""] * 8)),
+     ok(["a"], [[float(v)] for v in Y], note="ends with a delimiter")),
+    ("only the header ends with a delimiter", make(["a", "y", ""], zip(Y, Y)),
+     err(D.RaggedRowError, "the header line ends with a delimiter", row=2)),
+    ("unnamed leading columns over text", make(["", "", "y"], zip(Y, Y, Y)),
+     ok(["col1", "col2"], [[float(v), float(v)] for v in Y])),
+    ("a target of numbers and one word",
+     make(["x", "y"], zip(Y, ["1", "1.0", "0", "1", "0", "yes", "0", "1"])),
+     err(D.TargetError, "the target mixes numbers (7 cell(s): 0, 1) and text", row=7,
+         column="y")),
 ]
 
 
@@ -134,7 +147,7 @@ def case_file(tmp_path, request):
 def test_read_csv(case_file):
     name, p, expect = case_file
     if "error" in expect:
-        with pytest.raises(expect["error"], match=expect["match"]) as e:
+        with pytest.raises(expect["error"], match=re.escape(expect["match"])) as e:
             D.read_csv(p, "y", **_options(name))
         assert (e.value.row, e.value.column) == (expect["row"], expect["column"])
         return
@@ -147,7 +160,7 @@ def test_read_csv(case_file):
 def test_streaming_reader(case_file):
     name, p, expect = case_file
     if "error" in expect:
-        with pytest.raises(expect["error"], match=expect["match"]) as e:
+        with pytest.raises(expect["error"], match=re.escape(expect["match"])) as e:
             scan = D.scan_csv(p, "y", **_options(name))
             list(D.iter_csv(p, scan.preprocessing, dialect=scan.dialect))
         # the stream locates the cell when it meets it in pass two, as read_csv does
@@ -163,10 +176,11 @@ def test_streaming_reader(case_file):
 @pytest.mark.slow
 @pytest.mark.parametrize("case_file", CASES, ids=[c[0] for c in CASES], indirect=True)
 def test_rwtool_train(case_file, capsys):
-    import json
     name, p, expect = case_file
     extra = ["--missing", "impute-mean"] if _options(name) else []
-    code = cli.main(["train", str(p), "--target", "y", "--task", "regression", "-T", "8",
+    # a regressor trains on any numeric target; a mixed target is read as the API reads it
+    task = "auto" if name == "a target of numbers and one word" else "regression"
+    code = cli.main(["train", str(p), "--target", "y", "--task", task, "-T", "8",
                      "--no-bounds", "--no-progress", "--json", *extra])
     out, errtext = capsys.readouterr()
     assert "Traceback" not in out + errtext
@@ -198,7 +212,6 @@ def test_rwtool_train_refuses_what_read_csv_refuses(tmp_path, capsys):
 
 @pytest.mark.slow
 def test_streamed_training_prints_no_nan_metric(tmp_path, capsys):
-    import json
     rng = np.random.default_rng(0)
     x = rng.normal(size=60)
     train = tmp_path / "train.csv"
@@ -216,3 +229,30 @@ def test_streamed_training_prints_no_nan_metric(tmp_path, capsys):
                      "yes", "-T", "8", "--no-progress"])
     out, _ = capsys.readouterr()
     assert code == 0 and "nan" not in out.lower()
+
+
+def test_fixes_in_the_callers_words(tmp_path, capsys):
+    # one error, three callers: the API's arguments, the command's flags, the app's controls
+    from gui.logic.terms import APP_TERMS
+    p = tmp_path / "empty_column.csv"
+    p.write_text("a,b,y\n1,,0\n2,,1\n3,,0\n4,,1\n")
+    with pytest.raises(D.AllMissingError) as e:
+        D.read_csv(p, "y")
+    assert str(e.value).endswith("ignore the column (ignore=['b'])")
+    assert e.value.phrase(cli.CLI_TERMS).endswith("ignore the column (--ignore b)")
+    assert e.value.phrase(APP_TERMS).endswith("ignore the column (untick b in the Data tab)")
+    code = cli.main(["train", str(p), "--target", "y", "--no-progress"])
+    _, errtext = capsys.readouterr()
+    assert code != 0 and "(--ignore b)" in errtext and "ignore=" not in errtext
+    # a missing value: the policy named as each caller sets it
+    p.write_text("a,y\n1,0\n,1\n3,0\n4,1\n")
+    with pytest.raises(D.MissingValueError) as e:
+        D.read_csv(p, "y")
+    assert "missing='drop-rows'" in str(e.value)
+    assert "--missing drop-rows" in e.value.phrase(cli.CLI_TERMS)
+    assert "Missing values = drop-rows in the Data tab" in e.value.phrase(APP_TERMS)
+    # an error without settings in its fix reads the same for every caller
+    p.write_text("a,y\n1,0\n(5),1\n3,0\n4,1\n")
+    with pytest.raises(D.NonNumericError) as e:
+        D.read_csv(p, "y")
+    assert e.value.phrase(cli.CLI_TERMS) == e.value.phrase(APP_TERMS) == str(e.value)
