@@ -30,7 +30,8 @@ from .._params import Param, params_table, validate_params
 from ..features import KITCHEN_BASES, RandomFourierFeatures
 from ..features._fourier import KERNEL
 from ..features._instantiation import instantiation_names, make_feature_map, resolve, uses_bias
-from ..features._base import N_FEATURES, RANDOM_STATE, SIGMA
+from ..features._base import (DTYPE, N_FEATURES, RANDOM_STATE, SIGMA, auto_block_size,
+                              feature_dtype)
 from ..features._rkhs import GAMMA, KAPPA, THETA
 from ..exceptions import FitCancelled, NumericalWarning, check_finite_result, human_bytes
 from ..bounds import estimate_tau, gap_theorem62, gap_theorem65, l2p_norm, rademacher_bound
@@ -198,8 +199,8 @@ _STANDARDIZE = Param("standardize", "bool", True, "standardise X (and y for a re
 _BIAS = Param("bias", "bool", True, "append a constant column for the base predictors that read "
               "<w, x>", advanced=True)
 _BLOCK_SIZE = Param("block_size", "int", None, "rows per block of the features accumulated "
-                    "into Phi^T Phi", interval="[1, inf)", none="about 32 MB of features",
-                    advanced=True)
+                    "into Phi^T Phi", interval="[1, inf)",
+                    none="32 MB of features and at least 2048 rows", advanced=True)
 _RANDOM_STATE = dataclasses.replace(RANDOM_STATE, help="seed of the feature draw (the same "
                                     "seed gives the same model whatever the thread count)")
 
@@ -235,7 +236,8 @@ _RW_PARAMETERS = params_table(
     Param("average", "bool", False, "sfgd outputs the average of its iterates (the paper's "
           "output) instead of the last one", only=("solver", ("sfgd",)),
           ref="seed 003 Algorithm 3", advanced=True),
-    _PATH_LENGTH, _STANDARDIZE, _BIAS, _BLOCK_SIZE, _RANDOM_STATE)
+    _PATH_LENGTH, _STANDARDIZE, _BIAS, _BLOCK_SIZE, _RANDOM_STATE,
+    dataclasses.replace(DTYPE, only=("solver", ("lstsq",))))
 
 _RKS_PARAMETERS = params_table(
     Param("base", "choice", "relu", "the base predictor phi(w, x): sign, ReLU or stump of the "
@@ -261,7 +263,8 @@ _RKS_PARAMETERS = params_table(
           only=("solver", ("sgd",))),
     Param("average", "bool", True, "sgd outputs the average of its iterates from the second "
           "epoch on", only=("solver", ("sgd",)), advanced=True),
-    _PATH_LENGTH, _STANDARDIZE, _BIAS, _BLOCK_SIZE, _RANDOM_STATE)
+    _PATH_LENGTH, _STANDARDIZE, _BIAS, _BLOCK_SIZE, _RANDOM_STATE,
+    dataclasses.replace(DTYPE, only=("solver", ("ridge",))))
 
 
 def _merge_tables(a, b):
@@ -350,6 +353,11 @@ class _RandomFeatureModel(CallbackSupport, BaseEstimator):
         if loss == "logistic" and self._estimator_type != "classifier":
             raise ValueError("loss='logistic' needs +/-1 targets: use a classifier, or "
                              "loss='squared' for regression")
+        if p["dtype"] == "float32" and solver not in ("lstsq", "ridge"):
+            raise ValueError(f"dtype='float32' is taken by the least-squares solver (whose "
+                             f"per-block products Phi^T Phi it speeds up); solver={solver!r} "
+                             f"computes in float64: leave dtype='float64' or use solver="
+                             f"{'lstsq' if self._family == 'rw' else 'ridge'!r}")
         reg = self._resolve_reg(solver)
         if reg == "auto":
             return solver
@@ -434,9 +442,10 @@ class _RandomFeatureModel(CallbackSupport, BaseEstimator):
 
         Memory, in float64 words: the standardised copy of X and a checked copy (2 n (d + 1)),
         the targets (n k) and the centres (T (d + 1)), then per solver: lstsq/ridge one block of
-        features (about 32 MB unless ``block_size`` says otherwise), Phi^T Phi, its block
-        product, the regularised copy and its Cholesky factor (4 T^2; the Gram matrix G of an
-        RKHS weighting one more); reg="auto" holds the sums of three folds, their total,
+        features (``auto_block_size``: 32 MB and at least 2048 rows, unless ``block_size`` says
+        otherwise), Phi^T Phi, its block product, the regularised copy and its Cholesky factor
+        (4 T^2; the Gram matrix G of an RKHS weighting one more; dtype="float32" halves the
+        block and the block product, and the time of the products); reg="auto" holds the sums of three folds, their total,
         a training fold's and the reg path's matrices instead ((3 + 4) T^2, plus G), with the
         features and a copy of one fold's rows at a time (one pass; the choice and the final
         solve come from the sums); the Lasso holds Phi
@@ -461,8 +470,11 @@ class _RandomFeatureModel(CallbackSupport, BaseEstimator):
         k = 1 if n_outputs <= 2 else int(n_outputs)
         rw_gram = self._family == "rw"
         auto = self._auto_reg()
-        block = (min(n, max(64, int(32e6 // (8 * T)))) if self.block_size is None
-                 else min(n, int(self.block_size)))
+        # dtype="float32": the blocks and each block's product Phi^T Phi take half the bytes,
+        # and SSYRK runs at about twice DSYRK's rate (the sums and the solve stay float64)
+        half = feature_dtype(self.dtype).itemsize / 8.0
+        block = (auto_block_size(n, T, feature_dtype(self.dtype).itemsize)
+                 if self.block_size is None else min(n, int(self.block_size)))
         classifier = self._estimator_type == "classifier"
         words = 2 * n * d + n * k + T * d
         ops = 2.0 * n * T * d
@@ -472,17 +484,17 @@ class _RandomFeatureModel(CallbackSupport, BaseEstimator):
         S = min(n, VALIDATION_ROWS)                # the classifier's validation sample
         if solver in ("lstsq", "ridge") and auto:
             fold = -(-n // AUTO_FOLDS)         # the rows of a fold, gathered and mapped alone
-            words += (min(block, fold) * T + (AUTO_FOLDS + 4 + rw_gram) * T * T
+            words += (min(block, fold) * T * half + (AUTO_FOLDS + 4 + rw_gram) * T * T
                       + fold * (d + k))
-            blas += n * T * T + T ** 3 / 3 + AUTO_FOLDS * 10 * T ** 3
+            blas += n * T * T * half + T ** 3 / 3 + AUTO_FOLDS * 10 * T ** 3
             per_class = (AUTO_FOLDS + 4) * T + 2 * T * R + (
                 2 * S + -(-S // AUTO_FOLDS) * R if classifier else 2 * T * R)
             blas += AUTO_FOLDS * R * T * T * k + (S * T * R * k if classifier
                                                   else AUTO_FOLDS * R * T * T * k)
         if solver in ("lstsq", "ridge"):
             if not auto:
-                words += block * T + (4 + rw_gram) * T * T
-                blas += n * T * T + T ** 3 / 3 + T * T * k
+                words += block * T * half + (3 + half + rw_gram) * T * T
+                blas += n * T * T * half + T ** 3 / 3 + T * T * k
                 per_class = 3 * T
             detail = (f"the {T} x {T} normal equations" + (" of three folds and the reg path"
                                                            if auto else "")
@@ -832,7 +844,8 @@ class _RandomFeatureModel(CallbackSupport, BaseEstimator):
             X = check_array(X, n_features=self.n_features_in_)
             if y is None:
                 raise ValueError("pass y together with X")
-            Phi = self.feature_map_.transform(self._prepare_X(X))
+            # the pruning geometry is float64 whatever the features' dtype
+            Phi = self.feature_map_.transform(self._prepare_X(X)).astype(float, copy=False)
             Y = self._targets_for(y, len(X))
         G, theta = self._prune_geometry(Phi)
         coef = np.asarray(self.coef_, dtype=float)
@@ -911,7 +924,7 @@ class _RW(_RandomFeatureModel):
                  sigma=1.0, gamma=None, theta=None, kappa=10.0, eps=1e-10, loss="squared",
                  max_iter=None, tol=1e-4, batch_size=None, radius=None, step_cap=0.25,
                  average=False, path_length=1, standardize=True, bias=True, block_size=None,
-                 random_state=None):
+                 random_state=None, dtype="float64"):
         self.instantiation = instantiation
         self.n_features = n_features
         self.solver = solver
@@ -933,6 +946,7 @@ class _RW(_RandomFeatureModel):
         self.bias = bias
         self.block_size = block_size
         self.random_state = random_state
+        self.dtype = dtype
 
     def _kind(self):
         """The closed-form name, or "mc" for an rwtool.Instantiation (Monte Carlo features)."""
@@ -1002,7 +1016,7 @@ class _RW(_RandomFeatureModel):
     def _make_map(self, seed):
         return make_feature_map(self.instantiation, n_features=self.n_features, sigma=self.sigma,
                                 gamma=self.gamma, theta=self.theta, kappa=self.kappa,
-                                random_state=seed)
+                                random_state=seed, dtype=self.dtype)
 
     def width_rule(self, n_features_in: int, x_norm_max: float | None = None) -> dict:
         """The kernel width and the constants a fit on rows of ``n_features_in`` inputs gets,
@@ -1122,9 +1136,15 @@ _RW_DOC = """
     bias : bool, default True
         Append a constant column for the dot-product instantiations (not RWStumps).
     block_size : int or None, default None
-        Rows per block in the accumulation of Phi^T Phi (None: about 32 MB of features).
+        Rows per block in the accumulation of Phi^T Phi (None: 32 MB of features and at least
+        2048 rows, fewer when the data has fewer).
     random_state : int, Generator or None, default None
         Seed of the feature draw; the same seed gives the same model whatever the thread count.
+    dtype : {"float64", "float32"}, default "float64"
+        lstsq: precision of the features and of each block's products Phi^T Phi, Phi^T y
+        (float32: SSYRK, about twice DSYRK's rate, and half the memory of a block); the sums
+        across blocks and the solve stay float64. The decision values of a float32 model are
+        within the tolerance stated in docs/SOLVERS.md of the float64 model's.
 
     Attributes
     ----------
@@ -1162,7 +1182,7 @@ class _RKS(_RandomFeatureModel):
     def __init__(self, base="relu", n_features=1000, solver="ridge", reg=None, sigma=None,
                  kernel="gaussian", loss="squared", max_iter=None, tol=1e-4, batch_size=50,
                  average=True, path_length=1, standardize=True, bias=True, block_size=None,
-                 random_state=None):
+                 random_state=None, dtype="float64"):
         self.base = base
         self.n_features = n_features
         self.solver = solver
@@ -1179,6 +1199,7 @@ class _RKS(_RandomFeatureModel):
         self.bias = bias
         self.block_size = block_size
         self.random_state = random_state
+        self.dtype = dtype
 
     def _kind(self):
         return check_choice(self.base, "base", RKS_BASES)
@@ -1215,9 +1236,9 @@ class _RKS(_RandomFeatureModel):
         if kind == "fourier":
             return RandomFourierFeatures(n_features=self.n_features, kernel=self.kernel,
                                          sigma=self._map_sigma(), variant="phase",
-                                         random_state=seed)
+                                         random_state=seed, dtype=self.dtype)
         return KITCHEN_BASES[kind](n_features=self.n_features, sigma=self._map_sigma(),
-                                   random_state=seed)
+                                   random_state=seed, dtype=self.dtype)
 
 
 _RKS_DOC = """
@@ -1261,8 +1282,9 @@ _RKS_DOC = """
         sgd outputs the average of its iterates from the second epoch on.
     path_length : int, default 1
         lasso: number of lam values on the warm-started path down to reg.
-    standardize, bias, block_size, random_state
-        As for the RKHS weightings (bias only for sign and relu).
+    standardize, bias, block_size, random_state, dtype
+        As for the RKHS weightings (bias only for sign and relu; dtype="float32" with the
+        ridge solver).
 
     Attributes
     ----------

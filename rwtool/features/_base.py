@@ -25,12 +25,28 @@ from .._base import BaseEstimator, check_array, check_is_fitted, check_random_st
 from .._params import Param, params_table, validate_params
 
 __all__ = ["FeatureMap", "RowMaxima", "row_norms", "dot_into", "auto_block_size",
-           "check_centres"]
+           "check_centres", "DTYPES", "DTYPE", "feature_dtype", "BLOCK_BYTES", "BLOCK_ROWS"]
+
+#: the precisions a map computes its features in (``dtype``): float32 halves the bytes of a
+#: block and runs the per-block products Phi^T Phi on SSYRK, about twice DSYRK's rate
+DTYPES = ("float64", "float32")
+#: the bytes of features a block holds at least ...
+BLOCK_BYTES = 32e6
+#: ... and the rows: below about 2000 rows the rank-k update Phi^T Phi loses its BLAS rate
+#: (T = 8000: 500 rows ran at 38 GFLOP/s against 50; docs/bench/float32.md), while a block of
+#: 2048 rows stays small beside the T x T sums (2048 T against 2 T^2 words at T >= 2048)
+BLOCK_ROWS = 2048
 
 
-def auto_block_size(n_rows: int, n_cols: int, budget_bytes: float = 32e6) -> int:
-    """Rows per block so that one float64 block of features stays near ``budget_bytes``."""
-    rows = int(budget_bytes // (8 * max(1, n_cols)))
+def feature_dtype(dtype) -> np.dtype:
+    """The numpy dtype of a map's ``dtype`` parameter ("float64" or "float32")."""
+    return np.dtype(DTYPE.validate(dtype))
+
+
+def auto_block_size(n_rows: int, n_cols: int, itemsize: int = 8) -> int:
+    """Rows per block of features: enough for ``BLOCK_BYTES`` of ``itemsize``-byte values and
+    at least ``BLOCK_ROWS`` rows (never more than ``n_rows``, never fewer than 64)."""
+    rows = max(int(BLOCK_BYTES // (itemsize * max(1, n_cols))), BLOCK_ROWS)
     return max(64, min(n_rows, rows))
 
 
@@ -40,7 +56,10 @@ def row_norms(X: np.ndarray) -> np.ndarray:
 
 
 def dot_into(X: np.ndarray, W: np.ndarray, out: np.ndarray) -> np.ndarray:
-    """out <- X W^T on BLAS, written in place (``out`` may be a column slice of a larger block)."""
+    """out <- X W^T on BLAS, written in place (``out`` may be a column slice of a larger block),
+    in the precision of ``out``: a float32 block is one SGEMM of X and W rounded to float32."""
+    if out.dtype != X.dtype:
+        X, W = X.astype(out.dtype), W.astype(out.dtype)
     np.matmul(X, W.T, out=out)
     return out
 
@@ -76,6 +95,10 @@ N_FEATURES = Param("n_features", "int", 1000, "T, the number of random features"
 SIGMA = Param("sigma", "float", 1.0, "s, the standard deviation of p (the scale of the draw)",
               interval="(0, inf)")
 RANDOM_STATE = Param("random_state", "seed", None, "seed of the draw", none="a fresh draw")
+DTYPE = Param("dtype", "choice", "float64", "precision of the features and of each block's "
+              "products Phi^T Phi, Phi^T y (float32: half the memory of a block, about twice "
+              "the BLAS rate); the sums across blocks and the solve stay float64",
+              choices=DTYPES, advanced=True, ref="docs/SOLVERS.md#float32")
 
 
 class FeatureMap(BaseEstimator):
@@ -85,12 +108,13 @@ class FeatureMap(BaseEstimator):
     #: True for the RKHS weightings: the map also supplies the Gram matrix G (the regulariser).
     has_gram = False
 
-    def __init__(self, n_features: int = 1000, random_state=None):
+    def __init__(self, n_features: int = 1000, random_state=None, dtype: str = "float64"):
         self.n_features = n_features
         self.random_state = random_state
+        self.dtype = dtype
 
     # -- subclass hooks --------------------------------------------------------------------
-    _parameters = params_table(N_FEATURES, RANDOM_STATE)
+    _parameters = params_table(N_FEATURES, RANDOM_STATE, DTYPE)
 
     def _validate_params(self, n_in: int) -> None:
         """The parameters checked against the class's table (rwtool._params); maps with rules
@@ -109,6 +133,11 @@ class FeatureMap(BaseEstimator):
     def n_output_(self) -> int:
         """Number of columns of the feature matrix."""
         return int(self.n_features)
+
+    @property
+    def feature_dtype_(self) -> np.dtype:
+        """The dtype of the feature blocks (``dtype``; float64 for a map built without one)."""
+        return feature_dtype(getattr(self, "dtype", "float64"))
 
     # -- public API ------------------------------------------------------------------------
     def fit(self, X, y=None) -> "FeatureMap":
@@ -155,23 +184,27 @@ class FeatureMap(BaseEstimator):
         return obj
 
     def transform(self, X) -> np.ndarray:
-        """Feature matrix Psi with Psi[i, t] = psi_t(x_i), shape (n_samples, n_output_)."""
+        """Feature matrix Psi with Psi[i, t] = psi_t(x_i), shape (n_samples, n_output_), in the
+        map's ``dtype``."""
         check_is_fitted(self, "fitted_")
         X = check_array(X, n_features=self.n_features_in_)
-        out = np.empty((X.shape[0], self.n_output_))
+        out = np.empty((X.shape[0], self.n_output_), dtype=self.feature_dtype_)
         self._features_into(X, out)
         return out
 
     def blocks(self, X: np.ndarray, block_size: int | None = None):
         """Yield ``(start, stop, Phi)`` over blocks of rows of ``X``, Phi = features of the block.
 
-        One buffer serves every block (about 32 MB of features when ``block_size`` is None), so
-        the m x T feature matrix is never held whole; Phi is overwritten by the next block.
-        ``X`` must already be checked and preprocessed (the rows the map was fitted on).
+        One buffer of the map's ``dtype`` serves every block (when ``block_size`` is None,
+        :func:`auto_block_size`: 32 MB of features and at least 2048 rows), so the m x T feature
+        matrix is never held whole; Phi is overwritten by the next block. ``X`` must already be
+        checked and preprocessed (the rows the map was fitted on).
         """
         m, T = X.shape[0], self.n_output_
-        bs = auto_block_size(m, T) if block_size is None else max(1, int(block_size))
-        buf = np.empty((min(bs, m), T))
+        dtype = self.feature_dtype_
+        bs = (auto_block_size(m, T, dtype.itemsize) if block_size is None
+              else max(1, int(block_size)))
+        buf = np.empty((min(bs, m), T), dtype=dtype)
         for start in range(0, m, bs):
             stop = min(m, start + bs)
             Phi = buf[: stop - start]
@@ -179,10 +212,17 @@ class FeatureMap(BaseEstimator):
             yield start, stop, Phi
 
     def linear_predict(self, X: np.ndarray, coef: np.ndarray, block_size: int = 4096) -> np.ndarray:
-        """Phi(X) @ coef, a block of rows at a time (see :meth:`blocks`)."""
+        """Phi(X) @ coef, a block of rows at a time (see :meth:`blocks`), as float64. A float32
+        map multiplies its features by the coefficients rounded to float32 (SGEMM): an error
+        of the order of the features' own rounding."""
         out = np.empty((X.shape[0], coef.shape[1]))
+        dtype = self.feature_dtype_
+        C = coef if coef.dtype == dtype else coef.astype(dtype)
         for start, stop, Phi in self.blocks(X, block_size):
-            np.matmul(Phi, coef, out=out[start:stop])
+            if Phi.dtype == out.dtype:
+                np.matmul(Phi, C, out=out[start:stop])
+            else:
+                out[start:stop] = Phi @ C
         return out
 
     def fit_transform(self, X, y=None) -> np.ndarray:

@@ -22,7 +22,7 @@ from numba import njit, prange
 
 from .._base import check_choice
 from .._params import Param, params_table
-from ._base import N_FEATURES, RANDOM_STATE, SIGMA, FeatureMap, check_centres, dot_into
+from ._base import DTYPE, N_FEATURES, RANDOM_STATE, SIGMA, FeatureMap, check_centres, dot_into
 
 __all__ = ["RandomFourierFeatures", "FOURIER_KERNELS", "shift_invariant_kernel"]
 
@@ -83,17 +83,19 @@ class RandomFourierFeatures(FeatureMap):
         KERNEL,
         dataclasses.replace(SIGMA, help="the kernel bandwidth (gaussian: exp(-||x - y||^2 / "
                             "(2 sigma^2)))"),
-        VARIANT, RANDOM_STATE)
+        VARIANT, RANDOM_STATE, DTYPE)
 
     _check_fitted_state = check_centres
 
     def __init__(self, n_features: int = 1000, kernel: str = "gaussian", sigma: float = 1.0,
-                 variant: str = "pair", random_state=None):
+                 variant: str = "pair", random_state=None,
+                 dtype: str = "float64"):
         self.n_features = n_features
         self.kernel = kernel
         self.sigma = sigma
         self.variant = variant
         self.random_state = random_state
+        self.dtype = dtype
 
     @property
     def n_output_(self):

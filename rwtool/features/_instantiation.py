@@ -114,7 +114,7 @@ class Instantiation(BaseEstimator):
         return self
 
     def make_map(self, n_features, sigma=1.0, gamma=None, theta=None, kappa=10.0,
-                 random_state=None) -> MonteCarloRKHS:
+                 random_state=None, dtype="float64") -> MonteCarloRKHS:
         """The (unfitted) Monte Carlo feature map with T = ``n_features`` centres (theta=None:
         ``MC_DEFAULT_THETA`` for a Gaussian kernel)."""
         self.validate()
@@ -122,7 +122,7 @@ class Instantiation(BaseEstimator):
                               base=self.base, n_features=n_features, n_draws=self.n_draws,
                               sigma=sigma, gamma=gamma, theta=theta, kappa=kappa,
                               degree=self.degree, sampling=self.sampling,
-                              random_state=random_state)
+                              random_state=random_state, dtype=dtype)
 
     @property
     def uses_bias(self) -> bool:
@@ -175,7 +175,7 @@ def instantiation_names() -> tuple:
 
 
 def make_feature_map(instantiation, n_features, sigma=1.0, gamma=None, theta=None, kappa=10.0,
-                     random_state=None):
+                     random_state=None, dtype="float64"):
     """The unfitted feature map of a closed-form name or an Instantiation (see :func:`resolve`).
 
     theta=None is the instantiation's own default (:func:`resolved_theta`).
@@ -183,8 +183,9 @@ def make_feature_map(instantiation, n_features, sigma=1.0, gamma=None, theta=Non
     inst = resolve(instantiation)
     if isinstance(inst, str):
         return make_instantiation(inst, n_features=n_features, sigma=sigma, gamma=gamma,
-                                  theta=theta, kappa=kappa, random_state=random_state)
-    return inst.make_map(n_features, sigma, gamma, theta, kappa, random_state)
+                                  theta=theta, kappa=kappa, random_state=random_state,
+                                  dtype=dtype)
+    return inst.make_map(n_features, sigma, gamma, theta, kappa, random_state, dtype)
 
 
 def resolved_theta(instantiation, theta=None, gamma=None):

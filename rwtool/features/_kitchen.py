@@ -15,7 +15,7 @@ import numpy as np
 from numba import njit, prange
 
 from .._params import params_table
-from ._base import N_FEATURES, RANDOM_STATE, SIGMA, FeatureMap, check_centres, dot_into
+from ._base import DTYPE, N_FEATURES, RANDOM_STATE, SIGMA, FeatureMap, check_centres, dot_into
 
 __all__ = ["KitchenSign", "KitchenRelu", "KitchenStumps", "sign_inplace", "relu_inplace",
            "stump_sign_into", "sample_gaussian", "sample_stumps"]
@@ -65,7 +65,7 @@ def sample_stumps(rng: np.random.Generator, T: int, n: int, sigma: float):
 
 
 #: the table of every kitchen sink: T, sigma of p = N(0, sigma^2 I) (or of the stumps' threshold)
-_KITCHEN_PARAMETERS = params_table(N_FEATURES, SIGMA, RANDOM_STATE)
+_KITCHEN_PARAMETERS = params_table(N_FEATURES, SIGMA, RANDOM_STATE, DTYPE)
 
 
 class _Kitchen(FeatureMap):
@@ -74,10 +74,12 @@ class _Kitchen(FeatureMap):
     _parameters = _KITCHEN_PARAMETERS
     _check_fitted_state = check_centres
 
-    def __init__(self, n_features: int = 1000, sigma: float = 1.0, random_state=None):
+    def __init__(self, n_features: int = 1000, sigma: float = 1.0, random_state=None,
+                 dtype: str = "float64"):
         self.n_features = n_features
         self.sigma = sigma
         self.random_state = random_state
+        self.dtype = dtype
 
 
 class _KitchenDot(_Kitchen):

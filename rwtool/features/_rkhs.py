@@ -29,7 +29,7 @@ from numba import njit, prange
 
 from .._base import check_scalar
 from .._params import Param, params_table
-from ._base import (N_FEATURES, RANDOM_STATE, SIGMA, FeatureMap, RowMaxima, check_centres,
+from ._base import (DTYPE, N_FEATURES, RANDOM_STATE, SIGMA, FeatureMap, RowMaxima, check_centres,
                     dot_into, row_norms)
 from ._kernels import _gaussian_gram, _stump_gram
 from ._kitchen import relu_inplace, sample_gaussian, sample_stumps, sign_inplace, stump_sign_into
@@ -419,11 +419,12 @@ class _RWGaussianDot(_RWDot):
     _kernel_kind = "gaussian"
     _parameters = params_table(
         N_FEATURES, SIGMA, dataclasses.replace(GAMMA, none="from theta"), THETA, CLOSED_FORM,
-        N_DRAWS, SAMPLING, RANDOM_STATE)
+        N_DRAWS, SAMPLING, RANDOM_STATE, DTYPE)
 
     def __init__(self, n_features: int = 1000, sigma: float = 1.0, gamma=None,
                  theta=None, closed_form: bool = True, n_draws=None,
-                 sampling: str = "auto", random_state=None):
+                 sampling: str = "auto", random_state=None,
+                 dtype: str = "float64"):
         self.n_features = n_features
         self.sigma = sigma
         self.gamma = gamma
@@ -432,6 +433,7 @@ class _RWGaussianDot(_RWDot):
         self.n_draws = n_draws
         self.sampling = sampling
         self.random_state = random_state
+        self.dtype = dtype
 
 
 class _RWExponentialDot(_RWDot):
@@ -440,11 +442,12 @@ class _RWExponentialDot(_RWDot):
     _kernel_kind = "exponential"
     _parameters = params_table(
         N_FEATURES, SIGMA, dataclasses.replace(GAMMA, none="from kappa"), KAPPA, NORMALIZE,
-        CLOSED_FORM, N_DRAWS, SAMPLING, RANDOM_STATE)
+        CLOSED_FORM, N_DRAWS, SAMPLING, RANDOM_STATE, DTYPE)
 
     def __init__(self, n_features: int = 1000, sigma: float = 1.0, gamma=None,
                  kappa: float = 10.0, normalize: bool = True, closed_form: bool = True,
-                 n_draws=None, sampling: str = "auto", random_state=None):
+                 n_draws=None, sampling: str = "auto", random_state=None,
+                 dtype: str = "float64"):
         self.n_features = n_features
         self.sigma = sigma
         self.gamma = gamma
@@ -454,6 +457,7 @@ class _RWExponentialDot(_RWDot):
         self.n_draws = n_draws
         self.sampling = sampling
         self.random_state = random_state
+        self.dtype = dtype
 
 
 class RWSign(_RWGaussianDot):
@@ -592,11 +596,12 @@ class RWStumps(RKHSWeighting):
 
     _parameters = params_table(
         N_FEATURES, SIGMA, dataclasses.replace(GAMMA, none="sigma"), CLOSED_FORM, N_DRAWS,
-        SAMPLING, RANDOM_STATE)
+        SAMPLING, RANDOM_STATE, DTYPE)
 
     def __init__(self, n_features: int = 1000, sigma: float = 1.0, gamma=None,
                  closed_form: bool = True, n_draws=None, sampling: str = "auto",
-                 random_state=None):
+                 random_state=None,
+                 dtype: str = "float64"):
         self.n_features = n_features
         self.sigma = sigma
         self.gamma = gamma
@@ -604,6 +609,7 @@ class RWStumps(RKHSWeighting):
         self.n_draws = n_draws
         self.sampling = sampling
         self.random_state = random_state
+        self.dtype = dtype
 
     def _sample(self, rng, n_in, X):
         s = float(self.sigma)

@@ -15,7 +15,7 @@ import math
 import numpy as np
 
 from .._params import Param, params_table
-from ._base import N_FEATURES, RANDOM_STATE, SIGMA, RowMaxima, row_norms
+from ._base import DTYPE, N_FEATURES, RANDOM_STATE, SIGMA, RowMaxima, row_norms
 from ._montecarlo import (BASES, DISTRIBUTIONS, Integrator, KERNELS, MC_DEFAULT_THETA,
                           MonteCarloDraws, N_DRAWS, SAMPLING, base_into, check_state,
                           kernel_sections, resolve_n_draws, resolve_sampling, sample_draws,
@@ -95,11 +95,11 @@ class MonteCarloRKHS(RKHSWeighting):
                             "(polynomial)"),
         THETA, KAPPA,
         Param("degree", "int", 2, "the degree of the polynomial kernel", interval="[1, inf)"),
-        SAMPLING, NORMALIZE, RANDOM_STATE)
+        SAMPLING, NORMALIZE, RANDOM_STATE, DTYPE)
 
     def __init__(self, distribution="normal", kernel="gaussian", base="sign", n_features=1000,
                  n_draws=None, sigma=1.0, gamma=None, theta=None, kappa=10.0, degree=2,
-                 sampling="auto", normalize=True, random_state=None):
+                 sampling="auto", normalize=True, random_state=None, dtype="float64"):
         self.distribution = distribution
         self.kernel = kernel
         self.base = base
@@ -113,6 +113,7 @@ class MonteCarloRKHS(RKHSWeighting):
         self.sampling = sampling
         self.normalize = normalize
         self.random_state = random_state
+        self.dtype = dtype
 
     @property
     def label(self) -> str:

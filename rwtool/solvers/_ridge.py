@@ -8,7 +8,9 @@ with R = G (RKHS weightings) or R = I (random kitchen sinks), for several right-
 once (one-vs-rest classes, multi-output regression). Phi^T Phi and Phi^T Y are sums over rows:
 each block of rows is mapped to features and added with a BLAS rank-k update (numpy's
 Phi.T @ Phi, which calls syrk), so the m x T feature matrix is never held whole and the peak
-memory is O(T^2 + block * T). The system is solved by Cholesky; if it is not numerically
+memory is O(T^2 + block * T). A map of ``dtype="float32"`` gives float32 blocks: each block's
+products run in float32 (SSYRK, about twice DSYRK's rate) and are added to float64 sums, so the
+rounding of one block never accumulates across blocks; the solve is float64. The system is solved by Cholesky; if it is not numerically
 positive definite, jitter is added and a warning says how much. The heavy calls go through numpy,
 which releases the GIL around BLAS/LAPACK (scipy's cho_factor and dsyrk wrappers hold it for
 seconds at T = 2000, freezing a GUI thread while a worker fits).
@@ -41,7 +43,8 @@ def normal_equations(feature_map, X: np.ndarray, Y: np.ndarray, block_size: int 
     feature_map : fitted FeatureMap
     X : (m, n) array, already preprocessed
     Y : (m, k) array
-    block_size : rows per block (None: about 32 MB of features per block)
+    block_size : rows per block (None: ``auto_block_size``, 32 MB of features and at least
+        2048 rows)
     progress : Progress or callback, optional; stage "normal equations", done = rows processed.
     out : (A, B) arrays to add the sums to (the running sums of a stream or of a fold,
         rwtool.solvers._sufficient); None starts from zero.
@@ -50,13 +53,18 @@ def normal_equations(feature_map, X: np.ndarray, Y: np.ndarray, block_size: int 
     m = X.shape[0]
     T = feature_map.n_output_
     A, B = (np.zeros((T, T)), np.zeros((T, Y.shape[1]))) if out is None else out
-    AtA = np.empty((T, T))
+    AtA = Yb = None
     progress.start("normal equations", m)
     with np.errstate(over="ignore", invalid="ignore"):   # an overflow is the error below
         for start, stop, Phi in feature_map.blocks(X, block_size):
+            if AtA is None:
+                # each block's products in the precision of its features (float32: SSYRK and
+                # SGEMM), added to the float64 sums
+                AtA = np.empty((T, T), dtype=Phi.dtype)
+                Yb = Y if Y.dtype == Phi.dtype else Y.astype(Phi.dtype)
             np.matmul(Phi.T, Phi, out=AtA)  # numpy spots the transposed self-product: one syrk
             A += AtA
-            B += Phi.T @ Y[start:stop]
+            B += Phi.T @ Yb[start:stop]
             progress.update(stop)
     progress.end()
     if not (np.isfinite(A).all() and np.isfinite(B).all()):
