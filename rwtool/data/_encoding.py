@@ -305,8 +305,7 @@ class Preprocessing:
             if spec["kind"] == "numeric" and quick[slot[i]] and not spec.get("format"):
                 continue
             if spec.get("format"):
-                notes.append(f"column {spec['name']!r}: numbers written with "
-                             f"{describe_format(spec['format'])}")
+                notes.append(format_note(spec))
             col = table.col(spec["name"])
             if spec["kind"] == "numeric":
                 V[slot[i]], miss = _numeric_block(col, rows, spec, self.max_abs, path,
@@ -372,6 +371,11 @@ def _fill_rows(X, sel, V, voff, ids, ioff):
             c = ids[k, s]
             if c >= 0:
                 row[ioff[k] + c] = 1.0
+
+
+def format_note(spec: dict) -> str:
+    """The note on a numeric column read in a number format ("3,50 €")."""
+    return f"column {spec['name']!r}: numbers written with {describe_format(spec['format'])}"
 
 
 def _numeric_block(col: Column, rows, spec, max_abs, path, lines):
@@ -508,7 +512,8 @@ def _mixed_target(col, rows, first, path) -> TargetError:
     return TargetError(
         f"the target mixes numbers ({n_num} cell(s): {nums}) and text ({n_text} cell(s), the "
         f"first {first[1]!r}): read as numbers the text is no label, read as text a number "
-        f"written two ways ('1', '1.0') would be two classes", file=path, row=first[0], column=col.name,
+        f"written two ways ('1', '1.0') would be two classes", file=path, row=first[0],
+        column=col.name,
         fix=("write every label the same way in the file (all numbers or all words), or blank "
              "the odd cells and choose {0} to drop their rows", [("missing", "drop-rows")]))
 

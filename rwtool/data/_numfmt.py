@@ -4,10 +4,12 @@
 A column of such cells is numbers, not categories. :func:`detect_format` finds the one style a
 column's cells share (a currency symbol or ISO code before or after the number, a percent
 sign, a thousands separator, a decimal comma), deciding a dot or comma between digit groups
-from the column's other cells, or says why there is none; :func:`parse_formatted` reads cells in a recorded style (the
-value as written: "3%" is 3, "$1,200" is 1200). The style is stored in the preprocessing record
-so a new file is read the same way. Ambiguous cells ("1,234" alone: a thousands comma or a
-decimal comma?) get no style. This module must not decide column kinds.
+from the column's other cells, or says why there is none; :func:`parse_formatted` reads cells
+in a recorded style (the value as written: "3%" is 3, "$1,200" is 1200). The style is stored in
+the preprocessing record so a new file is read the same way. Ambiguous cells ("1,234" alone in
+a decimal-point file: a thousands comma or a decimal comma?) get no style. This module must not
+decide column kinds. It works on a column's distinct texts (at most the reader's vocabulary
+size), never cell by cell.
 """
 
 from __future__ import annotations

@@ -38,7 +38,7 @@ from ._read import (_STREAM_BLOCK_BYTES, Column, Table, _BadUTF8, add_block, can
                     check_guess, excel_note, shows_decimal_point, preamble_note)
 from ._errors import MissingColumnError, MissingValueError
 from ._dataset import Dataset
-from ._encoding import (_DEFAULT_MAX_ABS, Preprocessing, _fit_columns, _fit_target,
+from ._encoding import (_DEFAULT_MAX_ABS, Preprocessing, _fit_columns, _fit_target, format_note,
                         _require_rows)
 from ._options import TARGET_POLICY_FIX, _check_options, _roles
 
@@ -279,7 +279,7 @@ def scan_csv(path, target=None, *, features=None, ignore=None, categorical=None,
             notes.append(f"dropped {n_miss} row(s) with a missing target")
     tspec = None if tname is None else _fit_target(table, tname, task, FIT)
     specs = _fit_columns(table, feats, cat, num, policy, max_categories, FIT)
-    notes += table.notes
+    notes += table.notes + [format_note(c) for c in specs if c.get("format")]
     pre = Preprocessing(specs, tspec, policy, na_values, max_abs, handle_unknown,
                         dialect.header, table.names)
     scan = CsvScan(pre, dialect, n_fit, n_rec, notes=notes, source=src)

@@ -9,7 +9,7 @@ and the matrix the file means (the oracle is the person who wrote the cell "3,50
 - ``read_csv`` (the API),
 - ``scan_csv`` then ``iter_csv``, stacked (the reader of files larger than memory),
 - ``rwtool train`` (the command, with its default 25 % holdout, so its reading of a split
-  file is checked against the API's reading of the whole file).
+  file is checked against the API's reading of the whole file), in memory and streamed.
 
 Every case failed on main before issue 27's CSV work: Shift-JIS read as Latin-1, Excel error
 values and currency suffixes one-hot encoded, "1.234" beside "0,5" read as 1.234, Indian
@@ -174,14 +174,15 @@ def test_streaming_reader(case_file):
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("stream", ["no", "yes"])
 @pytest.mark.parametrize("case_file", CASES, ids=[c[0] for c in CASES], indirect=True)
-def test_rwtool_train(case_file, capsys):
+def test_rwtool_train(case_file, stream, capsys):
     name, p, expect = case_file
     extra = ["--missing", "impute-mean"] if _options(name) else []
     # a regressor trains on any numeric target; a mixed target is read as the API reads it
     task = "auto" if name == "a target of numbers and one word" else "regression"
     code = cli.main(["train", str(p), "--target", "y", "--task", task, "-T", "8",
-                     "--no-bounds", "--no-progress", "--json", *extra])
+                     "--no-bounds", "--no-progress", "--json", "--stream", stream, *extra])
     out, errtext = capsys.readouterr()
     assert "Traceback" not in out + errtext
     if "error" in expect:
