@@ -9,13 +9,13 @@ statistics learned on the training rows only. Every bad input raises a :class:`D
 subclass carrying ``file``, ``row`` (the 1-based line of the record in the file, the header
 being line 1) and ``column``, so a caller can show it without a traceback.
 
-This package's private modules: _dialect (sources, dialect), _scan and _read (tokenising and
-typing on pyarrow.csv), _encoding (the record), _options (the user's column roles and options),
-_notes (notes on guesses to check), _dataset (Dataset, splits), _stream (files larger than
-memory), _dask_io (many CSV or Parquet files as Dask arrays), _numfmt (numbers written for
-people), _samples (the bundled sample files), _errors (the located DataError subclasses). It must
-not scale features (the estimators own standardisation), learn models, or import pandas or
-scikit-learn.
+This package's private modules: _dialect (sources, dialect), _charset (text encodings), _scan
+and _read (tokenising and typing on pyarrow.csv), _encoding (the record), _options (the user's
+column roles and options), _notes (notes on guesses to check), _dataset (Dataset, splits),
+_stream (files larger than memory), _dask_io (many CSV or Parquet files as Dask arrays), _numfmt
+(numbers written for people), _samples (the bundled sample files), _errors (the located
+DataError subclasses). It must not scale features (the estimators own standardisation), learn
+models, or import pandas or scikit-learn.
 
 Must not import: rwtool.features, rwtool.model_selection, rwtool.solvers, rwtool.scale,
     rwtool.estimators, rwtool.persist, rwtool.report, rwtool.cli

@@ -6,13 +6,17 @@ unterminated quote) are refused there with their line. pyarrow.csv then splits t
 block's complete records (multi-threaded, as text), and each column is typed with pyarrow
 compute: a cell is a number when it is ASCII digits with an optional sign, decimal mark and
 exponent, or inf/nan (so neither "1_000" nor Arabic-Indic digits are numbers); a cell in
-``na_values`` (after stripping spaces) is missing; anything else is text, interned per column.
+``na_values`` (after stripping spaces) or an Excel error value ("#DIV/0!") is missing; anything
+else is text, interned per column. In a decimal-comma file "1.234" is left as text for the
+column's number format to decide (rwtool.data._numfmt).
 
 :func:`iter_blocks` yields the blocks (the streaming reader builds on it); :func:`parse` collects
 them into a :class:`Table` of :class:`Column` objects. The text encoding is decided for the whole
-file: a file detected as UTF-8 from its first bytes that is not valid UTF-8 further down is read
-again, from the start, as Windows-1252 (or Latin-1), and the switch is reported in the table's
-notes. This module must not decide column roles, encode features or fit anything.
+file: a legacy encoding guessed from the first bytes is checked against every byte, a file
+detected as UTF-8 from its first bytes that is not valid UTF-8 further down is read again, from
+the start, in the best-scored legacy encoding (rwtool.data._charset), and the choice is
+reported in the table's notes; lines before the header (Excel's "sep=;", "#" comments) are
+skipped as the dialect says. This module must not decide column roles, encode features or fit anything.
 """
 
 from __future__ import annotations
