@@ -658,6 +658,8 @@ class MainWindow(ExportActions, ImportanceActions, QMainWindow):
                "model_curves": {"curves": {}}, "meanings": bound_meanings(metrics)}
         if hasattr(est, "classes_"):
             res["classes"] = list(np.asarray(est.classes_).tolist())
+        if mf.info.get("feature_names"):      # the file's input names, for per-input plots
+            res["feature_names"] = list(mf.info["feature_names"])
         data = {"path": mf.path, "preprocessing": mf.preprocessing}
         if mf.preprocessing is not None and mf.preprocessing.target is not None:
             data["target"] = mf.preprocessing.target["name"]

@@ -26,7 +26,7 @@ __all__ = [
     "check_array", "check_X_y", "check_random_state", "check_is_fitted",
     "check_scalar", "check_choice", "check_range", "Standardizer", "encode_classes", "is_dask",
     "check_not_constant", "check_labels", "class_labels", "label_index", "fit_classes",
-    "checked_output",
+    "checked_output", "feature_names_of", "check_feature_names",
 ]
 
 
@@ -181,12 +181,80 @@ class RegressorMixin:
         return float(np.mean(r2))
 
 
+# ----------------------------------------------------------------------------- feature names
+
+def feature_names_of(X):
+    """The column names of a DataFrame ``X`` (pandas, Dask, or anything with ``columns``) as
+    an object array when every name is a string, None otherwise (an array, integer column
+    names): scikit-learn's rule for ``feature_names_in_``. Names of mixed kinds raise
+    TypeError naming the fix."""
+    cols = getattr(X, "columns", None)
+    if cols is None or isinstance(X, np.ndarray):
+        return None
+    names = np.asarray(list(cols), dtype=object)
+    kinds = sorted({type(n).__name__ for n in names})
+    strings = [isinstance(n, str) for n in names]
+    if len(names) and all(strings):
+        return names
+    if any(strings):
+        raise TypeError(f"Feature names are only supported if all input features have string "
+                        f"names, but your input has {kinds} as feature name / column name "
+                        f"types; convert them all to strings (X.columns = X.columns.astype(str))"
+                        f" or none of them")
+    return None
+
+
+def _listed(names) -> str:
+    shown = [f"- {n}\n" for n in list(names)[:5]]
+    return "".join(shown) + ("- ...\n" if len(names) > 5 else "")
+
+
+def check_feature_names(est, X, *, reset: bool) -> None:
+    """Record (``reset``, at fit) or check (at predict) ``est.feature_names_in_`` against the
+    column names of ``X``, by scikit-learn's conventions: the same names in the same order, or
+    ValueError naming the unseen and the missing ones; a DataFrame for a model fitted on an
+    array, or the reverse, warns (UserWarning) with scikit-learn's words."""
+    names = feature_names_of(X)
+    if reset:
+        if names is not None:
+            est.feature_names_in_ = names
+        else:
+            est.__dict__.pop("feature_names_in_", None)
+        return
+    fitted = getattr(est, "feature_names_in_", None)
+    cls = type(est).__name__
+    if fitted is None and names is None:
+        return
+    if fitted is None:
+        warnings.warn(f"X has feature names, but {cls} was fitted without feature names",
+                      UserWarning, stacklevel=3)
+        return
+    if names is None:
+        warnings.warn(f"X does not have valid feature names, but {cls} was fitted with "
+                      f"feature names", UserWarning, stacklevel=3)
+        return
+    fitted, names = [str(n) for n in fitted], [str(n) for n in names]
+    if fitted == names:
+        return
+    message = "The feature names should match those that were passed during fit.\n"
+    unseen, missing = sorted(set(names) - set(fitted)), sorted(set(fitted) - set(names))
+    if unseen:
+        message += "Feature names unseen at fit time:\n" + _listed(unseen)
+    if missing:
+        message += "Feature names seen at fit time, yet now missing:\n" + _listed(missing)
+    if not unseen and not missing:
+        message += "Feature names must be in the same order as they were in fit.\n"
+    raise ValueError(message + "Pass the training data's columns, in its order.")
+
+
 def checked_output(est, compute, X, *args, what: str) -> np.ndarray:
     """``compute(X, *args)`` -- the decision values or predictions of a fitted ``est`` -- or
     :class:`rwtool.NumericalError` when any of them is not finite: the one check behind every
-    estimator's ``predict`` and ``decision_function``. Inputs far outside the training range
+    estimator's ``predict`` and ``decision_function`` (which also checks X's column names
+    against the fitted ones, :func:`check_feature_names`). Inputs far outside the training range
     overflow inside the model; numpy's RuntimeWarnings about it are silenced, since the error
     says it."""
+    check_feature_names(est, X, reset=False)
     with np.errstate(all="ignore"):
         out = compute(X, *args)
     check_finite_result(out, solver=type(est).__name__, what=what,

@@ -552,6 +552,11 @@ def cmd_info(args) -> int:
     _table([(f"  {k}", "None" if v is None else v) for k, v in (info["params"] or {}).items()])
     if info.get("classes") is not None:
         print(f"  classes: {info['classes']}")
+    names = info.get("feature_names")
+    if names:
+        shown = ", ".join(names[:20]) + (f", ... ({len(names)} in all)" if len(names) > 20
+                                         else "")
+        print(f"  inputs: {shown}")
     if info.get("preprocessing"):
         print("  preprocessing:")
         for line in Preprocessing.from_dict(info["preprocessing"]).describe():

@@ -20,8 +20,8 @@ import numpy as np
 
 from .._callbacks import CallbackSupport, reports_to_sklearn
 from .._base import (BaseEstimator, ClassifierMixin, RegressorMixin, Standardizer, check_array,
-                     check_is_fitted, check_random_state, check_scalar, check_X_y,
-                     encode_classes)
+                     check_feature_names, check_is_fitted, check_random_state, check_scalar,
+                     check_X_y, encode_classes)
 from .._params import Param, params_table, validate_params
 from ..solvers._bkernn_cg import block_count
 from ..solvers._bkernn import (CG_TOL, KERNEL_SOLVERS, PENALTIES, choose_kernel_solver,
@@ -204,6 +204,7 @@ class _BKerNN(CallbackSupport, BaseEstimator):
         cancellation.
         """
         penalty = self._validate()
+        check_feature_names(self, X, reset=True)
         X, Y = self._fit_targets(X, y)
         for attr in ("particles_", "dual_coef_"):
             if hasattr(self, attr):  # a failed refit must not leave the old model half-replaced

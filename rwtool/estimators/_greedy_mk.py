@@ -18,8 +18,8 @@ import numpy as np
 
 from .._callbacks import CallbackSupport, reports_to_sklearn
 from .._base import (BaseEstimator, ClassifierMixin, RegressorMixin, Standardizer, check_array,
-                     check_is_fitted, check_not_constant, check_random_state, check_X_y,
-                     encode_classes, unfitted_on_failure)
+                     check_feature_names, check_is_fitted, check_not_constant,
+                     check_random_state, check_X_y, encode_classes, unfitted_on_failure)
 from .._params import Param, params_table, validate_params
 from ..features._fourier import RandomFourierFeatures
 from ..exceptions import FitCancelled, NumericalError, check_finite_result
@@ -227,6 +227,7 @@ class _GreedyMK(CallbackSupport, BaseEstimator):
         (``solver_info_["cancelled"]``) and re-raises FitCancelled.
         """
         self._validate()
+        check_feature_names(self, X, reset=True)
         X, Y = self._fit_targets(X, y)
         if hasattr(self, "coef_"):
             del self.coef_
@@ -477,10 +478,14 @@ class _GreedyMK(CallbackSupport, BaseEstimator):
                      g.const(self.intercept_, "intercept"))
 
     def selected_features(self, names=None) -> list[str]:
-        """Readable names of the MFGA-selected columns in selection order."""
+        """Readable names of the MFGA-selected columns in selection order ("gauss:age*income"),
+        the inputs named by ``names``, else by the DataFrame columns the model was fitted on,
+        else x0, x1, ..."""
         check_is_fitted(self)
         if not isinstance(self.feature_map_, TaylorMultiKernelFeatures):
             return [f"rff:{j}" for j in self.support_]
+        if names is None and hasattr(self, "feature_names_in_"):
+            names = [str(n) for n in self.feature_names_in_]
         return [self.feature_map_.describe(int(j), names) for j in self.support_]
 
 

@@ -25,7 +25,8 @@ import numpy as np
 from .._callbacks import CallbackSupport, reports_to_sklearn
 from .._base import (BaseEstimator, ClassifierMixin, RegressorMixin, Standardizer, check_array,
                      check_choice, check_is_fitted, check_random_state, check_range,
-                     check_scalar, check_X_y, encode_classes, is_dask, label_index)
+                     check_feature_names, check_scalar, check_X_y, encode_classes, is_dask,
+                     label_index)
 from .._params import Param, params_table, validate_params
 from ..features import KITCHEN_BASES, RandomFourierFeatures
 from ..features._fourier import KERNEL
@@ -628,6 +629,7 @@ class _RandomFeatureModel(CallbackSupport, BaseEstimator):
 
     def _fit(self, X, y, callback, sample_weight):
         solver = self._validate()
+        check_feature_names(self, X, reset=True)
         if sample_weight is not None:
             sample_weight = self._check_weights(sample_weight, solver, len(y))
         if hasattr(self, "coef_"):  # a failed or cancelled refit must not leave the old model

@@ -17,8 +17,9 @@ import numpy as np
 
 from .._callbacks import CallbackSupport, reports_to_sklearn
 from .._base import (BaseEstimator, ClassifierMixin, Standardizer, check_array,
-                     check_is_fitted, check_not_constant, check_random_state, check_X_y,
-                     class_labels, fit_classes, label_index, unfitted_on_failure)
+                     check_feature_names, check_is_fitted, check_not_constant,
+                     check_random_state, check_X_y, class_labels, fit_classes, label_index,
+                     unfitted_on_failure)
 from .._params import Param, params_table, validate_params
 from ..exceptions import FitCancelled, NumericalError
 from ..features._bandwidth import median_sigma, scale_sigma
@@ -327,6 +328,7 @@ class RFSGDClassifier(CallbackSupport, ClassifierMixin, BaseEstimator):
         chunk (and ``val_error`` on ``eval_set=(X_val, y_val)`` when given).
         """
         self._validate()
+        check_feature_names(self, X, reset=True)
         X, y = check_X_y(X, y)
         classes, _ = fit_classes(
             y, on_classes=lambda k: check_fit_memory(self, X.shape[0], X.shape[1], k))
@@ -371,6 +373,7 @@ class RFSGDClassifier(CallbackSupport, ClassifierMixin, BaseEstimator):
         the scaling, so make it representative or pass ``standardize=False``.
         """
         self._validate()
+        check_feature_names(self, X, reset=not hasattr(self, "coef_"))
         X, y = check_X_y(X, y)
         t0 = time.perf_counter()
         if not hasattr(self, "coef_"):

@@ -10,7 +10,7 @@ holds no solver and no formula; everything else goes to the estimator classes un
 from __future__ import annotations
 
 from .._callbacks import reports_to_sklearn
-from .._base import is_dask
+from .._base import check_feature_names, is_dask
 from ..scale._dask import fit as _dask_fit
 from ..scale._dask import lazy as _dask_lazy
 from ..scale._dask import score as _dask_score
@@ -60,6 +60,7 @@ class ScaleHooks:
         chooses reg from per-fold sums (a row's fold is a hash of its position). See
         docs/SCALE.md.
         """
+        check_feature_names(self, X, reset="_stream" not in self.__dict__)
         return _stream_partial_fit(self, X, y, classes, x_scaler=x_scaler, y_scaler=y_scaler,
                                    callback=callback)
 

@@ -21,7 +21,8 @@ from abc import abstractmethod
 
 import numpy as np
 
-from .._base import BaseEstimator, check_array, check_is_fitted, check_random_state
+from .._base import (BaseEstimator, check_array, check_choice, check_feature_names,
+                     check_is_fitted, check_random_state)
 from .._params import Param, params_table, validate_params
 
 __all__ = ["FeatureMap", "RowMaxima", "row_norms", "dot_into", "auto_block_size",
@@ -148,6 +149,7 @@ class FeatureMap(BaseEstimator):
         constants stay unknown (None) until :meth:`set_constants` is given the maxima of rows
         (partial_fit and Dask fit the map so, then accumulate :meth:`row_maxima`).
         """
+        check_feature_names(self, X, reset=True)
         X = check_array(X, min_samples=0)
         self._validate_params(X.shape[1])
         self.n_features_in_ = X.shape[1]
@@ -183,14 +185,59 @@ class FeatureMap(BaseEstimator):
         obj._prepare()
         return obj
 
-    def transform(self, X) -> np.ndarray:
+    def transform(self, X):
         """Feature matrix Psi with Psi[i, t] = psi_t(x_i), shape (n_samples, n_output_), in the
-        map's ``dtype``."""
+        map's ``dtype``: an array, or a pandas DataFrame after
+        ``set_output(transform="pandas")``."""
         check_is_fitted(self, "fitted_")
-        X = check_array(X, n_features=self.n_features_in_)
-        out = np.empty((X.shape[0], self.n_output_), dtype=self.feature_dtype_)
-        self._features_into(X, out)
-        return out
+        check_feature_names(self, X, reset=False)
+        Xa = check_array(X, n_features=self.n_features_in_)
+        out = np.empty((Xa.shape[0], self.n_output_), dtype=self.feature_dtype_)
+        self._features_into(Xa, out)
+        return self._wrap_output(out, X)
+
+    # -- scikit-learn's feature-name conventions -----------------------------------------------
+    def get_feature_names_out(self, input_features=None) -> np.ndarray:
+        """Names of the output columns: the class name and the column's index ("rwsign0",
+        "rwsign1", ...), scikit-learn's names for features that each read every input.
+        ``input_features``, when given, must be the fitted inputs' names (checked)."""
+        check_is_fitted(self, "fitted_")
+        self._input_names(input_features)
+        prefix = type(self).__name__.lower()
+        return np.asarray([f"{prefix}{t}" for t in range(self.n_output_)], dtype=object)
+
+    def _input_names(self, input_features=None) -> list[str]:
+        """The inputs' names: ``input_features`` (checked against the fit), the fitted
+        ``feature_names_in_``, or x0, x1, ... (scikit-learn's rules)."""
+        fitted = getattr(self, "feature_names_in_", None)
+        if input_features is None:
+            return ([str(n) for n in fitted] if fitted is not None
+                    else [f"x{i}" for i in range(self.n_features_in_)])
+        names = [str(n) for n in np.asarray(input_features, dtype=object).ravel()]
+        if fitted is not None and names != [str(n) for n in fitted]:
+            raise ValueError(f"input_features is not equal to feature_names_in_ "
+                             f"({list(fitted)[:5]}...): pass the names the map was fitted "
+                             f"with, or none")
+        if len(names) != self.n_features_in_:
+            raise ValueError(f"input_features should have length equal to number of features "
+                             f"({self.n_features_in_}), got {len(names)}")
+        return names
+
+    def set_output(self, *, transform=None) -> "FeatureMap":
+        """scikit-learn's output switch: ``transform="pandas"`` makes ``transform`` and
+        ``fit_transform`` return a DataFrame (columns: :meth:`get_feature_names_out`, the
+        input's index when it had one); "default" (or None: unchanged) returns arrays."""
+        if transform is not None:
+            self._sklearn_output_config = {
+                "transform": check_choice(transform, "transform", ("default", "pandas"))}
+        return self
+
+    def _wrap_output(self, out: np.ndarray, X):
+        if getattr(self, "_sklearn_output_config", {}).get("transform") != "pandas":
+            return out
+        import pandas as pd  # optional: only set_output(transform="pandas") needs it
+        index = X.index if isinstance(X, pd.DataFrame) else None
+        return pd.DataFrame(out, columns=self.get_feature_names_out(), index=index)
 
     def blocks(self, X: np.ndarray, block_size: int | None = None):
         """Yield ``(start, stop, Phi)`` over blocks of rows of ``X``, Phi = features of the block.

@@ -26,7 +26,7 @@ import math
 import numpy as np
 from numba import njit, prange
 
-from .._base import check_array, check_is_fitted
+from .._base import check_array, check_feature_names, check_is_fitted
 from .._params import Param, params_table, validate_params
 from ._bandwidth import knn_sigma
 from ._base import SIGMA, FeatureMap, row_norms
@@ -174,6 +174,7 @@ class TaylorMultiKernelFeatures(FeatureMap):
     # -- construction ----------------------------------------------------------------------
     def fit(self, X, y=None) -> "TaylorMultiKernelFeatures":
         """Enumerate the candidate columns for inputs shaped like ``X`` (nothing is random)."""
+        check_feature_names(self, X, reset=True)
         X = check_array(X)
         self._validate_params(X.shape[1])
         self.n_features_in_ = X.shape[1]
@@ -344,6 +345,14 @@ class TaylorMultiKernelFeatures(FeatureMap):
             Psi = self._columns_into(X[start:stop], cols, buf[: stop - start])
             out += np.einsum("ij,ij->j", Psi, Psi)
         return out
+
+    def get_feature_names_out(self, input_features=None) -> np.ndarray:
+        """Every column's :meth:`describe` name ("gauss:1", "gauss:age*income",
+        "linear:age"), from ``input_features``, the fitted ``feature_names_in_`` or x0, x1..."""
+        check_is_fitted(self, "fitted_")
+        names = self._input_names(input_features)
+        return np.asarray([self.describe(j, names) for j in range(self.n_output_)],
+                          dtype=object)
 
     def describe(self, j: int, names=None) -> str:
         """Readable name of column j, e.g. "gauss:x0*x3" or "linear:x2"."""

@@ -310,6 +310,15 @@ def _object_array(arr: np.ndarray, where: str) -> np.ndarray:
                          f"can be saved")
 
 
+def _feature_names(model, preprocessing):
+    """The names of the model's input columns: the encoded CSV columns of its record, else
+    the DataFrame columns it was fitted on (``feature_names_in_``), else None."""
+    if preprocessing is not None:
+        return preprocessing.feature_names_out
+    names = getattr(model, "feature_names_in_", None)
+    return None if names is None else [str(n) for n in names]
+
+
 def _public_fitted(est) -> dict:
     return {k: v for k, v in vars(est).items() if k.endswith("_") and not k.startswith("_")}
 
@@ -362,8 +371,7 @@ def save(model, path, *, preprocessing=None, metrics: dict | None = None,
                     "estimator_class": _qualname(type(model)),
                     "estimator": tree,
                     "preprocessing": None if preprocessing is None else preprocessing.to_dict(),
-                    "feature_names": None if preprocessing is None
-                    else preprocessing.feature_names_out,
+                    "feature_names": _feature_names(model, preprocessing),
                     "classes": None if classes is None else np.asarray(classes).tolist(),
                     "metrics": w.value(dict(metrics or {}), "metrics"),
                     "notes": notes,

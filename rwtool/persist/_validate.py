@@ -196,7 +196,8 @@ _ANY = "biufcUS"
 SPECS: dict[str, Spec] = {
     "rwtool._base.BaseEstimator": Spec(
         arrays={"x_scaler_": Arr(("n_in",)), "y_scaler_": Arr(("k",)),
-                "classes_": Arr(("n_classes",), _ANY, finite=False)}),
+                "classes_": Arr(("n_classes",), _ANY, finite=False),
+                "feature_names_in_": Arr(("n_in",), "U", finite=False)}),
     # --- feature maps
     "rwtool.features._base.FeatureMap": Spec(
         dims=_map_dims,
@@ -212,7 +213,7 @@ SPECS: dict[str, Spec] = {
         dims=_taylor_dims, derived=_taylor_rederived, inherit=False, scalars={"fitted_": "bool"},
         arrays={"vars_": Arr(("n_output", "K1"), "i"), "kernel_index_": Arr(("n_output",), "i"),
                 "degree_": Arr(("n_output",), "i"), "scale_": Arr(("n_output",)),
-                "nu_": Arr(("P",))}),
+                "nu_": Arr(("P",)), "feature_names_in_": Arr(("n_in",), "U", finite=False)}),
     "rwtool.features._rkhs_mc.MonteCarloRKHS": Spec(
         arrays={"W_": Arr(("T", "d"))},
         scalars={"theta_": "estimate", "kappa_": "estimate"}),
