@@ -341,3 +341,17 @@ def test_app_exports_the_selected_run(tmp_path):
     assert [i.name for i in sess.get_inputs()] == ["age", "income", "colour", "city"]
     with pytest.raises(ValueError, match="no fitted model"):
         export_onnx(type("Run", (), {"name": "2", "result": {}})(), str(tmp_path / "x.onnx"))
+
+
+def test_a_float32_model_exports_as_float32(data, tmp_path):
+    """A model fitted with dtype="float32" writes a float32 graph unless told otherwise; it
+    agrees with the model to float32 rounding (the model itself is within 1e-3 of its float64
+    twin, docs/SOLVERS.md): asserted at 1e-3 of the range."""
+    X, y2, y3, f, Xnew = data
+    est = rw.RWRegressor("rwrelu", n_features=80, dtype="float32", random_state=0).fit(X, f)
+    path = rw.to_onnx(est, tmp_path / "m.onnx")
+    sess = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    assert sess.get_inputs()[0].type == "tensor(float)"
+    out = sess.run(None, {"X": Xnew.astype(np.float32)})[0]
+    close(out.astype(float), est.predict(Xnew), rtol=1e-3)
+    close(run(est, Xnew, tmp_path, dtype="float64")["prediction"], est.predict(Xnew), rtol=1e-3)
