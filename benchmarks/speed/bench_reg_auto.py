@@ -1,23 +1,86 @@
-"""Seconds of the default (reg="auto") in-memory fit of the exact least-squares estimators.
+"""CPU seconds of the default (reg="auto") fit against the fixed-reg fit and scikit-learn, one run.
 
-    python -m benchmarks.speed.bench_reg_auto [--datasets PATH] [--data adults] [--T 500]
-        [--repeats 3] [--estimators RWClassifier,RKSClassifier]
+    python -m benchmarks.speed.bench_reg_auto [--datasets PATH] [--data adults,mnist17]
+        [--T 1000,2000,4000] [--repeats 3] [--estimators RWClassifier,RKSClassifier]
+        [--no-sklearn] [--check]
 
-Fits each estimator with its defaults (reg=None, which is reg="auto" for "lstsq" and "ridge";
-only n_features fixed) on the training rows of ``--data`` (benchmarks/_common/datasets.py, at most
-20000 rows as in benchmarks/calibration/defaults.py) and prints the median wall and CPU seconds of
-``--repeats`` fits (CPU seconds are the steadier figure on a shared machine), the chosen reg and the
-test error. Used to time reg="auto" before and after it was made one pass
-(docs/bench/defaults.md): run it against two checkouts, interleaved, and compare the medians.
-Run single-threaded (OPENBLAS_NUM_THREADS=1 NUMBA_NUM_THREADS=1).
+On the training rows of each ``--data`` set (benchmarks/_common/datasets.py, at most 20000 rows as
+in benchmarks/calibration/defaults.py), for each T, the fits below run interleaved, ``--repeats``
+rounds, and the medians of their CPU seconds (time.process_time: the steadier figure on a shared
+machine) are compared:
+
+  * each estimator with its defaults (reg=None: "auto" for "lstsq" and "ridge") against the same
+    estimator with ``reg`` fixed at the value the default chose (the same model): the ratio
+    ``auto / fixed`` (target <= 1.3);
+  * RWClassifier's defaults against StandardScaler + RBFSampler(T) + RidgeClassifierCV (the
+    scikit-learn pipeline that also chooses alpha; target <= 1.0), and RWClassifier with reg
+    fixed against the same pipeline with RidgeClassifier(alpha=1) (target <= 0.8).
+
+``--check`` also scores the chosen reg and the decades around it by 3-fold cross-validation of
+the full T-feature model (the same folds and validation sample, a Cholesky solve per fold and
+value, no search on leading features), walking each way while the score rises, and says whether
+the choice is the full-T best or within its fold spread (the best's mean minus the choice's mean
+at most the standard deviation of the choice's fold scores). The load average before and after
+each T is printed. Run single-threaded (OPENBLAS_NUM_THREADS=1 NUMBA_NUM_THREADS=1), as the
+figures in docs/BENCHMARKS.md were.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import time
 
 import numpy as np
+
+
+def _cpu(fn):
+    c = time.process_time()
+    out = fn()
+    return time.process_time() - c, out
+
+
+def full_T_scorer(est, X, y):
+    """reg -> fold scores of the full T-feature model of ``est``'s draw (fitted with reg=None),
+    scored as select_reg scores candidates, without the leading-feature model."""
+    from rwtool.solvers._from_sums import empty_stats
+    from rwtool.solvers._sufficient import FoldAccuracy, scored_folds
+    probe = type(est)(**{**est.get_params(deep=False), "reg": None})
+    X, Y = probe._fit_targets(X, y)
+    Xp, fmap = probe._start_fit(X, Y)
+    stats = empty_stats(probe, fmap, Y.shape[1]).add(fmap, Xp, Y, rows=X, start=0)
+    R = fmap.gram() if fmap.has_gram else None
+    eps = float(probe.eps) if probe._family == "rw" else 0.0
+    accuracy, used = scored_folds(stats, True, fmap)
+    acc = FoldAccuracy(stats.sample, fmap, used, stats.n_outputs)
+    total = stats.total()
+
+    def scores(reg):
+        return np.array([acc(j, stats.fold_coefs(f, [reg], R, eps, use_path=False,
+                                                 total=total))[0]
+                         for j, f in enumerate(used)])
+    return scores
+
+
+def check_choice(est, X, y):
+    """``(verdict, rows)``: the full-T fold scores of the chosen reg and its decades, walked
+    each way while the mean rises; verdict "best", "within spread" or "outside spread"."""
+    score = full_T_scorer(est, X, y)
+    r0 = float(est.reg_)
+    table = {r0: score(r0)}
+    for step in (0.1, 10.0):
+        r = r0
+        while True:
+            r *= step
+            table[r] = score(r)
+            if table[r].mean() <= table[r / step].mean():
+                break
+    best = max(table, key=lambda r: table[r].mean())
+    gap = table[best].mean() - table[r0].mean()
+    verdict = ("best" if best == r0 else "within spread" if gap <= table[r0].std()
+               else "outside spread")
+    rows = [f"{r:.0e}: {table[r].mean():.4f} +- {table[r].std():.4f}" for r in sorted(table)]
+    return verdict, rows
 
 
 def main(argv=None):
@@ -25,26 +88,67 @@ def main(argv=None):
     from benchmarks.calibration.defaults import load
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--datasets", default=None)
-    ap.add_argument("--data", default="adults")
-    ap.add_argument("--T", type=int, default=500)
+    ap.add_argument("--data", default="adults,mnist17")
+    ap.add_argument("--T", default="1000,2000,4000")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--estimators", default="RWClassifier,RKSClassifier")
+    ap.add_argument("--no-sklearn", action="store_true")
+    ap.add_argument("--check", action="store_true")
     args = ap.parse_args(argv)
-    Xtr, Xte, ytr, yte = load(args.data, args.datasets, 20000)
-    for name in args.estimators.split(","):
-        times, cpu = [], []
-        for _ in range(args.repeats):
-            est = getattr(rw, name)(n_features=args.T, random_state=0)
-            t, c = time.perf_counter(), time.process_time()
-            est.fit(Xtr, ytr)
-            times.append(time.perf_counter() - t)
-            cpu.append(time.process_time() - c)
-        pred = est.predict(Xte)
-        err = (np.mean(pred != yte) if est._estimator_type == "classifier"
-               else float(np.mean((pred - yte) ** 2) / np.var(yte)))
-        print(f"{name} {args.data} n={len(Xtr)} T={args.T}: fit {np.median(times):.3f} s, "
-              f"cpu {np.median(cpu):.3f} s (medians of {args.repeats}), reg_ {est.reg_:.0e}, "
-              f"test error {err:.4f}", flush=True)
+    from sklearn.kernel_approximation import RBFSampler
+    from sklearn.linear_model import RidgeClassifier, RidgeClassifierCV
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    names = args.estimators.split(",")
+    print(f"threads: OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS')} "
+          f"NUMBA_NUM_THREADS={os.environ.get('NUMBA_NUM_THREADS')}", flush=True)
+    for data in args.data.split(","):
+        Xtr, Xte, ytr, yte = load(data, args.datasets, 20000)
+        d = Xtr.shape[1]
+        for name in names:     # compile and fault in BLAS before anything is timed
+            getattr(rw, name)(n_features=50, random_state=0).fit(Xtr[:500], ytr[:500])
+        for T in (int(v) for v in args.T.split(",")):
+            load0 = os.getloadavg()
+            cpu, chosen, fitted = {}, {}, {}
+            for _ in range(args.repeats):
+                for name in names:
+                    t, est = _cpu(lambda: getattr(rw, name)(n_features=T, random_state=0)
+                                  .fit(Xtr, ytr))
+                    cpu.setdefault(f"{name} auto", []).append(t)
+                    chosen[name], fitted[name] = est.reg_, est
+                    t, _ = _cpu(lambda: getattr(rw, name)(n_features=T, random_state=0,
+                                                          reg=chosen[name]).fit(Xtr, ytr))
+                    cpu.setdefault(f"{name} fixed", []).append(t)
+                if args.no_sklearn:
+                    continue
+                for key, last in (("sklearn RidgeClassifierCV", RidgeClassifierCV()),
+                                  ("sklearn RidgeClassifier", RidgeClassifier(alpha=1.0))):
+                    pipe = make_pipeline(StandardScaler(), RBFSampler(
+                        n_components=T, gamma=1.0 / d, random_state=0), last)
+                    cpu.setdefault(key, []).append(_cpu(lambda: pipe.fit(Xtr, ytr))[0])
+            med = {k: float(np.median(v)) for k, v in cpu.items()}
+            print(f"{data} n={len(Xtr)} d={d} T={T} (CPU s, medians of {args.repeats} "
+                  f"interleaved; load {load0[0]:.1f} -> {os.getloadavg()[0]:.1f}):", flush=True)
+            for k, v in med.items():
+                print(f"  {k}: {v:.2f} s", flush=True)
+            for name in names:
+                est = fitted[name]
+                err = float(np.mean(est.predict(Xte) != yte))
+                print(f"  {name}: reg_ {est.reg_:.0e} (searched on {est.reg_search_['features']}"
+                      f" features), test error {err:.4f}, auto / fixed "
+                      f"{med[f'{name} auto'] / med[f'{name} fixed']:.2f} (target <= 1.3)",
+                      flush=True)
+                if args.check:
+                    verdict, rows = check_choice(est, Xtr, ytr)
+                    print(f"    full-T 3-fold CV around reg_: {verdict}; " + "; ".join(rows),
+                          flush=True)
+            if not args.no_sklearn and "RWClassifier" in names:
+                print(f"  RWClassifier defaults / RBFSampler + RidgeClassifierCV "
+                      f"{med['RWClassifier auto'] / med['sklearn RidgeClassifierCV']:.2f} "
+                      f"(target <= 1.0); RWClassifier reg fixed / RBFSampler + RidgeClassifier "
+                      f"{med['RWClassifier fixed'] / med['sklearn RidgeClassifier']:.2f} "
+                      f"(target <= 0.8)", flush=True)
 
 
 if __name__ == "__main__":

@@ -33,7 +33,7 @@ import numpy as np
 
 from ..progress import make_progress
 from ._lasso import _warn_unconverged, finish_on_support, gram_path
-from ._sufficient import best_index, class_of, coded_accuracy, scored_folds
+from ._sufficient import FoldAccuracy, best_index, scored_folds
 
 __all__ = ["lasso_cv", "lam_grid", "N_LAMS", "LAM_RATIO", "MAX_EXTEND"]
 
@@ -84,7 +84,8 @@ def lasso_cv(stats, classifier: bool, n_lams: int = N_LAMS, ratio: float = LAM_R
     progress.start("search", len(grid) * k)
     ceiling = 0.0 if classifier and not accuracy else 1.0
     forms = [stats.gram_form(f) for f in used]
-    score = (_AccuracyScorer(stats.sample, feature_map, used) if accuracy else
+    accuracies = FoldAccuracy(stats.sample, feature_map, used, k) if accuracy else None
+    score = ((lambda j, c: accuracies(j, c)[0]) if accuracy else
              lambda j, c: stats.validation_scores(used[j], c, classifier)[0])
     coefs = [np.zeros((T, k)) for _ in used]
     step = grid[1] / grid[0] if len(grid) > 1 else 0.1
@@ -155,17 +156,3 @@ def lasso_cv(stats, classifier: bool, n_lams: int = N_LAMS, ratio: float = LAM_R
              "folds": len(used)}
     return coef, info, lam, table
 
-
-class _AccuracyScorer:
-    """Accuracy of a fold's coefficients on the validation sample's rows of that fold; the rows'
-    features are computed once per fold (every lam of the walk reuses them)."""
-
-    def __init__(self, sample, feature_map, folds):
-        self.Phi, self.truth = [], []
-        for f in folds:
-            rows = np.flatnonzero(sample.fold == f)
-            self.Phi.append(feature_map.transform(np.ascontiguousarray(sample.X[rows])))
-            self.truth.append(class_of(sample.Y[rows]))
-
-    def __call__(self, j, coef):
-        return coded_accuracy(self.Phi[j] @ coef, self.truth[j])

@@ -42,10 +42,11 @@ from ..progress import make_progress
 from ._ridge import RegPath, normal_equations, solve_normal_equations
 
 __all__ = ["SufficientStats", "ValidationSample", "row_keys", "fold_of", "position_uniform",
-           "select_reg",
-           "class_of", "coded_accuracy",
-           "scored_folds", "best_index", "extension", "EXTEND_MAX", "REG_LIMITS", "REG_TIE",
-           "REG_TIE_ABS"]
+           "select_reg", "search_features", "leading_model", "SEARCH_COST", "SEARCH_MIN_FEATURES",
+           "COARSE_FEATURES",
+           "class_of", "coded_accuracy", "block_accuracies", "FoldAccuracy",
+           "scored_folds", "best_index", "extension", "grow_grid", "COARSE_STRIDE",
+           "PATH_MIN_REGS", "EXTEND_MAX", "REG_LIMITS", "REG_TIE", "REG_TIE_ABS"]
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _MIX1 = np.uint64(0xBF58476D1CE4E5B9)
@@ -174,10 +175,44 @@ class ValidationSample:
         ``coefs`` (one block per reg; NaN where the decision values are not finite)."""
         rows = np.flatnonzero(self.fold == fold)
         D = feature_map.linear_predict(np.ascontiguousarray(self.X[rows]), coefs)
-        D = D.reshape(len(rows), -1)
-        truth = class_of(self.Y[rows])
-        return np.array([coded_accuracy(D[:, j:j + n_outputs], truth)
-                         for j in range(0, D.shape[1], n_outputs)])
+        return block_accuracies(D.reshape(len(rows), -1), class_of(self.Y[rows]), n_outputs)
+
+
+def block_accuracies(D: np.ndarray, truth: np.ndarray, n_outputs: int) -> np.ndarray:
+    """:func:`coded_accuracy` of each block of ``n_outputs`` columns of decision values ``D``
+    (one block per candidate)."""
+    return np.array([coded_accuracy(D[:, j:j + n_outputs], truth)
+                     for j in range(0, D.shape[1], n_outputs)])
+
+
+class FoldAccuracy:
+    """Accuracy on the validation sample's rows of fold ``folds[j]`` of the column blocks of a
+    fold's coefficients (one block of ``n_outputs`` per candidate). The rows' features are
+    computed once per fold, on first use, and kept: every candidate, the grid's extensions and
+    every lam of a Lasso path reuse them (at most ``sample.size`` x T numbers in all)."""
+
+    def __init__(self, sample: ValidationSample, feature_map, folds, n_outputs: int):
+        self.sample, self.feature_map, self.folds = sample, feature_map, list(folds)
+        self.n_outputs = int(n_outputs)
+        self._Phi, self._truth = {}, {}
+
+    def __call__(self, j: int, coefs: np.ndarray, scale: float = 1.0) -> np.ndarray:
+        """Accuracies of ``coefs``; with fewer rows than the map has features, the coefficients
+        of the model on the map's leading ``len(coefs)`` features, whose columns are the map's
+        divided by ``scale`` (:func:`leading_model`)."""
+        if j not in self._Phi:
+            rows = np.flatnonzero(self.sample.fold == self.folds[j])
+            self._Phi[j] = self.feature_map.transform(np.ascontiguousarray(self.sample.X[rows]))
+            self._truth[j] = class_of(self.sample.Y[rows])
+        D = self._Phi[j][:, :coefs.shape[0]] @ coefs
+        return block_accuracies(D if scale == 1.0 else D / scale, self._truth[j],
+                                self.n_outputs)
+
+
+#: from this many reg values on, one eigendecomposition per fold (ridge.RegPath) costs less than
+#: a Cholesky solve per value: measured at T = 250 ... 1500 (one thread), numpy's eigh costs
+#: 7 to 14 Cholesky factorisations, plus 2 to 6 for the reduction by G's factor
+PATH_MIN_REGS = 10
 
 
 class SufficientStats:
@@ -357,21 +392,22 @@ class SufficientStats:
             raise ValueError("no rows were added: the least-squares sums are empty")
 
     def fold_coefs(self, fold: int, regs, R: np.ndarray | None = None, eps: float = 0.0,
-                   Linv: np.ndarray | None = None, use_path: bool | None = None) -> np.ndarray:
+                   Linv: np.ndarray | None = None, use_path: bool | None = None,
+                   total=None) -> np.ndarray:
         """Solutions on the rows outside ``fold`` for every reg, side by side: (T, len(regs) k).
 
         With many reg values one eigendecomposition serves them all (ridge.RegPath; ``Linv`` is
         RegPath.for_gram(R), computed once by the caller); its worst-conditioned solution (the
         smallest reg) is checked, and the Cholesky route (with jitter if needed) takes over when
-        the path is not accurate or not applicable. Below about ten values one Cholesky solve
-        each is cheaper than the eigensolve.
+        the path is not accurate or not applicable. Below ``PATH_MIN_REGS`` values one Cholesky
+        solve each is cheaper than the eigensolve. ``total``: :meth:`total`, if the caller has it.
         """
-        A, B, m = self.total()
+        A, B, m = self.total() if total is None else total
         A_tr, B_tr, m_tr = A - self.A[fold], B - self.B[fold], m - int(self.n[fold])
         self._check_rows(m_tr)
         regs = [float(r) for r in regs]
         if use_path is None:
-            use_path = len(regs) >= 10 and (R is None or Linv is not None)
+            use_path = len(regs) >= PATH_MIN_REGS and (R is None or Linv is not None)
         if use_path:
             try:
                 path = RegPath(A_tr, B_tr, m_tr, eps, Linv)
@@ -385,7 +421,7 @@ class SufficientStats:
 
     def each_fold_coefs(self, regs, R: np.ndarray | None = None, eps: float = 0.0) -> list:
         """:meth:`fold_coefs` of every fold, with R factored once for all of them."""
-        Linv = RegPath.for_gram(R) if len(regs) >= 10 and R is not None else None
+        Linv = RegPath.for_gram(R) if len(regs) >= PATH_MIN_REGS and R is not None else None
         return [self.fold_coefs(f, regs, R, eps, Linv) for f in range(self.n_folds)]
 
     def validation_scores(self, fold: int, coefs: np.ndarray, classifier: bool) -> np.ndarray:
@@ -448,24 +484,48 @@ def extension(regs, means, upper: float = REG_LIMITS[1], ceiling: float = 1.0):
     return None
 
 
+#: select_reg scores every COARSE_STRIDE-th value of its grid first (and its last), then the
+#: neighbours of the best until both of the best's neighbours are scored (grow_grid ``stride``)
+COARSE_STRIDE = 3
+
+
 def grow_grid(grid, score, means_of, *, ceiling: float = 1.0, upper: float = REG_LIMITS[1],
-              max_extend: int | None = EXTEND_MAX) -> list:
-    """The grid search every reg="auto" shares: ``score(regs)`` scores the increasing ``grid``,
-    then, while the choice sits at an end (:func:`extension`, from ``means_of(grid)``: the mean
-    scores of the grid's values), the next decade that way is added and scored, at most
-    ``max_extend`` times (None: until REG_LIMITS or ``upper`` stops it). Returns the final
-    grid, increasing."""
-    grid = sorted(float(v) for v in grid)
-    score(grid)
-    added = 0
-    while max_extend is None or added < max_extend:
-        more = extension(grid, means_of(grid), upper, ceiling)
-        if more is None:
-            break
-        grid = sorted(grid + [more])
-        score([more])
-        added += 1
-    return grid
+              max_extend: int | None = EXTEND_MAX, stride: int = 1,
+              start: float | None = None) -> list:
+    """The grid search every reg="auto" shares: ``score(regs)`` scores values of the increasing
+    ``grid``, ``means_of(regs)`` gives the mean scores of scored values. First every
+    ``stride``-th value and the last are scored (or, with ``start``, that value and its two
+    neighbours in the grid, ``start`` joining the grid if it is not in it); then, while a
+    neighbour in the grid of the choice (:func:`best_index`) is unscored, the unscored
+    neighbours are; and while the choice sits at an end (:func:`extension`), the next decade
+    that way is added and scored, at most ``max_extend`` times (None: until REG_LIMITS or
+    ``upper`` stops it). With ``stride`` 1 every value is scored (the whole grid); otherwise the
+    search climbs from the best of the first values to a local best, and chooses what the whole
+    grid would whenever the mean scores rise strictly to a best value (or a plateau of tied
+    best values) and then fall strictly; a plateau elsewhere can stop the climb there.
+    Returns the values scored, increasing."""
+    lattice = sorted(float(v) for v in grid)
+    if start is None:
+        first = lattice[::stride] + ([lattice[-1]] if (len(lattice) - 1) % stride else [])
+    else:
+        lattice = sorted(set(lattice) | {float(start)})
+        i = lattice.index(float(start))
+        first = lattice[max(i - 1, 0):i + 2]
+    score(first)
+    done, added = set(first), 0
+    while True:
+        regs = sorted(done)
+        i = lattice.index(regs[best_index(means_of(regs), ceiling)])
+        todo = [lattice[k] for k in (i - 1, i + 1)
+                if 0 <= k < len(lattice) and lattice[k] not in done]
+        if not todo and (max_extend is None or added < max_extend):
+            more = extension(regs, means_of(regs), upper, ceiling)
+            if more is not None:
+                lattice, todo, added = sorted(lattice + [more]), [more], added + 1
+        if not todo:
+            return regs
+        score(todo)
+        done.update(todo)
 
 
 def scored_folds(stats: SufficientStats, classifier: bool, feature_map=None):
@@ -483,58 +543,158 @@ def scored_folds(stats: SufficientStats, classifier: bool, feature_map=None):
     return accuracy, used
 
 
+#: reg="auto" scores its candidates on the model of the first T_s of the map's T features (the
+#: same draws, so T_s columns of the sums: a sub-block, free), T_s = (m T^2 / SEARCH_COST)^(1/3)
+#: but at most T/2, within [min(T, SEARCH_MIN_FEATURES), T]: the search then costs about a fixed
+#: share of the pass over the data (m T^2 flops for the Gram) whatever T, where a search at T
+#: (one T x T eigendecomposition per fold, 13 Cholesky solves of CPU at T = 4000) cost four
+#: times the fixed-reg fit; T/2 because at small T the validation sample's features and small,
+#: slow factorisations weigh more against a cheap fit. First, the whole grid is searched
+#: coarsely on the first COARSE_FEATURES.
+#: Measured in docs/BENCHMARKS.md (reg="auto"), with the full-T cross-validation of the choice.
+SEARCH_COST, SEARCH_MIN_FEATURES, COARSE_FEATURES = 40.0, 500, 200
+
+
+def search_features(n_samples: int, n_features: int) -> int:
+    """T_s, the number of leading features reg="auto" scores its candidates with, for ``n_samples``
+    rows and ``n_features`` features (see ``SEARCH_COST``): a function of the two counts alone,
+    so every mode (fit, partial_fit, Dask) scores the same model."""
+    t = round((float(n_samples) * float(n_features) ** 2 / SEARCH_COST) ** (1.0 / 3.0))
+    return int(min(n_features, max(SEARCH_MIN_FEATURES, min(n_features // 2, t))))
+
+
+def _subset_scale(feature_map, n_keep):
+    from ._prune import subset_scale
+    return subset_scale(feature_map, n_keep)
+
+
+def leading_model(stats: SufficientStats, R: np.ndarray | None, feature_map, n_keep: int):
+    """``(stats, R, feature_map)`` of the model on the first ``n_keep`` features: the same
+    draws, as if the map had been fitted with ``n_features=n_keep``. The sums are the leading
+    blocks A[:n, :n], B[:n] divided by c^2 and c, c = prune.subset_scale (kitchen sinks and
+    Fourier features scale every column by 1/sqrt(T); RKHS weightings, whose R = G is then the
+    leading block of G, do not: c = 1); every other sum (rows or weights per fold, target sums)
+    and the sample are shared, not copied. None when the map has no one-to-one centres and
+    columns (Fourier "pair")."""
+    from ._prune import subset_map      # _prune imports the Lasso: keep it lazy
+    T = stats.n_features
+    if feature_map is None or feature_map.n_output_ != T or getattr(
+            feature_map, "n_features", T) != T:
+        return None
+    c = _subset_scale(feature_map, n_keep)
+    out = SufficientStats.__new__(SufficientStats)
+    out.__dict__.update(stats.__dict__)   # every per-fold sum not over features, as it is
+    out.A = stats.A[:, :n_keep, :n_keep] / (c * c)
+    out.B = stats.B[:, :n_keep] / c
+    R = None if R is None else np.ascontiguousarray(R[:n_keep, :n_keep])
+    return out, R, subset_map(feature_map, np.arange(n_keep))
+
+
 def select_reg(stats: SufficientStats, values, classifier: bool, R: np.ndarray | None = None,
-               eps: float = 0.0, progress=None, feature_map=None):
+               eps: float = 0.0, progress=None, feature_map=None, n_search: int | None = None):
     """reg="auto" from per-fold sums, the one criterion of every mode: ``(best, table)``.
 
-    Every value of ``values`` is solved on the rows outside each non-empty fold f (from
-    A - A_f, B - B_f; :meth:`SufficientStats.fold_coefs`) and scored on f from the sums alone
+    Every candidate reg is solved on the rows outside each non-empty fold f (from A - A_f,
+    B - B_f; :meth:`SufficientStats.fold_coefs`) and scored on f from the sums alone
     (:meth:`SufficientStats.validation_scores`: R^2 for regression, minus the mean squared
     error of the +/-1 codes for classification) -- or, for a classifier whose sums keep a
     :class:`ValidationSample` when ``feature_map`` is given, by accuracy on the sample's rows of
     the fold (the squared error of the codes can prefer a worse classifier: a few rows with huge
-    decision values dominate it); the choice is the best mean score over the
-    folds (:func:`best_index`: the largest reg among those tied to rounding). While the choice
-    is at an end of the grid, the grid grows by a decade that way (:func:`extension`), since
-    the optimum may lie beyond; an extra value costs a T x T solve per fold and no pass over
-    the data. Each candidate solves the least squares (A + m reg R + m eps I) a = B (the Lasso
-    walks its own path with the same folds and scores: solvers/_lasso_cv.py).
+    decision values dominate it); the choice is the best mean score over the folds
+    (:func:`best_index`: the largest reg among those tied to rounding). Each candidate solves
+    the least squares (A + m reg R + m eps I) a = B (the Lasso walks its own path with the same
+    folds and scores: solvers/_lasso_cv.py). Only the sums enter: weighted rows enter through
+    them, and nothing here looks at a row again (except the validation sample's).
+
+    The candidates are searched coarse to fine (:func:`grow_grid`), in reg and in features:
+
+    1. on the model of the map's first T_0 features (COARSE_FEATURES, or T_s when T_s is
+       less than twice that)
+       (:func:`leading_model`: leading blocks of the sums, nothing recomputed), every
+       ``COARSE_STRIDE``-th value of ``values`` and then the neighbours of the best until the
+       best's neighbours are scored, the grid growing by a decade past an end the choice sits
+       at (:func:`extension`);
+    2. if T_s > T_0, on the model of the first T_s features (``n_search``, default
+       :func:`search_features` of the rows and T), from the value step 1 chose, its two
+       neighbours and then, the same way, the neighbours of the best.
+
+    A candidate costs one Cholesky solve per fold at its model's size (below ``PATH_MIN_REGS``
+    values at once, always here), so the search costs about 24 solves of T_0 and 9 to 15 of T_s
+    instead of an eigendecomposition of T x T per fold.
 
     ``progress`` (a Progress or callback) gets stage "search": the candidates scored so far and
-    ``best_score``. The table lists ``reg`` (increasing), ``mean_score`` and ``std_score`` over
-    the folds,
-    ``fold_scores`` (one list per reg), ``score`` ("r2", "accuracy" or "neg_mse") and ``folds``
-    (used).
+    ``best_score``. The table lists the candidates of the last step: ``reg`` (increasing),
+    ``mean_score`` and ``std_score`` over the folds, ``fold_scores`` (one list per reg),
+    ``score`` ("r2", "accuracy" or "neg_mse"), ``folds`` (used) and ``features`` (T_s, the
+    leading features they were scored with); with two steps, ``coarse`` holds step 1's
+    ``features``, ``reg`` and ``mean_score``.
     """
     accuracy, used = scored_folds(stats, classifier, feature_map)
-    Linv = RegPath.for_gram(R) if R is not None else None
-    scored = {}
+    T = stats.n_features
+    top = T if feature_map is None else int(
+        search_features(stats.n_samples, T) if n_search is None else min(n_search, T))
+    if top < T:
+        leading = leading_model(stats, R, feature_map, top)
+        if leading is None:          # a map without one column per centre: the whole model
+            top = T
+        else:
+            stats, R, feature_map = leading
+    accuracies = FoldAccuracy(stats.sample, feature_map, used, stats.n_outputs) if accuracy \
+        else None
+    ceiling = 0.0 if classifier and not accuracy else 1.0
+    progress = make_progress(progress)
+    progress.start("search", len(values))
+    count, start, coarse = [0], None, None
+    sizes = [top] if feature_map is None or top < 2 * COARSE_FEATURES else [
+        COARSE_FEATURES, top]
+    for size in sizes:
+        model = (stats, R, feature_map) if size == top else leading_model(
+            stats, R, feature_map, size)
+        if model is None:            # a map without one column per centre: the whole model
+            continue
+        scale = 1.0 if size == top else _subset_scale(feature_map, size)
+        scored = _score_on(model, used, classifier, eps, accuracies, scale, progress, count)
+        grid = grow_grid(values, scored, lambda g: [scored.table[r].mean() for r in g],
+                         ceiling=ceiling, stride=COARSE_STRIDE, start=start)
+        means = np.array([scored.table[r].mean() for r in grid])
+        start = grid[best_index(means, ceiling)]
+        if size < top:
+            coarse = {"features": int(size), "reg": grid, "mean_score": means.tolist()}
+    progress.end()
+    table = {"reg": grid, "mean_score": means.tolist(),
+             "std_score": [float(scored.table[r].std()) for r in grid],
+             "fold_scores": [scored.table[r].tolist() for r in grid],
+             "score": "accuracy" if accuracy else "neg_mse" if classifier else "r2",
+             "folds": len(used), "features": int(top)}
+    if coarse is not None:
+        table["coarse"] = coarse
+    return start, table
 
-    def score(regs):
-        regs = [r for r in regs if r not in scored]
+
+class _score_on:
+    """``score(regs)`` of :func:`grow_grid` for one model ``(stats, R, feature_map)``: the fold
+    scores of each reg in ``table``; ``scale`` relates the model's columns to those the
+    accuracies were computed with (FoldAccuracy)."""
+
+    def __init__(self, model, used, classifier, eps, accuracies, scale, progress, count):
+        self.stats, self.R, _ = model
+        self.used, self.classifier, self.eps = used, classifier, eps
+        self.accuracies, self.scale, self.progress, self.count = accuracies, scale, progress, count
+        self.total, self.Linv, self.table = self.stats.total(), None, {}
+
+    def __call__(self, regs):
+        regs = [r for r in regs if r not in self.table]
         if not regs:
             return
-        table = np.empty((len(regs), len(used)))
-        for j, f in enumerate(used):
-            coefs = stats.fold_coefs(f, regs, R, eps, Linv)
-            table[:, j] = (stats.sample.accuracy(f, feature_map, coefs, stats.n_outputs)
-                           if accuracy else stats.validation_scores(f, coefs, classifier))
-        for r, row in zip(regs, table):
-            scored[r] = row
-        means = np.array([row.mean() for row in scored.values()])
-        progress.update(len(scored), force=True,
-                        best_score=float(np.max(means[np.isfinite(means)], initial=-np.inf)))
-
-    ceiling = 0.0 if classifier and not accuracy else 1.0
-    grid = sorted(float(v) for v in values)
-    progress = make_progress(progress)
-    progress.start("search", len(grid))
-    grid = grow_grid(grid, score, lambda g: [scored[r].mean() for r in g], ceiling=ceiling)
-    progress.end()
-    means = np.array([scored[r].mean() for r in grid])
-    table = {"reg": grid, "mean_score": means.tolist(),
-             "std_score": [float(scored[r].std()) for r in grid],
-             "fold_scores": [scored[r].tolist() for r in grid],
-             "score": "accuracy" if accuracy else "neg_mse" if classifier else "r2",
-             "folds": len(used)}
-    return grid[best_index(means, ceiling)], table
+        if self.Linv is None and self.R is not None and len(regs) >= PATH_MIN_REGS:
+            self.Linv = RegPath.for_gram(self.R)
+        rows = np.empty((len(regs), len(self.used)))
+        for j, f in enumerate(self.used):
+            coefs = self.stats.fold_coefs(f, regs, self.R, self.eps, self.Linv, total=self.total)
+            rows[:, j] = (self.accuracies(j, coefs, self.scale) if self.accuracies is not None
+                          else self.stats.validation_scores(f, coefs, self.classifier))
+        self.table.update(zip(regs, rows))
+        self.count[0] += len(regs)
+        means = np.array([row.mean() for row in self.table.values()])
+        self.progress.update(self.count[0], force=True,
+                             best_score=float(np.max(means[np.isfinite(means)], initial=-np.inf)))

@@ -117,8 +117,11 @@ def test_auto_reg_is_the_default_and_refits_at_its_choice(regression_data, binar
     tests/solvers/test_sufficient.py)."""
     X, y = regression_data
     est = rw.RWRegressor(n_features=60, reg="auto", random_state=2).fit(X, y)
-    grid = list(rw.estimators._random_features.AUTO_REG["lstsq"])
-    assert set(grid) <= set(est.reg_search_["reg"]) and est.reg_ in est.reg_search_["reg"]
+    # coarse to fine: the choice and its neighbours on the decade grid are scored
+    scored = np.log10(est.reg_search_["reg"])
+    assert est.reg_ in est.reg_search_["reg"]
+    assert np.isclose(scored, np.log10(est.reg_) - 1).any() or est.reg_ <= 1e-12
+    assert np.isclose(scored, np.log10(est.reg_) + 1).any()
     dflt = rw.RWRegressor(n_features=60, random_state=2).fit(X, y)
     assert dflt.reg is None and dflt.reg_ == est.reg_
     np.testing.assert_array_equal(dflt.coef_, est.coef_)

@@ -14,15 +14,19 @@ from rwtool.solvers._sufficient import REG_LIMITS, fold_of, row_keys
 DECADES = 10.0 ** np.arange(np.log10(REG_LIMITS[0]), np.log10(REG_LIMITS[1]) + 0.5)
 
 
-def brute_force_scores(est, X, y, regs):
+def brute_force_scores(est, X, y, regs, n_keep=None):
     """Mean validation score of every reg: each fold solved densely on the other folds'
     features, R^2 averaged over outputs (regressors) or accuracy (classifiers) on the fold,
-    averaged over folds."""
+    averaged over folds. With ``n_keep``, of the model on the first ``n_keep`` features: the
+    same centres, the kitchen sinks' columns scaled by 1/sqrt(n_keep) instead of 1/sqrt(T)."""
     Phi = est.feature_matrix(X)
     Y = est._targets_for(y, len(X))
-    T = Phi.shape[1]
     fmap = est.feature_map_
-    R = fmap.gram() if fmap.has_gram else np.eye(T)
+    R = fmap.gram() if fmap.has_gram else np.eye(Phi.shape[1])
+    if n_keep is not None:
+        c = 1.0 if fmap.has_gram else np.sqrt(n_keep / Phi.shape[1])
+        Phi, R = Phi[:, :n_keep] / c, R[:n_keep, :n_keep]
+    T = Phi.shape[1]
     eps = est.eps if isinstance(est, (rw.RWClassifier, rw.RWRegressor)) else 0.0
     folds = fold_of(row_keys(X), 3)
     out = []
@@ -78,6 +82,73 @@ def test_default_reg_is_the_brute_force_cross_validated_choice(cls, kind, T, see
         assert scores[best] - np.delete(scores, best).max() > 1e-6   # an unambiguous oracle
     assert est.reg_ == pytest.approx(DECADES[best], rel=1e-12)
     assert table["score"] == ("accuracy" if cls._estimator_type == "classifier" else "r2")
+
+
+@pytest.mark.parametrize("cls, kind, seed", [(rw.RWClassifier, "binary", 0),
+                                             (rw.RKSClassifier, "multiclass", 0),
+                                             (rw.RWRegressor, "regression", 1),
+                                             (rw.RKSRegressor, "regression", 0)])
+def test_search_on_leading_features_is_the_brute_force_choice(monkeypatch, cls, kind, seed):
+    """reg="auto" scores its candidates on the models of the map's first T_0 and T_s features
+    (here 8 and 40 of 120; by default 200 and search_features(m, T)): their scores equal a
+    dense cross-validation of those models (the leading columns, rescaled for the kitchen
+    sinks), the choice is the best of that brute force over every decade, and the model is
+    the full 120-feature solve at the chosen reg.
+
+    Tolerance 1e-7 on the scores: both sides solve the same systems (Cholesky here,
+    numpy's LU there) whose condition numbers stay below about 1e8 at the regs compared, so
+    the decision values agree to about 1e-8 relative and no validation row's class flips
+    but at ties the brute force shares."""
+    from rwtool.solvers import _sufficient
+    monkeypatch.setattr(_sufficient, "COARSE_FEATURES", 8)
+    monkeypatch.setattr(_sufficient, "search_features", lambda m, T: 40)
+    X, y = _problem(kind)
+    est = cls(n_features=120, random_state=seed).fit(X, y)
+    table = est.reg_search_
+    assert table["features"] == 40 and table["coarse"]["features"] == 8
+    for n, part in ((40, table), (8, table["coarse"])):
+        ok = np.asarray(part["reg"]) >= 1e-10
+        np.testing.assert_allclose(brute_force_scores(est, X, y, part["reg"], n)[ok],
+                                   np.asarray(part["mean_score"])[ok], rtol=1e-7, atol=1e-9)
+    scores = brute_force_scores(est, X, y, DECADES, 40)
+    chosen = brute_force_scores(est, X, y, [est.reg_], 40)[0]
+    assert chosen >= scores.max() - 1e-9
+    # the fixed-reg fit adds the same sums in another order (one fold, not three): rounding
+    # of 1e-16 relative, amplified by the system's condition number (below about 1e9 here)
+    fixed = cls(n_features=120, reg=est.reg_, random_state=seed).fit(X, y)
+    np.testing.assert_allclose(est.coef_, fixed.coef_, rtol=0,
+                               atol=1e-6 * np.abs(fixed.coef_).max())
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_coarse_to_fine_search_chooses_what_the_whole_grid_does(seed):
+    """grow_grid with a stride (coarse to fine) or a start (climbing) chooses what scoring
+    every value does, on scores that rise strictly to a plateau of best values (ties) and then
+    fall strictly, the best possibly beyond either end of the grid, and never scores a value
+    twice. Oracle: best_index of the whole grid."""
+    from rwtool.solvers._sufficient import best_index, grow_grid
+    rng = np.random.default_rng(seed)
+    grid = list(10.0 ** np.arange(-12, 0))
+    peak = rng.integers(-20, 10)        # the optimum may lie beyond either end
+    # a plateau of best values (ties), then a strict fall each way
+    rises = np.concatenate([np.zeros(rng.integers(1, 4)),
+                            np.cumsum(rng.choice([1.0, 2.0], size=40))])
+
+    def truth(regs):       # minus a loss that falls then rises along the decades
+        return [-float(rises[abs(int(round(np.log10(r))) - peak)]) for r in regs]
+
+    def run(**kw):
+        calls = []
+
+        def score(regs):
+            assert not set(regs) & set(calls)
+            calls.extend(regs)
+        regs = grow_grid(grid, score, truth, ceiling=0.0, **kw)
+        return round(np.log10(regs[best_index(truth(regs), 0.0)])), regs
+    whole, regs = run()
+    assert regs[0] >= 1e-18 * 0.99 and regs[-1] <= 1e3 * 1.01
+    assert run(stride=3)[0] == whole
+    assert run(stride=3, start=float(rng.choice(grid)))[0] == whole
 
 
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")   # jitter at the tiniest regs
