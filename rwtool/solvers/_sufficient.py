@@ -494,8 +494,8 @@ def grow_grid(grid, score, means_of, *, ceiling: float = 1.0, upper: float = REG
               start: float | None = None) -> list:
     """The grid search every reg="auto" shares: ``score(regs)`` scores values of the increasing
     ``grid``, ``means_of(regs)`` gives the mean scores of scored values. First every
-    ``stride``-th value and the last are scored (or, with ``start``, that value and its two
-    neighbours in the grid, ``start`` joining the grid if it is not in it); then, while a
+    ``stride``-th value and the last are scored (or, with ``start``, that value and the next
+    one up in the grid, ``start`` joining the grid if it is not in it); then, while a
     neighbour in the grid of the choice (:func:`best_index`) is unscored, the unscored
     neighbours are; and while the choice sits at an end (:func:`extension`), the next decade
     that way is added and scored, at most ``max_extend`` times (None: until REG_LIMITS or
@@ -507,10 +507,10 @@ def grow_grid(grid, score, means_of, *, ceiling: float = 1.0, upper: float = REG
     lattice = sorted(float(v) for v in grid)
     if start is None:
         first = lattice[::stride] + ([lattice[-1]] if (len(lattice) - 1) % stride else [])
-    else:
+    else:       # upwards first: the value below is scored only if ``start`` stays the best
         lattice = sorted(set(lattice) | {float(start)})
         i = lattice.index(float(start))
-        first = lattice[max(i - 1, 0):i + 2]
+        first = lattice[i:i + 2] if i + 1 < len(lattice) else lattice[i - 1:i + 1]
     score(first)
     done, added = set(first), 0
     while True:
@@ -550,7 +550,7 @@ def scored_folds(stats: SufficientStats, classifier: bool, feature_map=None):
 #: (one T x T eigendecomposition per fold, 13 Cholesky solves of CPU at T = 4000) cost four
 #: times the fixed-reg fit; T/2 because at small T the validation sample's features and small,
 #: slow factorisations weigh more against a cheap fit. First, the whole grid is searched
-#: coarsely on the first COARSE_FEATURES.
+#: coarsely on the first max(COARSE_FEATURES, T_s / 4): a start close to T_s's best.
 #: Measured in docs/BENCHMARKS.md (reg="auto"), with the full-T cross-validation of the choice.
 SEARCH_COST, SEARCH_MIN_FEATURES, COARSE_FEATURES = 40.0, 500, 200
 
@@ -584,8 +584,8 @@ def leading_model(stats: SufficientStats, R: np.ndarray | None, feature_map, n_k
     c = _subset_scale(feature_map, n_keep)
     out = SufficientStats.__new__(SufficientStats)
     out.__dict__.update(stats.__dict__)   # every per-fold sum not over features, as it is
-    out.A = stats.A[:, :n_keep, :n_keep] / (c * c)
-    out.B = stats.B[:, :n_keep] / c
+    out.A = stats.A[:, :n_keep, :n_keep] * (1.0 / (c * c))    # one copy, exact when c = 1
+    out.B = stats.B[:, :n_keep] * (1.0 / c)
     R = None if R is None else np.ascontiguousarray(R[:n_keep, :n_keep])
     return out, R, subset_map(feature_map, np.arange(n_keep))
 
@@ -608,15 +608,16 @@ def select_reg(stats: SufficientStats, values, classifier: bool, R: np.ndarray |
 
     The candidates are searched coarse to fine (:func:`grow_grid`), in reg and in features:
 
-    1. on the model of the map's first T_0 features (COARSE_FEATURES, or T_s when T_s is
-       less than twice that)
+    1. on the model of the map's first T_0 = max(COARSE_FEATURES, T_s / 4) features (T_s when
+       T_s is less than twice COARSE_FEATURES)
        (:func:`leading_model`: leading blocks of the sums, nothing recomputed), every
        ``COARSE_STRIDE``-th value of ``values`` and then the neighbours of the best until the
        best's neighbours are scored, the grid growing by a decade past an end the choice sits
        at (:func:`extension`);
     2. if T_s > T_0, on the model of the first T_s features (``n_search``, default
-       :func:`search_features` of the rows and T), from the value step 1 chose, its two
-       neighbours and then, the same way, the neighbours of the best.
+       :func:`search_features` of the rows and T), from the value step 1 chose and the next one
+       up (the best reg grows with the features: more of them fit the noise more closely), then,
+       the same way, the neighbours of the best.
 
     A candidate costs one Cholesky solve per fold at its model's size (below ``PATH_MIN_REGS``
     values at once, always here), so the search costs about 24 solves of T_0 and 9 to 15 of T_s
@@ -646,7 +647,7 @@ def select_reg(stats: SufficientStats, values, classifier: bool, R: np.ndarray |
     progress.start("search", len(values))
     count, start, coarse = [0], None, None
     sizes = [top] if feature_map is None or top < 2 * COARSE_FEATURES else [
-        COARSE_FEATURES, top]
+        max(COARSE_FEATURES, top // 4), top]
     for size in sizes:
         model = (stats, R, feature_map) if size == top else leading_model(
             stats, R, feature_map, size)

@@ -90,10 +90,10 @@ def test_default_reg_is_the_brute_force_cross_validated_choice(cls, kind, T, see
                                              (rw.RKSRegressor, "regression", 0)])
 def test_search_on_leading_features_is_the_brute_force_choice(monkeypatch, cls, kind, seed):
     """reg="auto" scores its candidates on the models of the map's first T_0 and T_s features
-    (here 8 and 40 of 120; by default 200 and search_features(m, T)): their scores equal a
-    dense cross-validation of those models (the leading columns, rescaled for the kitchen
-    sinks), the choice is the best of that brute force over every decade, and the model is
-    the full 120-feature solve at the chosen reg.
+    (here 10 and 40 of 120; by default max(200, T_s / 4) and T_s = search_features(m, T)):
+    their scores equal a dense cross-validation of those models (the leading columns,
+    rescaled for the kitchen sinks), the choice is the best of that brute force over every
+    decade, and the model is the full 120-feature solve at the chosen reg.
 
     Tolerance 1e-7 on the scores: both sides solve the same systems (Cholesky here,
     numpy's LU there) whose condition numbers stay below about 1e8 at the regs compared, so
@@ -105,8 +105,8 @@ def test_search_on_leading_features_is_the_brute_force_choice(monkeypatch, cls, 
     X, y = _problem(kind)
     est = cls(n_features=120, random_state=seed).fit(X, y)
     table = est.reg_search_
-    assert table["features"] == 40 and table["coarse"]["features"] == 8
-    for n, part in ((40, table), (8, table["coarse"])):
+    assert table["features"] == 40 and table["coarse"]["features"] == 10
+    for n, part in ((40, table), (10, table["coarse"])):
         ok = np.asarray(part["reg"]) >= 1e-10
         np.testing.assert_allclose(brute_force_scores(est, X, y, part["reg"], n)[ok],
                                    np.asarray(part["mean_score"])[ok], rtol=1e-7, atol=1e-9)
