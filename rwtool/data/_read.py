@@ -446,11 +446,15 @@ class _BadUTF8(Exception):
         super().__init__(reason)
         self.line, self.reason = line, reason
 
-    def error(self, encoding: str, path, fix=("pass the file's encoding, e.g. {0}",
-                                             [("encoding", "cp1252")])) -> EncodingError:
-        """The user-facing error for this invalid byte."""
-        return EncodingError(f"the bytes are not valid {encoding} ({self.reason})", file=path,
-                             row=self.line, fix=fix)
+    def error(self, encoding: str, src, fix=None) -> EncodingError:
+        """The user-facing error for this invalid byte; by default the fix names the legacy
+        encoding whose decoding of the file looks most like text."""
+        if fix is None:
+            enc = guess_legacy(_non_ascii_lines(src), lambda e: _decodes(src, e))[0]
+            fix = (f"pass the file's encoding: its bytes read best as {encoding_name(enc)} "
+                   f"({{0}})", [("encoding", enc)])
+        return EncodingError(f"the bytes are not valid {encoding} ({self.reason})",
+                             file=src.name, row=self.line, fix=fix)
 
 
 def iter_blocks(source, dialect: Dialect, *, usecols=None, nrows=None, head_rows: int = 0,
@@ -760,7 +764,7 @@ def parse(source, dialect: Dialect, *, usecols=None, nrows=None, na_values=NA_VA
                            notes, names)
     except _BadUTF8 as bad:
         if not (fallback and dialect.encoding in ("utf-8", "utf-8-sig")):
-            raise bad.error(dialect.encoding, src.name) from None
+            raise bad.error(dialect.encoding, src) from None
         d2, note = legacy_dialect(src, dialect, bad)
         return _parse_with(src, d2, usecols, nrows, na_values, max_vocab, head_rows,
                            [note] + preamble_note(d2), names)

@@ -260,7 +260,7 @@ def scan_csv(path, target=None, *, features=None, ignore=None, categorical=None,
         table, n_rec, n_fit, tname, feats, cat, num = _pass_one(src, dialect, *args)
     except _BadUTF8 as bad:
         if encoding is not None:
-            raise bad.error(dialect.encoding, src.name) from None
+            raise bad.error(dialect.encoding, src) from None
         dialect, note = legacy_dialect(src, dialect, bad)
         notes.append(note)
         table, n_rec, n_fit, tname, feats, cat, num = _pass_one(src, dialect, *args)
@@ -363,7 +363,7 @@ def iter_csv(path, preprocessing: Preprocessing, *, dialect: Dialect | None = No
             yield pre._encode(table, np.arange(len(block.lines)), with_target=has_target,
                               allow_empty=True)
     except _BadUTF8 as bad:
-        raise bad.error(dialect.encoding, src.name,
+        raise bad.error(dialect.encoding, src,
                         ("pass the dialect scan_csv detected (dialect=scan.dialect)", [])
                         ) from None
 

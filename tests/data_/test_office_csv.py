@@ -257,3 +257,34 @@ def test_fixes_in_the_callers_words(tmp_path, capsys):
     with pytest.raises(D.NonNumericError) as e:
         D.read_csv(p, "y")
     assert e.value.phrase(cli.CLI_TERMS) == e.value.phrase(APP_TERMS) == str(e.value)
+
+
+@pytest.mark.parametrize("encoding", [v for _, v in
+                                      __import__("gui.logic.read_options",
+                                                 fromlist=["ENCODINGS"]).ENCODINGS if v])
+def test_every_encoding_the_app_offers_reads_its_file(tmp_path, encoding):
+    # the app's Reading options pass these names as encoding=; each must read its own bytes
+    text = {"cp932": "大阪", "gb18030": "北京", "cp949": "서울", "cp1251": "Москва"}.get(
+        encoding, "Zürich")
+    p = tmp_path / "enc.csv"
+    p.write_bytes(f"k,y\n{text},1\nB,2\n{text},3\n".encode(encoding))
+    ds = D.read_csv(p, "y", encoding=encoding)
+    assert ds.feature_names == ["k=B", f"k={text}"]
+    scan = D.scan_csv(p, "y", encoding=encoding)
+    assert scan.preprocessing.feature_names_out == ds.feature_names
+
+
+@pytest.mark.slow
+def test_encoding_option_of_the_command(tmp_path, capsys):
+    p = tmp_path / "sjis.csv"
+    p.write_bytes(make(["k", "y"], zip(CITIES, Y), encoding="cp932"))
+    code = cli.main(["train", str(p), "--target", "y", "--task", "regression", "-T", "8",
+                     "--no-bounds", "--no-progress", "--json", "--encoding", "shift_jis"])
+    out, errtext = capsys.readouterr()
+    assert code == 0, errtext
+    doc = json.loads(out)
+    assert doc["feature_names"] == ["k=名古屋", "k=大阪", "k=東京"]
+    assert not any("encoding" in n for n in doc["notes"])     # stated, not guessed
+    code = cli.main(["train", str(p), "--target", "y", "--encoding", "utf-8", "--no-progress"])
+    _, errtext = capsys.readouterr()
+    assert code != 0 and "not valid utf-8" in errtext and "--encoding cp932" in errtext
