@@ -309,7 +309,7 @@ class Preprocessing:
             col = table.col(spec["name"])
             if spec["kind"] == "numeric":
                 V[slot[i]], miss = _numeric_block(col, rows, spec, self.max_abs, path,
-                                                  table.lines)
+                                                  table.lines, table.dialect.decimal)
             else:
                 ids[slot[i]], miss = _categorical_block(col, rows, spec, self.handle_unknown,
                                                         path, table.lines)
@@ -378,7 +378,7 @@ def format_note(spec: dict) -> str:
     return f"column {spec['name']!r}: numbers written with {describe_format(spec['format'])}"
 
 
-def _numeric_block(col: Column, rows, spec, max_abs, path, lines):
+def _numeric_block(col: Column, rows, spec, max_abs, path, lines, decimal="."):
     codes, values = col.codes[rows], col.values[rows]
     text = np.flatnonzero(codes >= 0)
     fmt = spec.get("format")
@@ -394,9 +394,10 @@ def _numeric_block(col: Column, rows, spec, max_abs, path, lines):
         lit = cell.replace("{", "{{").replace("}", "}}")      # the cell, inside a template
         fix = ("fix the value, mark it missing (na_values), or declare the column categorical "
                "({1})", [("numeric", [col.name]), ("categorical", [col.name])])
-        cell_fmt, _ = detect_format([cell], ".")
+        # what the cell looks like beside the column's other cells ("1,234" beside 0.25)
+        cell_fmt, _ = detect_format([cell], decimal, False, col.decimal_marks(decimal))
         declare = "declare the column numeric ({0}) to read such cells as numbers"
-        if re.match(r"^[+-]?\d+,\d+$", cell):
+        if re.match(r"^[+-]?\d+,\d+$", cell) and (cell_fmt or {}).get("thousands") != ",":
             fix = (f"it looks like a decimal comma: pass {{2}} or {declare}",
                    fix[1] + [("decimal", ",")])
         elif cell_fmt is not None and not fmt:

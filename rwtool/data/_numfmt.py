@@ -69,8 +69,8 @@ def detect_format(texts, decimal: str = ".", declared: bool = False, shown=froze
     (bool), thousands (" ", ",", "." or None), decimal ("." or ",").
 
     The style is decided from all the column's cells: ``shown`` holds the decimal marks its
-    plain number cells show ("," for "0,5", "." for "2.5"), so "1.234" beside "0,5" is 1234
-    and "1,234" beside "2.5" is 1234. A lone "1,234" or "1.234" follows the file's decimal
+    plain number cells show ("," for "0,5", "." for "0.25"), so "1.234" beside "0,5" is 1234
+    and "1,234" beside "0.25" is 1234. A lone "1,234" or "1.234" follows the file's decimal
     mark ``decimal`` ("1,234" in a decimal-point file is ambiguous unless ``declared``: the
     user said the column is numeric).
     """

@@ -259,7 +259,7 @@ def type_cells(cells, decimal: str, na: frozenset, fast: bool, intern):
     str); text cells get their codes from ``intern(list of distinct texts) -> codes``. Excel
     error values are missing cells (code -2), reported in ``Seen``. In a decimal-comma file a
     cell written "1.234" is left as text, for the column's number format to read (a thousands
-    dot beside "0,5", a decimal point beside "2.5").
+    dot beside "0,5", a decimal point beside "0.25").
 
     Each cell is typed by its text alone, so the work is chosen by what the chunk holds, never
     changing the result: a numeric chunk is cast whole in C (tried on a sample first: a cast
@@ -341,10 +341,10 @@ def _type_cells(arr, decimal, na, intern):
 
 def shows_decimal_point(x: np.ndarray) -> bool:
     """Whether numbers read in a decimal-point file show that their dot is a decimal point: a
-    fraction that is not three digits after a group of one to three ("2.5", not "1.234",
-    which may be a thousands dot)."""
-    x = x[np.isfinite(x)]
-    frac = x[x != np.floor(x)]
+    fraction that is not three digits after a group of one to three ("0.25", "2.3456"; not
+    "1.234", which may be a thousands dot, nor 2.5, which may have been written "2.500")."""
+    frac = x[x != np.floor(x)]           # one pass for whole numbers (NaN comes through)
+    frac = frac[np.isfinite(frac)]
     k = np.abs(frac) * 1000
     grouped = (np.abs(frac) >= 1) & (np.abs(frac) < 1000) & (np.abs(k - np.round(k)) <= 1e-9 * k)
     return bool(np.any(~grouped))
