@@ -129,7 +129,9 @@ def estimate_tau(feature_map, X, n_draws=1000, random_state=0) -> float:
     """tau ~ max_x sqrt((1/T') sum_t phi(u_t, x)^2) over the rows of X (003 Section 7.3)."""
     fresh = fresh_map(feature_map, n_draws, random_state)
     best = 0.0
-    for start in range(0, X.shape[0], 4096):
-        P = fresh.base_predictor(np.ascontiguousarray(X[start:start + 4096]))
-        best = max(best, float(np.sqrt(np.max(np.mean(P * P, axis=1)))))
+    # blocks of rows x n_draws floats, about 8 MB each whatever the number of rows
+    step = max(1, 2**20 // max(1, int(n_draws)))
+    for start in range(0, X.shape[0], step):
+        P = fresh.base_predictor(np.ascontiguousarray(X[start:start + step]))
+        best = max(best, float(np.sqrt(np.max(np.einsum("ij,ij->i", P, P)) / P.shape[1])))
     return best
