@@ -447,6 +447,12 @@ class ResultsPanel(QTabWidget):
                                      ("test", res.get("X_test2"), res.get("y_test"), True)):
             if X is None:
                 continue
+            # at most MAX_SCATTER symbols per set, as the regression plots (pyqtgraph styles
+            # and paints each symbol in Python, at every repaint)
+            _, _, n, idx = thin_points(X[:, 0], X[:, 1])
+            if idx is not None:
+                X, yv = X[idx], np.asarray(yv)[idx]
+                label = f"{label} ({len(idx):,} of {n:,}, at random)"
             if classes is not None:
                 for i, c in enumerate(classes):
                     m = np.asarray(yv) == c

@@ -158,14 +158,21 @@ class RunList(QWidget):
         return [self.table.item(r, 0).data(Qt.UserRole) for r in rows]
 
     def select(self, run_ids) -> None:
-        self.table.clearSelection()
-        mode = self.table.selectionMode()
-        self.table.setSelectionMode(QAbstractItemView.MultiSelection)
-        for rid in run_ids:
-            r = self._row_of(rid)
-            if r is not None:
-                self.table.selectRow(r)
-        self.table.setSelectionMode(mode)
+        # one selection change for the lot: each row selected alone redrew the comparison and
+        # showed the first run's results, one after the other in the same turn
+        self.table.blockSignals(True)
+        try:
+            self.table.clearSelection()
+            mode = self.table.selectionMode()
+            self.table.setSelectionMode(QAbstractItemView.MultiSelection)
+            for rid in run_ids:
+                r = self._row_of(rid)
+                if r is not None:
+                    self.table.selectRow(r)
+            self.table.setSelectionMode(mode)
+        finally:
+            self.table.blockSignals(False)
+        self._selection()
 
     # -- comparison ---------------------------------------------------------------------------
     def _selection(self) -> None:
