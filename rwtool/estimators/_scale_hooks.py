@@ -84,6 +84,7 @@ class ScaleHooks:
     def fit(self, X, y, callback=None):
         self.__dict__.pop("_stream", None)   # a fit replaces any partial_fit stream
         if is_dask(X) or is_dask(y):
+            check_feature_names(self, X, reset=True)     # a Dask DataFrame's columns
             return _dask_fit(self, X, y, callback=callback)
         return super().fit(X, y, callback=callback)
 

@@ -30,10 +30,11 @@ from __future__ import annotations
 
 import operator
 import time
+import warnings
 
 import numpy as np
 
-from .._base import check_array, check_is_fitted, class_labels
+from .._base import check_array, check_feature_names, check_is_fitted, class_labels
 from ..features import RowMaxima
 from ..progress import make_progress
 from ..solvers._sufficient import SufficientStats
@@ -223,13 +224,17 @@ def _apply(block, est, method, width):
         return np.empty((0,) if width is None else (0, width),
                         dtype=est.classes_.dtype if method == "predict" and hasattr(
                             est, "classes_") else float)
-    return getattr(est, method)(block)
+    with warnings.catch_warnings():
+        # a block is an array: the collection's column names were checked by lazy()
+        warnings.filterwarnings("ignore", "X does not have valid feature names", UserWarning)
+        return getattr(est, method)(block)
 
 
 def lazy(est, method, X):
     """``est.<method>(X)`` as a lazy Dask array, one task per partition of X."""
     dask, da = _dask()
     check_is_fitted(est)
+    check_feature_names(est, X, reset=False)
     Xd = _to_array(X, da)
     if Xd.ndim != 2:
         raise ValueError(f"expected a 2-D array for X, got {Xd.ndim} dimension(s)")

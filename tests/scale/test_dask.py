@@ -184,6 +184,10 @@ def test_dataframe_input_and_auto_reg_equal_the_stream(client, data):
     assert _rel(est.coef_, stream.coef_) < 1e-7
     out = est.predict(dd.from_pandas(frame[list("abcd")], npartitions=2))
     assert _rel(out.compute(), stream.predict(X)) < 1e-9
+    # the collection's column names are kept and checked (scikit-learn's conventions)
+    assert list(est.feature_names_in_) == list("abcd")
+    with pytest.raises(ValueError, match="should match"):
+        est.predict(dd.from_pandas(frame[list("abdc")], npartitions=2))
 
 
 @pytest.mark.parametrize("cls, task", [(rw.RKSClassifier, "multiclass"),
