@@ -24,56 +24,52 @@ class ExportActions:
             self.show_error("Select a trained run first (Runs tab).")
         return run
 
-    def save_model_dialog(self) -> None:
+    def _model_file_dialog(self, title: str, filters: str, suffix: str, write) -> None:
+        """Ask where to write the selected run's model as a ``suffix`` file, then ``write``."""
         run = self._need_run()
         if run is None:
             return
-        path = self._ask_save("Save model", "rwtool models (*.rwm)", f"run{run.run_id}.rwm")
+        path = self._ask_save(title, filters, f"run{run.run_id}{suffix}")
         if path:
-            if not path.lower().endswith(MODEL_SUFFIX):
-                path += MODEL_SUFFIX
-            self.save_model(path, run)
+            if not path.lower().endswith(suffix):
+                path += suffix
+            write(path, run)
 
-    def save_model(self, path: str, run: Run | None = None) -> bool:
+    def _write_model_file(self, path, run, write, failed: str, done: str) -> bool:
+        """``write(run, path, preprocessing)`` with its errors shown; the info line says
+        ``done`` (its ``{name}``: the run's) and the temporaries of killed writes it removed
+        first."""
         run = run or self._need_run()
         if run is None:
             return False
         try:
-            saved = export.save_model(run, path, run.data.get("preprocessing"))
-        except (ValueError, TypeError, OSError) as exc:
-            self.show_error(f"Cannot save the model: {exc}")
-            return False
-        note = getattr(saved, "note", None)     # temporaries of killed saves, removed first
-        self.show_info(f"Saved {run.name} to {path}" + (f"; {note}" if note else ""))
-        return True
-
-    def export_onnx_dialog(self) -> None:
-        run = self._need_run()
-        if run is None:
-            return
-        path = self._ask_save("Export ONNX graph", "ONNX graphs (*.onnx)",
-                              f"run{run.run_id}.onnx")
-        if path:
-            if not path.lower().endswith(".onnx"):
-                path += ".onnx"
-            self.export_onnx(path, run)
-
-    def export_onnx(self, path: str, run: Run | None = None) -> bool:
-        run = run or self._need_run()
-        if run is None:
-            return False
-        try:
-            saved = export.export_onnx(run, path, run.data.get("preprocessing"))
-        except ImportError as exc:          # the onnx package is an optional extra
+            saved = write(run, path, run.data.get("preprocessing"))
+        except ImportError as exc:          # an optional package (onnx) is missing
             self.show_error(str(exc))
             return False
         except (ValueError, TypeError, OSError) as exc:
-            self.show_error(f"Cannot export the ONNX graph: {exc}")
+            self.show_error(f"{failed}: {exc}")
             return False
         note = getattr(saved, "note", None)
-        self.show_info(f"Exported {run.name} as an ONNX graph to {path}"
-                       + (f"; {note}" if note else ""))
+        self.show_info(f"{done.format(name=run.name)} to {path}" + (f"; {note}" if note else ""))
         return True
+
+    def save_model_dialog(self) -> None:
+        self._model_file_dialog("Save model", "rwtool models (*.rwm)", MODEL_SUFFIX,
+                                self.save_model)
+
+    def save_model(self, path: str, run: Run | None = None) -> bool:
+        return self._write_model_file(path, run, export.save_model, "Cannot save the model",
+                                      "Saved {name}")
+
+    def export_onnx_dialog(self) -> None:
+        self._model_file_dialog("Export ONNX graph", "ONNX graphs (*.onnx)", ".onnx",
+                                self.export_onnx)
+
+    def export_onnx(self, path: str, run: Run | None = None) -> bool:
+        return self._write_model_file(path, run, export.export_onnx,
+                                      "Cannot export the ONNX graph",
+                                      "Exported {name} as an ONNX graph")
 
     def export_predictions_dialog(self) -> None:
         run = self._need_run()
