@@ -120,12 +120,13 @@ def score(text: str, encoding: str) -> float:
 
 
 def guess_legacy(sample: bytes, decodes=None) -> tuple[str, float, list[tuple[str, float]]]:
-    """(encoding, its score, every candidate's score) for bytes that are not UTF-8.
+    """(encoding, its score, the score of every candidate that decodes ``sample``) for bytes
+    that are not UTF-8.
 
     ``sample``: bytes of the file holding its non-ASCII text (cut at a line break);
-    ``decodes(encoding)``: whether the whole file decodes so (None: the sample is the file).
-    A candidate that cannot decode the sample or the file is not scored; Latin-1 is the
-    answer when none is left.
+    ``decodes(encoding)``: whether the whole file decodes so (None: the sample is the file),
+    asked in the order of the scores, so a file is decoded whole once in the usual case. The
+    best-scored candidate that decodes the file wins; Latin-1 when none does.
     """
     scored = []
     for enc in LEGACY:
@@ -133,10 +134,8 @@ def guess_legacy(sample: bytes, decodes=None) -> tuple[str, float, list[tuple[st
             text = sample.decode(enc)
         except UnicodeDecodeError:
             continue
-        if decodes is not None and not decodes(enc):
-            continue
         scored.append((enc, score(text, enc)))
-    if not scored:
-        return "latin-1", 0.0, []
-    best = max(scored, key=lambda es: es[1])       # the first of equal scores
-    return best[0], best[1], scored
+    for enc, s in sorted(scored, key=lambda es: -es[1]):     # stable: ties keep LEGACY's order
+        if decodes is None or decodes(enc):
+            return enc, s, scored
+    return "latin-1", 0.0, scored

@@ -16,7 +16,8 @@ file: a legacy encoding guessed from the first bytes is checked against every by
 detected as UTF-8 from its first bytes that is not valid UTF-8 further down is read again, from
 the start, in the best-scored legacy encoding (rwtool.data._charset), and the choice is
 reported in the table's notes; lines before the header (Excel's "sep=;", "#" comments) are
-skipped as the dialect says. This module must not decide column roles, encode features or fit anything.
+skipped as the dialect says. This module must not decide column roles, encode features or fit
+anything.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
 from ._charset import encoding_name, guess_legacy
-from ._dialect import NA_VALUES, Dialect, Source, open_source
+from ._dialect import _DOT_GROUPS, NA_VALUES, Dialect, Source, open_source
 from ._scan import (BLANK, NEWLINE_IN_QUOTES, TRAILING_EMPTY, compact_records, scan_records,
                     trim_trailing_field)
 from ._errors import (DataError, DuplicateColumnError, EmptyFileError, EncodingError, HeaderError,
@@ -237,8 +238,6 @@ class Column:
 EXCEL_ERRORS = ("#DIV/0!", "#VALUE!", "#N/A", "#REF!", "#NAME?", "#NUM!", "#NULL!",
                 "#GETTING_DATA", "#SPILL!", "#CALC!", "#FIELD!", "#BLOCKED!", "#UNKNOWN!")
 _EXCEL_SET = pa.array(EXCEL_ERRORS, pa.string())
-# "1.234" in a decimal-comma file: a thousands dot or a decimal point, decided per column
-_DOT_GROUPS = r"^[+-]?[0-9]{1,3}(?:\.[0-9]{3})+$"
 
 
 @dataclass
@@ -313,7 +312,8 @@ def _type_cells(arr, decimal, na, intern):
     is_num = pc.and_not(pc.match_substring_regex(tnum, _NUMBER), is_na)
     marks = set()
     if decimal == ",":
-        is_num = pc.and_not(is_num, pc.match_substring_regex(t, _DOT_GROUPS))
+        # "1.234": a thousands dot or a decimal point, decided per column
+        is_num = pc.and_not(is_num, pc.match_substring_regex(t, _DOT_GROUPS.pattern))
         for m in (",", "."):
             if pc.any(pc.and_(is_num, pc.match_substring(t, m))).as_py():
                 marks.add(m)
