@@ -30,7 +30,7 @@ from rwtool.progress import FitCancelled
 
 from .logic.evaluate import chose_reg, evaluate
 from .logic.plans import Holdout, supports
-from .logic.terms import APP_TERMS
+from .logic.terms import app_words
 
 __all__ = ["TrainJob", "PruneJob", "CallJob", "TrainWorker", "WorkerController",
            "run_in_background", "describe_error", "warm_up_jobs"]
@@ -39,9 +39,8 @@ __all__ = ["TrainJob", "PruneJob", "CallJob", "TrainWorker", "WorkerController",
 def describe_error(exc: BaseException) -> dict:
     """A message for people (no traceback) and the details for the log."""
     name = type(exc).__name__
-    # a rwtool.report error names its fix in the app's words (the control to change)
-    phrase = getattr(exc, "phrase", None)
-    text = (phrase(APP_TERMS) if callable(phrase) else str(exc)).strip() or name
+    # rwtool's data and report errors name their fix in the app's words (the control to change)
+    text = app_words(exc).strip() or name
     if name == "LinAlgError":
         text = (f"numerical failure in a linear solve ({text}); try a larger reg, fewer "
                 f"features, or standardised inputs")

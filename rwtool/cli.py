@@ -31,7 +31,7 @@ from .exceptions import FitCancelled, ModelFileError, NumericalError, human_byte
 from .persist import read_info, read_model, save, to_onnx
 from .report import (METHODS, SCORING_WORDS, Terms, apply_to_file, bound_meanings, bounds_table,
                      check_labels, defined_scores, evaluate, fit_summary, importance_on_file,
-                     prediction_columns, scoring_words, write_csv, write_predictions)
+                     phrase, prediction_columns, scoring_words, write_csv, write_predictions)
 from .resources import MEMORY_FRACTION, available_memory
 from .scale import can_stream, train_csv
 
@@ -152,6 +152,11 @@ class ProgressBar:
             return signal.signal(signal.SIGINT, handler)
         except ValueError:          # not in the main thread (tests, embedding)
             return None
+
+
+def _words(notes) -> list[str]:
+    """The notes with their advice in the command line's words (``--ignore id``)."""
+    return [phrase(n, CLI_TERMS) for n in notes if n]
 
 
 def _fmt(v) -> str:
@@ -348,6 +353,7 @@ def _report_training(args, est, metrics, notes, preprocessing, data_summary,
                      bounds=()) -> None:
     """Save the model (with --out) and print the training report (table or JSON); the bound
     rows (rwtool.report.bounds_table) are printed with what each number means."""
+    notes = _words(notes)
     saved = None
     if args.out:
         saved = save(est, args.out, preprocessing=preprocessing, metrics=metrics,
@@ -484,7 +490,7 @@ def cmd_predict(args) -> int:
     columns = prediction_columns(mf.estimator, ds.X, ds.rows, res.pred, args.decision)
     if args.json:
         _emit_json({"command": "predict", "model": mf.path, "data": args.data,
-                    "n_rows": ds.n_samples, "notes": res.notes,
+                    "n_rows": ds.n_samples, "notes": _words(res.notes),
                     "columns": {k: np.asarray(v).tolist() for k, v in columns.items()}})
         if args.out:
             _write_predictions(args.out, columns)
@@ -493,7 +499,7 @@ def cmd_predict(args) -> int:
         _write_predictions(args.out, columns)
         if not args.quiet:
             print(f"{ds.n_samples} predictions written to {os.path.abspath(args.out)}")
-            for n in res.notes:
+            for n in _words(res.notes):
                 print(f"  note: {n}")
     else:
         write_csv(sys.stdout, columns)
@@ -520,7 +526,7 @@ def cmd_evaluate(args) -> int:
                                               "matrix": ev.confusion.tolist()}
     if args.json:
         _emit_json({"command": "evaluate", "model": mf.path, "data": args.data, "task": task,
-                    "metrics": m, "confusion": conf, "notes": res.notes})
+                    "metrics": m, "confusion": conf, "notes": _words(res.notes)})
         return EXIT_OK
     print(f"{type(est).__name__} on {os.path.basename(args.data)} ({task}, "
           f"{ds.n_samples} rows)")
@@ -532,7 +538,7 @@ def cmd_evaluate(args) -> int:
         print("  " + " " * w + "".join(f" {s:>{w}}" for s in labels))
         for s, row in zip(labels, conf["matrix"]):
             print(f"  {s:>{w}}" + "".join(f" {v:>{w}}" for v in row))
-    for n in res.notes:
+    for n in _words(res.notes):
         print(f"  note: {n}")
     return EXIT_OK
 
@@ -597,7 +603,7 @@ def cmd_inspect(args) -> int:
         return _inspect_importance(args)
     pv = preview_csv(args.data, n_head=args.head, **_dialect_options(args))
     if args.json:
-        _emit_json(pv.to_dict())
+        _emit_json({**pv.to_dict(), "notes": _words(pv.notes)})
         return EXIT_OK
     print(f"{args.data}: {pv.n_rows} rows, {len(pv.names)} columns ({pv.dialect.describe()})")
     w = max(len(n) for n in pv.names)
@@ -612,7 +618,7 @@ def cmd_inspect(args) -> int:
         print(f"  {c.name:<{w}}  {c.kind:<11} {c.n_missing:>7} {c.n_distinct:>8}  {detail}")
     t = pv.suggested_target()
     print(f"  suggested target: {t!r} ({pv.infer_task(t)})")
-    for n in pv.notes:
+    for n in _words(pv.notes):
         print(f"  note: {n}")
     return EXIT_OK
 
@@ -638,7 +644,7 @@ def _inspect_importance(args) -> int:
                     "n_rows": ds.n_samples, "scoring": res.scoring,
                     "baseline_score": res.baseline_score, "n_repeats": args.n_repeats,
                     "seed": args.seed, "share_meaning": res.share_meaning or None,
-                    "importance": [vars(r) for r in rows], "notes": list(ds.notes)})
+                    "importance": [vars(r) for r in rows], "notes": _words(ds.notes)})
         return EXIT_OK
     if args.quiet:
         return EXIT_OK
@@ -655,7 +661,7 @@ def _inspect_importance(args) -> int:
               + (f"  {r.share:.4f}" if share else ""))
     if share:
         print(f"  share: the model's own importance ({res.share_meaning})")
-    for n in ds.notes:
+    for n in _words(ds.notes):
         print(f"  note: {n}")
     return EXIT_OK
 
@@ -853,9 +859,8 @@ estimator parameter can be set with --param NAME=VALUE.""")
 # ============================================================================ entry point
 
 def _one_line(exc: BaseException) -> str:
-    """The error in one line; a rwtool.report error phrases its fix with the CLI's options."""
-    phrase = getattr(exc, "phrase", None)
-    text = " ".join((phrase(CLI_TERMS) if callable(phrase) else str(exc)).split())
+    """The error in one line; a data or report error phrases its fix with the CLI's options."""
+    text = " ".join(phrase(exc, CLI_TERMS).split())
     return text or type(exc).__name__
 
 

@@ -10,7 +10,8 @@ used before ``fit``), :class:`FitCancelled` (the progress callback asked to stop
 :class:`DataError` (the base of the located data errors of rwtool.data),
 :class:`ModelFileError` (a model file that cannot be written or read),
 :class:`InvalidParameterError` (a parameter outside its table, rwtool._params) and
-:class:`MixedLabelsError` (labels that are not classes) complete the set.
+:class:`MixedLabelsError` (labels that are not classes) complete the set; :class:`Note` is a
+note whose advice each caller words its own way, as a DataError's fix.
 
 This module must not import any other rwtool module: every layer imports it.
 """
@@ -23,7 +24,7 @@ import numpy as np
 
 __all__ = ["NumericalError", "NumericalWarning", "ConvergenceWarning", "InsufficientMemoryError",
            "InvalidParameterError", "MixedLabelsError", "NotFittedError", "FitCancelled",
-           "DataError", "ModelFileError", "check_finite_result", "human_bytes"]
+           "DataError", "ModelFileError", "Note", "check_finite_result", "human_bytes"]
 
 
 class InvalidParameterError(ValueError, TypeError):
@@ -186,8 +187,33 @@ class DataError(ValueError):
 
 
 def _api_setting(name: str, value) -> str:
-    """A setting as the Python API writes it: ``name=value`` (``header=False``)."""
-    return f"{name}={value!r}"
+    """A setting as the Python API writes it: ``name=value`` (``header=False``; ``name=...``
+    when the value is for the user to choose)."""
+    return f"{name}=..." if value is None else f"{name}={value!r}"
+
+
+class Note(str):
+    """A note for the user (``Dataset.notes``) whose advice names settings: the text is the
+    API's words, :meth:`phrase` any caller's, as :class:`DataError`'s ``fix`` (a template with
+    ``{0}``, ``{1}``, ... and the ``(name, value)`` settings that go there)."""
+
+    def __new__(cls, template: str, settings=()):
+        settings = list(settings)
+        note = super().__new__(cls, template.format(*(_api_setting(n, v) for n, v in settings)))
+        note.fix = (template, settings)
+        return note
+
+    @staticmethod
+    def literal(text: str) -> str:
+        """``text`` (a column name, a cell) written into a template as it is."""
+        return str(text).replace("{", "{{").replace("}", "}}")
+
+    def phrase(self, terms) -> str:
+        """The note in the words of ``terms`` (rwtool.report.Terms)."""
+        return self.fix[0].format(*(terms.setting(n, v) for n, v in self.fix[1]))
+
+    def __reduce__(self):                    # pickled (a Dataset sent to a worker) as a Note
+        return (Note, self.fix)
 
 
 class ModelFileError(ValueError):

@@ -6,9 +6,9 @@ rwtool.report's errors phrase their fix with a caller's Terms (the command line 
 
 from __future__ import annotations
 
-from rwtool.report import Terms
+from rwtool.report import Terms, phrase
 
-__all__ = ["APP_TERMS"]
+__all__ = ["APP_TERMS", "app_words"]
 
 APP_TERMS = Terms("app", {"task": "Task = {value} in the Data tab",
                           "target": "Target = {value} in the Data tab",
@@ -18,3 +18,8 @@ APP_TERMS = Terms("app", {"task": "Task = {value} in the Data tab",
                           "decimal": "Decimal mark = '{value}' in the Reading options",
                           "delimiter": "Delimiter = '{value}' in the Reading options",
                           "header": "Header = no header line in the Reading options"})
+
+
+def app_words(message) -> str:
+    """An error's or note's text with its advice in the app's words (the control to change)."""
+    return phrase(message, APP_TERMS)

@@ -23,6 +23,7 @@ from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QDoubleSpinBox, QFo
 from rwtool import data as rwdata
 
 from ..logic.read_options import KEYS as READ_KEYS
+from ..logic.terms import app_words
 from ..widgets.read_options import ReadOptions
 from ..worker import run_in_background
 
@@ -472,7 +473,7 @@ class DataPanel(QWidget):
             task += f" ({len(tr.classes)} classes)"
         text = "Ready: " + ", ".join(parts) + f"; task {task}."
         if tr.notes:
-            text += "<br><i>" + html.escape("; ".join(tr.notes)) + "</i>"
+            text += "<br><i>" + html.escape("; ".join(map(app_words, tr.notes))) + "</i>"
         self.status_label.setText(text)
 
     @property

@@ -24,6 +24,7 @@ from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QFormLayout, QGroup
                                QTableWidgetItem, QTabWidget, QVBoxLayout, QWidget)
 
 from ..logic.formats import format_metric
+from ..logic.terms import app_words
 from ..widgets.importance import ImportanceView
 from ..widgets.plots import PALETTE, ResultPlot, pen, scatter, thin_points
 
@@ -268,7 +269,7 @@ class ResultsPanel(QTabWidget):
             notes.append("<b>Cancelled:</b> the model is the last completed iterate.")
         for w in res.get("warnings", []):
             notes.append(f"<span style='color:#8a5a00'>warning: {html.escape(w)}</span>")
-        notes += [html.escape(n) for n in res.get("notes", [])]
+        notes += [html.escape(app_words(n)) for n in res.get("notes", [])]
         self.metrics_view.show(title, res.get("metrics", {}), notes, res.get("meanings"))
         self.metrics_view.show_classes(res.get("per_class"))
         cls_task = res.get("task") != "regression"

@@ -21,6 +21,7 @@ from ._read import Column, Table, canon, parse, table_from_rows
 from ._errors import (AllMissingError, HighCardinalityError, MissingColumnError, MissingValueError,
                       NonFiniteError, NonNumericError, SingleClassError, TargetError,
                       UnseenCategoryError, HeaderOnlyError, EmptyFileError, ScaleError)
+from ..exceptions import Note
 from ._dataset import Dataset
 from ._numfmt import check_format, describe_format, detect_format, parse_formatted
 
@@ -391,7 +392,7 @@ def _numeric_block(col: Column, rows, spec, max_abs, path, lines, decimal="."):
     if len(text):
         i = int(text[0])
         cell = col.vocab[int(codes[i])]
-        lit = cell.replace("{", "{{").replace("}", "}}")      # the cell, inside a template
+        lit = Note.literal(cell)
         fix = ("fix the value, mark it missing (na_values), or declare the column categorical "
                "({1})", [("numeric", [col.name]), ("categorical", [col.name])])
         # what the cell looks like beside the column's other cells ("1,234" beside 0.25)

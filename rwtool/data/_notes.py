@@ -4,7 +4,8 @@ A reader that detects its dialect can be right by the rules and still wrong abou
 first line that numbers the columns was read as column names (it may be a data row), or a
 feature column numbers the rows (pandas' saved index, which carries no information about the
 target). ``note_guesses`` appends one plain sentence per such finding, with the option that
-undoes the guess, to ``table.notes``; ``read_csv`` and ``preview_csv`` carry them to the user.
+undoes the guess, to ``table.notes``; ``read_csv`` and ``preview_csv`` carry them to the user. The options are
+named in each caller's words (rwtool.exceptions.Note).
 
 This module only explains: it must not change a value, a type, a column role or the dialect,
 and must not raise on any table the reader produced.
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..exceptions import Note
 from ._dialect import _numbered
 
 __all__ = ["note_guesses"]
@@ -33,9 +35,10 @@ def note_guesses(table, header, names, features=None) -> None:
 def _note_numbered_header(table, header, names) -> None:
     numbered = _numbered(table.names) or (table.names[0] == "col1" and _numbered(table.names[1:]))
     if header is None and names is None and table.dialect.header and numbered:
-        table.notes.append(f"the first line ({', '.join(table.names[:3])}, ...) was read as "
-                           f"column names (it numbers the columns); pass header=False "
-                           f"(command line: --no-header) if it is data")
+        first = Note.literal(", ".join(table.names[:3]))
+        table.notes.append(Note(f"the first line ({first}, ...) was read as column names (it "
+                                f"numbers the columns); pass {{0}} if it is data",
+                                [("header", False)]))
 
 
 def _note_row_index(table, features) -> None:
@@ -46,7 +49,7 @@ def _note_row_index(table, features) -> None:
             continue
         v = c.values
         if v[0] in (0.0, 1.0) and np.array_equal(v, np.arange(v[0], v[0] + n)):
-            table.notes.append(
-                f"column {name!r} numbers the rows ({v[0]:.0f}, {v[1]:.0f}, ..., {v[-1]:.0f}): "
-                f"a row index carries no information about the target; ignore it "
-                f"(ignore=[{name!r}]; command line: --ignore {name})")
+            table.notes.append(Note(
+                f"column {Note.literal(repr(name))} numbers the rows ({v[0]:.0f}, {v[1]:.0f}, "
+                f"..., {v[-1]:.0f}): a row index carries no information about the target; "
+                f"ignore it ({{0}})", [("ignore", [name])]))

@@ -34,6 +34,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
+from ..exceptions import Note
 from ._charset import encoding_name, guess_legacy
 from ._dialect import _DOT_GROUPS, NA_VALUES, Dialect, Source, open_source
 from ._scan import (BLANK, NEWLINE_IN_QUOTES, TRAILING_EMPTY, compact_records, scan_records,
@@ -798,10 +799,10 @@ def legacy_dialect(src: Source, dialect: Dialect, bad: _BadUTF8 | None):
     enc, best, scored = guess_legacy(_non_ascii_lines(src), lambda e: _decodes(src, e))
     close = [encoding_name(e) for e, s in scored if e != enc and s >= best - 0.05 and s > 0]
     where = f" (first invalid byte on line {bad.line})" if bad is not None else ""
-    note = (f"the file is not valid UTF-8{where}: its text was read as {encoding_name(enc)}, "
-            f"the legacy encoding whose decoding looks most like text"
-            + (f" ({', '.join(close)} scored about as well)" if close else "")
-            + "; pass encoding=... (command line: --encoding) if that is wrong")
+    note = Note(f"the file is not valid UTF-8{where}: its text was read as "
+                f"{encoding_name(enc)}, the legacy encoding whose decoding looks most like text"
+                + (f" ({', '.join(close)} scored about as well)" if close else "")
+                + "; pass {0} if that is wrong", [("encoding", None)])
     return dataclasses.replace(dialect, encoding=enc), note
 
 

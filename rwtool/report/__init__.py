@@ -25,11 +25,11 @@ from .metrics import (check_finite_model, class_index, class_report, confusion_m
                       defined_scores, r2_score, scores)
 from .predictions import prediction_columns, write_csv, write_predictions
 from .samples import available_samples
-from .terms import API_TERMS, Terms
+from .terms import API_TERMS, Terms, phrase
 
 __all__ = [
     "METHODS", "Method", "method_of",
-    "Terms", "API_TERMS",
+    "Terms", "API_TERMS", "phrase",
     "class_index", "confusion_matrix", "class_report", "r2_score", "scores", "defined_scores",
     "check_finite_model",
     "Evaluation", "FileResult", "UnseenLabelsError", "check_labels", "evaluate",

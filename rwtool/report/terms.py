@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-__all__ = ["Terms", "API_TERMS"]
+__all__ = ["Terms", "API_TERMS", "phrase"]
 
 
 @dataclass(frozen=True)
@@ -24,14 +24,14 @@ class Terms:
     settings: dict = field(default_factory=dict)
 
     def setting(self, name: str, value=None) -> str:
-        """How this caller tells a person to set ``name`` (to ``value``, when given; a list
-        of column names is written as the caller lists them)."""
+        """How this caller tells a person to set ``name`` (to ``value``; None: a value for the
+        person to choose, written "..."; a list of column names as the caller lists them)."""
         form = self.settings.get(name)
         if form is None:
-            return name if value is None else f"{name}={value!r}"
+            return f"{name}=..." if value is None else f"{name}={value!r}"
         if isinstance(value, (list, tuple)):
             value = self.list_separator.join(map(str, value))
-        return form.format(value="" if value is None else value).strip()
+        return form.format(value="..." if value is None else value).strip()
 
     @property
     def list_separator(self) -> str:
@@ -41,3 +41,10 @@ class Terms:
 #: the Python API's words: the parameter names of read_csv and the estimators (a setting
 #: without a form here is written ``name=value`` too, as rwtool.DataError writes it)
 API_TERMS = Terms("API", {"task": "task={value!r}", "target": "target={value!r}"})
+
+
+def phrase(message, terms: Terms) -> str:
+    """``message`` (an error, a note or plain text) in the words of ``terms``: the error's or
+    note's own ``phrase`` when it has one, its text otherwise."""
+    words = getattr(message, "phrase", None)
+    return words(terms) if callable(words) else str(message)

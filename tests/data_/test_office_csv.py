@@ -288,3 +288,23 @@ def test_encoding_option_of_the_command(tmp_path, capsys):
     code = cli.main(["train", str(p), "--target", "y", "--encoding", "utf-8", "--no-progress"])
     _, errtext = capsys.readouterr()
     assert code != 0 and "not valid utf-8" in errtext and "--encoding cp932" in errtext
+
+
+def test_notes_in_the_callers_words(tmp_path, capsys):
+    from gui.logic.terms import app_words
+    from rwtool.report import phrase
+    p = tmp_path / "indexed.csv"
+    p.write_bytes(make(["idx", "k", "y"], zip(Y, CITIES, Y), encoding="cp932"))
+    ds = D.read_csv(p, "y")
+    index = next(n for n in ds.notes if "numbers the rows" in n)
+    assert index.endswith("ignore it (ignore=['idx'])")
+    assert phrase(index, cli.CLI_TERMS).endswith("ignore it (--ignore idx)")
+    assert app_words(index).endswith("ignore it (untick idx in the Data tab)")
+    enc = next(n for n in ds.notes if "Shift-JIS" in n)
+    assert "pass encoding=... if" in enc and "--encoding ... if" in phrase(enc, cli.CLI_TERMS)
+    code = cli.main(["inspect", str(p)])
+    out, _ = capsys.readouterr()
+    assert code == 0 and "(--ignore idx)" not in out      # inspect knows no target yet
+    code = cli.main(["inspect", str(p), "--json"])
+    doc = json.loads(capsys.readouterr()[0])
+    assert any("--encoding ..." in n for n in doc["notes"])
