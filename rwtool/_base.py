@@ -26,7 +26,7 @@ __all__ = [
     "check_array", "check_X_y", "check_random_state", "check_is_fitted",
     "check_scalar", "check_choice", "check_range", "Standardizer", "encode_classes", "is_dask",
     "check_not_constant", "check_labels", "class_labels", "label_index", "fit_classes",
-    "checked_output", "feature_names_of", "check_feature_names",
+    "checked_output", "feature_names_of", "check_feature_names", "check_sample_weight",
 ]
 
 
@@ -50,6 +50,14 @@ def _data_conversion_warning():
 
 
 # ----------------------------------------------------------------------------- parameters
+
+class _Requests(dict):
+    """An estimator's metadata requests, {method: {param: request}}: scikit-learn's clone
+    copies ``_metadata_request`` with ``clone``, which deep-copies what says how."""
+
+    def __sklearn_clone__(self) -> "_Requests":
+        return _Requests({k: dict(v) for k, v in self.items()})
+
 
 class BaseEstimator:
     """Parameter handling in the scikit-learn style (``get_params``/``set_params``/``repr``)."""
@@ -98,6 +106,61 @@ class BaseEstimator:
             if not same:
                 changed.append(f"{k}={v!r}")
         return f"{type(self).__name__}({', '.join(changed)})"
+
+    # -- scikit-learn's metadata routing (GridSearchCV, Pipeline, cross_validate pass
+    # sample_weight on to the methods that request it). Requests are kept per method as
+    # {param: True/False/None/alias} in ``_metadata_request``, the attribute scikit-learn's
+    # clone copies; get_metadata_routing builds scikit-learn's own object from it.
+    @classmethod
+    def _metadata_params(cls) -> dict:
+        """method -> the metadata it takes: ``sample_weight`` where its signature has it."""
+        out = {}
+        for method in ("fit", "partial_fit", "score"):
+            fn = getattr(cls, method, None)
+            fn = getattr(fn, "__wrapped__", fn)     # a descriptor that wraps the method
+            if fn is not None and "sample_weight" in inspect.signature(fn).parameters:
+                out[method] = ("sample_weight",)
+        return out
+
+    def _set_request(self, method: str, **requests) -> "BaseEstimator":
+        known = self._metadata_params().get(method, ())
+        for name, value in requests.items():
+            if name not in known:
+                raise TypeError(f"{type(self).__name__}.{method} takes no metadata {name!r}; "
+                                f"it takes {', '.join(known) or 'none'}")
+            if not (value is None or isinstance(value, (bool, str))):
+                raise ValueError(f"the request for {name!r} must be True, False, None or an "
+                                 f"alias (a string), got {value!r}")
+        own = _Requests(getattr(self, "_metadata_request", None) or {})
+        own[method] = dict(own.get(method, {}), **requests)
+        self._metadata_request = own
+        return self
+
+    def set_fit_request(self, *, sample_weight=None) -> "BaseEstimator":
+        """Whether ``fit`` asks a meta-estimator for ``sample_weight`` under scikit-learn's
+        metadata routing (``sklearn.set_config(enable_metadata_routing=True)``): True, False,
+        None (error if it is passed) or an alias. Only the estimators whose ``fit`` takes
+        ``sample_weight`` declare it."""
+        return self._set_request("fit", sample_weight=sample_weight)
+
+    def set_partial_fit_request(self, *, sample_weight=None) -> "BaseEstimator":
+        """As :meth:`set_fit_request`, for ``partial_fit``."""
+        return self._set_request("partial_fit", sample_weight=sample_weight)
+
+    def set_score_request(self, *, sample_weight=None) -> "BaseEstimator":
+        """As :meth:`set_fit_request`, for ``score``."""
+        return self._set_request("score", sample_weight=sample_weight)
+
+    def get_metadata_routing(self):  # pragma: no cover - called by scikit-learn only
+        # scikit-learn calls this, so it is loaded; rwtool itself never imports it
+        from sklearn.utils.metadata_routing import MetadataRequest
+        request = MetadataRequest(owner=self)
+        own = getattr(self, "_metadata_request", None) or {}
+        for method, params in self._metadata_params().items():
+            for name in params:
+                getattr(request, method).add_request(param=name,
+                                                     alias=own.get(method, {}).get(name))
+        return request
 
     def __sklearn_tags__(self):  # pragma: no cover - exercised through scikit-learn's checks
         # scikit-learn calls this, so it is loaded; rwtool itself never imports it
@@ -287,6 +350,28 @@ def unfitted_on_failure(est):
         raise
 
 
+def check_sample_weight(sample_weight, n_samples: int) -> np.ndarray | None:
+    """``sample_weight`` as a new float64 array of one finite weight >= 0 per row, not all zero
+    (None stays None: every row counts once). ValueError names what is wrong."""
+    if sample_weight is None:
+        return None
+    try:
+        w = np.array(sample_weight, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(f"sample_weight must be numbers, one per row; got "
+                         f"{type(sample_weight).__name__}") from None
+    if w.ndim != 1 or len(w) != n_samples:
+        raise ValueError(f"sample_weight must be 1-D with one weight per row of X "
+                         f"({n_samples}), got shape {w.shape}")
+    if not np.isfinite(w).all() or (w < 0).any():
+        raise ValueError("sample_weight must be finite and >= 0 (a row of weight 0 is left "
+                         "out)")
+    if not w.sum() > 0:
+        raise ValueError("sample_weight has no non-zero weight: at least one row must have a "
+                         "weight above zero")
+    return w
+
+
 def check_array(X, name: str = "X", ensure_2d: bool = True, min_samples: int = 1,
                 n_features: int | None = None, dtype=np.float64,
                 estimator: str | None = None) -> np.ndarray:
@@ -432,13 +517,20 @@ class Standardizer:
         self._unit = None if _in_safe_range(size) else np.where(size > 0, size, 1.0)
 
     @classmethod
-    def fit(cls, X: np.ndarray) -> "Standardizer":
+    def fit(cls, X: np.ndarray, weights: np.ndarray | None = None) -> "Standardizer":
+        """The statistics of X's rows, weighted by ``weights`` when given (a row of weight 2
+        counts as two copies of it, one of weight 0 not at all)."""
         # Statistics of X / max|X| scaled back: squares of entries near 1e200 (or sums of
         # entries near 1e308) would overflow, those of 1e-200 underflow to 0.
+        if weights is not None:
+            X = X[weights > 0]
+            weights = weights[weights > 0]
         peak = np.max(np.abs(X), axis=0) if X.shape[0] else np.ones(X.shape[1:])
         peak = np.where(np.isfinite(peak) & (peak > 0), peak, 1.0)
         Z = X / peak
-        return cls.from_moments(Z.mean(axis=0) * peak, Z.std(axis=0) * peak, peak)
+        mean = np.average(Z, axis=0, weights=weights)
+        std = np.sqrt(np.average((Z - mean) ** 2, axis=0, weights=weights))
+        return cls.from_moments(mean * peak, std * peak, peak)
 
     @classmethod
     def from_moments(cls, mean: np.ndarray, scale: np.ndarray,

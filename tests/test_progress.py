@@ -144,7 +144,21 @@ ITERATIVE = [rw.RWClassifier(n_features=40, solver="sfgd", reg=1e-2, radius=50.0
                               random_state=0)]
 
 
-@parametrize_with_checks(ITERATIVE)
+def _weight_equivalence_exceptions(est):
+    """The sample-weight equivalence check compares predictions to 1e-7: the stochastic solvers
+    draw rows in proportion to the weights (the repeated rows in distribution, not bit for
+    bit), and the RKS Lasso of this list stops at its 1000-sweep cap on the check's 15-row,
+    30-column problem (converged, it matches to 1e-14: tests/estimators/test_sample_weight.py)."""
+    if est.solver in ("sfgd", "osd", "sgd"):
+        why = "rows drawn in proportion to the weights: equal to the repeated rows in distribution"
+    elif est.solver == "lasso" and isinstance(est, rw.RKSRegressor):
+        why = "the Lasso stops at its sweep cap unconverged on the check's data"
+    else:
+        return {}
+    return {"check_sample_weight_equivalence_on_dense_data": why}
+
+
+@parametrize_with_checks(ITERATIVE, expected_failed_checks=_weight_equivalence_exceptions)
 def test_scikit_learn_checks_with_the_iterative_solvers(estimator, check):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", NumericalWarning)

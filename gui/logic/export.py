@@ -117,7 +117,7 @@ def python_snippet(run, class_module: str) -> str:
                   "weights = (len(train.y) / (len(classes) * counts))[inverse]"]
         fit_kw = "weights"
     lines += ["", f"params = dict(\n    {args},\n)", f"model = {cls}(**params)",
-              "model.fit_weighted(train.X, train.y, weights)" if fit_kw else
+              "model.fit(train.X, train.y, sample_weight=weights)" if fit_kw else
               "model.fit(train.X, train.y)"]
     if d.get("prune"):
         p = d["prune"]
@@ -144,7 +144,8 @@ def python_snippet(run, class_module: str) -> str:
                   f"folds = kfold_indices(train.y, {int(k)}, {not regression}, "
                   f"{d.get('random_state', 0)!r})",
                   f"per_fold = [scores({cls}(**params)."
-                  + ("fit_weighted(train.X[tr], train.y[tr], weights[tr])" if d.get("balanced")
+                  + ("fit(train.X[tr], train.y[tr], sample_weight=weights[tr])"
+                     if d.get("balanced")
                      else "fit(train.X[tr], train.y[tr])")
                   + ", train.X[va], train.y[va]) for tr, va in folds]",
                   "for key in per_fold[0]:",

@@ -81,7 +81,7 @@ class Holdout:
         if weights is None:
             est.fit(job.X_train, job.y_train, **kwargs)
         else:
-            est.fit_weighted(job.X_train, job.y_train, weights, callback=callback)
+            est.fit(job.X_train, job.y_train, sample_weight=weights, callback=callback)
         return {}
 
 
@@ -119,7 +119,7 @@ class KFold:
             if weights is None:
                 fold.fit(X[tr], y[tr], callback=callback)
             else:
-                fold.fit_weighted(X[tr], y[tr], weights[tr], callback=callback)
+                fold.fit(X[tr], y[tr], sample_weight=weights[tr], callback=callback)
             m = evaluate(fold, X[tr], y[tr], X[va], y[va], task=job.task, plots=False,
                          set_names=("fold-train", "fold"), score_train=False,
                          callback=callback)["metrics"]

@@ -15,12 +15,10 @@ from PySide6.QtCore import Signal
 from PySide6.QtWidgets import (QButtonGroup, QCheckBox, QFormLayout, QGroupBox, QHBoxLayout,
                                QLabel, QRadioButton, QSpinBox, QVBoxLayout, QWidget)
 
-from ..logic.plans import Holdout, KFold, Search, search_space
+from ..logic.plans import Holdout, KFold, Search, search_space, supports
 
 __all__ = ["EvaluationPanel", "balanced_weights"]
 
-#: solvers whose fit takes sample weights (the weighted squared loss, exact)
-WEIGHTED_SOLVERS = ("lstsq", "ridge")
 
 
 def balanced_weights(y) -> np.ndarray:
@@ -31,16 +29,11 @@ def balanced_weights(y) -> np.ndarray:
 
 
 def weights_supported(est) -> str:
-    """"" when ``est.fit_weighted`` takes row weights for its current solver, else why not."""
-    takes = callable(getattr(est, "fit_weighted", None))
-    solver = str(est.get_params().get("solver", "")).lower()
-    if not takes or solver not in WEIGHTED_SOLVERS:
-        return (f"{type(est).__name__} with solver {solver or '(none)'!r} does not take class "
-                f"weights: weights are exact for the least-squares solvers (RKHS weighting "
-                f"lstsq, kitchen sinks ridge)")
-    if isinstance(est.get_params().get("reg"), str):
-        return "class weights need a number in reg (reg = auto's folds are unweighted)"
-    return ""
+    """"" when ``est.fit`` takes row weights (``sample_weight``), else why not."""
+    if supports(est.fit, "sample_weight"):
+        return ""
+    return (f"{type(est).__name__} does not take class weights: the RKHS weightings, the "
+            f"kitchen sinks and RFSGD do (every solver)")
 
 
 class EvaluationPanel(QWidget):

@@ -29,8 +29,16 @@ from ..solvers._bkernn import (CG_TOL, KERNEL_SOLVERS, PENALTIES, choose_kernel_
 from ..exceptions import FitCancelled, NumericalError, NumericalWarning, check_finite_result
 from ..progress import make_progress
 from ..resources import FitEstimate, check_fit_memory
+from ._weights import refuse_fit_params
 
 __all__ = ["BKerNNRegressor", "BKerNNClassifier", "PENALTIES", "feature_learning_score"]
+
+#: why fit takes no sample_weight. A weighted objective is well defined (the ridge step would
+#: solve (K + m lam W^-1) c = y), but the exact Brownian-kernel ridge solvers and their CG
+#: preconditioner are built on the unweighted system and the particle step on the unweighted
+#: mean loss: weights would enter all three, and none takes them yet
+_NO_WEIGHTS = ("its Brownian-kernel ridge solvers and particle updates are built on the "
+               "unweighted loss (weights are not implemented for BKerNN)")
 
 _PARAMS_DOC = """
     Minimises (seed 001, eq. 10, square loss; q target columns share the particles)
@@ -197,12 +205,13 @@ class _BKerNN(CallbackSupport, BaseEstimator):
 
     # -- fit ----------------------------------------------------------------------------------
     @reports_to_sklearn
-    def fit(self, X, y, callback=None):
+    def fit(self, X, y, callback=None, **fit_params):
         """Learn the particles and the ridge coefficients; return self.
 
         ``callback(event)`` receives rwtool.progress events; see the class docstring for
-        cancellation.
+        cancellation. No ``sample_weight``: see rwtool.estimators._weights.
         """
+        refuse_fit_params(self, fit_params, _NO_WEIGHTS)
         penalty = self._validate()
         check_feature_names(self, X, reset=True)
         X, Y = self._fit_targets(X, y)

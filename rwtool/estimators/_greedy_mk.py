@@ -33,8 +33,15 @@ from ..solvers._greedy import (DenseDictionary, DictionaryView, eerf_scores, fea
 from ..solvers._greedy_reg import (AUTO_REG, DENSE_BUDGET, HOLDOUT_ROWS, N_FOLDS, choose_reg,
                                    fold_splits)
 from ..solvers._sufficient import class_of
+from ._weights import refuse_fit_params
 
 __all__ = ["GreedyMKClassifier", "GreedyMKRegressor", "SELECTORS"]
+
+#: why fit takes no sample_weight: MFGA's selection scores, its GLM refits and the held-out
+#: choice of reg are unweighted means over rows; a weighted objective is well defined, but
+#: weights would have to enter all three, and none takes them yet
+_NO_WEIGHTS = ("MFGA's feature selection, its refits and its held-out choice of reg are built "
+               "on the unweighted loss (weights are not implemented for GreedyMK)")
 
 #: "mfga" (this paper) and the random-feature baselines of its Table 2
 SELECTORS = ("mfga", "rks", "lkrf", "eerf")
@@ -218,14 +225,16 @@ class _GreedyMK(CallbackSupport, BaseEstimator):
 
     # -- fit ---------------------------------------------------------------------------------
     @reports_to_sklearn
-    def fit(self, X, y, callback=None, eval_set=None):
+    def fit(self, X, y, callback=None, eval_set=None, **fit_params):
         """Select ``n_features`` features with the chosen selector and fit the model on them.
 
         ``callback`` receives "greedy path" events for MFGA (metrics n_features, train_error,
         objective, and val_error on ``eval_set=(X_val, y_val)``), "features"/"solve" for the
         random-feature selectors. A cancelled MFGA keeps the model of the last completed refit
-        (``solver_info_["cancelled"]``) and re-raises FitCancelled.
+        (``solver_info_["cancelled"]``) and re-raises FitCancelled. No ``sample_weight``: see
+        rwtool.estimators._weights.
         """
+        refuse_fit_params(self, fit_params, _NO_WEIGHTS)
         self._validate()
         check_feature_names(self, X, reset=True)
         X, Y = self._fit_targets(X, y)

@@ -25,8 +25,8 @@ import numpy as np
 from .._callbacks import CallbackSupport, reports_to_sklearn
 from .._base import (BaseEstimator, ClassifierMixin, RegressorMixin, Standardizer, check_array,
                      check_choice, check_is_fitted, check_random_state, check_range,
-                     check_feature_names, check_scalar, check_X_y, encode_classes, is_dask,
-                     label_index)
+                     check_feature_names, check_sample_weight, check_scalar, check_X_y,
+                     encode_classes, is_dask, label_index)
 from .._params import Param, params_table, validate_params
 from ..features import KITCHEN_BASES, RandomFourierFeatures
 from ..features._fourier import KERNEL
@@ -62,17 +62,16 @@ RKS_BASES = tuple(KITCHEN_BASES) + ("fourier",)
 _DOT_PRODUCT = {"rwsign", "rwexpsign", "rwrelu", "rwexprelu", "sign", "relu"}
 
 
-def _fit_lstsq(est, fmap, X, Y, progress):
-    """Least squares (003 Algorithm 4) / ridge (003 Algorithm 1), blocked (solvers/_ridge.py)."""
+def _fit_lstsq(est, fmap, X, Y, progress, weights=None):
+    """Least squares (003 Algorithm 4) / ridge (003 Algorithm 1), blocked (solvers/_ridge.py).
+    Weighted fits go through the sums (``_fit_from_sums``), not here."""
     eps = est.eps if est._family == "rw" else 0.0
-    if isinstance(fmap, _RowWeighted):
-        Y = Y * fmap.sw[:, None]
     coef, info = ridge_fit(fmap, X, Y, reg=float(est._fit_reg), eps=float(eps),
                            block_size=est.block_size, progress=progress)
     return coef, {"jitter": info["jitter"], "method": info["method"]}
 
 
-def _fit_lasso(est, fmap, X, Y, progress):
+def _fit_lasso(est, fmap, X, Y, progress, weights=None):
     """Lasso fit (003 Algorithm 5 for RW, Algorithm 2 for RKS) at a given reg; zero rows are
     dropped later. reg="auto" goes through the per-fold sums (solvers._from_sums)."""
     max_iter = 1000 if est.max_iter is None else int(est.max_iter)
@@ -106,33 +105,35 @@ def _batch_size(est, m):
     return max(1, min(b, m)) if solver in _CAPPED_BATCH else b
 
 
-def _fit_sfgd(est, fmap, X, Y, progress):
+def _fit_sfgd(est, fmap, X, Y, progress, weights=None):
     """SFGD (003 Algorithm 3), one iteration per centre, capped step (docs/SOLVERS.md)."""
     b = _batch_size(est, len(X))
     coef, info = sfgd_fit(fmap, X, Y, reg=float(est._fit_reg), loss=est.loss, batch_size=b,
                           radius=est.radius, average=bool(est.average),
-                          random_state=_batch_rng(est), progress=progress, step_cap=est.step_cap)
+                          random_state=_batch_rng(est), progress=progress, step_cap=est.step_cap,
+                          weights=weights)
     return coef, dict(info, batch_size=b)
 
 
-def _fit_osd(est, fmap, X, Y, progress):
+def _fit_osd(est, fmap, X, Y, progress, weights=None):
     """Optimal Stepsize Descent (000 Algorithm 2), one iteration per centre."""
     b = _batch_size(est, len(X))
     coef, info = osd_fit(fmap, X, Y, reg=float(est._fit_reg), loss=est.loss, batch_size=b,
-                         random_state=_batch_rng(est), progress=progress)
+                         random_state=_batch_rng(est), progress=progress, weights=weights)
     return coef, dict(info, batch_size=b)
 
 
-def _fit_sgd(est, fmap, X, Y, progress):
+def _fit_sgd(est, fmap, X, Y, progress, weights=None):
     """Averaged mini-batch SGD on the kitchen-sink features (solvers/_sgd_rks.py)."""
     max_iter = 5 if est.max_iter is None else int(est.max_iter)
     return sgd_fit(fmap, X, Y, reg=float(est._fit_reg), loss=est.loss,
                    batch_size=_batch_size(est, len(X)),
                    max_iter=max_iter, tol=float(est.tol), average=bool(est.average),
-                   random_state=_batch_rng(est), progress=progress)
+                   random_state=_batch_rng(est), progress=progress, weights=weights)
 
 
-#: solver name -> (families it serves, function(est, feature_map, X, Y, progress) -> (coef, info))
+#: solver name -> (families it serves, function(est, feature_map, X, Y, progress, weights) ->
+#: (coef, info)); weights (one per row, or None) give the weighted loss
 SOLVERS = {
     "lstsq": (("rw",), _fit_lstsq),
     "ridge": (("rks",), _fit_lstsq),
@@ -275,26 +276,6 @@ def _merge_tables(a, b):
     return {k: [r[i] for r in rows] for i, k in enumerate(keys)}
 
 
-class _RowWeighted:
-    """A fitted map whose feature blocks come multiplied by sqrt(w) row by row: the normal
-    equations it feeds are Phi^T W Phi and Phi^T W Y when the targets are scaled by sqrt(w)
-    too (see ``_fit_lstsq``). Only what ridge_fit reads is forwarded."""
-
-    def __init__(self, fmap, weights):
-        self.fmap, self.sw = fmap, np.sqrt(weights)
-
-    has_gram = property(lambda self: self.fmap.has_gram)
-    n_output_ = property(lambda self: self.fmap.n_output_)
-
-    def gram(self):
-        return self.fmap.gram()
-
-    def blocks(self, X, block_size=None):
-        for start, stop, Phi in self.fmap.blocks(X, block_size):
-            Phi *= self.sw[start:stop, None]
-            yield start, stop, Phi
-
-
 def _keep_nonzero(fmap, coef):
     """The map and coefficients restricted to the centres some output uses (at least one)."""
     keep = np.flatnonzero(np.any(coef != 0, axis=1))
@@ -383,7 +364,7 @@ class _RandomFeatureModel(CallbackSupport, BaseEstimator):
         """The reg="auto" candidates of ``solver`` (AUTO_REG; the grid may grow past its ends)."""
         return AUTO_REG[solver]
 
-    def _fit_auto_reg(self, X, y, solver, callback):
+    def _fit_auto_reg(self, X, y, solver, callback, weights=None):
         """reg="auto": 3-fold cross-validation over AUTO_REG[solver], then the fit at the best.
 
         "lstsq"/"ridge": one pass accumulates the per-fold sums of the normal equations (a row's
@@ -395,7 +376,7 @@ class _RandomFeatureModel(CallbackSupport, BaseEstimator):
         ``SMALL_DATA_REG`` on data too small for three folds).
         """
         if solver in FROM_SUMS_SOLVERS and not is_dask(X):
-            return self._fit_from_sums(X, y, callback)
+            return self._fit_from_sums(X, y, callback, weights)
         params = self.get_params(deep=False)
         if params["random_state"] is None:  # every candidate and the final fit: one draw
             params["random_state"] = int(np.random.default_rng().integers(2**31 - 1))
@@ -406,24 +387,29 @@ class _RandomFeatureModel(CallbackSupport, BaseEstimator):
         def score(regs):
             nonlocal table
             _, extra = select_reg(template, X, y, regs, cv=AUTO_FOLDS, random_state=0,
-                                  callback=callback)
+                                  callback=callback, sample_weight=weights)
             table = extra if table is None else _merge_tables(table, extra)
 
         grow_grid(self._auto_grid(solver), score, lambda grid: table["mean_score"],
                   upper=0.5 if solver == "osd" else REG_LIMITS[1])
         best = table["reg"][best_index(table["mean_score"])]
-        fitted = template.set_params(reg=best).fit(X, y, callback=callback)
+        fitted = template.set_params(reg=best).fit(X, y, sample_weight=weights,
+                                                   callback=callback)
         return self._adopt(fitted, best, table)
 
-    def _fit_from_sums(self, X, y, callback):
-        """reg="auto" for "lstsq"/"ridge" in memory: the per-fold sums of one pass, then
-        from_sums.solve_from_stats, as partial_fit and the Dask backend do."""
+    def _fit_from_sums(self, X, y, callback, weights=None):
+        """reg="auto" for "lstsq"/"ridge"/"lasso" in memory, and every weighted fit of these
+        solvers: the (per-fold, when reg is chosen) sums of one pass, then
+        from_sums.solve_from_stats, as partial_fit and the Dask backend do. Weights enter the
+        sums (Phi^T W Phi, Phi^T W Y, the weight sum as m), so the Lasso is solved in its Gram
+        mode."""
         solver = self._validate()
-        X, Y = self._fit_targets(X, y)
+        X, Y = self._fit_targets(X, y, weights)
         t0 = time.perf_counter()
-        Xp, fmap = self._start_fit(X, Y)
+        Xp, fmap = self._start_fit(X, Y, weights)
         stats = empty_stats(self, fmap, Y.shape[1])
-        stats.add(fmap, Xp, Y, rows=X, start=0, block_size=self.block_size, progress=callback)
+        stats.add(fmap, Xp, Y, rows=X, start=0, block_size=self.block_size, progress=callback,
+                  weights=weights)
         solve_from_stats(self, fmap, stats, callback)
         self.fit_time_ = time.perf_counter() - t0
         self._warn_if_constant(Xp, Y, solver)
@@ -602,54 +588,58 @@ class _RandomFeatureModel(CallbackSupport, BaseEstimator):
 
     # -- fit / predict ---------------------------------------------------------------------
     @reports_to_sklearn
-    def fit(self, X, y, callback=None):
+    def fit(self, X, y, sample_weight=None, callback=None):
         """Sample the features, solve for the coefficients and return self.
+
+        ``sample_weight`` (one weight >= 0 per row, None: 1 each) gives the weighted objective
+        J(a) = (1 / sum w) sum_i w_i loss(f(x_i), y_i) + (lam/2) ||alpha||^2 with the
+        standardisation statistics weighted too. Only the weights' ratios matter: a row of
+        integer weight c counts as c copies of it and a row of weight 0 as absent. The exact
+        solvers (lstsq, ridge, and the Lasso, solved in its Gram mode) solve it exactly from
+        the weighted sums Phi^T W Phi, Phi^T W Y -- the same model as the repeated rows to
+        rounding, reg="auto" included (a row's fold is a hash of its content, so its copies
+        share a fold and each fold's score weighs its rows). SFGD, OSD and SGD draw their
+        batches with probability proportional to w: an unbiased estimate of the weighted loss
+        at every step, equal in distribution (not bit for bit) to the repeated rows.
 
         ``callback(event)`` receives progress events (rwtool.progress); returning True cancels
         the fit, which then raises :class:`rwtool.FitCancelled` and leaves the estimator
         unfitted.
         """
-        return self._fit(X, y, callback, None)
+        return self._fit(X, y, callback, sample_weight)
 
     @reports_to_sklearn
     def fit_weighted(self, X, y, sample_weight, callback=None):
-        """``fit`` with row weights w (solvers "lstsq" and "ridge", a number for reg; reg=None
-        uses 1e-6 here, as reg="auto" cross-validates on unweighted folds).
-
-        The weights are rescaled to mean 1 and give the weighted squared loss
-        (1/m) sum_i w_i (f(x_i) - y_i)^2 with the same regulariser: the normal equations
-        become Phi^T W Phi and Phi^T W Y, solved exactly. Integer weights fit the same model
-        as repeating each row w_i times, up to the standardisation statistics (unweighted
-        here). Class weights n / (k n_c) make every class count equally in the loss. (A
-        separate method rather than ``fit(sample_weight=...)``: scikit-learn's checks would
-        then require weights of every solver and of reg="auto".)
-        """
-        self.__dict__.pop("_stream", None)   # as fit: replaces any partial_fit stream
-        return self._fit(X, y, callback, sample_weight)
+        """``fit(X, y, sample_weight=sample_weight, callback=callback)``, kept as an alias
+        (docs/CHANGELOG.md)."""
+        return self.fit(X, y, sample_weight=sample_weight, callback=callback)
 
     def _fit(self, X, y, callback, sample_weight):
         solver = self._validate()
         check_feature_names(self, X, reset=True)
-        if sample_weight is not None:
-            sample_weight = self._check_weights(sample_weight, solver, len(y))
+        weights = (None if sample_weight is None else
+                   check_sample_weight(sample_weight, len(np.asarray(y))))
         if hasattr(self, "coef_"):  # a failed or cancelled refit must not leave the old model
             del self.coef_
+        if weights is not None and solver in FROM_SUMS_SOLVERS:
+            return self._fit_from_sums(X, y, callback, weights)
         if self._auto_reg():
-            if sample_weight is None:
-                return self._fit_auto_reg(X, y, solver, callback)
-            self._fit_reg = SMALL_DATA_REG    # reg=None with weights: the folds are unweighted
-        else:
-            self._fit_reg = float(self._resolve_reg(solver))
-        X, Y = self._fit_targets(X, y)
+            return self._fit_auto_reg(X, y, solver, callback, weights)
+        self._fit_reg = float(self._resolve_reg(solver))
+        X, Y = self._fit_targets(X, y, weights)
         t0 = time.perf_counter()
         progress = make_progress(callback)
-        Xp, fmap = self._start_fit(X, Y)
+        Xp, fmap = self._start_fit(X, Y, weights)
+        if weights is not None and not weights.all():
+            # a row of weight 0 is absent: the divergence guards and the warnings must not
+            # judge the model on it
+            keep = weights > 0
+            Xp, Y, weights = Xp[keep], Y[keep], weights[keep]
         watched = progress.active and solver in _MONITORED and progress.monitor is None
         if watched:
             progress.monitor = self._sample_monitor(fmap, Xp, Y)
-        solve_map = fmap if sample_weight is None else _RowWeighted(fmap, sample_weight)
         try:
-            coef, info = SOLVERS[solver][1](self, solve_map, Xp, Y, progress)
+            coef, info = SOLVERS[solver][1](self, fmap, Xp, Y, progress, weights)
         except FitCancelled as exc:
             # Iterative solvers hand back their last completed iterate: keep it and say so.
             if exc.partial_model and exc.partial is not None:
@@ -665,23 +655,25 @@ class _RandomFeatureModel(CallbackSupport, BaseEstimator):
         self._warn_if_constant(Xp, Y, solver)
         return self
 
-    def _start_fit(self, X, Y):
+    def _start_fit(self, X, Y, weights=None):
         """Fix the preprocessing of a fit on (X, Y) and draw the feature map: (Xp, fmap)."""
         if not self.standardize:
             check_range(X, "X", "pass standardize=True, or rescale X")
             check_range(Y, "y", "pass standardize=True, or rescale y")
-        return self._draw_map(X)
+        return self._draw_map(X, weights)
 
-    def _draw_map(self, X):
+    def _draw_map(self, X, weights=None):
         """Record the preprocessing of X (``n_features_in_``, ``x_scaler_``, ``bias_``) and draw
-        the feature map from random_state as every fit does: (Xp, fmap)."""
+        the feature map from random_state as every fit does: (Xp, fmap). With row weights the
+        statistics are weighted and the map's data constants (maxima over rows) come from the
+        rows of weight above zero, as if the others were absent."""
         self.n_features_in_ = X.shape[1]
-        self.x_scaler_ = Standardizer.fit(X) if self.standardize else None
+        self.x_scaler_ = Standardizer.fit(X, weights) if self.standardize else None
         self.bias_ = self._uses_bias()
         Xp = self._prepare_X(X)
         rng = check_random_state(self.random_state)
         fmap = self._make_map(int(rng.integers(0, 2**63 - 1)))
-        fmap.fit(Xp)
+        fmap.fit(Xp if weights is None or weights.all() else Xp[weights > 0])
         return Xp, fmap
 
     def _warn_if_constant(self, Xp, Y, solver, n_rows=2000):
@@ -712,20 +704,6 @@ class _RandomFeatureModel(CallbackSupport, BaseEstimator):
             warnings.warn(f"{type(self).__name__} (solver={solver!r}) predicts {what}: the model "
                           f"has learned nothing usable; try {hint}", NumericalWarning,
                           stacklevel=3)
-
-    def _check_weights(self, sample_weight, solver, m):
-        if solver not in ("lstsq", "ridge"):
-            raise ValueError(f"sample_weight is taken by the least-squares solvers (lstsq, "
-                             f"ridge), whose weighted loss is exact; solver={solver!r} does "
-                             f"not take weights")
-        if self.reg is not None and self._auto_reg():
-            raise ValueError("reg='auto' does not take sample_weight (its folds are "
-                             "unweighted); give reg a number")
-        w = np.asarray(sample_weight, dtype=float)
-        if w.shape != (m,) or not np.all(np.isfinite(w)) or np.any(w < 0) or not w.sum() > 0:
-            raise ValueError(f"sample_weight must be {m} finite non-negative numbers, not all "
-                             f"zero (one per row)")
-        return w / w.mean()
 
     def _sample_monitor(self, fmap, Xp, Y):
         """coef -> the training error (classifiers) or R^2 (regressors) of the iterate on a
@@ -892,7 +870,7 @@ def _one(values):
 
 
 class _ClassifierTargets(ClassifierMixin):
-    def _fit_targets(self, X, y):
+    def _fit_targets(self, X, y, weights=None):
         X, y = check_X_y(X, y)
         self.classes_, Y = encode_classes(
             y, on_classes=lambda k: check_fit_memory(self, X.shape[0], X.shape[1], k))
@@ -900,11 +878,11 @@ class _ClassifierTargets(ClassifierMixin):
 
 
 class _RegressorTargets(RegressorMixin):
-    def _fit_targets(self, X, y):
+    def _fit_targets(self, X, y, weights=None):
         X, y = check_X_y(X, y, y_numeric=True)
         Y = y[:, None] if y.ndim == 1 else y
         check_fit_memory(self, X.shape[0], X.shape[1], Y.shape[1])
-        self.y_scaler_ = Standardizer.fit(Y) if self.standardize else None
+        self.y_scaler_ = Standardizer.fit(Y, weights) if self.standardize else None
         self.y_1d_ = y.ndim == 1
         Y = self.y_scaler_.transform(Y) if self.standardize else Y
         return X, np.ascontiguousarray(Y)

@@ -18,8 +18,8 @@ import numpy as np
 from .._callbacks import CallbackSupport, reports_to_sklearn
 from .._base import (BaseEstimator, ClassifierMixin, Standardizer, check_array,
                      check_feature_names, check_is_fitted, check_not_constant,
-                     check_random_state, check_X_y, class_labels, fit_classes, label_index,
-                     unfitted_on_failure)
+                     check_random_state, check_sample_weight, check_X_y, class_labels,
+                     fit_classes, label_index, unfitted_on_failure)
 from .._params import Param, params_table, validate_params
 from ..exceptions import FitCancelled, NumericalError
 from ..features._bandwidth import median_sigma, scale_sigma
@@ -28,6 +28,7 @@ from ..losses import get_loss
 from ..progress import make_progress
 from ..resources import FitEstimate, check_fit_memory
 from ..solvers._divergence import check_final_model
+from ..solvers._draws import visit_order
 from ..solvers._sgd import (SGDState, averaged_sgd, check_step_size, default_gamma, logistic_loss,
                             step_size_condition)
 
@@ -197,11 +198,12 @@ class RFSGDClassifier(CallbackSupport, ClassifierMixin, BaseEstimator):
         check_is_fitted(self)
         return int(np.count_nonzero(self.feature_map_.frequencies_used(self.coef_)))
 
-    def _start(self, X, classes, rng):
-        """Draw the features and set the schedule for a fresh model."""
+    def _start(self, X, classes, rng, weights=None):
+        """Draw the features and set the schedule for a fresh model (the standardisation
+        statistics weighted by ``weights`` when given)."""
         self.classes_ = classes
         self.n_features_in_ = X.shape[1]
-        self.x_scaler_ = Standardizer.fit(X) if self.standardize else None
+        self.x_scaler_ = Standardizer.fit(X, weights) if self.standardize else None
         Xp = self._prepare_X(X)
         seed = int(rng.integers(0, 2**63 - 1))
         self.sigma_ = self._resolve_sigma(Xp, rng)
@@ -321,8 +323,14 @@ class RFSGDClassifier(CallbackSupport, ClassifierMixin, BaseEstimator):
 
     # -- public API ------------------------------------------------------------------------
     @reports_to_sklearn
-    def fit(self, X, y, callback=None, eval_set=None):
+    def fit(self, X, y, sample_weight=None, callback=None, eval_set=None):
         """Draw the features and run ``n_epochs`` passes of averaged SGD over (X, y).
+
+        ``sample_weight`` (one weight >= 0 per row): each epoch visits n rows drawn with
+        probability proportional to the weights instead of a permutation, so every step is an
+        unbiased step on the weighted loss (1 / sum w) sum_i w_i loss_i + reg; integer weights
+        are the repeated rows in distribution, not bit for bit. The standardisation
+        statistics are weighted too.
 
         ``callback`` receives "iterations" events with the progressive train loss/error of each
         chunk (and ``val_error`` on ``eval_set=(X_val, y_val)`` when given).
@@ -330,6 +338,7 @@ class RFSGDClassifier(CallbackSupport, ClassifierMixin, BaseEstimator):
         self._validate()
         check_feature_names(self, X, reset=True)
         X, y = check_X_y(X, y)
+        weights = check_sample_weight(sample_weight, len(y))
         classes, _ = fit_classes(
             y, on_classes=lambda k: check_fit_memory(self, X.shape[0], X.shape[1], k))
         for name in ("coef_", "classes_"):
@@ -338,12 +347,17 @@ class RFSGDClassifier(CallbackSupport, ClassifierMixin, BaseEstimator):
         check_not_constant(X)
         t0 = time.perf_counter()
         rng = check_random_state(self.random_state)
-        self._start(X, classes, rng)
+        self._start(X, classes, rng, weights)
+        if weights is not None and not weights.all():
+            # a row of weight 0 is absent: never visited, nor judged by the divergence guard
+            keep = weights > 0
+            X, y, weights = X[keep], y[keep], weights[keep]
         Y = self._targets(y)
         order_rng = np.random.default_rng(int(rng.integers(0, 2**63 - 1)))
         n = X.shape[0]
         epochs = int(self.n_epochs)
-        order = np.concatenate([order_rng.permutation(n) if self.shuffle else np.arange(n)
+        order = np.concatenate([visit_order(order_rng, n, weights)
+                                if self.shuffle or weights is not None else np.arange(n)
                                 for _ in range(epochs)])
         Xp = self._prepare_X(X)
         progress = make_progress(callback)
@@ -365,8 +379,11 @@ class RFSGDClassifier(CallbackSupport, ClassifierMixin, BaseEstimator):
                     f"raise reg")
         return self
 
-    def partial_fit(self, X, y, classes=None, callback=None):
+    def partial_fit(self, X, y, classes=None, sample_weight=None, callback=None):
         """One step per row of (X, y), in the given order, continuing the schedule (t goes on).
+
+        With ``sample_weight`` the chunk's len(X) steps visit its rows drawn with probability
+        proportional to the weights (the weighted loss in expectation, as ``fit``).
 
         The first call draws the features and needs ``classes`` (all labels the stream may
         hold) unless y already holds them all; with ``standardize=True`` the first batch fixes
@@ -375,6 +392,7 @@ class RFSGDClassifier(CallbackSupport, ClassifierMixin, BaseEstimator):
         self._validate()
         check_feature_names(self, X, reset=not hasattr(self, "coef_"))
         X, y = check_X_y(X, y)
+        weights = check_sample_weight(sample_weight, len(y))
         t0 = time.perf_counter()
         if not hasattr(self, "coef_"):
             labels = class_labels(y if classes is None else classes,
@@ -382,7 +400,7 @@ class RFSGDClassifier(CallbackSupport, ClassifierMixin, BaseEstimator):
             if len(labels) < 2:
                 raise ValueError("the first partial_fit call needs every class: pass "
                                  "classes=[...] with at least two labels")
-            self._start(X, labels, check_random_state(self.random_state))
+            self._start(X, labels, check_random_state(self.random_state), weights)
         else:
             X = check_array(X, n_features=self.n_features_in_, estimator=type(self).__name__)
             if classes is not None and not np.array_equal(class_labels(classes, "classes")[0],
@@ -390,7 +408,9 @@ class RFSGDClassifier(CallbackSupport, ClassifierMixin, BaseEstimator):
                 raise ValueError(f"classes={classes!r} differs from the classes of the first "
                                  f"partial_fit call {self.classes_!r}")
         Y = self._targets(y)
-        self._run(self._prepare_X(X), Y, np.arange(X.shape[0]), make_progress(callback), None,
+        order = (np.arange(X.shape[0]) if weights is None else
+                 visit_order(np.random.default_rng(self.n_iter_), X.shape[0], weights))
+        self._run(self._prepare_X(X), Y, order, make_progress(callback), None,
                   t0, {"finite_sample": False, "streaming": True})
         return self
 

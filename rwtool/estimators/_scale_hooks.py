@@ -32,6 +32,7 @@ class _ForSumSolvers:
     def __init__(self, fn):
         self.fn = fn
         self.__doc__ = fn.__doc__
+        self.__wrapped__ = fn       # its signature, for scikit-learn's metadata requests
 
     def __get__(self, obj, owner=None):
         if obj is None:
@@ -48,8 +49,12 @@ def _no_partial_fit(obj) -> AttributeError:
 
 class ScaleHooks:
     @_ForSumSolvers
-    def partial_fit(self, X, y, classes=None, *, x_scaler=None, y_scaler=None, callback=None):
+    def partial_fit(self, X, y, classes=None, *, sample_weight=None, x_scaler=None,
+                    y_scaler=None, callback=None):
         """Add a chunk of rows to the least-squares sums; the model is solved when first used.
+
+        ``sample_weight`` weighs the chunk's rows as ``fit`` does (the sums Phi^T W Phi,
+        Phi^T W Y); chunks with weights and chunks without may be mixed.
 
         Solvers "lstsq"/"ridge" (and "lasso"). The first call fixes the feature map, the
         ``classes`` (required for classifiers) and the standardisation: the first chunk's
@@ -61,8 +66,8 @@ class ScaleHooks:
         docs/SCALE.md.
         """
         check_feature_names(self, X, reset="_stream" not in self.__dict__)
-        return _stream_partial_fit(self, X, y, classes, x_scaler=x_scaler, y_scaler=y_scaler,
-                                   callback=callback)
+        return _stream_partial_fit(self, X, y, classes, sample_weight=sample_weight,
+                                   x_scaler=x_scaler, y_scaler=y_scaler, callback=callback)
 
     def __getattr__(self, name):
         # Only reached when normal lookup fails: a fitted attribute of a pending stream.
@@ -81,19 +86,21 @@ class ScaleHooks:
         raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     @reports_to_sklearn
-    def fit(self, X, y, callback=None):
+    def fit(self, X, y, sample_weight=None, callback=None):
+        """Sample the features, solve for the coefficients and return self.
+
+        ``sample_weight``: one weight >= 0 per row (see the estimator's ``fit`` below for what
+        each solver makes of it). ``callback(event)`` receives progress events
+        (rwtool.progress); returning True cancels the fit, which then raises
+        :class:`rwtool.FitCancelled` and leaves the estimator unfitted. Dask arrays and
+        dataframes (and a Dask ``sample_weight``) are fitted on their cluster
+        (rwtool.scale._dask, docs/SCALE.md).
+        """
         self.__dict__.pop("_stream", None)   # a fit replaces any partial_fit stream
         if is_dask(X) or is_dask(y):
             check_feature_names(self, X, reset=True)     # a Dask DataFrame's columns
-            return _dask_fit(self, X, y, callback=callback)
-        return super().fit(X, y, callback=callback)
-
-    fit.__doc__ = ("Sample the features, solve for the coefficients and return self.\n\n"
-                   "        ``callback(event)`` receives progress events (rwtool.progress); "
-                   "returning True cancels the fit,\n        which then raises "
-                   ":class:`rwtool.FitCancelled` and leaves the estimator unfitted. Dask "
-                   "arrays and\n        dataframes are fitted on their cluster "
-                   "(rwtool.scale._dask, docs/SCALE.md).\n        ")
+            return _dask_fit(self, X, y, callback=callback, sample_weight=sample_weight)
+        return super().fit(X, y, sample_weight=sample_weight, callback=callback)
 
     def predict(self, X):
         if is_dask(X):

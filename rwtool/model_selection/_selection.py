@@ -72,13 +72,15 @@ def _shares_reg_path(template, candidates) -> bool:
                for c in candidates)
 
 
-def cross_validate(template, candidates, X, y, folds, scoring, progress):
-    """Scores (candidates x folds) and mean fit times; shares features where it can."""
+def cross_validate(template, candidates, X, y, folds, scoring, progress, sample_weight=None):
+    """Scores (candidates x folds) and mean fit times; shares features where it can. With
+    ``sample_weight`` each fold is fitted on its rows' weights and scored weighting its
+    validation rows (the refitting route only)."""
     scores = np.full((len(candidates), len(folds)), np.nan)
     times = np.zeros(len(candidates))
     progress.start("search", len(candidates))
     done = 0
-    if scoring is None and _shares_reg_path(template, candidates):
+    if scoring is None and sample_weight is None and _shares_reg_path(template, candidates):
         groups = OrderedDict()
         for i, c in enumerate(candidates):
             key = tuple(sorted((k, repr(v)) for k, v in c.items() if k != "reg"))
@@ -102,9 +104,16 @@ def cross_validate(template, candidates, X, y, folds, scoring, progress):
             for k, (tr, va) in enumerate(folds):
                 est = clone(template).set_params(**c)
                 try:
-                    est.fit(X_arr[tr], y[tr])
-                    scores[i, k] = (est.score(X_arr[va], y[va]) if scoring is None
-                                    else scoring(est, X_arr[va], y[va]))
+                    if sample_weight is None:
+                        est.fit(X_arr[tr], y[tr])
+                        scores[i, k] = (est.score(X_arr[va], y[va]) if scoring is None
+                                        else scoring(est, X_arr[va], y[va]))
+                    else:
+                        est.fit(X_arr[tr], y[tr], sample_weight=sample_weight[tr])
+                        scores[i, k] = (est.score(X_arr[va], y[va], sample_weight[va])
+                                        if scoring is None else
+                                        scoring(est, X_arr[va], y[va],
+                                                sample_weight=sample_weight[va]))
                 except NumericalError:
                     # a diverged candidate is invalid: it scores NaN, never the best
                     scores[i, :] = np.nan
@@ -116,8 +125,10 @@ def cross_validate(template, candidates, X, y, folds, scoring, progress):
     return scores, times
 
 
-def select_reg(estimator, X, y, values, cv: int = 3, random_state=0, callback=None):
+def select_reg(estimator, X, y, values, cv: int = 3, random_state=0, callback=None,
+               sample_weight=None):
     """Cross-validate ``reg`` over ``values`` (everything else fixed); ``(best, table)``.
+    ``sample_weight`` weighs the rows in each fold's fit and in its validation score.
 
     The table lists each value with its mean and standard deviation of the validation score
     (accuracy or R^2). On the exact least-squares solvers every value shares one feature draw
@@ -130,7 +141,7 @@ def select_reg(estimator, X, y, values, cv: int = 3, random_state=0, callback=No
     folds = kfold_indices(y_arr, int(cv), is_clf, random_state)
     candidates = [{"reg": float(v)} for v in values]
     scores, _ = cross_validate(estimator, candidates, X, y_arr, folds, None,
-                                make_progress(callback))
+                                make_progress(callback), sample_weight)
     mean = scores.mean(axis=1)
     valid = np.isfinite(mean)
     if not valid.any():

@@ -5,7 +5,10 @@ collection is fitted in two passes over its partitions, each one task per partit
 
 1. moments (count, mean, sum of squared deviations) of X and of y, or the labels of y: merged
    by Chan's formulas, they give the standardisation ``fit`` would compute on the whole data;
-2. each partition's sums A_f = Phi^T Phi, B_f = Phi^T Y (per fold for reg="auto") by the same
+   (with ``sample_weight``, a Dask array or sequence of one weight per row, the weighted
+   moments: a row of weight c counts c times);
+2. each partition's sums A_f = Phi^T W Phi, B_f = Phi^T W Y (W = I without weights; per fold
+   for reg="auto") by the same
    numba feature kernels and BLAS calls as an in-memory fit, and the maxima over its rows of
    what the feature map's data constants are made of (sup ||x||, ...: RowMaxima), summed and
    maximised by a tree reduction (``split_every`` partitions per node, so no worker receives
@@ -114,16 +117,30 @@ def _sum(items):
     return out
 
 
-def _scan_part(Xb, yb, classifier):
-    """Pass 1 on one partition: moments of X (and y), labels of y; rejects bad values there."""
+def _part_weights(wb, n):
+    """A partition's weights, checked as an in-memory fit checks them (all zero is allowed
+    here: only the total must not be)."""
+    if wb is None:
+        return None
+    w = np.asarray(wb, dtype=np.float64)
+    if w.shape != (n,) or not np.isfinite(w).all() or (w < 0).any():
+        raise ValueError(f"sample_weight must be finite and >= 0 with one weight per row; a "
+                         f"partition of {n} rows has weights of shape {w.shape} or bad values")
+    return w
+
+
+def _scan_part(Xb, yb, classifier, wb=None):
+    """Pass 1 on one partition: moments of X (and y), weighted by ``wb`` when given, labels of
+    y; rejects bad values there."""
     if len(Xb) == 0:
         return (Moments(Xb.shape[1]), None if classifier else Moments(
             1 if yb.ndim == 1 else yb.shape[1]), np.array([]) if classifier else None)
     Xb = check_array(Xb)
+    w = _part_weights(wb, len(Xb))
     if classifier:
-        return Moments.of(Xb), None, class_labels(yb)[0]
+        return Moments.of(Xb, w), None, class_labels(yb)[0]
     yb = check_array(yb, "y", ensure_2d=False)
-    return Moments.of(Xb), Moments.of(yb), None
+    return Moments.of(Xb, w), Moments.of(yb, w), None
 
 
 def _merge_scans(items):
@@ -135,17 +152,19 @@ def _merge_scans(items):
     return mx, my, labels
 
 
-def _part_stats(est, fmap, shape, Xb, yb, start, folds=None):
-    """Pass 2 on one partition: its sufficient statistics (rows numbered from ``start``) and the
-    maxima of its rows; ``shape`` = (outputs, folds, validation sample rows) of the client's
-    empty statistics."""
+def _part_stats(est, fmap, shape, Xb, yb, start, folds=None, wb=None):
+    """Pass 2 on one partition: its sufficient statistics (rows numbered from ``start``,
+    weighted by ``wb`` when given) and the maxima of its rows (of weight above zero);
+    ``shape`` = (outputs, folds, validation sample rows) of the client's empty statistics."""
     n_outputs, n_folds, sample_rows = shape
     stats = SufficientStats(fmap.n_output_, n_outputs, n_folds, sample_rows=sample_rows)
     maxima = RowMaxima()
     if len(Xb):
         Xp, Y = coded_chunk(est, Xb, yb)
-        stats.add(fmap, Xp, Y, rows=Xb, start=start, folds=folds, block_size=est.block_size)
-        maxima = fmap.row_maxima(Xp)
+        w = _part_weights(wb, len(Xb))
+        stats.add(fmap, Xp, Y, rows=Xb, start=start, folds=folds, block_size=est.block_size,
+                  weights=w)
+        maxima = fmap.row_maxima(Xp if w is None else Xp[w > 0])
     return stats, maxima
 
 
@@ -158,44 +177,63 @@ def _offsets(chunks):
     return np.concatenate([[0], np.cumsum(chunks)[:-1]]).astype(np.int64)
 
 
-def _prepare(est, X, y, n_folds, callback):
-    """Passes 1 and 2 for ``est`` on (X, y): ``(stream, stats)`` with the model's preprocessing
-    fixed as an in-memory fit fixes it."""
+def _weight_parts(sample_weight, X):
+    """The Delayed weights of each row partition of X (None each without weights)."""
+    if sample_weight is None:
+        return [None] * len(X.chunks[0])
+    _, da = _dask()
+    w = _to_array(sample_weight, da)
+    if w is None:
+        w = da.from_array(np.asarray(sample_weight, dtype=np.float64), chunks=(X.chunks[0],))
+    if w.ndim != 1 or w.shape[0] != X.shape[0]:
+        raise ValueError(f"sample_weight must be 1-D with one weight per row of X "
+                         f"({X.shape[0]}), got shape {w.shape}")
+    return list(w.rechunk({0: X.chunks[0]}).to_delayed().ravel())
+
+
+def _prepare(est, X, y, n_folds, callback, sample_weight=None):
+    """Passes 1 and 2 for ``est`` on (X, y): ``(X, y, stream, weight parts)`` with the
+    model's preprocessing fixed as an in-memory fit fixes it."""
     dask, da = _dask()
     progress = make_progress(callback)
     X, y = as_dask_arrays(X, y)
+    ws = _weight_parts(sample_weight, X)
     classifier = est._estimator_type == "classifier"
     Xs, ys = X.to_delayed().ravel(), y.to_delayed().ravel()
     scan = dask.delayed(_scan_part, pure=True)
     progress.start("dask moments", 1)
-    mx, my, labels = dask.compute(_tree([scan(a, b, classifier) for a, b in zip(Xs, ys)],
-                                        _merge_scans, dask))[0]
+    mx, my, labels = dask.compute(_tree([scan(a, b, classifier, w) for a, b, w in
+                                         zip(Xs, ys, ws)], _merge_scans, dask))[0]
     progress.end()
     if mx.n == 0:
-        raise ValueError("X has 0 rows; pass at least one row")
+        raise ValueError("X has 0 rows; pass at least one row" if sample_weight is None else
+                         "sample_weight has no non-zero weight: at least one row must have a "
+                         "weight above zero")
     if classifier:
         stream = start_model(est, X.shape[1], x_scaler=mx, classes=labels, n_folds=n_folds)
     else:
         stream = start_model(est, X.shape[1], x_scaler=mx, y_scaler=my, n_folds=n_folds,
                              n_targets=None if y.ndim == 1 else y.shape[1])
-    return X, y, stream
+    return X, y, stream, ws
 
 
-def fit(est, X, y, callback=None):
-    """Fit ``est`` (RW lstsq, RKS ridge, or Lasso) on Dask data; see the module docstring."""
+def fit(est, X, y, callback=None, sample_weight=None):
+    """Fit ``est`` (RW lstsq, RKS ridge, or Lasso) on Dask data, its rows weighted by
+    ``sample_weight`` when given; see the module docstring."""
     dask, _ = _dask()
     t0 = time.perf_counter()
     for key in ("coef_", "feature_map_"):
         est.__dict__.pop(key, None)   # a failed refit must not leave the old model
-    X, y, stream = _prepare(est, X, y, None, callback)   # folds (and sample) as reg needs
-    stats, maxima = _distributed_stats(est, stream, X, y, None, callback)
+    # folds (and sample) as reg needs
+    X, y, stream, ws = _prepare(est, X, y, None, callback, sample_weight)
+    stats, maxima = _distributed_stats(est, stream, X, y, None, callback, ws)
     solve_stream(est, stream.fmap, maxima, stats, callback)
     est.fit_time_ = time.perf_counter() - t0
     est.n_partitions_ = len(X.chunks[0])
     return est
 
 
-def _distributed_stats(est, stream, X, y, folds, callback):
+def _distributed_stats(est, stream, X, y, folds, callback, ws=None):
     dask, _ = _dask()
     progress = make_progress(callback)
     # the model and its map travel once per worker, not once per task
@@ -205,14 +243,17 @@ def _distributed_stats(est, stream, X, y, folds, callback):
     empty = stream.stats
     shape = (empty.n_outputs, empty.n_folds, 0 if empty.sample is None else empty.sample.size)
     starts = _offsets(X.chunks[0])
+    ws = [None] * len(starts) if ws is None else ws
     tasks = []
-    for a, b, s, n in zip(X.to_delayed().ravel(), y.to_delayed().ravel(), starts, X.chunks[0]):
+    for a, b, s, n, w in zip(X.to_delayed().ravel(), y.to_delayed().ravel(), starts,
+                             X.chunks[0], ws):
         f = None if folds is None else folds[s:s + n]
-        tasks.append(part(est_d, fmap_d, shape, a, b, int(s), f))
+        tasks.append(part(est_d, fmap_d, shape, a, b, int(s), f, w))
     progress.start("dask normal equations", 1)
     stats, maxima = dask.compute(_tree(tasks, _merge_parts, dask))[0]
     progress.end()
-    if stats.n_samples != X.shape[0] or maxima.n != X.shape[0]:   # never part of the data
+    weighted = any(w is not None for w in ws)   # then the maxima skip the rows of weight 0
+    if stats.n_samples != X.shape[0] or (maxima.n != X.shape[0] and not weighted):
         raise RuntimeError(f"the reduction saw {stats.n_samples} of {X.shape[0]} rows")
     return stats, maxima
 
@@ -321,7 +362,7 @@ def fold_scores(template, base_params, regs, X, y, folds):
     est = clone(template).set_params(**base_params)
     ids = fold_ids(folds)
     F = len(folds)
-    X, y, stream = _prepare(est, X, y, F, None)
+    X, y, stream, _ = _prepare(est, X, y, F, None)
     stats, _ = _distributed_stats(est, stream, X, y, ids, None)
     fmap = stream.fmap
     G = fmap.gram() if fmap.has_gram else None

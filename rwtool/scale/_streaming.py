@@ -46,7 +46,8 @@ import warnings
 
 import numpy as np
 
-from .._base import Standardizer, check_array, check_random_state, class_labels
+from .._base import (Standardizer, check_array, check_random_state, check_sample_weight,
+                     class_labels)
 from ..features import RowMaxima
 from ..solvers._from_sums import AUTO_FOLDS, FROM_SUMS_SOLVERS, empty_stats, solve_from_stats
 from ..solvers._sufficient import SufficientStats
@@ -73,22 +74,27 @@ class Moments:
         self.peak = np.ones(int(n_columns))
 
     @classmethod
-    def of(cls, X: np.ndarray) -> "Moments":
+    def of(cls, X: np.ndarray, weights: np.ndarray | None = None) -> "Moments":
+        """The moments of X's rows; with ``weights`` a row counts ``w`` times (``n`` is then
+        the weight sum, and the merge formulas hold unchanged)."""
         X = np.asarray(X, dtype=float)
         X = X[:, None] if X.ndim == 1 else X
+        if weights is not None:
+            X, weights = X[weights > 0], weights[weights > 0]
         out = cls(X.shape[1])
         if len(X):
             peak = np.max(np.abs(X), axis=0)
             out.peak = np.where(np.isfinite(peak) & (peak > 0), peak, 1.0)
             Z = X / out.peak
-            zmean = Z.mean(axis=0)
-            out.n = len(X)
+            zmean = np.average(Z, axis=0, weights=weights)
+            out.n = len(X) if weights is None else float(weights.sum())
             out.mean = zmean * out.peak
-            out.m2 = ((Z - zmean) ** 2).sum(axis=0)
+            sq = (Z - zmean) ** 2
+            out.m2 = sq.sum(axis=0) if weights is None else weights @ sq
         return out
 
-    def add(self, X: np.ndarray) -> "Moments":
-        merged = self + Moments.of(X)
+    def add(self, X: np.ndarray, weights: np.ndarray | None = None) -> "Moments":
+        merged = self + Moments.of(X, weights)
         self.n, self.mean, self.m2, self.peak = merged.n, merged.mean, merged.m2, merged.peak
         return self
 
@@ -220,23 +226,28 @@ def coded_chunk(est, X, y):
     return est._prepare_X(X), np.ascontiguousarray(est._targets_for(y, len(X)))
 
 
-def partial_fit(est, X, y, classes=None, *, x_scaler=None, y_scaler=None, callback=None):
-    """Add a chunk (X, y) to the sums of ``est``; see the module docstring. Returns ``est``.
+def partial_fit(est, X, y, classes=None, *, sample_weight=None, x_scaler=None, y_scaler=None,
+                callback=None):
+    """Add a chunk (X, y) to the sums of ``est``, its rows weighted by ``sample_weight``
+    (None: 1 each; the first chunk's statistics are weighted too); see the module docstring.
+    Returns ``est``.
 
     A refused chunk (bad values, labels outside ``classes``, sums that overflow float64)
     leaves ``est`` exactly as it was before the call: the stream goes on with the next chunk.
     """
     saved = dict(est.__dict__)
     try:
-        return _add_chunk(est, X, y, classes, x_scaler, y_scaler, callback)
+        return _add_chunk(est, X, y, classes, x_scaler, y_scaler, callback, sample_weight)
     except BaseException:
         est.__dict__.clear()
         est.__dict__.update(saved)
         raise
 
 
-def _add_chunk(est, X, y, classes, x_scaler, y_scaler, callback):
+def _add_chunk(est, X, y, classes, x_scaler, y_scaler, callback, sample_weight=None):
     t0 = time.perf_counter()
+    weights = (None if sample_weight is None else
+               check_sample_weight(sample_weight, len(np.asarray(y))))
     if classes is not None and est._estimator_type != "classifier":
         raise ValueError(f"classes= is for classifiers; {type(est).__name__} learns numeric "
                          f"targets: drop classes= (or use the classifier of this method)")
@@ -258,13 +269,13 @@ def _add_chunk(est, X, y, classes, x_scaler, y_scaler, callback):
             if classes is None:
                 raise ValueError("classes must be given on the first partial_fit call (every "
                                  "label the stream will contain), as in scikit-learn")
-            stream = start_model(est, X0.shape[1], x_scaler=x_scaler or Moments.of(X0),
+            stream = start_model(est, X0.shape[1], x_scaler=x_scaler or Moments.of(X0, weights),
                                  classes=classes)
         else:
             y0 = check_array(y, "y", ensure_2d=False)
             if y_scaler is None and est.standardize:
-                y_scaler = Moments.of(y0)
-            stream = start_model(est, X0.shape[1], x_scaler=x_scaler or Moments.of(X0),
+                y_scaler = Moments.of(y0, weights)
+            stream = start_model(est, X0.shape[1], x_scaler=x_scaler or Moments.of(X0, weights),
                                  y_scaler=y_scaler,
                                  n_targets=None if y0.ndim == 1 else y0.shape[1])
         est._stream = stream
@@ -277,8 +288,9 @@ def _add_chunk(est, X, y, classes, x_scaler, y_scaler, callback):
             raise ValueError(f"classes {list(classes)} differ from those of the first "
                              f"partial_fit call {list(est.classes_)}")
     Xp, Y = coded_chunk(est, X, y)
-    maxima = stream.fmap.row_maxima(Xp)
-    stream.stats.add(stream.fmap, Xp, Y, rows=X, block_size=est.block_size, progress=callback)
+    maxima = stream.fmap.row_maxima(Xp if weights is None else Xp[weights > 0])
+    stream.stats.add(stream.fmap, Xp, Y, rows=X, block_size=est.block_size, progress=callback,
+                     weights=weights)
     stream.maxima = stream.maxima + maxima
     _unsolve(est)
     stream.seconds += time.perf_counter() - t0

@@ -55,7 +55,8 @@ def empty_stats(est, fmap, n_outputs: int, n_folds: int | None = None) -> Suffic
 def can_cross_validate(stats: SufficientStats) -> bool:
     """Whether reg=None chooses reg by cross-validation on these sums (every fold holds at least
     ``MIN_FOLD_ROWS`` rows), rather than falling back to ``SMALL_DATA_REG``."""
-    return stats.n_folds >= 2 and int(stats.n.min()) >= MIN_FOLD_ROWS
+    # weight sums, so that a row of weight 3 counts as its three copies would
+    return stats.n_folds >= 2 and float(stats.w.min()) >= MIN_FOLD_ROWS
 
 
 def solve_from_stats(est, fmap, stats: SufficientStats, callback=None):

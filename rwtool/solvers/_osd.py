@@ -196,11 +196,12 @@ def optimal_stepsize(f, p, y, lam, alpha_u, kuu, loss="squared") -> float:
 
 
 def osd_fit(feature_map, X, Y, reg, loss="squared", batch_size=50, random_state=None,
-            block=64, progress=None):
+            block=64, progress=None, weights=None):
     """Optimal Stepsize Descent on a fitted RKHS-weighting map; one iteration per centre.
 
     ``reg`` (lam) is in [0, 1): it is both the regulariser of J and the shrink factor
-    (1 - lam) of 000 eq. 44. Returns ``(coef (T, k), info)``; ``info`` has ``norm``
+    (1 - lam) of 000 eq. 44. ``weights`` (one per row, or None): batch rows are drawn in
+    proportion to them, the weighted loss in expectation (solvers._draws). Returns ``(coef (T, k), info)``; ``info`` has ``norm``
     (||alpha_T||_H per output), ``n_iter``, ``train_loss``, ``capped``. Raises
     FitCancelled(partial_model=True, partial=(coef, info)) on a cancel after a block, and
     :class:`rwtool.NumericalError` when a batch loss explodes or the returned model is far worse
@@ -238,7 +239,8 @@ def osd_fit(feature_map, X, Y, reg, loss="squared", batch_size=50, random_state=
         return {"n_iter": t, "norm": np.sqrt(norm2).tolist(), "train_loss": float(last_loss),
                 "capped": int(capped)}
 
-    for t0, t1, rows, Psi, _phi, Gcol in BlockStream(feature_map, X, batch_size, rng, block):
+    for t0, t1, rows, Psi, _phi, Gcol in BlockStream(feature_map, X, batch_size, rng, block,
+                                                     weights=weights):
         last_loss, c, bad, bad_loss = _osd_block(Psi, Y[rows], Gcol, t0, a, norm2, reg,
                                                  int(batch_size), loss.code, limit)
         capped += int(c)

@@ -35,8 +35,9 @@ __all__ = ["auto_block_size", "normal_equations", "solve_normal_equations",
 
 
 def normal_equations(feature_map, X: np.ndarray, Y: np.ndarray, block_size: int | None = None,
-                     progress=None, out=None):
-    """A = Phi^T Phi (full symmetric) and B = Phi^T Y, accumulated block by block.
+                     progress=None, out=None, weights: np.ndarray | None = None):
+    """A = Phi^T W Phi (full symmetric) and B = Phi^T W Y, accumulated block by block
+    (W = diag(weights), the identity when ``weights`` is None).
 
     Parameters
     ----------
@@ -48,6 +49,8 @@ def normal_equations(feature_map, X: np.ndarray, Y: np.ndarray, block_size: int 
     progress : Progress or callback, optional; stage "normal equations", done = rows processed.
     out : (A, B) arrays to add the sums to (the running sums of a stream or of a fold,
         rwtool.solvers._sufficient); None starts from zero.
+    weights : (m,) row weights >= 0, or None. Each block's rows are scaled by sqrt(w) (the
+        targets by w), so Phi^T W Phi stays one symmetric rank-k update.
     """
     progress = make_progress(progress)
     m = X.shape[0]
@@ -62,9 +65,14 @@ def normal_equations(feature_map, X: np.ndarray, Y: np.ndarray, block_size: int 
                 # SGEMM), added to the float64 sums
                 AtA = np.empty((T, T), dtype=Phi.dtype)
                 Yb = Y if Y.dtype == Phi.dtype else Y.astype(Phi.dtype)
+            Yr = Yb[start:stop]
+            if weights is not None:
+                root = np.sqrt(weights[start:stop]).astype(Phi.dtype)[:, None]
+                Phi = Phi * root
+                Yr = Yr * root
             np.matmul(Phi.T, Phi, out=AtA)  # numpy spots the transposed self-product: one syrk
             A += AtA
-            B += Phi.T @ Yb[start:stop]
+            B += Phi.T @ Yr
             progress.update(stop)
     progress.end()
     if not (np.isfinite(A).all() and np.isfinite(B).all()):
@@ -195,8 +203,10 @@ class RegPath:
 
 
 def ridge_fit(feature_map, X, Y, reg: float, eps: float = 0.0, use_gram: bool | None = None,
-              block_size: int | None = None, progress=None):
+              block_size: int | None = None, progress=None, weights: np.ndarray | None = None):
     """Blocked least squares for a fitted feature map (R = G when the map has one, else I).
+    With row ``weights`` it minimises (1 / sum w) sum_i w_i (f(x_i) - y_i)^2 / 2 plus the same
+    regulariser: m becomes sum w, so integer weights fit the model of the repeated rows.
 
     Returns ``(coef, info)``; ``info`` has the jitter, the method and the Gram matrix used.
     """
@@ -207,9 +217,10 @@ def ridge_fit(feature_map, X, Y, reg: float, eps: float = 0.0, use_gram: bool | 
         progress.start("features", 1)
         R = feature_map.gram()
         progress.end()
-    A, B = normal_equations(feature_map, X, Y, block_size, progress)
+    A, B = normal_equations(feature_map, X, Y, block_size, progress, weights=weights)
+    m = X.shape[0] if weights is None else float(np.sum(weights))
     progress.start("solve", 1)
-    coef, info = solve_normal_equations(A, B, X.shape[0], reg, R, eps)
+    coef, info = solve_normal_equations(A, B, m, reg, R, eps)
     progress.end()
     info["gram"] = R
     return coef, info

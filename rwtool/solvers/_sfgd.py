@@ -50,6 +50,7 @@ from ..exceptions import FitCancelled, NumericalError
 from ..losses import get_loss, loss_deriv, loss_value
 from ..progress import make_progress
 from ._divergence import DIVERGED, check_final_model, diverged, final_rows, loss_limit
+from ._draws import draw_rows
 from ._prune import subset_map
 
 __all__ = ["sfgd_fit", "BlockStream", "section_scale", "report_block", "check_rkhs_map",
@@ -68,7 +69,9 @@ class BlockStream:
     columns ``Gcol`` = K(w_s, w_t) for s < t1, t in [t0, t1) (shape (t1, K)).
     """
 
-    def __init__(self, feature_map, X, batch_size, rng, block=64, need_phi=False):
+    def __init__(self, feature_map, X, batch_size, rng, block=64, need_phi=False,
+                 weights=None):
+        self.weights = weights           # rows drawn in proportion to them (solvers._draws)
         self.fmap = feature_map
         self.X = X
         self.b = int(batch_size)
@@ -83,7 +86,7 @@ class BlockStream:
         for t0 in range(0, self.T, self.block):
             t1 = min(self.T, t0 + self.block)
             K = t1 - t0
-            rows = self.rng.integers(0, m, size=K * b)
+            rows = draw_rows(self.rng, m, K * b, self.weights)
             Xb = np.ascontiguousarray(self.X[rows])
             with warnings.catch_warnings():
                 # the prefix map re-derives the constants the full map already warned about
@@ -240,7 +243,7 @@ def _check_common(reg, batch_size, radius):
 
 
 def sfgd_fit(feature_map, X, Y, reg, loss="squared", batch_size=50, radius=None, average=True,
-             random_state=None, block=64, progress=None, step_cap=STEP_CAP):
+             random_state=None, block=64, progress=None, step_cap=STEP_CAP, weights=None):
     """SFGD on a fitted RKHS-weighting map (003 Algorithm 3); one iteration per centre.
 
     Parameters
@@ -255,6 +258,8 @@ def sfgd_fit(feature_map, X, Y, reg, loss="squared", batch_size=50, radius=None,
     block : iterations per block (the progress/cancellation granularity)
     step_cap : c of eta_t = min(1 / (reg t), c / L) (:func:`step_smoothness`), or None for
         the paper's 1 / (reg t)
+    weights : row weights (m,), or None: batch rows are drawn in proportion to them, which
+        makes each step's loss an unbiased estimate of the weighted loss (solvers._draws)
 
     Returns ``(coef (T, k), info)``; ``info`` has ``norm`` (||alpha_T||_H by eq. 42, per
     output), ``n_iter``, ``train_loss`` (mean batch loss of the last block), ``eta_max`` (the
@@ -281,7 +286,7 @@ def sfgd_fit(feature_map, X, Y, reg, loss="squared", batch_size=50, radius=None,
     norm2 = np.zeros(k)
     progress = make_progress(progress)
     progress.start("sfgd", T)
-    stream = BlockStream(feature_map, X, batch_size, rng, block, need_phi=True)
+    stream = BlockStream(feature_map, X, batch_size, rng, block, need_phi=True, weights=weights)
     rad = -1.0 if radius is None else float(radius)
     limit = loss_limit(loss, Y)
     last_loss = math.nan

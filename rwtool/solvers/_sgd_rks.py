@@ -36,6 +36,7 @@ from ..losses import get_loss, loss_deriv, loss_value
 from ..exceptions import FitCancelled
 from ..progress import make_progress
 from ._divergence import check_final_model, diverged, loss_limit
+from ._draws import visit_order
 
 __all__ = ["sgd_fit", "step_constant"]
 
@@ -115,9 +116,12 @@ def step_constant(sq_norms, smoothness, batch_size, rule="batch") -> float:
 
 
 def sgd_fit(feature_map, X, Y, reg, loss="squared", batch_size=50, max_iter=5, tol=1e-4,
-            average=True, random_state=None, chunk=2048, progress=None, step_rule="batch"):
+            average=True, random_state=None, chunk=2048, progress=None, step_rule="batch",
+            weights=None):
     """Averaged SGD on a fitted kitchen-sink map. Returns ``(coef (T, k), info)``.
 
+    ``weights`` (one per row, or None): each epoch visits m rows drawn in proportion to
+    them instead of a permutation, the weighted loss in expectation (solvers._draws).
     ``max_iter`` is the number of epochs; the run stops earlier when the mean training loss
     of an epoch improves by less than ``tol`` (relative; 0 runs every epoch).
     ``step_rule``: "batch" (default) sets L from the mini-batch expected smoothness of the
@@ -157,7 +161,7 @@ def sgd_fit(feature_map, X, Y, reg, loss="squared", batch_size=50, max_iter=5, t
     history = []
     info = {}
     for epoch in range(int(max_iter)):
-        perm = rng.permutation(m)
+        perm = visit_order(rng, m, weights)
         averaging = bool(average) and (epoch >= 1 or int(max_iter) == 1)
         total = 0.0
         for ci, start in enumerate(range(0, m, chunk)):

@@ -3,10 +3,13 @@
 For rows (x_i, y_i) with features phi(x_i), everything the exact least-squares solvers need is a
 sum over rows (003 eq. 80-82; spec section 4.1):
 
-    A_f = sum_{i in f} phi(x_i) phi(x_i)^T,   B_f = sum_{i in f} phi(x_i) y_i^T,
-    n_f = |f|,   s_f = sum_{i in f} y_i,   yy_f = sum_{i in f} y_i * y_i   (per output)
+    A_f = sum_{i in f} w_i phi(x_i) phi(x_i)^T,   B_f = sum_{i in f} w_i phi(x_i) y_i^T,
+    m_f = sum_{i in f} w_i,   s_f = sum_{i in f} w_i y_i,   yy_f = sum_{i in f} w_i y_i * y_i
 
-for each fold f of a k-fold split. Sums add: chunks of a stream (``partial_fit``), partitions of a
+for each fold f of a k-fold split, w_i the row's weight (1 without ``sample_weight``; n_f
+counts the rows themselves). A row of integer weight c adds exactly what c copies of it add, and
+the copies share its fold (below), so every solve and every cross-validation score from these
+sums treats weights as repeated rows; the search over reg needs to know nothing of weights. Sums add: chunks of a stream (``partial_fit``), partitions of a
 Dask collection and blocks of an in-memory array all give the same statistics, and the model is
 one T x T solve of the total, ``(A + m reg R + m eps I) a = B`` (ridge.py). The per-fold sums also
 score any reg by cross-validation without a second pass over the data: for a fold f with
@@ -109,12 +112,12 @@ def class_of(D: np.ndarray) -> np.ndarray:
     return np.argmax(D, axis=1) if D.shape[1] > 1 else D[:, 0] > 0
 
 
-def coded_accuracy(D: np.ndarray, truth: np.ndarray) -> float:
-    """The share of rows whose class (:func:`class_of`) is ``truth``; NaN when ``D`` is not
-    finite (no score from non-finite decision values)."""
+def coded_accuracy(D: np.ndarray, truth: np.ndarray, weights=None) -> float:
+    """The share (weighted by ``weights``) of rows whose class (:func:`class_of`) is ``truth``;
+    NaN when ``D`` is not finite (no score from non-finite decision values)."""
     if not np.isfinite(D).all():
         return float("nan")
-    return float(np.mean(class_of(D) == truth))
+    return float(np.average(class_of(D) == truth, weights=weights))
 
 
 #: seed of the hash that picks the validation sample (independent of the folds' hash)
@@ -135,31 +138,40 @@ class ValidationSample:
         self.key = np.empty(0)
         self.pos = np.empty(0, dtype=np.int64)
         self.fold = np.empty(0, dtype=np.int64)
+        self.weight = np.empty(0)
         self.X = self.Y = None
 
     @property
     def nbytes(self) -> int:
-        return int(self.key.nbytes * 3 + (0 if self.X is None else self.X.nbytes + self.Y.nbytes))
+        return int(self.key.nbytes * 4 + (0 if self.X is None else self.X.nbytes + self.Y.nbytes))
 
-    def offer(self, keys, positions, folds, X, Y) -> None:
-        """Keep the rows of (X, Y) (their :func:`row_keys`, positions, folds) that belong to the
-        sample."""
+    def offer(self, keys, positions, folds, X, Y, weights=None) -> None:
+        """Keep the rows of (X, Y) (their :func:`row_keys`, positions, folds, weights) that
+        belong to the sample; rows of weight 0 are not data and never enter it."""
+        weights = np.ones(len(X)) if weights is None else np.asarray(weights, dtype=float)
+        if not weights.all():
+            live = np.flatnonzero(weights > 0)
+            keys, positions, folds, X, Y, weights = (np.asarray(keys)[live], positions[live],
+                                                     np.asarray(folds)[live], X[live], Y[live],
+                                                     weights[live])
         key = position_uniform(keys, SAMPLE_SEED)
         take = np.flatnonzero(key < self.key.max()) if len(self.key) >= self.size else None
         if take is None and len(key) > self.size:
             take = np.argpartition(key, self.size - 1)[:self.size]
         if take is not None:
-            positions, folds, X, Y, key = (positions[take], folds[take], X[take], Y[take],
-                                           key[take])
-        self._merge(key, np.asarray(positions, dtype=np.int64), np.asarray(folds), X, Y)
+            positions, folds, X, Y, key, weights = (positions[take], folds[take], X[take],
+                                                    Y[take], key[take], weights[take])
+        self._merge(key, np.asarray(positions, dtype=np.int64), np.asarray(folds), X, Y,
+                    weights)
 
-    def _merge(self, key, pos, fold, X, Y):
+    def _merge(self, key, pos, fold, X, Y, weight):
         if self.X is None:
             self.X, self.Y = np.empty((0, X.shape[1])), np.empty((0, Y.shape[1]))
         key, pos = np.concatenate([self.key, key]), np.concatenate([self.pos, pos])
         order = np.lexsort((pos, key))[:self.size]
         self.key, self.pos = key[order], pos[order]
         self.fold = np.concatenate([self.fold, fold]).astype(np.int64)[order]
+        self.weight = np.concatenate([self.weight, weight])[order]
         self.X = np.ascontiguousarray(np.concatenate([self.X, X])[order])
         self.Y = np.ascontiguousarray(np.concatenate([self.Y, Y])[order])
 
@@ -167,21 +179,24 @@ class ValidationSample:
         out = ValidationSample(self.size)
         for part in (self, other):
             if part.X is not None:
-                out._merge(part.key, part.pos, part.fold, part.X, part.Y)
+                out._merge(part.key, part.pos, part.fold, part.X, part.Y, part.weight)
         return out
 
     def accuracy(self, fold: int, feature_map, coefs: np.ndarray, n_outputs: int) -> np.ndarray:
-        """Accuracy on the sample's rows of ``fold`` of each block of ``n_outputs`` columns of
-        ``coefs`` (one block per reg; NaN where the decision values are not finite)."""
+        """Accuracy (weighted by the rows' weights) on the sample's rows of ``fold`` of each block
+        of ``n_outputs`` columns of ``coefs`` (one block per reg; NaN where the decision values
+        are not finite)."""
         rows = np.flatnonzero(self.fold == fold)
         D = feature_map.linear_predict(np.ascontiguousarray(self.X[rows]), coefs)
-        return block_accuracies(D.reshape(len(rows), -1), class_of(self.Y[rows]), n_outputs)
+        return block_accuracies(D.reshape(len(rows), -1), class_of(self.Y[rows]), n_outputs,
+                                self.weight[rows])
 
 
-def block_accuracies(D: np.ndarray, truth: np.ndarray, n_outputs: int) -> np.ndarray:
-    """:func:`coded_accuracy` of each block of ``n_outputs`` columns of decision values ``D``
-    (one block per candidate)."""
-    return np.array([coded_accuracy(D[:, j:j + n_outputs], truth)
+def block_accuracies(D: np.ndarray, truth: np.ndarray, n_outputs: int,
+                     weights=None) -> np.ndarray:
+    """:func:`coded_accuracy` (weighted by the rows' ``weights``) of each block of
+    ``n_outputs`` columns of decision values ``D`` (one block per candidate)."""
+    return np.array([coded_accuracy(D[:, j:j + n_outputs], truth, weights)
                      for j in range(0, D.shape[1], n_outputs)])
 
 
@@ -194,7 +209,7 @@ class FoldAccuracy:
     def __init__(self, sample: ValidationSample, feature_map, folds, n_outputs: int):
         self.sample, self.feature_map, self.folds = sample, feature_map, list(folds)
         self.n_outputs = int(n_outputs)
-        self._Phi, self._truth = {}, {}
+        self._Phi, self._truth, self._weight = {}, {}, {}
 
     def __call__(self, j: int, coefs: np.ndarray, scale: float = 1.0) -> np.ndarray:
         """Accuracies of ``coefs``; with fewer rows than the map has features, the coefficients
@@ -204,9 +219,10 @@ class FoldAccuracy:
             rows = np.flatnonzero(self.sample.fold == self.folds[j])
             self._Phi[j] = self.feature_map.transform(np.ascontiguousarray(self.sample.X[rows]))
             self._truth[j] = class_of(self.sample.Y[rows])
+            self._weight[j] = self.sample.weight[rows]
         D = self._Phi[j][:, :coefs.shape[0]] @ coefs
         return block_accuracies(D if scale == 1.0 else D / scale, self._truth[j],
-                                self.n_outputs)
+                                self.n_outputs, self._weight[j])
 
 
 #: from this many reg values on, one eigendecomposition per fold (ridge.RegPath) costs less than
@@ -216,7 +232,8 @@ PATH_MIN_REGS = 10
 
 
 class SufficientStats:
-    """Per-fold sums A_f, B_f, n_f, s_f, yy_f of a least-squares problem (see the module doc).
+    """Per-fold sums A_f, B_f, n_f, m_f, s_f, yy_f of a least-squares problem (module doc);
+    ``w`` holds the weight sums m_f, ``n`` the row counts.
 
     Parameters
     ----------
@@ -243,6 +260,7 @@ class SufficientStats:
         self.A = np.zeros((F, T, T))
         self.B = np.zeros((F, T, k))
         self.n = np.zeros(F, dtype=np.int64)
+        self.w = np.zeros(F)
         self.ysum = np.zeros((F, k))
         self.yy = np.zeros((F, k))
         self.fold_seed = int(fold_seed)
@@ -268,14 +286,16 @@ class SufficientStats:
 
     @property
     def nbytes(self) -> int:
-        return int(self.A.nbytes + self.B.nbytes + self.n.nbytes + self.ysum.nbytes
+        return int(self.A.nbytes + self.B.nbytes + self.n.nbytes + self.w.nbytes + self.ysum.nbytes
                    + self.yy.nbytes + (0 if self.sample is None else self.sample.nbytes))
 
     # -- accumulation ------------------------------------------------------------------------
     def add(self, feature_map, X: np.ndarray, Y: np.ndarray, *, rows=None,
             start: int | None = None, folds: np.ndarray | None = None,
-            block_size: int | None = None, progress=None) -> "SufficientStats":
-        """Add the rows (X, Y) (X preprocessed, Y coded) and return self.
+            block_size: int | None = None, progress=None,
+            weights: np.ndarray | None = None) -> "SufficientStats":
+        """Add the rows (X, Y) (X preprocessed, Y coded), weighted by ``weights`` (checked by
+        the caller: finite, >= 0; None: 1 each), and return self.
 
         ``rows`` are the same rows as the estimator received them (before standardisation and
         bias; default X): their content sets each row's fold (:func:`row_keys`) unless
@@ -306,12 +326,13 @@ class SufficientStats:
             for f in range(self.n_folds):
                 idx = np.flatnonzero(folds == f)
                 if len(idx) == len(X):
-                    part._add_fold(f, feature_map, X, Y, block_size, progress)
+                    part._add_fold(f, feature_map, X, Y, block_size, progress, weights)
                 elif len(idx):
                     part._add_fold(f, feature_map, np.ascontiguousarray(X[idx]),
-                                   np.ascontiguousarray(Y[idx]), block_size, progress)
+                                   np.ascontiguousarray(Y[idx]), block_size, progress,
+                                   None if weights is None else weights[idx])
             if not fresh:
-                for name in ("A", "B", "n", "ysum", "yy"):
+                for name in ("A", "B", "n", "w", "ysum", "yy"):
                     getattr(part, name).__iadd__(getattr(self, name))
             finite = all(np.isfinite(a).all() for a in (part.A, part.B, part.ysum, part.yy))
         except NumericalError:          # normal_equations' own check of a fold's sums
@@ -330,21 +351,29 @@ class SufficientStats:
                     "standardise with the statistics of all the data (x_scaler=, y_scaler=) "
                     "or lower sigma")
         if not fresh:
-            self.A, self.B, self.n, self.ysum, self.yy = part.A, part.B, part.n, part.ysum, part.yy
+            self.A, self.B, self.n, self.w = part.A, part.B, part.n, part.w
+            self.ysum, self.yy = part.ysum, part.yy
         if self.sample is not None:
             positions = np.arange(first, first + len(X))
             self.sample.offer(keys if keys is not None else row_keys(X if rows is None else rows),
-                              positions, folds, np.asarray(X), Y)
+                              positions, folds, np.asarray(X), Y, weights)
         return self
 
-    def _add_fold(self, f, feature_map, X, Y, block_size, progress):
-        normal_equations(feature_map, X, Y, block_size, progress, out=(self.A[f], self.B[f]))
+    def _add_fold(self, f, feature_map, X, Y, block_size, progress, weights=None):
+        normal_equations(feature_map, X, Y, block_size, progress, out=(self.A[f], self.B[f]),
+                         weights=weights)
         self.n[f] += len(X)
-        self.ysum[f] += Y.sum(axis=0)
-        self.yy[f] += np.einsum("ij,ij->j", Y, Y)
+        if weights is None:
+            self.w[f] += len(X)
+            self.ysum[f] += Y.sum(axis=0)
+            self.yy[f] += np.einsum("ij,ij->j", Y, Y)
+        else:
+            self.w[f] += weights.sum()
+            self.ysum[f] += weights @ Y
+            self.yy[f] += np.einsum("i,ij,ij->j", weights, Y, Y)
 
     def _clear(self) -> None:
-        for a in (self.A, self.B, self.n, self.ysum, self.yy):
+        for a in (self.A, self.B, self.n, self.w, self.ysum, self.yy):
             a[...] = 0
 
     def __add__(self, other: "SufficientStats") -> "SufficientStats":
@@ -362,14 +391,15 @@ class SufficientStats:
         out = SufficientStats.__new__(SufficientStats)
         out.A, out.B = self.A + other.A, self.B + other.B
         out.n, out.ysum, out.yy = self.n + other.n, self.ysum + other.ysum, self.yy + other.yy
+        out.w = self.w + other.w
         out.fold_seed = self.fold_seed
         out.sample = None if self.sample is None else self.sample + other.sample
         return out
 
     # -- totals and solves -------------------------------------------------------------------
     def total(self):
-        """(A, B, m) summed over the folds."""
-        return self.A.sum(axis=0), self.B.sum(axis=0), self.n_samples
+        """(A, B, m) summed over the folds, m the weight sum (the rows without weights)."""
+        return self.A.sum(axis=0), self.B.sum(axis=0), float(self.w.sum())
 
     def solve(self, reg: float, R: np.ndarray | None = None, eps: float = 0.0):
         """``(coef, info)`` of (A + m reg R + m eps I) a = B on all rows (ridge.py)."""
@@ -383,13 +413,14 @@ class SufficientStats:
         A, B, m = self.total()
         yy = self.yy.sum(axis=0)
         if fold is not None:
-            A, B, m, yy = A - self.A[fold], B - self.B[fold], m - self.n[fold], yy - self.yy[fold]
+            A, B, m, yy = A - self.A[fold], B - self.B[fold], m - self.w[fold], yy - self.yy[fold]
         self._check_rows(m)
         return A / m, B / m, yy / m
 
     def _check_rows(self, m):
-        if m < 1:
-            raise ValueError("no rows were added: the least-squares sums are empty")
+        if not m > 0:
+            raise ValueError("no rows (of weight above zero) were added: the least-squares "
+                             "sums are empty")
 
     def fold_coefs(self, fold: int, regs, R: np.ndarray | None = None, eps: float = 0.0,
                    Linv: np.ndarray | None = None, use_path: bool | None = None,
@@ -403,7 +434,7 @@ class SufficientStats:
         solve each is cheaper than the eigensolve. ``total``: :meth:`total`, if the caller has it.
         """
         A, B, m = self.total() if total is None else total
-        A_tr, B_tr, m_tr = A - self.A[fold], B - self.B[fold], m - int(self.n[fold])
+        A_tr, B_tr, m_tr = A - self.A[fold], B - self.B[fold], m - float(self.w[fold])
         self._check_rows(m_tr)
         regs = [float(r) for r in regs]
         if use_path is None:
@@ -430,7 +461,7 @@ class SufficientStats:
         error of the +/-1 codes averaged over classes (classification: the loss being
         minimised; accuracy is not a sum over rows of these statistics). Higher is better."""
         k = self.n_outputs
-        n_f = int(self.n[fold])
+        n_f = float(self.w[fold])
         A_f, B_f = self.A[fold], self.B[fold]
         # ||Y_f - Phi_f a||^2 = yy_f - 2 a^T B_f + a^T A_f a, per output column
         quad = np.einsum("ij,ij->j", coefs, A_f @ coefs)
@@ -534,7 +565,7 @@ def scored_folds(stats: SufficientStats, classifier: bool, feature_map=None):
     scored (rows in the fold and outside it, and sample rows when scoring by accuracy).
     Raises ValueError, naming the fix, when fewer than two folds are left."""
     accuracy = classifier and stats.sample is not None and feature_map is not None
-    used = [f for f in range(stats.n_folds) if stats.n[f] > 0 and stats.n_samples > stats.n[f]
+    used = [f for f in range(stats.n_folds) if stats.w[f] > 0 and stats.w.sum() > stats.w[f]
             and (not accuracy or bool(np.any(stats.sample.fold == f)))]
     if len(used) < 2:
         raise ValueError(f"reg='auto' needs rows in at least two of the {stats.n_folds} "
@@ -632,8 +663,10 @@ def select_reg(stats: SufficientStats, values, classifier: bool, R: np.ndarray |
     """
     accuracy, used = scored_folds(stats, classifier, feature_map)
     T = stats.n_features
+    # the weight sum, not the rows: a row of weight c counts as its c copies
     top = T if feature_map is None else int(
-        search_features(stats.n_samples, T) if n_search is None else min(n_search, T))
+        search_features(round(float(stats.w.sum())), T) if n_search is None
+        else min(n_search, T))
     if top < T:
         leading = leading_model(stats, R, feature_map, top)
         if leading is None:          # a map without one column per centre: the whole model

@@ -101,13 +101,13 @@ def test_weighted_least_squares_equals_repeated_rows():
     for cls, yy, kw in ((RWRegressor, y, {"eps": 0.0}), (RKSClassifier, (y > 1).astype(int), {})):
         a = cls(n_features=40, reg=1e-3, standardize=False, random_state=0, **kw)
         b = cls(n_features=40, reg=1e-3, standardize=False, random_state=0, **kw)
-        a.fit_weighted(X, yy, w)
+        a.fit(X, yy, sample_weight=w)
         b.fit(X[rep], yy[rep])
         np.testing.assert_allclose(a.coef_, b.coef_, rtol=1e-9, atol=1e-12)
-    with pytest.raises(ValueError, match="least-squares"):
-        RWRegressor(solver="osd", reg=1e-3).fit_weighted(X, y, w)
-    with pytest.raises(ValueError, match="auto"):
-        RWRegressor(reg="auto").fit_weighted(X, y, w)
+    from gui.panels.evaluation_panel import weights_supported
+    assert weights_supported(RWRegressor(solver="osd", reg=1e-3)) == ""
+    from rwtool import BKerNNRegressor
+    assert "does not take class weights" in weights_supported(BKerNNRegressor())
 
 
 @pytest.mark.slow
@@ -124,7 +124,7 @@ def test_balanced_class_weights_in_the_app(qtbot, window, tmp_path):
     from gui.panels.evaluation_panel import balanced_weights
     w = balanced_weights(tr.y)
     assert w[tr.y == "rare"][0] > w[tr.y == "common"][0]
-    ref = RWClassifier(**run.params).fit_weighted(tr.X, tr.y, w)
+    ref = RWClassifier(**run.params).fit(tr.X, tr.y, sample_weight=w)
     np.testing.assert_allclose(run.result["estimator"].coef_, ref.coef_)
     ns = run_snippet(window.snippet(run), tmp_path)
     np.testing.assert_allclose(ns["model"].coef_, ref.coef_)
