@@ -31,8 +31,9 @@ def _resolve(spec, names, path, what) -> list[str]:
     if isinstance(spec, (str, int, np.integer)):
         spec = [spec]
     out = []
+    known = set(names)          # a wide file's names are many: no list search per name
     for s in spec:
-        if isinstance(s, str) and s not in names and re.fullmatch(r"-?\d+", s.strip()):
+        if isinstance(s, str) and s not in known and re.fullmatch(r"-?\d+", s.strip()):
             s = int(s)          # a position typed on a command line ("-1": the last column)
         if isinstance(s, (int, np.integer)) and not isinstance(s, bool):
             if not -len(names) <= s < len(names):
@@ -40,7 +41,7 @@ def _resolve(spec, names, path, what) -> list[str]:
                                           f"has {len(names)} columns)", file=path)
             out.append(names[s])
         elif isinstance(s, str):
-            if s not in names:
+            if s not in known:
                 close = [n for n in names if n.lower() == s.lower()]
                 raise ColumnNotFoundError(
                     f"no column named {s!r} (for {what})", file=path, column=s,

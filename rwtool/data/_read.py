@@ -340,15 +340,17 @@ def _type_cells(arr, decimal, na, intern):
     return vals, codes, Seen(marks, err_rows, err_texts)
 
 
-def shows_decimal_point(x: np.ndarray) -> bool:
+def shows_decimal_point(x: np.ndarray, axis=None):
     """Whether numbers read in a decimal-point file show that their dot is a decimal point: a
     fraction that is not three digits after a group of one to three ("0.25", "2.3456"; not
-    "1.234", which may be a thousands dot, nor 2.5, which may have been written "2.500")."""
-    frac = x[x != np.floor(x)]           # one pass for whole numbers (NaN comes through)
-    frac = frac[np.isfinite(frac)]
-    k = np.abs(frac) * 1000
-    grouped = (np.abs(frac) >= 1) & (np.abs(frac) < 1000) & (np.abs(k - np.round(k)) <= 1e-9 * k)
-    return bool(np.any(~grouped))
+    "1.234", which may be a thousands dot, nor 2.5, which may have been written "2.500").
+    NaN and infinities show nothing; ``axis=1`` answers for each row of a matrix."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        a = np.abs(x)
+        k = a * 1000
+        grouped = (a >= 1) & (a < 1000) & (np.abs(k - np.round(k)) <= 1e-9 * k)
+        shows = np.isfinite(x) & (x != np.floor(x)) & ~grouped
+    return bool(np.any(shows)) if axis is None else np.any(shows, axis=axis)
 
 
 def excel_note(name: str, n: int, first_line: int, texts) -> str:
@@ -559,9 +561,16 @@ def _names(header_cells, ncols, dialect, given, usecols, path, line):
         names = make_names(given, ncols, path)
     if callable(usecols):
         usecols = usecols(names)
-    keep = (list(range(ncols)) if usecols is None
-            else sorted({names.index(c) for c in usecols if c in names}))
-    return names, keep
+    return names, column_positions(names, usecols)
+
+
+def column_positions(names, usecols) -> list[int]:
+    """Sorted positions of the ``usecols`` names present in ``names`` (all when None); by a
+    lookup table, since a wide file's names are many (a list search per name is quadratic)."""
+    if usecols is None:
+        return list(range(len(names)))
+    index = {n: j for j, n in enumerate(names)}
+    return sorted({index[c] for c in usecols if c in index})
 
 
 def _next_bytes(fh, dec, carry, block_bytes):
@@ -860,20 +869,28 @@ def add_block(columns, block, decimal, na, fast):
     (the per-column overhead would otherwise dominate); a block with text falls back to the
     column-by-column path."""
     cols = [(j, c) for j, c in columns.items() if j in block.cells]
-    n = len(block.lines)
-    if fast and decimal == "." and len(cols) > 64 and n:
-        try:
-            vals = pc.cast(pa.concat_arrays([a for j, _ in cols for a in block.cells[j].chunks]),
-                           pa.float64()).to_numpy(zero_copy_only=False).reshape(len(cols), n)
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-            vals = None
-        if vals is not None:
-            codes = np.where(np.isnan(vals), -2, -1).astype(np.int32)
-            for k, (_, c) in enumerate(cols):
-                c.add_typed(vals[k], codes[k])
-            return
+    vals = cast_block(block, [j for j, _ in cols], decimal, fast)
+    if vals is not None:
+        codes = np.where(np.isnan(vals), -2, -1).astype(np.int32)
+        for k, (_, c) in enumerate(cols):
+            c.add_typed(vals[k], codes[k])
+        return
     for j, c in cols:
         c.add_chunk(block.cells[j], decimal, na)
+
+
+def cast_block(block, js, decimal, fast):
+    """The cells of columns ``js`` of a wide block as one (len(js), rows) float matrix when
+    every one is a plain number (one cast in C: the per-column overhead would otherwise
+    dominate a block of few rows), else None (the caller types column by column)."""
+    n = len(block.lines)
+    if not (fast and decimal == "." and len(js) > 64 and n):
+        return None
+    try:
+        return pc.cast(pa.concat_arrays([a for j in js for a in block.cells[j].chunks]),
+                       pa.float64()).to_numpy(zero_copy_only=False).reshape(len(js), n)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return None
 
 
 def _parse_with(src, dialect, usecols, nrows, na_values, max_vocab, head_rows, notes,
@@ -889,8 +906,7 @@ def _parse_with(src, dialect, usecols, nrows, na_values, max_vocab, head_rows, n
                              names=given):
         if not columns and block.names:
             names = block.names
-            keep = (range(len(names)) if usecols is None
-                    else sorted({names.index(c) for c in usecols if c in names}))
+            keep = column_positions(names, usecols)
             columns = {j: Column(names[j], j, max_vocab, fast) for j in keep}
         add_block(columns, block, dialect.decimal, na, fast)
         lines.append(block.lines)

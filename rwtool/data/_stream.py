@@ -33,8 +33,8 @@ from typing import Iterator
 import numpy as np
 
 from ._dialect import NA_VALUES, Dialect, Source, open_source, sniff_csv
-from ._read import (_STREAM_BLOCK_BYTES, Column, Table, _BadUTF8, add_block, canon, fast_cast_ok,
-                    iter_blocks, legacy_dialect, type_cells,
+from ._read import (_STREAM_BLOCK_BYTES, Column, Table, _BadUTF8, add_block, canon,
+                    cast_block, fast_cast_ok, iter_blocks, legacy_dialect, type_cells,
                     check_guess, excel_note, shows_decimal_point, preamble_note)
 from ._errors import MissingColumnError, MissingValueError
 from ._dataset import Dataset
@@ -90,10 +90,7 @@ class _StreamColumn:
             self.excel_texts.update(seen.error_texts)
         for key, m in ((ALL, None), (FIT, fit_mask)):
             c = codes if m is None else codes[m]
-            v = vals if m is None else vals[m]
             ln = lines if m is None else lines[m]
-            num = c == -1
-            self.n[key] += (int(num.sum()), int((c >= 0).sum()), int((c == -2).sum()))
             t = c[c >= 0]
             if len(t):
                 bc = np.bincount(t, minlength=len(self.vocab))
@@ -104,25 +101,7 @@ class _StreamColumn:
                 if self.first_txt[key] is None:
                     i = int(np.flatnonzero(c >= 0)[0])
                     self.first_txt[key] = (int(ln[i]), self.vocab[int(c[i])])
-            x = v[num]
-            if len(x):
-                bad = ~np.isfinite(x)
-                if bad.any() and self.first_inf[key] is None:
-                    self.first_inf[key] = int(ln[np.flatnonzero(num)[np.flatnonzero(bad)[0]]])
-                if (~bad).any():
-                    self.max_abs[key] = max(self.max_abs[key], float(np.max(np.abs(x[~bad]))))
-                    if key == ALL and not self.fraction:
-                        self.fraction = shows_decimal_point(x[~bad])
-                if key == FIT:
-                    self.sum += float(np.sum(x[~bad]))
-                    self.n_finite += int((~bad).sum())
-                if not self.overflow[key]:
-                    u, cnt = np.unique(x, return_counts=True)
-                    d = self.nums[key]
-                    for a, b in zip(u.tolist(), cnt.tolist()):
-                        d[a] = d.get(a, 0) + b
-                    if len(d) > self.max_distinct:
-                        self.overflow[key] = True
+        add_numbers([self], vals[None], codes[None], lines, fit_mask)
 
     def type(self, cells, decimal, na):
         """(values, codes, what else was seen) of a block's cells, their text interned in
@@ -185,6 +164,58 @@ class _StreamColumn:
             return None
         best = max(d.values())
         return float(min(x for x, c in d.items() if c == best))
+
+
+def add_numbers(cols, V, C, lines, fit):
+    """Count the cells of a block's columns ``cols`` (values ``V`` and codes ``C``, one row of
+    each per column) into their summaries: cell counts, first infinite value, largest
+    magnitude, decimal point, sum and distinct numbers. Vectorised over the columns, so a
+    block of few rows and many columns costs per cell, not per column."""
+    for key, m in ((ALL, None), (FIT, fit)):
+        v = V if m is None else V[:, m]
+        c = C if m is None else C[:, m]
+        ln = lines if m is None else lines[m]
+        num = c == -1
+        counts = np.stack([num.sum(1), (c >= 0).sum(1), (c == -2).sum(1)], axis=1)
+        x = np.where(num, v, np.nan)            # the numbers; NaN elsewhere
+        fin = np.isfinite(x)
+        inf = num & ~fin
+        has_inf = inf.any(1)
+        first_inf = np.argmax(inf, axis=1)
+        top = np.max(np.where(fin, np.abs(x), 0.0), axis=1, initial=0.0)
+        has_fin = fin.any(1)
+        point = shows_decimal_point(x, axis=1) if key == ALL else None
+        if key == FIT:       # one column: summed as before, to the same last bit
+            sums = ([np.sum(x[0][fin[0]])] if len(cols) == 1 else np.where(fin, x, 0.0).sum(1))
+            n_fin = fin.sum(1)
+        # distinct numbers and their counts, by runs of each sorted row (NaN sorts last)
+        srt = np.sort(x, axis=1)
+        valid = np.arange(srt.shape[1])[None, :] < counts[:, :1]
+        start = valid.copy()
+        start[:, 1:] &= srt[:, 1:] != srt[:, :-1]
+        ci, pos = np.nonzero(start)
+        last = np.append(ci[1:] != ci[:-1], True)          # the last run of its row
+        runs = np.where(last, counts[ci, 0], np.append(pos[1:], 0)) - pos
+        vals_u = srt[ci, pos]
+        for k, col in enumerate(cols):
+            col.n[key] += counts[k]
+            if has_inf[k] and col.first_inf[key] is None:
+                col.first_inf[key] = int(ln[first_inf[k]])
+            if has_fin[k]:
+                col.max_abs[key] = max(col.max_abs[key], float(top[k]))
+                if key == ALL and point[k]:
+                    col.fraction = True
+            if key == FIT:
+                col.sum += float(sums[k])
+                col.n_finite += int(n_fin[k])
+        for k, a, b in zip(ci.tolist(), vals_u.tolist(), runs.tolist()):
+            col = cols[k]
+            if not col.overflow[key]:
+                d = col.nums[key]
+                d[a] = d.get(a, 0) + b
+        for col in cols:
+            if len(col.nums[key]) > col.max_distinct:
+                col.overflow[key] = True
 
 
 class _StreamTable:
@@ -319,9 +350,16 @@ def _pass_one(src, dialect, target, features, ignore, categorical, numeric, na_v
         jt = None if tname is None else table._index[tname]
         typed_t = None if jt is None else cols[jt].type(block.cells[jt], dialect.decimal, na)
         fit = np.ones(n, bool) if jt is None else typed_t[1] != -2
-        for j, c in cols.items():
-            typed = typed_t if j == jt else c.type(block.cells[j], dialect.decimal, na)
-            c.add(*typed, block.lines, fit)
+        rest = [j for j in cols if j != jt]
+        V = cast_block(block, rest, dialect.decimal, fast)
+        if V is not None:        # a wide numeric block: summarised as one matrix
+            add_numbers([cols[j] for j in rest], V,
+                        np.where(np.isnan(V), -2, -1).astype(np.int32), block.lines, fit)
+            rest = []
+        if jt is not None:
+            cols[jt].add(*typed_t, block.lines, fit)
+        for j in rest:
+            cols[j].add(*cols[j].type(block.cells[j], dialect.decimal, na), block.lines, fit)
         n_rec += n
         n_fit += int(fit.sum())
     return table, n_rec, n_fit, tname, feats, cat, num
@@ -369,7 +407,8 @@ def iter_csv(path, preprocessing: Preprocessing, *, dialect: Dialect | None = No
 
 
 def _check_columns(pre, names, path, dialect, require_target):
-    missing = [c for c in pre.input_columns if c not in names]
+    present = set(names)
+    missing = [c for c in pre.input_columns if c not in present]
     if missing:
         raise MissingColumnError(
             f"the record needs column(s) {', '.join(map(repr, missing))}, absent from this "
