@@ -6,7 +6,8 @@ On adults (32561 x 108, + bias column after standardisation), with T random feat
   * RW least-squares fit (RWRelu) vs scikit-learn StandardScaler + RBFSampler(T) + RidgeClassifier
   * RW fit vs RKS fit (relu base predictor, same T)
   * RW fit vs the GEMM bound: numpy's X W^T plus Phi^T Phi for the same shapes
-  * prediction on the test set vs the same GEMM bound for the test shapes
+  * prediction on the test set vs the GEMM bound of predict's own shapes: X W^T and Phi a
+    (predict never forms Phi^T Phi; benchmarks/speed/bench_predict.py says where its time goes)
 Peak memory of an RW fit on skin (183792 x 3, T = 2000) and the first-call (compile) and cached
 start-up times of `import rwtool` + a small fit are measured in fresh subprocesses.
 Repeats are interleaved and the minimum is kept, because the machine may be shared.
@@ -52,6 +53,11 @@ def speed(root, T: int, repeats: int) -> dict:
         Z = A @ W.T
         return Z.T @ Z
 
+    coef = np.random.default_rng(1).standard_normal((T, 1))
+
+    def predict_bound(A):
+        return (A @ W.T) @ coef
+
     rw_est = rw.RWClassifier(instantiation="rwrelu", n_features=T, reg=1e-6, sigma=0.1,
                              theta=0.5, random_state=0)
     rks_est = rw.RKSClassifier(base="relu", n_features=T, reg=1e-6, sigma=0.1, random_state=0)
@@ -69,7 +75,7 @@ def speed(root, T: int, repeats: int) -> dict:
         times["rw_fit"].append(_timed(lambda: rw_est.fit(Xtr, ytr))[0])
         times["rks_fit"].append(_timed(lambda: rks_est.fit(Xtr, ytr))[0])
         times["sklearn_fit"].append(_timed(lambda: sk_est.fit(Xtr, ytr))[0])
-        times["gemm_predict"].append(_timed(lambda: gemm_bound(Xtb))[0])
+        times["gemm_predict"].append(_timed(lambda: predict_bound(Xtb))[0])
         times["rw_predict"].append(_timed(lambda: rw_est.predict(Xte))[0])
         times["sklearn_predict"].append(_timed(lambda: sk_est.predict(Xte))[0])
     best = {k: min(v) for k, v in times.items()}
@@ -145,7 +151,8 @@ def report(res: dict, T: int, command: str) -> str:
         ("RW fit / scikit-learn RBFSampler+RidgeClassifier fit", s["rw_fit"] / s["sklearn_fit"], "<= 1.0"),
         ("RW fit / RKS fit (same T)", s["rw_fit"] / s["rks_fit"], "<= 1.25"),
         ("RW fit / GEMM bound (X W^T + Phi^T Phi)", s["rw_fit"] / s["gemm_fit"], "<= 1.5"),
-        ("RW predict (test) / GEMM bound for the test shapes", s["rw_predict"] / s["gemm_predict"], "<= 1.5"),
+        ("RW predict (test) / GEMM bound of its shapes (X W^T + Phi a)",
+         s["rw_predict"] / s["gemm_predict"], "<= 1.3"),
     ]
     lines = [f"Command: `{command}`", f"Machine: {machine()}", "",
              f"adults {s['shape'][0]} x {s['shape'][1]} (+ bias), T = {T}; minimum over the "

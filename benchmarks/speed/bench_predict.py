@@ -1,0 +1,120 @@
+"""Where predict's time goes, against the GEMM bound of its own shapes, and its rows per second.
+
+    python -m benchmarks.speed.bench_predict [--datasets PATH] [--T 2000] [--repeats 5]
+
+On the adults test rows (16281 x 108, + bias column), RWClassifier with T features
+(reg fixed, trained on the first 5000 training rows: the training does not change the cost):
+  * predict (decision_function, from the raw rows) and its parts: the preprocessing
+    (standardise, bias column), X W^T (one GEMM), the closed form's element-wise special
+    functions (erf for rwsign, erfc and exp for rwrelu), Phi a (GEMV);
+  * the GEMM bound of predict's own shapes: X W^T (m x (d+1) x T) plus Phi a (m x T x k) --
+    predict never forms the Gram Phi^T Phi, so it is not in the bound;
+  * rows per second of predict.
+Each is the minimum over interleaved repeats, in CPU seconds (time.process_time: every thread
+counted) and wall seconds, as the machine may be shared.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+
+import numpy as np
+
+from benchmarks._common.datasets import datasets_root, load_adults
+from benchmarks._common.output import machine
+
+
+def _both(fn):
+    c, w = time.process_time(), time.perf_counter()
+    fn()
+    return time.process_time() - c, time.perf_counter() - w
+
+
+def profile(root, T: int, repeats: int) -> list:
+    import rwtool as rw
+    from rwtool.features._base import row_norms
+    from rwtool.features._rkhs import _erf_features, _relu_features
+
+    Xtr, Xte, ytr, _ = load_adults(root)
+    rows = []
+    for inst in ("rwsign", "rwrelu"):
+        for dtype in ("float64", "float32"):
+            est = rw.RWClassifier(instantiation=inst, n_features=T, reg=1e-6, random_state=0,
+                                  dtype=dtype).fit(Xtr[:5000], ytr[:5000])
+            fmap, coef = est.feature_map_, est.coef_
+            Xp = est._prepare_X(Xte)
+            dt = fmap.feature_dtype_
+            Xd, Wd, Cd = Xp.astype(dt), fmap.W_.astype(dt), coef.astype(dt)
+            Z = np.empty((len(Xte), T), dtype=dt)
+            Z0 = Xd @ Wd.T
+            xn = row_norms(Xp)
+            xs = np.where(xn > 0, xn, 1.0)
+
+            def elementwise():
+                np.copyto(Z, Z0)
+                if inst == "rwsign":
+                    _erf_features(Z, xs, fmap._c, fmap._k)
+                else:
+                    _relu_features(Z, xn, xs, fmap._c, fmap._k, fmap._sd)
+
+            parts = {"predict": lambda: est.decision_function(Xte),
+                     "preprocess": lambda: est._prepare_X(Xte),
+                     "gemm_XWt": lambda: np.matmul(Xd, Wd.T, out=Z),
+                     "copy_block": lambda: np.copyto(Z, Z0),
+                     "elementwise_with_copy": elementwise,
+                     "gemv_Phi_a": lambda: Z0 @ Cd}
+            parts["predict"]()          # compile this dtype's kernels
+            best = {k: [np.inf, np.inf] for k in parts}
+            for _ in range(repeats):
+                for k, fn in parts.items():
+                    c, w = _both(fn)
+                    best[k] = [min(best[k][0], c), min(best[k][1], w)]
+            cpu = {k: v[0] for k, v in best.items()}
+            wall = {k: v[1] for k, v in best.items()}
+            bound = cpu["gemm_XWt"] + cpu["gemv_Phi_a"]
+            row = {"instantiation": inst, "dtype": dtype, "T": T, "rows": len(Xte),
+                   "cpu": cpu, "wall": wall,
+                   "elementwise": cpu["elementwise_with_copy"] - cpu["copy_block"],
+                   "bound_cpu": bound, "predict_over_bound": cpu["predict"] / bound,
+                   "rows_per_cpu_s": len(Xte) / cpu["predict"],
+                   "rows_per_wall_s": len(Xte) / wall["predict"]}
+            rows.append(row)
+            print(json.dumps(row, default=float), flush=True)
+    return rows
+
+
+def report(rows, command) -> str:
+    lines = [f"Command: `{command}`", f"Machine: {machine()} (shared)", "",
+             "| instantiation | dtype | predict CPU s | GEMM X W^T | element-wise | GEMV Phi a | "
+             "preprocess | predict / (GEMM + GEMV) | rows per CPU s | rows per wall s |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        c = r["cpu"]
+        lines.append(f"| {r['instantiation']} | {r['dtype']} | {c['predict']:.3f} | "
+                     f"{c['gemm_XWt']:.3f} | {r['elementwise']:.3f} | {c['gemv_Phi_a']:.3f} | "
+                     f"{c['preprocess']:.3f} | {r['predict_over_bound']:.2f} | "
+                     f"{r['rows_per_cpu_s']:,.0f} | {r['rows_per_wall_s']:,.0f} |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--datasets", default=None)
+    ap.add_argument("--T", type=int, default=2000)
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--out", default=None, help="write the markdown table here")
+    args = ap.parse_args(argv)
+    rows = profile(datasets_root(args.datasets), args.T, args.repeats)
+    text = report(rows, "python -m benchmarks.speed.bench_predict " + " ".join(argv or sys.argv[1:]))
+    print(text)
+    if args.out:
+        with open(args.out, "w") as fh:
+            fh.write(text)
+
+
+if __name__ == "__main__":
+    main()
