@@ -2,7 +2,7 @@
 
     python -m benchmarks.speed.bench_float32 blocks [--T 2000 4000 8000] [--rows 256 ... 4096]
     python -m benchmarks.speed.bench_float32 speed  [--T 2000 4000] [--repeats 2]
-    python -m benchmarks.speed.bench_float32 error  [--T 1000] [--seeds 5]
+    python -m benchmarks.speed.bench_float32 error  [--T 1000] [--seeds 5] [--reg R] [--sets ...]
     python -m benchmarks.speed.bench_float32 conditioning [--T 500]
 
 ``blocks``: the rate of the accumulation loop of the normal equations (Phi^T Phi of a block, then
@@ -11,8 +11,9 @@ what ``rwtool.features.auto_block_size`` is chosen from.
 ``speed``: fit (reg fixed) CPU time of RWClassifier float64 vs float32 on adults and mnist 1-vs-7
 (interleaved repeats, minimum kept), and the peak memory of a fit in a fresh process
 (tracemalloc) on skin.
-``error``: test error (classifiers) or test RMSE of the standardised-target model (regressors) of
-RW with its defaults (reg="auto") on adults, skin, mnist 1-vs-7, abalone and diabetes, float64
+``error``: test error (classifiers) or test RMSE over the targets' standard deviation (regressors)
+of RW with its defaults (reg="auto", or ``--reg``) on adults, skin, mnist 1-vs-7, abalone and
+diabetes (or ``--sets``), float64
 and float32, over several feature draws: the paired difference float32 - float64 (mean and
 its spread over the draws) against the spread of the float64 error over the draws; and the
 relative difference of the decision values.
@@ -126,11 +127,11 @@ def _rel(a, b) -> float:
     return float(np.linalg.norm(a - b) / max(np.linalg.norm(b), 1e-300))
 
 
-def error(root, T, seeds) -> list:
+def error(root, T, seeds, reg=None, sets=CLASSIFICATION + REGRESSION) -> list:
     """Per data set: the float64 and float32 test errors over ``seeds`` feature draws."""
     import rwtool as rw
     rows = []
-    for name in CLASSIFICATION + REGRESSION:
+    for name in sets:
         Xtr, Xte, ytr, yte = _load(name, root)
         classify = name in CLASSIFICATION
         cls = rw.RWClassifier if classify else rw.RWRegressor
@@ -139,7 +140,7 @@ def error(root, T, seeds) -> list:
         for seed in range(seeds):
             fitted = {}
             for dtype in ("float64", "float32"):
-                est = cls(n_features=T, random_state=seed, dtype=dtype)
+                est = cls(n_features=T, reg=reg, random_state=seed, dtype=dtype)
                 cpu, _ = _cpu(lambda: est.fit(Xtr, ytr))
                 res["cpu" + dtype[-2:]] += cpu
                 fitted[dtype] = est
@@ -155,7 +156,8 @@ def error(root, T, seeds) -> list:
             res["reg"].append((float(b.reg_), float(a.reg_)))
         e64, e32 = np.array(res["float64"]), np.array(res["float32"])
         d = e32 - e64
-        row = {"set": name, "T": T, "seeds": seeds, "metric": "error" if classify else "rmse/sd",
+        row = {"set": name, "T": T, "reg": "auto" if reg is None else reg, "seeds": seeds,
+               "metric": "error" if classify else "rmse/sd",
                "mean64": e64.mean(), "sd64": e64.std(ddof=1) if seeds > 1 else 0.0,
                "mean32": e32.mean(), "diff_mean": d.mean(),
                "diff_sd": d.std(ddof=1) if seeds > 1 else 0.0,
@@ -211,6 +213,9 @@ def main(argv=None):
     ap.add_argument("--rows", type=int, nargs="+", default=[256, 512, 1024, 2048, 4096])
     ap.add_argument("--repeats", type=int, default=2)
     ap.add_argument("--seeds", type=int, default=5)
+    ap.add_argument("--reg", type=float, default=None, help="error: a fixed reg (default: auto)")
+    ap.add_argument("--sets", nargs="+", default=list(CLASSIFICATION + REGRESSION),
+                    choices=CLASSIFICATION + REGRESSION)
     ap.add_argument("--out", default=None, help="write the results as JSON here")
     args = ap.parse_args(argv)
     command = "python -m benchmarks.speed.bench_float32 " + " ".join(argv or sys.argv[1:])
@@ -222,7 +227,7 @@ def main(argv=None):
             T = args.T or [2000, 4000]
             res = {"fit": speed(root, T, args.repeats), "memory": memory(root, T[0])}
         elif args.what == "error":
-            res = error(root, (args.T or [1000])[0], args.seeds)
+            res = error(root, (args.T or [1000])[0], args.seeds, args.reg, tuple(args.sets))
         else:
             res = conditioning(root, (args.T or [500])[0])
     doc = {"command": command, "machine": machine(), "results": res}
