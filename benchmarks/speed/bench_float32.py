@@ -18,7 +18,8 @@ and float32, over several feature draws: the paired difference float32 - float64
 its spread over the draws) against the spread of the float64 error over the draws; and the
 relative difference of the decision values.
 ``conditioning``: decision values of float32 vs float64 on ill-conditioned systems (tiny reg,
-duplicated features) on adults rows.
+duplicated features) on adults rows, and reg="auto" on a small smooth regression (6 inputs,
+RWRelu, T = 300) whose best reg lies near the float32 rounding floor.
 CPU seconds (time.process_time: both BLAS threads counted), as the machine may be shared.
 """
 
@@ -201,7 +202,30 @@ def conditioning(root, T) -> list:
                          "label_disagreement": float(np.mean((dec["float32"] > 0)
                                                              != (dec["float64"] > 0)))})
             print(rows[-1], flush=True)
+    rows.append(_auto_near_the_floor())
+    print(rows[-1], flush=True)
     return rows
+
+
+def _auto_near_the_floor() -> dict:
+    """reg="auto" where float64 chooses a tiny reg: the float32 scores of the tiny regs are
+    rounding, so it may choose another, and its jittered solve is a larger reg's model."""
+    import warnings
+
+    import rwtool as rw
+    rng = np.random.default_rng(0)
+    X, Xt = rng.standard_normal((1500, 6)), rng.standard_normal((1500, 6))
+    f = lambda Z: np.sin(Z[:, 0]) + 0.5 * Z[:, 1] * Z[:, 2]
+    y = f(X) + 0.1 * rng.standard_normal(len(X))
+    out = {"case": "auto, 1500 x 6 smooth regression, rwrelu, T = 300"}
+    for dtype in ("float64", "float32"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            est = rw.RWRegressor(instantiation="rwrelu", n_features=300, random_state=5,
+                                 dtype=dtype).fit(X, y)
+        out[f"reg_{dtype}"] = float(est.reg_)
+        out[f"test_mse_{dtype}"] = float(np.mean((est.predict(Xt) - f(Xt)) ** 2))
+    return out
 
 
 def main(argv=None):
