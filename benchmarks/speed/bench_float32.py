@@ -37,7 +37,7 @@ import time
 import numpy as np
 
 from benchmarks._common.datasets import LOADERS, datasets_root
-from benchmarks._common.output import machine
+from benchmarks._common.output import machine, write_results
 
 CLASSIFICATION = ("adults", "skin", "mnist17")
 REGRESSION = ("abalone", "diabetes")
@@ -255,11 +255,7 @@ def main(argv=None):
         else:
             res = conditioning(root, (args.T or [500])[0])
     doc = {"command": command, "machine": machine(), "results": res}
-    text = json.dumps(doc, indent=1, default=float)
-    print(text)
-    if args.out:
-        with open(args.out, "w") as fh:
-            fh.write(text + "\n")
+    write_results(json.dumps(doc, indent=1, default=float), args.out)
 
 
 if __name__ == "__main__":

@@ -24,7 +24,7 @@ import time
 import numpy as np
 
 from benchmarks._common.datasets import datasets_root, load_adults
-from benchmarks._common.output import machine
+from benchmarks._common.output import machine, write_results
 
 
 def _both(fn):
@@ -109,11 +109,8 @@ def main(argv=None):
     ap.add_argument("--out", default=None, help="write the markdown table here")
     args = ap.parse_args(argv)
     rows = profile(datasets_root(args.datasets), args.T, args.repeats)
-    text = report(rows, "python -m benchmarks.speed.bench_predict " + " ".join(argv or sys.argv[1:]))
-    print(text)
-    if args.out:
-        with open(args.out, "w") as fh:
-            fh.write(text)
+    write_results(report(rows, "python -m benchmarks.speed.bench_predict "
+                         + " ".join(argv or sys.argv[1:])), args.out)
 
 
 if __name__ == "__main__":
