@@ -142,7 +142,7 @@ def preview_csv(path, *, n_head: int = 20, nrows: int | None = None, encoding=No
         kind = c.inferred_kind()
         nums = c.values[c.codes == -1]
         # "$3", "3%": numbers, as read_csv reads them
-        fmt = _column_format(c, dialect.decimal, False)[0] if n_text else None
+        fmt = _column_format(c, dialect.decimal, False, kind)[0] if n_text else None
         if fmt is not None:
             kind = "numeric"
             nums = np.concatenate([nums, parse_formatted(c.vocab, fmt)])

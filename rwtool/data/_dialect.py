@@ -133,8 +133,8 @@ def _read_stream(fh, name: str, max_bytes) -> Source:
         if max_bytes is not None and total > max_bytes:
             raise FileTooLargeError(
                 f"the input is larger than the max_bytes limit of {_human(max_bytes)}",
-                file=name, hint="raise max_bytes (command line: --max-mb), or save it to a "
-                                "file and read that")
+                file=name, fix=("raise the limit ({0}), or save it to a file and read that",
+                                [("max_bytes", None)]))
     if total == 0:
         raise EmptyFileError("the input is empty (0 bytes)", file=name,
                              hint="check the command that writes into the pipe")

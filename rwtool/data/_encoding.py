@@ -573,11 +573,18 @@ def _fit_target(table: Table, name: str, task: str, rows) -> dict:
     return {"name": name, "task": task, "classes": classes, "label_kind": label_kind}
 
 
-def _column_format(col, decimal, declared):
-    """(format, reason) of the column's text cells, read beside its number cells."""
+def _column_format(col, decimal, declared, kind):
+    """(format, reason, located) of the column's text cells, read beside its number cells.
+
+    ``kind``: the column's kind by its cell counts. A few formatted cells among plain numbers
+    ("1 000" among "25") get no format unless the column is ``declared`` numeric: the encoder
+    refuses them, located (``located``); but "1.234" among "0,5" in a decimal-comma file is
+    that file's thousands dot (the reader left such cells as text)."""
+    located = kind == "numeric" and not declared
     if col.n_distinct_text > len(col.vocab):
-        return None, None           # more distinct texts than kept: not one number style
-    return detect_format(col.vocab, decimal, declared, col.decimal_marks(decimal))
+        return None, None, located      # more distinct texts than kept: not one number style
+    fmt, why = detect_format(col.vocab, decimal, declared, col.decimal_marks(decimal))
+    return (None if located and fmt != _DOT_THOUSANDS else fmt), why, located
 
 
 def _formatted_fill(col, rows, fmt, policy):
@@ -654,13 +661,8 @@ def _fit_columns(table: Table, features, categorical, numeric, policy, max_categ
         if col.counts(kind_rows)[1] and name not in categorical:
             # "$3", "3%", "1 000", "0,5", "1.234" beside "0,5": numbers when every text cell
             # is a number in one style shared with the column's number cells
-            fmt, why = _column_format(col, table.dialect.decimal, name in numeric)
-            located = kind == "numeric" and name not in numeric    # the encoder locates it
-            if located and fmt != _DOT_THOUSANDS:
-                # a few formatted cells among plain numbers ("1 000" among "25"): refused,
-                # located, unless declared; but "1.234" among "0,5" in a decimal-comma file
-                # is that file's thousands dot (the reader left such cells as text)
-                fmt = None
+            fmt, why, located = _column_format(col, table.dialect.decimal, name in numeric,
+                                               kind)
             kind = "numeric" if fmt is not None else kind
             if why is not None and "comma" in why and not located:
                 raise NonNumericError(
