@@ -169,7 +169,10 @@ def _child(args) -> int:
         win.method_panel.set_method("rw", {"instantiation": "rwstumps", "n_features": 500})
     run_and_wait()
     win.right_tabs.setCurrentWidget(win.results_panel)
-    for name, widget in (("regression-importance", win.results_panel.importance_plot),
+    win.results_panel.setCurrentWidget(win.results_panel.importance_view)
+    win.compute_importance()            # the permutation importance beside the model's own
+    wait(lambda: not win.results_panel.importance_view.running, "the permutation importance")
+    for name, widget in (("regression-importance", win.results_panel.importance_view),
                          ("regression-predicted-vs-actual", win.results_panel.pva_plot),
                          ("regression-residuals", win.results_panel.residual_plot)):
         win.results_panel.setCurrentWidget(widget)
