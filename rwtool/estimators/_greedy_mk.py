@@ -190,7 +190,8 @@ class _GreedyMK(CallbackSupport, BaseEstimator):
                     if isinstance(self.reg, str) else 0.0)
         if isinstance(self.sigma, str) and self.sigma.lower() in ("knn", "auto"):
             q = N if self.knn_queries is None else min(N, int(self.knn_queries))
-            peak += 8 * 2 * min(512, q) * N
+            # rwtool.features.knn_sigma: three blocks of queries x N distances of <= 8 MB
+            peak += 3 * 8 * min(min(512, q) * N, 2**20)
             ops += 2.0 * q * N * d
         selector = self.selector.lower()
         if selector == "mfga":

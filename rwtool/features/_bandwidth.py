@@ -22,6 +22,9 @@ from .._base import check_array, check_random_state, check_scalar
 
 __all__ = ["scale_sigma", "median_sigma", "knn_sigma"]
 
+#: floats in one block of query-to-row distances of knn_sigma (8 MB)
+_BLOCK_FLOATS = 2**20
+
 
 def scale_sigma(X) -> float:
     """sqrt(d Var(X) / 2): the bandwidth of scikit-learn's gamma="scale" (gamma = 1 / (d Var X)).
@@ -72,9 +75,16 @@ def knn_sigma(X, k: int = 50, n_queries: int | None = None, random_state=None,
                                                                   replace=False))
     sq = np.einsum("ij,ij->i", X, X)
     total = 0.0
-    for start in range(0, len(queries), block_size):
-        q = queries[start:start + block_size]
-        d2 = sq[q, None] + sq[None, :] - 2.0 * (X[q] @ X.T)
+    # a block is queries x N distances, about 8 MB at most: 512 queries of 150,000 rows took
+    # 614 MB per temporary, 2.9 GB at the peak of a fit (issue 24)
+    step = max(1, min(int(block_size), _BLOCK_FLOATS // N))
+    for start in range(0, len(queries), step):
+        q = queries[start:start + step]
+        d2 = sq[q, None] + sq[None, :]
+        G = X[q] @ X.T
+        G *= 2.0
+        d2 -= G                 # sq_q + sq - 2 <x_q, x>, as one expression gave it
+        del G
         # The query itself sits at distance ~0: the k-th other point is order statistic k.
         d2[np.arange(len(q)), q] = -1.0
         kth = np.partition(d2, k, axis=1)[:, k]
