@@ -189,10 +189,15 @@ def _grid(est, X, classification: bool, classes):
 
 
 def _curve(est, X) -> dict:
-    """A regressor along its single input, on 400 points spanning the rows (and 5% beyond)."""
+    """A regressor along its single input, on 400 points spanning the rows (and 5% beyond),
+    with the predictive standard deviation ("std") when the model has a posterior (the exact
+    least-squares regressors: ``predict(X, return_std=True)``)."""
     lo, hi = float(X[:, 0].min()), float(X[:, 0].max())
     pad = (hi - lo) * 0.05 if hi > lo else 1.0
     x = np.linspace(lo - pad, hi + pad, 400)
+    if getattr(est, "posterior_chol_", None) is not None and getattr(est, "y_1d_", False):
+        y, std = est.predict(x[:, None], return_std=True)
+        return {"x": x, "y": np.asarray(y, float), "std": np.asarray(std, float)}
     return {"x": x, "y": np.asarray(est.predict(x[:, None]), float).ravel()}
 
 

@@ -417,6 +417,13 @@ class ResultsPanel(QTabWidget):
                 continue
             x, yv, n, _ = thin_points(np.asarray(X, float), np.asarray(y, float))
             p.add_dots(scatter(x, yv, pg.mkBrush(QColor(PALETTE[i]).lighter(110)), name=label))
+        if "std" in c:      # the 90% predictive interval, mean +/- 1.645 std (Gaussian)
+            lo, hi = (p.plot(c["x"], c["y"] + s * 1.6448536 * c["std"], pen=pen(2, 0.8, True))
+                      for s in (-1, 1))
+            band = QColor(PALETTE[2])
+            band.setAlpha(50)
+            p.addItem(pg.FillBetweenItem(lo, hi, brush=pg.mkBrush(band)))
+            p.legend.addItem(lo, "90% predictive interval")
         p.plot(c["x"], c["y"], pen=pen(2, 2.5), name="model")
     def _draw_regions(self, res) -> None:
         p = self.region_plot

@@ -43,6 +43,7 @@ from ..model_selection._selection import clone, fold_ids, select_reg
 from ..solvers._lasso import fit_mode as lasso_fit_mode, lasso_fit
 from ..solvers._lasso_cv import N_LAMS
 from ..solvers._osd import osd_fit
+from ..solvers._posterior import noise_variance, predictive_variance
 from ..solvers._prune import ACCEPT_CRITERIA, make_accept, prune_weights, subset_map, subset_scale
 from ..solvers._ridge import ridge_fit
 from ..solvers._sfgd import sfgd_fit
@@ -68,7 +69,11 @@ def _fit_lstsq(est, fmap, X, Y, progress, weights=None):
     eps = est.eps if est._family == "rw" else 0.0
     coef, info = ridge_fit(fmap, X, Y, reg=float(est._fit_reg), eps=float(eps),
                            block_size=est.block_size, progress=progress)
-    return coef, {"jitter": info["jitter"], "method": info["method"]}
+    out = {"jitter": info["jitter"], "method": info["method"]}
+    if est._estimator_type == "regressor" and info["chol"] is not None:
+        out["posterior"] = (info["chol"], noise_variance(
+            info["A"], info["B"], np.einsum("ij,ij->j", Y, Y), info["m"], coef, info["chol"]))
+    return coef, out
 
 
 def _fit_lasso(est, fmap, X, Y, progress, weights=None):
@@ -731,6 +736,14 @@ class _RandomFeatureModel(CallbackSupport, BaseEstimator):
         return monitor
 
     def _set_fitted(self, fmap, coef, info, t0):
+        # the Bayesian posterior of an exact least-squares regressor (predict's return_std):
+        # the Cholesky factor of the solved system (T x T, kept) and the noise variance
+        posterior = info.pop("posterior", None)
+        if posterior is None:
+            for name in ("posterior_chol_", "noise_var_"):
+                self.__dict__.pop(name, None)
+        else:
+            self.posterior_chol_, self.noise_var_ = posterior
         if self.solver.lower() == "lasso":
             # 003 Algorithm 5: the model keeps only the features with a non-zero coefficient
             fmap, coef = _keep_nonzero(fmap, np.asarray(coef))
@@ -844,6 +857,8 @@ class _RandomFeatureModel(CallbackSupport, BaseEstimator):
                                   max_iter=int(max_iter), progress=callback)
         _, after = acc(beta)
         new = copy.deepcopy(self)
+        for name in ("posterior_chol_", "noise_var_"):   # the posterior of other coefficients
+            new.__dict__.pop(name, None)
         fmap, coef_b = _keep_nonzero(self.feature_map_, beta)
         new.feature_map_, new.coef_ = fmap, coef_b
         T = coef.shape[0]
@@ -886,6 +901,38 @@ class _RegressorTargets(RegressorMixin):
         self.y_1d_ = y.ndim == 1
         Y = self.y_scaler_.transform(Y) if self.standardize else Y
         return X, np.ascontiguousarray(Y)
+
+    def predict(self, X, return_std: bool = False):
+        """The predicted target of each row (one column per output when y had several).
+
+        ``return_std=True`` (solvers "lstsq" and "ridge") also returns the standard deviation
+        of the posterior predictive distribution of the Bayesian linear model on the features
+        (prior precision from reg, noise variance s2 from the training residuals with the
+        ridge's effective degrees of freedom: rwtool.solvers._posterior): sqrt(s2 (1 +
+        phi(x)^T M^-1 phi(x))) in y's units, the noise included, so mean +/- 1.645 std is a 90%
+        predictive interval when the model holds. O(T^2) per row by a triangular solve with the
+        fit's Cholesky factor ``posterior_chol_`` (kept by the fit: T^2 floats), blocked over
+        rows like the features. Returns ``(mean, std)``, std shaped as the mean.
+        """
+        mean = super().predict(X)
+        if not return_std:
+            return mean
+        return mean, self._predictive_std(X).reshape(mean.shape)
+
+    def _predictive_std(self, X) -> np.ndarray:
+        L = self.__dict__.get("posterior_chol_")
+        if L is None:
+            raise ValueError(
+                f"{type(self).__name__} has no posterior to take return_std from: it is kept "
+                f"by the exact least-squares fits (solver='lstsq' for RWRegressor, 'ridge' for "
+                f"RKSRegressor), not by solver={self.solver!r} or a pruned model; refit with "
+                f"one of them, or predict without return_std")
+        X = check_array(X, n_features=self.n_features_in_, estimator=type(self).__name__)
+        q = np.empty(len(X))
+        for start, stop, Phi in self.feature_map_.blocks(self._prepare_X(X), self.block_size):
+            q[start:stop] = predictive_variance(Phi, L)
+        std = np.sqrt(np.outer(1.0 + q, self.noise_var_))
+        return std * self.y_scaler_.scale if self.y_scaler_ is not None else std
 
     def _raw_prediction(self, X) -> np.ndarray:
         D = self._raw_decision(X)

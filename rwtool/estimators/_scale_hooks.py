@@ -102,10 +102,13 @@ class ScaleHooks:
             return _dask_fit(self, X, y, callback=callback, sample_weight=sample_weight)
         return super().fit(X, y, sample_weight=sample_weight, callback=callback)
 
-    def predict(self, X):
+    def predict(self, X, **kwargs):
         if is_dask(X):
+            if kwargs.get("return_std"):
+                raise ValueError("return_std is not computed lazily on Dask data: call "
+                                 "predict(X.compute(), return_std=True) on chunks of rows")
             return _dask_lazy(self, "predict", X)
-        return super().predict(X)
+        return super().predict(X, **kwargs)
 
     def score(self, X, y, sample_weight=None):
         if is_dask(X) or is_dask(y):

@@ -222,7 +222,9 @@ SPECS: dict[str, Spec] = {
     # --- estimators
     "rwtool.estimators._random_features._RandomFeatureModel": Spec(
         dims=lambda f, s: (_estimator_dims(f, s), _with_map(f, s)),
-        arrays={"coef_": Arr(("feature_map_.n_output", "k"))},
+        arrays={"coef_": Arr(("feature_map_.n_output", "k")),
+                "posterior_chol_": Arr(("feature_map_.n_output", "feature_map_.n_output")),
+                "noise_var_": Arr(("k",))},
         scalars={"bias_": "bool", "reg_": "nonneg"}),
     "rwtool.estimators._rfsgd.RFSGDClassifier": Spec(
         dims=lambda f, s: (_estimator_dims(f, s), _with_map(f, s)),

@@ -300,7 +300,7 @@ def _add_chunk(est, X, y, classes, x_scaler, y_scaler, callback, sample_weight=N
 def _unsolve(est):
     """Drop the solved attributes: the next read solves the grown sums (``__getattr__``)."""
     for key in ("coef_", "feature_map_", "solver_info_", "n_iter_", "fit_time_", "reg_",
-                "reg_search_"):
+                "reg_search_", "posterior_chol_", "noise_var_"):
         est.__dict__.pop(key, None)
 
 

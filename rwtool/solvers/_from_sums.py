@@ -23,6 +23,7 @@ from ..exceptions import check_finite_result
 from ..progress import make_progress
 from ._lasso import lasso_gram
 from ._lasso_cv import lasso_cv
+from ._posterior import noise_variance
 from ._sufficient import SufficientStats, select_reg
 
 __all__ = ["FROM_SUMS_SOLVERS", "AUTO_FOLDS", "SMALL_DATA_REG", "MIN_FOLD_ROWS", "VALIDATION_ROWS", "empty_stats",
@@ -105,8 +106,12 @@ def solve_from_stats(est, fmap, stats: SufficientStats, callback=None):
                                 tol=float(est.tol), max_iter=max_iter)
         info["mode"] = "gram"
     else:
-        coef, info = stats.solve(reg, R, eps)
-        info = {"jitter": info["jitter"], "method": info["method"]}
+        coef, solved = stats.solve(reg, R, eps)
+        info = {"jitter": solved["jitter"], "method": solved["method"]}
+        if est._estimator_type == "regressor" and solved["chol"] is not None:
+            A, B, m = stats.total()     # the posterior of predict(return_std=True)
+            info["posterior"] = (solved["chol"], noise_variance(
+                A, B, stats.yy.sum(axis=0), m, coef, solved["chol"]))
     check_finite_result(coef, solver=solver, fix="raise reg, lower sigma or standardise X")
     progress.end()
     est._fit_reg = float(reg)

@@ -83,10 +83,12 @@ def normal_equations(feature_map, X: np.ndarray, Y: np.ndarray, block_size: int 
     return (np.ascontiguousarray(A), B) if out is None else (A, B)
 
 
-def cholesky_solve(M: np.ndarray, B: np.ndarray) -> np.ndarray:
-    """Solve M a = B for symmetric positive definite M (LinAlgError otherwise), GIL released."""
+def cholesky_solve(M: np.ndarray, B: np.ndarray, factor: bool = False):
+    """Solve M a = B for symmetric positive definite M (LinAlgError otherwise), GIL released;
+    with ``factor`` return (a, L), L the lower Cholesky factor of M."""
     L = np.linalg.cholesky(M)  # the O(T^3) part, on LAPACK without the GIL
-    return cho_solve((L, True), B, check_finite=False)
+    a = cho_solve((L, True), B, check_finite=False)
+    return (a, L) if factor else a
 
 
 def regularised(A: np.ndarray, m: int, reg: float, R: np.ndarray | None = None,
@@ -106,13 +108,16 @@ def solve_normal_equations(A: np.ndarray, B: np.ndarray, m: int, reg: float,
                            R: np.ndarray | None = None, eps: float = 0.0):
     """Solve (A + m reg R + m eps I) a = B by Cholesky, with jitter if needed.
 
-    Returns ``(coef, info)`` where ``info`` records the jitter added (0.0 when none).
+    Returns ``(coef, info)`` where ``info`` records the jitter added (0.0 when none) and
+    ``chol``, the lower Cholesky factor of the matrix solved (None after the pseudo-inverse):
+    the posterior's (solvers._posterior).
     """
     T = A.shape[0]
     M = regularised(A, m, reg, R, eps)
-    info = {"jitter": 0.0, "method": "cholesky"}
+    info = {"jitter": 0.0, "method": "cholesky", "chol": None}
     try:
-        return cholesky_solve(M, B), info
+        coef, info["chol"] = cholesky_solve(M, B, factor=True)
+        return coef, info
     except LinAlgError:
         pass
     scale = max(float(np.mean(np.abs(np.diag(M)))), np.finfo(float).tiny)
@@ -121,7 +126,7 @@ def solve_normal_equations(A: np.ndarray, B: np.ndarray, m: int, reg: float,
         try:
             Mj = M.copy()
             Mj[np.diag_indices(T)] += jitter
-            coef = cholesky_solve(Mj, B)
+            coef, info["chol"] = cholesky_solve(Mj, B, factor=True)
         except LinAlgError:
             continue
         info["jitter"] = jitter
@@ -208,7 +213,9 @@ def ridge_fit(feature_map, X, Y, reg: float, eps: float = 0.0, use_gram: bool | 
     With row ``weights`` it minimises (1 / sum w) sum_i w_i (f(x_i) - y_i)^2 / 2 plus the same
     regulariser: m becomes sum w, so integer weights fit the model of the repeated rows.
 
-    Returns ``(coef, info)``; ``info`` has the jitter, the method and the Gram matrix used.
+    Returns ``(coef, info)``; ``info`` has the jitter, the method, the Gram matrix used, the
+    Cholesky factor ``chol`` of the system and its sums ``A``, ``B`` and weight sum ``m``
+    (what the posterior needs: solvers._posterior).
     """
     progress = make_progress(progress)
     use_gram = feature_map.has_gram if use_gram is None else use_gram
@@ -222,5 +229,5 @@ def ridge_fit(feature_map, X, Y, reg: float, eps: float = 0.0, use_gram: bool | 
     progress.start("solve", 1)
     coef, info = solve_normal_equations(A, B, m, reg, R, eps)
     progress.end()
-    info["gram"] = R
+    info.update(gram=R, A=A, B=B, m=m)
     return coef, info

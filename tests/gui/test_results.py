@@ -317,4 +317,8 @@ def test_one_input_regression_draws_the_fitted_curve(qtbot, window, tmp_path):
     assert rp.shows(rp.curve_plot)
     c = run.result["curve"]
     np.testing.assert_allclose(c["y"], run.result["estimator"].predict(c["x"][:, None]))
-    assert len(rp.curve_plot.listDataItems()) >= 1
+    # the least-squares regressor's 90% predictive interval is drawn around the curve
+    np.testing.assert_allclose(c["std"], run.result["estimator"].predict(
+        c["x"][:, None], return_std=True)[1])
+    assert len(rp.curve_plot.listDataItems()) >= 3
+    assert "90% predictive interval" in [label.text for _, label in rp.curve_plot.legend.items]
