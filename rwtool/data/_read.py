@@ -834,16 +834,17 @@ def _non_ascii_lines(src: Source, limit: int = 1 << 16) -> bytes:
     carry = b""
     with src.open() as fh:
         while total < limit:
-            raw = fh.read(_STREAM_BLOCK_BYTES)
+            raw = fh.read(1 << 20)          # non-ASCII text is usually found early
             data = carry + raw
             cut = len(data) if not raw else data.rfind(b"\n") + 1
             carry, data = data[cut:], data[:cut]
             buf = np.frombuffer(data, np.uint8)
-            high = np.flatnonzero(buf >= 0x80)
+            high = np.flatnonzero(buf >= 0x80)[:limit - total]    # enough for the limit
             if len(high):
                 nl = np.flatnonzero(buf == 10)
                 # the line of each high byte: from the newline before it to the one after it
-                k = np.unique(np.searchsorted(nl, high))
+                k = np.searchsorted(nl, high)
+                k = k[np.r_[True, k[1:] != k[:-1]]]         # sorted: one per line
                 starts = np.where(k > 0, nl[np.maximum(k - 1, 0)] + 1, 0)
                 ends = np.where(k < len(nl), nl[np.minimum(k, len(nl) - 1)] + 1, len(buf))
                 for a, b in zip(starts.tolist(), ends.tolist()):
