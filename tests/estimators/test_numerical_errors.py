@@ -83,8 +83,8 @@ def test_every_solver_checks_its_result(monkeypatch):
                            ("lasso", rw.RWClassifier), ("sgd", rw.RKSClassifier)):
         fams, fit = rf.SOLVERS[solver]
 
-        def broken(est, fmap, Xp, Y, progress, fit=fit):
-            coef, info = fit(est, fmap, Xp, Y, progress)
+        def broken(est, fmap, Xp, Y, progress, weights=None, fit=fit):
+            coef, info = fit(est, fmap, Xp, Y, progress, weights)
             coef = coef.copy()
             coef[0, 0] = np.nan
             return coef, info
@@ -180,8 +180,8 @@ def test_cli_train_exits_nonzero_and_writes_no_model_on_a_non_finite_fit(tmp_pat
     data = _csv(tmp_path, X, y)
     fams, fit = rf.SOLVERS["lstsq"]
 
-    def nan_solver(est, fmap, Xp, Y, progress):
-        coef, info = fit(est, fmap, Xp, Y, progress)
+    def nan_solver(est, fmap, Xp, Y, progress, weights=None):
+        coef, info = fit(est, fmap, Xp, Y, progress, weights)
         return np.full_like(coef, np.nan), info
     monkeypatch.setitem(rf.SOLVERS, "lstsq", (fams, nan_solver))
     out = tmp_path / "m.rwm"
