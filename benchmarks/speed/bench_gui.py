@@ -388,8 +388,14 @@ def main(argv=None) -> int:
               "rwtool imports."]
     text = "\n".join(lines) + "\n"
     print(text)
-    out = Path(args.out)
-    if out.is_file():   # the hand-written analysis below the tables stays
+    write_report(Path(args.out), text)
+    return 0
+
+
+def write_report(out: Path, text: str) -> None:
+    """Write ``text`` to ``out`` atomically, keeping the hand-written part of the old report
+    (from its ``## Notes`` heading on) below the new tables."""
+    if out.is_file():
         old = out.read_text()
         at = old.find("\n" + NOTES + "\n")
         if at >= 0:
@@ -398,7 +404,6 @@ def main(argv=None) -> int:
     tmp = out.with_name(out.name + ".tmp")
     tmp.write_text(text)
     os.replace(tmp, out)
-    return 0
 
 
 if __name__ == "__main__":

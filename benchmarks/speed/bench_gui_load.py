@@ -37,6 +37,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from .bench_gui import write_report
+
 ROOT = Path(__file__).resolve().parent.parent.parent
 OVER_MS = 50.0
 #: a tick this late (s) writes every thread's stack to the --trace file
@@ -323,11 +325,7 @@ def main(argv=None) -> int:
               f"({a['over']} against {c['over']}).", ""]
     text = "\n".join(lines)
     print(text)
-    dest = Path(args.out)
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    tmpf = dest.with_name(dest.name + ".tmp")
-    tmpf.write_text(text)
-    os.replace(tmpf, dest)
+    write_report(Path(args.out), text)      # the Notes written by hand below stay
     return 0
 
 
