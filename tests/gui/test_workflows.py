@@ -128,8 +128,10 @@ def test_balanced_class_weights_in_the_app(qtbot, window, tmp_path):
     np.testing.assert_allclose(run.result["estimator"].coef_, ref.coef_)
     ns = run_snippet(window.snippet(run), tmp_path)
     np.testing.assert_allclose(ns["model"].coef_, ref.coef_)
-    # a solver without weights: the form says so and the box is off
+    # every RW solver takes weights; a method without them: the form says so, the box is off
     choose(window, "rw", solver="osd")
+    assert ep.balance.isEnabled()
+    choose(window, "bkernn")
     assert not ep.balance.isEnabled() and "weights" in ep.weight_note.text()
 
 
