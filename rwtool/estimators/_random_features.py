@@ -1189,6 +1189,14 @@ _RW_DOC = """
 """
 
 
+_POSTERIOR_DOC = """    posterior_chol_ : ndarray (T, T), exact least-squares fits only
+        Lower Cholesky factor of the solved system Phi^T W Phi + m reg R + m eps I, kept for
+        ``predict(X, return_std=True)`` (8 T^2 bytes, saved with the model).
+    noise_var_ : ndarray (k,), exact least-squares fits only
+        The noise variance s2 = RSS / (m - df) in standardised units (docs/SOLVERS.md).
+"""
+
+
 class RWClassifier(ScaleClassifierHooks, _ClassifierTargets, _RW):
     __doc__ = ("RKHS-weighting classifier (Dube & Marchand, seed 003): binary, or multiclass "
                "one-vs-rest on shared features; targets coded +/-1.\n" + _RW_DOC +
@@ -1197,7 +1205,8 @@ class RWClassifier(ScaleClassifierHooks, _ClassifierTargets, _RW):
 
 class RWRegressor(ScaleHooks, _RegressorTargets, _RW):
     __doc__ = ("RKHS-weighting regressor (Dube & Marchand, seed 003); y may have several "
-               "columns.\n" + _RW_DOC + "    y_scaler_ : the recorded target standardisation.\n")
+               "columns.\n" + _RW_DOC + "    y_scaler_ : the recorded target standardisation.\n"
+               + _POSTERIOR_DOC)
 
 
 # ----------------------------------------------------------------------------- kitchen sinks
@@ -1326,4 +1335,5 @@ class RKSClassifier(ScaleClassifierHooks, _ClassifierTargets, _RKS):
 
 
 class RKSRegressor(ScaleHooks, _RegressorTargets, _RKS):
-    __doc__ = "Random kitchen sinks regressor (Rahimi & Recht; seed 003 Section 3.1).\n" + _RKS_DOC
+    __doc__ = ("Random kitchen sinks regressor (Rahimi & Recht; seed 003 Section 3.1).\n"
+               + _RKS_DOC + _POSTERIOR_DOC)
