@@ -687,7 +687,7 @@ def select_reg(stats: SufficientStats, values, classifier: bool, R: np.ndarray |
         if model is None:            # a map without one column per centre: the whole model
             continue
         scale = 1.0 if size == top else _subset_scale(feature_map, size)
-        scored = _score_on(model, used, classifier, eps, accuracies, scale, progress, count)
+        scored = _FoldScores(model, used, classifier, eps, accuracies, scale, progress, count)
         grid = grow_grid(values, scored, lambda g: [scored.table[r].mean() for r in g],
                          ceiling=ceiling, stride=COARSE_STRIDE, start=start)
         means = np.array([scored.table[r].mean() for r in grid])
@@ -705,7 +705,7 @@ def select_reg(stats: SufficientStats, values, classifier: bool, R: np.ndarray |
     return start, table
 
 
-class _score_on:
+class _FoldScores:
     """``score(regs)`` of :func:`grow_grid` for one model ``(stats, R, feature_map)``: the fold
     scores of each reg in ``table``; ``scale`` relates the model's columns to those the
     accuracies were computed with (FoldAccuracy)."""
