@@ -1,6 +1,6 @@
 """The Importance tab: the model's own importance and the permutation importance of any model.
 
-Two bar plots side by side: the exact share a stump model or BKerNN holds per input (when the
+Two bar plots, one above the other: the exact share a stump model or BKerNN holds per input (when the
 model has one), and the permutation importance measured on the run's held-out rows (mean drop
 of the score over the shuffles, with a bar of one standard deviation), which any model gets on
 *Compute*. The controls above them start the measurement, show its progress, cancel it and save
@@ -74,14 +74,14 @@ class ImportanceView(QWidget):
         row.addWidget(self.bar, 1)
         row.addWidget(self.cancel_button)
         row.addWidget(self.save_button)
-        plots = QHBoxLayout()
-        plots.addWidget(self.perm_plot, 1)
-        plots.addWidget(self.share_plot, 1)
         lay = QVBoxLayout(self)
         lay.setContentsMargins(0, 0, 0, 0)
         lay.addLayout(row)
         lay.addWidget(self.info)
-        lay.addLayout(plots, 1)
+        # one above the other, each as wide as the tab: side by side, the bars of ten columns
+        # and their names did not fit a 1280-pixel window
+        lay.addWidget(self.perm_plot, 1)
+        lay.addWidget(self.share_plot, 1)
         self.compute_button.clicked.connect(self.compute_requested)
         self.cancel_button.clicked.connect(self.cancel_requested)
         self.save_button.clicked.connect(self.save_requested)
@@ -131,8 +131,8 @@ class ImportanceView(QWidget):
             v = np.asarray(share, float)
             names = res.get("feature_names", [])
             order = np.argsort(-v, kind="stable")
-            self.share_plot.reset(f"Model's own importance ({res.get('importance_label', '')})",
-                                  "", "share")
+            self.share_plot.reset("Model's own importance", "", "share")
+            self.share_plot.setToolTip(res.get("importance_label", ""))
             _bars(self.share_plot, [names[j] if j < len(names) else str(j) for j in order],
                   v[order])
         imp = res.get("permutation")
@@ -144,14 +144,17 @@ class ImportanceView(QWidget):
             if not self.running:
                 self.info.setText("" if can_compute else why_not)
             return
-        self.perm_plot.reset(f"Permutation importance ({imp['measures']}, on {imp['n_rows']:,} "
-                             f"{imp['on']} rows)", "", imp["measures"])
+        self.perm_plot.reset(f"Permutation importance ({imp['n_rows']:,} {imp['on']} rows)",
+                             "", imp["measures"])
         _bars(self.perm_plot, imp["columns"], imp["mean"], imp["std"])
         if not self.running:
+            own = (f" Below, the model's own importance: "
+                   f"{html.escape(res.get('importance_label', ''))}." if share is not None
+                   else "")
             self.info.setText(
                 f"Each column shuffled {imp['n_repeats']} times (seed {imp['seed']}); bars: "
                 f"the mean {html.escape(imp['measures'])} over the shuffles, ± one standard "
-                f"deviation; the score on the rows as given is {imp['baseline']:.4g}.")
+                f"deviation; the score on the rows as given is {imp['baseline']:.4g}.{own}")
 
     def current_plot(self) -> ResultPlot:
         """The plot an export takes: the permutation importance once measured, else the share."""
