@@ -26,6 +26,7 @@ import codecs
 import csv
 import dataclasses
 import math
+from collections import abc
 from dataclasses import dataclass, field
 from typing import Iterator, Mapping, Sequence
 
@@ -37,15 +38,16 @@ import pyarrow.csv as pacsv
 from ..exceptions import Note
 from ._charset import encoding_name, guess_legacy
 from ._dialect import _DOT_GROUPS, NA_VALUES, Dialect, Source, open_source
-from ._scan import (BLANK, NEWLINE_IN_QUOTES, TRAILING_EMPTY, compact_records, scan_records,
-                    trim_trailing_field)
-from ._errors import (DataError, DuplicateColumnError, EmptyFileError, EncodingError, HeaderError,
-                      QuoteError, RaggedRowError)
+from ._scan import (BLANK, NEWLINE_IN_QUOTES, TRAILING_EMPTY, compact_records, fold_records,
+                    scan_records, trim_trailing_field)
+from ._errors import (DataError, DuplicateColumnError, EmptyFileError, EncodingError,
+                      FileTooLargeError, HeaderError, QuoteError, RaggedRowError)
 
 __all__ = ["Column", "Table", "Block", "iter_blocks", "parse", "table_from_rows", "canon"]
 
 _BLOCK_BYTES = 1 << 26                 # bytes read at a time (whole-file reads)
 _STREAM_BLOCK_BYTES = 1 << 24          # ... when the caller wants bounded memory
+_WIDE = 1024                           # columns above which records are folded for the tokeniser
 _SAMPLE = 256                          # cells looked at before choosing how to type a chunk
 _NUMBER = (r"^[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?$"
            r"|^[+-]?(?i:inf|infinity|nan)$")
@@ -411,7 +413,7 @@ class Block:
 
     names: list[str]
     lines: np.ndarray
-    cells: dict[int, pa.ChunkedArray]
+    cells: Mapping[int, pa.ChunkedArray]      # a dict, or ColumnCells for a wide block
     head: list[list[str]]
 
 
@@ -632,6 +634,9 @@ def _check_fields(buf, starts, ends, flags, nf, lines, ncols, dialect, path,
 
 def _tokenise(buf, starts, ends, flags, max_len, ncols, keep, dialect, path, head_rows,
               trimmed):
+    if ncols > _WIDE:
+        return _tokenise_wide(buf, starts, ends, flags, max_len, ncols, keep, dialect, path,
+                              head_rows)
     contiguous = not trimmed and _only_line_breaks_between(buf, starts, ends)
     if contiguous:
         data = buf[starts[0]:ends[-1]]
@@ -649,6 +654,73 @@ def _tokenise(buf, starts, ends, flags, max_len, ncols, keep, dialect, path, hea
                         f"{len(starts)} expected)", file=path,
                         hint="check the quotes and line breaks")
     return _cells_and_head(table, pos, ncols, keep, head_rows)
+
+
+def _tokenise_wide(buf, starts, ends, flags, max_len, ncols, keep, dialect, path, head_rows):
+    """The cells of a wide block: its records folded into lines of _WIDE fields (see
+    :func:`fold_records`), so pyarrow.csv's memory stays a small multiple of the block
+    (given the records whole, it holds about 9 KB per column: 5.8 GB for a 6 MB file of
+    500,000 columns), then the cells taken back into the file's columns."""
+    n, k = len(starts), _WIDE
+    m = -(-ncols // k)
+    data = fold_records(buf, starts, ends, dialect.delimiter, dialect.quotechar, ncols, k)
+    try:
+        table, _ = _pyarrow_cells(data, k, list(range(k)), dialect, 0,
+                                  int(max(1 << 20, 2 * max_len + 16)),
+                                  bool(np.any(flags & NEWLINE_IN_QUOTES)))
+    except pa.ArrowInvalid as exc:
+        raise DataError(f"the CSV structure is broken ({' '.join(str(exc).split())[:200]})",
+                        file=path, row=None) from None
+    if table.num_rows != n * m:
+        raise DataError(f"the CSV structure is broken ({table.num_rows} lines tokenised for "
+                        f"{n} records of {m} lines)", file=path,
+                        hint="check the quotes and line breaks")
+    del data
+    folded = pa.concat_arrays([a for c in table.columns for a in c.chunks])
+    del table
+    want = np.array(sorted(set(keep) | (set(range(ncols)) if head_rows > 0 else set())),
+                    np.int64)
+    # field j of record r is field j % k of folded line r * m + j // k
+    idx = ((want % k) * (n * m) + want // k)[:, None] + (np.arange(n, dtype=np.int64) * m)
+    flat = folded.take(pa.array(idx.ravel()))
+    cells = ColumnCells(flat, n, want, keep)
+    head = []
+    if head_rows > 0:
+        rows = min(head_rows, n)
+        at = np.arange(ncols, dtype=np.int64) * n      # every column is wanted for a head
+        head = [flat.take(pa.array(at + i)).to_pylist() for i in range(rows)]
+    return cells, head
+
+
+class ColumnCells(abc.Mapping):
+    """Column index -> its cells in a block, as slices of one array holding the cells of the
+    columns ``cols`` one column after the other (``n`` each); only the ``keep`` columns are
+    keys. ``flat`` gives whole runs of columns to a cast without a slice per column."""
+
+    def __init__(self, flat, n: int, cols, keep):
+        self.flat, self.n = flat, n
+        wanted = set(int(j) for j in keep)
+        self._pos = {int(j): p for p, j in enumerate(cols) if int(j) in wanted}
+
+    def __getitem__(self, j):
+        return self.flat.slice(self._pos[j] * self.n, self.n)
+
+    def __iter__(self):
+        return iter(self._pos)
+
+    def __len__(self):
+        return len(self._pos)
+
+    def __contains__(self, j):
+        return j in self._pos
+
+    def run(self, js):
+        """The cells of columns ``js`` one after the other, or None unless they are stored
+        so (consecutive positions)."""
+        p = [self._pos[j] for j in js]
+        if p and p == list(range(p[0], p[0] + len(p))):
+            return self.flat.slice(p[0] * self.n, len(p) * self.n)
+        return None
 
 
 def _pyarrow_cells(data, ncols, keep, dialect, head_rows, block_size, newlines):
@@ -699,6 +771,8 @@ def _clean_file(src, dialect, usecols, head_rows, given, path):
     ncols = len(header_cells)
     if given is not None and len(given) != ncols:
         return None                               # the scanning reader says so, located
+    if ncols > _WIDE:
+        return None                               # folded by the scanning reader
     names, keep = _names(header_cells, ncols, dialect, given, usecols, path, 1)
     skip = 1 if dialect.header else 0
     n = n_lines - skip
@@ -770,14 +844,26 @@ def parse(source, dialect: Dialect, *, usecols=None, nrows=None, na_values=NA_VA
     dialect, notes = check_guess(src, dialect) if fallback else (dialect, [])
     notes += preamble_note(dialect)
     try:
-        return _parse_with(src, dialect, usecols, nrows, na_values, max_vocab, head_rows,
-                           notes, names)
-    except _BadUTF8 as bad:
-        if not (fallback and dialect.encoding in ("utf-8", "utf-8-sig")):
-            raise bad.error(dialect.encoding, src) from None
-        d2, note = legacy_dialect(src, dialect, bad)
-        return _parse_with(src, d2, usecols, nrows, na_values, max_vocab, head_rows,
-                           [note] + preamble_note(d2), names)
+        try:
+            return _parse_with(src, dialect, usecols, nrows, na_values, max_vocab, head_rows,
+                               notes, names)
+        except _BadUTF8 as bad:
+            if not (fallback and dialect.encoding in ("utf-8", "utf-8-sig")):
+                raise bad.error(dialect.encoding, src) from None
+            d2, note = legacy_dialect(src, dialect, bad)
+            return _parse_with(src, d2, usecols, nrows, na_values, max_vocab, head_rows,
+                               [note] + preamble_note(d2), names)
+    except MemoryError:
+        raise out_of_memory(src.name) from None
+
+
+def out_of_memory(path) -> FileTooLargeError:
+    """The error for a read that ran out of the memory the process may use (a MemoryError;
+    the tokeniser's own allocations are bounded, so none of them aborts the process)."""
+    return FileTooLargeError(
+        "reading this file needs more memory than the process may use", file=path,
+        hint="read fewer columns (features=[...] or ignore=[...]; command line: --ignore) "
+             "or fewer rows (nrows=...), or run where more memory is available")
 
 
 def preamble_note(dialect: Dialect) -> list[str]:
@@ -887,9 +973,13 @@ def cast_block(block, js, decimal, fast):
     n = len(block.lines)
     if not (fast and decimal == "." and len(js) > 64 and n):
         return None
+    cells = block.cells
+    run = cells.run(js) if isinstance(cells, ColumnCells) else None
+    if run is None:
+        run = pa.concat_arrays([a for j in js for a in (
+            cells[j].chunks if isinstance(cells[j], pa.ChunkedArray) else [cells[j]])])
     try:
-        return pc.cast(pa.concat_arrays([a for j in js for a in block.cells[j].chunks]),
-                       pa.float64()).to_numpy(zero_copy_only=False).reshape(len(js), n)
+        return pc.cast(run, pa.float64()).to_numpy(zero_copy_only=False).reshape(len(js), n)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         return None
 

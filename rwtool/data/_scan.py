@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-__all__ = ["scan_records", "compact_records", "BLANK", "TRAILING_EMPTY"]
+__all__ = ["scan_records", "compact_records", "fold_records", "BLANK", "TRAILING_EMPTY"]
 
 BLANK = 1              # the record holds only spaces, tabs, delimiters and quotes
 TRAILING_EMPTY = 2     # its last field is empty (a trailing delimiter when it has one too many)
@@ -207,3 +207,63 @@ def trim_trailing_field(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray,
     out = np.empty(len(starts), np.int64)
     _last_delimiter(buf, starts, ends, np.uint8(ord(delimiter)), out)
     return out
+
+
+
+@njit(cache=True, nogil=True)
+def _fold(buf, starts, ends, cls, delim, k, pad, out):
+    o = 0
+    for r in range(starts.shape[0]):
+        field = 0              # fields ended so far in this record
+        field_start = True
+        in_q = False
+        i = starts[r]
+        end = ends[r]
+        while i < end:
+            b = buf[i]
+            c = cls[b]
+            if in_q:
+                if c == 4:
+                    if i + 1 < end and buf[i + 1] == b:      # "" inside quotes: one quote
+                        out[o] = b
+                        out[o + 1] = b
+                        o += 2
+                        i += 2
+                        continue
+                    in_q = False
+            elif c == 3:
+                field += 1
+                out[o] = 10 if field % k == 0 else b
+                o += 1
+                field_start = True
+                i += 1
+                continue
+            elif c == 4 and field_start:
+                in_q = True
+            field_start = False
+            out[o] = b
+            o += 1
+            i += 1
+        for _ in range(pad):
+            out[o] = delim
+            o += 1
+        out[o] = 10
+        o += 1
+    return o
+
+
+def fold_records(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray, delimiter: str,
+                 quotechar: str, ncols: int, k: int) -> np.ndarray:
+    """The records ``buf[starts[r]:ends[r]]`` (each of ``ncols`` fields) rewritten as lines of
+    ``k`` fields: every k-th delimiter outside quotes becomes a line break, and the last line of
+    a record is padded with empty fields to ``k``. A tokeniser then sees k columns, whatever
+    the file's width (pyarrow.csv's memory grows with the columns of a block, about 9 KB
+    each); field j of record r is field j % k of line r * ceil(ncols / k) + j // k. Quoting
+    rules as in :func:`scan_records`; k >= 2, so no line is empty."""
+    m = -(-ncols // k)
+    pad = m * k - ncols
+    cls = np.zeros(256, np.uint8)
+    cls[ord(delimiter)], cls[ord(quotechar)] = 3, 4
+    out = np.empty(int(np.sum(ends - starts)) + len(starts) * (pad + 1), np.uint8)
+    n = _fold(buf, starts, ends, cls, np.uint8(ord(delimiter)), k, pad, out)
+    return out[:n]

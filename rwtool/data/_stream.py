@@ -34,7 +34,8 @@ import numpy as np
 
 from ._dialect import NA_VALUES, Dialect, Source, open_source, sniff_csv
 from ._read import (_STREAM_BLOCK_BYTES, Column, Table, _BadUTF8, add_block, canon,
-                    cast_block, fast_cast_ok, iter_blocks, legacy_dialect, type_cells,
+                    cast_block, fast_cast_ok, iter_blocks, legacy_dialect, out_of_memory,
+                    type_cells,
                     check_guess, excel_note, shows_decimal_point, preamble_note)
 from ._errors import MissingColumnError, MissingValueError
 from ._dataset import Dataset
@@ -319,8 +320,15 @@ def scan_csv(path, target=None, *, features=None, ignore=None, categorical=None,
     return scan
 
 
-def _pass_one(src, dialect, target, features, ignore, categorical, numeric, na_values, policy,
-              block_bytes, max_distinct, names=None):
+def _pass_one(src, *args):
+    try:
+        return _summarise(src, *args)
+    except MemoryError:
+        raise out_of_memory(src.name) from None
+
+
+def _summarise(src, dialect, target, features, ignore, categorical, numeric, na_values, policy,
+               block_bytes, max_distinct, names=None):
     na = frozenset(na_values)
     fast = fast_cast_ok(na)
     cols: dict[int, _StreamColumn] = {}
@@ -404,6 +412,8 @@ def iter_csv(path, preprocessing: Preprocessing, *, dialect: Dialect | None = No
         raise bad.error(dialect.encoding, src,
                         ("pass the dialect scan_csv detected (dialect=scan.dialect)", [])
                         ) from None
+    except MemoryError:
+        raise out_of_memory(src.name) from None
 
 
 def _check_columns(pre, names, path, dialect, require_target):
