@@ -39,7 +39,7 @@ from ..losses import SQUARED, get_loss, loss_deriv, loss_deriv2, loss_value
 from ..progress import make_progress
 from ._divergence import check_final_model, diverged, loss_limit
 from ..exceptions import NumericalWarning
-from ._sfgd import BlockStream, check_rkhs_map, report_block, sample_features
+from ._sfgd import BlockStream, block_tick, check_rkhs_map, report_block, sample_features
 
 __all__ = ["osd_fit", "optimal_stepsize", "common_mode_share", "ETA_CAP", "COLLINEAR_SHARE"]
 
@@ -239,13 +239,17 @@ def osd_fit(feature_map, X, Y, reg, loss="squared", batch_size=50, random_state=
         return {"n_iter": t, "norm": np.sqrt(norm2).tolist(), "train_loss": float(last_loss),
                 "capped": int(capped)}
 
+    done = [0]
+    tick = block_tick(progress, lambda: (a.copy(), info_at(done[0]))) if progress.active \
+        else None
     for t0, t1, rows, Psi, _phi, Gcol in BlockStream(feature_map, X, batch_size, rng, block,
-                                                     weights=weights):
+                                                     weights=weights, tick=tick):
         last_loss, c, bad, bad_loss = _osd_block(Psi, Y[rows], Gcol, t0, a, norm2, reg,
                                                  int(batch_size), loss.code, limit)
         capped += int(c)
         if bad >= 0:
             raise diverged("OSD", bad, float(bad_loss), limit, _FIX)
+        done[0] = t1
         report_block(progress, t1, last_loss, reg, norm2, lambda: (a.copy(), info_at(t1)))
     progress.end(loss=float(last_loss))
     ratio = check_final_model("OSD", feature_map, X, Y, a, loss, iteration=T, fix=_FIX)

@@ -53,11 +53,15 @@ from ._divergence import DIVERGED, check_final_model, diverged, final_rows, loss
 from ._draws import draw_rows
 from ._prune import subset_map
 
-__all__ = ["sfgd_fit", "BlockStream", "section_scale", "report_block", "check_rkhs_map",
+__all__ = ["sfgd_fit", "BlockStream", "section_scale", "report_block", "block_tick",
+           "check_rkhs_map",
            "sample_features", "step_smoothness", "diverged", "loss_limit", "STEP_CAP", "DIVERGED"]
 
 #: c of the capped step eta_t = min(1 / (lam t), c / L) (measured, docs/SOLVERS.md)
 STEP_CAP = 0.25
+#: features (rows x centres) computed per uninterrupted call between two progress ticks: about
+#: 0.05 s on one core for the erf features of RWSign
+TICK_FEATURES = 1 << 16
 
 
 class BlockStream:
@@ -70,9 +74,10 @@ class BlockStream:
     """
 
     def __init__(self, feature_map, X, batch_size, rng, block=64, need_phi=False,
-                 weights=None):
+                 weights=None, tick=None):
         self.weights = weights           # rows drawn in proportion to them (solvers._draws)
         self.fmap = feature_map
+        self.tick = tick
         self.X = X
         self.b = int(batch_size)
         self.rng = rng
@@ -93,7 +98,14 @@ class BlockStream:
                 warnings.simplefilter("ignore", RuntimeWarning)
                 prefix = subset_map(self.fmap, np.arange(t1))
             Psi = np.empty((K * b, t1))
-            prefix._features_into(Xb, Psi)
+            # late blocks cost seconds (K b rows x t1 features): computed a slice of rows at a
+            # time, with tick(t0) between slices (progress and cancellation); every row's
+            # features are computed by themselves, so the slices do not change them
+            step = K * b if self.tick is None else max(1, TICK_FEATURES // t1)
+            for r0 in range(0, K * b, step):
+                prefix._features_into(Xb[r0:r0 + step], Psi[r0:r0 + step])
+                if self.tick is not None and r0 + step < K * b:
+                    self.tick(t0)
             phi = None
             if self.need_phi:
                 with warnings.catch_warnings():
@@ -210,6 +222,22 @@ def step_smoothness(feature_map, X, loss, n_rows=256, n_centres=64) -> float:
     return float(loss.smoothness) * max(val, 1e-300)
 
 
+def block_tick(progress, partial):
+    """``tick(t0)`` for :class:`BlockStream`: a progress update inside a block (no metrics);
+    a cancel becomes FitCancelled with the last completed block's ``partial()`` = (coef, info),
+    or none before the first block ended."""
+    def tick(t0):
+        try:
+            progress.update(t0)
+        except FitCancelled as exc:
+            if t0 == 0:
+                raise
+            coef, info = partial()
+            raise FitCancelled(str(exc), partial_model=True,
+                               partial=(coef, dict(info, cancelled=True))) from None
+    return tick
+
+
 def report_block(progress, t1, last_loss, reg, norm2, partial):
     """Progress after a block; a cancel becomes FitCancelled with ``partial()`` = (coef, info)."""
     try:
@@ -286,10 +314,16 @@ def sfgd_fit(feature_map, X, Y, reg, loss="squared", batch_size=50, radius=None,
     norm2 = np.zeros(k)
     progress = make_progress(progress)
     progress.start("sfgd", T)
-    stream = BlockStream(feature_map, X, batch_size, rng, block, need_phi=True, weights=weights)
     rad = -1.0 if radius is None else float(radius)
     limit = loss_limit(loss, Y)
     last_loss = math.nan
+    info = {}
+
+    def partial():
+        t = info.get("n_iter", 0)
+        return (abar / (t + 1) if average else a.copy()), info
+    stream = BlockStream(feature_map, X, batch_size, rng, block, need_phi=True, weights=weights,
+                         tick=block_tick(progress, partial) if progress.active else None)
     for t0, t1, rows, Psi, phi, Gcol in stream:
         dsec = section_scale(feature_map, np.arange(t0, t1))
         last_loss, bad, bad_loss = _sfgd_block(Psi, phi, Y[rows], Gcol, dsec, t0, a, abar,
@@ -299,8 +333,7 @@ def sfgd_fit(feature_map, X, Y, reg, loss="squared", batch_size=50, radius=None,
             raise diverged("SFGD", bad, float(bad_loss), limit, _fix(step_cap))
         info = {"n_iter": t1, "norm": np.sqrt(norm2).tolist(), "train_loss": float(last_loss),
                 "average": bool(average), "radius": radius, "eta_max": eta_max}
-        report_block(progress, t1, last_loss, reg, norm2,
-                     lambda: (abar / (t1 + 1) if average else a.copy(), info))
+        report_block(progress, t1, last_loss, reg, norm2, partial)
     progress.end(loss=float(last_loss))
     coef = np.ascontiguousarray(abar / (T + 1) if average else a)
     ratio = check_final_model("SFGD", feature_map, X, Y, coef, loss, iteration=T,
