@@ -22,6 +22,7 @@ preprocess data or encode labels.
 from __future__ import annotations
 
 import math
+import time
 import warnings
 
 import numpy as np
@@ -36,6 +37,8 @@ __all__ = ["step_size", "averaging_theta", "averaging_weights", "default_gamma",
            "step_size_condition"]
 
 _LOGISTIC = LogisticLoss()
+#: the largest share of a fit's time its live validation metric (``evaluate``) may take
+LIVE_SHARE = 0.1
 #: L, the smoothness constant of the logistic loss (phi'' <= 1/4)
 LOGISTIC_SMOOTHNESS = _LOGISTIC.smoothness
 
@@ -178,7 +181,9 @@ def averaged_sgd(feature_map, X, Y, order, lam: float, gamma: float, state: SGDS
     average : False gives plain SGD (betabar is then the last iterate).
     progress : Progress/callback; stage "iterations", done = steps, metrics train_loss and
         train_error (progressive: each example scored before its step), plus whatever
-        ``evaluate(state)`` returns (e.g. val_error).
+        ``evaluate(state)`` returns (e.g. val_error). ``evaluate`` runs only while the time it
+        took so far is at most :data:`LIVE_SHARE` of the time of the steps (and at the last
+        step): a live curve never costs more than a tenth of the fit, whatever it evaluates.
     checkpoints : sorted step counts t at which to copy betabar (after t steps), or None.
     feature_sq_norm : R^2 >= ||phi(x)||^2 when known (1 for paired Fourier features, 2 for the
         random-phase ones), or None.
@@ -213,6 +218,8 @@ def averaged_sgd(feature_map, X, Y, order, lam: float, gamma: float, state: SGDS
     Yf = np.ascontiguousarray(Y, dtype=np.float64)
     progress.start("iterations", T)
     done = 0
+    t_start = time.perf_counter()
+    spent = 0.0             # seconds in evaluate()
     while done < T:
         stop = min(T, done + cs)
         # chunks end on checkpoints so that the snapshot is exactly betabar_{t+1}
@@ -247,8 +254,11 @@ def averaged_sgd(feature_map, X, Y, order, lam: float, gamma: float, state: SGDS
             # event goes out, and that event is then sent whatever the pass cost (computed on a
             # turn the rate limit then suppressed, it was dropped and the live curve stalled)
             if progress.active and (progress.due() or done == T):
-                if evaluate is not None:
+                steps_time = time.perf_counter() - t_start - spent
+                if evaluate is not None and (done == T or spent <= LIVE_SHARE * steps_time):
+                    t_eval = time.perf_counter()
                     metrics.update(evaluate(state))
+                    spent += time.perf_counter() - t_eval
                 progress.update(done, force=True, **metrics)
         except FitCancelled as exc:
             raise FitCancelled(str(exc), partial_model=True, partial=(state, history)) from None

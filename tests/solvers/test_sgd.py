@@ -269,8 +269,11 @@ def test_every_iteration_event_carries_the_validation_error(rng, monkeypatch):
     monkeypatch.setattr(time, "perf_counter", lambda: float(next(clock)))
     slow = [3]
 
+    passes = []
+
     class FirstPassSlow(RFSGDClassifier):
         def predict(self, X):
+            passes.append(len(X))
             for _ in range(slow.pop() if slow else 0):
                 time.perf_counter()
             return super().predict(X)
@@ -281,8 +284,13 @@ def test_every_iteration_event_carries_the_validation_error(rng, monkeypatch):
         X[:200], y[:200], callback=events.append, eval_set=(X[200:], y[200:]))
     updates = [e for e in events if e.stage == "iterations" and e.kind == "update"]
     assert len(updates) >= 5
-    assert all("val_error" in e.metrics for e in updates)
-    assert updates[-1].done == 40 * 200
+    # every validation pass goes out with its event (none is computed and dropped), the curve
+    # goes on after the slow first pass and ends on the last step; passes are skipped only to
+    # keep their time under LIVE_SHARE of the steps' (test_steering.py checks that share)
+    with_val = [e for e in updates if "val_error" in e.metrics]
+    assert len(with_val) == len(passes) >= 3
+    assert with_val[1].done > with_val[0].done
+    assert updates[-1].done == 40 * 200 and "val_error" in updates[-1].metrics
 
 
 def test_sklearn_estimator_checks():
