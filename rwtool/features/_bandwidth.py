@@ -57,12 +57,14 @@ def median_sigma(X, n_rows: int = 1000, random_state=None) -> float:
 
 
 def knn_sigma(X, k: int = 50, n_queries: int | None = None, random_state=None,
-              block_size: int = 512) -> float:
+              block_size: int = 512, tick=None) -> float:
     """Mean distance from a point to its k-th nearest other training point (seed 004 Sec. 5).
 
     The paper takes sigma = (1/N) sum_n ||x_n - x_(n,k)|| with k = 50 (after Yu et al.). The
     neighbours are searched among all rows; ``n_queries`` averages over a random subset of query
     rows instead of all N (an unbiased estimate of the same mean at O(n_queries N d) cost).
+    ``tick(queries_done)`` is called after each block of queries when given (progress and
+    cancellation).
     """
     X = check_array(X, min_samples=2)
     N = X.shape[0]
@@ -88,5 +90,7 @@ def knn_sigma(X, k: int = 50, n_queries: int | None = None, random_state=None,
         # The query itself sits at distance ~0: the k-th other point is order statistic k.
         d2[np.arange(len(q)), q] = -1.0
         kth = np.partition(d2, k, axis=1)[:, k]
+        if tick is not None:
+            tick(start + len(q))
         total += np.sqrt(np.maximum(kth, 0.0)).sum()
     return float(total / len(queries))
