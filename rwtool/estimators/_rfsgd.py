@@ -364,8 +364,14 @@ class RFSGDClassifier(CallbackSupport, ClassifierMixin, BaseEstimator):
         # Several passes over a set whose features fit the budget: compute them once.
         cache = epochs > 1 and n * self.feature_map_.n_output_ * 8 <= self.feature_cache_mb * 2**20
         if cache:
-            progress.start("features", 1)
-            Xp = self.feature_map_.transform(Xp)
+            # a block of rows at a time (seconds for the whole set): progress and cancellation
+            # between blocks, the blocks predict() uses
+            progress.start("features", n)
+            Phi = np.empty((n, self.feature_map_.n_output_))
+            for start, stop, block in self.feature_map_.blocks(Xp, 4096):
+                Phi[start:stop] = block
+                progress.update(stop)
+            Xp = Phi
             progress.end()
         with unfitted_on_failure(self):   # a failed fit leaves the estimator unfitted
             self._run(Xp, Y, order, progress, eval_set, t0,
