@@ -125,8 +125,11 @@ def l2p_norm(feature_map, coef, n_draws=1000, random_state=0) -> np.ndarray:
     return out[0] if coef.ndim == 1 else out
 
 
-def estimate_tau(feature_map, X, n_draws=1000, random_state=0) -> float:
-    """tau ~ max_x sqrt((1/T') sum_t phi(u_t, x)^2) over the rows of X (003 Section 7.3)."""
+def estimate_tau(feature_map, X, n_draws=1000, random_state=0, tick=None) -> float:
+    """tau ~ max_x sqrt((1/T') sum_t phi(u_t, x)^2) over the rows of X (003 Section 7.3).
+
+    ``tick(rows_done)`` is called after each block of rows when given (progress and
+    cancellation; the value does not depend on the blocks: a maximum of per-row values)."""
     fresh = fresh_map(feature_map, n_draws, random_state)
     best = 0.0
     # blocks of rows x n_draws floats, about 8 MB each whatever the number of rows
@@ -134,4 +137,6 @@ def estimate_tau(feature_map, X, n_draws=1000, random_state=0) -> float:
     for start in range(0, X.shape[0], step):
         P = fresh.base_predictor(np.ascontiguousarray(X[start:start + step]))
         best = max(best, float(np.sqrt(np.max(np.einsum("ij,ij->i", P, P)) / P.shape[1])))
+        if tick is not None:
+            tick(min(X.shape[0], start + step))
     return best

@@ -986,7 +986,7 @@ class _RW(_RandomFeatureModel):
     def _prune_geometry(self, Phi):
         return self.feature_map_.gram(), self.feature_map_.constants()[0]
 
-    def bounds(self, X, y, delta=0.05, n_draws=1000, random_state=0) -> dict:
+    def bounds(self, X, y, delta=0.05, n_draws=1000, random_state=0, callback=None) -> dict:
         """Constants and generalisation bounds of the fitted model on the sample (X, y).
 
         With (X, y) the training sample (m rows) and B = ||alpha||_H a posteriori (spec 4.6):
@@ -1000,6 +1000,10 @@ class _RW(_RandomFeatureModel):
         (classifiers), ``rademacher_bound`` (000 Theorem 10, a bound on the test loss),
         ``gap_theorem62`` and ``gap_theorem65`` (003 eq. 89 and 95, bounds on test minus train
         loss), ``m`` and ``delta``. With several outputs each entry is a list (one per output).
+
+        The two passes over the rows (the model's values f(x_i) and the tau estimate) run in
+        slices of rows; ``callback`` (rwtool.progress) receives "bounds" events between them
+        and cancels with rwtool.FitCancelled.
         """
         check_is_fitted(self)
         if not 0.0 < float(delta) < 1.0:
@@ -1007,13 +1011,20 @@ class _RW(_RandomFeatureModel):
         X = check_array(X, n_features=self.n_features_in_)
         Y = self._targets_for(y, len(X))
         Xp = self._prepare_X(X)
-        # a block of rows at a time, as predict: Phi(X) whole is m x T (1.2 GB at 150,000 rows
-        # and T = 1000)
-        F = self.feature_map_.linear_predict(Xp, self.coef_)
         m = len(X)
         fmap = self.feature_map_
+        progress = make_progress(callback)
+        progress.start("bounds", 2 * m)
+        # f(x_i) as predict computes it, a block of its 4096 rows at a time (never the m x T
+        # feature matrix: 1.2 GB at 150,000 rows and T = 1000): a cancel is seen between blocks
+        F = np.empty((m, self.coef_.shape[1]))
+        for start in range(0, m, 4096):
+            stop = min(m, start + 4096)
+            F[start:stop] = fmap.linear_predict(Xp[start:stop], self.coef_)
+            progress.update(stop)
         theta, kappa = fmap.constants()
-        tau = estimate_tau(fmap, Xp, n_draws, random_state)
+        tau = estimate_tau(fmap, Xp, n_draws, random_state,
+                           tick=lambda done: progress.update(m + done))
         norms = np.atleast_1d(fmap.rkhs_norm(self.coef_))
         l2 = np.atleast_1d(l2p_norm(fmap, self.coef_, n_draws, random_state))
         sq = get_loss("squared")
@@ -1037,7 +1048,9 @@ class _RW(_RandomFeatureModel):
             out[key] = val[0] if len(val) == 1 else val
         if self._estimator_type == "classifier":
             # F is the decision function: its labels are predict(X)'s, without a second pass
+            check_finite_result(F, solver=type(self).__name__, what="the decision values")
             out["train_error"] = float(np.mean(self._labels(F) != np.asarray(y)))
+        progress.end()
         return out
 
     def _make_map(self, seed):

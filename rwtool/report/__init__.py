@@ -16,8 +16,8 @@ Must not import: rwtool.cli, gui, PySide6
 """
 
 from .bounds_table import BOUND_MEANINGS, Bound, bound_meanings, bounds_table
-from .evaluation import (Evaluation, FileResult, UnseenLabelsError, apply_to_file, check_labels,
-                         evaluate, fit_summary)
+from .evaluation import (SLICE_ROWS, Evaluation, FileResult, RowProgress, UnseenLabelsError,
+                         apply_to_file, check_labels, evaluate, fit_summary)
 from .importance import (SCORING_WORDS, ImportanceRow, column_groups, importance_on_file,
                          importance_rows, scoring_words)
 from .methods import METHODS, Method, method_of
@@ -33,7 +33,7 @@ __all__ = [
     "class_index", "confusion_matrix", "class_report", "r2_score", "scores", "defined_scores",
     "check_finite_model",
     "Evaluation", "FileResult", "UnseenLabelsError", "check_labels", "evaluate",
-    "apply_to_file", "fit_summary",
+    "apply_to_file", "fit_summary", "RowProgress", "SLICE_ROWS",
     "Bound", "BOUND_MEANINGS", "bounds_table", "bound_meanings",
     "ImportanceRow", "SCORING_WORDS", "column_groups", "importance_rows", "importance_on_file",
     "scoring_words",

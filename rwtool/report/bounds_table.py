@@ -15,6 +15,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..exceptions import FitCancelled
+
 __all__ = ["Bound", "BOUND_MEANINGS", "bounds_table", "bound_meanings"]
 
 #: key of ``bounds()`` -> what the number is (ASCII: the command line prints it as is)
@@ -50,18 +52,21 @@ class Bound:
     meaning: str
 
 
-def bounds_table(est, X, y) -> tuple[list[Bound], str | None]:
+def bounds_table(est, X, y, callback=None) -> tuple[list[Bound], str | None]:
     """``(rows, note)``: the scalar entries of ``est.bounds(X, y)`` with their meanings, in the
     estimator's order, and a note when they could not be computed (the fit still counts) or
     when theta and kappa are Monte Carlo estimates.
     Estimators without ``bounds`` give no rows. Entries with one value per output (several
-    classes) are left out."""
+    classes) are left out. ``callback`` (rwtool.progress) goes to ``est.bounds``, whose
+    passes over the rows report "bounds" progress and stop on its cancel (FitCancelled)."""
     if not callable(getattr(est, "bounds", None)):
         return [], None
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            b = est.bounds(X, y)
+            b = est.bounds(X, y) if callback is None else est.bounds(X, y, callback=callback)
+    except FitCancelled:
+        raise
     except Exception as exc:  # a bound that cannot be computed is reported, not fatal
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         return [], f"bounds not computed ({first})"
