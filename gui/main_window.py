@@ -12,6 +12,7 @@ import html
 import inspect
 import os
 import traceback
+import weakref
 from pathlib import Path
 
 import numpy as np
@@ -24,7 +25,7 @@ import rwtool
 from rwtool.persist import ModelFile
 from rwtool.report import METHODS, apply_to_file, available_samples, bound_meanings, method_of
 
-from .logic.evaluate import COUNT_METRICS, SCORE_NAMES
+from .logic.evaluate import COUNT_METRICS, SCORE_NAMES, merge_bounds
 from .logic.preflight import many_classes, preflight
 from .logic.runs_table import Run
 from .panels.data_panel import DataPanel, PreviewTable
@@ -36,13 +37,16 @@ from .panels.results_panel import ResultsPanel
 from .panels.run_list import RunList
 from .panels.training_panel import TrainingPanel, curve_x, split_metrics
 from .widgets.dialogs import Banner, PredictionsDialog, Welcome
-from .worker import CallJob, PruneJob, TrainJob, WorkerController
+from .worker import CANCELLED, BoundsJob, CallJob, PruneJob, TrainJob, WorkerController
 
 __all__ = ["MainWindow"]
 
 MAX_RECENT = 8
 CSV_SUFFIXES = (".csv", ".tsv", ".txt", ".data")
 MODEL_SUFFIX = ".rwm"
+#: the job id of "Apply Model to CSV" in progress events (run ids start at 1, the
+#: importance job is 0)
+APPLY_ID = -1
 
 
 class MainWindow(ExportActions, ImportanceActions, QMainWindow):
@@ -64,6 +68,9 @@ class MainWindow(ExportActions, ImportanceActions, QMainWindow):
         self._prune_jobs: dict[int, int] = {}       # prune job id -> base run id
         self._prune_seq = 0
         self._pruned: dict | None = None
+        self._bar_job: int | None = None            # a job other than a fit the bar follows
+        self._bounds_jobs: dict[int, Run] = {}      # run id -> run whose bounds are computed
+        self._rows_of: dict[int, weakref.ref] = {}  # run id -> its training rows, while loaded
         self.loaded_model = None                    # rwtool.persist.ModelFile
         self.last_applied: dict | None = None
         self.data_info: dict | None = None
@@ -123,6 +130,7 @@ class MainWindow(ExportActions, ImportanceActions, QMainWindow):
         self.results_panel.importance_requested.connect(self.compute_importance)
         self.results_panel.importance_cancel_requested.connect(self.cancel_importance)
         self.results_panel.importance_save_requested.connect(self.save_importance_dialog)
+        self.results_panel.bounds_requested.connect(self.compute_bounds)
         self.run_list.selection_changed.connect(self._runs_selected)
         self.run_list.export_requested.connect(self.export_runs_dialog)
         self.worker.progress.connect(self._progress)
@@ -444,11 +452,13 @@ class MainWindow(ExportActions, ImportanceActions, QMainWindow):
         run = Run(self._new_id(), fam.key, fam.title, type(est).__name__, est.get_params(),
                   data, rows={"train": train, "test": test})
         self.training_run = run
+        self._rows_of[run.run_id] = weakref.ref(train)
         self.run_list.add(run)
         self.run_list.select([run.run_id])
         self.banner.hide()
         self.training_panel.started(f"{run.name}: {run.class_name} on {train.n_samples} rows × "
-                                    f"{train.n_features} features")
+                                    f"{train.n_features} features",
+                                    warming_up=self._warming_up)
         self.right_tabs.setCurrentWidget(self.training_panel.curves)
         self.worker.submit(TrainJob(run.run_id, est, train.X, train.y,
                                     None if test is None else test.X,
@@ -472,6 +482,9 @@ class MainWindow(ExportActions, ImportanceActions, QMainWindow):
         if run_id == IMPORTANCE_JOB:
             self._importance_progress(ev)
             return
+        if self._bar_job is not None and run_id == self._bar_job:
+            self.training_panel.on_progress(ev)
+            return
         run = self.training_run
         if run is None or run.run_id != run_id:
             return
@@ -486,6 +499,9 @@ class MainWindow(ExportActions, ImportanceActions, QMainWindow):
     def _finished(self, run_id: int, res: dict) -> None:
         if run_id in self._prune_jobs:
             self._prune_finished(run_id, res)
+            return
+        if res.get("kind") == "bounds" and run_id in self._bounds_jobs:
+            self._bounds_finished(self._bounds_jobs.pop(run_id), res)
             return
         run = self.run_list.runs.get(run_id)
         if run is None:
@@ -521,8 +537,21 @@ class MainWindow(ExportActions, ImportanceActions, QMainWindow):
             self._prune_jobs.pop(run_id)
             self.results_panel.show_prune_error(err["message"])
             return
+        self.statusBar().clearMessage()          # "Training #n…" ends with the run
+        if run_id in self._bounds_jobs:
+            self._bounds_jobs.pop(run_id)
+            self._bar_job = None
+            cancelled = err.get("kind") == CANCELLED
+            self.training_panel.stopped("cancelled" if cancelled else "failed")
+            if cancelled:
+                self.show_info("Computing the bounds cancelled; the run is unchanged.")
+            else:
+                self.show_error(f"The bounds could not be computed: {err['message']}",
+                                err.get("details", ""))
+            self._update_ready()
+            return
         run = self.run_list.runs.get(run_id)
-        cancelled = err.get("kind") == "cancelled"
+        cancelled = err.get("kind") == CANCELLED
         if run is not None:
             run.status = "cancelled" if cancelled else "failed"
             run.note = err["message"]
@@ -535,6 +564,34 @@ class MainWindow(ExportActions, ImportanceActions, QMainWindow):
             self.show_error(f"Training failed: {err['message']}", err.get("details", ""))
         self._update_ready()
         self.run_finished.emit(run_id)
+
+    # -- bounds, computed when asked for (two passes over the training rows) ---------------------
+    def compute_bounds(self) -> None:
+        run = self.current_run
+        if run is None or run.result is None or self.training_panel.running:
+            return
+        ref = self._rows_of.get(run.run_id)
+        rows = ref() if ref is not None else None
+        if rows is None:
+            self.show_error(f"The training rows of {run.name} are no longer loaded: open its "
+                            f"file again and train it again to compute its bounds.")
+            return
+        self._bounds_jobs[run.run_id] = run
+        self._bar_job = run.run_id
+        self.training_panel.started(f"Computing the bounds of {run.name} on {rows.n_samples} "
+                                    f"training rows", clear_curves=False)
+        self.worker.submit(BoundsJob(run.run_id, run.result["estimator"], rows.X, rows.y))
+        self._update_ready()
+
+    def _bounds_finished(self, run: Run, out: dict) -> None:
+        self._bar_job = None
+        self.training_panel.stopped("done: bounds computed")
+        merge_bounds(run.result, out)
+        self.run_list.update_run(run)
+        if self.current_run is run:
+            self._show_run(run)
+        self._update_ready()
+        self.run_finished.emit(run.run_id)
 
     def _show_run(self, run: Run) -> None:
         self.current_run = run
@@ -626,6 +683,7 @@ class MainWindow(ExportActions, ImportanceActions, QMainWindow):
     def _called(self, tag: str, out) -> None:
         if tag == "warm-up":
             self._warming_up = False
+            self.training_panel.warm_up_done()
             if not self.training_panel.running:
                 self.statusBar().showMessage(f"Ready ({out} warm-up fits).", 5000)
         elif tag == "open-model":
@@ -638,10 +696,20 @@ class MainWindow(ExportActions, ImportanceActions, QMainWindow):
     def _call_failed(self, tag: str, err: dict) -> None:
         if tag == "warm-up":
             self._warming_up = False
+            self.training_panel.warm_up_done()
             return
         if tag == "importance":
             self._importance_failed(err)
             return
+        if tag == "apply":
+            self._bar_job = None
+            self.statusBar().clearMessage()
+            cancelled = err.get("kind") == CANCELLED
+            self.training_panel.stopped("cancelled" if cancelled else "failed")
+            self._update_ready()
+            if cancelled:
+                self.show_info("Cancelled: the file was not predicted.")
+                return
         what = {"open-model": "Cannot open the model", "apply": "Cannot apply the model"}
         self.show_error(f"{what.get(tag, tag)}: {err['message']}", err.get("details", ""))
 
@@ -696,19 +764,29 @@ class MainWindow(ExportActions, ImportanceActions, QMainWindow):
             return
         model = ModelFile(path="", estimator=est, preprocessing=pre, metrics={})
 
-        def apply():
+        def apply(callback=None):
             # as `rwtool evaluate` does: labels the model never saw are refused or counted
-            res = apply_to_file(model, path)
+            res = apply_to_file(model, path, callback=callback)
             out = {"path": path, "rows": res.data.rows, "y": res.data.y, "notes": res.notes,
                    "pred": res.pred, "estimator": est}
             if res.evaluation is not None:
                 out["metrics"] = {f"file {SCORE_NAMES.get(k, k)}": v
                                   for k, v in res.evaluation.scores.items()}
             return out
+        if self.training_panel.running:
+            self.show_error("Wait for the running job to end (or cancel it) before applying "
+                            "the model to a file.")
+            return
         self.statusBar().showMessage(f"Predicting {os.path.basename(path)}…")
-        self.worker.submit(CallJob("apply", apply))
+        self._bar_job = APPLY_ID
+        self.training_panel.started(f"Predicting {os.path.basename(path)}", clear_curves=False)
+        self.worker.submit(CallJob("apply", apply, progress_id=APPLY_ID))
+        self._update_ready()
 
     def _applied(self, out: dict) -> None:
+        self._bar_job = None
+        self.training_panel.stopped("done: file predicted")
+        self._update_ready()
         self.last_applied = out
         dlg = PredictionsDialog(self, out)
         dlg.setModal(False)

@@ -28,12 +28,15 @@ from PySide6.QtCore import QObject, QRunnable, QThread, QThreadPool, Signal, Slo
 from rwtool.exceptions import InsufficientMemoryError, NumericalError
 from rwtool.progress import FitCancelled
 
-from .logic.evaluate import chose_reg, evaluate
+from .logic.evaluate import chose_reg, evaluate, model_bounds, model_curves
 from .logic.plans import Holdout, supports
 from .logic.terms import app_words
 
-__all__ = ["TrainJob", "PruneJob", "CallJob", "TrainWorker", "WorkerController",
-           "run_in_background", "describe_error", "warm_up_jobs"]
+__all__ = ["TrainJob", "PruneJob", "BoundsJob", "CallJob", "TrainWorker", "WorkerController",
+           "run_in_background", "describe_error", "warm_up_jobs", "CANCELLED"]
+
+#: the "kind" of the error dict of a job that a Cancel stopped
+CANCELLED = "cancelled"
 
 
 def describe_error(exc: BaseException) -> dict:
@@ -75,6 +78,17 @@ class PruneJob(TrainJob):
     """``estimator.prune(**kwargs)`` then evaluate the pruned model on the same rows."""
 
     kwargs: dict = field(default_factory=dict)
+
+
+@dataclass
+class BoundsJob:
+    """The bounds of a fitted model on its training rows, asked for after the fit (two passes
+    over the rows, often longer than the fit itself): "bounds" progress, stopped by Cancel."""
+
+    run_id: int
+    estimator: Any
+    X_train: np.ndarray
+    y_train: np.ndarray
 
 
 @dataclass
@@ -129,6 +143,8 @@ class TrainWorker(QObject):
             self._prune(job)
         elif isinstance(job, TrainJob):
             self._train(job)
+        elif isinstance(job, BoundsJob):
+            self._bounds(job)
         elif isinstance(job, CallJob):
             self._call(job)
 
@@ -146,12 +162,47 @@ class TrainWorker(QObject):
                 cancelled = True
                 if not (exc.partial_model and self._is_fitted(est)):
                     self.failed.emit(job.run_id, {"message": "training cancelled",
-                                                  "kind": "cancelled", "details": ""})
+                                                  "kind": CANCELLED, "details": ""})
                     return
             except Exception as exc:  # shown in the app; the previous model stays
                 self.failed.emit(job.run_id, describe_error(exc))
                 return
+        if cancelled:
+            # the cancel asked to stop now: the last iterate is kept, not evaluated (its
+            # predictions on every row would take as long as the evaluation of a whole fit)
+            self._emit_partial(job, est, time.perf_counter() - t0, caught)
+            return
         self._evaluate_and_emit(job, est, time.perf_counter() - t0, cancelled, caught, extra)
+
+    def _emit_partial(self, job, est, wall_time, caught) -> None:
+        size = getattr(est, "n_features_out_", None)
+        metrics = {"fit time (s)": float(wall_time)}
+        if size is not None:
+            metrics = {"features used": int(size), **metrics}
+        res = {"task": job.task, "metrics": metrics, "estimator": est, "cancelled": True,
+               "warnings": list(dict.fromkeys(str(w.message) for w in caught)),
+               "notes": ["Cancelled: the model is the last completed iterate, kept without "
+                         "evaluating it (its metrics would take as long as a finished fit's). "
+                         "Save it, apply it to a file or prune it as any model."],
+               "model_curves": model_curves(est), "meanings": {},
+               "has_bounds": callable(getattr(est, "bounds", None))}
+        if hasattr(est, "classes_"):
+            res["classes"] = list(np.asarray(est.classes_).tolist())
+        self.finished.emit(job.run_id, res)
+
+    def _bounds(self, job: BoundsJob) -> None:
+        try:
+            out = model_bounds(job.estimator, job.X_train, job.y_train,
+                               self._callback(job.run_id))
+        except FitCancelled:
+            self.failed.emit(job.run_id, {"message": "computing the bounds cancelled",
+                                          "kind": CANCELLED, "details": ""})
+            return
+        except Exception as exc:
+            self.failed.emit(job.run_id, describe_error(exc))
+            return
+        out["kind"] = "bounds"
+        self.finished.emit(job.run_id, out)
 
     @staticmethod
     def _is_fitted(est) -> bool:
@@ -159,18 +210,18 @@ class TrainWorker(QObject):
             hasattr(est, "coef_") or hasattr(est, "particles_") or hasattr(est, "dual_coef_"))
 
     def _evaluate_and_emit(self, job, est, wall_time, cancelled, caught, extra=None) -> None:
-        # a prediction on many rows takes seconds (BKerNN), so Cancel reaches it too; a model
-        # kept by a cancelled fit is evaluated without it (the cancel asked for that model)
-        callback = None if cancelled else self._callback(job.run_id)
+        # the predictions on every row take seconds on a large file: they run in slices with
+        # "evaluating" progress, and Cancel stops them; the bounds are computed when asked for
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 res = evaluate(est, job.X_train, job.y_train, job.X_test, job.y_test,
                                task=job.task, feature_names=job.feature_names,
-                               fit_time=wall_time, callback=callback)
+                               fit_time=wall_time, bounds=False,
+                               callback=self._callback(job.run_id))
         except FitCancelled:
             self.failed.emit(job.run_id, {"message": "cancelled while evaluating the model",
-                                          "kind": "cancelled", "details": ""})
+                                          "kind": CANCELLED, "details": ""})
             return
         except Exception as exc:
             self.failed.emit(job.run_id, describe_error(exc))
@@ -205,7 +256,7 @@ class TrainWorker(QObject):
                 pruned = fn(**kw)
             except FitCancelled:
                 self.failed.emit(job.run_id, {"message": "pruning cancelled",
-                                              "kind": "cancelled", "details": ""})
+                                              "kind": CANCELLED, "details": ""})
                 return
             except Exception as exc:
                 self.failed.emit(job.run_id, describe_error(exc))
@@ -223,7 +274,7 @@ class TrainWorker(QObject):
                 warnings.simplefilter("ignore")
                 out = job.fn(*job.args, **kwargs)
         except FitCancelled:
-            self.call_failed.emit(job.tag, {"message": "cancelled", "kind": "cancelled",
+            self.call_failed.emit(job.tag, {"message": "cancelled", "kind": CANCELLED,
                                             "details": ""})
             return
         except Exception as exc:

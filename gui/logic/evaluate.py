@@ -18,13 +18,11 @@ import time
 import numpy as np
 
 from rwtool.inspect import input_share
-from rwtool.report import (bounds_table, check_finite_model, class_index, class_report,
-                           fit_summary)
+from rwtool.report import (RowProgress, bounds_table, check_finite_model, class_index,
+                           class_report, fit_summary)
 from rwtool.report import evaluate as score_rows
 
-from .plans import supports
-
-__all__ = ["evaluate", "chose_reg", "roc_curve",
+__all__ = ["evaluate", "model_bounds", "merge_bounds", "chose_reg", "roc_curve",
            "coefficient_magnitudes", "model_curves", "GRID", "COUNT_METRICS", "SCORE_NAMES"]
 
 #: rwtool.report's score keys -> how the app names them ("test error", "train R^2"...)
@@ -37,6 +35,8 @@ COUNT_METRICS = frozenset({"features used", "iterations", "rows", "bound: m"})
 GRID = 120
 #: points of a ROC curve kept for its plot
 ROC_POINTS = 2000
+#: points of the fitted curve of a one-input regressor
+CURVE_POINTS = 400
 
 
 def roc_curve(y01: np.ndarray, score: np.ndarray):
@@ -151,28 +151,20 @@ def model_curves(est) -> dict:
     return out
 
 
-def _with_progress(method, X, callback):
-    """``method(X)``, with ``callback`` (progress and cancel) when the method takes one: a
-    prediction on many rows (BKerNN: seconds at 100,000 rows) then stops on Cancel."""
-    if callback is not None and supports(method, "callback"):
-        return method(X, callback=callback)
-    return method(X)
-
-
-def _scores(est, X, callback=None):
+def _scores(est, X, rows: RowProgress):
     """Binary decision scores (positive class classes_[1]) or None."""
     if hasattr(est, "decision_function"):
-        d = np.asarray(_with_progress(est.decision_function, X, callback), float)
+        d = rows.predict(est.decision_function, X).astype(float, copy=False)
         if d.ndim == 1:
             return d
     if hasattr(est, "predict_proba"):
-        p = np.asarray(est.predict_proba(X), float)
+        p = rows.predict(est.predict_proba, X).astype(float, copy=False)
         if p.ndim == 2 and p.shape[1] == 2:
             return p[:, 1]
     return None
 
 
-def _grid(est, X, classification: bool, classes):
+def _grid(est, X, classification: bool, classes, rows: RowProgress):
     lo, hi = X.min(axis=0), X.max(axis=0)
     pad = np.where(hi > lo, (hi - lo) * 0.05, 1.0)
     lo, hi = lo - pad, hi + pad
@@ -180,7 +172,7 @@ def _grid(est, X, classification: bool, classes):
     gy = np.linspace(lo[1], hi[1], GRID)
     XX, YY = np.meshgrid(gx, gy, indexing="ij")
     pts = np.column_stack([XX.ravel(), YY.ravel()])
-    pred = np.asarray(est.predict(pts))
+    pred = rows.predict(est.predict, pts)
     if classification:
         Z = class_index(pred, classes).astype(float)
     else:
@@ -188,17 +180,17 @@ def _grid(est, X, classification: bool, classes):
     return {"x": gx, "y": gy, "z": Z.reshape(GRID, GRID)}
 
 
-def _curve(est, X) -> dict:
+def _curve(est, X, rows: RowProgress) -> dict:
     """A regressor along its single input, on 400 points spanning the rows (and 5% beyond),
     with the predictive standard deviation ("std") when the model has a posterior (the exact
     least-squares regressors: ``predict(X, return_std=True)``)."""
     lo, hi = float(X[:, 0].min()), float(X[:, 0].max())
     pad = (hi - lo) * 0.05 if hi > lo else 1.0
-    x = np.linspace(lo - pad, hi + pad, 400)
+    x = np.linspace(lo - pad, hi + pad, CURVE_POINTS)
     if getattr(est, "posterior_chol_", None) is not None and getattr(est, "y_1d_", False):
         y, std = est.predict(x[:, None], return_std=True)
         return {"x": x, "y": np.asarray(y, float), "std": np.asarray(std, float)}
-    return {"x": x, "y": np.asarray(est.predict(x[:, None]), float).ravel()}
+    return {"x": x, "y": rows.predict(est.predict, x[:, None]).astype(float).ravel()}
 
 
 def chose_reg(est) -> bool:
@@ -210,7 +202,7 @@ def chose_reg(est) -> bool:
 def evaluate(est, X_train, y_train, X_test=None, y_test=None, *, task: str,
              feature_names=None, fit_time: float | None = None,
              set_names: tuple[str, str] = ("train", "test"), plots: bool = True,
-             score_train: bool = True, callback=None) -> dict:
+             score_train: bool = True, bounds: bool = True, callback=None) -> dict:
     """Predictions, metrics and plot data of a fitted estimator (see module docstring).
 
     ``set_names`` names the two row sets in the metric keys ("train error", "test MSE"...);
@@ -219,8 +211,11 @@ def evaluate(est, X_train, y_train, X_test=None, y_test=None, *, task: str,
     does not predict the training rows, whose labels or values still set the baselines: a
     fold's score needs only its held-out rows. Raises rwtool.NumericalError when the model or
     its predictions are not finite, so that no metric comes from NaN or infinite scores.
-    ``callback`` (rwtool.progress) goes to the predictions on the evaluated rows of a model whose
-    ``predict`` takes one; its cancel raises rwtool.FitCancelled.
+    ``bounds=False`` leaves out the model's bounds (two more passes over the training rows,
+    often longer than the fit: the app computes them when asked, :func:`model_bounds`).
+    ``callback`` (rwtool.progress) receives "evaluating" events counting the rows predicted
+    (every prediction runs in slices of rows, rwtool.report.RowProgress) and "bounds" events;
+    its cancel raises rwtool.FitCancelled within a slice.
     """
     t0 = time.perf_counter()
     tr_name, te_name = set_names
@@ -238,17 +233,26 @@ def evaluate(est, X_train, y_train, X_test=None, y_test=None, *, task: str,
         # a model without classes_
         values, counts = np.unique(np.asarray(y_train), return_counts=True)
         classes = list(np.asarray(getattr(est, "classes_", values)).tolist())
-    s = _scores(est, Xe, callback) if len(classes) == 2 else None
+    n_in = X_train.shape[1]
+    total = len(Xe) + (len(X_train) if score_train and has_test else 0)
+    if plots and n_in == 2:
+        total += GRID * GRID
+    elif plots and n_in == 1 and not classification:
+        total += CURVE_POINTS
+    rows = RowProgress(callback, "evaluating", total)
+    s = _scores(est, Xe, rows) if len(classes) == 2 else None
     if s is not None:
         check_finite_model(est, ("decision scores", s))
     # a binary rwtool classifier's labels are its decision rule (classes_[f > 0]) applied to
     # f: on the evaluated rows they come from the scores just computed, not a second pass
     labels_from_s = s is not None and getattr(est, "_estimator_type", None) == "classifier"
+    if s is not None and not labels_from_s and rows.progress is not None:
+        rows.progress.total += len(Xe)        # the labels of the evaluated rows: one more pass
 
     def predict(X, evaluated):
         if evaluated and labels_from_s:
             return est._labels(s[:, None])
-        return np.asarray(_with_progress(est.predict, X, callback))
+        return rows.predict(est.predict, X)
     pred_tr = predict(X_train, not has_test) if score_train else None
     res["y_train"], res["pred_train"] = np.asarray(y_train), pred_tr
     if has_test:
@@ -306,14 +310,9 @@ def evaluate(est, X_train, y_train, X_test=None, y_test=None, *, task: str,
     res["notes"] = notes + fit_notes(est, size)
     res["meanings"] = {}
     if not plots:
+        rows.end()
         res["eval_time"] = time.perf_counter() - t0
         return res
-    bounds, note = bounds_table(est, X_train, y_train)
-    for b in bounds:
-        m[f"bound: {b.key}"] = b.value
-        res["meanings"][f"bound: {b.key}"] = b.meaning
-    res["notes"] += [note] if note else []
-    n_in = X_train.shape[1]
     names = list(feature_names) if feature_names is not None and len(feature_names) == n_in \
         else [f"x{j}" for j in range(n_in)]
     res["feature_names"] = names
@@ -325,11 +324,37 @@ def evaluate(est, X_train, y_train, X_test=None, y_test=None, *, task: str,
         res["importance"], res["importance_label"] = vi
     Xall = np.vstack([X_train, X_test]) if has_test else X_train
     if n_in == 1 and not classification:
-        res["curve"] = _curve(est, Xall)
+        res["curve"] = _curve(est, Xall, rows)
         res["X_train1"], res["X_test1"] = X_train[:, 0], (X_test[:, 0] if has_test else None)
     if n_in == 2:
-        res["grid"] = _grid(est, Xall, classification, res.get("classes"))
+        res["grid"] = _grid(est, Xall, classification, res.get("classes"), rows)
         res["X_train2"], res["X_test2"] = X_train, (X_test if has_test else None)
     res["model_curves"] = model_curves(est)
+    rows.end()
+    res["has_bounds"] = callable(getattr(est, "bounds", None))
+    if bounds:
+        res.update(model_bounds(est, X_train, y_train, callback))
+        merge_bounds(res, res)
     res["eval_time"] = time.perf_counter() - t0
     return res
+
+
+def model_bounds(est, X_train, y_train, callback=None) -> dict:
+    """The model's bounds on its training rows (rwtool.report.bounds_table) as the metrics,
+    meanings and note a result adds: ``{"bounds": {name: value}, "bound_meanings": {...},
+    "bounds_note": str | None}``. ``callback`` reports "bounds" progress and cancels."""
+    rows, note = bounds_table(est, X_train, y_train, callback)
+    return {"bounds": {f"bound: {b.key}": b.value for b in rows},
+            "bound_meanings": {f"bound: {b.key}": b.meaning for b in rows},
+            "bounds_note": note}
+
+
+def merge_bounds(res: dict, bounds: dict) -> None:
+    """Put the entries of :func:`model_bounds` into the metrics, meanings and notes of ``res``
+    (after the metrics it has)."""
+    res["metrics"].update(bounds.get("bounds", {}))
+    res.setdefault("meanings", {}).update(bounds.get("bound_meanings", {}))
+    note = bounds.get("bounds_note")
+    if note and note not in res.setdefault("notes", []):
+        res["notes"].append(note)
+    res["bounds_computed"] = True

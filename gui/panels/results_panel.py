@@ -49,6 +49,13 @@ class _MetricsView(QWidget):
         self.notes = QLabel("")
         self.notes.setWordWrap(True)
         self.notes.setTextInteractionFlags(Qt.TextSelectableByMouse)
+        # the bounds take two passes over the training rows, often longer than the fit: they
+        # are computed when asked for, with progress and Cancel
+        self.bounds_button = QPushButton("Compute the bounds")
+        self.bounds_button.setToolTip("θ, κ, τ, the norms and the generalisation bounds of the "
+                                      "model on its training rows (two passes over the rows, "
+                                      "with progress; Esc cancels)")
+        self.bounds_button.setVisible(False)
         self.class_label = QLabel("")
         self.class_table = QTableWidget(0, 5)
         self.class_table.setHorizontalHeaderLabels(["Class", "Precision", "Recall", "F1",
@@ -62,6 +69,7 @@ class _MetricsView(QWidget):
         lay.addWidget(self.class_label)
         lay.addWidget(self.class_table, 2)
         lay.addWidget(self.notes)
+        lay.addWidget(self.bounds_button, 0, Qt.AlignLeft)
 
     def show_classes(self, rep: dict | None) -> None:
         """Per-class precision, recall, F1 and support (classification), or nothing."""
@@ -184,6 +192,7 @@ class ResultsPanel(QTabWidget):
     importance_requested = Signal()
     importance_cancel_requested = Signal()
     importance_save_requested = Signal()
+    bounds_requested = Signal()
 
     def __init__(self, parent=None):
         super().__init__(parent)
@@ -216,6 +225,7 @@ class ResultsPanel(QTabWidget):
         self.importance_view.save_requested.connect(self.importance_save_requested)
         #: whether the shown run's permutation importance can be measured, or why not
         self.importance_available: tuple[bool, str] = (False, "")
+        self.metrics_view.bounds_button.clicked.connect(self.bounds_requested)
         # Every tab the panel can show, in order; only the current run's are in the tab bar.
         self._all_tabs = [(self.widget(i), self.tabText(i)) for i in range(self.count())]
         self._set_tabs({self.metrics_view})
@@ -272,6 +282,8 @@ class ResultsPanel(QTabWidget):
         notes += [html.escape(app_words(n)) for n in res.get("notes", [])]
         self.metrics_view.show(title, res.get("metrics", {}), notes, res.get("meanings"))
         self.metrics_view.show_classes(res.get("per_class"))
+        self.metrics_view.bounds_button.setVisible(bool(res.get("has_bounds"))
+                                                   and not res.get("bounds_computed"))
         cls_task = res.get("task") != "regression"
         # what to draw, in tab order; a model opened from a file has no rows to draw from
         has_rows = res.get("y_train") is not None and res.get("pred_train") is not None

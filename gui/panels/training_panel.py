@@ -104,6 +104,7 @@ class TrainingPanel(QWidget):
 
         self._t0 = None
         self._waiting = False
+        self._cancel_t0 = None
         self._stage_t0 = None
         self._fraction = 0.0
         self._stage = ""
@@ -119,15 +120,19 @@ class TrainingPanel(QWidget):
         self.train_button.setToolTip("Train the chosen method on the training rows (Ctrl+R)"
                                      if ready else why)
 
-    def started(self, title: str) -> None:
-        """A run was submitted; the clock starts with its first progress event (the worker may
-        still be finishing the background warm-up)."""
+    def started(self, title: str, warming_up: bool = False, clear_curves: bool = True) -> None:
+        """A job was submitted (a fit, or with ``clear_curves=False`` the bounds of a run or the
+        predictions on a file). While the background warm-up of the kernels still runs
+        (``warming_up``) the clock waits for the job's first progress event, and
+        :meth:`warm_up_done` ends the wait."""
         self._t0 = time.perf_counter()
-        self._waiting = True
+        self._waiting = bool(warming_up)
+        self._cancel_t0 = None
         self._stage_t0 = self._t0
         self._fraction = 0.0
         self._stage = ""
-        self.board.clear()
+        if clear_curves:
+            self.board.clear()
         self.train_button.setEnabled(False)
         self.cancel_button.setEnabled(True)
         self.cancel_button.setText("Cancel")
@@ -137,10 +142,18 @@ class TrainingPanel(QWidget):
         self._clock.start()
         self._tick()
 
+    def warm_up_done(self) -> None:
+        """The background warm-up ended: a job waiting behind it starts its clock now."""
+        if self._t0 is not None and self._waiting:
+            self._waiting = False
+            self._t0 = self._stage_t0 = time.perf_counter()
+            self._tick()
+
     def stopped(self, text: str) -> None:
         self._clock.stop()
         elapsed = time.perf_counter() - self._t0 if self._t0 is not None else float("nan")
         self._t0 = None
+        self._cancel_t0 = None
         self.cancel_button.setEnabled(False)
         self.cancel_button.setText("Cancel")
         self.train_button.setEnabled(True)
@@ -153,10 +166,18 @@ class TrainingPanel(QWidget):
         self.board.finish()
 
     def mark_cancelling(self) -> None:
-        """Show that a cancel was asked for (by the button, Esc or the menu)."""
+        """Show that a cancel was asked for (by the button, Esc or the menu): the bar and the
+        time label say so until the job ends (within a slice of work, under a second)."""
         self.cancel_button.setEnabled(False)
         self.cancel_button.setText("Cancelling…")
-        self.progress.setFormat("cancelling at the next progress report…")
+        self._cancel_t0 = time.perf_counter()
+        what = f" {self._stage}" if self._stage else ""
+        self.progress.setFormat(f"cancelling: stopping{what} at its next slice of work…")
+        self._tick()
+
+    @property
+    def cancelling(self) -> bool:
+        return self._t0 is not None and self._cancel_t0 is not None
 
     @property
     def running(self) -> bool:
@@ -164,7 +185,7 @@ class TrainingPanel(QWidget):
 
     # -- events ----------------------------------------------------------------------------------
     def on_progress(self, ev: dict) -> None:
-        if self._t0 is None:
+        if self._t0 is None or self._cancel_t0 is not None:
             return
         if self._waiting:
             self._waiting = False
@@ -214,6 +235,10 @@ class TrainingPanel(QWidget):
         now = time.perf_counter()
         elapsed = now - self._t0
         text = f"elapsed {format_seconds(elapsed)}"
+        if self._cancel_t0 is not None:
+            self.time_label.setText(f"{text} · cancelling for "
+                                    f"{format_seconds(now - self._cancel_t0)}")
+            return
         f = self._fraction
         if 0.02 < f < 1.0 and self._stage_t0 is not None:
             left = (now - self._stage_t0) * (1.0 - f) / f

@@ -177,7 +177,11 @@ def test_cancel_iterative_keeps_last_iterate(qtbot, window, tmp_path):
     est = run.result["estimator"]
     total = 20000 * window.data_info["train"].n_samples
     assert 0 < est.n_iter_ < total
-    assert run.result["cancelled"] and "test error" in run.result["metrics"]
+    # the cancel asked to stop now: the iterate is kept without a pass over every row
+    assert run.result["cancelled"] and "test error" not in run.result["metrics"]
+    assert any("not evaluating" in n or "without evaluating" in n for n in run.result["notes"])
+    test = window.data_info["test"]
+    assert est.predict(test.X).shape == test.y.shape      # a usable model
     assert window.training_panel.train_button.isEnabled()
 
 
