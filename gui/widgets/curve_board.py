@@ -32,7 +32,7 @@ _TITLES = {
     "objective": "objective",
     "norm": "‖α‖ of the iterate (largest output)",
     "train_error": "training error",
-    "val_error": "validation error (held-out rows)",
+    "val_error": "validation error (sample of ≤ 2000 held-out rows)",
     "error": "training error (current batch)",
     "train_error_sample": "training error of the iterate (sample of ≤ 1000 rows)",
     "train_r2_sample": "training R² of the iterate (sample of ≤ 1000 rows)",
@@ -117,11 +117,16 @@ class CurveBoard(QWidget):
 
     def clear(self) -> None:
         """Forget the curves: the next run starts with fresh axes and ranges (the drawings are
-        cleared one plot per tick)."""
+        cleared one plot per tick). The previous run's plots leave the screen now: a plot
+        appears again when the new run first reports its quantity."""
         for p in self._pool:
             p.restart()
             p.metric = None
+            if not p.isHidden():
+                p.setVisible(False)
         self._plots.clear()
+        self._hint.setText("Waiting for the first progress report of this run…")
+        self._hint.show()
         self._schedule()
 
     def finish(self) -> None:
@@ -129,6 +134,8 @@ class CurveBoard(QWidget):
         for p in self._pool:
             if p.metric is None:
                 p.setVisible(False)
+        if not self._plots:
+            self._hint.setText("This run reported no curves.")
         self._hint.setVisible(not self._plots)
 
     def request_redraw(self) -> None:

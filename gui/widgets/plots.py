@@ -143,6 +143,20 @@ class ResultPlot(pg.PlotWidget):
         if ylabel is not None:
             self.setLabel("left", ylabel)
 
+    def fit_x(self, xs) -> None:
+        """The x axis spans exactly the data's x values (no padding: a curve of iterations,
+        folds or candidates starts at its first x, never at a negative one); the y axis keeps
+        following the data. No-op on a log x axis or without finite values."""
+        xs = [np.asarray(x, float) for x in xs if len(x)]
+        if not xs or self.getPlotItem().ctrl.logXCheck.isChecked():
+            return
+        allx = np.concatenate(xs)
+        allx = allx[np.isfinite(allx)]
+        if not allx.size:
+            return
+        lo, hi = float(allx.min()), float(allx.max())
+        self.setXRange(lo, hi if hi > lo else lo + 1.0, padding=0)
+
     def add_dots(self, dots: "Dots") -> None:
         """Add a :class:`Dots` scatter with its legend entry (pyqtgraph lists only its own
         plot-data items by itself)."""
@@ -255,6 +269,7 @@ class LivePlot(ResultPlot):
                                   symbol="o" if len(xs) < 40 else None, symbolSize=4)
                 self._curves[name] = curve
             curve.setData(np.asarray(xs), np.asarray(ys))
+        self.fit_x([xs for xs, _ in self._data.values()])
 
     def flush(self) -> None:
         """Draw pending points now (tests and exports)."""
