@@ -18,7 +18,13 @@ from rwtool.persist import atomic_writer
 
 from .formats import format_metric, format_param
 
-__all__ = ["Run", "SUMMARY_COLUMNS", "run_row", "runs_rows", "write_runs_csv", "pick_metric"]
+__all__ = ["Run", "SUMMARY_COLUMNS", "run_row", "runs_rows", "write_runs_csv", "pick_metric",
+           "run_labels", "VARIANT_KEYS"]
+
+#: the parameters that say which variant of its method a run is: always in its label
+VARIANT_KEYS = ("instantiation", "base", "selector", "penalty", "variant", "solver")
+#: at most this many differing parameters in a label (the tooltip and the CSV have them all)
+MAX_DIFFERING = 4
 
 
 @dataclass
@@ -61,8 +67,39 @@ class Run:
         ys.append(float(y))
 
 
+def _differing(runs) -> list[str]:
+    """The parameters (besides :data:`VARIANT_KEYS`) with more than one value among the runs
+    that have them, in first-seen order."""
+    keys: list[str] = []
+    for r in runs:
+        keys += [k for k in r.params if k not in keys and k not in VARIANT_KEYS]
+    return [k for k in keys if len({repr(r.params[k]) for r in runs if k in r.params}) > 1]
+
+
+def run_labels(runs) -> dict[int, str]:
+    """``{run_id: label}`` telling each of ``runs`` apart from the others: the method, its
+    variant (instantiation, base, selector, penalty, variant, solver), then the parameters
+    whose value differs among the runs (at most :data:`MAX_DIFFERING`), and the evaluation or
+    data file when those differ, e.g. "RKHS weighting (rwsign, osd, reg=0.01)"."""
+    runs = list(runs)
+    diff = _differing(runs)
+    evals = {r.data.get("evaluation", "holdout") for r in runs}
+    files = {os.path.basename(r.data.get("path") or "") for r in runs}
+    out = {}
+    for r in runs:
+        parts = [format_param(r.params[k]) for k in VARIANT_KEYS if k in r.params]
+        parts += [f"{k}={format_param(r.params[k])}" for k in diff if k in r.params][
+            :MAX_DIFFERING]
+        if len(evals) > 1:
+            parts.append(r.data.get("evaluation", "holdout"))
+        if len(files) > 1 and r.data.get("path"):
+            parts.append(os.path.basename(r.data["path"]))
+        out[r.run_id] = r.title + (f" ({', '.join(parts)})" if parts else "")
+    return out
+
+
 #: the fixed columns, before one column per parameter
-SUMMARY_COLUMNS = ("run", "dataset", "target", "task", "method", "estimator", "status",
+SUMMARY_COLUMNS = ("run", "name", "dataset", "target", "task", "method", "estimator", "status",
                    "error / MSE", "AUC / R^2", "baseline", "features used", "fit time (s)",
                    "evaluation")
 
@@ -77,7 +114,7 @@ def pick_metric(metrics: dict, *names: str):
     return None, None
 
 
-def run_row(run) -> dict:
+def run_row(run, label: str | None = None) -> dict:
     res = run.result or {}
     m = res.get("metrics", {})
     task = res.get("task") or run.data.get("task_encoded") or run.data.get("task", "")
@@ -86,7 +123,8 @@ def run_row(run) -> dict:
     _, score = pick_metric(m, "R^2" if reg else "AUC")
     base = next((v for k, v in m.items() if k.startswith("baseline")), None)
     path = run.data.get("path") or ""
-    row = {"run": run.run_id, "dataset": os.path.basename(path), "target":
+    row = {"run": run.run_id, "name": label or run.title, "dataset": os.path.basename(path),
+           "target":
            run.data.get("target") or "", "task": task, "method": run.title,
            "estimator": run.class_name, "status": run.status, "error / MSE": err,
            "AUC / R^2": score, "baseline": base, "features used": m.get("features used"),
@@ -99,7 +137,9 @@ def run_row(run) -> dict:
 
 def runs_rows(runs) -> tuple[list[str], list[dict]]:
     """(columns, rows) of ``runs``: the summary columns, then every parameter any run has."""
-    rows = [run_row(r) for r in runs]
+    runs = list(runs)
+    labels = run_labels(runs)
+    rows = [run_row(r, labels[r.run_id]) for r in runs]
     params = []
     for r in rows:
         for k in r:

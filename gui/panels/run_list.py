@@ -16,7 +16,7 @@ from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QHBoxLayout, QHeade
                                QWidget)
 
 from ..logic.formats import format_metric, format_param
-from ..logic.runs_table import Run, run_row, write_runs_csv
+from ..logic.runs_table import Run, run_labels, run_row, write_runs_csv
 from ..widgets.plots import ResultPlot, pen
 
 __all__ = ["RunList"]
@@ -106,6 +106,7 @@ class RunList(QWidget):
         r = self.table.rowCount()
         self.table.insertRow(r)
         self._fill(r, run)
+        self._relabel()
         self.table.setSortingEnabled(True)
 
     def update_run(self, run: Run) -> None:
@@ -113,6 +114,7 @@ class RunList(QWidget):
         if r is not None:
             self.table.setSortingEnabled(False)
             self._fill(r, run)
+            self._relabel()
             self.table.setSortingEnabled(True)
         if run.run_id in self.selected_ids():
             self._overlay()
@@ -122,6 +124,20 @@ class RunList(QWidget):
             if self.table.item(r, 0).data(Qt.UserRole) == run_id:
                 return r
         return None
+
+    def labels(self) -> dict[int, str]:
+        """Each run's label among all the runs of the table (what tells it apart)."""
+        return run_labels(self.runs.values())
+
+    def _relabel(self) -> None:
+        """The Method cells name what differs between the runs: a new run can change them."""
+        col = self._FIELDS.index("method")
+        for rid, label in self.labels().items():
+            r = self._row_of(rid)
+            if r is not None:
+                item = self.table.item(r, col)
+                item.setText(label)
+                item.value = label
 
     def _fill(self, r: int, run: Run) -> None:
         row = run_row(run)
@@ -195,18 +211,23 @@ class RunList(QWidget):
     def _overlay(self) -> None:
         metric = self.metric_combo.currentText()
         ids = self.selected_ids()
+        # the legend names each run by what differs among the runs overlaid
+        labels = run_labels([self.runs[r] for r in ids])
         xl = {self.runs[r].x_label for r in ids if metric in self.runs[r].curves}
         self.compare_plot.reset(f"Compare runs: {metric}" if metric else "Compare runs",
                                 " / ".join(sorted(xl)) or "iteration", metric)
         drawn = 0
+        xs_drawn = []
         for i, rid in enumerate(ids):
             run = self.runs[rid]
             if metric in run.curves:
                 x, y = run.curves[metric]
                 x, y = np.asarray(x, float), np.asarray(y, float)
-                self.compare_plot.plot(x, y, pen=pen(i), name=run.name,
+                self.compare_plot.plot(x, y, pen=pen(i), name=f"#{rid} {labels[rid]}",
                                        symbol="o" if len(x) < 30 else None, symbolSize=4)
+                xs_drawn.append(x)
                 drawn += 1
+        self.compare_plot.fit_x(xs_drawn)
         if not drawn:
             self.compare_plot.message("Select runs with recorded curves to compare them"
                                       if ids else "Select two or more runs to compare them")
