@@ -22,6 +22,7 @@ from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QDoubleSpinBox, QFo
 
 from rwtool import data as rwdata
 
+from ..logic.column_roles import MAX_CATEGORIES, default_exclusions, exclusion_note
 from ..logic.read_options import KEYS as READ_KEYS
 from ..logic.terms import app_words
 from ..widgets.read_options import ReadOptions
@@ -36,8 +37,6 @@ MISSING_LABELS = {
     "impute-most-frequent": "Impute the most frequent value",
 }
 TASK_CHOICES = ("auto", "classification", "regression")
-#: text columns with more distinct values than this start unchecked (identifiers, free text)
-MAX_CATEGORIES = 50
 
 
 class PreviewTable(QTableWidget):
@@ -178,6 +177,11 @@ class DataPanel(QWidget):
         self.status_label = QLabel("")
         self.status_label.setWordWrap(True)
         self.status_label.setObjectName("dataStatus")
+        self.exclusion_label = QLabel("")
+        self.exclusion_label.setWordWrap(True)
+        self.exclusion_label.setObjectName("dataExclusions")
+        self.exclusion_label.setVisible(False)
+        self.excluded: dict[str, str] = {}
 
         top = QHBoxLayout()
         top.addWidget(self.file_label, 1)
@@ -188,6 +192,7 @@ class DataPanel(QWidget):
         lay.addWidget(self.read_box)
         lay.addLayout(sel)
         lay.addWidget(self.columns_table, 1)
+        lay.addWidget(self.exclusion_label)
         lay.addWidget(self.status_label)
 
         self._debounce = QTimer(self)
@@ -305,13 +310,13 @@ class DataPanel(QWidget):
         self.task_combo.setCurrentIndex(max(i, 0))
         self.task_combo.blockSignals(False)
 
-    def _default_feature(self, c) -> bool:
-        if c.kind == "empty":
-            return False
-        return not (c.kind == "categorical" and c.n_distinct > MAX_CATEGORIES)
-
     def _fill_columns(self, target, features=None, ignore=()) -> None:
         cols = self.preview.columns
+        # a row index, a constant, an identifier: unticked, with the note saying why
+        self.excluded = {} if features is not None else \
+            default_exclusions(self.preview, target)
+        self.exclusion_label.setText(html.escape(exclusion_note(self.excluded)))
+        self.exclusion_label.setVisible(bool(self.excluded))
         t = self.columns_table
         t.blockSignals(True)
         t.setRowCount(len(cols))
@@ -319,7 +324,9 @@ class DataPanel(QWidget):
             name = QTableWidgetItem(c.name)
             name.setFlags(Qt.ItemIsEnabled | Qt.ItemIsUserCheckable)
             use = (c.name in features) if features is not None else \
-                (self._default_feature(c) and c.name not in ignore)
+                (c.name not in self.excluded and c.name not in ignore)
+            if c.name in self.excluded:
+                name.setToolTip(f"unticked: {self.excluded[c.name]}")
             name.setCheckState(Qt.Checked if use else Qt.Unchecked)
             kind = QTableWidgetItem(c.kind)
             miss = QTableWidgetItem(str(c.n_missing))
@@ -349,7 +356,8 @@ class DataPanel(QWidget):
             # The target row stays visible but cannot be ticked as a feature.
             item.setFlags(Qt.ItemIsUserCheckable if is_t
                           else Qt.ItemIsEnabled | Qt.ItemIsUserCheckable)
-            item.setToolTip("the target" if is_t else "")
+            why = self.excluded.get(item.text())
+            item.setToolTip("the target" if is_t else (f"unticked: {why}" if why else ""))
             if is_t:
                 item.setCheckState(Qt.Unchecked)
             font = item.font()
