@@ -60,8 +60,8 @@ __all__ = ["sfgd_fit", "BlockStream", "section_scale", "report_block", "block_ti
 #: c of the capped step eta_t = min(1 / (lam t), c / L) (measured, docs/SOLVERS.md)
 STEP_CAP = 0.25
 #: features (rows x centres) computed per uninterrupted call between two progress ticks: about
-#: 0.05 s on one core for the erf features of RWSign
-TICK_FEATURES = 1 << 16
+#: 0.025 s on one core for the erf features of RWSign
+TICK_FEATURES = 1 << 15
 
 
 class BlockStream:
@@ -224,14 +224,15 @@ def step_smoothness(feature_map, X, loss, n_rows=256, n_centres=64) -> float:
 
 def block_tick(progress, partial):
     """``tick(t0)`` for :class:`BlockStream`: a progress update inside a block (no metrics);
-    a cancel becomes FitCancelled with the last completed block's ``partial()`` = (coef, info),
-    or none before the first block ended."""
+    a cancel becomes FitCancelled with the last completed block's ``partial()`` = (coef, info).
+    The first block (64 centres: the cheapest) has no ticks, so that its end reports the
+    model's sample metrics (they go out only when an update is due)."""
     def tick(t0):
+        if t0 == 0:
+            return
         try:
             progress.update(t0)
         except FitCancelled as exc:
-            if t0 == 0:
-                raise
             coef, info = partial()
             raise FitCancelled(str(exc), partial_model=True,
                                partial=(coef, dict(info, cancelled=True))) from None
@@ -239,9 +240,13 @@ def block_tick(progress, partial):
 
 
 def report_block(progress, t1, last_loss, reg, norm2, partial):
-    """Progress after a block; a cancel becomes FitCancelled with ``partial()`` = (coef, info)."""
+    """Progress after a block; a cancel becomes FitCancelled with ``partial()`` = (coef, info).
+
+    Every block's event goes out (a block is 64 iterations: at most T / 64 events), so that a
+    tick inside the block (:func:`block_tick`) never takes the rate limit's turn of the block's
+    metrics; the model's sample metrics are computed only when an update is due."""
     try:
-        progress.update(t1, loss=float(last_loss),
+        progress.update(t1, force=True, loss=float(last_loss),
                         objective=float(last_loss + 0.5 * reg * norm2.mean()),
                         norm=float(np.sqrt(norm2).max()),
                         **progress.model_metrics(lambda: partial()[0]))
