@@ -181,7 +181,7 @@ class _GreedyMK(CallbackSupport, BaseEstimator):
         set: N x d for the Gram trick (order <= 2) or a 16 MB row block of the dictionary
         (order > 2). Time: M gradients (N d^2 k by the Gram trick, N M0 by blocks) and M refits
         (about 5 Newton iterations of N t^2 for the logistic loss, N t for the squared). The
-        k-NN bandwidth adds 512-row blocks of distances to all N rows. Random-feature
+        k-NN bandwidth adds blocks of distances to all N rows. Random-feature
         selectors: M0 candidate draws scored over row blocks and one N x M solve. reg="auto"
         adds a path (or a solve) per candidate and fold on 3/4 of the rows, and the N x M0
         dictionary with one fold's copy when it is materialised.
@@ -197,9 +197,10 @@ class _GreedyMK(CallbackSupport, BaseEstimator):
                     if isinstance(self.reg, str) else 0.0)
         if isinstance(self.sigma, str) and self.sigma.lower() in ("knn", "auto"):
             q = N if self.knn_queries is None else min(N, int(self.knn_queries))
-            # rwtool.features.knn_sigma: three blocks of queries x N distances of <= 8 MB
+            # rwtool.features.knn_sigma: three blocks of queries x N distances of <= 8 MB;
+            # the partition costs about 30 element operations a pair (skin, 150,000 rows)
             peak += 3 * 8 * min(min(512, q) * N, 2**20)
-            ops += 2.0 * q * N * d
+            ops += q * N * (2.0 * d + 30.0)
         selector = self.selector.lower()
         if selector == "mfga":
             order, linear = self._dictionary(d)
