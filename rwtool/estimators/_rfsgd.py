@@ -368,8 +368,10 @@ class RFSGDClassifier(CallbackSupport, ClassifierMixin, BaseEstimator):
             # between blocks, the blocks predict() uses
             progress.start("features", n)
             Phi = np.empty((n, self.feature_map_.n_output_))
-            for start, stop, block in self.feature_map_.blocks(Xp, 4096):
-                Phi[start:stop] = block
+            for start in range(0, n, 4096):
+                stop = min(n, start + 4096)
+                self.feature_map_._features_into(np.ascontiguousarray(Xp[start:stop], float),
+                                                 Phi[start:stop])
                 progress.update(stop)
             Xp = Phi
             progress.end()
