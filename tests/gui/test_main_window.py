@@ -211,13 +211,14 @@ def test_cancel_before_start_leaves_previous_run(qtbot, window, tmp_path):
 @pytest.mark.slow
 def test_cancel_reaches_the_prediction_after_a_bkernn_fit(qtbot, window, tmp_path, monkeypatch):
     """BKerNN's predict on 100,000 rows takes seconds: the evaluation after the fit reports
-    "predicting" progress and a Cancel there stops the run (the previous results stay)."""
-    import rwtool.solvers._bkernn as core
+    "evaluating" progress (slices of rows) and a Cancel there stops the run (the previous
+    results stay)."""
+    import rwtool.report.evaluation as evaluation
     load(qtbot, window, regression_csv(tmp_path / "r.csv"))
     choose(window, "rw", n_features=30, random_state=0)
     first = train(qtbot, window)
     shown = window.results_panel.result
-    monkeypatch.setattr(core, "PREDICT_WORK", 100.0)     # a slice of a few rows: many events
+    monkeypatch.setattr(evaluation, "SLICE_ROWS", 8)     # a slice of a few rows: many events
     choose(window, "bkernn", n_particles=5, max_iter=2, random_state=0)
     stages = []
     worker = window.worker.worker
@@ -225,12 +226,12 @@ def test_cancel_reaches_the_prediction_after_a_bkernn_fit(qtbot, window, tmp_pat
     def on_event(run_id, ev):
         # on the worker thread (direct connection), as Cancel would land during a long predict
         stages.append(ev.get("stage"))
-        if ev.get("stage") == "predicting" and ev.get("kind") == "update":
+        if ev.get("stage") == "evaluating" and ev.get("kind") == "update":
             worker.cancel_flag.set()
     worker.progress.connect(on_event, Qt.DirectConnection)
     run = train(qtbot, window)
     worker.progress.disconnect(on_event)
-    assert "iterations" in stages and "predicting" in stages
+    assert "iterations" in stages and "evaluating" in stages
     assert run.status == "cancelled" and "evaluating" in run.note, (run.status, run.note)
     assert window.results_panel.result is shown and first.status == "done"
     assert window.training_panel.train_button.isEnabled()
