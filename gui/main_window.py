@@ -12,7 +12,6 @@ import html
 import inspect
 import os
 import traceback
-import weakref
 from pathlib import Path
 
 import numpy as np
@@ -70,7 +69,6 @@ class MainWindow(ExportActions, ImportanceActions, QMainWindow):
         self._pruned: dict | None = None
         self._bar_job: int | None = None            # a job other than a fit the bar follows
         self._bounds_jobs: dict[int, Run] = {}      # run id -> run whose bounds are computed
-        self._rows_of: dict[int, weakref.ref] = {}  # run id -> its training rows, while loaded
         self.loaded_model = None                    # rwtool.persist.ModelFile
         self.last_applied: dict | None = None
         self.data_info: dict | None = None
@@ -452,7 +450,6 @@ class MainWindow(ExportActions, ImportanceActions, QMainWindow):
         run = Run(self._new_id(), fam.key, fam.title, type(est).__name__, est.get_params(),
                   data, rows={"train": train, "test": test})
         self.training_run = run
-        self._rows_of[run.run_id] = weakref.ref(train)
         self.run_list.add(run)
         self.run_list.select([run.run_id])
         self.banner.hide()
@@ -570,11 +567,10 @@ class MainWindow(ExportActions, ImportanceActions, QMainWindow):
         run = self.current_run
         if run is None or run.result is None or self.training_panel.running:
             return
-        ref = self._rows_of.get(run.run_id)
-        rows = ref() if ref is not None else None
+        rows = (run.rows or {}).get("train")
         if rows is None:
-            self.show_error(f"The training rows of {run.name} are no longer loaded: open its "
-                            f"file again and train it again to compute its bounds.")
+            self.show_error(f"{run.name} has no training rows in this session (a model opened "
+                            f"from a file): train it here to compute its bounds.")
             return
         self._bounds_jobs[run.run_id] = run
         self._bar_job = run.run_id

@@ -191,18 +191,24 @@ class TrainWorker(QObject):
         self.finished.emit(job.run_id, res)
 
     def _bounds(self, job: BoundsJob) -> None:
+        out = self._reported(job.run_id, "computing the bounds cancelled", lambda: model_bounds(
+            job.estimator, job.X_train, job.y_train, self._callback(job.run_id)))
+        if out is not None:
+            out["kind"] = "bounds"
+            self.finished.emit(job.run_id, out)
+
+    def _reported(self, run_id: int, cancelled: str, fn):
+        """``fn()`` (warnings silenced), or None after ``failed`` says why: ``cancelled`` for a
+        Cancel, the error's message otherwise."""
         try:
-            out = model_bounds(job.estimator, job.X_train, job.y_train,
-                               self._callback(job.run_id))
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                return fn()
         except FitCancelled:
-            self.failed.emit(job.run_id, {"message": "computing the bounds cancelled",
-                                          "kind": CANCELLED, "details": ""})
-            return
+            self.failed.emit(run_id, {"message": cancelled, "kind": CANCELLED, "details": ""})
         except Exception as exc:
-            self.failed.emit(job.run_id, describe_error(exc))
-            return
-        out["kind"] = "bounds"
-        self.finished.emit(job.run_id, out)
+            self.failed.emit(run_id, describe_error(exc))
+        return None
 
     @staticmethod
     def _is_fitted(est) -> bool:
@@ -212,19 +218,11 @@ class TrainWorker(QObject):
     def _evaluate_and_emit(self, job, est, wall_time, cancelled, caught, extra=None) -> None:
         # the predictions on every row take seconds on a large file: they run in slices with
         # "evaluating" progress, and Cancel stops them; the bounds are computed when asked for
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                res = evaluate(est, job.X_train, job.y_train, job.X_test, job.y_test,
-                               task=job.task, feature_names=job.feature_names,
-                               fit_time=wall_time, bounds=False,
-                               callback=self._callback(job.run_id))
-        except FitCancelled:
-            self.failed.emit(job.run_id, {"message": "cancelled while evaluating the model",
-                                          "kind": CANCELLED, "details": ""})
-            return
-        except Exception as exc:
-            self.failed.emit(job.run_id, describe_error(exc))
+        res = self._reported(job.run_id, "cancelled while evaluating the model", lambda: evaluate(
+            est, job.X_train, job.y_train, job.X_test, job.y_test, task=job.task,
+            feature_names=job.feature_names, fit_time=wall_time, bounds=False,
+            callback=self._callback(job.run_id)))
+        if res is None:
             return
         # reg="auto" spends most of the wall time choosing reg before the final fit
         final = getattr(est, "fit_time_", None)

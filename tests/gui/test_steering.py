@@ -442,5 +442,7 @@ def test_row_index_constant_and_identifier_are_unticked(qtbot, tmp_path):
 
 def test_app_terms_name_the_controls():
     from gui.logic.terms import APP_TERMS
-    assert APP_TERMS.setting("ignore", "col1") == "untick col1 in the Data tab's Feature columns"
-    assert "--" not in APP_TERMS.setting("header") and "=" not in APP_TERMS.setting("header")
+    assert APP_TERMS.setting("ignore", "col1") == "untick col1 in the Data tab"
+    for key in ("header", "delimiter", "decimal", "encoding", "missing"):
+        text = APP_TERMS.setting(key, "x")
+        assert "--" not in text and f"{key}=" not in text, text
