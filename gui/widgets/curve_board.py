@@ -99,9 +99,11 @@ class CurveBoard(QWidget):
         if p is None:
             p = next((q for q in self._pool if q.metric is None), None) or self._new_plot()
             p.metric = name
-            p.restart(describe_metric(name), xlabel, log_x, name in LOG_Y)
+            # shown first, so that the new title and axes wait for the plot's own redraw tick
+            # (a hidden plot would apply them here, in the progress handler)
             if p.isHidden():
                 p.setVisible(True)
+            p.restart(describe_metric(name), xlabel, log_x, name in LOG_Y)
             self._plots[name] = p
             self._hint.hide()
         elif p.x_label != xlabel:
