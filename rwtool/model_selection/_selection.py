@@ -23,7 +23,7 @@ import numpy as np
 
 from .._base import check_random_state, check_scalar, class_labels, is_dask
 from ..exceptions import NumericalError
-from ..progress import make_progress
+from ..progress import Progress, make_progress
 
 __all__ = ["kfold_indices", "fold_ids", "cross_validate", "select_reg", "clone"]
 
@@ -99,17 +99,21 @@ def cross_validate(template, candidates, X, y, folds, scoring, progress, sample_
                              "candidates, which needs solver 'lstsq' or 'ridge' and the default "
                              "scoring; compute the data into memory for other searches")
         X_arr = np.asarray(X)
+        # each candidate's fits report to the search (done: candidates finished), so that a
+        # cancel is seen within a fit, not only between candidates
+        inner = Progress(lambda event: progress.update(done)) if progress.active else None
         for i, c in enumerate(candidates):
             t0 = time.perf_counter()
             for k, (tr, va) in enumerate(folds):
                 est = clone(template).set_params(**c)
                 try:
+                    fit_kw = {} if inner is None else {"callback": inner}
                     if sample_weight is None:
-                        est.fit(X_arr[tr], y[tr])
+                        est.fit(X_arr[tr], y[tr], **fit_kw)
                         scores[i, k] = (est.score(X_arr[va], y[va]) if scoring is None
                                         else scoring(est, X_arr[va], y[va]))
                     else:
-                        est.fit(X_arr[tr], y[tr], sample_weight=sample_weight[tr])
+                        est.fit(X_arr[tr], y[tr], sample_weight=sample_weight[tr], **fit_kw)
                         scores[i, k] = (est.score(X_arr[va], y[va], sample_weight[va])
                                         if scoring is None else
                                         scoring(est, X_arr[va], y[va],

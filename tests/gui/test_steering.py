@@ -446,3 +446,26 @@ def test_app_terms_name_the_controls():
     for key in ("header", "delimiter", "decimal", "encoding", "missing"):
         text = APP_TERMS.setting(key, "x")
         assert "--" not in text and f"{key}=" not in text, text
+
+
+def test_search_cancel_reaches_inside_a_candidate_fit():
+    """Tuning: the randomized search's candidate fits report to its callback (before, a cancel
+    waited for a candidate's k fits to end: minutes on a large file)."""
+    from rwtool import FitCancelled, RWClassifier
+    from rwtool.model_selection import RandomizedSearchCV, default_space
+    from rwtool.progress import Progress
+    rng = np.random.default_rng(4)
+    X = rng.standard_normal((300, 3))
+    y = (X[:, 0] > 0).astype(int)
+    est = RWClassifier(solver="sfgd", n_features=128, random_state=0)
+    seen = []
+
+    def cb(ev):
+        seen.append((ev.stage, ev.done, ev.kind))
+        # an update while no candidate has finished: from inside the first one's fits
+        return ev.stage == "search" and ev.kind == "update" and ev.done == 0
+    search = RandomizedSearchCV(est, space=default_space(est), n_iter=3, cv=3, refit=False,
+                                random_state=0)
+    with pytest.raises(FitCancelled):
+        search.fit(X, y, callback=Progress(cb, min_interval=0.0))
+    assert seen[-1] == ("search", 0, "update")
