@@ -12,7 +12,15 @@ ragged rows, blank lines, lone CRs, huge cells, decimal commas, currency and per
 duplicate names); each is read with read_csv and counted as loaded, refused (a DataError or a
 ValueError naming the problem) or crashed (anything else: the target is 0).
 
+Issue 26 target 2 (``--issue26 DATASETS``): CPU seconds (the process's, all threads) of
+``read_csv`` beside ``pandas.read_csv`` (C engine), interleaved, on adults replicated to 10^6
+rows (written in a temporary folder from DATASETS/adults/adults_train.csv), the 10^6 x 3 numeric
+file and 5 rows x 30,000 columns; also pandas followed by the same one-hot encoding
+(``get_dummies`` + ``to_numpy``: what ``read_csv`` returns), and the streaming reader
+(``scan_csv`` + ``iter_csv``) in rows per CPU-second. The load average is written beside.
+
     python -m benchmarks.speed.bench_data --repeats 5 --files 400
+    python -m benchmarks.speed.bench_data --issue26 /work/shared/datasets --repeats 3
 """
 
 from __future__ import annotations
@@ -83,6 +91,65 @@ def wide(tmp, repeats, rng):
     return rows
 
 
+# ---------------------------------------------------------------------------- issue 26
+
+def _write_adults(path, datasets, n_rows):
+    """adults_train.csv's rows repeated to ``n_rows``, the index column renumbered."""
+    with open(os.path.join(datasets, "adults", "adults_train.csv")) as fh:
+        head, *body = fh.read().splitlines()
+    rest = [ln.split(",", 1)[1] for ln in body]
+    with open(path, "w") as fh:
+        fh.write(head + "\n")
+        fh.write("".join(f"{i},{rest[i % len(rest)]}\n" for i in range(n_rows)))
+
+
+def _cpu(fns: dict, repeats: int) -> dict:
+    """Median CPU seconds of each function, repeats interleaved."""
+    out = {k: [] for k in fns}
+    for _ in range(repeats):
+        for k, f in fns.items():
+            t0 = time.process_time()
+            f()
+            out[k].append(time.process_time() - t0)
+    return {k: statistics.median(v) for k, v in out.items()}
+
+
+def issue26(tmp, datasets, repeats, rng):
+    import pandas as pd
+
+    import rwtool.data as D
+    files = []
+    p = os.path.join(tmp, "adults1m.csv")
+    _write_adults(p, datasets, 10**6)
+    files.append(("adults replicated to 10^6 rows (text categories)", p,
+                  {"target": -1, "missing": "impute-most-frequent"}))
+    p = os.path.join(tmp, "m3.csv")
+    _write_numeric(p, 10**6, 3, rng)
+    files.append(("10^6 rows x 3 numeric columns", p, {}))
+    p = os.path.join(tmp, "w30k.csv")
+    _write_numeric(p, 5, 30000, rng)
+    files.append(("5 rows x 30,000 numeric columns", p, {}))
+    D.read_csv(files[2][1])                           # numba's cache, once
+    rows = []
+    for what, path, opts in files:
+        def stream(path=path, opts=opts):
+            scan = D.scan_csv(path, **opts)
+            for _ in D.iter_csv(path, scan.preprocessing, dialect=scan.dialect):
+                pass
+
+        def pandas_encoded(path=path):
+            df = pd.read_csv(path)
+            pd.get_dummies(df, dtype=np.float64).to_numpy(np.float64)
+
+        load0 = os.getloadavg()[0]
+        t = _cpu({"rwtool": lambda: D.read_csv(path, **opts),
+                  "pandas": lambda: pd.read_csv(path),
+                  "pandas + one-hot": pandas_encoded, "stream": stream}, repeats)
+        n = D.read_csv(path, **opts).n_samples
+        rows.append((what, os.path.getsize(path), n, t, (load0, os.getloadavg()[0])))
+    return rows
+
+
 # ---------------------------------------------------------------------------- campaign
 
 def _mutations(text: bytes, rng):
@@ -144,8 +211,30 @@ def main(argv=None):
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--files", type=int, default=400)
     ap.add_argument("--out", default="docs/bench/data.md")
+    ap.add_argument("--issue26", metavar="DATASETS", help="only the issue-26 rows, on the "
+                    "adults file of this datasets folder")
     args = ap.parse_args(argv)
     rng = np.random.default_rng(0)
+    if args.issue26:
+        with tempfile.TemporaryDirectory() as tmp:
+            rows = issue26(tmp, args.issue26, args.repeats, rng)
+        lines = [f"Command: `python -m benchmarks.speed.bench_data --issue26 DATASETS --repeats "
+                 f"{args.repeats}`", "",
+                 f"Machine: {machine()}, shared with other work. CPU seconds of the process "
+                 f"(all threads), median of {args.repeats} interleaved runs.", "",
+                 "| file | rwtool.read_csv s | pandas.read_csv s | ratio | pandas + one-hot s "
+                 "| ratio | scan_csv + iter_csv s | stream / read_csv rows per s | load |",
+                 "|---|---|---|---|---|---|---|---|---|"]
+        for what, size, n, t, load in rows:
+            lines.append(
+                f"| {what}, {size / 1e6:.1f} MB | {t['rwtool']:.2f} | {t['pandas']:.2f} | "
+                f"{t['rwtool'] / t['pandas']:.2f} | {t['pandas + one-hot']:.2f} | "
+                f"{t['rwtool'] / t['pandas + one-hot']:.2f} | {t['stream']:.2f} | "
+                f"{t['rwtool'] / t['stream']:.2f} | {load[0]:.1f}-{load[1]:.1f} |")
+        text = "\n".join(lines)
+        print(text)
+        write_section(args.out, "csv-issue26", text)
+        return
     with tempfile.TemporaryDirectory() as tmp:
         size, t = speed(tmp, args.repeats, rng)      # first: a fresh process
         w = wide(tmp, args.repeats, rng)
