@@ -189,15 +189,18 @@ def add_numbers(cols, V, C, lines, fit):
         if key == FIT:       # one column: summed as before, to the same last bit
             sums = ([np.sum(x[0][fin[0]])] if len(cols) == 1 else np.where(fin, x, 0.0).sum(1))
             n_fin = fin.sum(1)
-        # distinct numbers and their counts, by runs of each sorted row (NaN sorts last)
-        srt = np.sort(x, axis=1)
-        valid = np.arange(srt.shape[1])[None, :] < counts[:, :1]
+        # distinct numbers and their counts, by runs of each sorted row (NaN sorts last), for
+        # the columns that have not overflowed max_distinct (the others keep no more)
+        live = np.flatnonzero([not col.overflow[key] for col in cols])
+        srt = np.sort(x[live], axis=1)
+        valid = np.arange(srt.shape[1])[None, :] < counts[live, :1]
         start = valid.copy()
         start[:, 1:] &= srt[:, 1:] != srt[:, :-1]
         ci, pos = np.nonzero(start)
         last = np.append(ci[1:] != ci[:-1], True)          # the last run of its row
-        runs = np.where(last, counts[ci, 0], np.append(pos[1:], 0)) - pos
+        runs = np.where(last, counts[live[ci], 0], np.append(pos[1:], 0)) - pos
         vals_u = srt[ci, pos]
+        ci = live[ci]
         for k, col in enumerate(cols):
             col.n[key] += counts[k]
             if has_inf[k] and col.first_inf[key] is None:
@@ -210,10 +213,8 @@ def add_numbers(cols, V, C, lines, fit):
                 col.sum += float(sums[k])
                 col.n_finite += int(n_fin[k])
         for k, a, b in zip(ci.tolist(), vals_u.tolist(), runs.tolist()):
-            col = cols[k]
-            if not col.overflow[key]:
-                d = col.nums[key]
-                d[a] = d.get(a, 0) + b
+            d = cols[k].nums[key]
+            d[a] = d.get(a, 0) + b
         for col in cols:
             if len(col.nums[key]) > col.max_distinct:
                 col.overflow[key] = True
