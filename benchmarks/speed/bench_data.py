@@ -45,13 +45,14 @@ def _write_numeric(path, n_rows, n_cols, rng):
         np.savetxt(fh, X, delimiter=",", fmt="%.10g")
 
 
-def _timed(fns: dict, repeats: int) -> dict:
+def _timed(fns: dict, repeats: int, clock=time.perf_counter) -> dict:
+    """Median ``clock`` seconds of each function, repeats interleaved."""
     out = {k: [] for k in fns}
     for _ in range(repeats):
         for k, f in fns.items():
-            t0 = time.perf_counter()
+            t0 = clock()
             f()
-            out[k].append(time.perf_counter() - t0)
+            out[k].append(clock() - t0)
     return {k: statistics.median(v) for k, v in out.items()}
 
 
@@ -103,17 +104,6 @@ def _write_adults(path, datasets, n_rows):
         fh.write("".join(f"{i},{rest[i % len(rest)]}\n" for i in range(n_rows)))
 
 
-def _cpu(fns: dict, repeats: int) -> dict:
-    """Median CPU seconds of each function, repeats interleaved."""
-    out = {k: [] for k in fns}
-    for _ in range(repeats):
-        for k, f in fns.items():
-            t0 = time.process_time()
-            f()
-            out[k].append(time.process_time() - t0)
-    return {k: statistics.median(v) for k, v in out.items()}
-
-
 def issue26(tmp, datasets, repeats, rng):
     import pandas as pd
 
@@ -142,9 +132,10 @@ def issue26(tmp, datasets, repeats, rng):
             pd.get_dummies(df, dtype=np.float64).to_numpy(np.float64)
 
         load0 = os.getloadavg()[0]
-        t = _cpu({"rwtool": lambda: D.read_csv(path, **opts),
+        t = _timed({"rwtool": lambda: D.read_csv(path, **opts),
                   "pandas": lambda: pd.read_csv(path),
-                  "pandas + one-hot": pandas_encoded, "stream": stream}, repeats)
+                  "pandas + one-hot": pandas_encoded, "stream": stream}, repeats,
+                 time.process_time)
         n = D.read_csv(path, **opts).n_samples
         rows.append((what, os.path.getsize(path), n, t, (load0, os.getloadavg()[0])))
     return rows
