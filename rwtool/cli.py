@@ -929,11 +929,12 @@ def exit_process(code: int) -> None:
     """End the process with ``code`` once Python's own exit work is done, without the native
     libraries' teardown.
 
-    The command's work is over when main returns, but an ordinary interpreter exit then runs
-    the C++ static destructors of the libraries it loaded, among them pyarrow's CPU and I/O
-    thread pools, while their worker threads (and numba's OpenMP and OpenBLAS workers) may
-    still be winding down: about 3 runs in 2,300 aborted there with "terminate called without
-    an active exception" (exit 134) after printing a complete, correct result. Here Python's
+    The command's work is over when main returns, but an ordinary interpreter exit then
+    finalizes Python and runs the C++ static destructors of the libraries it loaded while their
+    threads may still be winding down: about 3 runs in 2,300 aborted there with "terminate
+    called without an active exception" (exit 134) after a complete, correct result (the cause
+    found: a pyarrow thread freeing CSV bytes asked for the GIL during finalization, which
+    rwtool.data's exit hook now prevents; this ending stays as a second guard). Here Python's
     atexit handlers run (logging, temporary files), stdout and stderr are flushed, and
     ``os._exit`` ends the process, so no destructor runs and the status is the command's.
     """

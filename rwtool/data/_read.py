@@ -40,6 +40,7 @@ from ._charset import encoding_name, guess_legacy
 from ._dialect import _DOT_GROUPS, NA_VALUES, Dialect, Source, open_source
 from ._scan import (BLANK, NEWLINE_IN_QUOTES, TRAILING_EMPTY, compact_records, fold_records,
                     scan_records, trim_trailing_field)
+from ._handoff import arrow_input
 from ._errors import (DataError, DuplicateColumnError, EmptyFileError, EncodingError,
                       FileTooLargeError, HeaderError, QuoteError, RaggedRowError)
 
@@ -601,7 +602,7 @@ def _split_one(rec: np.ndarray, dialect: Dialect) -> list[str]:
     except (csv.Error, StopIteration):        # a field over csv's size limit: ask pyarrow
         opts = pacsv.ParseOptions(delimiter=dialect.delimiter, quote_char=dialect.quotechar,
                                   newlines_in_values=True)
-        reader = pacsv.open_csv(pa.BufferReader(pa.py_buffer(rec.tobytes() + b"\n")),
+        reader = pacsv.open_csv(arrow_input(rec.tobytes() + b"\n"),
                                 read_options=pacsv.ReadOptions(
                                     block_size=max(1 << 20, 2 * len(rec) + 2)),
                                 parse_options=opts)
@@ -736,7 +737,7 @@ def _pyarrow_cells(data, ncols, keep, dialect, head_rows, block_size, newlines):
                               include_columns=[names[j] for j in want],
                               strings_can_be_null=False, quoted_strings_can_be_null=False,
                               check_utf8=False)
-    table = pacsv.read_csv(pa.BufferReader(pa.py_buffer(data)), read_options=ro,
+    table = pacsv.read_csv(arrow_input(data), read_options=ro,
                            parse_options=po, convert_options=co)
     return table, {j: k for k, j in enumerate(want)}    # by position: a name lookup is O(d)
 
