@@ -9,7 +9,9 @@ On the adults test rows (16281 x 108, + bias column), RWClassifier with T featur
     functions (erf for rwsign, erfc and exp for rwrelu), Phi a (GEMV);
   * the GEMM bound of predict's own shapes: X W^T (m x (d+1) x T) plus Phi a (m x T x k) --
     predict never forms the Gram Phi^T Phi, so it is not in the bound;
-  * rows per second of predict.
+  * rows per second of predict;
+  * the element-wise pass with libm's scalar erf / erfc / exp (numba's math.*, as before the
+    branch-free rwtool.features._vecmath versions), for the speed-up of the vectorised pass.
 Each is the minimum over interleaved repeats, in CPU seconds (time.process_time: every thread
 counted) and wall seconds, as the machine may be shared.
 """
@@ -21,10 +23,33 @@ import json
 import sys
 import time
 
+import math
+
 import numpy as np
+from numba import njit, prange
 
 from benchmarks._common.datasets import datasets_root, load_adults
 from benchmarks._common.output import machine, write_results
+
+
+@njit(parallel=True, nogil=True)
+def _erf_libm(Z, xsafe, c, k):
+    for i in prange(Z.shape[0]):
+        s = k / xsafe[i]
+        for t in range(Z.shape[1]):
+            Z[i, t] = c[t] * math.erf(Z[i, t] * s)
+
+
+@njit(parallel=True, nogil=True)
+def _relu_libm(Z, xnorm, xsafe, c, k, sd):
+    inv = 1.0 / (sd * math.sqrt(2.0))
+    for i in prange(Z.shape[0]):
+        s = k / xsafe[i]
+        for t in range(Z.shape[1]):
+            a = Z[i, t] * s
+            q = a * inv
+            Z[i, t] = c[t] * xnorm[i] * (0.5 * a * math.erfc(-q)
+                                         + sd / math.sqrt(2.0 * math.pi) * math.exp(-q * q))
 
 
 def _both(fn):
@@ -60,13 +85,22 @@ def profile(root, T: int, repeats: int) -> list:
                 else:
                     _relu_features(Z, xn, xs, fmap._c, fmap._k, fmap._sd)
 
+            def elementwise_libm():
+                np.copyto(Z, Z0)
+                if inst == "rwsign":
+                    _erf_libm(Z, xs, fmap._c, fmap._k)
+                else:
+                    _relu_libm(Z, xn, xs, fmap._c, fmap._k, fmap._sd)
+
             parts = {"predict": lambda: est.decision_function(Xte),
                      "preprocess": lambda: est._prepare_X(Xte),
                      "gemm_XWt": lambda: np.matmul(Xd, Wd.T, out=Z),
                      "copy_block": lambda: np.copyto(Z, Z0),
                      "elementwise_with_copy": elementwise,
+                     "elementwise_libm_with_copy": elementwise_libm,
                      "gemv_Phi_a": lambda: Z0 @ Cd}
-            parts["predict"]()          # compile this dtype's kernels
+            for fn in (parts["predict"], elementwise, elementwise_libm):
+                fn()                    # compile this dtype's kernels
             best = {k: [np.inf, np.inf] for k in parts}
             for _ in range(repeats):
                 for k, fn in parts.items():
@@ -78,6 +112,7 @@ def profile(root, T: int, repeats: int) -> list:
             row = {"instantiation": inst, "dtype": dtype, "T": T, "rows": len(Xte),
                    "cpu": cpu, "wall": wall,
                    "elementwise": cpu["elementwise_with_copy"] - cpu["copy_block"],
+                   "elementwise_libm": cpu["elementwise_libm_with_copy"] - cpu["copy_block"],
                    "bound_cpu": bound, "predict_over_bound": cpu["predict"] / bound,
                    "rows_per_cpu_s": len(Xte) / cpu["predict"],
                    "rows_per_wall_s": len(Xte) / wall["predict"]}
@@ -88,13 +123,15 @@ def profile(root, T: int, repeats: int) -> list:
 
 def report(rows, command) -> str:
     lines = [f"Command: `{command}`", f"Machine: {machine()} (shared)", "",
-             "| instantiation | dtype | predict CPU s | GEMM X W^T | element-wise | GEMV Phi a | "
-             "preprocess | predict / (GEMM + GEMV) | rows per CPU s | rows per wall s |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+             "| instantiation | dtype | predict CPU s | GEMM X W^T | element-wise | element-wise "
+             "with libm | GEMV Phi a | preprocess | predict / (GEMM + GEMV) | rows per CPU s | "
+             "rows per wall s |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         c = r["cpu"]
         lines.append(f"| {r['instantiation']} | {r['dtype']} | {c['predict']:.3f} | "
-                     f"{c['gemm_XWt']:.3f} | {r['elementwise']:.3f} | {c['gemv_Phi_a']:.3f} | "
+                     f"{c['gemm_XWt']:.3f} | {r['elementwise']:.3f} | "
+                     f"{r['elementwise_libm']:.3f} | {c['gemv_Phi_a']:.3f} | "
                      f"{c['preprocess']:.3f} | {r['predict_over_bound']:.2f} | "
                      f"{r['rows_per_cpu_s']:,.0f} | {r['rows_per_wall_s']:,.0f} |")
     return "\n".join(lines) + "\n"

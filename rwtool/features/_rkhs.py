@@ -36,6 +36,7 @@ from ._kitchen import relu_inplace, sample_gaussian, sample_stumps, sign_inplace
 from ._montecarlo import (N_DRAWS, SAMPLING, SAMPLINGS, Integrator, MonteCarloDraws, check_state,
                           kernel_sections, resolve_n_draws, resolve_sampling, warn_if_sparse,
                           _check_layout)
+from ._vecmath import VEC_FLAGS, verf, verfc, vexp
 
 __all__ = ["RKHSWeighting", "RWSign", "RWExpSign", "RWRelu", "RWExpRelu", "RWStumps",
            "INSTANTIATIONS", "DEFAULT_THETA", "gamma_from_theta", "gamma_from_kappa",
@@ -50,17 +51,19 @@ _LOG_MAX = 700.0
 
 # ----------------------------------------------------------------------------- numba kernels
 
-@njit(parallel=True, cache=True, nogil=True)
+# erf / erfc / exp are _vecmath's branch-free ones, so that the inner loops vectorise (3-5x
+# libm's scalar calls here; docs/bench/predict.md)
+@njit(parallel=True, cache=True, nogil=True, **VEC_FLAGS)
 def _erf_features(Z, xsafe, c, k):
     """Z[i, t] <- c[t] * erf(k * Z[i, t] / xsafe[i])  (sign-type closed forms)."""
     m, T = Z.shape
     for i in prange(m):
         s = k / xsafe[i]
         for t in range(T):
-            Z[i, t] = c[t] * math.erf(Z[i, t] * s)
+            Z[i, t] = c[t] * verf(Z[i, t] * s)
 
 
-@njit(parallel=True, cache=True, nogil=True)
+@njit(parallel=True, cache=True, nogil=True, **VEC_FLAGS)
 def _relu_features(Z, xnorm, xsafe, c, k, sd):
     """Z[i, t] <- c[t] ||x_i|| [a Phi_N(a/sd) + sd phi_N(a/sd)],  a = k Z[i, t] / ||x_i||.
 
@@ -74,17 +77,19 @@ def _relu_features(Z, xnorm, xsafe, c, k, sd):
         for t in range(T):
             a = Z[i, t] * s
             q = a * inv
-            Z[i, t] = c[t] * xn * (0.5 * a * math.erfc(-q) + sd * _INV_SQRT_2PI * math.exp(-q * q))
+            Z[i, t] = c[t] * xn * (0.5 * a * verfc(-q) + sd * _INV_SQRT_2PI * vexp(-q * q))
 
 
-@njit(parallel=True, cache=True, nogil=True)
+@njit(parallel=True, cache=True, nogil=True, **VEC_FLAGS)
 def _stump_features(X, idx, shift, c, k, out):
     """out[i, t] <- c[t] * erf(k * (X[i, idx[t]] - shift[t]))  (RWStumps, 003 Lemma B.17)."""
     m = X.shape[0]
     T = idx.shape[0]
     for i in prange(m):
+        for t in range(T):      # the gather apart, so that the erf loop below vectorises
+            out[i, t] = X[i, idx[t]]
         for t in range(T):
-            out[i, t] = c[t] * math.erf(k * (X[i, idx[t]] - shift[t]))
+            out[i, t] = c[t] * verf(k * (out[i, t] - shift[t]))
 
 
 # ----------------------------------------------------------------------------- gamma rules

@@ -1,0 +1,204 @@
+"""Branch-free erf, erfc and exp in numba, for loops that LLVM must vectorise.
+
+numba calls libm's scalar erf / erfc / exp once per element and LLVM cannot vectorise those calls
+(no vector math library here), so the closed-form features spent more time in them than in the
+GEMM before them. These versions use only arithmetic, comparisons and selects: every lane
+evaluates every piece and the piece of its argument is selected, so a loop over them compiles
+to packed SIMD instructions.
+
+erf / erfc are Sun's fdlibm s_erf.c algorithm (the same rational approximations and break
+points: |x| < 0.84375, < 1.25, < 1/0.35, < 6 / 28), with the two pieces of each half sharing one
+rational evaluation through selected coefficients; exp is a range reduction by ln 2, a degree-13
+Taylor polynomial on |r| <= ln2/2 (truncation below 1e-17) and a scaling by 2^k in two factors so
+that subnormal results stay accurate. Accuracy against libm (tests/features/test_vecmath.py):
+erf within 1e-15 absolute, erfc and exp within a few ulp relative down to the subnormal range;
+nan, +-inf and signed zeros as libm.
+
+Compiled with only the 'contract' fast-math flag (fused multiply-adds, which only remove
+roundings): 'nnan' / 'ninf' would let LLVM drop the nan and inf handling. The callers' kernels
+need ``error_model="numpy"`` too: numba's default checks every division for a zero divisor,
+a branch that stops the vectorisation (1/x^2 at x = 0 is computed, then selected away).
+
+The coefficients are fdlibm's:
+    Copyright (C) 1993 by Sun Microsystems, Inc. All rights reserved.
+    Developed at SunPro, a Sun Microsystems, Inc. business.
+    Permission to use, copy, modify, and distribute this software is freely granted, provided
+    that this notice is preserved.
+
+This module holds elementary functions only; the features that use them are in _rkhs.
+"""
+
+from __future__ import annotations
+
+import math
+
+from llvmlite import ir
+from numba import njit, types
+from numba.extending import intrinsic
+
+__all__ = ["verf", "verfc", "vexp", "VEC_FLAGS"]
+
+_FM = {"contract"}
+#: the njit flags of a kernel that calls these functions: they are inlined into it (numba IR) and
+#: compiled with the caller's flags
+VEC_FLAGS = {"fastmath": _FM, "error_model": "numpy"}
+
+
+@intrinsic
+def _bits(typingctx, x):
+    """The IEEE-754 bits of a float64 as an int64 (a bitcast, vectorisable)."""
+    if x != types.float64:
+        return None
+
+    def codegen(context, builder, sig, args):
+        return builder.bitcast(args[0], ir.IntType(64))
+    return types.int64(types.float64), codegen
+
+
+@intrinsic
+def _from_bits(typingctx, i):
+    """The float64 whose IEEE-754 bits are the int64 i."""
+    if not isinstance(i, types.Integer):
+        return None
+
+    def codegen(context, builder, sig, args):
+        return builder.bitcast(args[0], ir.DoubleType())
+    return types.float64(types.int64), codegen
+
+
+# ----------------------------------------------------------------------------- exp
+
+_LOG2E = 1.44269504088896338700e+00
+_LN2HI = 6.93147180369123816490e-01     # 32 significant bits: k * _LN2HI is exact
+_LN2LO = 1.90821492927058770002e-10
+_ROUND = 6755399441055744.0             # 1.5 * 2^52: adding it rounds to an integer
+_EXP_OVER = 7.09782712893383973096e+02  # exp(x) overflows above
+_EXP_UNDER = -7.45133219101941108420e+02  # exp(x) rounds to 0 below
+
+
+@njit(inline="always", fastmath=_FM, error_model="numpy", cache=True)
+def _exp_sum(hi, lo):
+    """exp(hi + lo), with hi - k ln2 formed before lo is added (exact when hi is a short number)."""
+    x = hi + lo
+    xc = min(max(x, -746.0), 710.0)           # k stays in range for the bit tricks below
+    u = xc * _LOG2E + _ROUND
+    k = _bits(u) - _bits(_ROUND)
+    kf = u - _ROUND
+    r = (hi - kf * _LN2HI) + (lo - kf * _LN2LO)
+    p = 1.0 / 6227020800.0
+    p = p * r + 1.0 / 479001600.0
+    p = p * r + 1.0 / 39916800.0
+    p = p * r + 1.0 / 3628800.0
+    p = p * r + 1.0 / 362880.0
+    p = p * r + 1.0 / 40320.0
+    p = p * r + 1.0 / 5040.0
+    p = p * r + 1.0 / 720.0
+    p = p * r + 1.0 / 120.0
+    p = p * r + 1.0 / 24.0
+    p = p * r + 1.0 / 6.0
+    p = p * r + 0.5
+    p = 1.0 + (r + r * (r * p))
+    k1 = k >> 1                                # 2^k = 2^k1 2^(k - k1), both factors normal
+    s1 = _from_bits((k1 + 1023) << 52)
+    s2 = _from_bits((k - k1 + 1023) << 52)
+    y = (p * s1) * s2
+    y = 0.0 if x < _EXP_UNDER else y
+    y = math.inf if x > _EXP_OVER else y
+    return x if x != x else y                 # nan stays nan
+
+
+@njit(inline="always", fastmath=_FM, error_model="numpy", cache=True)
+def vexp(x):
+    """exp(x), branch-free."""
+    return _exp_sum(float(x), 0.0)
+
+
+# ----------------------------------------------------------------------------- erf, erfc
+
+_ERX = 8.45062911510467529297e-01
+# |x| < 0.84375: erf(x) = x + x P(x^2)/Q(x^2); 0.84375 <= |x| < 1.25: erf = erx + P(s)/Q(s),
+# s = |x| - 1 (fdlibm pp/qq and pa/qa, the first padded with zeros to the second's degree)
+_PP = (1.28379167095512558561e-01, -3.25042107247001499370e-01, -2.84817495755985104766e-02,
+       -5.77027029648944159157e-03, -2.37630166566501626084e-05, 0.0, 0.0)
+_QQ = (3.97917223959155352819e-01, 6.50222499887672944485e-02, 5.08130628187576562776e-03,
+       1.32494738004321644526e-04, -3.96022827877536812320e-06, 0.0)
+_PA = (-2.36211856075265944077e-03, 4.14856118683748331666e-01, -3.72207876035701323847e-01,
+       3.18346619901161753674e-01, -1.10894694282396677476e-01, 3.54783043256182359371e-02,
+       -2.16637559486879084300e-03)
+_QA = (1.06420880400844228286e-01, 5.40397917702171048937e-01, 7.18286544141962662868e-02,
+       1.26171219808761642112e-01, 1.36370839120290507362e-02, 1.19844998467991074170e-02)
+# 1.25 <= |x| < 28: erfc(|x|) = exp(-z^2 - 0.5625) exp((z - |x|)(z + |x|) + R(s)/S(s)) / |x|,
+# s = 1/x^2, z = |x| with its low 32 bits cleared (z^2 + 0.5625 exact); ra/sa below 1/0.35,
+# rb/sb above (padded)
+_RA = (-9.86494403484714822705e-03, -6.93858572707181764372e-01, -1.05586262253232909814e+01,
+       -6.23753324503260060396e+01, -1.62396669462573470355e+02, -1.84605092906711035994e+02,
+       -8.12874355063065934246e+01, -9.81432934416914548592e+00)
+_SA = (1.96512716674392571292e+01, 1.37657754143519042600e+02, 4.34565877475229228821e+02,
+       6.45387271733267880336e+02, 4.29008140027567833386e+02, 1.08635005541779435134e+02,
+       6.57024977031928170135e+00, -6.04244152148580987438e-02)
+_RB = (-9.86494292470009928597e-03, -7.99283237680523006574e-01, -1.77579549177547519889e+01,
+       -1.60636384855821916062e+02, -6.37566443368389627722e+02, -1.02509513161107724954e+03,
+       -4.83519191608651397019e+02, 0.0)
+_SB = (3.03380607434824582924e+01, 3.25792512996573918826e+02, 1.53672958608443695994e+03,
+       3.19985821950859553908e+03, 2.55305040643316442583e+03, 4.74528541206955367215e+02,
+       -2.24409524465858183362e+01, 0.0)
+_HIGH_MASK = -4294967296                      # ~0xffffffff: keeps the sign, exponent, 20 bits
+
+
+@njit(inline="always", fastmath=_FM, error_model="numpy", cache=True)
+def _near(ax, x):
+    """(y, mid): for |x| < 0.84375 y = P/Q of x^2 (erf = x + x y), else y = P/Q of |x| - 1."""
+    mid = ax >= 0.84375
+    v = ax - 1.0 if mid else x * x
+    p = _PA[6] if mid else _PP[6]
+    for j in range(5, -1, -1):
+        p = p * v + (_PA[j] if mid else _PP[j])
+    q = _QA[5] if mid else _QQ[5]
+    for j in range(4, -1, -1):
+        q = q * v + (_QA[j] if mid else _QQ[j])
+    q = q * v + 1.0
+    return p / q, mid
+
+
+@njit(inline="always", fastmath=_FM, error_model="numpy", cache=True)
+def _tail(ax):
+    """erfc(|x|) for 1.25 <= |x| < 28 (any value elsewhere: the caller selects it away)."""
+    far = ax >= 1.0 / 0.35
+    s = 1.0 / (ax * ax)
+    r = _RB[7] if far else _RA[7]
+    for j in range(6, -1, -1):
+        r = r * s + (_RB[j] if far else _RA[j])
+    q = _SB[7] if far else _SA[7]
+    for j in range(6, -1, -1):
+        q = q * s + (_SB[j] if far else _SA[j])
+    q = q * s + 1.0
+    z = _from_bits(_bits(ax) & _HIGH_MASK)
+    return _exp_sum(-z * z - 0.5625, (z - ax) * (z + ax) + r / q) / ax
+
+
+@njit(inline="always", fastmath=_FM, error_model="numpy", cache=True)
+def verf(x):
+    """erf(x), branch-free (fdlibm's approximations; nan -> nan, +-inf -> +-1)."""
+    x = float(x)
+    ax = abs(x)
+    y, mid = _near(ax, x)
+    sgn = -1.0 if x < 0.0 else 1.0
+    e = x + x * y                              # nan lands here: every comparison is false
+    e = sgn * (_ERX + y) if mid else e
+    e = sgn * (1.0 - _tail(ax)) if ax >= 1.25 else e
+    return sgn if ax >= 6.0 else e
+
+
+@njit(inline="always", fastmath=_FM, error_model="numpy", cache=True)
+def verfc(x):
+    """erfc(x), branch-free (fdlibm's approximations; nan -> nan, +inf -> 0, -inf -> 2)."""
+    x = float(x)
+    ax = abs(x)
+    y, mid = _near(ax, x)
+    neg = x < 0.0
+    e = 1.0 - (x + x * y) if x < 0.25 else 0.5 - (x * y + (x - 0.5))  # nan: first form
+    e = ((1.0 + (_ERX + y)) if neg else ((1.0 - _ERX) - y)) if mid else e
+    t = _tail(ax)
+    e = (2.0 - t if neg else t) if ax >= 1.25 else e
+    e = 2.0 if neg and ax >= 6.0 else e
+    return 0.0 if x >= 28.0 else e
