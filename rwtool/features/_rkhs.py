@@ -36,7 +36,7 @@ from ._kitchen import relu_inplace, sample_gaussian, sample_stumps, sign_inplace
 from ._montecarlo import (N_DRAWS, SAMPLING, SAMPLINGS, Integrator, MonteCarloDraws, check_state,
                           kernel_sections, resolve_n_draws, resolve_sampling, warn_if_sparse,
                           _check_layout)
-from ._vecmath import VEC_FLAGS, verf, verfc, vexp
+from ._vecmath import CHUNK, SMALL, VEC_FLAGS, verf, verf_small, verfc, verfc_small, vexp
 
 __all__ = ["RKHSWeighting", "RWSign", "RWExpSign", "RWRelu", "RWExpRelu", "RWStumps",
            "INSTANTIATIONS", "DEFAULT_THETA", "gamma_from_theta", "gamma_from_kappa",
@@ -51,16 +51,32 @@ _LOG_MAX = 700.0
 
 # ----------------------------------------------------------------------------- numba kernels
 
-# erf / erfc / exp are _vecmath's branch-free ones, so that the inner loops vectorise (3-5x
-# libm's scalar calls here; docs/bench/predict.md)
+# erf / erfc / exp are _vecmath's branch-free ones, so that the inner loops vectorise; a chunk
+# whose arguments are all below SMALL takes the first piece alone (docs/bench/predict.md)
+@njit(inline="always", **VEC_FLAGS)
+def _n_large(v, s):
+    """How many |v[t] s| are >= SMALL (a nan is not: every piece gives nan). Loops from 0
+    everywhere: numba's negative-index wraparound is a select LLVM cannot vectorise past."""
+    n = 0
+    for t in range(v.shape[0]):
+        n += abs(v[t] * s) >= SMALL
+    return n
+
+
 @njit(parallel=True, cache=True, nogil=True, **VEC_FLAGS)
 def _erf_features(Z, xsafe, c, k):
     """Z[i, t] <- c[t] * erf(k * Z[i, t] / xsafe[i])  (sign-type closed forms)."""
     m, T = Z.shape
     for i in prange(m):
         s = k / xsafe[i]
-        for t in range(T):
-            Z[i, t] = c[t] * verf(Z[i, t] * s)
+        for t0 in range(0, T, CHUNK):
+            z, cc = Z[i, t0:t0 + CHUNK], c[t0:t0 + CHUNK]
+            if _n_large(z, s) == 0:
+                for t in range(z.shape[0]):
+                    z[t] = cc[t] * verf_small(z[t] * s)
+            else:
+                for t in range(z.shape[0]):
+                    z[t] = cc[t] * verf(z[t] * s)
 
 
 @njit(parallel=True, cache=True, nogil=True, **VEC_FLAGS)
@@ -73,11 +89,20 @@ def _relu_features(Z, xnorm, xsafe, c, k, sd):
     inv = 1.0 / (sd * _SQRT2)
     for i in prange(m):
         s = k / xsafe[i]
-        xn = xnorm[i]
-        for t in range(T):
-            a = Z[i, t] * s
-            q = a * inv
-            Z[i, t] = c[t] * xn * (0.5 * a * verfc(-q) + sd * _INV_SQRT_2PI * vexp(-q * q))
+        cx = xnorm[i]
+        for t0 in range(0, T, CHUNK):
+            z, cc = Z[i, t0:t0 + CHUNK], c[t0:t0 + CHUNK]
+            if _n_large(z, s * inv) == 0:
+                for t in range(z.shape[0]):
+                    a = z[t] * s
+                    q = a * inv
+                    z[t] = cc[t] * cx * (0.5 * a * verfc_small(-q)
+                                         + sd * _INV_SQRT_2PI * vexp(-q * q))
+            else:
+                for t in range(z.shape[0]):
+                    a = z[t] * s
+                    q = a * inv
+                    z[t] = cc[t] * cx * (0.5 * a * verfc(-q) + sd * _INV_SQRT_2PI * vexp(-q * q))
 
 
 @njit(parallel=True, cache=True, nogil=True, **VEC_FLAGS)
@@ -87,9 +112,9 @@ def _stump_features(X, idx, shift, c, k, out):
     T = idx.shape[0]
     for i in prange(m):
         for t in range(T):      # the gather apart, so that the erf loop below vectorises
-            out[i, t] = X[i, idx[t]]
-        for t in range(T):
-            out[i, t] = c[t] * verf(k * (out[i, t] - shift[t]))
+            out[i, t] = k * (X[i, idx[t]] - shift[t])
+        for t in range(T):      # arguments of order 1: no short path (measured slower here)
+            out[i, t] = c[t] * verf(out[i, t])
 
 
 # ----------------------------------------------------------------------------- gamma rules

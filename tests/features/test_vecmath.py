@@ -17,7 +17,7 @@ from scipy import special
 
 from rwtool.features import INSTANTIATIONS, RWStumps, make_instantiation
 from rwtool.features._rkhs import _erf_features, _relu_features
-from rwtool.features._vecmath import VEC_FLAGS, verf, verfc, vexp
+from rwtool.features._vecmath import SMALL, VEC_FLAGS, verf, verf_small, verfc, verfc_small, vexp
 
 TINY = 5e-324
 NORMAL = 2.2250738585072014e-308
@@ -30,16 +30,20 @@ def _apply_vec(which, x, out):
             out[i] = verf(x[i])
         elif which == 1:
             out[i] = verfc(x[i])
-        else:
+        elif which == 2:
             out[i] = vexp(x[i])
+        elif which == 3:
+            out[i] = verf_small(x[i])
+        else:
+            out[i] = verfc_small(x[i])
 
 
 @njit
 def _apply_libm(which, x, out):
     for i in range(x.shape[0]):
-        if which == 0:
+        if which in (0, 3):
             out[i] = math.erf(x[i])
-        elif which == 1:
+        elif which in (1, 4):
             out[i] = math.erfc(x[i])
         else:
             out[i] = math.exp(x[i])
@@ -112,6 +116,16 @@ def test_exp_within_1e14_relative_of_libm():
     np.testing.assert_allclose(got[normal], np.exp(x[normal]), rtol=1e-14, atol=0)
     sub = ref < NORMAL
     assert np.abs(got[sub] - ref[sub]).max() <= 2 * TINY
+
+
+def test_first_pieces_alone_equal_the_full_functions(points):
+    """verf_small / verfc_small, the kernels' short path, on |x| < SMALL and nan."""
+    x = points[~(np.abs(points) >= SMALL)]
+    for short, full in ((3, 0), (4, 1)):
+        got, ref = _both(short, x)
+        # a few units of the last place apart (FMA placement; subnormal erf(x) ~ 1.13 x)
+        np.testing.assert_allclose(got, _both(full, x)[0], rtol=5e-16, atol=TINY)
+        np.testing.assert_allclose(got, ref, rtol=1e-14, atol=TINY)
 
 
 _erf = np.vectorize(math.erf)
