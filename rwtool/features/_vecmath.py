@@ -149,17 +149,21 @@ _HIGH_MASK = -4294967296                      # ~0xffffffff: keeps the sign, exp
 
 
 @njit(inline="always", fastmath=_FM, error_model="numpy", cache=True)
+def _horner(v, second, a, b):
+    """sum_j c_j v^j with c = b if second else a (one table per lane, chosen by a select)."""
+    p = b[len(b) - 1] if second else a[len(a) - 1]
+    for j in range(len(a) - 2, -1, -1):
+        p = p * v + (b[j] if second else a[j])
+    return p
+
+
+@njit(inline="always", fastmath=_FM, error_model="numpy", cache=True)
 def _near(ax, x):
     """(y, mid): for |x| < 0.84375 y = P/Q of x^2 (erf = x + x y), else y = P/Q of |x| - 1."""
     mid = ax >= 0.84375
     v = ax - 1.0 if mid else x * x
-    p = _PA[6] if mid else _PP[6]
-    for j in range(5, -1, -1):
-        p = p * v + (_PA[j] if mid else _PP[j])
-    q = _QA[5] if mid else _QQ[5]
-    for j in range(4, -1, -1):
-        q = q * v + (_QA[j] if mid else _QQ[j])
-    q = q * v + 1.0
+    p = _horner(v, mid, _PP, _PA)
+    q = _horner(v, mid, _QQ, _QA) * v + 1.0
     return p / q, mid
 
 
@@ -168,13 +172,8 @@ def _tail(ax):
     """erfc(|x|) for 1.25 <= |x| < 28 (any value elsewhere: the caller selects it away)."""
     far = ax >= 1.0 / 0.35
     s = 1.0 / (ax * ax)
-    r = _RB[7] if far else _RA[7]
-    for j in range(6, -1, -1):
-        r = r * s + (_RB[j] if far else _RA[j])
-    q = _SB[7] if far else _SA[7]
-    for j in range(6, -1, -1):
-        q = q * s + (_SB[j] if far else _SA[j])
-    q = q * s + 1.0
+    r = _horner(s, far, _RA, _RB)
+    q = _horner(s, far, _SA, _SB) * s + 1.0
     z = _from_bits(_bits(ax) & _HIGH_MASK)
     return _exp_sum(-z * z - 0.5625, (z - ax) * (z + ax) + r / q) / ax
 
