@@ -41,7 +41,11 @@ from numba.extending import intrinsic
 
 __all__ = ["verf", "verfc", "vexp", "verf_small", "verfc_small", "SMALL", "CHUNK", "VEC_FLAGS"]
 
-_FM = {"contract"}
+#: no fast-math flag, not even "contract": with fused multiply-adds LLVM may fuse the vector
+#: body and the scalar remainder of a loop differently, and the short and full paths of a
+#: chunk differently, so a feature would depend on its neighbours (a few ulps). Plain IEEE
+#: operations in one order give the short path's bits in the full path too.
+_FM = False
 #: the njit flags of a kernel that calls these functions: they are inlined into it (numba IR) and
 #: compiled with the caller's flags
 VEC_FLAGS = {"fastmath": _FM, "error_model": "numpy"}

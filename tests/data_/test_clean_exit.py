@@ -69,11 +69,14 @@ def test_a_script_ending_while_pyarrow_holds_a_block_exits_cleanly(tmp_path):
         for _ in range(runs):
             r = subprocess.run([sys.executable, "-c", SCRIPT, mode, str(MOONS)], env=ENV,
                                cwd=tmp_path, capture_output=True, text=True, timeout=300)
-            assert r.returncode != 3, "the race's moment never came in 3,000 reads"
             out.append((r.returncode, r.stderr))
         return out
 
-    with_hook = statuses("with-hook")
+    # exit 3: the script's 3,000 reads never returned while pyarrow held a block (a quiet
+    # machine may not give the race its moment); those runs check nothing
+    with_hook = [run for run in statuses("with-hook") if run[0] != 3]
+    if not with_hook:
+        pytest.skip("the race's moment never came in 8 x 3,000 reads on this machine")
     assert all(code == 0 for code, _ in with_hook), with_hook
     # The control shows the test can fail: without the hook some of these runs abort
     # (5 in 52 measured on a busy 2-core machine, 0 in 52 with it); it is reported, not asserted, as it is a race.
