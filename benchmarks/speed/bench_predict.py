@@ -78,19 +78,18 @@ def profile(root, T: int, repeats: int) -> list:
             xn = row_norms(Xp)
             xs = np.where(xn > 0, xn, 1.0)
 
-            def elementwise():
-                np.copyto(Z, Z0)
-                if inst == "rwsign":
-                    _erf_features(Z, xs, fmap._c, fmap._k)
-                else:
-                    _relu_features(Z, xn, xs, fmap._c, fmap._k, fmap._sd)
+            def pass_of(erf_kernel, relu_kernel):
+                """The element-wise pass of the map with the given kernels (vectorised or libm)."""
+                def run():
+                    np.copyto(Z, Z0)
+                    if inst == "rwsign":
+                        erf_kernel(Z, xs, fmap._c, fmap._k)
+                    else:
+                        relu_kernel(Z, xn, xs, fmap._c, fmap._k, fmap._sd)
+                return run
 
-            def elementwise_libm():
-                np.copyto(Z, Z0)
-                if inst == "rwsign":
-                    _erf_libm(Z, xs, fmap._c, fmap._k)
-                else:
-                    _relu_libm(Z, xn, xs, fmap._c, fmap._k, fmap._sd)
+            elementwise = pass_of(_erf_features, _relu_features)
+            elementwise_libm = pass_of(_erf_libm, _relu_libm)
 
             parts = {"predict": lambda: est.decision_function(Xte),
                      "preprocess": lambda: est._prepare_X(Xte),
