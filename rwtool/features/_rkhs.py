@@ -79,6 +79,13 @@ def _erf_features(Z, xsafe, c, k):
                     z[t] = cc[t] * verf(z[t] * s)
 
 
+@njit(inline="always", cache=True, **VEC_FLAGS)
+def _relu_mean(a, q, erfc_minus_q, sd):
+    """a Phi_N(a/sd) + sd phi_N(a/sd), with q = a / (sd sqrt 2) and erfc(-q) = 2 Phi_N(a/sd)
+    given (the short or the full erfc: one formula for both paths of a chunk)."""
+    return 0.5 * a * erfc_minus_q + sd * _INV_SQRT_2PI * vexp(-q * q)
+
+
 @njit(parallel=True, cache=True, nogil=True, **VEC_FLAGS)
 def _relu_features(Z, xnorm, xsafe, c, k, sd):
     """Z[i, t] <- c[t] ||x_i|| [a Phi_N(a/sd) + sd phi_N(a/sd)],  a = k Z[i, t] / ||x_i||.
@@ -96,13 +103,12 @@ def _relu_features(Z, xnorm, xsafe, c, k, sd):
                 for t in range(z.shape[0]):
                     a = z[t] * s
                     q = a * inv
-                    z[t] = cc[t] * cx * (0.5 * a * verfc_small(-q)
-                                         + sd * _INV_SQRT_2PI * vexp(-q * q))
+                    z[t] = cc[t] * cx * _relu_mean(a, q, verfc_small(-q), sd)
             else:
                 for t in range(z.shape[0]):
                     a = z[t] * s
                     q = a * inv
-                    z[t] = cc[t] * cx * (0.5 * a * verfc(-q) + sd * _INV_SQRT_2PI * vexp(-q * q))
+                    z[t] = cc[t] * cx * _relu_mean(a, q, verfc(-q), sd)
 
 
 @njit(parallel=True, cache=True, nogil=True, **VEC_FLAGS)
