@@ -727,6 +727,8 @@ class _FoldScores:
             coefs = self.stats.fold_coefs(f, regs, self.R, self.eps, self.Linv, total=self.total)
             rows[:, j] = (self.accuracies(j, coefs, self.scale) if self.accuracies is not None
                           else self.stats.validation_scores(f, coefs, self.classifier))
+            # each fold is a T x T factorisation per candidate: a Cancel is seen between them
+            self.progress.update(self.count[0])
         self.table.update(zip(regs, rows))
         self.count[0] += len(regs)
         means = np.array([row.mean() for row in self.table.values()])
