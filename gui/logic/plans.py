@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from rwtool.progress import ProgressEvent
+from rwtool.progress import FitCancelled, ProgressEvent
 from rwtool.model_selection import clone as _clone
 
 __all__ = ["Holdout", "KFold", "Search", "search_space", "validation_sample",
@@ -46,6 +46,12 @@ def validation_sample(X, y, n: int = VALIDATION_SAMPLE, seed: int = 0):
         return X, y
     idx = np.sort(np.random.default_rng(seed).choice(len(X), n, replace=False))
     return X[idx], np.asarray(y)[idx]
+
+
+def _report(callback, event) -> None:
+    """Send ``event`` to ``callback`` (if any); its True (cancel) raises FitCancelled."""
+    if callback is not None and callback(event):
+        raise FitCancelled(f"cancelled during {event.stage}")
 
 
 def supports(fn, name: str) -> bool:
@@ -129,6 +135,11 @@ class KFold:
         per_fold: list[dict] = []
         t0 = time.perf_counter()
         for i, (tr, va) in enumerate(folds):
+            # the fold about to run, before its fit's own events: the bar says "fold i of k"
+            # beside the fit's stage (gui.panels.training_panel reads "cross-validation")
+            _report(callback, ProgressEvent("cross-validation", i, len(folds), {},
+                                            time.perf_counter() - t0,
+                                            "start" if i == 0 else "update"))
             fold = _clone(est)
             if weights is None:
                 fold.fit(X[tr], y[tr], callback=callback)
@@ -139,13 +150,11 @@ class KFold:
                          callback=callback)["metrics"]
             per_fold.append({k[len("fold "):]: v for k, v in m.items()
                              if k.startswith("fold ") and isinstance(v, (int, float))})
-            if callback is not None:
-                score = per_fold[-1].get("error", per_fold[-1].get("R^2", np.nan))
-                name = "fold_error" if "error" in per_fold[-1] else "fold_r2"
-                if callback(ProgressEvent("cross-validation", i + 1, len(folds),
-                                          {name: float(score)}, time.perf_counter() - t0)):
-                    from rwtool.progress import FitCancelled
-                    raise FitCancelled("cancelled during cross-validation")
+            score = per_fold[-1].get("error", per_fold[-1].get("R^2", np.nan))
+            name = "fold_error" if "error" in per_fold[-1] else "fold_r2"
+            _report(callback, ProgressEvent("cross-validation", i + 1, len(folds),
+                                            {name: float(score)}, time.perf_counter() - t0,
+                                            "end" if i + 1 == len(folds) else "update"))
         metrics = {}
         keys = [k for k in per_fold[0] if all(k in f for f in per_fold)]
         for k in keys:

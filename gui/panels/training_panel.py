@@ -24,6 +24,8 @@ _STAGE_X = {"search": "candidates evaluated", "greedy path": "number of features
             "lasso": "lambda values solved", "sfgd": "centres added (iterations)",
             "osd": "centres added (iterations)", "prune": "pruning step"}
 _SKIP = {"it", "iteration", "done"}
+#: the stage of the k-fold loop's own events (gui.logic.plans.KFold): done = folds scored
+FOLD_STAGE = "cross-validation"
 
 
 def format_seconds(s: float) -> str:
@@ -108,6 +110,7 @@ class TrainingPanel(QWidget):
         self._stage_t0 = None
         self._fraction = 0.0
         self._stage = ""
+        self._part = ""
         self._clock = QTimer(self)
         self._clock.setInterval(250)
         self._clock.timeout.connect(self._tick)
@@ -131,6 +134,7 @@ class TrainingPanel(QWidget):
         self._stage_t0 = self._t0
         self._fraction = 0.0
         self._stage = ""
+        self._part = ""
         if clear_curves:
             self.board.clear()
         self.train_button.setEnabled(False)
@@ -172,7 +176,9 @@ class TrainingPanel(QWidget):
         self.cancel_button.setText("Cancelling…")
         self._cancel_t0 = time.perf_counter()
         what = f" {self._stage}" if self._stage else ""
-        self.progress.setFormat(f"cancelling: stopping{what} at its next slice of work…")
+        where = f" ({self._part})" if self._part else ""
+        self.progress.setFormat(f"cancelling: stopping{what}{where} at its next slice of "
+                                f"work…")
         self._tick()
 
     @property
@@ -195,13 +201,23 @@ class TrainingPanel(QWidget):
             self._stage = stage
             self._stage_t0 = time.perf_counter()
         total, done = ev.get("total", 0), ev.get("done", 0)
-        if total > 0:
+        if stage == FOLD_STAGE and total > 0:
+            # k-fold evaluation (gui.logic.plans.KFold): the fold now running, or the final
+            # fit after the last one, prefixes every stage of the fits inside it
+            self._part = (f"fold {done + 1} of {total}" if done < total
+                          else "final fit on every training row")
+        prefix = f"{self._part} · " if self._part and stage != FOLD_STAGE else ""
+        if stage == FOLD_STAGE and total > 0:
             self._fraction = min(1.0, done / total)
             self.progress.setValue(int(1000 * self._fraction))
-            self.progress.setFormat(f"{stage}: {done} / {total}  (%p%)")
+            self.progress.setFormat(f"{self._part}: {done} of {total} folds scored  (%p%)")
+        elif total > 0:
+            self._fraction = min(1.0, done / total)
+            self.progress.setValue(int(1000 * self._fraction))
+            self.progress.setFormat(f"{prefix}{stage}: {done} / {total}  (%p%)")
         else:
             self._fraction = 0.0
-            self.progress.setFormat(f"{stage}…")
+            self.progress.setFormat(f"{prefix}{stage}…")
         metrics = ev.get("metrics", {})
         xlabel, x, log_x = curve_x(ev)
         for k, v in metrics.items():
@@ -209,9 +225,9 @@ class TrainingPanel(QWidget):
                 self.board.append(k, xlabel, x, v, log_x)
         if metrics:
             shown = ", ".join(f"{k} {v:.4g}" for k, v in list(metrics.items())[:4])
-            self.stage_label.setText(f"{stage}: {shown}")
+            self.stage_label.setText(f"{prefix}{stage}: {shown}")
         else:
-            self.stage_label.setText(stage)
+            self.stage_label.setText(f"{prefix}{stage}")
         self._tick()
 
     def show_model_curves(self, mc: dict) -> None:
