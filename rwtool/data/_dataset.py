@@ -5,7 +5,6 @@ This module holds arrays and says where they came from; it must not read files o
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -18,7 +17,6 @@ if TYPE_CHECKING:
 __all__ = ["Dataset", "split_indices"]
 
 
-@dataclass
 class Dataset:
     """Numeric data ready for an estimator, with where it came from.
 
@@ -26,26 +24,48 @@ class Dataset:
     file has no target), ``feature_names`` (the d encoded names), ``task``, ``preprocessing``
     (the replayable :class:`Preprocessing`), ``rows`` (the file line of each row of X),
     ``source`` and ``dialect`` of the file, ``notes`` (rows dropped and the like).
+
+    ``X`` may be given as an array or as the encoded columns (numbers, and the integer code
+    of each categorical cell) that :meth:`Preprocessing._encode` produces: the dense one-hot
+    ``X`` is then written on its first access, once, and kept (the encoded columns are let
+    go). A Dataset nobody asks ``X`` of (the rows counted, ``y`` read, a split taken) never
+    pays for the n x d float64 matrix.
     """
 
-    X: np.ndarray
-    y: np.ndarray | None
-    feature_names: list[str]
-    target: str | None
-    task: str | None
-    preprocessing: Preprocessing
-    rows: np.ndarray
-    source: str | None = None
-    dialect: Dialect | None = None
-    notes: list[str] = field(default_factory=list)
+    def __init__(self, X, y, feature_names, target, task, preprocessing, rows, source=None,
+                 dialect: Dialect | None = None, notes=None):
+        self._X, self._parts = (None, X) if hasattr(X, "dense") else (X, None)
+        self.y = y
+        self.feature_names = feature_names
+        self.target = target
+        self.task = task
+        self.preprocessing = preprocessing
+        self.rows = rows
+        self.source = source
+        self.dialect = dialect
+        self.notes = [] if notes is None else notes
+
+    @property
+    def X(self) -> np.ndarray:
+        if self._X is None:
+            self._X, self._parts = self._parts.dense(), None
+        return self._X
+
+    @X.setter
+    def X(self, value) -> None:
+        self._X, self._parts = value, None
+
+    def __repr__(self) -> str:
+        return (f"Dataset({self.n_samples} rows x {self.n_features} features, "
+                f"target={self.target!r}, task={self.task!r}, source={self.source!r})")
 
     @property
     def n_samples(self) -> int:
-        return self.X.shape[0]
+        return self._X.shape[0] if self._X is not None else self._parts.n_rows
 
     @property
     def n_features(self) -> int:
-        return self.X.shape[1]
+        return self._X.shape[1] if self._X is not None else self._parts.width
 
     def __len__(self) -> int:
         return self.n_samples
@@ -62,7 +82,8 @@ class Dataset:
 
     def subset(self, idx) -> "Dataset":
         idx = np.asarray(idx)
-        return Dataset(self.X[idx], None if self.y is None else self.y[idx],
+        X = self._X[idx] if self._X is not None else self._parts.take(idx)
+        return Dataset(X, None if self.y is None else self.y[idx],
                        list(self.feature_names), self.target, self.task, self.preprocessing,
                        self.rows[idx], self.source, self.dialect, list(self.notes))
 

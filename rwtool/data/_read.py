@@ -34,6 +34,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
+from numba import njit
 
 from ..exceptions import Note
 from ._charset import encoding_name, guess_legacy
@@ -140,14 +141,22 @@ class Column:
 
     def _all(self, rows) -> bool:
         # rows are distinct indices (or a slice): as many as the column means all of them
-        return rows is None or (isinstance(rows, slice) and rows == slice(None)) or (
-            not isinstance(rows, slice) and len(rows) == len(self.codes))
+        if rows is None:
+            return True
+        if isinstance(rows, slice):
+            return rows == slice(None)
+        return len(rows) == len(self.codes)
+
+    def _pick(self, a: np.ndarray, rows) -> np.ndarray:
+        """``a[rows]`` for a question whose answer does not depend on the rows' order: ``a``
+        itself (no gather of every cell) when ``rows`` are all of them."""
+        return a if self._all(rows) else a[rows]
 
     # -- views used by the encoder -----------------------------------------------------------
     def counts(self, rows=None) -> tuple[int, int, int]:
         if self._all(rows) and self._full is not None:
             return self._full
-        c = self.codes if rows is None else self.codes[rows]
+        c = self._pick(self.codes, rows)
         n_num, n_miss = int(np.count_nonzero(c == -1)), int(np.count_nonzero(c == -2))
         out = (n_num, len(c) - n_num - n_miss, n_miss)
         if self._all(rows):
@@ -162,7 +171,10 @@ class Column:
 
     def category_ids(self, categories: Mapping[str, int], rows) -> np.ndarray:
         """Per row: index of the cell's category, -1 when missing, -2 when unknown."""
-        codes, values = self.codes[rows], self.values[rows]
+        if in_order(rows, len(self.codes)):
+            codes, values = self.codes, self.values
+        else:
+            codes, values = self.codes[rows], self.values[rows]
         ids = np.full(len(codes), -1, dtype=np.int64)
         text = codes >= 0
         if text.any():
@@ -186,8 +198,8 @@ class Column:
 
     def unique_numbers(self, rows) -> np.ndarray:
         """The distinct numbers among the cells of ``rows``, sorted."""
-        v = self.values[rows]
-        return np.unique(v[self.codes[rows] == -1])
+        v = self._pick(self.values, rows)
+        return np.unique(v[self._pick(self.codes, rows) == -1])
 
     def first_text(self, rows):
         """(file line, text) of the first text cell of ``rows``, or None."""
@@ -212,17 +224,16 @@ class Column:
 
     def numeric_fill(self, policy: str, rows):
         """The mean or the most frequent number of ``rows`` (None when one is infinite)."""
-        v = self.values[rows][self.codes[rows] == -1]
+        if policy != "impute-mean":
+            return most_frequent(self._pick(self.values, rows), self._pick(self.codes, rows))
+        v = self._pick(self.values, rows)[self._pick(self.codes, rows) == -1]
         if len(v) and not np.all(np.isfinite(v)):
             return None
-        if policy == "impute-mean":
-            return float(np.mean(v))
-        u, c = np.unique(v, return_counts=True)
-        return float(u[np.argmax(c)])
+        return float(np.mean(v))
 
     def category_counts(self, rows) -> dict[str, int]:
         """Category label -> number of rows, for the non-missing cells of ``rows``."""
-        codes, values = self.codes[rows], self.values[rows]
+        codes, values = self._pick(self.codes, rows), self._pick(self.values, rows)
         out: dict[str, int] = {}
         text = codes[codes >= 0]
         if len(text):
@@ -236,6 +247,67 @@ class Column:
                 key = canon(x)
                 out[key] = out.get(key, 0) + int(c)
         return out
+
+
+def in_order(rows, n: int) -> bool:
+    """Whether ``rows`` (None, a slice or indices) selects all ``n`` cells in their order."""
+    if rows is None:
+        return True
+    if isinstance(rows, slice):
+        return rows == slice(None)
+    return len(rows) == n and (n == 0 or (int(rows[0]) == 0 and int(rows[-1]) == n - 1
+                                          and bool(np.all(np.diff(rows) == 1))))
+
+
+def most_frequent(values: np.ndarray, codes: np.ndarray):
+    """The most frequent number of a column's cells (``codes == -1``), the smallest among ties
+    (what ``np.unique(v, return_counts=True)`` gives, in one pass over the cells with no
+    copy and no sort); None when one is infinite or NaN, or there is none."""
+    keys, counts, finite = _count_numbers(values, codes)
+    if not finite or not len(keys):
+        return None
+    return float(keys.view(np.float64)[counts == counts.max()].min())
+
+
+@njit(cache=True, nogil=True)
+def _count_numbers(values, codes):
+    """(distinct numbers as their bits, their counts, whether all are finite) of the cells
+    with code -1, by open addressing on the bits (-0.0 counted as 0.0)."""
+    mult = np.uint64(0x9E3779B97F4A7C15)
+    bits = values.view(np.uint64)
+    lg = 10
+    keys = np.empty(1 << lg, np.uint64)
+    counts = np.zeros(1 << lg, np.int64)
+    n_keys = 0
+    for i in range(values.shape[0]):
+        if codes[i] != -1:
+            continue
+        if not np.isfinite(values[i]):
+            return keys[:0], counts[:0], False
+        x = bits[i] if values[i] != 0.0 else np.uint64(0)
+        mask = (1 << lg) - 1
+        j = np.int64((x * mult) >> np.uint64(64 - lg))
+        while counts[j] != 0 and keys[j] != x:
+            j = (j + 1) & mask
+        if counts[j] == 0:
+            keys[j] = x
+            n_keys += 1
+        counts[j] += 1
+        if 2 * n_keys > (1 << lg):          # at most half full: grow and re-insert
+            lg += 1
+            mask = (1 << lg) - 1
+            old_keys, old_counts = keys, counts
+            keys = np.empty(1 << lg, np.uint64)
+            counts = np.zeros(1 << lg, np.int64)
+            for k in range(old_keys.shape[0]):
+                if old_counts[k] != 0:
+                    m = np.int64((old_keys[k] * mult) >> np.uint64(64 - lg))
+                    while counts[m] != 0:
+                        m = (m + 1) & mask
+                    keys[m] = old_keys[k]
+                    counts[m] = old_counts[k]
+    used = counts != 0
+    return keys[used], counts[used], True
 
 
 #: the error values a spreadsheet writes for a formula that failed: missing values to a reader
