@@ -24,10 +24,10 @@ from ..progress import make_progress
 from ._lasso import lasso_gram
 from ._lasso_cv import lasso_cv
 from ._posterior import noise_variance
-from ._sufficient import SufficientStats, select_reg
+from ._sufficient import SufficientStats, search_columns, select_reg
 
 __all__ = ["FROM_SUMS_SOLVERS", "AUTO_FOLDS", "SMALL_DATA_REG", "MIN_FOLD_ROWS", "VALIDATION_ROWS", "empty_stats",
-           "can_cross_validate", "solve_from_stats"]
+           "sample_columns", "can_cross_validate", "solve_from_stats"]
 
 #: solvers that learn from the sums alone: fit's reg="auto" from per-fold sums over
 #: position-hashed folds, partial_fit and Dask inputs
@@ -51,6 +51,18 @@ def empty_stats(est, fmap, n_outputs: int, n_folds: int | None = None) -> Suffic
     F = (AUTO_FOLDS if auto else 1) if n_folds is None else int(n_folds)
     sample = VALIDATION_ROWS if auto and est._estimator_type == "classifier" else 0
     return SufficientStats(fmap.n_output_, n_outputs, F, sample_rows=sample)
+
+
+def sample_columns(est, fmap, stats: SufficientStats, weight_sum: float) -> int:
+    """The leading feature columns of the validation sample's rows that ``stats.add`` should
+    capture for the search on rows of total weight ``weight_sum`` (all the rows of an in-memory
+    fit): those :func:`select_reg` scores with (``search_columns``), every column for the
+    Lasso's path; 0 when the sums keep no sample."""
+    if stats.sample is None:
+        return 0
+    if est._validate() == "lasso":
+        return fmap.n_output_
+    return search_columns(fmap, weight_sum)
 
 
 def can_cross_validate(stats: SufficientStats) -> bool:

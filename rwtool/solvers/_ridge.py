@@ -35,7 +35,8 @@ __all__ = ["auto_block_size", "normal_equations", "solve_normal_equations",
 
 
 def normal_equations(feature_map, X: np.ndarray, Y: np.ndarray, block_size: int | None = None,
-                     progress=None, out=None, weights: np.ndarray | None = None):
+                     progress=None, out=None, weights: np.ndarray | None = None,
+                     capture=None):
     """A = Phi^T W Phi (full symmetric) and B = Phi^T W Y, accumulated block by block
     (W = diag(weights), the identity when ``weights`` is None).
 
@@ -51,6 +52,10 @@ def normal_equations(feature_map, X: np.ndarray, Y: np.ndarray, block_size: int 
         rwtool.solvers._sufficient); None starts from zero.
     weights : (m,) row weights >= 0, or None. Each block's rows are scaled by sqrt(w) (the
         targets by w), so Phi^T W Phi stays one symmetric rank-k update.
+    capture : ``(rows, into)`` or None: the unweighted features of X's rows ``rows``
+        (increasing), their first ``into.shape[1]`` columns, are copied into ``into`` (one row
+        each, in that order) as the blocks pass -- the rows featurised once for the sums and a
+        second use (the validation sample of reg="auto", rwtool.solvers._sufficient).
     """
     progress = make_progress(progress)
     m = X.shape[0]
@@ -66,6 +71,9 @@ def normal_equations(feature_map, X: np.ndarray, Y: np.ndarray, block_size: int 
                 AtA = np.empty((T, T), dtype=Phi.dtype)
                 Yb = Y if Y.dtype == Phi.dtype else Y.astype(Phi.dtype)
             Yr = Yb[start:stop]
+            if capture is not None:
+                lo, hi = np.searchsorted(capture[0], (start, stop))
+                capture[1][lo:hi] = Phi[capture[0][lo:hi] - start, :capture[1].shape[1]]
             if weights is not None:
                 root = np.sqrt(weights[start:stop]).astype(Phi.dtype)[:, None]
                 Phi = Phi * root

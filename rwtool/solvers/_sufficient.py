@@ -45,7 +45,7 @@ from ..progress import make_progress
 from ._ridge import RegPath, normal_equations, solve_normal_equations
 
 __all__ = ["SufficientStats", "ValidationSample", "row_keys", "fold_of", "position_uniform",
-           "select_reg", "search_features", "leading_model", "SEARCH_COST", "SEARCH_MIN_FEATURES",
+           "select_reg", "search_features", "search_columns", "leading_model", "SEARCH_COST", "SEARCH_MIN_FEATURES",
            "COARSE_FEATURES",
            "class_of", "coded_accuracy", "block_accuracies", "FoldAccuracy",
            "scored_folds", "best_index", "extension", "grow_grid", "COARSE_STRIDE",
@@ -131,7 +131,12 @@ class ValidationSample:
     depends on the rows alone -- chunks and partitions merged in any order keep the same rows
     (a bottom-k sketch), and the copies of a row are in it together, as they are in one fold.
     It lets reg="auto" score classifiers by accuracy, which is not a function of the sums, in
-    every mode at the memory of ``size`` rows."""
+    every mode at the memory of ``size`` rows.
+
+    ``Phi`` holds the rows' features when every row offered came with them (the leading
+    columns of the fit's map, captured while the sums were accumulated:
+    :meth:`SufficientStats.add` with ``sample_features``), else None; the search then uses
+    them instead of featurising the rows again (:class:`FoldAccuracy`)."""
 
     def __init__(self, size: int):
         self.size = int(size)
@@ -139,47 +144,71 @@ class ValidationSample:
         self.pos = np.empty(0, dtype=np.int64)
         self.fold = np.empty(0, dtype=np.int64)
         self.weight = np.empty(0)
-        self.X = self.Y = None
+        self.X = self.Y = self.Phi = None
 
     @property
     def nbytes(self) -> int:
-        return int(self.key.nbytes * 4 + (0 if self.X is None else self.X.nbytes + self.Y.nbytes))
+        return int(self.key.nbytes * 4 + (0 if self.X is None else self.X.nbytes + self.Y.nbytes)
+                   + (0 if self.Phi is None else self.Phi.nbytes))
 
-    def offer(self, keys, positions, folds, X, Y, weights=None) -> None:
+    def candidates(self, keys, weights=None) -> np.ndarray:
+        """The positions (increasing) in a chunk of the rows that may enter the sample: weight
+        above zero (rows of weight 0 are not data) and a hash below the largest one kept, at
+        most ``size`` of them; :meth:`offer` keeps those the merge with the sample retains."""
+        live = (np.arange(len(keys)) if weights is None or np.all(weights)
+                else np.flatnonzero(np.asarray(weights) > 0))
+        key = position_uniform(np.asarray(keys)[live], SAMPLE_SEED)
+        if len(self.key) >= self.size:
+            return live[key < self.key.max()]
+        if len(key) > self.size:
+            return np.sort(live[np.argpartition(key, self.size - 1)[:self.size]])
+        return live
+
+    def offer(self, keys, positions, folds, X, Y, weights=None, rows=None,
+              features=None) -> None:
         """Keep the rows of (X, Y) (their :func:`row_keys`, positions, folds, weights) that
-        belong to the sample; rows of weight 0 are not data and never enter it."""
-        weights = np.ones(len(X)) if weights is None else np.asarray(weights, dtype=float)
-        if not weights.all():
-            live = np.flatnonzero(weights > 0)
-            keys, positions, folds, X, Y, weights = (np.asarray(keys)[live], positions[live],
-                                                     np.asarray(folds)[live], X[live], Y[live],
-                                                     weights[live])
-        key = position_uniform(keys, SAMPLE_SEED)
-        take = np.flatnonzero(key < self.key.max()) if len(self.key) >= self.size else None
-        if take is None and len(key) > self.size:
-            take = np.argpartition(key, self.size - 1)[:self.size]
-        if take is not None:
-            positions, folds, X, Y, key, weights = (positions[take], folds[take], X[take],
-                                                    Y[take], key[take], weights[take])
-        self._merge(key, np.asarray(positions, dtype=np.int64), np.asarray(folds), X, Y,
-                    weights)
+        belong to the sample. ``rows``: :meth:`candidates` of the chunk, in any order (computed
+        when None); ``features``: their features, aligned with ``rows`` (the sample keeps
+        ``Phi`` only while every row came with features of one width)."""
+        rows = self.candidates(keys, weights) if rows is None else np.asarray(rows)
+        weight = np.ones(len(rows)) if weights is None else np.asarray(weights, dtype=float)[rows]
+        self._merge(position_uniform(np.asarray(keys)[rows], SAMPLE_SEED),
+                    np.asarray(positions, dtype=np.int64)[rows], np.asarray(folds)[rows],
+                    weight, X, Y, rows, features)
 
-    def _merge(self, key, pos, fold, X, Y, weight):
-        if self.X is None:
-            self.X, self.Y = np.empty((0, X.shape[1])), np.empty((0, Y.shape[1]))
+    def _merge(self, key, pos, fold, weight, X, Y, rows, features):
+        """Merge the rows ``rows`` of (X, Y) (hashes ``key``, positions, folds, weights and
+        features aligned with ``rows``) into the sample; X, Y and Phi are gathered once."""
+        old = len(self.key)
         key, pos = np.concatenate([self.key, key]), np.concatenate([self.pos, pos])
         order = np.lexsort((pos, key))[:self.size]
         self.key, self.pos = key[order], pos[order]
         self.fold = np.concatenate([self.fold, fold]).astype(np.int64)[order]
         self.weight = np.concatenate([self.weight, weight])[order]
-        self.X = np.ascontiguousarray(np.concatenate([self.X, X])[order])
-        self.Y = np.ascontiguousarray(np.concatenate([self.Y, Y])[order])
+        keep = features is not None and (old == 0 or (
+            self.Phi is not None and self.Phi.shape[1] == features.shape[1]))
+        mine, new = order < old, np.flatnonzero(order >= old)
+        picked = order[new] - old
+
+        def gather(mine_rows, theirs, their_rows, dtype=np.float64):
+            theirs = np.asarray(theirs, dtype=dtype)
+            out = np.empty((len(order), theirs.shape[1]), dtype=theirs.dtype)
+            if not old:     # only new rows: one gather, no temporary
+                return np.take(theirs, their_rows, axis=0, out=out)
+            out[new] = theirs[their_rows]
+            out[mine] = mine_rows[order[mine]]
+            return out
+
+        self.X = gather(self.X, np.asarray(X), rows[picked])
+        self.Y = gather(self.Y, np.asarray(Y), rows[picked])
+        self.Phi = gather(self.Phi, features, picked, None) if keep else None
 
     def __add__(self, other: "ValidationSample") -> "ValidationSample":
         out = ValidationSample(self.size)
         for part in (self, other):
             if part.X is not None:
-                out._merge(part.key, part.pos, part.fold, part.X, part.Y, part.weight)
+                out._merge(part.key, part.pos, part.fold, part.weight, part.X, part.Y,
+                           np.arange(len(part.key)), part.Phi)
         return out
 
     def accuracy(self, fold: int, feature_map, coefs: np.ndarray, n_outputs: int) -> np.ndarray:
@@ -202,13 +231,19 @@ def block_accuracies(D: np.ndarray, truth: np.ndarray, n_outputs: int,
 
 class FoldAccuracy:
     """Accuracy on the validation sample's rows of fold ``folds[j]`` of the column blocks of a
-    fold's coefficients (one block of ``n_outputs`` per candidate). The rows' features are
-    computed once per fold, on first use, and kept: every candidate, the grid's extensions and
-    every lam of a Lasso path reuse them (at most ``sample.size`` x T numbers in all)."""
+    fold's coefficients (one block of ``n_outputs`` per candidate). The rows' features are the
+    sample's captured ones when ``captured`` (``sample.Phi``: leading columns of ``feature_map``,
+    the map the sums were accumulated with; None: when they cover all of the map's columns),
+    else computed by ``feature_map`` once per fold, on first use; either way kept: every
+    candidate, the grid's extensions and every lam of a Lasso path reuse them (at most
+    ``sample.size`` x T numbers in all)."""
 
-    def __init__(self, sample: ValidationSample, feature_map, folds, n_outputs: int):
+    def __init__(self, sample: ValidationSample, feature_map, folds, n_outputs: int,
+                 captured: bool | None = None):
         self.sample, self.feature_map, self.folds = sample, feature_map, list(folds)
-        self.n_outputs = int(n_outputs)
+        if captured is None:
+            captured = sample.Phi is not None and sample.Phi.shape[1] >= feature_map.n_output_
+        self.n_outputs, self.captured = int(n_outputs), bool(captured)
         self._Phi, self._truth, self._weight = {}, {}, {}
 
     def __call__(self, j: int, coefs: np.ndarray, scale: float = 1.0) -> np.ndarray:
@@ -217,7 +252,8 @@ class FoldAccuracy:
         divided by ``scale`` (:func:`leading_model`)."""
         if j not in self._Phi:
             rows = np.flatnonzero(self.sample.fold == self.folds[j])
-            self._Phi[j] = self.feature_map.transform(np.ascontiguousarray(self.sample.X[rows]))
+            self._Phi[j] = (self.sample.Phi[rows] if self.captured else
+                            self.feature_map.transform(np.ascontiguousarray(self.sample.X[rows])))
             self._truth[j] = class_of(self.sample.Y[rows])
             self._weight[j] = self.sample.weight[rows]
         D = self._Phi[j][:, :coefs.shape[0]] @ coefs
@@ -293,7 +329,8 @@ class SufficientStats:
     def add(self, feature_map, X: np.ndarray, Y: np.ndarray, *, rows=None,
             start: int | None = None, folds: np.ndarray | None = None,
             block_size: int | None = None, progress=None,
-            weights: np.ndarray | None = None) -> "SufficientStats":
+            weights: np.ndarray | None = None,
+            sample_features: int = 0) -> "SufficientStats":
         """Add the rows (X, Y) (X preprocessed, Y coded), weighted by ``weights`` (checked by
         the caller: finite, >= 0; None: 1 each), and return self.
 
@@ -301,7 +338,10 @@ class SufficientStats:
         bias; default X): their content sets each row's fold (:func:`row_keys`) unless
         ``folds`` gives them explicitly (an index-based k-fold split). ``start`` is the position
         of X's first row in the whole data (default: the rows added so far, as in a stream),
-        which breaks ties in the validation sample; the sample, if kept, is offered the rows.
+        which breaks ties in the validation sample; the sample, if kept, is offered the rows,
+        and with ``sample_features`` > 0 the first that many columns of the features of those
+        that may enter it, copied as the blocks of the sums pass (no second featurisation for
+        the search: :func:`select_reg` uses them when they cover its :func:`search_columns`).
 
         All or nothing: when the rows' sums, or the totals with them, are not finite (a chunk
         of values near 1e200), NumericalError is raised and the statistics are exactly as
@@ -322,15 +362,29 @@ class SufficientStats:
         fresh = self.n_samples == 0
         part = self if fresh else SufficientStats(self.n_features, self.n_outputs,
                                                   self.n_folds, self.fold_seed)
+        if self.sample is not None:
+            if keys is None:
+                keys = row_keys(X if rows is None else rows)
+            # the candidates grouped by fold: each fold's captured rows are one slice
+            candidates = self.sample.candidates(keys, weights)
+            candidates = candidates[np.argsort(folds[candidates], kind="stable")]
+            features = None if sample_features <= 0 else np.empty(
+                (len(candidates), min(int(sample_features), self.n_features)),
+                dtype=feature_map.feature_dtype_)
         try:
             for f in range(self.n_folds):
                 idx = np.flatnonzero(folds == f)
+                capture = None
+                if self.sample is not None and features is not None:
+                    lo, hi = np.searchsorted(folds[candidates], (f, f + 1))
+                    capture = (np.searchsorted(idx, candidates[lo:hi]), features[lo:hi])
                 if len(idx) == len(X):
-                    part._add_fold(f, feature_map, X, Y, block_size, progress, weights)
+                    part._add_fold(f, feature_map, X, Y, block_size, progress, weights,
+                                   capture)
                 elif len(idx):
                     part._add_fold(f, feature_map, np.ascontiguousarray(X[idx]),
                                    np.ascontiguousarray(Y[idx]), block_size, progress,
-                                   None if weights is None else weights[idx])
+                                   None if weights is None else weights[idx], capture)
             if not fresh:
                 for name in ("A", "B", "n", "w", "ysum", "yy"):
                     getattr(part, name).__iadd__(getattr(self, name))
@@ -354,14 +408,14 @@ class SufficientStats:
             self.A, self.B, self.n, self.w = part.A, part.B, part.n, part.w
             self.ysum, self.yy = part.ysum, part.yy
         if self.sample is not None:
-            positions = np.arange(first, first + len(X))
-            self.sample.offer(keys if keys is not None else row_keys(X if rows is None else rows),
-                              positions, folds, np.asarray(X), Y, weights)
+            self.sample.offer(keys, np.arange(first, first + len(X)), folds, np.asarray(X), Y,
+                              weights, candidates, features)
         return self
 
-    def _add_fold(self, f, feature_map, X, Y, block_size, progress, weights=None):
+    def _add_fold(self, f, feature_map, X, Y, block_size, progress, weights=None,
+                  capture=None):
         normal_equations(feature_map, X, Y, block_size, progress, out=(self.A[f], self.B[f]),
-                         weights=weights)
+                         weights=weights, capture=capture)
         self.n[f] += len(X)
         if weights is None:
             self.w[f] += len(X)
@@ -594,6 +648,17 @@ def search_features(n_samples: int, n_features: int) -> int:
     return int(min(n_features, max(SEARCH_MIN_FEATURES, min(n_features // 2, t))))
 
 
+def search_columns(feature_map, weight_sum: float, n_search: int | None = None) -> int:
+    """The leading features of ``feature_map`` :func:`select_reg` scores its candidates with,
+    on rows of total weight ``weight_sum`` (a row of weight c counts as its c copies):
+    :func:`search_features` (or ``n_search``), but all of them for a map without one column
+    per centre (Fourier "pair"), which :func:`leading_model` cannot restrict."""
+    T = feature_map.n_output_
+    top = (search_features(round(float(weight_sum)), T) if n_search is None
+           else min(int(n_search), T))
+    return top if getattr(feature_map, "n_features", T) == T else T
+
+
 def _subset_scale(feature_map, n_keep):
     from ._prune import subset_scale
     return subset_scale(feature_map, n_keep)
@@ -662,19 +727,15 @@ def select_reg(stats: SufficientStats, values, classifier: bool, R: np.ndarray |
     ``features``, ``reg`` and ``mean_score``.
     """
     accuracy, used = scored_folds(stats, classifier, feature_map)
-    T = stats.n_features
-    # the weight sum, not the rows: a row of weight c counts as its c copies
-    top = T if feature_map is None else int(
-        search_features(round(float(stats.w.sum())), T) if n_search is None
-        else min(n_search, T))
+    T, full_map = stats.n_features, feature_map
+    top = T if feature_map is None else search_columns(feature_map, stats.w.sum(), n_search)
     if top < T:
-        leading = leading_model(stats, R, feature_map, top)
-        if leading is None:          # a map without one column per centre: the whole model
-            top = T
-        else:
-            stats, R, feature_map = leading
-    accuracies = FoldAccuracy(stats.sample, feature_map, used, stats.n_outputs) if accuracy \
-        else None
+        stats, R, feature_map = leading_model(stats, R, feature_map, top)
+    # the sample's features captured with the sums (the full map's leading columns) serve
+    # every model, each rescaled to the full map's columns (c = subset_scale)
+    captured = accuracy and stats.sample.Phi is not None and stats.sample.Phi.shape[1] >= top
+    accuracies = FoldAccuracy(stats.sample, full_map if captured else feature_map, used,
+                              stats.n_outputs, captured) if accuracy else None
     ceiling = 0.0 if classifier and not accuracy else 1.0
     progress = make_progress(progress)
     progress.start("search", len(values))
@@ -686,7 +747,8 @@ def select_reg(stats: SufficientStats, values, classifier: bool, R: np.ndarray |
             stats, R, feature_map, size)
         if model is None:            # a map without one column per centre: the whole model
             continue
-        scale = 1.0 if size == top else _subset_scale(feature_map, size)
+        scale = (_subset_scale(full_map, size) if captured
+                 else 1.0 if size == top else _subset_scale(feature_map, size))
         scored = _FoldScores(model, used, classifier, eps, accuracies, scale, progress, count)
         grid = grow_grid(values, scored, lambda g: [scored.table[r].mean() for r in g],
                          ceiling=ceiling, stride=COARSE_STRIDE, start=start)
