@@ -927,6 +927,13 @@ class _RegressorTargets(RegressorMixin):
 
     def _predictive_std(self, X) -> np.ndarray:
         L = self.__dict__.get("posterior_chol_")
+        if L is None and self.__dict__.get("noise_var_") is not None:
+            # fitted with a posterior, then saved without its factor
+            raise ValueError(
+                f"this {type(self).__name__} was saved without its posterior factor "
+                f"(rwtool.save(..., keep_posterior=False), or 'rwtool train --no-posterior'), "
+                f"which return_std needs; predict without return_std, or save the fitted model "
+                f"again with keep_posterior=True (the default)")
         if L is None:
             raise ValueError(
                 f"{type(self).__name__} has no posterior to take return_std from: it is kept "
@@ -1210,7 +1217,8 @@ _RW_DOC = """
 
 _POSTERIOR_DOC = """    posterior_chol_ : ndarray (T, T), exact least-squares fits only
         Lower Cholesky factor of the solved system Phi^T W Phi + m reg R + m eps I, kept for
-        ``predict(X, return_std=True)`` (8 T^2 bytes, saved with the model).
+        ``predict(X, return_std=True)`` (8 T^2 bytes; saved with the model unless
+        ``rwtool.save(..., keep_posterior=False)``).
     noise_var_ : ndarray (k,), exact least-squares fits only
         The noise variance s2 = RSS / (m - df) in standardised units (docs/SOLVERS.md).
 """

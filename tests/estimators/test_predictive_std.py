@@ -2,6 +2,7 @@
 linear model on the features, against a dense numpy computation, repeated rows, the coverage
 of a well-specified model, partial_fit and save/load."""
 
+import os
 import warnings
 
 import numpy as np
@@ -100,6 +101,45 @@ def test_partial_fit_and_save_load_keep_the_posterior(data, tmp_path):
     np.testing.assert_array_equal(back.posterior_chol_, ref.posterior_chol_)
     np.testing.assert_array_equal(back.predict(Xt, return_std=True)[1],
                                   ref.predict(Xt, return_std=True)[1])
+
+
+def test_save_can_leave_the_posterior_factor_out(data, tmp_path):
+    # the file without the factor is smaller by the T x T float64 array itself (plus its
+    # .npy header), the means are those of the saved model bit for bit, and return_std says
+    # how to get the factor back; the in-memory model keeps it
+    X, y, Xt = data
+    T = 80
+    ref = rw.RWRegressor(n_features=T, random_state=0).fit(X, y)
+    full = rw.save(ref, tmp_path / "full.rwm")
+    slim = rw.save(ref, tmp_path / "slim.rwm", keep_posterior=False)
+    saved_bytes = os.path.getsize(full) - os.path.getsize(slim)
+    assert 8 * T * T <= saved_bytes <= 8 * T * T + 1024
+    assert hasattr(ref, "posterior_chol_")
+    back = rw.load(slim)
+    assert not hasattr(back, "posterior_chol_")
+    np.testing.assert_array_equal(back.noise_var_, ref.noise_var_)
+    np.testing.assert_array_equal(back.predict(Xt), ref.predict(Xt))
+    with pytest.raises(ValueError, match="saved without its posterior factor.*"
+                                         "keep_posterior=True"):
+        back.predict(Xt, return_std=True)
+    # saved again from the loaded model: still no factor, the same error
+    rw.save(back, tmp_path / "again.rwm")
+    with pytest.raises(ValueError, match="keep_posterior"):
+        rw.load(tmp_path / "again.rwm").predict(Xt, return_std=True)
+
+
+def test_cli_train_no_posterior(tmp_path, data):
+    from rwtool.cli import main
+    X, y, _ = data
+    csv = tmp_path / "d.csv"
+    np.savetxt(csv, np.column_stack([X, y]), delimiter=",", comments="",
+               header=",".join([f"x{j}" for j in range(X.shape[1])] + ["y"]))
+    for flag, name in (([], "full.rwm"), (["--no-posterior"], "slim.rwm")):
+        assert main(["train", str(csv), "--target", "y", "--method", "rw", "-T", "50",
+                     "--reg", "1e-3", "--no-bounds", "--no-progress", "--out",
+                     str(tmp_path / name)] + flag) == 0
+    assert hasattr(rw.load(tmp_path / "full.rwm"), "posterior_chol_")
+    assert not hasattr(rw.load(tmp_path / "slim.rwm"), "posterior_chol_")
 
 
 def test_models_without_a_posterior_say_which_have_one(data):
