@@ -32,8 +32,8 @@ def weights_supported(est) -> str:
     """"" when ``est.fit`` takes row weights (``sample_weight``), else why not."""
     if supports(est.fit, "sample_weight"):
         return ""
-    return (f"{type(est).__name__} does not take class weights: the RKHS weightings, the "
-            f"kitchen sinks and RFSGD do (every solver)")
+    return (f"{type(est).__name__} does not take class weights: its fit has no "
+            f"sample_weight (every rwtool method has one)")
 
 
 class EvaluationPanel(QWidget):

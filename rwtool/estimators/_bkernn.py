@@ -29,16 +29,9 @@ from ..solvers._bkernn import (CG_TOL, KERNEL_SOLVERS, PENALTIES, choose_kernel_
 from ..exceptions import FitCancelled, NumericalError, NumericalWarning, check_finite_result
 from ..progress import make_progress
 from ..resources import FitEstimate, check_fit_memory
-from ._weights import refuse_fit_params
+from ._weights import weighted_rows
 
 __all__ = ["BKerNNRegressor", "BKerNNClassifier", "PENALTIES", "feature_learning_score"]
-
-#: why fit takes no sample_weight. A weighted objective is well defined (the ridge step would
-#: solve (K + m lam W^-1) c = y), but the exact Brownian-kernel ridge solvers and their CG
-#: preconditioner are built on the unweighted system and the particle step on the unweighted
-#: mean loss: weights would enter all three, and none takes them yet
-_NO_WEIGHTS = ("its Brownian-kernel ridge solvers and particle updates are built on the "
-               "unweighted loss (weights are not implemented for BKerNN)")
 
 _PARAMS_DOC = """
     Minimises (seed 001, eq. 10, square loss; q target columns share the particles)
@@ -205,40 +198,52 @@ class _BKerNN(CallbackSupport, BaseEstimator):
 
     # -- fit ----------------------------------------------------------------------------------
     @reports_to_sklearn
-    def fit(self, X, y, callback=None, **fit_params):
+    def fit(self, X, y, sample_weight=None, callback=None):
         """Learn the particles and the ridge coefficients; return self.
 
+        ``sample_weight`` (one weight >= 0 per row, None: 1 each) gives the weighted objective:
+        the data term becomes (1 / (2 sum w)) sum_i w_i ||y_i - f(x_i)||^2 in the ridge step
+        (dense and conjugate-gradient paths), the particle gradient and the line search, and
+        the standardisation statistics, the targets' mean and the intercept are weighted. Only
+        the ratios of the weights matter, except in reg="auto", whose rule max_i ||x_i|| / n
+        reads the weights as counts (n = sum w); a row of weight 0 is absent, and a row of
+        integer weight c fits as c copies of it (docs/BKERNN.md, "Row weights").
+
         ``callback(event)`` receives rwtool.progress events; see the class docstring for
-        cancellation. No ``sample_weight``: see rwtool.estimators._weights.
+        cancellation.
         """
-        refuse_fit_params(self, fit_params, _NO_WEIGHTS)
         penalty = self._validate()
         check_feature_names(self, X, reset=True)
-        X, Y = self._fit_targets(X, y)
+        X, y, weights = weighted_rows(X, y, sample_weight)
+        X, Y = self._fit_targets(X, y, weights)
         for attr in ("particles_", "dual_coef_"):
             if hasattr(self, attr):  # a failed refit must not leave the old model half-replaced
                 delattr(self, attr)
         t0 = time.perf_counter()
         n, d = X.shape
         self.n_features_in_ = d
-        self.x_scaler_ = Standardizer.fit(X) if self.standardize else None
+        self.x_scaler_ = Standardizer.fit(X, weights) if self.standardize else None
         Xp = np.ascontiguousarray(self._prepare_X(X))
+        # the rule's n counts a row of weight c as c rows: the repeated rows' lambda
+        count = n if weights is None else float(
+            np.sum(np.asarray(sample_weight, dtype=np.float64)))
         if isinstance(self.reg, str):
             # max_i ||x_i|| computed on X / max|X|: squares of entries near 1e200 overflow and
             # those near 1e-200 underflow
             peak = float(np.max(np.abs(Xp)))
             if peak == 0.0:
                 raise ValueError("reg='auto' needs inputs that are not all zero; pass reg > 0")
-            lam = self.resolved_reg(n, peak * float(np.max(np.linalg.norm(Xp / peak, axis=1))))
+            lam = self.resolved_reg(count,
+                                    peak * float(np.max(np.linalg.norm(Xp / peak, axis=1))))
         else:
-            lam = self.resolved_reg(n)
+            lam = self.resolved_reg(count)
         m = int(self.n_particles)
         rng = check_random_state(self.random_state)
         W0 = rng.standard_normal((d, m)) / math.sqrt(d)
-        y_mean = Y.mean(axis=0)
+        y_mean = np.average(Y, axis=0, weights=weights)
         Yc = np.ascontiguousarray(Y - y_mean)
         try:
-            res = fit_particles(Xp, Yc, W0, lam, penalty, s=float(self.s),
+            res = fit_particles(Xp, Yc, W0, lam, penalty, s=float(self.s), sample_weight=weights,
                                 step_size=float(self.step_size), max_iter=int(self.max_iter),
                                 backtracking=bool(self.backtracking),
                                 max_backtrack=int(self.max_backtrack), callback=callback,
@@ -246,12 +251,12 @@ class _BKerNN(CallbackSupport, BaseEstimator):
                                 cg_tol=float(self.cg_tol))
         except FitCancelled as exc:
             if exc.partial_model and exc.partial is not None:
-                self._set_fitted(exc.partial, lam, y_mean, t0, cancelled=True)
+                self._set_fitted(exc.partial, lam, y_mean, weights, t0, cancelled=True)
             raise
         fix = "standardise the inputs and targets (standardize=True), or raise reg"
         check_finite_result((res["W"], res["alpha"]), solver="bkernn", iteration=res["n_iter"],
                             fix=fix)
-        self._set_fitted(res, lam, y_mean, t0)
+        self._set_fitted(res, lam, y_mean, weights, t0)
         try:
             check_finite_result(self.intercept_, solver="bkernn", fix=fix,
                                 what="the fitted intercept")
@@ -310,7 +315,7 @@ class _BKerNN(CallbackSupport, BaseEstimator):
                     f"n = {n}): the projections, their sort orders and the prediction tables "
                     f"(m = {m} particles, q = {q} outputs); fit on fewer rows or particles"))
 
-    def _set_fitted(self, res, lam, y_mean, t0, cancelled=False):
+    def _set_fitted(self, res, lam, y_mean, weights, t0, cancelled=False):
         self.reg_ = lam
         self.particles_ = np.ascontiguousarray(res["W"])
         self.train_projections_ = np.ascontiguousarray(res["PT"].T)
@@ -321,9 +326,10 @@ class _BKerNN(CallbackSupport, BaseEstimator):
         self.history_ = res["history"]
         self.cancelled_ = cancelled
         self._prepare()
-        # c' = mean(Y) - mean(K_dist alpha), with the same distance form used by predict (1.7).
+        # c' = mean(Y) - mean(K_dist alpha), with the same distance form used by predict (1.7),
+        # both means weighted by the rows' weights
         base = ridge_decision(self.train_projections_, *self._tables)
-        self.intercept_ = y_mean - base.mean(axis=0)
+        self.intercept_ = y_mean - np.average(base, axis=0, weights=weights)
         self.fit_time_ = time.perf_counter() - t0
 
     def _prepare(self):
@@ -451,12 +457,12 @@ class BKerNNRegressor(RegressorMixin, _BKerNN):
                "may have several columns (they share the particles).\n" + _PARAMS_DOC +
                "    y_scaler_ : the recorded target standardisation (None without it).\n")
 
-    def _fit_targets(self, X, y):
+    def _fit_targets(self, X, y, weights=None):
         X, y = check_X_y(X, y, y_numeric=True, min_samples=2)
         Y = y[:, None] if y.ndim == 1 else y
         check_fit_memory(self, X.shape[0], X.shape[1], Y.shape[1])
         self.y_1d_ = y.ndim == 1
-        self.y_scaler_ = Standardizer.fit(Y) if self.standardize else None
+        self.y_scaler_ = Standardizer.fit(Y, weights) if self.standardize else None
         if self.y_scaler_ is not None:
             Y = self.y_scaler_.transform(Y)
         return X, np.ascontiguousarray(Y)
@@ -483,7 +489,7 @@ class BKerNNClassifier(ClassifierMixin, _BKerNN):
                    "    standardize : bool\n        Standardise the inputs") +
                "    classes_ : ndarray, the class labels.\n")
 
-    def _fit_targets(self, X, y):
+    def _fit_targets(self, X, y, weights=None):
         X, y = check_X_y(X, y, min_samples=2)
         self.classes_, Y = encode_classes(
             y, on_classes=lambda k: check_fit_memory(self, X.shape[0], X.shape[1], k))

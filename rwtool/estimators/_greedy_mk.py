@@ -29,19 +29,14 @@ from ..features._taylor import (GAUSS_ORDER, INCLUDE_LINEAR, INCLUDE_SQUARES, NU
 from ..progress import Progress, make_progress
 from ..resources import FitEstimate, check_fit_memory
 from ..solvers._greedy import (DenseDictionary, DictionaryView, eerf_scores, feature_alignment,
-                               glm_fit, glm_objective, lkrf_select, lkrf_weights, mfga)
+                               glm_fit, glm_objective, lkrf_select, lkrf_weights, mfga,
+                               row_mean, train_error)
 from ..solvers._greedy_reg import (AUTO_REG, DENSE_BUDGET, HOLDOUT_ROWS, N_FOLDS, choose_reg,
                                    fold_splits)
 from ..solvers._sufficient import class_of
-from ._weights import refuse_fit_params
+from ._weights import weighted_rows
 
 __all__ = ["GreedyMKClassifier", "GreedyMKRegressor", "SELECTORS"]
-
-#: why fit takes no sample_weight: MFGA's selection scores, its GLM refits and the held-out
-#: choice of reg are unweighted means over rows; a weighted objective is well defined, but
-#: weights would have to enter all three, and none takes them yet
-_NO_WEIGHTS = ("MFGA's feature selection, its refits and its held-out choice of reg are built "
-               "on the unweighted loss (weights are not implemented for GreedyMK)")
 
 #: "mfga" (this paper) and the random-feature baselines of its Table 2
 SELECTORS = ("mfga", "rks", "lkrf", "eerf")
@@ -138,8 +133,13 @@ class _GreedyMK(CallbackSupport, BaseEstimator):
     def _prepare_X(self, X):
         return self.x_scaler_.transform(X) if self.x_scaler_ is not None else X
 
-    def _resolve_sigma(self, Xp, rng, progress=None):
-        """The bandwidth: the number given, or the data-scaled rule (``solver_info_`` says which)."""
+    def _resolve_sigma(self, Xp, rng, progress=None, weights=None):
+        """The bandwidth: the number given, or the data-scaled rule (``solver_info_`` says which).
+
+        With row weights the "scale" rule takes the weighted variance (a row of weight c as c
+        copies); the k-NN rule searches the rows themselves, unweighted: a row's copies would
+        be its own nearest neighbours at distance 0, which says nothing of the spacing of the
+        data (rows of weight 0 are gone before this)."""
         if Xp.shape[0] < 2:
             raise ValueError(f"GreedyMK needs at least 2 training rows, got n_samples = "
                              f"{Xp.shape[0]}")
@@ -163,7 +163,7 @@ class _GreedyMK(CallbackSupport, BaseEstimator):
             progress.end()
             info.update(knn_k=k, knn_sigma=knn)
         if rule in ("scale", "auto") or knn == 0.0:
-            scale = scale_sigma(Xp)
+            scale = scale_sigma(Xp, weights)
             info["scale_sigma"] = scale
         if rule == "knn" and knn == 0.0:
             # More than knn_k duplicates of most rows (binary or heavily rounded inputs).
@@ -234,18 +234,25 @@ class _GreedyMK(CallbackSupport, BaseEstimator):
 
     # -- fit ---------------------------------------------------------------------------------
     @reports_to_sklearn
-    def fit(self, X, y, callback=None, eval_set=None, **fit_params):
+    def fit(self, X, y, sample_weight=None, callback=None, eval_set=None):
         """Select ``n_features`` features with the chosen selector and fit the model on them.
+
+        ``sample_weight`` (one weight >= 0 per row, None: 1 each) gives the weighted objective
+        (1 / sum w) sum_n w_n L(f(x_n), y_n) + (lam/2) ||theta||^2 in every step: MFGA's
+        gradient over the candidates, its refits, the LKRF/EERF alignments, the reg="auto"
+        fits and held-out errors, the standardisation and the "scale" bandwidth rule. Only the
+        ratios of the weights matter, a row of weight 0 is absent, and with a fixed reg and
+        sigma a row of integer weight c fits as c copies of it (docs/GREEDY_MK.md, "Row
+        weights").
 
         ``callback`` receives "greedy path" events for MFGA (metrics n_features, train_error,
         objective, and val_error on ``eval_set=(X_val, y_val)``), "features"/"solve" for the
         random-feature selectors. A cancelled MFGA keeps the model of the last completed refit
-        (``solver_info_["cancelled"]``) and re-raises FitCancelled. No ``sample_weight``: see
-        rwtool.estimators._weights.
+        (``solver_info_["cancelled"]``) and re-raises FitCancelled.
         """
-        refuse_fit_params(self, fit_params, _NO_WEIGHTS)
         self._validate()
         check_feature_names(self, X, reset=True)
+        X, y, weights = weighted_rows(X, y, sample_weight)
         X, Y = self._fit_targets(X, y)
         if hasattr(self, "coef_"):
             del self.coef_
@@ -253,15 +260,15 @@ class _GreedyMK(CallbackSupport, BaseEstimator):
         progress = make_progress(callback)
         rng = check_random_state(self.random_state)
         self.n_features_in_ = X.shape[1]
-        self.x_scaler_ = Standardizer.fit(X) if self.standardize else None
+        self.x_scaler_ = Standardizer.fit(X, weights) if self.standardize else None
         Xp = np.ascontiguousarray(self._prepare_X(X))
-        self.sigma_, sigma_info = self._resolve_sigma(Xp, rng, progress)
+        self.sigma_, sigma_info = self._resolve_sigma(Xp, rng, progress, weights)
         selector = self.selector.lower()
         with unfitted_on_failure(self):   # a failed fit leaves the estimator unfitted
             if selector == "mfga":
-                self._fit_mfga(Xp, Y, progress, eval_set, rng, t0)
+                self._fit_mfga(Xp, Y, weights, progress, eval_set, rng, t0)
             else:
-                self._fit_random(selector, Xp, Y, progress, rng, t0)
+                self._fit_random(selector, Xp, Y, weights, progress, rng, t0)
             check_finite_result((self.coef_, self.intercept_), solver=selector,
                                 iteration=len(self.support_),
                                 fix="standardise the inputs (standardize=True) or raise reg")
@@ -286,12 +293,13 @@ class _GreedyMK(CallbackSupport, BaseEstimator):
                                      bool(self.include_squares), linear)
         return int(order), linear
 
-    def _holdout_loss(self, F, Y):
+    def _holdout_loss(self, F, Y, weights=None):
         """The reg="auto" criterion on held-out rows: the mean squared error of the coded
-        targets, or the 0-1 error (one-vs-rest codes: the largest decision value wins)."""
+        targets, or the 0-1 error (one-vs-rest codes: the largest decision value wins), each
+        row weighted by ``weights`` when given."""
         if self._loss == "squared":
-            return float(np.mean((F - Y) ** 2))
-        return float(np.mean(class_of(F) != class_of(Y)))
+            return row_mean((F - Y) ** 2 / Y.shape[1], weights)
+        return row_mean(class_of(F) != class_of(Y), weights)
 
     def _choose_reg(self, n_rows, rng, fit_on, progress):
         """``(reg, table)``: the number given (table None), or the reg="auto" choice by CV
@@ -327,9 +335,9 @@ class _GreedyMK(CallbackSupport, BaseEstimator):
             raise
         return reg, dict(table, folds=len(folds), seed=seed, seconds=time.perf_counter() - t0)
 
-    def _mfga_cv(self, fmap, Xp, Y):
+    def _mfga_cv(self, fmap, Xp, Y, weights=None):
         """The reg="auto" loss function of MFGA on one fold: the greedy path on the fit rows for
-        each lam. The dictionary of all rows is evaluated once when it fits in half of
+        each lam, both sides weighted by the rows' ``weights`` when given. The dictionary of all rows is evaluated once when it fits in half of
         DENSE_BUDGET (one fold's copy of the fit rows at a time takes the other half)."""
         dense = 8 * Xp.shape[0] * fmap.n_output_ <= DENSE_BUDGET / 2
         Psi = fmap.transform(Xp) if dense else None
@@ -337,6 +345,7 @@ class _GreedyMK(CallbackSupport, BaseEstimator):
         def fit_on(fit_rows, val_rows):
             Xv = np.ascontiguousarray(Xp[val_rows])
             Yf, Yv = Y[fit_rows], Y[val_rows]
+            wf, wv = (None, None) if weights is None else (weights[fit_rows], weights[val_rows])
 
             def loss(lam, progress=None):
                 if dense:
@@ -347,13 +356,13 @@ class _GreedyMK(CallbackSupport, BaseEstimator):
                     dictionary, Yf, self._loss, lam, int(self.n_features),
                     per_step=int(self.features_per_step), tol=float(self.tol),
                     normalize=bool(self.normalize), fit_intercept=bool(self.fit_intercept),
-                    progress=progress)
+                    progress=progress, weights=wf)
                 A = Psi[np.ix_(val_rows, support)] if dense else fmap.columns(Xv, support)
-                return self._holdout_loss(A @ coef + intercept, Yv)
+                return self._holdout_loss(A @ coef + intercept, Yv, wv)
             return loss
         return fit_on
 
-    def _fit_mfga(self, Xp, Y, progress, eval_set, rng, t0):
+    def _fit_mfga(self, Xp, Y, weights, progress, eval_set, rng, t0):
         order, linear = self._dictionary(Xp.shape[1])
         n_cand = dictionary_size(Xp.shape[1], order, bool(self.include_squares), linear)
         if int(self.n_features) > n_cand:
@@ -374,14 +383,14 @@ class _GreedyMK(CallbackSupport, BaseEstimator):
                 D = fmap.columns(Xv, support) @ coef + intercept
                 return {"val_error": self._error(D, yv)}
         t_pp = time.perf_counter() - t0
-        reg, reg_info = self._choose_reg(Xp.shape[0], rng, self._mfga_cv(fmap, Xp, Y),
-                                         progress)
+        reg, reg_info = self._choose_reg(Xp.shape[0], rng,
+                                         self._mfga_cv(fmap, Xp, Y, weights), progress)
         try:
             support, coef, intercept, path = mfga(
                 DictionaryView(fmap, Xp), Y, self._loss, reg, int(self.n_features),
                 per_step=int(self.features_per_step), tol=float(self.tol),
                 normalize=bool(self.normalize), fit_intercept=bool(self.fit_intercept),
-                progress=progress, evaluate=evaluate)
+                progress=progress, evaluate=evaluate, weights=weights)
         except FitCancelled as exc:
             if exc.partial is not None:
                 support, coef, intercept, path = exc.partial
@@ -392,7 +401,7 @@ class _GreedyMK(CallbackSupport, BaseEstimator):
                          reg, reg_info, stopped=path.get("stopped"),
                          n_candidates=fmap.n_output_, gauss_order=order, include_linear=linear)
 
-    def _fit_random(self, selector, Xp, Y, progress, rng, t0):
+    def _fit_random(self, selector, Xp, Y, weights, progress, rng, t0):
         M = int(self.n_features)
         M0 = M if selector == "rks" else int(self.n_candidates)
         cand = RandomFourierFeatures(n_features=M0, sigma=self.sigma_, variant="phase",
@@ -402,9 +411,11 @@ class _GreedyMK(CallbackSupport, BaseEstimator):
         if selector == "rks":
             idx = np.arange(M)
         else:
-            align = feature_alignment(cand, Xp, Y, progress=progress)
+            Yw = Y if weights is None else Y * weights[:, None]
+            align = feature_alignment(cand, Xp, Yw, progress=progress)
             if selector == "eerf":
-                idx = np.argsort(-eerf_scores(align, Xp.shape[0]), kind="stable")[:M]
+                N = Xp.shape[0] if weights is None else float(weights.sum())
+                idx = np.argsort(-eerf_scores(align, N), kind="stable")[:M]
             else:
                 v = np.einsum("ij,ij->i", align, align)      # (sum_n y_n phi_m(x_n))^2
                 rho = 0.005 * M0 if self.lkrf_rho is None else float(self.lkrf_rho)
@@ -422,26 +433,25 @@ class _GreedyMK(CallbackSupport, BaseEstimator):
         A = fmap.transform(Xp) * scale
 
         def fit_on(fit_rows, val_rows):
+            wf, wv = (None, None) if weights is None else (weights[fit_rows], weights[val_rows])
+
             def loss(lam, progress=None):
                 c, b, _ = glm_fit(A[fit_rows], Y[fit_rows], self._loss, lam,
-                                  bool(self.fit_intercept))
-                return self._holdout_loss(A[val_rows] @ c + b, Y[val_rows])
+                                  bool(self.fit_intercept), weights=wf)
+                return self._holdout_loss(A[val_rows] @ c + b, Y[val_rows], wv)
             return loss
         # The features are chosen before lam (LKRF/EERF score them on every training row).
         reg, reg_info = self._choose_reg(Xp.shape[0], rng, fit_on, progress)
         progress.start("solve", 1)
-        coef, intercept, sinfo = glm_fit(A, Y, self._loss, reg, bool(self.fit_intercept))
+        coef, intercept, sinfo = glm_fit(A, Y, self._loss, reg, bool(self.fit_intercept),
+                                         weights=weights)
         progress.end()
         F = A @ coef + intercept
-        path = {"n_features": [M], "objective": [glm_objective(F, Y, coef, self._loss, reg)],
-                "train_error": [self._train_error(F, Y)]}
+        path = {"n_features": [M],
+                "objective": [glm_objective(F, Y, coef, self._loss, reg, weights)],
+                "train_error": [train_error(F, Y, self._loss, weights)]}
         self._set_fitted(fmap, np.asarray(idx, dtype=np.int64), coef, intercept, scale, path,
                          t0, t_pp, reg, reg_info, **info, **sinfo)
-
-    def _train_error(self, F, Y):
-        if self._loss == "logistic":
-            return float(np.mean((F > 0) != (Y > 0)))
-        return float(np.mean((F - Y) ** 2))
 
     def _set_fitted(self, fmap, support, coef, intercept, scale, path, t0, t_pp, reg, search,
                     **info):

@@ -1,28 +1,43 @@
-"""Which estimators take ``sample_weight``, and the error of the fits that do not.
+"""The rows a weighted fit keeps, for the estimators that take ``sample_weight`` as whole rows
+before any statistic is computed from them (BKerNN and GreedyMK).
 
-RW*/RKS* (every solver) and RFSGDClassifier take row weights in ``fit`` (and ``partial_fit``).
-BKerNN and GreedyMK do not: their ``fit`` takes no ``sample_weight`` parameter, so scikit-learn's
-utilities see that they do not (``has_fit_parameter``, metadata routing), and a call that passes
-weights anyway gets :func:`refuse_fit_params`'s error instead of a bare TypeError. This module
-holds no numerics.
+A row of weight 0 is absent from a weighted fit: :func:`weighted_rows` drops it before the
+estimator computes anything from the rows (standardisation, bandwidth rules, the targets'
+range and classes), and scales the other weights to mean 1. This module holds no numerics of
+the solvers.
 """
 
 from __future__ import annotations
 
-__all__ = ["WEIGHTED_ESTIMATORS", "refuse_fit_params"]
+import numpy as np
 
-#: the estimators whose fit takes sample_weight (docs/SOLVERS.md, "Row weights")
-WEIGHTED_ESTIMATORS = ("RWClassifier", "RWRegressor", "RKSClassifier", "RKSRegressor",
-                       "RFSGDClassifier")
+from .._base import check_sample_weight
+
+__all__ = ["weighted_rows"]
 
 
-def refuse_fit_params(est, fit_params: dict, why: str) -> None:
-    """Raise for keyword arguments ``fit`` does not take: ValueError naming ``why`` and the
-    estimators that take them for ``sample_weight``, TypeError for any other name."""
-    if "sample_weight" in fit_params:
-        raise ValueError(f"{type(est).__name__}.fit does not take sample_weight: {why}. Fit "
-                         f"without weights, or use an estimator whose fit takes them: "
-                         f"{', '.join(WEIGHTED_ESTIMATORS)} (every solver)")
-    if fit_params:
-        raise TypeError(f"{type(est).__name__}.fit got unexpected keyword argument(s) "
-                        f"{', '.join(sorted(fit_params))}")
+def _rows(a) -> int:
+    """Rows of any array-like: a list, a DataFrame or Series, or an object with only
+    ``__array__``."""
+    return len(a) if hasattr(a, "__len__") else len(np.asarray(a))
+
+
+def weighted_rows(X, y, sample_weight):
+    """``(X, y, w)``: the rows of weight above zero and their weights scaled to mean 1 (only
+    the ratios of the weights matter to the weighted objectives; mean 1 keeps weighted sums on
+    the scale of the unweighted ones). ``sample_weight=None`` gives ``(X, y, None)``. The
+    weights are checked by :func:`rwtool._base.check_sample_weight`; X and y keep their types
+    (a DataFrame stays one), so the estimator validates them as without weights.
+    """
+    if sample_weight is None:
+        return X, y, None
+    n = _rows(y)
+    w = check_sample_weight(sample_weight, n)
+    keep = w > 0
+    if not keep.all():
+        if _rows(X) != n:
+            raise ValueError(f"X has {_rows(X)} rows but y has {n}; pass one target per row")
+        X = X.iloc[keep] if hasattr(X, "iloc") else np.asarray(X)[keep]
+        y = y.iloc[keep] if hasattr(y, "iloc") else np.asarray(y)[keep]
+        w = w[keep]
+    return X, y, w * (len(w) / w.sum())

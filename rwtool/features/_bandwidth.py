@@ -26,17 +26,23 @@ __all__ = ["scale_sigma", "median_sigma", "knn_sigma"]
 _BLOCK_FLOATS = 2**20
 
 
-def scale_sigma(X) -> float:
+def scale_sigma(X, weights=None) -> float:
     """sqrt(d Var(X) / 2): the bandwidth of scikit-learn's gamma="scale" (gamma = 1 / (d Var X)).
 
-    Var is the variance of all entries of X together; on standardised inputs this is
-    sqrt(d' / 2) with d' the number of non-constant columns, the typical distance between two
-    rows divided by 2. Returns 0.0 for a constant X.
+    Var is the variance of all entries of X together (each row's entries weighted by
+    ``weights`` when given: a row of weight 2 counts as two copies of it); on standardised
+    inputs this is sqrt(d' / 2) with d' the number of non-constant columns, the typical
+    distance between two rows divided by 2. Returns 0.0 for a constant X.
     """
     X = np.asarray(X, dtype=float)
     if X.size == 0:
         return 0.0
-    return float(math.sqrt(X.shape[1] * float(X.var()) / 2.0))
+    if weights is None:
+        var = float(X.var())
+    else:
+        mean = float(weights @ X.mean(axis=1)) / float(weights.sum())
+        var = float(weights @ ((X - mean) ** 2).mean(axis=1)) / float(weights.sum())
+    return float(math.sqrt(X.shape[1] * var / 2.0))
 
 
 def median_sigma(X, n_rows: int = 1000, random_state=None) -> float:

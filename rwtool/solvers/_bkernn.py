@@ -9,6 +9,13 @@ Kernel Methods" (seed 001; spec methods/bkernn.md). The objective (eq. 10, squar
 solved by Algorithm 1: exact minimisation over (alpha, c) (Lemma 7), then one proximal gradient
 step on the particles W (Lemmas 8 and 9) with Beck's backtracking line search (Section 3.1.3).
 
+Row weights w (v = sqrt(w), S = sum w, V = diag(v)) replace the data term by
+(1/(2S)) sum_i w_i ||y_i - f(x_i)||^2. Lemma 7 then holds with K~_w = P_v V K V P_v,
+P_v = I - v v^T / S, Y~_w = P_v V Y, n -> S: beta = (K~_w + S lam I)^{-1} Y~_w,
+alpha = V beta (still summing to 0), G = (lam/2) mean_k Y~_w,k^T beta_k and the residual
+V (Y - f) = S lam beta; Lemma 8's gradient, -(lam/2) alpha^T dK alpha, is unchanged in
+alpha. A row of weight 0 gets alpha_i = 0: absent.
+
 Everything here is a pure function on arrays (no estimator state); ``rwtool.estimators._bkernn``
 wraps it in scikit-learn-style estimators. This module must not validate user input (the
 estimators do) and must not import scikit-learn.
@@ -25,7 +32,7 @@ from numba import njit, prange
 from scipy.linalg import LinAlgError
 
 from ._bkernn_cg import (BlockPreconditioner, SortedProjections, _threads_for, block_count,
-                         cg_ridge, lower_value, particle_slices)
+                         cg_ridge, lower_value, particle_slices, weighted_centring)
 from ..exceptions import FitCancelled, NumericalError, NumericalWarning
 from ..progress import make_progress
 from ._ridge import cholesky_solve
@@ -44,8 +51,9 @@ KERNEL_SOLVERS = ("auto", "dense", "cg")
 # ----------------------------------------------------------------------------- kernel (Lemma 7)
 
 @njit(cache=True, parallel=True, nogil=True)
-def _centred_distance_kernel(PT, shift, out):
-    """out <- Pi (-D/2) Pi + shift I with D_{ii'} = (1/m) sum_j |p_ji - p_ji'| (PT is m x n).
+def _centred_distance_kernel(PT, shift, v, out):
+    """out <- P_v V (-D/2) V P_v + shift I with D_{ii'} = (1/m) sum_j |p_ji - p_ji'| (PT is
+    m x n), V = diag(v), P_v = I - v v^T / (v^T v); v = 1 gives Pi (-D/2) Pi + shift I.
 
     The Brownian kernel k(a, b) = (|a| + |b| - |a - b|)/2 differs from -|a - b|/2 by terms of the
     form u_i + u_i', which the double centring removes: both give the same K~ (spec 2.1, 6.1).
@@ -70,67 +78,91 @@ def _centred_distance_kernel(PT, shift, out):
                 acc[k] += abs(a - p[k])
             j += 1
         for k in range(i, n):
-            v = scale * acc[k - i]
-            out[i, k] = v
-            out[k, i] = v
+            e = scale * acc[k - i] * v[i] * v[k]
+            out[i, k] = e
+            out[k, i] = e
     # The O(n^2) centring runs on one thread: a second and third parallel region would cost
-    # more in barriers than they save.
+    # more in barriers than they save. With v = 1 every product by v is exact: the plain
+    # double centring, bit for bit.
+    S = 0.0
+    for i in range(n):
+        S += v[i] * v[i]
     rowmean = np.empty(n)
     for i in range(n):
         s = 0.0
         for k in range(n):
-            s += out[i, k]
-        rowmean[i] = s / n
+            s += out[i, k] * v[k]
+        rowmean[i] = s / S
     mu = 0.0
     for i in range(n):
-        mu += rowmean[i]
-    mu /= n
+        mu += rowmean[i] * v[i]
+    mu /= S
     for i in range(n):
         ri = rowmean[i]
+        vi = v[i]
         for k in range(n):
-            out[i, k] += mu - ri - rowmean[k]
+            out[i, k] += mu * vi * v[k] - ri * v[k] - vi * rowmean[k]
         out[i, i] += shift
 
 
-def centred_kernel(PT: np.ndarray, shift: float = 0.0, out: np.ndarray | None = None):
-    """K~ + shift I, K~ = Pi K Pi for projections ``PT = W^T X^T`` (m x n, C-contiguous)."""
+def centred_kernel(PT: np.ndarray, shift: float = 0.0, out: np.ndarray | None = None,
+                   v: np.ndarray | None = None):
+    """K~ + shift I, K~ = Pi K Pi for projections ``PT = W^T X^T`` (m x n, C-contiguous);
+    with ``v`` (the square roots of the row weights) K~_w = P_v V K V P_v."""
     n = PT.shape[1]
     if out is None:
         out = np.empty((n, n))
     with _threads_for(0.5 * n * n * PT.shape[0]):
-        _centred_distance_kernel(PT, float(shift), out)
+        _centred_distance_kernel(PT, float(shift), np.ones(n) if v is None else v, out)
     return out
 
 
+def weighted_targets(Yc: np.ndarray, v: np.ndarray | None) -> np.ndarray:
+    """Y~_w = P_v V Yc, the right side of the weighted ridge step (Yc itself without weights:
+    it is centred already)."""
+    return Yc if v is None else weighted_centring(Yc * v[:, None], v)
+
+
 def ridge_step(PT: np.ndarray, Yc: np.ndarray, lam: float, buf: np.ndarray | None = None,
-               timings: dict | None = None):
+               timings: dict | None = None, v: np.ndarray | None = None):
     """Lemma 7: alpha = (K~ + n lam I)^{-1} Y~ and G(W) = (lam/2) mean_k Y~_k^T alpha_k.
 
     ``Yc`` is the centred target matrix (n x q). Several columns (one-vs-rest classes,
     multi-output regression) share the particles; G is the mean of the per-column values so that
-    ``lam`` keeps the balance of the single-output problem. Returns ``(alpha, G)``.
+    ``lam`` keeps the balance of the single-output problem. With ``v`` (the square roots of the
+    row weights; Yc centred with the weights) the weighted form of the module docstring:
+    beta = (K~_w + S lam I)^{-1} Y~_w, alpha = V beta. Returns ``(alpha, G)``.
     """
-    n = PT.shape[1]
+    S = PT.shape[1] if v is None else float(v @ v)
+    Yt = weighted_targets(Yc, v)
     t0 = time.perf_counter()
-    Kt = centred_kernel(PT, n * lam, buf)
+    Kt = centred_kernel(PT, S * lam, buf, v)
     t1 = time.perf_counter()
     # numpy's Cholesky releases the GIL (scipy's cho_factor holds it), so a GUI thread stays
     # responsive while a worker fits.
     try:
-        alpha = cholesky_solve(Kt, Yc)
+        beta = cholesky_solve(Kt, Yt)
     except LinAlgError:
-        alpha = _jittered_solve(PT, Yc, lam)
+        beta = _jittered_solve(PT, Yt, lam, v)
     if timings is not None:
         timings["kernel"] = timings.get("kernel", 0.0) + t1 - t0
         timings["solve"] = timings.get("solve", 0.0) + time.perf_counter() - t1
-    G = 0.5 * lam * float(np.sum(Yc * alpha)) / Yc.shape[1]
-    return alpha, G
+    G = 0.5 * lam * float(np.sum(Yt * beta)) / Yc.shape[1]
+    return (beta if v is None else beta * v[:, None]), G
 
 
-def _jittered_solve(PT, Yc, lam):
+def solver_coefficients(alpha: np.ndarray, v: np.ndarray | None) -> np.ndarray:
+    """beta = V^-1 alpha, the unknowns of the weighted system (0 on rows of weight 0, whose
+    alpha is 0); alpha itself without weights."""
+    if v is None:
+        return alpha
+    return np.divide(alpha, v[:, None], out=np.zeros_like(alpha), where=v[:, None] > 0)
+
+
+def _jittered_solve(PT, Yc, lam, v=None):
     """Fallback when K~ + n lam I is not numerically SPD (lam tiny against the kernel scale)."""
     n = PT.shape[1]
-    Kt = centred_kernel(PT, n * lam)
+    Kt = centred_kernel(PT, (n if v is None else float(v @ v)) * lam, None, v)
     scale = max(float(np.mean(np.abs(np.diag(Kt)))), np.finfo(float).tiny)
     for power in range(-12, -3):
         jitter = scale * 10.0 ** power
@@ -412,15 +444,16 @@ class _DenseSolver:
 
     kind = "dense"
 
-    def __init__(self, n, timings):
+    def __init__(self, n, timings, v=None):
         self.buf = np.empty((n, n))
         self.timings = timings
+        self.v = v                            # square roots of the row weights (or None)
         self.cg_iterations = 0
         self.skipped = 0                      # trials rejected without a solve (_evaluate)
         self.gave_up = 0
 
     def __call__(self, PT, Yc, lam, warm, tick, give_up_above=None):
-        alpha, G = ridge_step(PT, Yc, lam, self.buf, self.timings)
+        alpha, G = ridge_step(PT, Yc, lam, self.buf, self.timings, self.v)
         return alpha, G, None, 0.0
 
 
@@ -435,8 +468,9 @@ class _CGSolver:
 
     kind = "cg"
 
-    def __init__(self, n, timings, tol=CG_TOL, max_iter=2000, blocks="auto"):
+    def __init__(self, n, timings, tol=CG_TOL, max_iter=2000, blocks="auto", v=None):
         self.timings = timings
+        self.v = v                            # square roots of the row weights (or None)
         self.tol, self.max_iter = float(tol), int(max_iter)
         self.blocks = block_count(n) if blocks == "auto" else int(blocks)
         self.cg_iterations = 0
@@ -447,8 +481,11 @@ class _CGSolver:
         t0 = time.perf_counter()
         sp = SortedProjections(PT, tick)
         _add_time(self.timings, "sort", t0)
-        shift = PT.shape[1] * lam
+        v = self.v
+        S = PT.shape[1] if v is None else float(v @ v)
+        shift = S * lam
         q = Yc.shape[1]
+        Yt = weighted_targets(Yc, v)
         # a line-search trial only needs G to within the Beck test: once a CG iterate's lower
         # bound of G passes the test's threshold, the trial is rejected for certain (the exact
         # solve would reject it too) and its solve stops there
@@ -456,22 +493,24 @@ class _CGSolver:
         precond = None
         if self.blocks > 0:
             t0 = time.perf_counter()
-            precond = BlockPreconditioner(sp, shift, self.blocks, tick)
+            precond = BlockPreconditioner(sp, shift, self.blocks, tick, v=v)
             _add_time(self.timings, "preconditioner", t0)
         t0 = time.perf_counter()
-        alpha, R, its = cg_ridge(sp, Yc, shift, warm, self.tol, self.max_iter, precond, tick,
-                                 give_up_above=limit)
+        beta, R, its = cg_ridge(sp, Yt, shift, None if warm is None else
+                                solver_coefficients(warm, v), self.tol, self.max_iter, precond,
+                                tick, give_up_above=limit, v=v)
         _add_time(self.timings, "solve", t0)
         self.cg_iterations += its
         # G = -lam min_a phi(a), phi(a) = a^T M a / 2 - Y~^T a; at the CG iterate a, with
         # r = Y~ - M a, -lam phi(a) = (lam/2)(Y~^T a + a^T r): an error quadratic in a - alpha
-        value = lower_value(Yc, alpha, R)
+        value = lower_value(Yt, beta, R)
         if limit is not None and value > limit:
             self.gave_up += 1
         G = lam * value / q
-        # ... and G lies in [G, G + slack], slack = ||R||^2 / (2 n q) (the bound of the
-        # docstring with lambda_min(K~ + n lam I) >= n lam)
-        slack = float(np.sum(R * R)) / (2.0 * R.shape[0] * R.shape[1])
+        # ... and G lies in [G, G + slack], slack = ||R||^2 / (2 S q) (the bound of the
+        # docstring with lambda_min(K~ + S lam I) >= S lam; S = n without weights)
+        slack = float(np.sum(R * R)) / (2.0 * S * R.shape[1])
+        alpha = beta if v is None else beta * v[:, None]
         return alpha, G, sp.order, slack
 
 
@@ -506,8 +545,12 @@ def choose_kernel_solver(kernel_solver: str, n: int) -> str:
 def fit_particles(X, Yc, W0, lam, penalty, s=1.0, step_size=500.0, max_iter=20,
                   backtracking=True, max_backtrack=8, beta_up=1.5, beta_down=0.5,
                   callback=None, timings=None, gradient=None, kernel_solver="auto",
-                  cg_tol=CG_TOL, cg_max_iter=2000, precond_blocks="auto"):
+                  cg_tol=CG_TOL, cg_max_iter=2000, precond_blocks="auto", sample_weight=None):
     """Algorithm 1 of seed 001 (square loss), from particles ``W0`` (d x m).
+
+    ``sample_weight`` (n weights >= 0, or None; ``Yc`` then centred with them) fits the
+    weighted objective of the module docstring on both kernel solvers; everything below holds
+    with n read as S = sum w.
 
     Each iteration: gradient of G at the current W (Lemma 8); gamma <- beta_up gamma; trial
     W+ = prox_{lam gamma Omega}(W - gamma dG/dW), accepted when Beck's condition
@@ -543,10 +586,12 @@ def fit_particles(X, Yc, W0, lam, penalty, s=1.0, step_size=500.0, max_iter=20,
     """
     progress = make_progress(callback)
     n = X.shape[0]
+    v = None if sample_weight is None else np.sqrt(np.asarray(sample_weight, dtype=np.float64))
+    S = n if v is None else float(v @ v)
     XT = np.ascontiguousarray(X.T)
     kind = choose_kernel_solver(kernel_solver, n)
-    solver = (_DenseSolver(n, timings) if kind == "dense" else
-              _CGSolver(n, timings, cg_tol, cg_max_iter, precond_blocks))
+    solver = (_DenseSolver(n, timings, v) if kind == "dense" else
+              _CGSolver(n, timings, cg_tol, cg_max_iter, precond_blocks, v))
     gamma = float(step_size)
     q = Yc.shape[1]
     hist = {k: [] for k in ("objective", "G", "penalty", "train_loss", "step_size",
@@ -556,8 +601,9 @@ def fit_particles(X, Yc, W0, lam, penalty, s=1.0, step_size=500.0, max_iter=20,
     def record(nb, accepted):
         cur = state["cur"]
         pen = lam * penalty_value(cur.W, penalty, s)
-        # Residual Y - f = -n lam alpha at the closed-form (alpha, c) (Lemma 7).
-        loss = 0.5 * float(np.sum((n * lam * cur.alpha) ** 2)) / (n * q)
+        # Residual Y - f = -n lam alpha at the closed-form (alpha, c) (Lemma 7); with weights
+        # V (Y - f) = -S lam beta, so (1/2) sum w r^2 / S = (1/2) ||S lam beta||^2 / S
+        loss = 0.5 * float(np.sum((S * lam * solver_coefficients(cur.alpha, v)) ** 2)) / (S * q)
         for key, val in (("objective", cur.G + pen), ("G", cur.G), ("penalty", pen),
                          ("train_loss", loss), ("step_size", gamma), ("n_backtracks", nb),
                          ("accepted", accepted)):

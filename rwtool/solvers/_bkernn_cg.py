@@ -13,6 +13,10 @@ preconditioned by a coarse version of the same kernel: K~ is exactly a weighted 
 step functions of the sorted projections, and keeping one step per block of B equal-count blocks
 per particle gives a rank m (B - 1) matrix inverted by Woodbury (:class:`BlockPreconditioner`).
 
+With row weights w (v = sqrt(w), S = sum w) the system is (K~_w + S lam I) beta = Y~_w with
+K~_w = P_v V (-D/2) V P_v, V = diag(v), P_v = I - v v^T / S the projection that replaces the
+centring Pi (Pi itself when w = 1): every product and the preconditioner take ``v``.
+
 Used by :mod:`rwtool.solvers._bkernn` above a measured size; this module must not validate user
 input, hold estimator state or build n x n arrays.
 """
@@ -30,7 +34,8 @@ from scipy.linalg import cho_solve
 
 from ..exceptions import NumericalWarning
 
-__all__ = ["SortedProjections", "kernel_product", "cg_ridge", "lower_value", "BlockPreconditioner"]
+__all__ = ["SortedProjections", "kernel_product", "cg_ridge", "lower_value", "BlockPreconditioner",
+           "weighted_centring"]
 
 #: element operations below which the parallel kernels run on the calling thread only: waking a
 #: thread team costs more than the work, and on a loaded machine the spinning team also slows the
@@ -143,9 +148,18 @@ def particle_slices(m: int, work_per_particle: float, multiple: int = 1, tick=No
             tick(0)
 
 
+def weighted_centring(U: np.ndarray, v: np.ndarray | None) -> np.ndarray:
+    """P_v U = U - v (v^T U) / (v^T v), the centring of weighted rows (v = sqrt of the
+    weights); the plain centring U - mean(U) when ``v`` is None."""
+    if v is None:
+        return U - U.mean(axis=0)
+    return U - np.outer(v, (v @ U) / (v @ v))
+
+
 def kernel_product(sp: SortedProjections, U: np.ndarray, shift: float = 0.0,
-                   acc: np.ndarray | None = None, tick=None) -> np.ndarray:
+                   acc: np.ndarray | None = None, tick=None, v=None) -> np.ndarray:
     """(K~ + shift I) U for K~ = Pi (-D/2) Pi, U of shape (n, q): O(m n q), no n x n matrix.
+    With ``v`` (the square roots of the row weights): K~_w = P_v V (-D/2) V P_v.
 
     Runs in slices of particles with ``tick(0)`` after each (progress and cancellation); the
     slices and the accumulator groups are fixed by the shapes, so the result does not depend on
@@ -158,7 +172,9 @@ def kernel_product(sp: SortedProjections, U: np.ndarray, shift: float = 0.0,
     if acc is None or acc.shape != (G, n, q):
         acc = np.empty((G, n, q))
     acc[:] = 0.0
-    Uc = U - U.mean(axis=0)
+    Uc = weighted_centring(U, v)
+    if v is not None:
+        Uc *= v[:, None]
     with _threads_for(m * n * q):
         for a, b in particle_slices(m, n * q, G, tick):
             _distance_products(sp.order[a:b], sp.values[a:b], Uc, acc)
@@ -166,7 +182,10 @@ def kernel_product(sp: SortedProjections, U: np.ndarray, shift: float = 0.0,
     for g in range(1, acc.shape[0]):
         R += acc[g]
     R *= -0.5 / m
-    R -= R.mean(axis=0)
+    if v is None:
+        R -= R.mean(axis=0)
+    else:
+        R = weighted_centring(R * v[:, None], v)
     if shift:
         R += shift * U
     return R
@@ -186,30 +205,32 @@ def _bin_index(order, starts, beta):
 
 
 @njit(cache=True, parallel=True, nogil=True)
-def _step_gram(beta, starts, scale, tail, j0, j1, C):
+def _step_gram(beta, above, total, w, scale, tail, j0, j1, C):
     """Rows j0 <= j < j1 of the step features' Gram matrix, and their mirror:
 
-    C[(j, b), (j', b')] = scale_jb scale_j'b' (N_jj'bb' - n tail_jb tail_j'b'),
-    N_jj'bb' = #{i : beta_j(i) > b, beta_j'(i) > b'} (j' >= j), from the pairwise block counts
-    of the rows (O(n) per pair of particles).
+    C[(j, b), (j', b')] = scale_jb scale_j'b' (N_jj'bb' - S tail_jb tail_j'b'),
+    N_jj'bb' = sum of w_i over {i : beta_j(i) > b, beta_j'(i) > b'} (j' >= j), from the
+    pairwise block sums of the row weights (O(n) per pair of particles); ``above[j, b]`` is
+    the weight of the rows in blocks >= b of particle j, S = ``total``. ``w`` is an integer
+    array of ones without weights (the sums are then counts, as exact and faster).
     """
     m, n = beta.shape
-    B = starts.shape[1]
+    B = above.shape[1]
     K = B - 1
     for j in prange(j0, j1):
-        h = np.empty((B, B), dtype=np.int64)
+        h = np.empty((B, B), dtype=w.dtype)
         bj = beta[j]
         for b in range(K):
             for bb in range(K):
                 # one particle: both steps hold on the rows of the later one
-                cnt = n - starts[j, max(b, bb) + 1]
+                cnt = above[j, max(b, bb) + 1]
                 C[j * K + b, j * K + bb] = (scale[j, b] * scale[j, bb]
-                                            * (cnt - n * tail[j, b] * tail[j, bb]))
+                                            * (cnt - total * tail[j, b] * tail[j, bb]))
         for jj in range(j + 1, m):
             h[:, :] = 0
             bjj = beta[jj]
             for i in range(n):
-                h[bj[i], bjj[i]] += 1
+                h[bj[i], bjj[i]] += w[i]
             for c in range(B - 2, -1, -1):          # suffix sums over both block indices
                 for cc in range(B):
                     h[c, cc] += h[c + 1, cc]
@@ -219,7 +240,7 @@ def _step_gram(beta, starts, scale, tail, j0, j1, C):
             for b in range(K):
                 for bb in range(K):
                     v = scale[j, b] * scale[jj, bb] * (h[b + 1, bb + 1]
-                                                       - n * tail[j, b] * tail[jj, bb])
+                                                       - total * tail[j, b] * tail[jj, bb])
                     C[j * K + b, jj * K + bb] = v
                     C[jj * K + bb, j * K + b] = v
 
@@ -331,13 +352,16 @@ class BlockPreconditioner:
     keeps the dropped part small in the sparse tails too. Woodbury applies P^{-1} in
     O(m n q + (m B)^2 q); building it costs O(m^2 n + (m B)^3), in slices with a ``tick(0)``
     between them, and uses no random numbers.
+
+    With row weights (``v``, their square roots) the features are V P_v-centred steps: the
+    same blocks, the step means and the Gram matrix weighted, P^{-1} for K~_w + s I.
     """
 
     def __init__(self, sp: SortedProjections, shift: float, blocks: int = 16, tick=None,
-                 spacing: str = "energy"):
+                 spacing: str = "energy", v=None):
         m, n = sp.shape
         B = int(max(2, min(blocks, n)))
-        self.B, self.shift, self.n = B, float(shift), n
+        self.B, self.shift, self.n, self.v = B, float(shift), n, v
         v = sp.values
         starts = block_starts(v, B, spacing)                 # (m, B) first rank of each block
         if tick is not None:
@@ -353,7 +377,15 @@ class BlockPreconditioner:
         G = np.maximum(np.take_along_axis(v, mids[:, 1:], axis=1)
                        - np.take_along_axis(v, mids[:, :-1], axis=1), 0.0)   # (m, B - 1)
         self.scale = np.sqrt(G / m)                          # feature weights sqrt(G_jb / m)
-        self.tail = (n - starts[:, 1:]) / n                  # mean of the step 1{block >= b}
+        if self.v is None:
+            w, total, above = np.ones(n, dtype=np.int64), float(n), (n - starts).astype(float)
+        else:
+            w = self.v * self.v
+            total = float(w.sum())
+            per_block = np.empty((m, B, 1))
+            _bin_sums(self.beta, B, w[:, None], per_block)
+            above = per_block[:, ::-1, 0].cumsum(axis=1)[:, ::-1]
+        self.tail = above[:, 1:] / total                     # (weighted) mean of 1{block >= b}
         if tick is not None:
             tick(0)
         M = m * (B - 1)
@@ -361,7 +393,7 @@ class BlockPreconditioner:
         with _threads_for(m * m * n / 2):
             # a count increment costs about a sixteenth of a product element (measured)
             for j0, j1 in particle_slices(m, (m - 1) * n / 16, tick=tick):
-                _step_gram(self.beta, starts, self.scale, self.tail, j0, j1, C)
+                _step_gram(self.beta, above, total, w, self.scale, self.tail, j0, j1, C)
         C[np.diag_indices(M)] += self.shift
         L = np.linalg.cholesky(C)
         del C
@@ -371,6 +403,8 @@ class BlockPreconditioner:
 
     def _Ft(self, V):
         m = self.beta.shape[0]
+        if self.v is not None:
+            V = V * self.v[:, None]
         S = np.empty((m, self.B, V.shape[1]))
         with _threads_for(V.size * m):
             _bin_sums(self.beta, self.B, np.ascontiguousarray(V), S)
@@ -385,7 +419,8 @@ class BlockPreconditioner:
         A[:, 1:] = a.cumsum(axis=1)
         out = np.empty((self.n, q))
         _bin_gather(self.beta, A, out)
-        return out - np.einsum("jbk,jb->k", a, self.tail)
+        out -= np.einsum("jbk,jb->k", a, self.tail)
+        return out if self.v is None else out * self.v[:, None]
 
     def apply(self, R: np.ndarray) -> np.ndarray:
         W = cho_solve((self.L, True), self._Ft(R), check_finite=False)
@@ -394,8 +429,9 @@ class BlockPreconditioner:
 
 def cg_ridge(sp: SortedProjections, Yc: np.ndarray, shift: float, x0: np.ndarray | None = None,
              tol: float = 1e-8, max_iter: int = 2000, precond: BlockPreconditioner | None = None,
-             tick=None, give_up_above: float | None = None):
-    """Solve (K~ + shift I) A = Yc column by column with (preconditioned) conjugate gradients.
+             tick=None, give_up_above: float | None = None, v=None):
+    """Solve (K~ + shift I) A = Yc column by column with (preconditioned) conjugate gradients
+    (K~_w with the square roots ``v`` of the row weights; Yc then in the range of P_v).
 
     Stops each column when ||r_k|| <= tol ||Yc_k||; ``x0`` is the warm start, ``tick(it)`` is called after every iteration (progress and cancellation).
     Returns ``(A, R, n_iter)`` with R the true residual Yc - (K~ + shift I) A of the returned A.
@@ -414,9 +450,8 @@ def cg_ridge(sp: SortedProjections, Yc: np.ndarray, shift: float, x0: np.ndarray
         A = np.zeros((n, q))
         R = np.array(Yc, dtype=np.float64)
     else:
-        A = np.array(x0, dtype=np.float64)
-        A -= A.mean(axis=0)
-        R = Yc - kernel_product(sp, A, shift, acc, tick)
+        A = weighted_centring(np.array(x0, dtype=np.float64), v)
+        R = Yc - kernel_product(sp, A, shift, acc, tick, v)
         if tick is not None:
             tick(0)
     goal = tol * np.linalg.norm(Yc, axis=0)
@@ -436,7 +471,7 @@ def cg_ridge(sp: SortedProjections, Yc: np.ndarray, shift: float, x0: np.ndarray
         rz = np.einsum("ij,ij->j", R, Z)
         while it < max_iter:
             it += 1
-            AP = kernel_product(sp, Pd, shift, acc, tick)
+            AP = kernel_product(sp, Pd, shift, acc, tick, v)
             pAp = np.einsum("ij,ij->j", Pd, AP)
             step = np.where(active, rz / np.where(pAp > 0, pAp, 1.0), 0.0)
             A += step * Pd
@@ -457,7 +492,7 @@ def cg_ridge(sp: SortedProjections, Yc: np.ndarray, shift: float, x0: np.ndarray
             rz = rz_new
         # the recursive residual drifts from the true one over many iterations: recompute it
         # (and go on if giving up is not confirmed by the true one)
-        R = Yc - kernel_product(sp, A, shift, acc, tick)
+        R = Yc - kernel_product(sp, A, shift, acc, tick, v)
         if tick is not None:
             tick(it)
         if not gave_up or certain():

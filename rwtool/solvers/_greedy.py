@@ -10,10 +10,14 @@
 
 Every method is fitted by the same learner, ``glm_fit``, minimising
 
-    J(theta, b) = (1/N) sum_n L(theta^T psi(x_n) + b, y_n) + (lam/2) ||theta||^2
+    J(theta, b) = (1/N) sum_n w_n L(theta^T psi(x_n) + b, y_n) + (lam/2) ||theta||^2,
+    N = sum_n w_n
 
 with L(f, y) = (f - y)^2 / 2 (squared) or log(1 + exp(-y f)) (logistic, y in {-1, +1}), so
 ``lam`` means the same model for all of them (spec methods/greedy-mkl.md section 6, point 5).
+The row weights w_n (``weights``; None: 1 each) enter every sum over rows -- the risk, its
+gradient over the candidates, the normal equations and the Newton steps -- so a row of integer
+weight c counts as c copies of it and one of weight 0 not at all.
 The paper writes (y - f)^2 and does not say lam or lam/2: the squared-loss gradient here is half
 the paper's, which leaves every argmax unchanged. The intercept b is optional and unpenalised.
 
@@ -34,7 +38,7 @@ from ..losses import LogisticLoss
 from ..progress import make_progress
 from ._ridge import solve_normal_equations
 
-__all__ = ["glm_fit", "glm_objective", "loss_derivative", "mfga", "DictionaryView",
+__all__ = ["glm_fit", "glm_objective", "row_mean", "train_error", "loss_derivative", "mfga", "DictionaryView",
            "DenseDictionary", "project_simplex", "lkrf_weights", "lkrf_select",
            "eerf_scores", "feature_alignment"]
 
@@ -49,13 +53,38 @@ def loss_derivative(F: np.ndarray, Y: np.ndarray, loss: str) -> np.ndarray:
     return F - Y if loss == "squared" else _LOGISTIC.derivative(F, Y)
 
 
-def glm_objective(F: np.ndarray, Y: np.ndarray, coef: np.ndarray, loss: str, lam: float) -> float:
-    """J = (1/N) sum L(f_n, y_n) + (lam/2) ||theta||^2, summed over the outputs."""
-    data = 0.5 * np.sum((F - Y) ** 2) if loss == "squared" else np.sum(_LOGISTIC.value(F, Y))
-    return float(data / F.shape[0] + 0.5 * lam * np.sum(coef * coef))
+def row_mean(V: np.ndarray, weights=None) -> float:
+    """sum_n w_n V_n / sum_n w_n over the rows of ``V`` (summed over its columns); the plain
+    mean of the rows without weights."""
+    V = V.reshape(len(V), -1).sum(axis=1)
+    return float(np.mean(V) if weights is None else (weights @ V) / weights.sum())
+
+
+def train_error(F: np.ndarray, Y: np.ndarray, loss: str, weights=None) -> float:
+    """The (weighted) mean over rows and outputs of the 0-1 error of the signs (logistic) or
+    of the squared error (squared)."""
+    err = (F > 0) != (Y > 0) if loss == "logistic" else (F - Y) ** 2
+    return row_mean(err / Y.shape[1], weights)
+
+
+def glm_objective(F: np.ndarray, Y: np.ndarray, coef: np.ndarray, loss: str, lam: float,
+                  weights=None) -> float:
+    """J = (1/N) sum w_n L(f_n, y_n) + (lam/2) ||theta||^2, summed over the outputs."""
+    L = 0.5 * (F - Y) ** 2 if loss == "squared" else _LOGISTIC.value(F, Y)
+    return row_mean(L, weights) + float(0.5 * lam * np.sum(coef * coef))
 
 
 # ----------------------------------------------------------------------------- the learner
+
+def _weighted(V: np.ndarray, weights) -> np.ndarray:
+    """The rows of V times their weights (V itself without weights)."""
+    return V if weights is None else V * weights[:, None]
+
+
+def _total(V: np.ndarray, weights) -> float:
+    """N of the risk: the weight sum, or the rows."""
+    return V.shape[0] if weights is None else float(weights.sum())
+
 
 def _ridge_from_gram(AtA, AtY, col_sum, y_sum, N, lam, fit_intercept):
     """(A_c^T A_c / N + lam I) theta = A_c^T Y_c / N with centring when there is an intercept."""
@@ -68,20 +97,29 @@ def _ridge_from_gram(AtA, AtY, col_sum, y_sum, N, lam, fit_intercept):
     return coef, intercept, info
 
 
-def _newton_logistic(A, y, lam, fit_intercept, w0, b0, tol, max_iter, gtol=1e-11):
+def _newton_logistic(A, y, lam, fit_intercept, w0, b0, tol, max_iter, gtol=1e-11, rw=None):
     """Damped Newton on J(w, b) for one +/-1 target; returns (w, b, iterations, converged).
 
     Stops when max |gradient| <= gtol or the Newton decrement is below tol |J|. The Hessian
-    A^T diag(D) A / N + lam I is one BLAS rank-k update (dsyrk) per iteration; the predictions
-    are carried through the line search so A w is never recomputed.
+    A^T diag(rw D) A / N + lam I is one BLAS rank-k update (dsyrk) per iteration; the
+    predictions are carried through the line search so A w is never recomputed. ``rw``: the
+    row weights (None: 1 each), N their sum.
     """
-    N, p = A.shape
+    p = A.shape[1]
+    N = A.shape[0] if rw is None else float(rw.sum())
     w, b = w0.copy(), float(b0)
     q = p + (1 if fit_intercept else 0)
     f = A @ w + b
-    J = np.sum(_LOGISTIC.value(f, y)) / N + 0.5 * lam * (w @ w)
+
+    def risk(f):
+        L = _LOGISTIC.value(f, y)
+        return (np.sum(L) if rw is None else rw @ L) / N
+
+    J = risk(f) + 0.5 * lam * (w @ w)
     for it in range(1, max_iter + 1):
         r = _LOGISTIC.derivative(f, y)              # dL/df
+        if rw is not None:
+            r = r * rw
         grad = np.empty(q)
         grad[:p] = A.T @ r / N + lam * w
         if fit_intercept:
@@ -90,6 +128,8 @@ def _newton_logistic(A, y, lam, fit_intercept, w0, b0, tol, max_iter, gtol=1e-11
         if q == 0 or np.max(np.abs(grad)) <= gtol:
             return w, b, it, True
         D = _LOGISTIC.second_derivative(f, y)
+        if rw is not None:
+            D = D * rw
         AD = np.asfortranarray(A * np.sqrt(D / N)[:, None])
         H = np.empty((q, q))
         if p:
@@ -111,7 +151,7 @@ def _newton_logistic(A, y, lam, fit_intercept, w0, b0, tol, max_iter, gtol=1e-11
         while True:                                 # Armijo backtracking
             w_new = w + t * step[:p]
             f_new = f + t * df
-            J_new = np.sum(_LOGISTIC.value(f_new, y)) / N + 0.5 * lam * (w_new @ w_new)
+            J_new = risk(f_new) + 0.5 * lam * (w_new @ w_new)
             if J_new <= J - 0.25 * t * dec or t < 1e-10:
                 break
             t *= 0.5
@@ -122,26 +162,28 @@ def _newton_logistic(A, y, lam, fit_intercept, w0, b0, tol, max_iter, gtol=1e-11
 
 
 def glm_fit(A: np.ndarray, Y: np.ndarray, loss: str, lam: float, fit_intercept: bool = False,
-            coef0=None, intercept0=None, tol: float = 1e-12, max_iter: int = 100):
-    """argmin_{theta, b} (1/N) sum L(A theta + b, Y) + (lam/2) ||theta||^2, per output column.
+            coef0=None, intercept0=None, tol: float = 1e-12, max_iter: int = 100, weights=None):
+    """argmin_{theta, b} (1/N) sum w_n L(A theta + b, Y) + (lam/2) ||theta||^2, per output
+    column (``weights`` w, None: 1 each; N = sum w).
 
     Squared loss: the normal equations by Cholesky (rwtool.solvers._ridge). Logistic: damped
     Newton from (coef0, intercept0), stopped when the gradient vanishes (1e-11) or the Newton
     decrement is below tol |J|.
     Returns ``(coef (p, K), intercept (K,), info)``.
     """
-    N, p = A.shape
+    p = A.shape[1]
     K = Y.shape[1]
     if loss == "squared":
-        coef, intercept, info = _ridge_from_gram(A.T @ A, A.T @ Y, A.sum(0), Y.sum(0), N, lam,
-                                                 fit_intercept)
+        Aw, Yw, N = _weighted(A, weights), _weighted(Y, weights), _total(A, weights)
+        coef, intercept, info = _ridge_from_gram(A.T @ Aw, Aw.T @ Y, Aw.sum(0), Yw.sum(0), N,
+                                                 lam, fit_intercept)
         return coef, intercept, {"newton_iter": 0, "converged": True, "jitter": info["jitter"]}
     coef = np.zeros((p, K)) if coef0 is None else np.array(coef0, dtype=float)
     intercept = np.zeros(K) if intercept0 is None else np.array(intercept0, dtype=float)
     iters, ok = 0, True
     for k in range(K):
         w, b, it, conv = _newton_logistic(A, Y[:, k], lam, fit_intercept, coef[:, k],
-                                          intercept[k], tol, max_iter)
+                                          intercept[k], tol, max_iter, rw=weights)
         coef[:, k], intercept[k] = w, b
         iters, ok = max(iters, it), ok and conv
     return coef, intercept, {"newton_iter": iters, "converged": ok, "jitter": 0.0}
@@ -191,11 +233,12 @@ class DenseDictionary:
 
 def mfga(dictionary, Y: np.ndarray, loss: str, lam: float, n_select: int,
          per_step: int = 1, tol: float = 0.0, normalize: bool = False,
-         fit_intercept: bool = False, newton_tol: float = 1e-12, progress=None, evaluate=None):
+         fit_intercept: bool = False, newton_tol: float = 1e-12, progress=None, evaluate=None,
+         weights=None):
     """Multi Feature Greedy Approximation (seed 004 Algorithm 1; OMP for the squared loss).
 
     At each step the gradient of the empirical risk over all M0 candidates is
-    g = (1/N) Psi^T L'(f, y) (one ``correlate`` call: O(N d^2) for Taylor order <= 2 by the Gram
+    g = (1/N) Psi^T (w .* L'(f, y)) (row weights w, None: 1 each, N = sum w; one ``correlate`` call: O(N d^2) for Taylor order <= 2 by the Gram
     trick, never the N x M0 matrix); the ``per_step`` inactive candidates with the largest |g_j|
     (lowest index on ties; with several outputs, the l2 norm of the row g_j, i.e. simultaneous
     selection) join the active set, and the regularised model is refitted on the whole active
@@ -212,18 +255,21 @@ def mfga(dictionary, Y: np.ndarray, loss: str, lam: float, n_select: int,
     """
     progress = make_progress(progress)
     Y = np.ascontiguousarray(Y, dtype=np.float64)
-    N, K = Y.shape
+    n, K = Y.shape
+    N = _total(Y, weights)
+    Yw = _weighted(Y, weights)
     M0 = dictionary.n_columns
     M = int(min(n_select, M0))
-    A = np.empty((N, M), order="F")
+    A = np.empty((n, M), order="F")
     norms = np.sqrt(np.maximum(dictionary.sq_norms(), 1e-300)) if normalize else None
     active = np.zeros(M0, dtype=bool)
     support: list[int] = []
     coef = np.zeros((0, K))
     intercept = np.zeros(K)
     if fit_intercept:
-        _, intercept, _ = glm_fit(np.zeros((N, 0)), Y, loss, lam, True, tol=newton_tol)
-    F = np.broadcast_to(intercept, (N, K)).copy()
+        _, intercept, _ = glm_fit(np.zeros((n, 0)), Y, loss, lam, True, tol=newton_tol,
+                                  weights=weights)
+    F = np.broadcast_to(intercept, (n, K)).copy()
     # Gram of the active columns, kept incrementally for the squared loss (O(N t s) per step).
     AtA = np.zeros((M, M))
     AtY = np.zeros((M, K))
@@ -232,9 +278,9 @@ def mfga(dictionary, Y: np.ndarray, loss: str, lam: float, n_select: int,
 
     def record(max_grad):
         path["n_features"].append(len(support))
-        path["objective"].append(glm_objective(F, Y, coef, loss, lam))
-        err = (np.mean((F > 0) != (Y > 0)) if loss == "logistic" else float(np.mean((F - Y) ** 2)))
-        path["train_error"].append(float(err))
+        path["objective"].append(glm_objective(F, Y, coef, loss, lam, weights))
+        err = train_error(F, Y, loss, weights)
+        path["train_error"].append(err)
         path["max_gradient"].append(float(max_grad))
         extra = evaluate(np.array(support), coef, intercept) if evaluate is not None else {}
         for key, v in extra.items():
@@ -246,7 +292,7 @@ def mfga(dictionary, Y: np.ndarray, loss: str, lam: float, n_select: int,
     stopped = "n_features"
     try:
         while len(support) < M:
-            G = dictionary.correlate(loss_derivative(F, Y, loss)) / N
+            G = dictionary.correlate(_weighted(loss_derivative(F, Y, loss), weights)) / N
             G = G[:, None] if G.ndim == 1 else G
             if not np.isfinite(G).all():
                 raise NumericalError(
@@ -267,24 +313,25 @@ def mfga(dictionary, Y: np.ndarray, loss: str, lam: float, n_select: int,
             new = np.argsort(-score, kind="stable")[:s] if s > 1 else np.array([np.argmax(score)])
             new = new[np.isfinite(score[new])]
             t = len(support)
-            B = dictionary.columns(new, np.empty((N, len(new))))
+            B = dictionary.columns(new, np.empty((n, len(new))))
             A[:, t:t + len(new)] = B
             support.extend(int(j) for j in new)
             active[new] = True
             t_new = len(support)
             if loss == "squared":
-                AtA[:t, t:t_new] = A[:, :t].T @ B
+                Bw = _weighted(B, weights)
+                AtA[:t, t:t_new] = A[:, :t].T @ Bw
                 AtA[t:t_new, :t] = AtA[:t, t:t_new].T
-                AtA[t:t_new, t:t_new] = B.T @ B
-                AtY[t:t_new] = B.T @ Y
-                col_sum[t:t_new] = B.sum(0)
+                AtA[t:t_new, t:t_new] = B.T @ Bw
+                AtY[t:t_new] = Bw.T @ Y
+                col_sum[t:t_new] = Bw.sum(0)
                 coef, intercept, _ = _ridge_from_gram(AtA[:t_new, :t_new], AtY[:t_new],
-                                                      col_sum[:t_new], Y.sum(0), N, lam,
+                                                      col_sum[:t_new], Yw.sum(0), N, lam,
                                                       fit_intercept)
             else:
                 coef0 = np.vstack([coef, np.zeros((len(new), K))])
                 coef, intercept, _ = glm_fit(A[:, :t_new], Y, loss, lam, fit_intercept, coef0,
-                                             intercept, tol=newton_tol)
+                                             intercept, tol=newton_tol, weights=weights)
             F = A[:, :t_new] @ coef + intercept
             if not (np.isfinite(F).all() and np.isfinite(coef).all()):
                 raise NumericalError(
@@ -385,7 +432,8 @@ def feature_alignment(feature_map, X: np.ndarray, Y: np.ndarray, block_size: int
     return out
 
 
-def eerf_scores(alignment: np.ndarray, N: int) -> np.ndarray:
-    """EERF score |(1/N) sum_n y_n phi(x_n, omega_m)| (l2 over outputs) from Phi^T Y."""
+def eerf_scores(alignment: np.ndarray, N: float) -> np.ndarray:
+    """EERF score |(1/N) sum_n y_n phi(x_n, omega_m)| (l2 over outputs) from Phi^T Y (with row
+    weights: Phi^T (w .* Y) and N = sum w)."""
     a = alignment / N
     return np.abs(a[:, 0]) if a.shape[1] == 1 else np.sqrt(np.einsum("ij,ij->i", a, a))

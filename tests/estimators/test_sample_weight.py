@@ -1,6 +1,6 @@
 """fit(X, y, sample_weight=...): the weighted objective, against a dense numpy solve, repeated
 rows, scikit-learn's equivalence check and metadata routing; the stochastic solvers' weighted
-draws; partial_fit and Dask; the estimators that refuse weights."""
+draws; partial_fit and Dask (BKerNN and GreedyMK: test_sample_weight_kernels.py)."""
 
 import warnings
 
@@ -174,17 +174,6 @@ def test_bad_weights_are_named(data):
         est.fit(X, y, sample_weight=-np.ones(len(y)))
     with pytest.raises(ValueError, match="non-zero weight"):
         est.fit(X, y, sample_weight=np.zeros(len(y)))
-
-
-@pytest.mark.parametrize("cls", [rw.BKerNNRegressor, rw.GreedyMKRegressor])
-def test_the_estimators_without_weights_say_which_have_them(cls, data):
-    X, y, w = data
-    with pytest.raises(ValueError, match="does not take sample_weight.*RWRegressor"):
-        cls().fit(X, y, sample_weight=w)
-    with pytest.raises(TypeError, match="unexpected keyword"):
-        cls().fit(X, y, sample_wieght=w)
-    with pytest.raises(TypeError, match="takes no metadata 'sample_weight'"):
-        cls().set_fit_request(sample_weight=True)
 
 
 def test_grid_search_routes_the_weights(data):

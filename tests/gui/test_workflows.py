@@ -106,8 +106,14 @@ def test_weighted_least_squares_equals_repeated_rows():
         np.testing.assert_allclose(a.coef_, b.coef_, rtol=1e-9, atol=1e-12)
     from gui.panels.evaluation_panel import weights_supported
     assert weights_supported(RWRegressor(solver="osd", reg=1e-3)) == ""
-    from rwtool import BKerNNRegressor
-    assert "does not take class weights" in weights_supported(BKerNNRegressor())
+    from rwtool import BKerNNRegressor, GreedyMKClassifier
+    assert weights_supported(BKerNNRegressor()) == ""
+    assert weights_supported(GreedyMKClassifier()) == ""
+
+    class NoWeights:
+        def fit(self, X, y):
+            return self
+    assert "does not take class weights" in weights_supported(NoWeights())
 
 
 @pytest.mark.slow
@@ -128,11 +134,17 @@ def test_balanced_class_weights_in_the_app(qtbot, window, tmp_path):
     np.testing.assert_allclose(run.result["estimator"].coef_, ref.coef_)
     ns = run_snippet(window.snippet(run), tmp_path)
     np.testing.assert_allclose(ns["model"].coef_, ref.coef_)
-    # every RW solver takes weights; a method without them: the form says so, the box is off
+    # every RW solver takes weights, and so do GreedyMK and BKerNN (their weighted objectives)
     choose(window, "rw", solver="osd")
     assert ep.balance.isEnabled()
-    choose(window, "bkernn")
-    assert not ep.balance.isEnabled() and "weights" in ep.weight_note.text()
+    choose(window, "greedy")
+    assert ep.balance.isEnabled()
+    choose(window, "bkernn", n_particles=5, max_iter=2)
+    assert ep.balance.isEnabled() and ep.balance.isChecked()
+    run = train(qtbot, window)
+    from rwtool import BKerNNClassifier
+    ref = BKerNNClassifier(**run.params).fit(tr.X, tr.y, sample_weight=w)
+    np.testing.assert_allclose(run.result["estimator"].dual_coef_, ref.dual_coef_)
 
 
 # ------------------------------------------------------------------ tuning

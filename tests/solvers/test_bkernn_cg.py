@@ -405,7 +405,7 @@ def test_progress_gaps_with_a_fake_clock(monkeypatch):
     monkeypatch.setattr(cgmod, "_distance_products", charged(
         cgmod._distance_products, lambda o, v, U, acc: v.size * U.shape[1]))
     monkeypatch.setattr(cgmod, "_step_gram", charged(
-        cgmod._step_gram, lambda beta, starts, scale, tail, j0, j1, C:
+        cgmod._step_gram, lambda beta, above, total, w, scale, tail, j0, j1, C:
         sum(beta.shape[0] - 1 - j for j in range(j0, j1)) * beta.shape[1] / 16))
     monkeypatch.setattr(core, "_signed_sums", charged(
         core._signed_sums, lambda PT, order, Z, RT: PT.size * (1 + Z.shape[1])))
