@@ -137,7 +137,7 @@ def preview_csv(path, *, n_head: int = 20, nrows: int | None = None, encoding=No
     note_guesses(table, header, names)
     cols, tasks, notes = [], {}, list(table.notes)
     for j, name in enumerate(table.names):
-        c = table.columns[j]
+        c = table.column_at(j)
         n_num, n_text, n_miss = c.counts()
         kind = c.inferred_kind()
         nums = c.values[c.codes == -1]

@@ -296,8 +296,15 @@ class Preprocessing:
         # not pay numpy's per-call overhead per column); a column with a NaN (missing or
         # text), a value over max_abs or a number format goes through the per-column path.
         V = np.empty((len(num), len(rows)))
-        for k, i in enumerate(num):
-            V[k] = table.col(self.columns[i]["name"]).values[rows]
+        pos = table.number_rows([self.columns[i]["name"] for i in num])
+        dense = np.flatnonzero(pos >= 0)
+        if len(dense):       # one gather from the table's number matrix
+            M = table.numbers[pos[dense]]
+            V[dense] = M if len(rows) == table.n_rows and np.array_equal(
+                rows, np.arange(table.n_rows)) else M[:, rows]
+            del M
+        for k in np.flatnonzero(pos < 0):
+            V[k] = table.col(self.columns[num[k]]["name"]).values[rows]
         quick = np.all(np.abs(V) <= self.max_abs, axis=1)
         slot = {i: k for k, i in enumerate(num)} | {i: k for k, i in enumerate(cat)}
         ids = np.empty((len(cat), len(rows)), np.int32)
@@ -664,8 +671,20 @@ def _fit_columns(table: Table, features, categorical, numeric, policy, max_categ
     a numeric column with one stray text cell categorical, which the whole file refuses."""
     path = table.path
     kind_rows = fit_rows if kind_rows is None else kind_rows
+    # A column holding numbers only (and some in the rows asked) is numeric whatever else is
+    # decided below: its spec is made from the table's arrays, not from a column object (a
+    # 500,000-column file must not cost one per column).
+    dense, n_fit, n_kind, mean = table.number_stats(features, fit_rows, kind_rows, policy)
+    quick = dense & (n_fit > 0) & (n_kind > 0)
     specs = []
-    for name in features:
+    for i, name in enumerate(features):
+        if quick[i] and name not in categorical:
+            spec = {"name": name, "kind": "numeric", "fill": None}
+            if policy in ("impute-mean", "impute-most-frequent"):
+                spec["fill"] = (float(mean[i]) if not np.isnan(mean[i]) else
+                                table.col(name).numeric_fill(policy, fit_rows))
+            specs.append(spec)
+            continue
         col = table.col(name)
         n_num, n_text, n_miss = col.counts(fit_rows)
         if n_num + n_text == 0 and _trailing_delimiter(table, name):

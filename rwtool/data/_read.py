@@ -10,8 +10,10 @@ exponent, or inf/nan (so neither "1_000" nor Arabic-Indic digits are numbers); a
 else is text, interned per column. In a decimal-comma file "1.234" is left as text for the
 column's number format to decide (rwtool.data._numfmt).
 
-:func:`iter_blocks` yields the blocks (the streaming reader builds on it); :func:`parse` collects
-them into a :class:`Table` of :class:`Column` objects. The text encoding is decided for the whole
+:func:`iter_blocks` yields the blocks (the streaming reader builds on it); :func:`type_block`
+types a block's columns and :func:`parse` collects them into a :class:`Table`: the columns that
+hold text as :class:`Column` objects, all others as rows of one number matrix, so a wide file
+costs no Python object per column. The text encoding is decided for the whole
 file: a legacy encoding guessed from the first bytes is checked against every byte, a file
 detected as UTF-8 from its first bytes that is not valid UTF-8 further down is read again, from
 the start, in the best-scored legacy encoding (rwtool.data._charset), and the choice is
@@ -45,7 +47,8 @@ from ._handoff import arrow_input
 from ._errors import (DataError, DuplicateColumnError, EmptyFileError, EncodingError,
                       FileTooLargeError, HeaderError, QuoteError, RaggedRowError)
 
-__all__ = ["Column", "Table", "Block", "iter_blocks", "parse", "table_from_rows", "canon"]
+__all__ = ["Column", "Table", "TableBuilder", "Block", "iter_blocks", "parse",
+           "table_from_rows", "canon", "type_block"]
 
 _BLOCK_BYTES = 1 << 26                 # bytes read at a time (whole-file reads)
 _STREAM_BLOCK_BYTES = 1 << 24          # ... when the caller wants bounded memory
@@ -95,6 +98,14 @@ class Column:
         self._errors: list[tuple[np.ndarray, list[str]]] = []
         self.excel_rows = np.empty(0, np.int64)     # rows holding an Excel error value
         self.excel_texts: list[str] = []            # ... and its text
+
+    @classmethod
+    def of_numbers(cls, name: str, index: int, values: np.ndarray, lines) -> "Column":
+        """The column of a table that holds numbers and missing cells only (NaN), as a view
+        of its row of the table's number matrix: made when asked for, never kept."""
+        c = cls(name, index, 0)
+        c.values, c.codes, c.lines = values, number_codes(values), lines
+        return c
 
     def add_chunk(self, cells, decimal: str, na: frozenset) -> None:
         vals, codes, seen = type_cells(cells, decimal, na, self.fast, self._intern)
@@ -437,26 +448,95 @@ def excel_note(name: str, n: int, first_line: int, texts) -> str:
 
 @dataclass
 class Table:
+    """A parsed file. The columns that hold text (or an Excel error value) are
+    :class:`Column` objects in ``columns``; every other column read is a row of ``numbers``
+    (float64, NaN for a missing cell; ``number_pos[j]`` is column j's row, -1 when it is not
+    one), so a wide file costs 8 bytes per cell and no Python object per column.
+    :meth:`col` answers for either kind with a :class:`Column`."""
+
     path: str | None
     dialect: Dialect
     names: list[str]
     lines: np.ndarray                   # 1-based file line of each record
-    columns: dict[int, Column]
+    columns: dict[int, Column]          # the columns that hold text
     head: list[list[str]]
     notes: list[str] = field(default_factory=list)
+    numbers: np.ndarray | None = None   # (number columns, rows)
+    number_pos: np.ndarray | None = None
 
     def __post_init__(self):
         self._index = {n: j for j, n in enumerate(self.names)}
         for c in self.columns.values():
             if getattr(c, "lines", None) is None:
                 c.lines = self.lines
+        if self.number_pos is None:
+            self.number_pos = np.full(len(self.names), -1, np.int64)
+            self.numbers = np.empty((0, len(self.lines)))
 
     @property
     def n_rows(self) -> int:
         return len(self.lines)
 
     def col(self, name: str) -> Column:
-        return self.columns[self._index[name]]
+        return self.column_at(self._index[name])
+
+    def column_at(self, j: int) -> Column:
+        c = self.columns.get(j)
+        if c is not None:
+            return c
+        p = int(self.number_pos[j])
+        if p < 0:
+            raise KeyError(self.names[j])         # a column that was not read
+        return Column.of_numbers(self.names[j], j, self.numbers[p], self.lines)
+
+    def number_rows(self, names) -> np.ndarray:
+        """The row of ``numbers`` holding each named column, -1 for a text column."""
+        return self.number_pos[[self._index[n] for n in names]] if len(names) else \
+            np.empty(0, np.int64)
+
+    def number_counts(self, pos, rows) -> tuple[np.ndarray, np.ndarray]:
+        """(numbers, missing cells) among ``rows`` of the number-matrix rows ``pos``."""
+        M = self.numbers[pos] if self._all(rows) else self.numbers[pos][:, rows]
+        n_num = np.count_nonzero(~np.isnan(M), axis=1)
+        return n_num, M.shape[1] - n_num
+
+    def number_means(self, pos, rows) -> np.ndarray:
+        """Per number-matrix row of ``pos``: the mean of ``rows`` when none is missing or
+        infinite (as ``np.mean`` of the column gives it: the same pairwise sum per row), NaN
+        otherwise (the caller asks the column)."""
+        M = self.numbers[pos] if self._all(rows) else self.numbers[pos][:, rows]
+        if not M.shape[1]:
+            return np.full(len(pos), np.nan)
+        with np.errstate(invalid="ignore", over="ignore"):
+            m = M.mean(axis=1)
+        return np.where(np.isfinite(m), m, np.nan)
+
+    def number_stats(self, names, fit_rows, kind_rows, policy):
+        """For the record fitting, per named column: (whether it holds numbers only, its
+        numbers among ``fit_rows``, among ``kind_rows``, the mean fill when ``policy`` is
+        "impute-mean" and one is computed here: NaN where the column must be asked)."""
+        pos = self.number_rows(names)
+        dense = pos >= 0
+        n_fit = np.zeros(len(names), np.int64)
+        n_kind = n_fit.copy()
+        fill = np.full(len(names), np.nan)
+        if dense.any():
+            p = pos[dense]
+            n_fit[dense] = self.number_counts(p, fit_rows)[0]
+            n_kind[dense] = (n_fit[dense] if kind_rows is fit_rows else
+                             self.number_counts(p, kind_rows)[0])
+            if policy == "impute-mean":
+                fill[dense] = self.number_means(p, fit_rows)
+        return dense, n_fit, n_kind, fill
+
+    def _all(self, rows) -> bool:
+        return (isinstance(rows, slice) and rows == slice(None)) or (
+            not isinstance(rows, slice) and len(rows) == self.n_rows)
+
+
+def number_codes(values: np.ndarray) -> np.ndarray:
+    """The cell codes of numbers and missing cells (NaN): -1 and -2 (see :class:`Column`)."""
+    return np.where(np.isnan(values), -2, -1).astype(np.int32)
 
 
 def make_names(header: list[str] | None, n: int, path) -> list[str]:
@@ -1024,19 +1104,14 @@ def fast_cast_ok(na) -> bool:
                    if t.strip())
 
 
-def add_block(columns, block, decimal, na, fast):
-    """Type the block's cells into the columns. A wide block of few rows is cast in one call
-    (the per-column overhead would otherwise dominate); a block with text falls back to the
-    column-by-column path."""
-    cols = [(j, c) for j, c in columns.items() if j in block.cells]
-    vals = cast_block(block, [j for j, _ in cols], decimal, fast)
-    if vals is not None:
-        codes = np.where(np.isnan(vals), -2, -1).astype(np.int32)
-        for k, (_, c) in enumerate(cols):
-            c.add_typed(vals[k], codes[k])
-        return
-    for j, c in cols:
-        c.add_chunk(block.cells[j], decimal, na)
+def _run(block, js):
+    """The cells of columns ``js`` of a block one column after the other, as one array."""
+    cells = block.cells
+    run = cells.run(js) if isinstance(cells, ColumnCells) else None
+    if run is None:
+        run = pa.concat_arrays([a for j in js for a in (
+            cells[j].chunks if isinstance(cells[j], pa.ChunkedArray) else [cells[j]])])
+    return run
 
 
 def cast_block(block, js, decimal, fast):
@@ -1046,45 +1121,149 @@ def cast_block(block, js, decimal, fast):
     n = len(block.lines)
     if not (fast and decimal == "." and len(js) > 64 and n):
         return None
-    cells = block.cells
-    run = cells.run(js) if isinstance(cells, ColumnCells) else None
-    if run is None:
-        run = pa.concat_arrays([a for j in js for a in (
-            cells[j].chunks if isinstance(cells[j], pa.ChunkedArray) else [cells[j]])])
     try:
-        return pc.cast(run, pa.float64()).to_numpy(zero_copy_only=False).reshape(len(js), n)
+        return pc.cast(_run(block, js), pa.float64()).to_numpy(
+            zero_copy_only=False).reshape(len(js), n)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         return None
+
+
+@dataclass
+class TypedBlock:
+    """A block's columns ``js`` typed: ``values`` and ``codes`` (len(js), rows) as in
+    :class:`Column` (``codes`` None when no cell is text: then NaN is missing), ``marks``
+    (len(js), 2) whether a number cell shows a decimal comma / a dot (decimal-comma files; None
+    otherwise), ``seen``: position in ``js`` -> :class:`Seen` of the columns that hold an
+    Excel error value."""
+
+    values: np.ndarray
+    codes: np.ndarray | None
+    marks: np.ndarray | None
+    seen: dict
+
+    def codes_of(self, k: int) -> np.ndarray:
+        return number_codes(self.values[k]) if self.codes is None else self.codes[k]
+
+
+def type_block(block, js, decimal, na, fast, column_of) -> TypedBlock:
+    """Type the cells of columns ``js`` of a block (each cell by its text alone, as
+    :func:`type_cells`), with no Python object per column unless it holds text:
+    ``column_of(j)`` gives the :class:`Column` interning column j's text, called only for a
+    column where text (or an Excel error value) is met. A wide block is cast in one call when
+    it is all plain numbers, else classified in one vectorised pass, the columns holding text
+    then typed again one by one; a narrow block is typed column by column."""
+    n, k = len(block.lines), len(js)
+    if not n:
+        return TypedBlock(np.empty((k, 0)), None, None, {})
+    V = cast_block(block, js, decimal, fast)
+    if V is not None:
+        return TypedBlock(V, None, None, {})
+    V = np.empty((k, n))
+    C = np.empty((k, n), np.int32)
+    marks = np.zeros((k, 2), bool) if decimal == "," else None
+    seen = {}
+    if k > 64 and n:
+        run = _run(block, js)
+        v, c, s = _type_cells(run, decimal, na, lambda texts: np.zeros(len(texts), np.int32))
+        V[:], C[:] = v.reshape(k, n), c.reshape(k, n)
+        if marks is not None:
+            for m, mark in enumerate((",", ".")):
+                shows = pc.match_substring(run, mark).to_numpy(zero_copy_only=False)
+                marks[:, m] = (shows.reshape(k, n) & (C == -1)).any(axis=1)
+        again = (C >= 0).any(axis=1)
+        again[s.error_rows // n] = True
+        todo = np.flatnonzero(again)
+    else:
+        todo = range(k)
+    for kk in todo:
+        j = int(js[kk])
+        V[kk], C[kk], sn = type_cells(block.cells[j], decimal, na, fast,
+                                      lambda texts, j=j: column_of(j)._intern(texts))
+        if marks is not None:
+            marks[kk] = ("," in sn.marks, "." in sn.marks)
+        if len(sn.error_rows):
+            column_of(j)
+            seen[int(kk)] = sn
+    return TypedBlock(V, C, marks, seen)
+
+
+class TableBuilder:
+    """Collects the typed blocks of a file into a :class:`Table`: one number matrix per block
+    and a :class:`Column` only for the columns where text is met (see :func:`type_block`)."""
+
+    def __init__(self, names, keep, max_vocab, fast):
+        self.names, self.keep = names, np.asarray(keep, np.int64)
+        self.max_vocab, self.fast = max_vocab, fast
+        self.text: dict[int, Column] = {}
+        self.values: list[np.ndarray] = []
+        self.codes: list[dict] = []        # per block: position in keep -> codes (text columns)
+        self.marks = np.zeros((len(keep), 2), bool)
+        self.n = 0
+
+    def column_of(self, j: int) -> Column:
+        c = self.text.get(j)
+        if c is None:
+            c = self.text[j] = Column(self.names[j], j, self.max_vocab, self.fast)
+        return c
+
+    def add(self, block, decimal, na) -> None:
+        tb = type_block(block, self.keep, decimal, na, self.fast, self.column_of)
+        pos = np.searchsorted(self.keep, list(self.text)) if self.text else []
+        self.codes.append({int(kk): tb.codes_of(kk) for kk in pos})
+        for kk, sn in tb.seen.items():
+            self.text[int(self.keep[kk])]._errors.append((sn.error_rows + self.n,
+                                                          sn.error_texts))
+        if tb.marks is not None:
+            self.marks |= tb.marks
+        self.values.append(tb.values)
+        self.n += len(block.lines)
+
+    def table(self, path, dialect, lines, head, notes) -> Table:
+        """The table of the blocks added (``notes``: where to say which columns held Excel
+        error values; None says nothing)."""
+        pos = np.full(len(self.names), -1, np.int64)
+        pos[self.keep] = np.arange(len(self.keep))
+        for j, c in self.text.items():       # a block before its first text: from NaN
+            kk = int(pos[j])
+            codes = [b[kk] if kk in b else number_codes(v[kk])
+                     for b, v in zip(self.codes, self.values)]
+            c._cchunks = [codes[0] if len(codes) == 1 else np.concatenate(codes)]
+        self.codes = []
+        V = (self.values[0] if len(self.values) == 1 else np.concatenate(self.values, axis=1)
+             if self.values else np.empty((len(self.keep), 0)))
+        self.values = []
+        for j, c in sorted(self.text.items()):
+            kk = int(pos[j])
+            pos[j] = -1
+            c._vchunks = [V[kk]]
+            c.marks |= {m for m, on in zip((",", "."), self.marks[kk]) if on}
+            c.finish()
+            c.lines = lines
+            if len(c.excel_rows) and notes is not None:
+                notes.append(excel_note(c.name, len(c.excel_rows),
+                                        int(lines[c.excel_rows[0]]), c.excel_texts))
+        return Table(path, dialect, self.names, lines, dict(sorted(self.text.items())), head,
+                     [] if notes is None else notes, V, pos)
 
 
 def _parse_with(src, dialect, usecols, nrows, na_values, max_vocab, head_rows, notes,
                 names=None) -> Table:
     na = frozenset(na_values)
     fast = fast_cast_ok(na)
-    columns: dict[int, Column] = {}
+    builder = None
     lines = []
     head: list[list[str]] = []
-    given = names
-    names: list[str] = []
     for block in iter_blocks(src, dialect, usecols=usecols, nrows=nrows, head_rows=head_rows,
-                             names=given):
-        if not columns and block.names:
-            names = block.names
-            keep = column_positions(names, usecols)
-            columns = {j: Column(names[j], j, max_vocab, fast) for j in keep}
-        add_block(columns, block, dialect.decimal, na, fast)
+                             names=names):
+        if builder is None:
+            builder = TableBuilder(block.names, column_positions(block.names, usecols),
+                                   max_vocab, fast)
+        builder.add(block, dialect.decimal, na)
         lines.append(block.lines)
         if block.head:
             head = block.head
     all_lines = (np.concatenate(lines) if lines else np.empty(0)).astype(np.int64)
-    for c in columns.values():
-        c.finish()
-        c.lines = all_lines
-        if len(c.excel_rows):
-            notes.append(excel_note(c.name, len(c.excel_rows), int(all_lines[c.excel_rows[0]]),
-                                    c.excel_texts))
-    return Table(src.name, dialect, names, all_lines, columns, head[:head_rows],
-                 notes)
+    return builder.table(src.name, dialect, all_lines, head[:head_rows], notes)
 
 
 def table_from_rows(names: list[str], rows: Sequence[Sequence[str]], na, decimal) -> Table:

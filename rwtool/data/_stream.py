@@ -33,10 +33,10 @@ from typing import Iterator
 import numpy as np
 
 from ._dialect import NA_VALUES, Dialect, Source, open_source, sniff_csv
-from ._read import (_STREAM_BLOCK_BYTES, Column, Table, _BadUTF8, add_block, canon,
-                    cast_block, fast_cast_ok, iter_blocks, legacy_dialect, out_of_memory,
-                    type_cells,
-                    check_guess, excel_note, shows_decimal_point, preamble_note)
+from ._read import (_STREAM_BLOCK_BYTES, Column, Table, TableBuilder, _BadUTF8, canon,
+                    check_guess, column_positions, excel_note, fast_cast_ok, iter_blocks,
+                    legacy_dialect, number_codes, out_of_memory, preamble_note,
+                    shows_decimal_point, type_block)
 from ._errors import MissingColumnError, MissingValueError
 from ._dataset import Dataset
 from ._encoding import (_DEFAULT_MAX_ABS, Preprocessing, _fit_columns, _fit_target, format_note,
@@ -49,73 +49,192 @@ _MAX_DISTINCT = 100_000
 ALL, FIT = "all", "fit"        # row sets of a streamed column: every row, rows with a target
 
 
-class _StreamColumn:
-    """Running summary of one column over the blocks, answering what the record fitting asks
-    a parsed :class:`~rwtool.data._read.Column` (``rows`` is ALL or FIT instead of indices)."""
+_KEYS = {ALL: 0, FIT: 1}
 
-    def __init__(self, name, index, max_vocab, fast, max_distinct):
-        self.name, self.index = name, index
-        self._col = Column(name, index, max_vocab, fast)     # interns the text cells
-        self.max_distinct = max_distinct
-        self.n = {ALL: np.zeros(3, np.int64), FIT: np.zeros(3, np.int64)}
-        self.text = {ALL: np.zeros(0, np.int64), FIT: np.zeros(0, np.int64)}
-        self.nums = {ALL: {}, FIT: {}}
-        self.overflow = {ALL: False, FIT: False}
-        self.sum = 0.0
-        self.n_finite = 0
-        self.max_abs = {ALL: 0.0, FIT: 0.0}
-        self.first_txt = {ALL: None, FIT: None}
-        self.first_inf = {ALL: None, FIT: None}
-        self.marks: set[str] = set()
-        self.fraction = False
+
+class _Distinct:
+    """The distinct numbers of many columns with their counts, as three sorted arrays
+    (column, value, count); a column past ``cap`` distinct values is marked overflowed and
+    gets no more (its values seen first stay). Blocks are merged in when the pending ones
+    outgrow what is held, so the cost stays linear."""
+
+    def __init__(self, k: int, cap: int):
+        self.k, self.cap = k, cap
+        self.col = np.empty(0, np.int64)
+        self.val = np.empty(0)
+        self.cnt = np.empty(0, np.int64)
+        self.overflow = np.zeros(k, bool)
+        self._pending: list = []
+        self._n_pending = 0
+
+    def add(self, col, val, cnt) -> None:
+        self._pending.append((col, val, cnt))
+        self._n_pending += len(col)
+        if self._n_pending > max(len(self.col), 1 << 16):
+            self.merge()
+
+    def merge(self) -> None:
+        if not self._pending:
+            return
+        col = np.concatenate([self.col] + [c for c, _, _ in self._pending])
+        val = np.concatenate([self.val] + [v for _, v, _ in self._pending])
+        cnt = np.concatenate([self.cnt] + [n for _, _, n in self._pending])
+        self._pending, self._n_pending = [], 0
+        order = np.lexsort((val, col))
+        col, val, cnt = col[order], val[order], cnt[order]
+        start = np.flatnonzero(np.r_[True, (col[1:] != col[:-1]) | (val[1:] != val[:-1])])
+        self.col, self.val = col[start], val[start]
+        self.cnt = np.add.reduceat(cnt, start) if len(start) else cnt
+        self.overflow |= np.bincount(self.col, minlength=self.k) > self.cap
+
+    def of(self, kk: int) -> tuple[np.ndarray, np.ndarray]:
+        """(sorted distinct values, counts) of column ``kk``."""
+        self.merge()
+        a, b = np.searchsorted(self.col, [kk, kk + 1])
+        return self.val[a:b], self.cnt[a:b]
+
+
+class _TextPart:
+    """What a streamed column that holds text (or an Excel error value) keeps besides its
+    numbers: the interned texts and their counts, the first text cell, the Excel errors."""
+
+    def __init__(self, name, index, max_vocab, fast):
+        self.col = Column(name, index, max_vocab, fast)     # interns the text cells
+        self.text = [np.zeros(0, np.int64), np.zeros(0, np.int64)]
+        self.first_txt = [None, None]
         self.n_excel = 0
         self.excel_first: int | None = None
         self.excel_texts: set[str] = set()
 
-    @property
-    def n_distinct_text(self):
-        return self._col.n_distinct_text
-
-    @property
-    def vocab(self):
-        return self._col.vocab
-
-    def add(self, vals, codes, seen, lines, fit_mask):
-        """Count a block's typed cells (:meth:`type`) into the summaries of every row and of
-        the rows with a target (``fit_mask``)."""
-        self.marks |= seen.marks
-        if len(seen.error_rows):
+    def add(self, codes, seen, lines, fit_mask) -> None:
+        if seen is not None and len(seen.error_rows):
             if self.excel_first is None:
                 self.excel_first = int(lines[seen.error_rows[0]])
             self.n_excel += len(seen.error_rows)
             self.excel_texts.update(seen.error_texts)
-        for key, m in ((ALL, None), (FIT, fit_mask)):
+        for key, m in ((0, None), (1, fit_mask)):
             c = codes if m is None else codes[m]
-            ln = lines if m is None else lines[m]
             t = c[c >= 0]
-            if len(t):
-                bc = np.bincount(t, minlength=len(self.vocab))
-                if len(self.text[key]) < len(bc):
-                    self.text[key] = np.concatenate(
-                        [self.text[key], np.zeros(len(bc) - len(self.text[key]), np.int64)])
-                self.text[key][:len(bc)] += bc
-                if self.first_txt[key] is None:
-                    i = int(np.flatnonzero(c >= 0)[0])
-                    self.first_txt[key] = (int(ln[i]), self.vocab[int(c[i])])
-        add_numbers([self], vals[None], codes[None], lines, fit_mask)
+            if not len(t):
+                continue
+            bc = np.bincount(t, minlength=len(self.col.vocab))
+            if len(self.text[key]) < len(bc):
+                self.text[key] = np.concatenate(
+                    [self.text[key], np.zeros(len(bc) - len(self.text[key]), np.int64)])
+            self.text[key][:len(bc)] += bc
+            if self.first_txt[key] is None:
+                ln = lines if m is None else lines[m]
+                i = int(np.flatnonzero(c >= 0)[0])
+                self.first_txt[key] = (int(ln[i]), self.col.vocab[int(c[i])])
 
-    def type(self, cells, decimal, na):
-        """(values, codes, what else was seen) of a block's cells, their text interned in
-        this column."""
-        return type_cells(cells, decimal, na, self._col.fast, self._col._intern)
 
-    # -- the questions rwtool.data._encoding asks --------------------------------------------------
+class _Summary:
+    """Running summaries of the streamed columns over the blocks, one array entry per column
+    (no Python object per column unless it holds text): cell counts, first infinite value,
+    largest magnitude, decimal marks, sum, distinct numbers, for every row (ALL) and for the
+    rows with a target (FIT). :meth:`column` answers for one column what the record fitting
+    asks a parsed :class:`~rwtool.data._read.Column`."""
+
+    def __init__(self, names, keep, max_vocab, fast, max_distinct):
+        k = len(keep)
+        self.names, self.keep = names, np.asarray(keep, np.int64)
+        self.max_vocab, self.fast, self.max_distinct = max_vocab, fast, max_distinct
+        self.n = np.zeros((2, k, 3), np.int64)
+        self.first_inf = np.full((2, k), -1, np.int64)
+        self.max_abs = np.zeros((2, k))
+        self.fraction = np.zeros(k, bool)
+        self.marks = np.zeros((k, 2), bool)
+        self.sum = np.zeros(k)
+        self.n_finite = np.zeros(k, np.int64)
+        self.distinct = [_Distinct(k, max_distinct), _Distinct(k, max_distinct)]
+        self.text: dict[int, _TextPart] = {}
+
+    def column_of(self, j: int) -> Column:
+        t = self.text.get(j)
+        if t is None:
+            t = self.text[j] = _TextPart(self.names[j], j, self.max_vocab, self.fast)
+        return t.col
+
+    def add(self, tb, lines, fit) -> None:
+        """Count a typed block (:func:`~rwtool.data._read.type_block`) in."""
+        if tb.marks is not None:
+            self.marks |= tb.marks
+        for j, t in self.text.items():
+            kk = int(np.searchsorted(self.keep, j))
+            t.add(tb.codes_of(kk), tb.seen.get(kk), lines, fit)
+        C = tb.codes if tb.codes is not None else number_codes(tb.values)
+        self._add_numbers(tb.values, C, lines, fit)
+
+    def _add_numbers(self, V, C, lines, fit):
+        # vectorised over the columns, so a block of few rows and many columns costs per
+        # cell, not per column
+        for key, m in ((0, None), (1, fit)):
+            v = V if m is None else V[:, m]
+            c = C if m is None else C[:, m]
+            ln = lines if m is None else lines[m]
+            num = c == -1
+            counts = np.stack([num.sum(1), (c >= 0).sum(1), (c == -2).sum(1)], axis=1)
+            self.n[key] += counts
+            x = np.where(num, v, np.nan)            # the numbers; NaN elsewhere
+            fin = np.isfinite(x)
+            inf = num & ~fin
+            new_inf = inf.any(1) & (self.first_inf[key] < 0)
+            self.first_inf[key][new_inf] = ln[np.argmax(inf[new_inf], axis=1)]
+            top = np.max(np.where(fin, np.abs(x), 0.0), axis=1, initial=0.0)
+            self.max_abs[key] = np.maximum(self.max_abs[key], top)
+            if key == 0:
+                self.fraction |= shows_decimal_point(x, axis=1)
+            else:
+                if x.shape[0] <= 64:   # column by column, as np.mean sums one (same bits)
+                    self.sum += [np.sum(r[f]) for r, f in zip(x, fin)]
+                else:
+                    self.sum += np.where(fin, x, 0.0).sum(1)
+                self.n_finite += fin.sum(1)
+            self._add_distinct(key, x, counts)
+
+    def _add_distinct(self, key, x, counts):
+        # distinct numbers and their counts by runs of each sorted row (NaN sorts last), for
+        # the columns that have not overflowed
+        d = self.distinct[key]
+        live = np.flatnonzero(~d.overflow)
+        srt = np.sort(x[live], axis=1)
+        valid = np.arange(srt.shape[1])[None, :] < counts[live, :1]
+        start = valid.copy()
+        start[:, 1:] &= srt[:, 1:] != srt[:, :-1]
+        ci, pos = np.nonzero(start)
+        last = np.append(ci[1:] != ci[:-1], True)          # the last run of its row
+        runs = np.where(last, counts[live[ci], 0], np.append(pos[1:], 0)) - pos
+        d.add(live[ci], srt[ci, pos], runs)
+
+    def column(self, j: int) -> "_StreamColumn":
+        return _StreamColumn(self, j, int(np.searchsorted(self.keep, j)))
+
+
+class _StreamColumn:
+    """One column of a :class:`_Summary`, answering what the record fitting asks a parsed
+    :class:`~rwtool.data._read.Column` (``rows`` is ALL or FIT instead of indices); made when
+    asked for, never kept."""
+
+    def __init__(self, summary, index, kk):
+        self.s, self.index, self.kk = summary, index, kk
+        self.name = summary.names[index]
+        self.t = summary.text.get(index)
+        self.max_distinct = summary.max_distinct
+
+    @property
+    def n_distinct_text(self):
+        return 0 if self.t is None else self.t.col.n_distinct_text
+
+    @property
+    def vocab(self):
+        return [] if self.t is None else self.t.col.vocab
+
     @staticmethod
-    def _key(rows):
-        return rows if rows in (ALL, FIT) else ALL
+    def _k(rows):
+        return _KEYS[rows] if isinstance(rows, str) else 0
 
     def counts(self, rows=ALL):
-        n = self.n[self._key(rows)]
+        n = self.s.n[self._k(rows), self.kk]
         return int(n[0]), int(n[1]), int(n[2])
 
     def inferred_kind(self, rows=ALL):
@@ -125,111 +244,68 @@ class _StreamColumn:
         return "numeric" if n_num > n_text else "categorical"
 
     def category_counts(self, rows=ALL):
-        key = self._key(rows)
+        key = self._k(rows)
         out = {}
-        for k, cnt in enumerate(self.text[key].tolist()):
-            if cnt:
-                label = self.vocab[k]
-                out[label] = out.get(label, 0) + cnt
-        for x, cnt in self.nums[key].items():
+        if self.t is not None:
+            for k, cnt in enumerate(self.t.text[key].tolist()):
+                if cnt:
+                    label = self.vocab[k]
+                    out[label] = out.get(label, 0) + cnt
+        for x, cnt in zip(*(a.tolist() for a in self.s.distinct[key].of(self.kk))):
             label = canon(x)
             out[label] = out.get(label, 0) + cnt
-        if self.overflow[key]:      # more distinct numbers than kept: too many to one-hot
+        if self.s.distinct[key].overflow[self.kk]:   # too many distinct numbers to one-hot
             out.update({f"<number {i}>": 1 for i in range(self.max_distinct)})
         return out
 
     def decimal_marks(self, decimal):
         if decimal == ",":
-            return set(self.marks)
-        return {"."} if self.fraction else set()
+            return {m for m, on in zip((",", "."), self.s.marks[self.kk]) if on}
+        return {"."} if self.s.fraction[self.kk] else set()
 
     def unique_numbers(self, rows=ALL):
-        return np.array(sorted(self.nums[self._key(rows)]), dtype=np.float64)
+        return np.array(self.s.distinct[self._k(rows)].of(self.kk)[0], dtype=np.float64)
 
     def first_text(self, rows=ALL):
-        return self.first_txt[self._key(rows)]
+        return None if self.t is None else self.t.first_txt[self._k(rows)]
 
     def first_nonfinite(self, rows=ALL):
-        return self.first_inf[self._key(rows)]
+        line = int(self.s.first_inf[self._k(rows), self.kk])
+        return None if line < 0 else line
 
     def max_magnitude(self, rows=ALL):
-        return self.max_abs[self._key(rows)]
+        return float(self.s.max_abs[self._k(rows), self.kk])
 
     def numeric_fill(self, policy, rows=FIT):
-        if self.first_inf[FIT] is not None:
+        if self.first_nonfinite(FIT) is not None:
             return None
         if policy == "impute-mean":
-            return self.sum / self.n_finite if self.n_finite else float("nan")
-        d = self.nums[FIT]
-        if not d:
+            n = int(self.s.n_finite[self.kk])
+            return float(self.s.sum[self.kk]) / n if n else float("nan")
+        vals, cnt = self.s.distinct[self._k(FIT)].of(self.kk)
+        if not len(vals):
             return None
-        best = max(d.values())
-        return float(min(x for x, c in d.items() if c == best))
-
-
-def add_numbers(cols, V, C, lines, fit):
-    """Count the cells of a block's columns ``cols`` (values ``V`` and codes ``C``, one row of
-    each per column) into their summaries: cell counts, first infinite value, largest
-    magnitude, decimal point, sum and distinct numbers. Vectorised over the columns, so a
-    block of few rows and many columns costs per cell, not per column."""
-    for key, m in ((ALL, None), (FIT, fit)):
-        v = V if m is None else V[:, m]
-        c = C if m is None else C[:, m]
-        ln = lines if m is None else lines[m]
-        num = c == -1
-        counts = np.stack([num.sum(1), (c >= 0).sum(1), (c == -2).sum(1)], axis=1)
-        x = np.where(num, v, np.nan)            # the numbers; NaN elsewhere
-        fin = np.isfinite(x)
-        inf = num & ~fin
-        has_inf = inf.any(1)
-        first_inf = np.argmax(inf, axis=1)
-        top = np.max(np.where(fin, np.abs(x), 0.0), axis=1, initial=0.0)
-        has_fin = fin.any(1)
-        point = shows_decimal_point(x, axis=1) if key == ALL else None
-        if key == FIT:       # one column: summed as before, to the same last bit
-            sums = ([np.sum(x[0][fin[0]])] if len(cols) == 1 else np.where(fin, x, 0.0).sum(1))
-            n_fin = fin.sum(1)
-        # distinct numbers and their counts, by runs of each sorted row (NaN sorts last), for
-        # the columns that have not overflowed max_distinct (the others keep no more)
-        live = np.flatnonzero([not col.overflow[key] for col in cols])
-        srt = np.sort(x[live], axis=1)
-        valid = np.arange(srt.shape[1])[None, :] < counts[live, :1]
-        start = valid.copy()
-        start[:, 1:] &= srt[:, 1:] != srt[:, :-1]
-        ci, pos = np.nonzero(start)
-        last = np.append(ci[1:] != ci[:-1], True)          # the last run of its row
-        runs = np.where(last, counts[live[ci], 0], np.append(pos[1:], 0)) - pos
-        vals_u = srt[ci, pos]
-        ci = live[ci]
-        for k, col in enumerate(cols):
-            col.n[key] += counts[k]
-            if has_inf[k] and col.first_inf[key] is None:
-                col.first_inf[key] = int(ln[first_inf[k]])
-            if has_fin[k]:
-                col.max_abs[key] = max(col.max_abs[key], float(top[k]))
-                if key == ALL and point[k]:
-                    col.fraction = True
-            if key == FIT:
-                col.sum += float(sums[k])
-                col.n_finite += int(n_fin[k])
-        for k, a, b in zip(ci.tolist(), vals_u.tolist(), runs.tolist()):
-            d = cols[k].nums[key]
-            d[a] = d.get(a, 0) + b
-        for col in cols:
-            if len(col.nums[key]) > col.max_distinct:
-                col.overflow[key] = True
+        return float(vals[np.flatnonzero(cnt == cnt.max())[0]])    # the smallest mode
 
 
 class _StreamTable:
     """The few Table attributes the record fitting reads."""
 
-    def __init__(self, path, dialect, names, columns):
-        self.path, self.dialect, self.names, self.columns = path, dialect, names, columns
+    def __init__(self, path, dialect, names, summary=None):
+        self.path, self.dialect, self.names, self.summary = path, dialect, names, summary
         self._index = {n: j for j, n in enumerate(names)}
         self.notes: list[str] = []
 
     def col(self, name):
-        return self.columns[self._index[name]]
+        return self.summary.column(self._index[name])
+
+    def number_stats(self, names, fit_rows, kind_rows, policy):
+        """As :meth:`rwtool.data._read.Table.number_stats` (the fill is asked of the column)."""
+        s = self.summary
+        kk = np.searchsorted(s.keep, [self._index[n] for n in names]).astype(np.int64)
+        dense = np.array([self._index[n] not in s.text for n in names], bool)
+        return (dense, s.n[_KEYS[fit_rows], kk, 0], s.n[_KEYS[kind_rows], kk, 0],
+                np.full(len(names), np.nan))
 
 
 @dataclass
@@ -299,8 +375,8 @@ def scan_csv(path, target=None, *, features=None, ignore=None, categorical=None,
         table, n_rec, n_fit, tname, feats, cat, num = _pass_one(src, dialect, *args)
     if n_rec == 0:
         _require_rows(Table(src.name, dialect, table.names, np.empty(0, np.int64), {}, []))
-    notes += [excel_note(c.name, c.n_excel, c.excel_first, c.excel_texts)
-              for c in table.columns.values() if c.n_excel]
+    notes += [excel_note(t.col.name, t.n_excel, t.excel_first, t.excel_texts)
+              for _, t in sorted(table.summary.text.items()) if t.n_excel]
     if tname is not None:
         tcol = table.col(tname)
         n_miss = int(tcol.counts(ALL)[2])
@@ -332,14 +408,13 @@ def _summarise(src, dialect, target, features, ignore, categorical, numeric, na_
                block_bytes, max_distinct, names=None):
     na = frozenset(na_values)
     fast = fast_cast_ok(na)
-    cols: dict[int, _StreamColumn] = {}
-    table = None
+    table = summary = None
     tname = None
     n_rec = n_fit = 0
     roles = {}
 
     def wanted(all_names):        # resolve the roles on the header: type only those columns
-        t = _StreamTable(src.name, dialect, all_names, {})
+        t = _StreamTable(src.name, dialect, all_names)
         roles["r"] = (t,) + _roles(t, target, features, ignore, categorical, numeric)
         return roles["r"][2] + ([roles["r"][1]] if roles["r"][1] else [])
 
@@ -347,28 +422,16 @@ def _summarise(src, dialect, target, features, ignore, categorical, numeric, na_
                              usecols=wanted):
         if table is None:
             table, tname, feats, cat, num = roles["r"]
-            idx = table._index
-            cols = {idx[n]: _StreamColumn(n, idx[n], 10_000, fast, max_distinct)
-                    for n in feats + ([tname] if tname else [])}
-            table.columns = cols
+            keep = column_positions(table.names, feats + ([tname] if tname else []))
+            summary = table.summary = _Summary(table.names, keep, 10_000, fast, max_distinct)
         n = len(block.lines)
         if not n:
             continue
-        # the target is typed first (its missing cells say which rows count) and only once;
-        # the other columns one at a time, so a block's typed cells are never all held at once
-        jt = None if tname is None else table._index[tname]
-        typed_t = None if jt is None else cols[jt].type(block.cells[jt], dialect.decimal, na)
-        fit = np.ones(n, bool) if jt is None else typed_t[1] != -2
-        rest = [j for j in cols if j != jt]
-        V = cast_block(block, rest, dialect.decimal, fast)
-        if V is not None:        # a wide numeric block: summarised as one matrix
-            add_numbers([cols[j] for j in rest], V,
-                        np.where(np.isnan(V), -2, -1).astype(np.int32), block.lines, fit)
-            rest = []
-        if jt is not None:
-            cols[jt].add(*typed_t, block.lines, fit)
-        for j in rest:
-            cols[j].add(*cols[j].type(block.cells[j], dialect.decimal, na), block.lines, fit)
+        tb = type_block(block, summary.keep, dialect.decimal, na, fast, summary.column_of)
+        fit = (np.ones(n, bool) if tname is None else
+               tb.codes_of(int(np.searchsorted(summary.keep, table._index[tname]))) != -2)
+        summary.add(tb, block.lines, fit)
+        del tb
         n_rec += n
         n_fit += int(fit.sum())
     return table, n_rec, n_fit, tname, feats, cat, num
@@ -402,11 +465,9 @@ def iter_csv(path, preprocessing: Preprocessing, *, dialect: Dialect | None = No
                 _check_columns(pre, names, src.name, dialect, require_target)
                 has_target = pre.target is not None and pre.target["name"] in names
                 checked = True
-            cols = {j: Column(names[j], j, 10_000, fast) for j in block.cells}
-            add_block(cols, block, dialect.decimal, na, fast)
-            for c in cols.values():
-                c.finish()
-            table = Table(src.name, dialect, names, block.lines, cols, [])
+            builder = TableBuilder(names, sorted(block.cells), 10_000, fast)
+            builder.add(block, dialect.decimal, na)
+            table = builder.table(src.name, dialect, block.lines, [], None)
             yield pre._encode(table, np.arange(len(block.lines)), with_target=has_target,
                               allow_empty=True)
     except _BadUTF8 as bad:
