@@ -229,6 +229,17 @@ def _child(args) -> int:
     win.left_tabs.setCurrentWidget(win.data_panel)
     win.data_panel.read_box.toggle.setChecked(True)
     shot("data-reading-options")
+
+    # 11. the 90% predictive intervals of a least-squares regressor on predicted vs actual
+    win.open_sample(samples["friedman"])
+    wait(lambda: win.data_info is not None and win.data_info["path"].endswith("friedman.csv"),
+         "friedman.csv")
+    win.left_tabs.setCurrentWidget(win.method_panel)
+    win.method_panel.set_method("rw", {"n_features": 300, "random_state": 0})
+    run_and_wait()
+    win.right_tabs.setCurrentWidget(win.results_panel)
+    win.results_panel.setCurrentWidget(win.results_panel.pva_plot)
+    shot("regression-predicted-vs-actual-intervals")
     win.close()
     settings_path.unlink(missing_ok=True)
     QApplication.processEvents()

@@ -23,7 +23,8 @@ from rwtool.report import (RowProgress, bounds_table, check_finite_model, class_
 from rwtool.report import evaluate as score_rows
 
 __all__ = ["evaluate", "model_bounds", "merge_bounds", "chose_reg", "roc_curve",
-           "coefficient_magnitudes", "model_curves", "GRID", "COUNT_METRICS", "SCORE_NAMES"]
+           "coefficient_magnitudes", "model_curves", "drawn_rows", "has_predictive_std", "GRID",
+           "COUNT_METRICS", "SCORE_NAMES", "MAX_SCATTER", "Z90"]
 
 #: rwtool.report's score keys -> how the app names them ("test error", "train R^2"...)
 SCORE_NAMES = {"error": "error", "mse": "MSE", "r2": "R^2", "mae": "MAE"}
@@ -37,6 +38,40 @@ GRID = 120
 ROC_POINTS = 2000
 #: points of the fitted curve of a one-input regressor
 CURVE_POINTS = 400
+#: most points a result scatter draws per set (a random subset beyond; docs/bench/gui.md)
+MAX_SCATTER = 3000
+#: the standard normal's 95% quantile: mean +/- Z90 std is the 90% predictive interval
+Z90 = 1.6448536269514722
+
+
+def drawn_rows(n: int, limit: int | None = None, seed: int = 0) -> np.ndarray | None:
+    """The rows a scatter of n points draws: None for all of them when n <= ``limit``
+    (MAX_SCATTER), else a reproducible random subset of ``limit`` rows in their order (a plot
+    of every point of 250k rows costs seconds; a subset shows the same cloud)."""
+    limit = MAX_SCATTER if limit is None else limit
+    if n <= limit:
+        return None
+    return np.sort(np.random.default_rng(seed).choice(n, limit, replace=False))
+
+
+def has_predictive_std(est) -> bool:
+    """Whether ``est.predict(X, return_std=True)`` gives a standard deviation per row: an exact
+    least-squares regressor of one target that kept its posterior factor."""
+    return getattr(est, "posterior_chol_", None) is not None and getattr(est, "y_1d_", False)
+
+
+def _intervals(est, X, y, pred, on: str, rows: RowProgress) -> dict:
+    """The 90% predictive intervals the predicted-vs-actual plot draws, on the rows it draws
+    of the evaluated set ``on``: ``rows`` (their indices, None for all), ``std`` (from
+    ``predict(X, return_std=True)``, O(T^2) a row, so only for those rows), ``half_width``
+    (Z90 std) and the share ``coverage`` of them whose actual value lies in its interval."""
+    idx = drawn_rows(len(X))
+    Xs, ys, fs = (X, y, pred) if idx is None else (X[idx], y[idx], pred[idx])
+    std = rows.predict(lambda Z: est.predict(Z, return_std=True)[1], Xs).astype(float)
+    half = Z90 * std
+    inside = np.abs(np.asarray(ys, float) - np.asarray(fs, float)) <= half
+    return {"set": on, "rows": idx, "std": std, "half_width": half,
+            "coverage": float(np.mean(inside)), "n": len(std)}
 
 
 def roc_curve(y01: np.ndarray, score: np.ndarray):
@@ -187,7 +222,7 @@ def _curve(est, X, rows: RowProgress) -> dict:
     lo, hi = float(X[:, 0].min()), float(X[:, 0].max())
     pad = (hi - lo) * 0.05 if hi > lo else 1.0
     x = np.linspace(lo - pad, hi + pad, CURVE_POINTS)
-    if getattr(est, "posterior_chol_", None) is not None and getattr(est, "y_1d_", False):
+    if has_predictive_std(est):
         y, std = est.predict(x[:, None], return_std=True)
         return {"x": x, "y": np.asarray(y, float), "std": np.asarray(std, float)}
     return {"x": x, "y": rows.predict(est.predict, x[:, None]).astype(float).ravel()}
@@ -239,6 +274,9 @@ def evaluate(est, X_train, y_train, X_test=None, y_test=None, *, task: str,
         total += GRID * GRID
     elif plots and n_in == 1 and not classification:
         total += CURVE_POINTS
+    with_std = plots and not classification and has_predictive_std(est)
+    if with_std:
+        total += min(len(Xe), MAX_SCATTER)
     rows = RowProgress(callback, "evaluating", total)
     s = _scores(est, Xe, rows) if len(classes) == 2 else None
     if s is not None:
@@ -297,6 +335,8 @@ def evaluate(est, X_train, y_train, X_test=None, y_test=None, *, task: str,
     else:
         ye, ytr = np.asarray(yt, float), np.asarray(y_train, float)
         m[f"baseline {on} MSE (training mean)"] = float(np.mean((ye - ytr.mean()) ** 2))
+        if with_std:
+            res["intervals"] = _intervals(est, Xe, ye, np.asarray(pt, float), on, rows)
     fit = fit_summary(est)
     size = fit.get("n_features_out")
     if size is not None:

@@ -23,6 +23,7 @@ from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QFormLayout, QGroup
                                QHeaderView, QLabel, QPushButton, QSlider, QTableWidget,
                                QTableWidgetItem, QTabWidget, QVBoxLayout, QWidget)
 
+from ..logic.evaluate import Z90
 from ..logic.formats import format_metric
 from ..logic.terms import app_words
 from ..widgets.importance import ImportanceView
@@ -415,6 +416,32 @@ class ResultsPanel(QTabWidget):
             p.addLine(y=0, pen=pg.mkPen("#555", style=Qt.DashLine))
         else:
             p.plot([lo, hi], [lo, hi], pen=pg.mkPen("#555", style=Qt.DashLine), name="y = x")
+            if res.get("intervals") is not None:
+                self._draw_intervals(p, res)
+
+    @staticmethod
+    def _draw_intervals(p, res) -> None:
+        """The 90% predictive interval of each drawn row of the evaluated set, as a vertical
+        bar predicted +/- 1.645 std at its actual value: a bar that crosses the y = x line is an
+        interval that holds the actual value. The title gives the share that do."""
+        iv = res["intervals"]
+        test = res.get("y_test") is not None
+        y = np.asarray(res["y_test" if test else "y_train"], float)
+        f = np.asarray(res["pred_test" if test else "pred_train"], float)
+        if iv["rows"] is not None:
+            y, f = y[iv["rows"]], f[iv["rows"]]
+        color = QColor(PALETTE[1 if test else 0])
+        color.setAlpha(100)
+        bars = pg.ErrorBarItem(x=y, y=f, top=iv["half_width"], bottom=iv["half_width"],
+                               beam=0, pen=pg.mkPen(color, width=1))
+        p.addItem(bars)
+        # the legend's sample: a line of the bars' colour, opaque (a 1-pixel translucent
+        # sample does not show), never added to the plot
+        p.legend.addItem(pg.PlotDataItem(pen=pg.mkPen(PALETTE[1 if test else 0], width=2)),
+                         "90% predictive interval")
+        p.plot_title += (f"; 90% intervals hold {100 * iv['coverage']:.1f}% of the "
+                         f"{iv['n']:,} {iv['set']} rows drawn")
+        p.getPlotItem().setTitle(p.plot_title, size="11pt")
 
     def _draw_curve(self, res) -> None:
         """One input: the rows and the model's prediction along that input."""
@@ -430,7 +457,7 @@ class ResultsPanel(QTabWidget):
             x, yv, n, _ = thin_points(np.asarray(X, float), np.asarray(y, float))
             p.add_dots(scatter(x, yv, pg.mkBrush(QColor(PALETTE[i]).lighter(110)), name=label))
         if "std" in c:      # the 90% predictive interval, mean +/- 1.645 std (Gaussian)
-            lo, hi = (p.plot(c["x"], c["y"] + s * 1.6448536 * c["std"], pen=pen(2, 0.8, True))
+            lo, hi = (p.plot(c["x"], c["y"] + s * Z90 * c["std"], pen=pen(2, 0.8, True))
                       for s in (-1, 1))
             band = QColor(PALETTE[2])
             band.setAlpha(50)

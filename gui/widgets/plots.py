@@ -17,12 +17,12 @@ import pyqtgraph as pg
 from PySide6.QtCore import QRectF, Qt
 from PySide6.QtGui import QColor, QPainter
 
+from ..logic.evaluate import MAX_SCATTER, drawn_rows
+
 __all__ = ["configure", "LivePlot", "ResultPlot", "PALETTE", "export_plot", "pen", "scatter",
            "thin_points", "MAX_SCATTER"]
 
 REDRAW_MS = 100
-#: most points a result scatter draws per set (a random subset beyond; docs/bench/gui.md)
-MAX_SCATTER = 3000
 #: colour-blind friendly (Okabe-Ito)
 PALETTE = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#F0E442",
            "#000000")
@@ -42,14 +42,12 @@ def pen(i: int, width: float = 2.0, dash: bool = False):
 
 
 def thin_points(x: np.ndarray, y: np.ndarray, limit: int | None = None, seed: int = 0):
-    """``(x, y, n, idx)``: at most ``limit`` of the n points, a reproducible random subset in
-    the original order (a plot of every point of 250k rows costs seconds; a subset shows the
-    same cloud)."""
+    """``(x, y, n, idx)``: at most ``limit`` (MAX_SCATTER) of the n points, the rows
+    :func:`gui.logic.evaluate.drawn_rows` picks (idx None: all of them)."""
     n = len(x)
-    limit = MAX_SCATTER if limit is None else limit
-    if n <= limit:
+    idx = drawn_rows(n, limit, seed)
+    if idx is None:
         return x, y, n, None
-    idx = np.sort(np.random.default_rng(seed).choice(n, limit, replace=False))
     return x[idx], y[idx], n, idx
 
 

@@ -322,3 +322,38 @@ def test_one_input_regression_draws_the_fitted_curve(qtbot, window, tmp_path):
         c["x"][:, None], return_std=True)[1])
     assert len(rp.curve_plot.listDataItems()) >= 3
     assert "90% predictive interval" in [label.text for _, label in rp.curve_plot.legend.items]
+
+
+@pytest.mark.slow
+def test_predicted_vs_actual_draws_the_90_percent_intervals(qtbot, window, tmp_path):
+    # three inputs (no fitted curve): the predicted-vs-actual plot carries the intervals, one
+    # bar per drawn test row, half-width 1.645 std of predict(X, return_std=True); a model
+    # without a posterior (SFGD) draws none
+    import pyqtgraph as pg
+    load(qtbot, window, regression_csv(tmp_path / "reg.csv", n=400))
+    choose(window, "rw", n_features=60)
+    run = train(qtbot, window)
+    rp = window.results_panel
+    est = run.result["estimator"]
+    X, y = run.rows["test"].X, np.asarray(run.rows["test"].y, float)
+    mean, std = est.predict(X, return_std=True)
+    iv = run.result["intervals"]
+    assert iv["set"] == "test" and iv["rows"] is None and iv["n"] == len(y)
+    np.testing.assert_allclose(iv["std"], std, rtol=1e-12)
+    bars = [item for item in rp.pva_plot.getPlotItem().items
+            if isinstance(item, pg.ErrorBarItem)]
+    assert len(bars) == 1
+    opts = bars[0].opts
+    np.testing.assert_allclose(opts["x"], y)
+    np.testing.assert_allclose(opts["y"], mean, rtol=1e-12)
+    np.testing.assert_allclose(opts["top"], 1.6448536269514722 * std, rtol=1e-12)
+    np.testing.assert_allclose(opts["bottom"], opts["top"])
+    covered = float(np.mean(np.abs(y - mean) <= 1.6448536269514722 * std))
+    assert iv["coverage"] == covered
+    assert f"hold {100 * covered:.1f}% of the {len(y):,} test rows" in rp.pva_plot.plot_title
+    assert "90% predictive interval" in [label.text for _, label in rp.pva_plot.legend.items]
+    choose(window, "rw", n_features=60, solver="sfgd")
+    run = train(qtbot, window)
+    assert "intervals" not in run.result
+    assert not [item for item in rp.pva_plot.getPlotItem().items
+                if isinstance(item, pg.ErrorBarItem)]
