@@ -21,25 +21,8 @@ from rwtool.solvers._bkernn import centred_kernel, particle_gradient, ridge_step
 from rwtool.solvers._bkernn_cg import (BlockPreconditioner, SortedProjections, cg_ridge,
                                        kernel_product)
 from rwtool.solvers._greedy import DenseDictionary, glm_fit, mfga
-
-
-@pytest.fixture
-def data():
-    rng = np.random.default_rng(3)
-    X = rng.standard_normal((90, 4))
-    y = X[:, 0] - np.sin(2 * X[:, 1]) + 0.1 * rng.standard_normal(90)
-    w = rng.integers(0, 4, size=90)            # zeros included: rows left out
-    return X, y, w
-
-
-def brownian_gram(X, W):
-    """K = (1/m) sum_j min(|a|, |b|) 1{ab > 0} on the projections a, b (spec 1.1)."""
-    P = X @ W
-    K = np.zeros((len(X), len(X)))
-    for j in range(W.shape[1]):
-        a, b = P[:, j][:, None], P[:, j][None, :]
-        K += np.minimum(np.abs(a), np.abs(b)) * (a * b > 0)
-    return K / W.shape[1]
+from tests.estimators.test_sample_weight import data  # noqa: F401  (the fixture)
+from tests.solvers.test_bkernn import brownian_gram, central_differences
 
 
 def weighted_optimum(K, Y, w, lam):
@@ -107,13 +90,7 @@ def test_weighted_particle_gradient_is_the_derivative_of_G():
 
     alpha, _ = ridge_step(np.ascontiguousarray((X @ W).T), Yc, lam, v=v)
     g = particle_gradient(X, np.ascontiguousarray((X @ W).T), alpha, lam)
-    h = 1e-6
-    fd = np.zeros_like(W)
-    for a in range(W.shape[0]):
-        for j in range(W.shape[1]):
-            E = np.zeros_like(W)
-            E[a, j] = h
-            fd[a, j] = (G(W + E) - G(W - E)) / (2 * h)
+    fd = central_differences(G, W)
     # central differences: O(h^2) truncation, rounding 1e-16 / h
     np.testing.assert_allclose(g, fd, atol=1e-8 * np.abs(g).max())
 
