@@ -298,7 +298,7 @@ class _GreedyMK(CallbackSupport, BaseEstimator):
         targets, or the 0-1 error (one-vs-rest codes: the largest decision value wins), each
         row weighted by ``weights`` when given."""
         if self._loss == "squared":
-            return row_mean((F - Y) ** 2 / Y.shape[1], weights)
+            return row_mean((F - Y) ** 2, weights)
         return row_mean(class_of(F) != class_of(Y), weights)
 
     def _choose_reg(self, n_rows, rng, fit_on, progress):
@@ -337,8 +337,9 @@ class _GreedyMK(CallbackSupport, BaseEstimator):
 
     def _mfga_cv(self, fmap, Xp, Y, weights=None):
         """The reg="auto" loss function of MFGA on one fold: the greedy path on the fit rows for
-        each lam, both sides weighted by the rows' ``weights`` when given. The dictionary of all rows is evaluated once when it fits in half of
-        DENSE_BUDGET (one fold's copy of the fit rows at a time takes the other half)."""
+        each lam, both sides weighted by the rows' ``weights`` when given. The dictionary of all
+        rows is evaluated once when it fits in half of DENSE_BUDGET (one fold's copy of the fit
+        rows at a time takes the other half)."""
         dense = 8 * Xp.shape[0] * fmap.n_output_ <= DENSE_BUDGET / 2
         Psi = fmap.transform(Xp) if dense else None
 

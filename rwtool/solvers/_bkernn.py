@@ -117,6 +117,11 @@ def centred_kernel(PT: np.ndarray, shift: float = 0.0, out: np.ndarray | None = 
     return out
 
 
+def weight_sum(n: int, v: np.ndarray | None) -> float:
+    """S = sum w = v^T v, the n of Lemma 7 with weights (n itself without)."""
+    return n if v is None else float(v @ v)
+
+
 def weighted_targets(Yc: np.ndarray, v: np.ndarray | None) -> np.ndarray:
     """Y~_w = P_v V Yc, the right side of the weighted ridge step (Yc itself without weights:
     it is centred already)."""
@@ -133,7 +138,7 @@ def ridge_step(PT: np.ndarray, Yc: np.ndarray, lam: float, buf: np.ndarray | Non
     row weights; Yc centred with the weights) the weighted form of the module docstring:
     beta = (K~_w + S lam I)^{-1} Y~_w, alpha = V beta. Returns ``(alpha, G)``.
     """
-    S = PT.shape[1] if v is None else float(v @ v)
+    S = weight_sum(PT.shape[1], v)
     Yt = weighted_targets(Yc, v)
     t0 = time.perf_counter()
     Kt = centred_kernel(PT, S * lam, buf, v)
@@ -162,7 +167,7 @@ def solver_coefficients(alpha: np.ndarray, v: np.ndarray | None) -> np.ndarray:
 def _jittered_solve(PT, Yc, lam, v=None):
     """Fallback when K~ + n lam I is not numerically SPD (lam tiny against the kernel scale)."""
     n = PT.shape[1]
-    Kt = centred_kernel(PT, (n if v is None else float(v @ v)) * lam, None, v)
+    Kt = centred_kernel(PT, weight_sum(n, v) * lam, None, v)
     scale = max(float(np.mean(np.abs(np.diag(Kt)))), np.finfo(float).tiny)
     for power in range(-12, -3):
         jitter = scale * 10.0 ** power
@@ -482,7 +487,7 @@ class _CGSolver:
         sp = SortedProjections(PT, tick)
         _add_time(self.timings, "sort", t0)
         v = self.v
-        S = PT.shape[1] if v is None else float(v @ v)
+        S = weight_sum(PT.shape[1], v)
         shift = S * lam
         q = Yc.shape[1]
         Yt = weighted_targets(Yc, v)
@@ -587,7 +592,7 @@ def fit_particles(X, Yc, W0, lam, penalty, s=1.0, step_size=500.0, max_iter=20,
     progress = make_progress(callback)
     n = X.shape[0]
     v = None if sample_weight is None else np.sqrt(np.asarray(sample_weight, dtype=np.float64))
-    S = n if v is None else float(v @ v)
+    S = weight_sum(n, v)
     XT = np.ascontiguousarray(X.T)
     kind = choose_kernel_solver(kernel_solver, n)
     solver = (_DenseSolver(n, timings, v) if kind == "dense" else

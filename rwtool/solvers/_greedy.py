@@ -38,8 +38,8 @@ from ..losses import LogisticLoss
 from ..progress import make_progress
 from ._ridge import solve_normal_equations
 
-__all__ = ["glm_fit", "glm_objective", "row_mean", "train_error", "loss_derivative", "mfga", "DictionaryView",
-           "DenseDictionary", "project_simplex", "lkrf_weights", "lkrf_select",
+__all__ = ["glm_fit", "glm_objective", "row_mean", "train_error", "loss_derivative", "mfga",
+           "DictionaryView", "DenseDictionary", "project_simplex", "lkrf_weights", "lkrf_select",
            "eerf_scores", "feature_alignment"]
 
 
@@ -54,24 +54,28 @@ def loss_derivative(F: np.ndarray, Y: np.ndarray, loss: str) -> np.ndarray:
 
 
 def row_mean(V: np.ndarray, weights=None) -> float:
-    """sum_n w_n V_n / sum_n w_n over the rows of ``V`` (summed over its columns); the plain
-    mean of the rows without weights."""
-    V = V.reshape(len(V), -1).sum(axis=1)
-    return float(np.mean(V) if weights is None else (weights @ V) / weights.sum())
+    """The mean of the entries of ``V``, each row weighted by ``weights`` (its entries share
+    the row's weight); ``np.mean(V)`` itself without weights."""
+    if weights is None:
+        return float(np.mean(V))
+    return float(weights @ V.reshape(len(V), -1).mean(axis=1)) / float(weights.sum())
 
 
 def train_error(F: np.ndarray, Y: np.ndarray, loss: str, weights=None) -> float:
     """The (weighted) mean over rows and outputs of the 0-1 error of the signs (logistic) or
     of the squared error (squared)."""
-    err = (F > 0) != (Y > 0) if loss == "logistic" else (F - Y) ** 2
-    return row_mean(err / Y.shape[1], weights)
+    return row_mean((F > 0) != (Y > 0) if loss == "logistic" else (F - Y) ** 2, weights)
 
 
 def glm_objective(F: np.ndarray, Y: np.ndarray, coef: np.ndarray, loss: str, lam: float,
                   weights=None) -> float:
     """J = (1/N) sum w_n L(f_n, y_n) + (lam/2) ||theta||^2, summed over the outputs."""
     L = 0.5 * (F - Y) ** 2 if loss == "squared" else _LOGISTIC.value(F, Y)
-    return row_mean(L, weights) + float(0.5 * lam * np.sum(coef * coef))
+    if weights is None:
+        data = float(np.sum(L)) / F.shape[0]
+    else:
+        data = float(weights @ L.reshape(len(L), -1).sum(axis=1)) / float(weights.sum())
+    return float(data + 0.5 * lam * np.sum(coef * coef))
 
 
 # ----------------------------------------------------------------------------- the learner
@@ -238,8 +242,9 @@ def mfga(dictionary, Y: np.ndarray, loss: str, lam: float, n_select: int,
     """Multi Feature Greedy Approximation (seed 004 Algorithm 1; OMP for the squared loss).
 
     At each step the gradient of the empirical risk over all M0 candidates is
-    g = (1/N) Psi^T (w .* L'(f, y)) (row weights w, None: 1 each, N = sum w; one ``correlate`` call: O(N d^2) for Taylor order <= 2 by the Gram
-    trick, never the N x M0 matrix); the ``per_step`` inactive candidates with the largest |g_j|
+    g = (1/N) Psi^T (w .* L'(f, y)) (row weights w, None: 1 each, N = sum w; one
+    ``correlate`` call: O(N d^2) for Taylor order <= 2 by the Gram trick, never the N x M0
+    matrix); the ``per_step`` inactive candidates with the largest |g_j|
     (lowest index on ties; with several outputs, the l2 norm of the row g_j, i.e. simultaneous
     selection) join the active set, and the regularised model is refitted on the whole active
     set, warm-started. ``normalize`` ranks by |g_j| / ||psi_j|| instead (not the paper's rule).
