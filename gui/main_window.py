@@ -3,7 +3,8 @@
 Left: the data panel and the method panel; right: the training controls above the tabs of the
 data preview, the live curves, the results and the run list. Every action that can fail shows
 its error in the banner at the top of the window, and a failure never replaces the data, runs or
-results already there. Numerical work goes to the single worker thread (gui.worker).
+results already there. Numerical work goes to the single worker thread (gui.worker), the fits
+in a process of their own (``fit_process=False`` keeps them on that thread).
 """
 
 from __future__ import annotations
@@ -53,13 +54,14 @@ class MainWindow(ExportActions, ImportanceActions, QMainWindow):
 
     run_finished = Signal(int)      # run id, after its results are shown (tests, scripts)
 
-    def __init__(self, settings: QSettings | None = None, warm_up: bool = True):
+    def __init__(self, settings: QSettings | None = None, warm_up: bool = True,
+                 fit_process: bool = True):
         super().__init__()
         # Qt appends the application's display name ("rwtool") to the title itself
         self.setWindowTitle("")
         self.setAcceptDrops(True)
         self.settings = settings if settings is not None else QSettings("rwtool", "rwtool-gui")
-        self.worker = WorkerController(self)
+        self.worker = WorkerController(self, processes=fit_process)
         self.families = list(METHODS.values())
         self._next_id = 1
         self.current_run: Run | None = None
@@ -427,7 +429,6 @@ class MainWindow(ExportActions, ImportanceActions, QMainWindow):
             self.show_error(f"Invalid parameters: {exc}")
             self.left_tabs.setCurrentWidget(self.method_panel)
             return
-        _responsive_blocks(est)
         fam = self.method_panel.family()
         info = self.data_info
         train, test = info["train"], info["test"]
@@ -808,20 +809,3 @@ class MainWindow(ExportActions, ImportanceActions, QMainWindow):
     def closeEvent(self, event) -> None:
         self.worker.shutdown()
         super().closeEvent(event)
-
-
-#: floating-point work of one block of the normal equations (rows x T^2), about 0.1 s
-BLOCK_FLOPS = 2e9
-
-
-def _responsive_blocks(est) -> None:
-    """Give ``block_size=None`` a value that keeps each block of Phi^T Phi short.
-
-    The accumulation goes through BLAS calls that hold the GIL, so one block is one pause of the
-    window; the result does not depend on the block size (up to rounding), and the value is
-    recorded in the run's parameters and snippet.
-    """
-    params = est.get_params()
-    if "block_size" in params and params["block_size"] is None and "n_features" in params:
-        T = max(1, int(params["n_features"]))
-        est.set_params(block_size=int(max(64, min(8192, BLOCK_FLOPS // (T * T)))))

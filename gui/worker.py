@@ -1,113 +1,140 @@
-"""The single training thread, and background reads that never block the window.
+"""The worker: one thread that runs the jobs in order, the fits in a process of their own.
 
-Every call into rwtool's numerical code (fits, predictions, pruning, loading a model, the numba
-warm-up) runs on the one QThread owned by :class:`WorkerController`, so parallel numba code is
-only ever entered from one thread (DESIGN.md section 5) and the jobs run in the order given.
-Progress events of rwtool.progress become a Qt signal carrying a plain dict; Cancel sets a flag
-that the progress callback returns, so a fit stops at the end of the current chunk of work.
-CSV reads (pure Python and numpy) go to Qt's thread pool through :func:`run_in_background`.
+Every job (a fit and its evaluation, pruning, the bounds, loading or applying a model, the
+numba warm-up) goes to the one QThread owned by :class:`WorkerController`, so jobs run in the
+order given and parallel numba code is only ever entered from one thread (DESIGN.md section 5).
+The fits, their evaluation, pruning, the bounds and the warm-up run in a *fit process*
+(multiprocessing, forkserver where the platform has it): GreedyMK's and BKerNN's fits run much
+of their loop in Python, and on the window's interpreter they held its lock for hundreds of
+milliseconds at a time. The thread sends the job and its arrays through a pipe (the Data tab's
+arrays once per process), turns the process's progress events into a Qt signal carrying a
+plain dict and receives the outcome, the fitted model included. Cancel sets a flag the process
+reads at its next progress report, so a fit stops at the end of the current chunk of work,
+keeping its last iterate when it has one; a job still running :data:`CANCEL_GRACE` seconds
+after the click is stopped with its process, which is started again (the run is reported
+cancelled, the previous runs and the data are the window's and stay as they were). A process
+that dies is reported as the job's error the same way. Other calls (a model file, a CSV to
+predict, the permutation importance) run on the thread itself, and CSV reads (pure Python and
+numpy) on Qt's thread pool through :func:`run_in_background`.
 
-This module moves work between threads; it must not build widgets.
+This module moves work between threads and processes; it must not build widgets.
 """
 
 from __future__ import annotations
 
 import atexit
+import itertools
+import multiprocessing
+import sys
 import threading
 import time
-import traceback
-import warnings
 import weakref
-from dataclasses import dataclass, field
-from typing import Any, Callable
+from multiprocessing.connection import wait as wait_for
 
 import numba
-import numpy as np
 from PySide6.QtCore import QObject, QRunnable, QThread, QThreadPool, Signal, Slot
 
-from rwtool.exceptions import InsufficientMemoryError, NumericalError
-from rwtool.progress import FitCancelled
+from .logic import jobs
+from .logic.jobs import (CANCELLED, BoundsJob, CallJob, PruneJob, TrainJob, WarmUpJob,
+                         cancelled_outcome, describe_error, event_dict, run_job, warm_up_jobs)
 
-from .logic.evaluate import chose_reg, evaluate, model_bounds, model_curves
-from .logic.plans import Holdout, supports
-from .logic.terms import app_words
+__all__ = ["TrainJob", "PruneJob", "BoundsJob", "CallJob", "WarmUpJob", "TrainWorker",
+           "WorkerController", "FitProcess", "run_in_background", "describe_error",
+           "warm_up_jobs", "CANCELLED", "CANCEL_GRACE"]
 
-__all__ = ["TrainJob", "PruneJob", "BoundsJob", "CallJob", "TrainWorker", "WorkerController",
-           "run_in_background", "describe_error", "warm_up_jobs", "CANCELLED"]
-
-#: the "kind" of the error dict of a job that a Cancel stopped
-CANCELLED = "cancelled"
-
-
-def describe_error(exc: BaseException) -> dict:
-    """A message for people (no traceback) and the details for the log."""
-    name = type(exc).__name__
-    # rwtool's data and report errors name their fix in the app's words (the control to change)
-    text = app_words(exc).strip() or name
-    if name == "LinAlgError":
-        text = (f"numerical failure in a linear solve ({text}); try a larger reg, fewer "
-                f"features, or standardised inputs")
-    elif isinstance(exc, (NumericalError, InsufficientMemoryError)):
-        pass        # rwtool's own errors already name the solver, the sizes and the fix
-    elif isinstance(exc, MemoryError):
-        text = "not enough memory for this fit; use fewer features or a smaller block size"
-    elif not isinstance(exc, (ValueError, TypeError, OSError)):
-        text = f"{name}: {text}"
-    details = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
-    return {"message": text, "kind": name, "details": details}
+#: seconds a job has to stop by itself after Cancel before its fit process is stopped
+CANCEL_GRACE = 0.5
+#: the jobs that run in the fit process (the others on the worker thread)
+PROCESS_JOBS = (TrainJob, BoundsJob, WarmUpJob)       # PruneJob is a TrainJob
+#: the fit process's niceness (os.nice): on a busy machine the window gets a core first
+FIT_NICE = 0
 
 
-@dataclass
-class TrainJob:
-    """Fit ``estimator`` on the training rows and evaluate it (on the worker thread)."""
-
-    run_id: int
-    estimator: Any
-    X_train: np.ndarray
-    y_train: np.ndarray
-    X_test: np.ndarray | None
-    y_test: np.ndarray | None
-    task: str
-    feature_names: list = field(default_factory=list)
-    plan: Any = None                    # gui.logic.plans: Holdout (default), KFold, Search
-    weights: Any = None                 # per-row sample weights (class weights), or None
+def _context():
+    """forkserver where the platform has it: a new process is a fork of a server that has
+    imported rwtool already (a second or two less after a stopped job); spawn elsewhere."""
+    if "forkserver" in multiprocessing.get_all_start_methods():
+        ctx = multiprocessing.get_context("forkserver")
+        ctx.set_forkserver_preload([jobs.__name__])
+        return ctx
+    return multiprocessing.get_context("spawn")
 
 
-@dataclass
-class PruneJob(TrainJob):
-    """``estimator.prune(**kwargs)`` then evaluate the pruned model on the same rows."""
+class FitProcess:
+    """The process the fits run in, seen from the worker thread: start it, send it arrays and
+    jobs, stop it. The arrays of a job go once per process (:func:`gui.logic.jobs.share_arrays`)
+    and are forgotten there when the window drops them."""
 
-    kwargs: dict = field(default_factory=dict)
+    def __init__(self, ctx, cancel, warm_stop):
+        self.ctx, self.cancel, self.warm_stop = ctx, cancel, warm_stop
+        self.proc = self.conn = None
+        self.ready = False
+        self.warm_families: tuple = ()     # warmed up again by a process started after a stop
+        self._tokens = itertools.count(1)
+        self._held: dict[int, tuple] = {}    # id(array) -> (weak reference, token)
+        self._dropped: list[tuple[int, int]] = []
 
+    def start(self, warm: bool = False) -> None:
+        parent, child = self.ctx.Pipe()
+        self.proc = self.ctx.Process(
+            target=jobs.serve, name="rwtool-fits", daemon=True,
+            args=(child, self.cancel, self.warm_stop, self.warm_families if warm else (),
+                  FIT_NICE))
+        self.proc.start()
+        child.close()
+        self.conn, self.ready = parent, False
+        self._held.clear()
+        self._dropped.clear()
 
-@dataclass
-class BoundsJob:
-    """The bounds of a fitted model on its training rows, asked for after the fit (two passes
-    over the rows, often longer than the fit itself): "bounds" progress, stopped by Cancel."""
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.is_alive()
 
-    run_id: int
-    estimator: Any
-    X_train: np.ndarray
-    y_train: np.ndarray
+    def _known(self, a) -> tuple[int, bool]:
+        held = self._held.get(id(a))
+        if held is not None and held[0]() is a:
+            return held[1], True
+        token = next(self._tokens)
+        key = id(a)
+        self._held[key] = (weakref.ref(a, lambda r, k=key, t=token: self._dropped.append((k, t))),
+                           token)
+        return token, False
 
+    def send_job(self, job) -> None:
+        while self._dropped:
+            key, token = self._dropped.pop()
+            held = self._held.get(key)
+            if held is not None and held[1] == token:
+                del self._held[key]
+            self.conn.send(("forget", token))
+        job, new = jobs.share_arrays(job, self._known)
+        for token, a in new:
+            self.conn.send(("array", token, a))
+        self.conn.send(("job", job))
 
-@dataclass
-class CallJob:
-    """Any other call into rwtool's numerics (load a model, apply it to a CSV, warm-up).
-
-    With ``progress_id``, ``fn`` also gets ``callback=`` (rwtool.progress): its events go out
-    as progress of that id and Cancel stops it (rwtool.FitCancelled, reported as a failed call
-    of kind "cancelled")."""
-
-    tag: str
-    fn: Callable
-    args: tuple = ()
-    kwargs: dict = field(default_factory=dict)
-    progress_id: int | None = None
+    def stop(self, timeout: float = 2.0) -> None:
+        """End the process: ask, then terminate, then kill."""
+        if self.proc is None:
+            return
+        proc, conn = self.proc, self.conn
+        self.proc = self.conn = None
+        if proc.is_alive() and timeout > 0:
+            try:
+                conn.send(("stop",))
+            except OSError:
+                pass
+            proc.join(timeout)
+        if proc.is_alive():
+            proc.terminate()
+            proc.join(0.5)
+        if proc.is_alive():
+            proc.kill()
+            proc.join(1.0)
+        conn.close()
 
 
 class TrainWorker(QObject):
-    """Lives on the worker thread; executes jobs one at a time."""
+    """Lives on the worker thread; executes jobs one at a time (the fits in the fit process
+    when ``processes`` is true, on this thread otherwise)."""
 
     progress = Signal(int, object)        # run id, event dict
     finished = Signal(int, object)        # run id, result dict (with "estimator")
@@ -115,217 +142,130 @@ class TrainWorker(QObject):
     called = Signal(str, object)          # tag, return value of a CallJob
     call_failed = Signal(str, object)
 
-    def __init__(self):
+    def __init__(self, processes: bool = True):
         super().__init__()
-        self.cancel_flag = threading.Event()
+        self.ctx = _context() if processes else None
+        self.cancel_flag = self.ctx.Event() if processes else threading.Event()
+        self.warm_stop = self.ctx.Event() if processes else threading.Event()
+        self.fits = FitProcess(self.ctx, self.cancel_flag, self.warm_stop) if processes \
+            else None
+        # a Cancel wakes the thread waiting on the fit process (no polling while a fit runs)
+        self._woken, self._wake = self.ctx.Pipe(duplex=False) if processes else (None, None)
+        #: seconds a job may take to stop after Cancel before its process is stopped
+        self.grace = CANCEL_GRACE
+        self.closing = False               # no fresh process after a stop: the window closes
 
     # The callback runs on this thread inside the solver; it only emits and reads a flag.
     def _callback(self, run_id: int):
         def cb(event) -> bool:
-            metrics = {}
-            for k, v in dict(event.metrics).items():
-                try:
-                    metrics[str(k)] = float(v)
-                except (TypeError, ValueError):
-                    continue
-            self.progress.emit(run_id, {"stage": event.stage, "done": int(event.done),
-                                        "total": int(event.total), "metrics": metrics,
-                                        "elapsed": float(event.elapsed), "kind": event.kind})
+            self.progress.emit(run_id, event_dict(event))
             return self.cancel_flag.is_set()
         return cb
 
+    def _emit(self, out: tuple) -> None:
+        kind, key, payload = out
+        getattr(self, kind).emit(key, payload)
+
     @Slot(object)
     def execute(self, job) -> None:
-        # numba's thread count is per thread: leave one core to the GUI thread (and Qt's
-        # painting threads), which otherwise waits behind the fit and stalls for 100+ ms.
-        numba.set_num_threads(max(1, numba.config.NUMBA_NUM_THREADS - 1))
-        if isinstance(job, PruneJob):
-            self._prune(job)
-        elif isinstance(job, TrainJob):
-            self._train(job)
-        elif isinstance(job, BoundsJob):
-            self._bounds(job)
-        elif isinstance(job, CallJob):
-            self._call(job)
-
-    def _train(self, job: TrainJob) -> None:
-        est = job.estimator
-        plan = job.plan if job.plan is not None else Holdout()
-        t0 = time.perf_counter()
-        cancelled = False
-        extra: dict = {}
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            try:
-                extra = plan.fit(est, job, self._callback(job.run_id), job.weights) or {}
-            except FitCancelled as exc:
-                cancelled = True
-                if not (exc.partial_model and self._is_fitted(est)):
-                    self.failed.emit(job.run_id, {"message": "training cancelled",
-                                                  "kind": CANCELLED, "details": ""})
-                    return
-            except Exception as exc:  # shown in the app; the previous model stays
-                self.failed.emit(job.run_id, describe_error(exc))
-                return
-        if cancelled:
-            # the cancel asked to stop now: the last iterate is kept, not evaluated (its
-            # predictions on every row would take as long as the evaluation of a whole fit)
-            self._emit_partial(job, est, time.perf_counter() - t0, caught)
-            return
-        self._evaluate_and_emit(job, est, time.perf_counter() - t0, cancelled, caught, extra)
-
-    def _emit_partial(self, job, est, wall_time, caught) -> None:
-        size = getattr(est, "n_features_out_", None)
-        metrics = {"fit time (s)": float(wall_time)}
-        if size is not None:
-            metrics = {"features used": int(size), **metrics}
-        res = {"task": job.task, "metrics": metrics, "estimator": est, "cancelled": True,
-               "warnings": list(dict.fromkeys(str(w.message) for w in caught)),
-               "notes": ["Cancelled: the model is the last completed iterate, kept without "
-                         "evaluating it (its metrics would take as long as a finished fit's). "
-                         "Save it, apply it to a file or prune it as any model."],
-               "model_curves": model_curves(est), "meanings": {},
-               "has_bounds": callable(getattr(est, "bounds", None))}
-        if hasattr(est, "classes_"):
-            res["classes"] = list(np.asarray(est.classes_).tolist())
-        self.finished.emit(job.run_id, res)
-
-    def _bounds(self, job: BoundsJob) -> None:
-        out = self._reported(job.run_id, "computing the bounds cancelled", lambda: model_bounds(
-            job.estimator, job.X_train, job.y_train, self._callback(job.run_id)))
-        if out is not None:
-            out["kind"] = "bounds"
-            self.finished.emit(job.run_id, out)
-
-    def _reported(self, run_id: int, cancelled: str, fn):
-        """``fn()`` (warnings silenced), or None after ``failed`` says why: ``cancelled`` for a
-        Cancel, the error's message otherwise."""
         try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                return fn()
-        except FitCancelled:
-            self.failed.emit(run_id, {"message": cancelled, "kind": CANCELLED, "details": ""})
-        except Exception as exc:
-            self.failed.emit(run_id, describe_error(exc))
+            out = None
+            if self.fits is not None and isinstance(job, PROCESS_JOBS):
+                out = self._in_process(job)
+            if out is None:
+                out = self._here(job)
+        except Exception as exc:       # a failure of the worker itself ends the job, not the app
+            out = jobs.failure(job, exc)
+        self._emit(out)
+
+    def _here(self, job) -> tuple:
+        # numba's thread count is per thread: leave one core to the GUI thread (and Qt's
+        # painting threads), which otherwise waits behind the numerics and stalls for 100+ ms.
+        numba.set_num_threads(max(1, numba.config.NUMBA_NUM_THREADS - 1))
+        pid = job.progress_id if isinstance(job, CallJob) else getattr(job, "run_id", None)
+        return run_job(job, self._callback(pid) if pid is not None else None, self.warm_stop)
+
+    def _in_process(self, job) -> tuple:
+        """Run ``job`` in the fit process; its outcome, or the cancelled / failed outcome when
+        the process had to be stopped or died."""
+        fits = self.fits
+        if isinstance(job, WarmUpJob):
+            fits.warm_families = tuple(job.families)
+        if not fits.alive():
+            fits.stop(0)
+            try:
+                fits.start()
+            except Exception as exc:
+                return self._no_process(exc)
+        cancelled_at = None
+        sent = False
+        while True:
+            timeout = None
+            if self.cancel_flag.is_set() and not isinstance(job, WarmUpJob):
+                now = time.monotonic()
+                cancelled_at = cancelled_at or now
+                if not sent or now - cancelled_at > self.grace:
+                    if sent:
+                        # the job did not stop by itself: stop its process, start a fresh one
+                        self._restart()
+                    return cancelled_outcome(job)
+                timeout = cancelled_at + self.grace - now + 0.001
+            if fits.ready and not sent:
+                fits.send_job(job)
+                sent = True
+            ready = wait_for([fits.conn, fits.proc.sentinel, self._woken], timeout)
+            if self._woken in ready:
+                while self._woken.poll():
+                    self._woken.recv_bytes()
+            if fits.conn in ready or (fits.proc.sentinel in ready and fits.conn.poll()):
+                try:
+                    msg = fits.conn.recv()
+                except (EOFError, OSError):
+                    return self._died(job) if fits.ready else self._no_process(None)
+                if msg[0] == "ready":
+                    fits.ready = True
+                elif msg[0] == "progress":
+                    self.progress.emit(msg[2], msg[3])
+                    fits.conn.send(("ack", msg[1]))
+                elif msg[0] == "outcome":
+                    return msg[1:]
+            elif fits.proc.sentinel in ready:
+                return self._died(job) if fits.ready else self._no_process(None)
+
+    def wake(self) -> None:
+        """Wake the thread if it waits on the fit process (called by Cancel, any thread)."""
+        if self._wake is not None:
+            self._wake.send_bytes(b"c")
+
+    def _no_process(self, exc) -> None:
+        """The fit process could not start (a script that starts the app without an
+        ``if __name__ == "__main__":`` guard, which a new process imports again): the fits run
+        on this thread from now on, as before the fit process existed."""
+        code = None if self.fits.proc is None else self.fits.proc.exitcode
+        self.fits.stop(0)
+        self.fits = None
+        print(f"rwtool-gui: the fit process could not start ({exc or f'exit code {code}'}); "
+              f"the fits run on the worker thread", file=sys.stderr)
         return None
 
-    @staticmethod
-    def _is_fitted(est) -> bool:
-        return any(k.endswith("_") and not k.startswith("_") for k in vars(est)) and (
-            hasattr(est, "coef_") or hasattr(est, "particles_") or hasattr(est, "dual_coef_"))
+    def _died(self, job) -> tuple:
+        code = self.fits.proc.exitcode if self.fits.proc is not None else None
+        self.fits.proc.join(1.0)
+        code = self.fits.proc.exitcode if code is None else code
+        self._restart()
+        err = {"message": f"the fit process stopped unexpectedly (exit code {code}) before "
+                          f"the job ended; the data and the previous runs are unchanged",
+               "kind": "ProcessError", "details": ""}
+        return jobs.failure(job, err)
 
-    def _evaluate_and_emit(self, job, est, wall_time, cancelled, caught, extra=None) -> None:
-        # the predictions on every row take seconds on a large file: they run in slices with
-        # "evaluating" progress, and Cancel stops them; the bounds are computed when asked for
-        res = self._reported(job.run_id, "cancelled while evaluating the model", lambda: evaluate(
-            est, job.X_train, job.y_train, job.X_test, job.y_test, task=job.task,
-            feature_names=job.feature_names, fit_time=wall_time, bounds=False,
-            callback=self._callback(job.run_id)))
-        if res is None:
-            return
-        # reg="auto" spends most of the wall time choosing reg before the final fit
-        final = getattr(est, "fit_time_", None)
-        if not extra and chose_reg(est) and isinstance(final, float) and final < wall_time:
-            res["metrics"]["of which choosing reg (s)"] = wall_time - final
-        extra = dict(extra or {})
-        # the k-fold and search figures go beside the holdout ones, before the model's size,
-        # time and bounds
-        m, more = res["metrics"], extra.pop("metrics", {})
-        keys = list(m)
-        at = keys.index("features used") if "features used" in keys else len(keys)
-        res["metrics"] = {**{k: m[k] for k in keys[:at]}, **more,
-                          **{k: m[k] for k in keys[at:]}}
-        res.update(extra)
-        res["estimator"] = est
-        res["cancelled"] = cancelled
-        res["warnings"] = list(dict.fromkeys(str(w.message) for w in caught))
-        self.finished.emit(job.run_id, res)
+    def _restart(self) -> None:
+        self.fits.stop(0)
+        if not self.closing:
+            self.fits.start(warm=True)
 
-    def _prune(self, job: PruneJob) -> None:
-        t0 = time.perf_counter()
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            try:
-                fn = job.estimator.prune
-                kw = dict(job.kwargs)
-                if supports(fn, "callback"):
-                    kw["callback"] = self._callback(job.run_id)
-                pruned = fn(**kw)
-            except FitCancelled:
-                self.failed.emit(job.run_id, {"message": "pruning cancelled",
-                                              "kind": CANCELLED, "details": ""})
-                return
-            except Exception as exc:
-                self.failed.emit(job.run_id, describe_error(exc))
-                return
-        if pruned is None:   # an in-place prune() returns nothing
-            pruned = job.estimator
-        self._evaluate_and_emit(job, pruned, time.perf_counter() - t0, False, caught)
-
-    def _call(self, job: CallJob) -> None:
-        kwargs = dict(job.kwargs)
-        if job.progress_id is not None:
-            kwargs["callback"] = self._callback(job.progress_id)
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                out = job.fn(*job.args, **kwargs)
-        except FitCancelled:
-            self.call_failed.emit(job.tag, {"message": "cancelled", "kind": CANCELLED,
-                                            "details": ""})
-            return
-        except Exception as exc:
-            self.call_failed.emit(job.tag, describe_error(exc))
-            return
-        self.called.emit(job.tag, out)
-
-
-def warm_up_jobs(families) -> Callable[[threading.Event], int]:
-    """A function that fits and evaluates every estimator of ``families`` (rwtool.report
-    methods) once on tiny data (one fit
-    per choice of its instantiation/base/solver/...), so numba loads or compiles its kernels
-    before the user's first fit. It stops early when the given event is set and returns the
-    number of fits run."""
-    from .logic.methods import param_specs
-
-    small = {"n_features": 8, "n_particles": 4, "max_iter": 1, "n_candidates": 8,
-             "knn_k": 5, "n_epochs": 1, "random_state": 0}
-    axes = ("instantiation", "base", "solver", "selector", "penalty", "variant")
-
-    def run(stop: threading.Event) -> int:
-        rng = np.random.default_rng(0)
-        X = rng.standard_normal((40, 3))
-        yc = np.where(X[:, 0] + 0.3 * rng.standard_normal(40) > 0, 1, 0)
-        yr = X[:, 0] - X[:, 1] ** 2
-        count = 0
-        for fam in families:
-            for task, y in (("binary", yc), ("regression", yr)):
-                cls = fam.estimator_class(task)
-                if cls is None:
-                    continue
-                specs = {s.name: s for s in param_specs(cls)}
-                variants = [{}]
-                for ax in axes:
-                    if ax in specs and specs[ax].choices:
-                        variants += [{ax: c} for c in specs[ax].choices
-                                     if c != specs[ax].default]
-                for v in variants:
-                    if stop.is_set():
-                        return count
-                    params = {k: val for k, val in small.items() if k in specs}
-                    params.update(v)
-                    try:
-                        with warnings.catch_warnings():
-                            warnings.simplefilter("ignore")
-                            est = cls(**params).fit(X, y)
-                            # what the results panel computes, bounds included
-                            evaluate(est, X[:30], y[:30], X[30:], y[30:], task=task)
-                        count += 1
-                    except Exception:  # a combination the estimator refuses: nothing to warm
-                        continue
-        return count
-    return run
+    def shutdown(self) -> None:
+        if self.fits is not None:
+            self.fits.stop()
 
 
 _controllers: "weakref.WeakSet[WorkerController]" = weakref.WeakSet()
@@ -339,7 +279,10 @@ def _shutdown_all() -> None:
 
 
 class WorkerController(QObject):
-    """GUI-side owner of the worker thread: submit jobs, cancel, shut down."""
+    """GUI-side owner of the worker thread: submit jobs, cancel, shut down.
+
+    ``processes=False`` runs the fits on the worker thread itself (tests that replace a
+    function of the fit path in their own process use it)."""
 
     _submit = Signal(object)
     progress = Signal(int, object)
@@ -349,11 +292,11 @@ class WorkerController(QObject):
     call_failed = Signal(str, object)
     busy_changed = Signal(bool)
 
-    def __init__(self, parent=None):
+    def __init__(self, parent=None, processes: bool = True):
         super().__init__(parent)
         self._thread = QThread()
         self._thread.setObjectName("rwtool-worker")
-        self.worker = TrainWorker()
+        self.worker = TrainWorker(processes)
         self.worker.moveToThread(self._thread)
         self._submit.connect(self.worker.execute)
         self.worker.progress.connect(self.progress)
@@ -362,13 +305,17 @@ class WorkerController(QObject):
         self.worker.called.connect(self._done_call)
         self.worker.call_failed.connect(self._done_call_fail)
         self._pending = 0
-        self._warm_stop = threading.Event()
         self._thread.start()
         _controllers.add(self)
 
     @property
     def busy(self) -> bool:
         return self._pending > 0
+
+    @property
+    def processes(self) -> bool:
+        """Whether the fits run in a process of their own."""
+        return self.worker.fits is not None
 
     def submit(self, job) -> None:
         """Queue ``job``; a Cancel pressed from now on (even before it starts) stops it."""
@@ -380,17 +327,19 @@ class WorkerController(QObject):
         self._submit.emit(job)
 
     def cancel(self) -> None:
-        """Ask the running fit to stop at its next progress report (and skip the warm-up)."""
-        self._warm_stop.set()
+        """Ask the running job to stop at its next progress report (and skip the warm-up);
+        a fit that has not stopped :data:`CANCEL_GRACE` seconds later is stopped with its
+        process."""
+        self.worker.warm_stop.set()
         self.worker.cancel_flag.set()
+        self.worker.wake()
 
     def warm_up(self, families) -> None:
-        fn = warm_up_jobs(families)
-        self._warm_stop.clear()
-        self.submit(CallJob("warm-up", fn, (self._warm_stop,)))
+        self.worker.warm_stop.clear()
+        self.submit(WarmUpJob(tuple(f.key for f in families)))
 
     def stop_warm_up(self) -> None:
-        self._warm_stop.set()
+        self.worker.warm_stop.set()
 
     def _finish_one(self) -> None:
         self._pending = max(0, self._pending - 1)
@@ -414,12 +363,15 @@ class WorkerController(QObject):
         self.call_failed.emit(tag, err)
 
     def shutdown(self, timeout_ms: int = 5000) -> None:
-        """Cancel what runs, stop the thread and wait for it (on window close)."""
+        """Cancel what runs, stop the thread and wait for it, then the fit process (on
+        window close)."""
         if not self._thread.isRunning():
             return
+        self.worker.closing = True
         self.cancel()
         self._thread.quit()
         self._thread.wait(timeout_ms)
+        self.worker.shutdown()
 
 
 class _Bridge(QObject):

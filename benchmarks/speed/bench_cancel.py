@@ -5,8 +5,8 @@
     python -m benchmarks.speed.bench_cancel --csv /tmp/skin200k.csv --target label \
         --only rw-lstsq --phases fit evaluating bounds predicting
 
-The real main window (offscreen) loads the CSV, trains each method at its defaults (the app's
-own ``block_size`` rule included) and calls ``cancel()`` as the Cancel button does: in the fit
+The real main window (offscreen) loads the CSV, trains each method at its defaults (in the app's
+fit process) and calls ``cancel()`` as the Cancel button does: in the fit
 (``--after`` seconds after the first progress event), at the first event of the post-fit
 evaluation, of the bounds (the Results tab's button), of the predictions on a file (Apply
 Model to CSV, the same file) or of a stage of the fit (``stage:search``: the choice of reg). The latency is the wall time from that call to the end of the

@@ -57,7 +57,9 @@ def regression_csv(path, n=200, seed=1):
 def window(qtbot, tmp_path):
     create_app()
     settings = QSettings(str(tmp_path / "settings.ini"), QSettings.IniFormat)
-    win = MainWindow(settings=settings, warm_up=False)
+    # the fits on the worker thread: tests replace functions of the fit path in this process
+    # (tests/gui/test_fit_process.py drives the app's fit process)
+    win = MainWindow(settings=settings, warm_up=False, fit_process=False)
     qtbot.addWidget(win)
     win.resize(1280, 800)
     win.show()

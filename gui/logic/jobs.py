@@ -1,0 +1,450 @@
+"""The jobs the app hands to its worker, and how one is run to its single outcome.
+
+A job (a fit and its evaluation, a prune, the bounds, the warm-up of the kernels, any other
+call) runs through :func:`run_job`, which returns one outcome: ``("finished", run_id, result)``,
+``("failed", run_id, error)``, ``("called", tag, value)`` or ``("call_failed", tag, error)``.
+The same function runs a job on the app's worker thread or in its fit process
+(:func:`serve`, the loop of that process): the result is the same either way, only where the
+interpreter lock is held differs. The fit process talks to the app through one pipe: it sends
+progress events and outcomes, and it waits before each event until the app has handled the
+previous one, so that a Cancel set while the app handles event k stops the job before event
+k + 1 is sent (as on the thread, where the callback returns the flag).
+
+This module runs jobs; it must not import Qt or build widgets.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+import traceback
+import warnings
+from dataclasses import dataclass, field, fields
+from typing import Any, Callable
+
+import numpy as np
+
+from rwtool.exceptions import InsufficientMemoryError, NumericalError
+from rwtool.progress import FitCancelled
+
+from .evaluate import chose_reg, evaluate, model_bounds, model_curves
+from .plans import Holdout, supports
+from .terms import app_words
+
+__all__ = ["TrainJob", "PruneJob", "BoundsJob", "CallJob", "WarmUpJob", "CANCELLED",
+           "describe_error", "event_dict", "run_job", "cancelled_outcome", "warm_up_jobs",
+           "serve", "Stored", "share_arrays", "failure"]
+
+#: the "kind" of the error dict of a job that a Cancel stopped
+CANCELLED = "cancelled"
+#: arrays smaller than this go with each job; larger ones once to the fit process (Stored)
+SHARE_BYTES = 1 << 20
+
+
+def describe_error(exc: BaseException) -> dict:
+    """A message for people (no traceback) and the details for the log."""
+    name = type(exc).__name__
+    # rwtool's data and report errors name their fix in the app's words (the control to change)
+    text = app_words(exc).strip() or name
+    if name == "LinAlgError":
+        text = (f"numerical failure in a linear solve ({text}); try a larger reg, fewer "
+                f"features, or standardised inputs")
+    elif isinstance(exc, (NumericalError, InsufficientMemoryError)):
+        pass        # rwtool's own errors already name the solver, the sizes and the fix
+    elif isinstance(exc, MemoryError):
+        text = "not enough memory for this fit; use fewer features or a smaller block size"
+    elif not isinstance(exc, (ValueError, TypeError, OSError)):
+        text = f"{name}: {text}"
+    details = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    return {"message": text, "kind": name, "details": details}
+
+
+@dataclass
+class TrainJob:
+    """Fit ``estimator`` on the training rows and evaluate it."""
+
+    run_id: int
+    estimator: Any
+    X_train: np.ndarray
+    y_train: np.ndarray
+    X_test: np.ndarray | None
+    y_test: np.ndarray | None
+    task: str
+    feature_names: list = field(default_factory=list)
+    plan: Any = None                    # gui.logic.plans: Holdout (default), KFold, Search
+    weights: Any = None                 # per-row sample weights (class weights), or None
+
+
+@dataclass
+class PruneJob(TrainJob):
+    """``estimator.prune(**kwargs)`` then evaluate the pruned model on the same rows."""
+
+    kwargs: dict = field(default_factory=dict)
+
+
+@dataclass
+class BoundsJob:
+    """The bounds of a fitted model on its training rows, asked for after the fit (two passes
+    over the rows, often longer than the fit itself): "bounds" progress, stopped by Cancel."""
+
+    run_id: int
+    estimator: Any
+    X_train: np.ndarray
+    y_train: np.ndarray
+
+
+@dataclass
+class CallJob:
+    """Any other call into rwtool's numerics (load a model, apply it to a CSV).
+
+    With ``progress_id``, ``fn`` also gets ``callback=`` (rwtool.progress): its events go out
+    as progress of that id and Cancel stops it (rwtool.FitCancelled, reported as a failed call
+    of kind "cancelled")."""
+
+    tag: str
+    fn: Callable
+    args: tuple = ()
+    kwargs: dict = field(default_factory=dict)
+    progress_id: int | None = None
+
+
+@dataclass
+class WarmUpJob:
+    """Fit every method of ``families`` (rwtool.report method keys) once on tiny data
+    (:func:`warm_up_jobs`), where the fits run, so that numba loads its kernels there before
+    the user's first fit; the outcome is ``("called", "warm-up", number of fits)``."""
+
+    families: tuple = ()
+    tag: str = "warm-up"
+
+
+def event_dict(event) -> dict:
+    """An rwtool.progress event as the plain dict the app's signals carry."""
+    metrics = {}
+    for k, v in dict(event.metrics).items():
+        try:
+            metrics[str(k)] = float(v)
+        except (TypeError, ValueError):
+            continue
+    return {"stage": event.stage, "done": int(event.done), "total": int(event.total),
+            "metrics": metrics, "elapsed": float(event.elapsed), "kind": event.kind}
+
+
+def _is_fitted(est) -> bool:
+    return any(k.endswith("_") and not k.startswith("_") for k in vars(est)) and (
+        hasattr(est, "coef_") or hasattr(est, "particles_") or hasattr(est, "dual_coef_"))
+
+
+def cancelled_outcome(job, message: str | None = None) -> tuple:
+    """The outcome of ``job`` stopped by a Cancel before it produced a model."""
+    if isinstance(job, (CallJob, WarmUpJob)):
+        return ("call_failed", job.tag, {"message": message or "cancelled", "kind": CANCELLED,
+                                         "details": ""})
+    default = ("pruning cancelled" if isinstance(job, PruneJob) else
+               "computing the bounds cancelled" if isinstance(job, BoundsJob) else
+               "training cancelled")
+    return ("failed", job.run_id, {"message": message or default, "kind": CANCELLED,
+                                   "details": ""})
+
+
+def run_job(job, callback: Callable | None, stop=None) -> tuple:
+    """Run ``job`` to its outcome (see the module docstring). ``callback`` receives the
+    rwtool.progress events of the job and cancels it by returning True; ``stop`` (with
+    ``is_set()``) ends the warm-up early."""
+    if isinstance(job, PruneJob):
+        return _prune(job, callback)
+    if isinstance(job, TrainJob):
+        return _train(job, callback)
+    if isinstance(job, BoundsJob):
+        out = _reported(job, "computing the bounds cancelled", lambda: model_bounds(
+            job.estimator, job.X_train, job.y_train, callback))
+        if out[0] == "failed":
+            return out
+        out[2]["kind"] = "bounds"
+        return ("finished", job.run_id, out[2])
+    if isinstance(job, WarmUpJob):
+        from rwtool.report import METHODS
+        fams = [METHODS[k] for k in job.families if k in METHODS]
+        return _called(job.tag, lambda: warm_up_jobs(fams)(stop or threading.Event()))
+    if isinstance(job, CallJob):
+        kwargs = dict(job.kwargs)
+        if job.progress_id is not None:
+            kwargs["callback"] = callback
+        return _called(job.tag, lambda: job.fn(*job.args, **kwargs))
+    raise TypeError(f"not a job of the app: {type(job).__name__}")
+
+
+def _called(tag: str, fn) -> tuple:
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return ("called", tag, fn())
+    except FitCancelled:
+        return ("call_failed", tag, {"message": "cancelled", "kind": CANCELLED, "details": ""})
+    except Exception as exc:
+        return ("call_failed", tag, describe_error(exc))
+
+
+def _reported(job, cancelled: str, fn) -> tuple:
+    """``("finished", id, fn())`` (warnings silenced), or the failed outcome saying why:
+    ``cancelled`` for a Cancel, the error's message otherwise."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return ("finished", job.run_id, fn())
+    except FitCancelled:
+        return cancelled_outcome(job, cancelled)
+    except Exception as exc:
+        return ("failed", job.run_id, describe_error(exc))
+
+
+def _train(job: TrainJob, callback) -> tuple:
+    est = job.estimator
+    plan = job.plan if job.plan is not None else Holdout()
+    t0 = time.perf_counter()
+    extra: dict = {}
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            extra = plan.fit(est, job, callback, job.weights) or {}
+        except FitCancelled as exc:
+            if not (exc.partial_model and _is_fitted(est)):
+                return cancelled_outcome(job)
+            # the cancel asked to stop now: the last iterate is kept, not evaluated (its
+            # predictions on every row would take as long as the evaluation of a whole fit)
+            return _partial(job, est, time.perf_counter() - t0, caught)
+        except Exception as exc:  # shown in the app; the previous model stays
+            return ("failed", job.run_id, describe_error(exc))
+    return _evaluated(job, est, time.perf_counter() - t0, caught, callback, extra)
+
+
+def _partial(job, est, wall_time, caught) -> tuple:
+    size = getattr(est, "n_features_out_", None)
+    metrics = {"fit time (s)": float(wall_time)}
+    if size is not None:
+        metrics = {"features used": int(size), **metrics}
+    res = {"task": job.task, "metrics": metrics, "estimator": est, "cancelled": True,
+           "warnings": list(dict.fromkeys(str(w.message) for w in caught)),
+           "notes": ["Cancelled: the model is the last completed iterate, kept without "
+                     "evaluating it (its metrics would take as long as a finished fit's). "
+                     "Save it, apply it to a file or prune it as any model."],
+           "model_curves": model_curves(est), "meanings": {},
+           "has_bounds": callable(getattr(est, "bounds", None))}
+    if hasattr(est, "classes_"):
+        res["classes"] = list(np.asarray(est.classes_).tolist())
+    return ("finished", job.run_id, res)
+
+
+def _evaluated(job, est, wall_time, caught, callback, extra=None) -> tuple:
+    # the predictions on every row take seconds on a large file: they run in slices with
+    # "evaluating" progress, and Cancel stops them; the bounds are computed when asked for
+    out = _reported(job, "cancelled while evaluating the model", lambda: evaluate(
+        est, job.X_train, job.y_train, job.X_test, job.y_test, task=job.task,
+        feature_names=job.feature_names, fit_time=wall_time, bounds=False,
+        callback=callback))
+    if out[0] == "failed":
+        return out
+    res = out[2]
+    # reg="auto" spends most of the wall time choosing reg before the final fit
+    final = getattr(est, "fit_time_", None)
+    if not extra and chose_reg(est) and isinstance(final, float) and final < wall_time:
+        res["metrics"]["of which choosing reg (s)"] = wall_time - final
+    extra = dict(extra or {})
+    # the k-fold and search figures go beside the holdout ones, before the model's size,
+    # time and bounds
+    m, more = res["metrics"], extra.pop("metrics", {})
+    keys = list(m)
+    at = keys.index("features used") if "features used" in keys else len(keys)
+    res["metrics"] = {**{k: m[k] for k in keys[:at]}, **more, **{k: m[k] for k in keys[at:]}}
+    res.update(extra)
+    res["estimator"] = est
+    res["cancelled"] = False
+    res["warnings"] = list(dict.fromkeys(str(w.message) for w in caught))
+    return ("finished", job.run_id, res)
+
+
+def _prune(job: PruneJob, callback) -> tuple:
+    t0 = time.perf_counter()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            fn = job.estimator.prune
+            kw = dict(job.kwargs)
+            if supports(fn, "callback"):
+                kw["callback"] = callback
+            pruned = fn(**kw)
+        except FitCancelled:
+            return cancelled_outcome(job)
+        except Exception as exc:
+            return ("failed", job.run_id, describe_error(exc))
+    if pruned is None:   # an in-place prune() returns nothing
+        pruned = job.estimator
+    return _evaluated(job, pruned, time.perf_counter() - t0, caught, callback)
+
+
+def warm_up_jobs(families) -> Callable[[threading.Event], int]:
+    """A function that fits and evaluates every estimator of ``families`` (rwtool.report
+    methods) once on tiny data (one fit
+    per choice of its instantiation/base/solver/...), so numba loads or compiles its kernels
+    before the user's first fit. It stops early when the given event is set and returns the
+    number of fits run."""
+    from .methods import param_specs
+
+    small = {"n_features": 8, "n_particles": 4, "max_iter": 1, "n_candidates": 8,
+             "knn_k": 5, "n_epochs": 1, "random_state": 0}
+    axes = ("instantiation", "base", "solver", "selector", "penalty", "variant")
+
+    def run(stop) -> int:
+        rng = np.random.default_rng(0)
+        X = rng.standard_normal((40, 3))
+        yc = np.where(X[:, 0] + 0.3 * rng.standard_normal(40) > 0, 1, 0)
+        yr = X[:, 0] - X[:, 1] ** 2
+        count = 0
+        for fam in families:
+            for task, y in (("binary", yc), ("regression", yr)):
+                cls = fam.estimator_class(task)
+                if cls is None:
+                    continue
+                specs = {s.name: s for s in param_specs(cls)}
+                variants = [{}]
+                for ax in axes:
+                    if ax in specs and specs[ax].choices:
+                        variants += [{ax: c} for c in specs[ax].choices
+                                     if c != specs[ax].default]
+                for v in variants:
+                    if stop.is_set():
+                        return count
+                    params = {k: val for k, val in small.items() if k in specs}
+                    params.update(v)
+                    try:
+                        with warnings.catch_warnings():
+                            warnings.simplefilter("ignore")
+                            est = cls(**params).fit(X, y)
+                            # what the results panel computes, bounds included
+                            evaluate(est, X[:30], y[:30], X[30:], y[30:], task=task)
+                        count += 1
+                    except Exception:  # a combination the estimator refuses: nothing to warm
+                        continue
+        return count
+    return run
+
+
+# ------------------------------------------------------------------- the fit process's side
+
+@dataclass(frozen=True)
+class Stored:
+    """An array the fit process already holds (sent once, under this token)."""
+
+    token: int
+
+
+def share_arrays(job, known: Callable[[np.ndarray], tuple[int, bool]]):
+    """``(job with its large arrays replaced by Stored tokens, [(token, array) to send
+    first])``: ``known(array)`` gives the array's token and whether the process has it. The
+    Data tab's arrays are shared by every run, so the process receives them once."""
+    changes, new = {}, []
+    for f in fields(job):
+        a = getattr(job, f.name)
+        if isinstance(a, np.ndarray) and a.nbytes >= SHARE_BYTES:
+            token, has = known(a)
+            if not has:
+                new.append((token, a))
+            changes[f.name] = Stored(token)
+    if not changes:
+        return job, new
+    import dataclasses
+    return dataclasses.replace(job, **changes), new
+
+
+class _Channel:
+    """The fit process's end of the pipe: events out (each after the app has handled the one
+    before), acknowledgements and the Cancel flag in."""
+
+    def __init__(self, conn, cancel):
+        self.conn, self.cancel = conn, cancel
+        self.sent = self.acked = 0
+
+    def take(self, msg) -> bool:
+        """Note an acknowledgement; False for any other message."""
+        if msg[0] != "ack":
+            return False
+        self.acked = max(self.acked, int(msg[1]))
+        return True
+
+    def callback(self, progress_id: int):
+        def cb(event) -> bool:
+            while self.acked < self.sent:
+                if not self.take(self.conn.recv()):
+                    raise RuntimeError("the app sent a job while one was running")
+            if self.cancel.is_set():
+                return True
+            self.sent += 1
+            self.conn.send(("progress", self.sent, progress_id, event_dict(event)))
+            return False
+        return cb
+
+
+class _WarmStop:
+    """The warm-up's stop: the app asked for it, or a job is waiting in the pipe."""
+
+    def __init__(self, event, conn):
+        self.event, self.conn = event, conn
+
+    def is_set(self) -> bool:
+        return self.event.is_set() or self.conn.poll()
+
+
+def serve(conn, cancel, warm_stop, warm_families=(), nice: int = 0) -> None:
+    """The loop of the app's fit process: receive arrays and jobs, run each job
+    (:func:`run_job`) and send its outcome, until the pipe closes or says "stop".
+
+    ``cancel`` and ``warm_stop`` are the app's events (multiprocessing); ``warm_families``
+    (method keys) are warmed up first, until a job arrives; ``nice`` lowers the process's
+    priority (os.nice) so that the window gets a core first when both want one."""
+    if nice and hasattr(os, "nice"):
+        os.nice(int(nice))
+    chan = _Channel(conn, cancel)
+    arrays: dict[int, np.ndarray] = {}
+    conn.send(("ready", os.getpid()))
+    if warm_families:
+        # a fresh process after a Cancel that had to stop the previous one: load the kernels
+        # again while the app is idle; a job arriving stops this after the current tiny fit
+        run_job(WarmUpJob(tuple(warm_families)), None, _WarmStop(warm_stop, conn))
+    while True:
+        try:
+            msg = conn.recv()
+        except (EOFError, OSError):
+            return
+        if chan.take(msg):
+            continue
+        kind = msg[0]
+        if kind == "stop":
+            return
+        if kind == "array":
+            arrays[msg[1]] = msg[2]
+        elif kind == "forget":
+            arrays.pop(msg[1], None)
+        elif kind == "job":
+            job = msg[1]
+            changes = {f.name: arrays[getattr(job, f.name).token] for f in fields(job)
+                       if isinstance(getattr(job, f.name), Stored)}
+            if changes:
+                import dataclasses
+                job = dataclasses.replace(job, **changes)
+            pid = getattr(job, "progress_id", None) if isinstance(job, CallJob) else \
+                getattr(job, "run_id", None)
+            stop = warm_stop if isinstance(job, WarmUpJob) else None
+            out = run_job(job, chan.callback(pid) if pid is not None else None, stop)
+            try:
+                conn.send(("outcome",) + out)
+            except Exception as exc:   # a result that cannot be pickled: say so, stay alive
+                conn.send(("outcome",) + failure(job, exc))
+
+
+def failure(job, exc) -> tuple:
+    """The failed outcome of ``job`` for an exception (or an error dict)."""
+    err = exc if isinstance(exc, dict) else describe_error(exc)
+    if isinstance(job, (CallJob, WarmUpJob)):
+        return ("call_failed", job.tag, err)
+    return ("failed", job.run_id, err)

@@ -1,0 +1,193 @@
+"""The app's fits run in a process of their own (gui.worker's fit process), so that the
+window's interpreter is never held by a fit's Python (issue 24: gaps of 544-893 ms with
+GreedyMK and BKerNN fits on the window's worker thread).
+
+Oracles: the same estimator fitted in this process with the same parameters (the model that
+comes back through the pipe equals it bit for bit: both are computed on this machine, from the
+same arrays, by the same kernels); the window's data and runs, compared by identity before and
+after a failure. Cancel is counted in progress events, never in seconds: a Cancel set while the
+window handles event k ends the run before event k + 1 (the process waits before each event
+until the window has handled the one before).
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import time
+
+import numpy as np
+import pytest
+
+pytest.importorskip("pytestqt")
+pytest.importorskip("pyqtgraph")
+
+from PySide6.QtCore import QSettings  # noqa: E402
+
+from rwtool import BKerNNClassifier, RWClassifier  # noqa: E402
+from rwtool.progress import ProgressEvent  # noqa: E402
+
+from gui.app import create_app  # noqa: E402
+from gui.main_window import MainWindow  # noqa: E402
+from tests.gui.test_main_window import TIMEOUT, choose, load, moons_csv, train  # noqa: E402
+from tests.gui.test_steering import CancelAt  # noqa: E402
+
+
+def _in_fit_process() -> None:
+    # these estimators end their process: never let one run in the test's own
+    if multiprocessing.parent_process() is None:
+        raise AssertionError("meant to run in the app's fit process only")
+
+
+class Crashing(RWClassifier):
+    """Stands for a fit that kills its process (a segfault in compiled code, the OOM killer)."""
+
+    def fit(self, X, y, callback=None):
+        _in_fit_process()
+        os._exit(3)
+
+
+class Stalled(RWClassifier):
+    """Stands for a fit that holds a long computation without a progress report (one LAPACK
+    call on a huge matrix): it reports once, then never again."""
+
+    def fit(self, X, y, callback=None):
+        _in_fit_process()
+        if callback is not None:
+            callback(ProgressEvent("stalled", 0, 1))
+        time.sleep(600)
+        return self
+
+
+@pytest.fixture
+def pwindow(qtbot, tmp_path):
+    """The window as the app runs it: fits in the fit process."""
+    create_app()
+    win = MainWindow(settings=QSettings(str(tmp_path / "s.ini"), QSettings.IniFormat),
+                     warm_up=False)
+    qtbot.addWidget(win)
+    win.resize(1280, 800)
+    win.show()
+    assert win.worker.processes
+    yield win
+    win.worker.shutdown()
+
+
+def _fit_as_the_fit_process(est, X, y):
+    """``est.fit(X, y)`` here with the fit process's thread counts: numba's default and the
+    BLAS threads of the environment it started with (gui.app sets OPENBLAS_NUM_THREADS to one
+    less than the cores); the BLAS thread count changes the last bits of BKerNN's fit."""
+    import numba
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+    blas = int(os.environ.get("OPENBLAS_NUM_THREADS", "0")) or None
+    before = numba.get_num_threads()
+    numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)
+    try:
+        with threadpoolctl.threadpool_limits(limits=blas, user_api="blas"):
+            return est.fit(X, y)
+    finally:
+        numba.set_num_threads(before)
+
+
+@pytest.mark.parametrize("family,params,cls", [
+    ("rw", {"n_features": 40, "random_state": 3}, RWClassifier),
+    ("bkernn", {"n_particles": 4, "max_iter": 3, "random_state": 1}, BKerNNClassifier),
+])
+def test_the_model_from_the_fit_process_is_the_in_process_fit(qtbot, pwindow, tmp_path,
+                                                              family, params, cls):
+    load(qtbot, pwindow, moons_csv(tmp_path / "m.csv", n=300))
+    choose(pwindow, family, **params)
+    run = train(qtbot, pwindow)
+    assert run.status == "done", run.note
+    tr, te = pwindow.data_info["train"], pwindow.data_info["test"]
+    ref = _fit_as_the_fit_process(cls(**run.params), tr.X, tr.y)
+    est = run.result["estimator"]
+    assert type(est) is cls
+    fitted = [k for k in vars(ref) if k.endswith("_") and isinstance(vars(ref)[k], np.ndarray)]
+    assert fitted
+    for k in fitted:
+        assert np.array_equal(vars(est)[k], vars(ref)[k]), k
+    assert np.array_equal(run.result["pred_test"], ref.predict(te.X))
+    assert np.array_equal(est.decision_function(te.X), ref.decision_function(te.X))
+
+
+def test_cancel_in_the_fit_process_ends_before_the_next_event(qtbot, pwindow, tmp_path):
+    load(qtbot, pwindow, moons_csv(tmp_path / "m.csv", n=400))
+    choose(pwindow, "rw", n_features=30, random_state=0)
+    first = train(qtbot, pwindow)
+    for stage, family, params in (("iterations", "rfsgd", {"n_epochs": 2000}),
+                                  ("evaluating", "rks", {})):
+        shown = pwindow.results_panel.result
+        choose(pwindow, family, n_features=40, random_state=0, **params)
+        hook = CancelAt(pwindow, stage)
+        try:
+            run = train(qtbot, pwindow)
+        finally:
+            hook.close()
+        assert stage in hook.seen
+        assert hook.after == 0, hook.seen                # no event after the cancelled one
+        if stage == "iterations":       # SGD keeps its last iterate, shown as a partial model
+            assert run.status == "cancelled (partial model)", (run.status, run.note)
+            assert 0 < run.result["estimator"].n_iter_
+        else:                           # no model: the previous results stay
+            assert run.status == "cancelled" and "evaluating" in run.note, run.note
+            assert pwindow.results_panel.result is shown
+    assert first.status == "done" and first.result["estimator"] is not None
+
+
+def _previous_state(window):
+    return (window.data_info, dict(window.run_list.runs), window.results_panel.result)
+
+
+def test_a_crash_of_the_fit_process_is_an_error_and_the_next_fit_works(qtbot, pwindow,
+                                                                       tmp_path, monkeypatch):
+    load(qtbot, pwindow, moons_csv(tmp_path / "m.csv"))
+    choose(pwindow, "rw", n_features=30, random_state=0)
+    first = train(qtbot, pwindow)
+    before = _previous_state(pwindow)
+    coef = first.result["estimator"].coef_.copy()
+    with monkeypatch.context() as m:
+        m.setattr(pwindow.method_panel, "make_estimator",
+                  lambda: Crashing(n_features=20, random_state=0))
+        run = train(qtbot, pwindow)
+    assert run.status == "failed" and "exit code 3" in run.note, (run.status, run.note)
+    assert pwindow.banner.kind == "error" and "fit process stopped" in pwindow.banner.text
+    data, runs, shown = before
+    assert pwindow.data_info is data and pwindow.results_panel.result is shown
+    assert all(pwindow.run_list.runs[k] is r for k, r in runs.items())
+    assert np.array_equal(first.result["estimator"].coef_, coef)
+    again = train(qtbot, pwindow)                # a fresh process takes the next fit
+    assert again.status == "done", again.note
+    assert np.array_equal(again.result["estimator"].coef_, coef)
+
+
+def test_a_fit_deaf_to_cancel_is_stopped_with_its_process(qtbot, pwindow, tmp_path,
+                                                         monkeypatch):
+    """Cancel is a request first; a job that does not stop within the grace period (it makes
+    no progress report) is ended by stopping its process; the run is cancelled, the previous
+    ones stay, and the next fit runs in a fresh process."""
+    load(qtbot, pwindow, moons_csv(tmp_path / "m.csv"))
+    choose(pwindow, "rw", n_features=30, random_state=0)
+    first = train(qtbot, pwindow)
+    before = _previous_state(pwindow)
+    pid = pwindow.worker.worker.fits.proc.pid
+    seen = []
+
+    def cancel(run_id, ev):
+        seen.append(ev["stage"])
+        pwindow.cancel()
+    pwindow.worker.progress.connect(cancel)
+    with monkeypatch.context() as m:
+        m.setattr(pwindow.method_panel, "make_estimator",
+                  lambda: Stalled(n_features=20, random_state=0))
+        run = train(qtbot, pwindow)
+    pwindow.worker.progress.disconnect(cancel)
+    assert seen == ["stalled"]
+    assert run.status == "cancelled", (run.status, run.note)
+    data, runs, shown = before
+    assert pwindow.data_info is data and pwindow.results_panel.result is shown
+    assert all(pwindow.run_list.runs[k] is r for k, r in runs.items())
+    again = train(qtbot, pwindow)
+    assert again.status == "done", again.note
+    assert pwindow.worker.worker.fits.proc.pid != pid
+    assert np.array_equal(again.result["estimator"].coef_, first.result["estimator"].coef_)
