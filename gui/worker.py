@@ -46,8 +46,11 @@ __all__ = ["TrainJob", "PruneJob", "BoundsJob", "CallJob", "WarmUpJob", "TrainWo
 CANCEL_GRACE = 0.5
 #: the jobs that run in the fit process (the others on the worker thread)
 PROCESS_JOBS = (TrainJob, BoundsJob, WarmUpJob)       # PruneJob is a TrainJob
-#: the fit process's niceness (os.nice): on a busy machine the window gets a core first
-FIT_NICE = 0
+#: the fit process's niceness (os.nice): on a busy machine the window gets a core first (a
+#: window that has just painted is otherwise behind the fit's threads in the scheduler's
+#: queue; bench_gui_load, 2 cores under load 12: longest gap 835 -> 437 ms, gaps over 50 ms
+#: 201 -> 123, the fits' wall times within the machine's noise)
+FIT_NICE = 10
 
 
 def _context():

@@ -385,14 +385,15 @@ class _Channel:
         return cb
 
 
-class _WarmStop:
-    """The warm-up's stop: the app asked for it, or a job is waiting in the pipe."""
+class _JobWaiting:
+    """The stop of the warm-up a fresh process runs by itself: a job waiting in the pipe (the
+    app's warm-up flag was set by the Cancel that stopped the previous process)."""
 
-    def __init__(self, event, conn):
-        self.event, self.conn = event, conn
+    def __init__(self, conn):
+        self.conn = conn
 
     def is_set(self) -> bool:
-        return self.event.is_set() or self.conn.poll()
+        return self.conn.poll()
 
 
 def serve(conn, cancel, warm_stop, warm_families=(), nice: int = 0) -> None:
@@ -410,7 +411,7 @@ def serve(conn, cancel, warm_stop, warm_families=(), nice: int = 0) -> None:
     if warm_families:
         # a fresh process after a Cancel that had to stop the previous one: load the kernels
         # again while the app is idle; a job arriving stops this after the current tiny fit
-        run_job(WarmUpJob(tuple(warm_families)), None, _WarmStop(warm_stop, conn))
+        run_job(WarmUpJob(tuple(warm_families)), None, _JobWaiting(conn))
     while True:
         try:
             msg = conn.recv()

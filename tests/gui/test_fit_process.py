@@ -111,28 +111,58 @@ def test_the_model_from_the_fit_process_is_the_in_process_fit(qtbot, pwindow, tm
     assert np.array_equal(est.decision_function(te.X), ref.decision_function(te.X))
 
 
-def test_cancel_in_the_fit_process_ends_before_the_next_event(qtbot, pwindow, tmp_path):
+@pytest.mark.parametrize("stage,family,params,kfold", [
+    ("iterations", "rfsgd", {"n_features": 40, "n_epochs": 2000}, None),
+    ("search", "rw", {"n_features": 60, "reg": "auto"}, None),   # the choice of reg
+    ("evaluating", "rks", {"n_features": 40}, None),
+    ("cross-validation", "rw", {"n_features": 30}, 3),
+])
+def test_cancel_in_the_fit_process_ends_before_the_next_event(qtbot, pwindow, tmp_path, stage,
+                                                              family, params, kfold):
     load(qtbot, pwindow, moons_csv(tmp_path / "m.csv", n=400))
-    choose(pwindow, "rw", n_features=30, random_state=0)
+    choose(pwindow, "rw", n_features=30, random_state=0, reg=1e-3)
     first = train(qtbot, pwindow)
-    for stage, family, params in (("iterations", "rfsgd", {"n_epochs": 2000}),
-                                  ("evaluating", "rks", {})):
-        shown = pwindow.results_panel.result
-        choose(pwindow, family, n_features=40, random_state=0, **params)
-        hook = CancelAt(pwindow, stage)
-        try:
-            run = train(qtbot, pwindow)
-        finally:
-            hook.close()
-        assert stage in hook.seen
-        assert hook.after == 0, hook.seen                # no event after the cancelled one
-        if stage == "iterations":       # SGD keeps its last iterate, shown as a partial model
-            assert run.status == "cancelled (partial model)", (run.status, run.note)
-            assert 0 < run.result["estimator"].n_iter_
-        else:                           # no model: the previous results stay
-            assert run.status == "cancelled" and "evaluating" in run.note, run.note
-            assert pwindow.results_panel.result is shown
+    shown = pwindow.results_panel.result
+    choose(pwindow, family, random_state=0, **params)
+    if kfold:
+        pwindow.eval_panel.set_kfold(kfold)
+    hook = CancelAt(pwindow, stage)
+    try:
+        run = train(qtbot, pwindow)
+    finally:
+        hook.close()
+    assert stage in hook.seen
+    assert hook.after == 0, hook.seen                # no event after the cancelled one
+    if stage == "iterations":       # SGD keeps its last iterate, shown as a partial model
+        assert run.status == "cancelled (partial model)", (run.status, run.note)
+        assert 0 < run.result["estimator"].n_iter_
+    else:                           # no model: the previous results stay
+        assert run.status == "cancelled", (run.status, run.note)
+        assert pwindow.results_panel.result is shown
     assert first.status == "done" and first.result["estimator"] is not None
+
+
+def test_cancel_of_the_bounds_in_the_fit_process(qtbot, pwindow, tmp_path):
+    load(qtbot, pwindow, moons_csv(tmp_path / "m.csv", n=400))
+    choose(pwindow, "rw", n_features=50, random_state=0)
+    run = train(qtbot, pwindow)
+    before = dict(run.result["metrics"])
+    hook = CancelAt(pwindow, "bounds")
+    try:
+        with qtbot.waitSignal(pwindow.worker.failed, timeout=TIMEOUT):
+            pwindow.compute_bounds()
+    finally:
+        hook.close()
+    assert "bounds" in hook.seen and hook.after == 0, hook.seen
+    assert run.result["metrics"] == before
+    with qtbot.waitSignal(pwindow.run_finished, timeout=TIMEOUT):
+        pwindow.compute_bounds()
+    tr = pwindow.data_info["train"]
+    ref = run.result["estimator"].bounds(tr.X, tr.y)    # here, on the model that came back
+    for key in ("theta", "rkhs_norm", "train_loss"):
+        # the same sums, possibly with another BLAS thread count (another order): rounding
+        assert run.result["metrics"][f"bound: {key}"] == pytest.approx(
+            ref[key], rel=1e-9, abs=1e-12), key
 
 
 def _previous_state(window):
