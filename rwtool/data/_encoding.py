@@ -552,6 +552,25 @@ def _mixed_target(col, rows, first, path) -> TargetError:
              "the odd cells and choose {0} to drop their rows", [("missing", "drop-rows")]))
 
 
+def _check_spellings(table, name) -> None:
+    """Refuse a text-label target that writes one number two ways ("1" and "1.0"): as text
+    they are two classes, as numbers one, and nothing in the file says which was meant (a
+    spreadsheet writing one cell as a number is the usual cause). The file is read again for
+    the column's cells: only such targets (text labels and some numbers) pay for it."""
+    dups = table.spellings(name)
+    if not dups:
+        return
+    label, spellings = dups[0]
+    (a, la), (b, lb) = spellings[:2]
+    raise TargetError(
+        f"the target's labels are text, and the label {a!r} (first on line {la}) is also "
+        f"written {b!r}: as text these are two classes, as numbers one, and the file does not "
+        f"say which is meant" + (f" ({len(dups)} such labels)" if len(dups) > 1 else ""),
+        file=table.path, row=lb, column=name,
+        fix=(f"write each label one way in the file (e.g. every {b!r} as {a!r}, or the "
+             f"other way round if they are different classes)", []))
+
+
 def norm_policy(missing) -> str:
     key = str(missing).lower().replace("_", "-")
     aliases = {"drop": "drop-rows", "mean": "impute-mean", "most-frequent": "impute-most-frequent",
@@ -576,6 +595,8 @@ def _fit_target(table: Table, name: str, task: str, rows) -> dict:
         _check_scale(col, rows, path, "target")
         return {"name": name, "task": "regression", "classes": None, "label_kind": None}
     if kind == "categorical":
+        if n_num and table.spellings is not None:
+            _check_spellings(table, name)
         classes = sorted(col.category_counts(rows))
         label_kind = "str"
     else:

@@ -29,6 +29,7 @@ import csv
 import dataclasses
 import math
 from collections import abc
+from functools import partial
 from dataclasses import dataclass, field
 from typing import Iterator, Mapping, Sequence
 
@@ -48,7 +49,7 @@ from ._errors import (DataError, DuplicateColumnError, EmptyFileError, EncodingE
                       FileTooLargeError, HeaderError, QuoteError, RaggedRowError)
 
 __all__ = ["Column", "Table", "TableBuilder", "Block", "iter_blocks", "parse",
-           "table_from_rows", "canon", "type_block"]
+           "table_from_rows", "canon", "type_block", "number_spellings"]
 
 _BLOCK_BYTES = 1 << 26                 # bytes read at a time (whole-file reads)
 _STREAM_BLOCK_BYTES = 1 << 24          # ... when the caller wants bounded memory
@@ -463,6 +464,7 @@ class Table:
     notes: list[str] = field(default_factory=list)
     numbers: np.ndarray | None = None   # (number columns, rows)
     number_pos: np.ndarray | None = None
+    spellings = None     # name -> number_spellings of the file (None: rows typed in a form)
 
     def __post_init__(self):
         self._index = {n: j for j, n in enumerate(self.names)}
@@ -1246,6 +1248,36 @@ class TableBuilder:
                      [] if notes is None else notes, V, pos)
 
 
+def number_spellings(src, dialect, na, name: str, **read) -> list[tuple[str, list]]:
+    """The labels of column ``name``'s number cells that the file writes more than one way
+    ("1" and "1.0" both label 1): [(label, [(spelling, first file line), ...]), ...], in the
+    order of their first cells; the file is read again (``read``: options of
+    :func:`iter_blocks`) for that column alone."""
+    first: dict[str, tuple[int, float]] = {}      # spelling -> (first line, value)
+    j = None
+    decimal = dialect.decimal
+    for block in iter_blocks(src, dialect, usecols=[name], **read):
+        if not len(block.lines):
+            continue
+        j = block.names.index(name) if j is None else j
+        cells = block.cells[j]
+        vals, codes, _ = type_cells(cells, decimal, na, False,
+                                    lambda texts: np.zeros(len(texts), np.int32))
+        num = np.flatnonzero(codes == -1)
+        if not len(num):
+            continue
+        arr = cells.combine_chunks() if isinstance(cells, pa.ChunkedArray) else cells
+        enc = pc.dictionary_encode(pc.utf8_trim_whitespace(arr.take(pa.array(num))))
+        _, at = np.unique(enc.indices.to_numpy(zero_copy_only=False), return_index=True)
+        for spelling, i in zip(enc.dictionary.to_pylist(), at.tolist()):
+            if spelling not in first:
+                first[spelling] = (int(block.lines[num[i]]), float(vals[num[i]]))
+    labels: dict[str, list] = {}
+    for spelling, (line, v) in sorted(first.items(), key=lambda kv: kv[1][0]):
+        labels.setdefault(canon(v), []).append((spelling, line))
+    return [(k, sp) for k, sp in labels.items() if len(sp) > 1]
+
+
 def _parse_with(src, dialect, usecols, nrows, na_values, max_vocab, head_rows, notes,
                 names=None) -> Table:
     na = frozenset(na_values)
@@ -1263,7 +1295,9 @@ def _parse_with(src, dialect, usecols, nrows, na_values, max_vocab, head_rows, n
         if block.head:
             head = block.head
     all_lines = (np.concatenate(lines) if lines else np.empty(0)).astype(np.int64)
-    return builder.table(src.name, dialect, all_lines, head[:head_rows], notes)
+    table = builder.table(src.name, dialect, all_lines, head[:head_rows], notes)
+    table.spellings = partial(number_spellings, src, dialect, na, nrows=nrows, names=names)
+    return table
 
 
 def table_from_rows(names: list[str], rows: Sequence[Sequence[str]], na, decimal) -> Table:

@@ -28,6 +28,7 @@ is taken over the values seen first. This module must not fit models.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Iterator
 
 import numpy as np
@@ -35,8 +36,8 @@ import numpy as np
 from ._dialect import NA_VALUES, Dialect, Source, open_source, sniff_csv
 from ._read import (_STREAM_BLOCK_BYTES, Column, Table, TableBuilder, _BadUTF8, canon,
                     check_guess, column_positions, excel_note, fast_cast_ok, iter_blocks,
-                    legacy_dialect, number_codes, out_of_memory, preamble_note,
-                    shows_decimal_point, type_block)
+                    legacy_dialect, number_codes, number_spellings, out_of_memory,
+                    preamble_note, shows_decimal_point, type_block)
 from ._errors import MissingColumnError, MissingValueError
 from ._dataset import Dataset
 from ._encoding import (_DEFAULT_MAX_ABS, Preprocessing, _fit_columns, _fit_target, format_note,
@@ -295,6 +296,7 @@ class _StreamTable:
         self.path, self.dialect, self.names, self.summary = path, dialect, names, summary
         self._index = {n: j for j, n in enumerate(names)}
         self.notes: list[str] = []
+        self.spellings = None
 
     def col(self, name):
         return self.summary.column(self._index[name])
@@ -424,6 +426,8 @@ def _summarise(src, dialect, target, features, ignore, categorical, numeric, na_
             table, tname, feats, cat, num = roles["r"]
             keep = column_positions(table.names, feats + ([tname] if tname else []))
             summary = table.summary = _Summary(table.names, keep, 10_000, fast, max_distinct)
+            table.spellings = partial(number_spellings, src, dialect, na,
+                                      block_bytes=block_bytes, names=names)
         n = len(block.lines)
         if not n:
             continue

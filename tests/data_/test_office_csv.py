@@ -118,7 +118,14 @@ CASES = [
      make(["x", "y"], zip(Y, ["1", "1.0", "0", "1", "0", "yes", "0", "1"])),
      err(D.TargetError, "the target mixes numbers (7 cell(s): 0, 1) and text", row=7,
          column="y")),
+    # text labels with a number written two ways: two classes as text, one as numbers
+    ("a text target writing 1 and 1.0",
+     make(["x", "y"], zip(Y, ["cat", "dog", "1", "cat", "1.0", "dog", "bird", "cat"])),
+     err(D.TargetError, "the label '1' (first on line 4) is also written '1.0'", row=6,
+         column="y")),
 ]
+#: the cases whose target is read as labels by the command too (the others as values)
+LABEL_CASES = ("a target of numbers and one word", "a text target writing 1 and 1.0")
 
 
 def _check(expect, names, X, notes):
@@ -180,7 +187,7 @@ def test_rwtool_train(case_file, stream, capsys):
     name, p, expect = case_file
     extra = ["--missing", "impute-mean"] if _options(name) else []
     # a regressor trains on any numeric target; a mixed target is read as the API reads it
-    task = "auto" if name == "a target of numbers and one word" else "regression"
+    task = "auto" if name in LABEL_CASES else "regression"
     code = cli.main(["train", str(p), "--target", "y", "--task", task, "-T", "8",
                      "--no-bounds", "--no-progress", "--json", "--stream", stream, *extra])
     out, errtext = capsys.readouterr()
@@ -308,3 +315,33 @@ def test_notes_in_the_callers_words(tmp_path, capsys):
     code = cli.main(["inspect", str(p), "--json"])
     doc = json.loads(capsys.readouterr()[0])
     assert any("--encoding ..." in n for n in doc["notes"])
+
+
+@pytest.mark.parametrize("decimal", [".", ","])
+def test_text_labels_with_a_number_written_one_way_or_two(tmp_path, decimal):
+    # "7" and "2.5" (or "2,5") written one way each are classes, as the csv module reads
+    # them; a number written two ways is refused, located at its second spelling
+    import csv
+    sep = "," if decimal == "." else ";"
+    half = "2.5" if decimal == "." else "2,5"
+    labels = ["cat", "dog", "7", "cat", half, "dog", "bird", "cat", "7", "dog"]
+    p = tmp_path / "t.csv"
+    p.write_text("x" + sep + "y\n" + "".join(f"{i}{sep}{v}\n" for i, v in enumerate(labels)))
+    with open(p, newline="") as fh:
+        want = [r[1] for r in list(csv.reader(fh, delimiter=sep))[1:]]
+    ds = D.read_csv(p, "y", decimal=decimal)
+    if decimal == ".":       # a decimal-comma label is named by its number ("2.5")
+        assert ds.y.tolist() == want
+        assert ds.preprocessing.target["classes"] == sorted(set(want))
+    assert len(ds.preprocessing.target["classes"]) == len(set(want))
+    scan = D.scan_csv(p, "y", decimal=decimal)
+    assert scan.preprocessing == ds.preprocessing
+    # written two ways ("7" and "7.0", "2,5" and "2,50"), the file is refused in both readers
+    for b in ("7.0", half + "0"):
+        two = labels[:7] + [b] + labels[8:]          # a "cat" of line 9 becomes b
+        p.write_text("x" + sep + "y\n" + "".join(f"{i}{sep}{v}\n" for i, v in enumerate(two)))
+        for read in (lambda: D.read_csv(p, "y", decimal=decimal),
+                     lambda: D.scan_csv(p, "y", decimal=decimal)):
+            with pytest.raises(D.TargetError, match=re.escape(f"also written {b!r}")) as e:
+                read()
+            assert e.value.row == 9 and e.value.column == "y"
