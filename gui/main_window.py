@@ -26,6 +26,7 @@ from rwtool.persist import ModelFile
 from rwtool.report import METHODS, apply_to_file, available_samples, bound_meanings, method_of
 
 from .logic.evaluate import COUNT_METRICS, SCORE_NAMES, merge_bounds
+from .logic.plans import supports
 from .logic.preflight import many_classes, preflight
 from .logic.runs_table import Run
 from .panels.data_panel import DataPanel, PreviewTable
@@ -434,8 +435,11 @@ class MainWindow(ExportActions, ImportanceActions, QMainWindow):
         train, test = info["train"], info["test"]
         plan = self.eval_panel.plan(info["options"].get("random_state", 0))
         weights = self.eval_panel.weights(train.y) if train.is_classification else None
+        n_test = 0 if test is None else test.n_samples
         check = preflight(est, train.X, train.y, train.task, folds=plan.folds(),
-                          folds_what=plan.folds_what, n_fits=plan.n_fits())
+                          folds_what=plan.folds_what,
+                          fits=plan.fit_sizes(train.n_samples, n_test),
+                          live_curve=n_test > 0 and supports(est.fit, "eval_set"))
         if check.refuse:
             self.show_error(f"Not started: {check.refuse}")
             return

@@ -1,7 +1,10 @@
-"""What a fit will cost before it starts: peak memory (and, where known, time) and the machine's room.
+"""What a fit will cost before it starts: peak memory, time, and the machine's room.
 
 Every estimator may define ``_estimate_fit(n_samples, n_features_in, n_outputs) -> FitEstimate``
-with its own cost model; :func:`estimate_fit` falls back to a generic one. :func:`check_memory`
+with its own cost model; :func:`estimate_fit` falls back to a generic one. The time is counted
+as units of work per kernel (``FitEstimate.work``; ``_estimate_predict`` the same for the
+predictions, :func:`estimate_predict`) at the measured CPU rates of :data:`KERNEL_RATES`, and
+:func:`wall_seconds` turns CPU time into wall time at the machine's load (:func:`cpu_share`). :func:`check_memory`
 turns an estimate into an :class:`rwtool.InsufficientMemoryError` when it exceeds what the
 machine can give, and every fit calls :func:`check_fit_memory` once it knows its rows, columns
 and classes, before it allocates what grows with them (the app and the CLI show the same
@@ -13,11 +16,12 @@ This module must not import estimators or solvers; it only reads their ``_estima
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from .exceptions import InsufficientMemoryError
 
-__all__ = ["FitEstimate", "estimate_fit", "available_memory", "check_memory", "check_fit_memory"]
+__all__ = ["FitEstimate", "estimate_fit", "estimate_predict", "available_memory", "check_memory",
+           "check_fit_memory", "cpu_share", "wall_seconds", "KERNEL_RATES", "rate", "seconds_of"]
 
 # Share of the available memory a single fit may plan to use: the rest is for the interpreter,
 # the data the caller holds, and estimation error.
@@ -28,8 +32,10 @@ MEMORY_FRACTION = 0.8
 class FitEstimate:
     """The estimated cost of one fit.
 
-    ``peak_bytes`` counts what the fit allocates beyond the input arrays; ``seconds`` is a rough
-    time on this kind of machine, or None when the estimator has no time model; ``detail`` says
+    ``peak_bytes`` counts what the fit allocates beyond the input arrays; ``seconds`` is the
+    CPU time of the fit on one core of this kind of machine (the estimator's operation counts at
+    :data:`KERNEL_RATES`), or None when the estimator has no time model (:func:`wall_seconds`
+    turns it into wall-clock time on a loaded machine); ``detail`` says
     which terms dominate, in words a user can act on; ``fix``, when the estimator knows it, what
     to change to need less (else ``detail`` serves as the fix).
     """
@@ -38,6 +44,9 @@ class FitEstimate:
     seconds: float | None = None
     detail: str = ""
     fix: str = ""
+    #: the units of work per kernel of KERNEL_RATES that ``seconds`` counts (empty without a
+    #: time model)
+    work: dict = field(default_factory=dict)
 
 
 def available_memory() -> int:
@@ -87,13 +96,13 @@ def _rlimit_rooms() -> list:
     except ImportError:          # not a POSIX system
         return []
     rooms = []
-    for name, field in _RLIMITS:
+    for name, status_field in _RLIMITS:
         soft = resource.getrlimit(getattr(resource, name))[0]
         if soft == resource.RLIM_INFINITY:
             continue
         try:
             with open("/proc/self/status") as f:
-                used = next(int(line.split()[1]) * 1024 for line in f if line.startswith(field))
+                used = next(int(line.split()[1]) * 1024 for line in f if line.startswith(status_field))
         except (OSError, StopIteration, ValueError):
             used = 0             # no /proc: the limit alone still bounds what is left
         rooms.append(soft - used)
@@ -136,3 +145,97 @@ def check_fit_memory(estimator, n_samples: int, n_features_in: int, n_outputs: i
     if estimate.fix and estimate.detail:
         what += f" ({estimate.detail})"
     check_memory(estimate, what)
+
+
+@dataclass(frozen=True)
+class Rate:
+    """The measured speed of one kernel on one core: ``value`` units of work a CPU second, where
+    the unit (``unit``) is what the cost models count, and where the figure comes from."""
+
+    value: float
+    unit: str
+    source: str
+
+
+#: The CPU rates of the kernels the cost models count (one core, no load). Each estimator's
+#: ``_estimate_fit`` / ``_estimate_predict`` counts the units of its kernels and divides by
+#: these. Measured with ``python -m benchmarks.speed.bench_estimate --csv skin20k.csv
+#: --target label --calibrate 20000`` (20,000 rows of skin, 3 inputs; thread CPU time with one
+#: numba and one BLAS thread, as the app's worker runs; one kernel unknown per measurement, the
+#: others' time taken off; the project's 2-core machine, shared, 2026-11-27), each entry naming
+#: the run it comes from. Repeated calibrations agreed within 10% for the kernels measured
+#: alone and within a factor 2 for the residual ones (sfgd_step, asgd_step: a small part of
+#: their fit). docs/GUI.md gives the check against whole runs on 200,000 rows.
+KERNEL_RATES = {
+    "blas": Rate(4.4e10, "multiply-add of a dense product or factorisation (BLAS, LAPACK)",
+                 "Phi^T Phi of 20,000 x 500 Gaussian numbers"),
+    "rw_features": Rate(1.2e8, "(row, centre) pair of an RKHS weighting's closed-form feature",
+                        "decision_function of RWClassifier(n_features=1000)"),
+    "rff_features": Rate(6.1e8, "(row, frequency) pair of a random Fourier feature",
+                         "decision_function of RKSClassifier(n_features=1000)"),
+    "rff_pair_features": Rate(1.0e8, "(row, output) pair of a cos-and-sin random Fourier feature",
+                              "decision_function of RFSGDClassifier(n_features=1000)"),
+    "sfgd_step": Rate(2.4e8, "(batch row, centre) pair of an SFGD/OSD iteration and output",
+                      "RWClassifier(solver='sfgd').fit, less its features"),
+    "rks_sgd_step": Rate(2.9e9, "(row, feature) pair of a kitchen-sinks SGD step and output",
+                         "RKSClassifier(solver='sgd').fit, less its features"),
+    "asgd_step": Rate(1.1e9, "(row, coefficient) pair of an averaged-SGD step and output",
+                      "RFSGDClassifier().fit, less its features"),
+    "lasso_cd": Rate(4.4e9, "multiply-add of a coordinate-descent sweep",
+                     "RWClassifier(solver='lasso').fit, less its features and normal equations"),
+    "knn": Rate(7.9e7, "(query, row) distance of the k-NN bandwidth, and its partition",
+                "knn_sigma of 2000 queries"),
+    "mfga_gradient": Rate(9.9e8, "(row, dictionary column) Taylor term of an MFGA gradient, the "
+                          "path's warm-started refits folded in",
+                          "GreedyMKClassifier(n_features=90).fit, less the bandwidth"),
+    "newton": Rate(9.5e8, "(row, column) pair of A^T W A of a Newton fit on the kept random "
+                   "features, its iterations folded in",
+                   "GreedyMKClassifier(selector='rks').fit, less the bandwidth and features"),
+    "greedy_columns": Rate(6.2e7, "(row, kept random feature) pair of a greedy model's "
+                           "prediction", "decision_function of GreedyMKClassifier("
+                           "selector='rks')"),
+    "bkernn_iteration": Rate(3.0e7, "m n log2(n) of a BKerNN iteration (its sorts, line-search "
+                             "trials and CG steps folded in)", "BKerNNClassifier(max_iter=5).fit"),
+    "bkernn_predict": Rate(6.0e7, "m log2(n) binary-search step of a BKerNN prediction",
+                           "BKerNNClassifier.decision_function"),
+}
+
+
+def rate(kernel: str) -> float:
+    """Units of ``kernel``'s work a CPU second (:data:`KERNEL_RATES`)."""
+    return KERNEL_RATES[kernel].value
+
+
+def seconds_of(work: dict) -> float:
+    """CPU seconds (one core) of ``work``: units per kernel of :data:`KERNEL_RATES`."""
+    return float(sum(units / rate(kernel) for kernel, units in work.items() if units))
+
+
+def estimate_predict(estimator, n_rows: int, n_features_in: int, n_outputs: int = 1) -> float:
+    """CPU seconds (one core) of ``estimator``'s predictions (or decision values) on ``n_rows``
+    rows, from the work per kernel its ``_estimate_predict(n_rows, n_features_in, n_outputs)``
+    counts; 0.0 when it has no such model."""
+    own = getattr(estimator, "_estimate_predict", None)
+    if own is None or n_rows <= 0:
+        return 0.0
+    return seconds_of(own(int(n_rows), int(n_features_in), int(n_outputs)))
+
+
+def cpu_share(load: float | None = None, cores: int | None = None) -> float:
+    """The share of one core a new single-threaded computation can expect: all of it on a
+    quiet machine, ``cores / load`` when the 1-minute load average (the runnable tasks,
+    ``os.getloadavg``) is above the number of cores and the scheduler shares them equally.
+    On the shared 2-core machine the shares measured by bench_estimate were 0.9-2.4 times this
+    (other tasks sleep between bursts): a wall-time estimate from it errs long, not short."""
+    cores = int(cores or os.cpu_count() or 1)
+    if load is None:
+        try:
+            load = os.getloadavg()[0]
+        except (AttributeError, OSError):      # no load average (Windows): assume quiet
+            load = 0.0
+    return min(1.0, cores / max(float(load), 1e-9))
+
+
+def wall_seconds(cpu_seconds: float, load: float | None = None, cores: int | None = None) -> float:
+    """Wall-clock seconds of ``cpu_seconds`` of one-core work at this load (:func:`cpu_share`)."""
+    return float(cpu_seconds) / cpu_share(load, cores)

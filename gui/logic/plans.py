@@ -31,7 +31,7 @@ import numpy as np
 from rwtool.progress import FitCancelled, ProgressEvent
 from rwtool.model_selection import clone as _clone
 
-__all__ = ["Holdout", "KFold", "Search", "search_space", "validation_sample",
+__all__ = ["Holdout", "KFold", "Search", "search_space", "validation_sample", "supports",
            "VALIDATION_SAMPLE"]
 
 #: held-out rows of the live validation curve: enough for its shape (the error of a sample of
@@ -46,6 +46,12 @@ def validation_sample(X, y, n: int = VALIDATION_SAMPLE, seed: int = 0):
         return X, y
     idx = np.sort(np.random.default_rng(seed).choice(len(X), n, replace=False))
     return X[idx], np.asarray(y)[idx]
+
+
+def _cv_sizes(n: int, k: int, count: int) -> list:
+    """``count`` fits of a k-fold split of n rows: (n - n/k training rows, n/k scored)."""
+    held = int(n) // int(k)
+    return [(int(n) - held, held)] * int(count)
 
 
 def _report(callback, event) -> None:
@@ -91,6 +97,11 @@ class Holdout:
     def n_fits(self) -> int:
         return 1
 
+    def fit_sizes(self, n_train: int, n_test: int = 0) -> list:
+        """The run's fits as (training rows, rows predicted after it): the fit on the training
+        rows, then the evaluation's predictions on them and on the held-out rows."""
+        return [(int(n_train), int(n_train) + int(n_test))]
+
     def describe(self) -> str:
         return "holdout"
 
@@ -122,6 +133,11 @@ class KFold:
 
     def n_fits(self) -> int:
         return self.k + 1
+
+    def fit_sizes(self, n_train: int, n_test: int = 0) -> list:
+        """k fits on (k-1)/k of the training rows, each scoring its held-out fold, then the
+        holdout fit (Holdout.fit_sizes)."""
+        return _cv_sizes(n_train, self.k, self.k) + Holdout().fit_sizes(n_train, n_test)
 
     def describe(self) -> str:
         return f"{self.k}-fold cross-validation"
@@ -185,6 +201,12 @@ class Search:
 
     def n_fits(self) -> int:
         return self.n_iter * self.cv + self.then.n_fits()
+
+    def fit_sizes(self, n_train: int, n_test: int = 0) -> list:
+        """n_iter candidates, each fitted on cv folds (of the configured size: the candidates'
+        own sizes are drawn during the search), then the inner plan's fits."""
+        return (_cv_sizes(n_train, self.cv, self.n_iter * self.cv)
+                + self.then.fit_sizes(n_train, n_test))
 
     def describe(self) -> str:
         return (f"randomized search ({self.n_iter} candidates, {self.cv}-fold), then "

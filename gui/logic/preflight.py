@@ -4,8 +4,9 @@
 the window must say before submitting the fit: a refusal (the fit needs more memory than the
 machine has, or reg="auto"/k-fold needs more rows of a class than there are), warnings (many
 classes for the rows, which usually means a numeric quantity picked as a classification
-target), and the estimate of memory and time from rwtool.resources.estimate_fit, with whether
-it is long enough to ask the user first. Messages refer to what the form has (Task, reg, the
+target), and the estimate of memory and time (rwtool.resources: every fit of the plan and
+the predictions after it, at the machine's load), with whether it is long enough to ask the
+user first. Messages refer to what the form has (Task, reg, the
 folds of the evaluation or of the search), never to parameters the user cannot see.
 
 This module decides; it must not fit, and it must not build widgets.
@@ -18,13 +19,14 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from rwtool.exceptions import human_bytes
-from rwtool.resources import MEMORY_FRACTION, available_memory, estimate_fit
+from rwtool.resources import (MEMORY_FRACTION, available_memory, cpu_share, estimate_fit,
+                              estimate_predict)
 # the solvers whose reg='auto' folds come from sums over position-hashed rows (not
 # stratified): rwtool.scale's public name for them
 from rwtool.scale import STREAM_SOLVERS as FROM_SUMS_SOLVERS
 
 __all__ = ["Preflight", "preflight", "many_classes", "AUTO_REG_FOLDS", "LONG_FIT_S",
-           "LARGE_FIT_BYTES"]
+           "LARGE_FIT_BYTES", "LIVE_SHARE"]
 
 #: folds of reg="auto" in rwtool (estimators/_random_features.py _fit_auto_reg); only the solvers
 #: outside FROM_SUMS_SOLVERS split them by class
@@ -34,21 +36,41 @@ LONG_FIT_S = 60.0
 LARGE_FIT_BYTES = 2 << 30
 
 
+#: share of the fit's time a live validation curve may take (rwtool.solvers._sgd.LIVE_SHARE:
+#: averaged SGD evaluates only while its evaluations took at most this share of its steps)
+LIVE_SHARE = 0.1
+
+
 @dataclass
 class Preflight:
+    """What to tell the user before a run. The time is the wall-clock time of the whole run
+    (``seconds``: every fit of the plan, ``fit_seconds``, then the predictions it scores,
+    ``after_seconds``) at the machine's load when asked (``share``: rwtool.resources.cpu_share);
+    ``estimate`` is the largest single fit's FitEstimate (its memory, and its CPU seconds)."""
+
     refuse: str = ""                       # non-empty: do not start, show this
     warnings: list = field(default_factory=list)
     estimate: object = None                # rwtool.resources.FitEstimate or None
     available: int = 0
     confirm: str = ""                      # non-empty: ask the user with this text first
+    seconds: float | None = None
+    fit_seconds: float | None = None
+    after_seconds: float | None = None
+    share: float = 1.0
 
     def summary(self) -> str:
         e = self.estimate
         if e is None:
             return ""
         text = f"estimated peak memory {human_bytes(e.peak_bytes)}"
-        if e.seconds is not None:
-            text += f", about {_duration(e.seconds)}"
+        if self.seconds is not None:
+            text += f", about {_duration(self.seconds)}"
+            if self.after_seconds and self.after_seconds >= 0.05 * self.seconds:
+                text += (f" (training {_duration(self.fit_seconds)}, predictions "
+                         f"{_duration(self.after_seconds)})")
+            if self.share < 0.95:
+                text += (f" on this machine's load (other programs leave this run "
+                         f"{100 * self.share:.0f}% of a core)")
         return text + f" ({human_bytes(self.available)} available)"
 
 
@@ -83,14 +105,18 @@ def _class_floor(values, counts, folds: int, why: str) -> str:
 
 
 def preflight(est, X, y, task: str, *, folds: int | None = None,
-              folds_what: str = "k-fold evaluation", n_fits: int = 1,
-              available: int | None = None) -> Preflight:
+              folds_what: str = "k-fold evaluation", n_fits: int = 1, fits=None,
+              live_curve: bool = False, available: int | None = None,
+              load: float | None = None) -> Preflight:
     """What to tell the user before ``est.fit(X, y)`` (see the module docstring).
 
     ``folds`` is the number of folds the app itself will use (k-fold evaluation or a search),
-    with ``folds_what`` naming the form control that sets it; ``n_fits`` fits of about this
-    size run one after the other (folds, candidates), which multiplies the time, not the
-    memory.
+    with ``folds_what`` naming the form control that sets it. ``fits`` lists the run's fits as
+    (training rows, rows predicted after it) pairs, one after the other (the plan's
+    ``fit_sizes``: folds, candidates, the final fit and its evaluation); without it, ``n_fits``
+    fits on every row of ``X``, each predicting them once. They add up in time, not in memory.
+    ``live_curve``: the final fit draws a live validation curve (at most LIVE_SHARE of its
+    time). ``load``: the 1-minute load average to plan for (default: the machine's now).
     """
     out = Preflight()
     n, d = X.shape
@@ -119,9 +145,20 @@ def preflight(est, X, y, task: str, *, folds: int | None = None,
                 return out
     n_outputs = 1 if k <= 2 else k
     out.estimate = estimate_fit(est, n, d, n_outputs)
-    if n_fits > 1 and out.estimate.seconds is not None:
-        out.estimate = replace(out.estimate, seconds=out.estimate.seconds * n_fits,
-                               detail=f"{out.estimate.detail} ({n_fits} fits)".strip())
+    fits = list(fits) if fits is not None else [(n, n)] * int(n_fits)
+    if len(fits) > 1:
+        out.estimate = replace(out.estimate,
+                               detail=f"{out.estimate.detail} ({len(fits)} fits)".strip())
+    if out.estimate.seconds is not None:
+        fit_cpu = sum(out.estimate.seconds if rows == n else
+                      (estimate_fit(est, rows, d, n_outputs).seconds or 0.0)
+                      for rows, _ in fits)
+        if live_curve:
+            fit_cpu += LIVE_SHARE * out.estimate.seconds
+        after_cpu = sum(estimate_predict(est, scored, d, n_outputs) for _, scored in fits)
+        out.share = cpu_share(load)
+        out.fit_seconds, out.after_seconds = fit_cpu / out.share, after_cpu / out.share
+        out.seconds = out.fit_seconds + out.after_seconds
     out.available = available_memory() if available is None else int(available)
     peak = out.estimate.peak_bytes
     if peak > MEMORY_FRACTION * out.available:
@@ -130,7 +167,7 @@ def preflight(est, X, y, task: str, *, folds: int | None = None,
                       f"{human_bytes(out.available)} is available. Use fewer features or rows"
                       + (", or Task: regression" if k > 2 else "") + ".")
         return out
-    secs = out.estimate.seconds
+    secs = out.seconds
     if peak > LARGE_FIT_BYTES or (secs is not None and secs > LONG_FIT_S):
         out.confirm = f"This fit is large: {out.summary()}. Start it?"
     return out

@@ -28,7 +28,7 @@ from ..solvers._bkernn import (CG_TOL, KERNEL_SOLVERS, PENALTIES, choose_kernel_
                                feature_learning_score, fit_particles, ridge_decision, ridge_tables)
 from ..exceptions import FitCancelled, NumericalError, NumericalWarning, check_finite_result
 from ..progress import make_progress
-from ..resources import FitEstimate, check_fit_memory
+from ..resources import FitEstimate, check_fit_memory, seconds_of
 from ._weights import weighted_rows
 
 __all__ = ["BKerNNRegressor", "BKerNNClassifier", "PENALTIES", "feature_learning_score"]
@@ -273,7 +273,7 @@ class _BKerNN(CallbackSupport, BaseEstimator):
         return self
 
     def _estimate_fit(self, n_samples, n_features_in, n_outputs):
-        """Peak memory of ``fit`` beyond the inputs (rwtool.resources contract).
+        """Peak memory and CPU time of ``fit`` (rwtool.resources contract; time: :meth:`_work`).
 
         The larger of two moments, in float64 arrays (docs/BKERNN.md has the measurements):
 
@@ -303,17 +303,42 @@ class _BKerNN(CallbackSupport, BaseEstimator):
             M = m * (block_count(n) - 1)
             trial = 8 * (2 * n * d + 5 * m * n + 16 * n * q + 2 * M * M) + m * n
         total = max(trial, model) * 23 // 20
+        work = self._work(n, d, q, dense)
         if dense:
             return FitEstimate(
-                peak_bytes=total, seconds=None,
+                peak_bytes=total, seconds=seconds_of(work), work=work,
                 detail=(f"the n x n kernel, its Cholesky factor and a copy of it "
                         f"({3 * 8 * n * n / 2**30:.1f} GiB at n = {n}) dominate; use "
                         f"kernel_solver='cg' (or 'auto'), whose memory grows linearly in n"))
         return FitEstimate(
-            peak_bytes=total, seconds=None,
+            peak_bytes=total, seconds=seconds_of(work), work=work,
             detail=(f"O(n (d + m q)) arrays ({total / 2**20:.0f} MiB at "
                     f"n = {n}): the projections, their sort orders and the prediction tables "
                     f"(m = {m} particles, q = {q} outputs); fit on fewer rows or particles"))
+
+    def _work(self, n, d, q, dense) -> dict:
+        """The work of ``max_iter`` iterations on n rows (rwtool.resources.KERNEL_RATES).
+
+        CG path: each iteration sorts the m projections of the n rows and runs warm-started
+        CG on sorted prefix sums for each line-search trial, O(m n log n) in all (docs/BKERNN.md
+        "Scale": 4.85-4.96x per 4x rows, which m n log2 n follows within 10% from 8,000 to
+        128,000 rows); the kernel ``bkernn_iteration`` counts m n log2 n per iteration and
+        output column, its rate folds in the trials and CG steps an iteration takes. Dense
+        path: per trial the n x n kernel (n^2 m) and its Cholesky factor (n^3 / 3), about two
+        trials an iteration."""
+        m, it = int(self.n_particles), int(self.max_iter)
+        if dense:
+            return {"blas": it * 2.0 * (n * n * (m + d) + n ** 3 / 3.0)}
+        return {"bkernn_iteration": it * m * n * math.log2(max(n, 2)) * q,
+                "blas": it * n * m * d}
+
+    def _estimate_predict(self, n_rows, n_features_in, n_outputs=1) -> dict:
+        """The work of ``decision_function`` on n rows: their m projections (BLAS) and a binary
+        search of each in the particle's sorted training projections (O(m log n) a row; the
+        training rows' count is taken as n's, which they are within a factor 5 in the app)."""
+        n, d, m = int(n_rows), int(n_features_in), int(self.n_particles)
+        q = max(1, int(n_outputs)) if n_outputs > 2 else 1
+        return {"bkernn_predict": n * m * math.log2(max(n, 2)) * q, "blas": n * m * d}
 
     def _set_fitted(self, res, lam, y_mean, weights, t0, cancelled=False):
         self.reg_ = lam

@@ -38,7 +38,7 @@ from ..exceptions import FitCancelled, NumericalWarning, check_finite_result, hu
 from ..bounds import estimate_tau, gap_theorem62, gap_theorem65, l2p_norm, rademacher_bound
 from ..losses import LOSSES, get_loss
 from ..progress import make_progress
-from ..resources import FitEstimate, check_fit_memory
+from ..resources import FitEstimate, check_fit_memory, seconds_of
 from ..model_selection._selection import clone, fold_ids, select_reg
 from ..solvers._lasso import fit_mode as lasso_fit_mode, lasso_fit
 from ..solvers._lasso_cv import N_LAMS
@@ -292,14 +292,6 @@ def _keep_nonzero(fmap, coef):
     return subset_map(fmap, keep), np.ascontiguousarray(coef[keep] * scale)
 
 
-# Operations per second of the time estimates, measured on the project's 2-core machine: the
-# numba feature and solver loops, and BLAS's syrk/eigh (n = 15000, T = 2000: a fixed-reg RW fit
-# took 1.3 s, reg="auto" 7.3 s; one rate for both overestimated them 50x, and the app asked to
-# confirm every routine fit).
-_ELEMENT_RATE = 1e9
-_BLAS_RATE = 4e10
-
-
 class _RandomFeatureModel(CallbackSupport, BaseEstimator):
     """Shared fit/predict machinery; subclasses define the feature map and the target coding."""
 
@@ -454,9 +446,9 @@ class _RandomFeatureModel(CallbackSupport, BaseEstimator):
         products with the fold sums (2 T R); for the Lasso by sums the fold forms and paths
         (3 x 3 T, and up to N_LAMS T for the final path). Measured against tracemalloc's peak
         in tests/estimators/test_numerical_errors.py (within a factor 2). Time: the features (2 n T
-        d) plus the solver's operations (n T^2 and T^3 / 3 for the normal equations, b T^2 (d + k) /
-        2 for SFGD/OSD, a coordinate-descent path per class for the Lasso, ...): numba loops at
-        ``_ELEMENT_RATE``, BLAS/LAPACK work at ``_BLAS_RATE``.
+        d) plus the solver's operations (n T^2 and T^3 / 3 for the normal equations, b T^2 / 2
+        (row, centre) pairs for SFGD/OSD, a coordinate-descent path per class for the Lasso, ...),
+        counted per kernel in ``work`` and timed at rwtool.resources.KERNEL_RATES.
         """
         solver = self._validate()
         n, d, T = int(n_samples), int(n_features_in) + 1, int(self.n_features)
@@ -470,8 +462,10 @@ class _RandomFeatureModel(CallbackSupport, BaseEstimator):
                  if self.block_size is None else min(n, int(self.block_size)))
         classifier = self._estimator_type == "classifier"
         words = 2 * n * d + n * k + T * d
-        ops = 2.0 * n * T * d
-        blas = n * T * k                # dense products and factorisations, on BLAS/LAPACK
+        elem = self._feature_kernel()
+        ops = 0.0                       # the SGD-like solvers' own steps (a *_step kernel)
+        pairs = float(n * T)            # (row, centre) pairs of features: one pass
+        blas = n * T * (k + d)          # dense products and factorisations, on BLAS/LAPACK
         per_class = 0                   # the words each class (output column) adds, beyond y
         R = len(AUTO_REG.get(solver, ())) + 1      # candidates: the grid and an extension
         S = min(n, VALIDATION_ROWS)                # the classifier's validation sample
@@ -501,7 +495,7 @@ class _RandomFeatureModel(CallbackSupport, BaseEstimator):
             blas += n * T * T
             # 200 sweeps a lam measured on skin (30,000 rows: 10.0 s of CPU, 2.5 s estimated
             # with 50)
-            ops += (AUTO_FOLDS + 1) * N_LAMS * 200 * T * T / 4.0 * k
+            cd = (AUTO_FOLDS + 1) * N_LAMS * 200 * T * T / 4.0 * k
             detail = (f"the {T} x {T} normal equations of {AUTO_FOLDS} folds and the Lasso "
                       f"path of each, features in blocks of {block} rows")
         elif solver == "lasso":
@@ -509,7 +503,7 @@ class _RandomFeatureModel(CallbackSupport, BaseEstimator):
             words += (n * T if design else block * T + 3 * T * T) + rw_gram * T * T
             per_class = 4 * T
             sweeps = 1000 if self.max_iter is None else int(self.max_iter)
-            ops += (n if design else T) * T * min(sweeps, 50) * k
+            cd = (n if design else T) * T * min(sweeps, 50) * k
             blas += 0.0 if design else n * T * T      # the normal equations
             detail = (f"the {n} x {T} feature matrix" if design
                       else f"the {T} x {T} normal equations") + " of the Lasso"
@@ -517,21 +511,28 @@ class _RandomFeatureModel(CallbackSupport, BaseEstimator):
             b = _batch_size(self, n)
             words += 64 * b * (2 * T + 64 + d) + 64 * T
             per_class = 3 * T
-            # features of the batches on the centres so far; the base predictor of one (erf,
-            # exp) costs about 20 operations more (skin, 30,000 rows: 6.3 s of CPU, 1.5 s
-            # estimated without them)
-            ops += b * T * T * (d + k + 20) / 2.0
+            # iteration t computes the features of its b batch rows on the t centres so far
+            # and their predictions: b T^2 / 2 (row, centre) pairs over the run, each a feature
+            # (its d-term product in BLAS) and k multiply-adds in the block kernel
+            sfgd = b * T * T / 2.0
+            pairs, blas = sfgd, sfgd * d            # no pass over all the rows
+            ops += sfgd * k
             detail = f"blocks of 64 iterations x {b} rows of features on up to {T} centres"
         else:                                          # sgd on kitchen sinks
             epochs = 5 if self.max_iter is None else int(self.max_iter)
             words += 2048 * T
             per_class = 3 * T
-            ops += epochs * n * T * (d + 4 * k)
+            # the features are recomputed every pass (chunks of 2048 rows), then each row's
+            # step reads and updates its T coefficients per class
+            pairs *= epochs
+            blas += (epochs - 1) * n * T * d
+            ops += epochs * n * T * k
             detail = f"{epochs} passes over chunks of 2048 rows of {T} features"
+        refits = 1
         if auto and solver not in FROM_SUMS_SOLVERS:
             n_reg = len(AUTO_REG[solver])
-            ops *= 3 * n_reg + 1                       # a fit per (fold, reg) and the refit
-            detail += f"; reg='auto' refits {3 * n_reg + 1} times"
+            refits = 3 * n_reg + 1                     # a fit per (fold, reg) and the refit
+            detail += f"; reg='auto' refits {refits} times"
         words += per_class * k
         fix = ""
         if k > 1 and (n + per_class) * k > words / 2:
@@ -541,9 +542,25 @@ class _RandomFeatureModel(CallbackSupport, BaseEstimator):
                                                    if auto else ""))
             fix = (f"fewer {what} (merge the rare ones), fewer features (n_features)"
                    + (", or a number for reg (no candidates to validate)" if auto else ""))
-        seconds = ops / _ELEMENT_RATE + blas / _BLAS_RATE
-        return FitEstimate(peak_bytes=int(8 * words), seconds=float(seconds), detail=detail,
-                           fix=fix)
+        work = {elem: pairs * refits, "blas": blas * refits,
+                {"sfgd": "sfgd_step", "osd": "sfgd_step"}.get(solver, "rks_sgd_step"):
+                ops * refits}
+        if solver == "lasso":
+            work["lasso_cd"] = cd * refits
+        work = {key: v for key, v in work.items() if v}
+        return FitEstimate(peak_bytes=int(8 * words), seconds=seconds_of(work), detail=detail,
+                           fix=fix, work=work)
+
+    def _feature_kernel(self) -> str:
+        """The KERNEL_RATES entry of this map's element-wise features."""
+        return "rw_features" if self._family == "rw" else "rff_features"
+
+    def _estimate_predict(self, n_rows, n_features_in, n_outputs=1) -> dict:
+        """The work of ``decision_function`` on n rows: the features of every row on the T
+        centres (their d-term products in BLAS) and their product with the coefficients."""
+        n, d, T = int(n_rows), int(n_features_in) + 1, int(self.n_features)
+        k = 1 if n_outputs <= 2 else int(n_outputs)
+        return {self._feature_kernel(): n * T, "blas": n * T * (d + k)}
 
     # -- reg selection (rwtool.model_selection._selection) -----------------------------------------
     def _shares_reg_path(self) -> bool:

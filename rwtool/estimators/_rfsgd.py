@@ -26,7 +26,7 @@ from ..features._bandwidth import median_sigma, scale_sigma
 from ..features._fourier import KERNEL, VARIANT, RandomFourierFeatures
 from ..losses import get_loss
 from ..progress import make_progress
-from ..resources import FitEstimate, check_fit_memory
+from ..resources import FitEstimate, check_fit_memory, seconds_of
 from ..solvers._divergence import check_final_model
 from ..solvers._draws import visit_order
 from ..solvers._sgd import (SGDState, averaged_sgd, check_step_size, default_gamma, logistic_loss,
@@ -299,8 +299,8 @@ class RFSGDClassifier(CallbackSupport, ClassifierMixin, BaseEstimator):
         Memory: the standardised copy of X, the frequencies (M x d), four (D, k) coefficient
         arrays, one chunk of features, the visiting order, and with n_epochs > 1 the cached
         n x D feature matrix when it fits ``feature_cache_mb``. Time: n_epochs n steps of
-        O(D k) each plus the features (O(M d) per row and pass), at about 1e9 operations a
-        second on one core of a shared machine.
+        O(D k) each plus the features (O(M d) per row and pass), counted per kernel in ``work``
+        and timed at rwtool.resources.KERNEL_RATES.
         """
         self._validate()
         n, d = int(n_samples), int(n_features_in)
@@ -316,10 +316,27 @@ class RFSGDClassifier(CallbackSupport, ClassifierMixin, BaseEstimator):
         if isinstance(self.sigma, str) and self.sigma.lower() == "median":
             peak += 8 * min(n, 1000) ** 2 * 2
         passes = 1 if cache else epochs
-        ops = epochs * n * D * k * 4 + passes * n * (M * d * 2 + D * 20)
+        # the D features of every row in each pass that computes them (their M d products in
+        # BLAS), then one averaged-SGD step per row and epoch over its D k coefficients
+        work = {self._feature_kernel(): passes * n * D, "blas": passes * n * M * d,
+                "asgd_step": epochs * n * D * k}
         detail = (f"{epochs} pass(es) over {n} rows with {D} random-feature coefficients per "
                   f"class" + (f"; the {n} x {D} feature matrix is cached" if cache else ""))
-        return FitEstimate(peak_bytes=int(peak), seconds=ops / 1e9, detail=detail)
+        return FitEstimate(peak_bytes=int(peak), seconds=seconds_of(work), detail=detail,
+                           work=work)
+
+    def _estimate_predict(self, n_rows, n_features_in, n_outputs=1) -> dict:
+        """The work of ``decision_function`` on n rows: their D features and the product."""
+        n, d = int(n_rows), int(n_features_in)
+        k = 1 if n_outputs <= 2 else int(n_outputs)
+        M = int(self.n_features)
+        D = 2 * M if self.variant.lower() == "pair" else M
+        return {self._feature_kernel(): n * D, "blas": n * (M * d + D * k)}
+
+    def _feature_kernel(self) -> str:
+        """The KERNEL_RATES entry of the features: "pair" computes a cos and a sin per
+        frequency (two outputs), measured apart from the one-phase map's cos."""
+        return "rff_pair_features" if self.variant.lower() == "pair" else "rff_features"
 
     # -- public API ------------------------------------------------------------------------
     @reports_to_sklearn

@@ -1,0 +1,161 @@
+"""The time half of rwtool.resources' cost models: their structure, not their seconds.
+
+Every estimator counts the units of work of each kernel it runs (``FitEstimate.work``) and the
+estimate is those counts at the measured rates of rwtool.resources.KERNEL_RATES. These tests
+check the counts against what the algorithms do (how they grow with rows, centres, particles,
+selected features), the app's sum over the fits of a plan, and the load model; no test times
+anything (the machine is shared; the rates are checked against real runs by
+benchmarks/speed/bench_estimate.py and reported in docs/GUI.md).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import rwtool as rw
+from rwtool.resources import (KERNEL_RATES, cpu_share, estimate_fit, estimate_predict,
+                              seconds_of, wall_seconds)
+
+#: every method's solvers and selectors, at their defaults otherwise
+CONFIGS = [rw.RWClassifier(solver=s) for s in ("lstsq", "lasso", "sfgd", "osd")] + [
+    rw.RWClassifier(reg=1e-3), rw.RKSClassifier(), rw.RKSClassifier(solver="sgd"),
+    rw.RKSClassifier(solver="lasso"), rw.RFSGDClassifier(), rw.RWRegressor(),
+    rw.GreedyMKClassifier(), rw.GreedyMKRegressor()] + [
+    rw.GreedyMKClassifier(selector=s) for s in ("rks", "eerf", "lkrf")] + [
+    rw.BKerNNClassifier(), rw.BKerNNRegressor(), rw.BKerNNClassifier(kernel_solver="dense")]
+
+
+@pytest.mark.parametrize("est", CONFIGS, ids=lambda e: f"{type(e).__name__}"
+                         f"-{e.get_params().get('solver', e.get_params().get('selector', ''))}")
+def test_every_method_has_a_time_model_of_known_kernels(est):
+    """A time for every method (BKerNN had none), made of kernels whose rates were measured,
+    and the predictions after the fit counted too."""
+    for n in (300, 200_000):
+        e = estimate_fit(est, n, 3, 1)
+        assert e.seconds is not None and e.seconds > 0 and e.work
+        assert set(e.work) <= set(KERNEL_RATES), set(e.work) - set(KERNEL_RATES)
+        assert e.seconds == pytest.approx(seconds_of(e.work), rel=1e-12)
+        assert all(v > 0 for v in e.work.values())
+        p = est._estimate_predict(n, 3, 1)
+        assert set(p) <= set(KERNEL_RATES)
+        assert estimate_predict(est, n, 3, 1) == pytest.approx(seconds_of(p), rel=1e-12)
+        assert seconds_of(p) > 0
+
+
+def test_rates_say_what_they_count_and_where_they_come_from():
+    for name, r in KERNEL_RATES.items():
+        assert r.value > 0 and math.isfinite(r.value), name
+        assert r.unit and r.source, name
+
+
+def test_least_squares_counts_its_products():
+    """RW least squares at a fixed reg: every row's T features once, and Phi^T Phi's n T^2
+    multiply-adds (plus the n T (d + 1 + k) of the features' products and the predictions):
+    the per-row work grows exactly linearly in n; the Gram part as T^2."""
+    est = rw.RWClassifier(reg=1e-3, n_features=400, block_size=1000)
+    a, b = (estimate_fit(est, n, 5, 1).work for n in (10_000, 20_000))
+    assert b["rw_features"] == 2 * a["rw_features"] == 2 * 10_000 * 400
+    T, d = 400, 5 + 1
+    # the rows' share of BLAS: T^2 (Phi^T Phi) + T (d + 1) (features, k = 1) per row
+    assert b["blas"] - a["blas"] == pytest.approx(10_000 * (T * T + T * (d + 1)))
+    big = rw.RWClassifier(reg=1e-3, n_features=800, block_size=1000)
+    c = estimate_fit(big, 20_000, 5, 1).work
+    gram = lambda w, t: w["blas"] - 20_000 * t * (d + 1)               # noqa: E731
+    assert gram(c, 800) / gram(b, 400) == pytest.approx(4.0, rel=0.15)  # T^2 (+ T^3 solve)
+
+
+def test_sfgd_work_is_its_batches_not_its_rows():
+    """SFGD visits b rows per centre on the centres so far: b T^2 / 2 pairs, whatever n."""
+    est = rw.RWClassifier(solver="sfgd", reg=1e-3, n_features=300, batch_size=50)
+    a, b = (estimate_fit(est, n, 3, 1).work for n in (10_000, 1_000_000))
+    assert a == b
+    assert a["sfgd_step"] == 50 * 300 ** 2 / 2
+
+
+def test_rfsgd_work_per_epoch_and_feature_cache():
+    """n_epochs passes of one step per row over its D coefficients; the features once when the
+    n x D matrix fits the cache, else every pass."""
+    est = rw.RFSGDClassifier(n_features=100, n_epochs=4, variant="pair")
+    w = estimate_fit(est, 10_000, 3, 1).work
+    D = 200                               # cos and sin of 100 frequencies
+    assert w["asgd_step"] == 4 * 10_000 * D and w["rff_pair_features"] == 10_000 * D
+    est.set_params(feature_cache_mb=0)
+    assert estimate_fit(est, 10_000, 3, 1).work["rff_pair_features"] == 4 * 10_000 * D
+
+
+def test_mfga_work_grows_with_the_path():
+    """A gradient per selected feature over the dictionary's columns and their Taylor terms
+    (N M0 (order + k)); the refits of the logistic path are counted with them."""
+    kw = {"sigma": 1.0, "gauss_order": 4}         # one dictionary (38 columns) for both
+    small = estimate_fit(rw.GreedyMKClassifier(n_features=10, **kw), 50_000, 3, 1).work
+    big = estimate_fit(rw.GreedyMKClassifier(n_features=20, **kw), 50_000, 3, 1).work
+    assert small["mfga_gradient"] == 10 * 50_000 * 38 * (4 + 1)
+    assert big["mfga_gradient"] == pytest.approx(2 * small["mfga_gradient"])
+    assert "knn" not in small            # a given sigma: no k-NN bandwidth
+    knn = estimate_fit(rw.GreedyMKClassifier(n_features=20), 50_000, 3, 1).work["knn"]
+    assert knn == 2000 * 50_000          # knn_queries x rows distances
+    # the squared loss refits by its normal equations: N M^2 multiply-adds on BLAS
+    sq = estimate_fit(rw.GreedyMKRegressor(n_features=20, reg=1e-3, **kw), 50_000, 3, 1).work
+    assert sq["blas"] == 50_000 * 20 * 20
+
+
+def test_bkernn_estimate_grows_as_its_algorithm():
+    """The CG path sorts m projections of n rows each iteration: m n log2 n per iteration
+    (docs/BKERNN.md measured 4.85-4.96x per 4x rows from 32,000 to 128,000; this is 4.53x), and
+    linear in the particles and the iterations."""
+    est = rw.BKerNNClassifier(n_particles=20, max_iter=10)
+    a, b = (estimate_fit(est, n, 5, 1) for n in (32_000, 128_000))
+    ratio = b.work["bkernn_iteration"] / a.work["bkernn_iteration"]
+    assert ratio == pytest.approx(4 * math.log2(128_000) / math.log2(32_000))
+    assert 4.0 < b.seconds / a.seconds < 5.0
+    twice = rw.BKerNNClassifier(n_particles=40, max_iter=20)
+    assert estimate_fit(twice, 32_000, 5, 1).work["bkernn_iteration"] == pytest.approx(
+        4 * a.work["bkernn_iteration"])
+    # the dense path (small n): the n x n kernel and its factorisation, cubic in n
+    dense = rw.BKerNNClassifier(kernel_solver="dense", n_particles=20, max_iter=10)
+    s1, s2 = (estimate_fit(dense, n, 5, 1).seconds for n in (2000, 4000))
+    assert 6 < s2 / s1 <= 8
+
+
+def test_predictions_are_linear_in_rows():
+    for est in CONFIGS[:-3]:
+        a, b = (estimate_predict(est, n, 3, 1) for n in (10_000, 30_000))
+        assert b == pytest.approx(3 * a), type(est).__name__
+
+
+def test_cpu_share_of_a_loaded_machine():
+    assert cpu_share(load=0.0, cores=2) == 1.0
+    assert cpu_share(load=1.5, cores=2) == 1.0
+    assert cpu_share(load=8.0, cores=2) == 0.25
+    assert wall_seconds(10.0, load=8.0, cores=2) == 40.0
+
+
+def test_preflight_sums_the_plans_fits_and_predictions():
+    """The app's estimate: every fit of the plan on its rows and the predictions after each
+    (k-fold: k fits on 4/5 of the rows scoring 1/5, then the final fit scoring every row), at
+    the given load."""
+    gui = pytest.importorskip("gui.logic.preflight")
+    from gui.logic.plans import Holdout, KFold, Search
+    rng = np.random.default_rng(0)
+    X, y = rng.standard_normal((5000, 3)), rng.integers(0, 2, 5000)
+    est = rw.RWClassifier(reg=1e-3, n_features=200)
+    fit = lambda n: estimate_fit(est, n, 3, 1).seconds          # noqa: E731
+    pred = lambda n: estimate_predict(est, n, 3, 1)             # noqa: E731
+    one = gui.preflight(est, X, y, "binary", fits=Holdout().fit_sizes(5000, 1000), load=0.0)
+    assert one.fit_seconds == pytest.approx(fit(5000))
+    assert one.after_seconds == pytest.approx(pred(6000))
+    five = gui.preflight(est, X, y, "binary", fits=KFold(5).fit_sizes(5000, 1000), load=0.0)
+    assert five.fit_seconds == pytest.approx(5 * fit(4000) + fit(5000))
+    assert five.after_seconds == pytest.approx(5 * pred(1000) + pred(6000))
+    assert five.seconds == pytest.approx(five.fit_seconds + five.after_seconds)
+    search = Search(n_iter=4, cv=3, then=Holdout()).fit_sizes(5000, 0)
+    assert search == [(5000 - 1666, 1666)] * 12 + [(5000, 5000)]
+    loaded = gui.preflight(est, X, y, "binary", fits=KFold(5).fit_sizes(5000, 1000), load=8.0)
+    assert loaded.share == pytest.approx(cpu_share(8.0))
+    assert loaded.seconds == pytest.approx(five.seconds / cpu_share(8.0))
+    curve = gui.preflight(est, X, y, "binary", fits=Holdout().fit_sizes(5000, 1000), load=0.0,
+                          live_curve=True)
+    assert curve.fit_seconds == pytest.approx(1.1 * fit(5000))
