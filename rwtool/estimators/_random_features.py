@@ -50,7 +50,7 @@ from ..solvers._sfgd import sfgd_fit
 from ..solvers._sgd_rks import sgd_fit
 from ..solvers._sufficient import REG_LIMITS, SufficientStats, best_index, grow_grid
 from ..solvers._from_sums import (AUTO_FOLDS, FROM_SUMS_SOLVERS, SMALL_DATA_REG, VALIDATION_ROWS,
-                                  empty_stats, sample_columns, solve_from_stats)
+                                  empty_stats, solve_from_stats)
 from ._scale_hooks import ScaleClassifierHooks, ScaleHooks
 from ..scale._dask import fold_scores
 
@@ -404,10 +404,10 @@ class _RandomFeatureModel(CallbackSupport, BaseEstimator):
         X, Y = self._fit_targets(X, y, weights)
         t0 = time.perf_counter()
         Xp, fmap = self._start_fit(X, Y, weights)
-        stats = empty_stats(self, fmap, Y.shape[1])
-        total = len(X) if weights is None else float(np.sum(weights))
+        stats = empty_stats(self, fmap, Y.shape[1], weight_sum=len(X) if weights is None
+                            else float(np.sum(weights)))
         stats.add(fmap, Xp, Y, rows=X, start=0, block_size=self.block_size, progress=callback,
-                  weights=weights, sample_features=sample_columns(self, fmap, stats, total))
+                  weights=weights)
         solve_from_stats(self, fmap, stats, callback)
         self.fit_time_ = time.perf_counter() - t0
         self._warn_if_constant(Xp, Y, solver)

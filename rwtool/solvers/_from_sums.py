@@ -43,26 +43,29 @@ MIN_FOLD_ROWS = 2
 VALIDATION_ROWS = 10000
 
 
-def empty_stats(est, fmap, n_outputs: int, n_folds: int | None = None) -> SufficientStats:
+def empty_stats(est, fmap, n_outputs: int, n_folds: int | None = None,
+                weight_sum: float | None = None) -> SufficientStats:
     """The empty sums a fit of ``est`` accumulates: ``AUTO_FOLDS`` folds when reg is chosen
     from them (``n_folds`` None and reg "auto"), and then, for a classifier, a validation
-    sample of ``VALIDATION_ROWS`` rows; one fold for a fixed reg."""
+    sample of ``VALIDATION_ROWS`` rows; one fold for a fixed reg. ``weight_sum``: the total
+    weight of all the rows the sums will hold (an in-memory fit), so the sample keeps the
+    features the search scores with (:func:`sample_columns`) instead of the rows."""
     auto = n_folds is None and est._auto_reg()
     F = (AUTO_FOLDS if auto else 1) if n_folds is None else int(n_folds)
     sample = VALIDATION_ROWS if auto and est._estimator_type == "classifier" else 0
-    return SufficientStats(fmap.n_output_, n_outputs, F, sample_rows=sample)
+    columns = 0 if not sample or weight_sum is None else sample_columns(est, fmap, weight_sum)
+    return SufficientStats(fmap.n_output_, n_outputs, F, sample_rows=sample,
+                           sample_features=columns)
 
 
-def sample_columns(est, fmap, stats: SufficientStats, weight_sum: float) -> int:
-    """The leading feature columns of the validation sample's rows that ``stats.add`` should
-    capture for the search on rows of total weight ``weight_sum`` (all the rows of an in-memory
-    fit): those :func:`select_reg` scores with (``search_columns``), every column for the
-    Lasso's path; 0 when the sums keep no sample."""
-    if stats.sample is None:
-        return 0
+def sample_columns(est, fmap, weight_sum: float) -> int:
+    """The leading feature columns a validation sample captures for the search on rows of
+    total weight ``weight_sum``: at least those :func:`select_reg` scores with
+    (``search_columns`` is non-decreasing in the weight, and one more unit covers the rounding
+    of weight sums added in another order), every column for the Lasso's path."""
     if est._validate() == "lasso":
         return fmap.n_output_
-    return search_columns(fmap, weight_sum)
+    return search_columns(fmap, float(weight_sum) + 1.0)
 
 
 def can_cross_validate(stats: SufficientStats) -> bool:

@@ -52,10 +52,10 @@ def normal_equations(feature_map, X: np.ndarray, Y: np.ndarray, block_size: int 
         rwtool.solvers._sufficient); None starts from zero.
     weights : (m,) row weights >= 0, or None. Each block's rows are scaled by sqrt(w) (the
         targets by w), so Phi^T W Phi stays one symmetric rank-k update.
-    capture : ``(rows, into)`` or None: the unweighted features of X's rows ``rows``
-        (increasing), their first ``into.shape[1]`` columns, are copied into ``into`` (one row
-        each, in that order) as the blocks pass -- the rows featurised once for the sums and a
-        second use (the validation sample of reg="auto", rwtool.solvers._sufficient).
+    capture : ``(rows, into, at)`` or None: the first ``into.shape[1]`` columns of the
+        unweighted features of X's rows ``rows`` (increasing) are copied to the rows ``at`` of
+        ``into`` as the blocks pass -- rows featurised once for the sums and for a second use
+        (the validation sample of reg="auto", rwtool.solvers._sufficient).
     """
     progress = make_progress(progress)
     m = X.shape[0]
@@ -72,8 +72,9 @@ def normal_equations(feature_map, X: np.ndarray, Y: np.ndarray, block_size: int 
                 Yb = Y if Y.dtype == Phi.dtype else Y.astype(Phi.dtype)
             Yr = Yb[start:stop]
             if capture is not None:
-                lo, hi = np.searchsorted(capture[0], (start, stop))
-                capture[1][lo:hi] = Phi[capture[0][lo:hi] - start, :capture[1].shape[1]]
+                rows, into, at = capture
+                lo, hi = np.searchsorted(rows, (start, stop))
+                into[at[lo:hi]] = Phi[rows[lo:hi] - start, :into.shape[1]]
             if weights is not None:
                 root = np.sqrt(weights[start:stop]).astype(Phi.dtype)[:, None]
                 Phi = Phi * root

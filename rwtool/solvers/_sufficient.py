@@ -131,15 +131,17 @@ class ValidationSample:
     depends on the rows alone -- chunks and partitions merged in any order keep the same rows
     (a bottom-k sketch), and the copies of a row are in it together, as they are in one fold.
     It lets reg="auto" score classifiers by accuracy, which is not a function of the sums, in
-    every mode at the memory of ``size`` rows.
+    every mode at the memory of ``size`` rows. Rows are kept in increasing (hash, position).
 
-    ``Phi`` holds the rows' features when every row offered came with them (the leading
-    columns of the fit's map, captured while the sums were accumulated:
-    :meth:`SufficientStats.add` with ``sample_features``), else None; the search then uses
-    them instead of featurising the rows again (:class:`FoldAccuracy`)."""
+    With ``features`` > 0 (an in-memory fit, which knows the columns the search scores with
+    before its pass: :func:`search_columns`) the sample keeps, instead of X, the first
+    ``features`` columns of the rows' features (``Phi``), captured as the blocks of the sums pass
+    (:meth:`SufficientStats.add`): the search never featurises the rows again. Otherwise (a
+    stream or Dask partitions, whose search columns depend on all the rows) it keeps X, and
+    the search featurises it (:class:`FoldAccuracy`)."""
 
-    def __init__(self, size: int):
-        self.size = int(size)
+    def __init__(self, size: int, features: int = 0):
+        self.size, self.features = int(size), int(features)
         self.key = np.empty(0)
         self.pos = np.empty(0, dtype=np.int64)
         self.fold = np.empty(0, dtype=np.int64)
@@ -148,75 +150,89 @@ class ValidationSample:
 
     @property
     def nbytes(self) -> int:
-        return int(self.key.nbytes * 4 + (0 if self.X is None else self.X.nbytes + self.Y.nbytes)
-                   + (0 if self.Phi is None else self.Phi.nbytes))
+        return int(self.key.nbytes * 4 + sum(0 if a is None else a.nbytes
+                                             for a in (self.X, self.Y, self.Phi)))
 
     def candidates(self, keys, weights=None) -> np.ndarray:
-        """The positions (increasing) in a chunk of the rows that may enter the sample: weight
-        above zero (rows of weight 0 are not data) and a hash below the largest one kept, at
-        most ``size`` of them; :meth:`offer` keeps those the merge with the sample retains."""
+        """The positions in a chunk of the rows that may enter the sample, in increasing
+        (hash, position): weight above zero (rows of weight 0 are not data) and a hash below
+        the largest one kept, at most ``size`` of them; :meth:`offer` keeps those the merge
+        with the sample retains."""
         live = (np.arange(len(keys)) if weights is None or np.all(weights)
                 else np.flatnonzero(np.asarray(weights) > 0))
         key = position_uniform(np.asarray(keys)[live], SAMPLE_SEED)
         if len(self.key) >= self.size:
-            return live[key < self.key.max()]
-        if len(key) > self.size:
-            return np.sort(live[np.argpartition(key, self.size - 1)[:self.size]])
-        return live
+            take = np.flatnonzero(key < self.key.max())
+        elif len(key) > self.size:
+            take = np.argpartition(key, self.size - 1)[:self.size]
+        else:
+            take = np.arange(len(live))
+        return live[take[np.lexsort((live[take], key[take]))]]
 
     def offer(self, keys, positions, folds, X, Y, weights=None, rows=None,
               features=None) -> None:
         """Keep the rows of (X, Y) (their :func:`row_keys`, positions, folds, weights) that
-        belong to the sample. ``rows``: :meth:`candidates` of the chunk, in any order (computed
-        when None); ``features``: their features, aligned with ``rows`` (the sample keeps
-        ``Phi`` only while every row came with features of one width)."""
+        belong to the sample. ``rows``: :meth:`candidates` of the chunk, in that order
+        (computed when None); ``features``: their features, aligned with ``rows``, which a
+        sample of ``features`` columns needs and keeps (X is then not read)."""
+        if self.features and (features is None or features.shape[1] != self.features):
+            raise ValueError(f"this validation sample keeps {self.features} feature columns "
+                             f"of its rows: offer their features (SufficientStats.add "
+                             f"captures them as its blocks pass)")
         rows = self.candidates(keys, weights) if rows is None else np.asarray(rows)
         weight = np.ones(len(rows)) if weights is None else np.asarray(weights, dtype=float)[rows]
         self._merge(position_uniform(np.asarray(keys)[rows], SAMPLE_SEED),
                     np.asarray(positions, dtype=np.int64)[rows], np.asarray(folds)[rows],
-                    weight, X, Y, rows, features)
+                    weight, np.asarray(Y, dtype=float)[rows],
+                    features if self.features else np.asarray(X, dtype=float),
+                    None if self.features else rows)
 
-    def _merge(self, key, pos, fold, weight, X, Y, rows, features):
-        """Merge the rows ``rows`` of (X, Y) (hashes ``key``, positions, folds, weights and
-        features aligned with ``rows``) into the sample; X, Y and Phi are gathered once."""
+    def _merge(self, key, pos, fold, weight, Y, data, data_rows=None):
+        """Merge rows (hashes ``key``, positions, folds, weights, coded ``Y``) into the sample;
+        their X (or features) are the rows ``data_rows`` of ``data`` (None: aligned with them),
+        gathered once -- not at all when the sample was empty and they come in its order."""
         old = len(self.key)
         key, pos = np.concatenate([self.key, key]), np.concatenate([self.pos, pos])
         order = np.lexsort((pos, key))[:self.size]
         self.key, self.pos = key[order], pos[order]
         self.fold = np.concatenate([self.fold, fold]).astype(np.int64)[order]
         self.weight = np.concatenate([self.weight, weight])[order]
-        keep = features is not None and (old == 0 or (
-            self.Phi is not None and self.Phi.shape[1] == features.shape[1]))
         mine, new = order < old, np.flatnonzero(order >= old)
         picked = order[new] - old
 
-        def gather(mine_rows, theirs, their_rows, dtype=np.float64):
-            theirs = np.asarray(theirs, dtype=dtype)
-            out = np.empty((len(order), theirs.shape[1]), dtype=theirs.dtype)
+        def gather(kept, incoming, at):
+            if not old and at is None and np.array_equal(picked, np.arange(len(incoming))):
+                return incoming                 # already the sample, in its order
+            at = picked if at is None else at[picked]
+            out = np.empty((len(order), incoming.shape[1]), dtype=incoming.dtype)
             if not old:     # only new rows: one gather, no temporary
-                return np.take(theirs, their_rows, axis=0, out=out)
-            out[new] = theirs[their_rows]
-            out[mine] = mine_rows[order[mine]]
+                return np.take(incoming, at, axis=0, out=out)
+            out[new] = incoming[at]
+            out[mine] = kept[order[mine]]
             return out
 
-        self.X = gather(self.X, np.asarray(X), rows[picked])
-        self.Y = gather(self.Y, np.asarray(Y), rows[picked])
-        self.Phi = gather(self.Phi, features, picked, None) if keep else None
+        self.Y = gather(self.Y, Y, None)
+        if self.features:
+            self.Phi = gather(self.Phi, data, data_rows)
+        else:
+            self.X = gather(self.X, data, data_rows)
 
     def __add__(self, other: "ValidationSample") -> "ValidationSample":
-        out = ValidationSample(self.size)
+        out = ValidationSample(self.size, self.features)
         for part in (self, other):
-            if part.X is not None:
-                out._merge(part.key, part.pos, part.fold, part.weight, part.X, part.Y,
-                           np.arange(len(part.key)), part.Phi)
+            if part.Y is not None:
+                out._merge(part.key, part.pos, part.fold, part.weight, part.Y,
+                           part.Phi if part.features else part.X)
         return out
 
     def accuracy(self, fold: int, feature_map, coefs: np.ndarray, n_outputs: int) -> np.ndarray:
         """Accuracy (weighted by the rows' weights) on the sample's rows of ``fold`` of each block
         of ``n_outputs`` columns of ``coefs`` (one block per reg; NaN where the decision values
-        are not finite)."""
+        are not finite). A sample of features scores the coefficients of the leading
+        ``len(coefs)`` columns of the map it was captured with (``feature_map`` unused)."""
         rows = np.flatnonzero(self.fold == fold)
-        D = feature_map.linear_predict(np.ascontiguousarray(self.X[rows]), coefs)
+        D = (self.Phi[rows][:, :coefs.shape[0]] @ coefs if self.features else
+             feature_map.linear_predict(np.ascontiguousarray(self.X[rows]), coefs))
         return block_accuracies(D.reshape(len(rows), -1), class_of(self.Y[rows]), n_outputs,
                                 self.weight[rows])
 
@@ -232,18 +248,14 @@ def block_accuracies(D: np.ndarray, truth: np.ndarray, n_outputs: int,
 class FoldAccuracy:
     """Accuracy on the validation sample's rows of fold ``folds[j]`` of the column blocks of a
     fold's coefficients (one block of ``n_outputs`` per candidate). The rows' features are the
-    sample's captured ones when ``captured`` (``sample.Phi``: leading columns of ``feature_map``,
-    the map the sums were accumulated with; None: when they cover all of the map's columns),
-    else computed by ``feature_map`` once per fold, on first use; either way kept: every
-    candidate, the grid's extensions and every lam of a Lasso path reuse them (at most
-    ``sample.size`` x T numbers in all)."""
+    sample's captured ones when it keeps features (``sample.Phi``: leading columns of
+    ``feature_map``, the map the sums were accumulated with), else computed by ``feature_map``
+    once per fold, on first use; either way kept: every candidate, the grid's extensions and
+    every lam of a Lasso path reuse them (at most ``sample.size`` x T numbers in all)."""
 
-    def __init__(self, sample: ValidationSample, feature_map, folds, n_outputs: int,
-                 captured: bool | None = None):
+    def __init__(self, sample: ValidationSample, feature_map, folds, n_outputs: int):
         self.sample, self.feature_map, self.folds = sample, feature_map, list(folds)
-        if captured is None:
-            captured = sample.Phi is not None and sample.Phi.shape[1] >= feature_map.n_output_
-        self.n_outputs, self.captured = int(n_outputs), bool(captured)
+        self.n_outputs = int(n_outputs)
         self._Phi, self._truth, self._weight = {}, {}, {}
 
     def __call__(self, j: int, coefs: np.ndarray, scale: float = 1.0) -> np.ndarray:
@@ -252,10 +264,15 @@ class FoldAccuracy:
         divided by ``scale`` (:func:`leading_model`)."""
         if j not in self._Phi:
             rows = np.flatnonzero(self.sample.fold == self.folds[j])
-            self._Phi[j] = (self.sample.Phi[rows] if self.captured else
+            self._Phi[j] = (self.sample.Phi[rows] if self.sample.features else
                             self.feature_map.transform(np.ascontiguousarray(self.sample.X[rows])))
             self._truth[j] = class_of(self.sample.Y[rows])
             self._weight[j] = self.sample.weight[rows]
+        if coefs.shape[0] > self._Phi[j].shape[1]:
+            raise ValueError(f"the validation sample keeps {self._Phi[j].shape[1]} feature "
+                             f"columns, fewer than the {coefs.shape[0]} scored; capture at "
+                             f"least search_columns of the rows (SufficientStats' "
+                             f"sample_features)")
         D = self._Phi[j][:, :coefs.shape[0]] @ coefs
         return block_accuracies(D if scale == 1.0 else D / scale, self._truth[j],
                                 self.n_outputs, self._weight[j])
@@ -283,13 +300,17 @@ class SufficientStats:
         Seed of :func:`fold_of`.
     sample_rows : int, default 0
         Size of the :class:`ValidationSample` kept beside the sums (``sample``; 0: none).
+    sample_features : int, default 0
+        The sample keeps the first this many columns of its rows' features, captured by
+        :meth:`add` as the blocks pass, instead of the rows (0: the rows; see
+        :class:`ValidationSample`). At least :func:`search_columns` of the rows' total weight.
 
     The arrays are plain float64 numpy arrays, so the object pickles to Dask workers and back;
     it is never written to a model file.
     """
 
     def __init__(self, n_features: int, n_outputs: int, n_folds: int = 1, fold_seed: int = 0,
-                 sample_rows: int = 0):
+                 sample_rows: int = 0, sample_features: int = 0):
         if n_folds < 1:
             raise ValueError(f"n_folds must be >= 1, got {n_folds}")
         T, k, F = int(n_features), int(n_outputs), int(n_folds)
@@ -300,7 +321,8 @@ class SufficientStats:
         self.ysum = np.zeros((F, k))
         self.yy = np.zeros((F, k))
         self.fold_seed = int(fold_seed)
-        self.sample = ValidationSample(sample_rows) if sample_rows else None
+        self.sample = (ValidationSample(sample_rows, min(int(sample_features), T))
+                       if sample_rows else None)
 
     # -- shape -------------------------------------------------------------------------------
     @property
@@ -329,8 +351,7 @@ class SufficientStats:
     def add(self, feature_map, X: np.ndarray, Y: np.ndarray, *, rows=None,
             start: int | None = None, folds: np.ndarray | None = None,
             block_size: int | None = None, progress=None,
-            weights: np.ndarray | None = None,
-            sample_features: int = 0) -> "SufficientStats":
+            weights: np.ndarray | None = None) -> "SufficientStats":
         """Add the rows (X, Y) (X preprocessed, Y coded), weighted by ``weights`` (checked by
         the caller: finite, >= 0; None: 1 each), and return self.
 
@@ -338,10 +359,9 @@ class SufficientStats:
         bias; default X): their content sets each row's fold (:func:`row_keys`) unless
         ``folds`` gives them explicitly (an index-based k-fold split). ``start`` is the position
         of X's first row in the whole data (default: the rows added so far, as in a stream),
-        which breaks ties in the validation sample; the sample, if kept, is offered the rows,
-        and with ``sample_features`` > 0 the first that many columns of the features of those
-        that may enter it, copied as the blocks of the sums pass (no second featurisation for
-        the search: :func:`select_reg` uses them when they cover its :func:`search_columns`).
+        which breaks ties in the validation sample; the sample, if kept, is offered the rows
+        (a sample of features: the leading columns of the features of those that may enter
+        it, copied as the blocks of the sums pass, so the search featurises nothing again).
 
         All or nothing: when the rows' sums, or the totals with them, are not finite (a chunk
         of values near 1e200), NumericalError is raised and the statistics are exactly as
@@ -365,19 +385,18 @@ class SufficientStats:
         if self.sample is not None:
             if keys is None:
                 keys = row_keys(X if rows is None else rows)
-            # the candidates grouped by fold: each fold's captured rows are one slice
             candidates = self.sample.candidates(keys, weights)
-            candidates = candidates[np.argsort(folds[candidates], kind="stable")]
-            features = None if sample_features <= 0 else np.empty(
-                (len(candidates), min(int(sample_features), self.n_features)),
-                dtype=feature_map.feature_dtype_)
+            features = None if not self.sample.features else np.empty(
+                (len(candidates), self.sample.features), dtype=feature_map.feature_dtype_)
         try:
             for f in range(self.n_folds):
                 idx = np.flatnonzero(folds == f)
                 capture = None
                 if self.sample is not None and features is not None:
-                    lo, hi = np.searchsorted(folds[candidates], (f, f + 1))
-                    capture = (np.searchsorted(idx, candidates[lo:hi]), features[lo:hi])
+                    into = np.flatnonzero(folds[candidates] == f)
+                    at = np.searchsorted(idx, candidates[into])     # rows of the fold's X
+                    order = np.argsort(at)
+                    capture = (at[order], features, into[order])
                 if len(idx) == len(X):
                     part._add_fold(f, feature_map, X, Y, block_size, progress, weights,
                                    capture)
@@ -434,14 +453,14 @@ class SufficientStats:
         """The statistics of the union of two disjoint sets of rows (a reduction step)."""
         if not isinstance(other, SufficientStats):
             return NotImplemented
-        size = (None if self.sample is None else self.sample.size,
-                None if other.sample is None else other.sample.size)
+        size = (None if self.sample is None else (self.sample.size, self.sample.features),
+                None if other.sample is None else (other.sample.size, other.sample.features))
         if (self.A.shape, self.B.shape, self.fold_seed, size[0]) != (
                 other.A.shape, other.B.shape, other.fold_seed, size[1]):
             raise ValueError(f"cannot merge statistics of shapes {self.B.shape} and "
                              f"{other.B.shape} (folds x features x outputs) or fold seeds "
                              f"{self.fold_seed} and {other.fold_seed}, or validation samples "
-                             f"of {size[0]} and {size[1]} rows")
+                             f"of (rows, feature columns) {size[0]} and {size[1]}")
         out = SufficientStats.__new__(SufficientStats)
         out.A, out.B = self.A + other.A, self.B + other.B
         out.n, out.ysum, out.yy = self.n + other.n, self.ysum + other.ysum, self.yy + other.yy
@@ -733,9 +752,9 @@ def select_reg(stats: SufficientStats, values, classifier: bool, R: np.ndarray |
         stats, R, feature_map = leading_model(stats, R, feature_map, top)
     # the sample's features captured with the sums (the full map's leading columns) serve
     # every model, each rescaled to the full map's columns (c = subset_scale)
-    captured = accuracy and stats.sample.Phi is not None and stats.sample.Phi.shape[1] >= top
+    captured = accuracy and stats.sample.features > 0
     accuracies = FoldAccuracy(stats.sample, full_map if captured else feature_map, used,
-                              stats.n_outputs, captured) if accuracy else None
+                              stats.n_outputs) if accuracy else None
     ceiling = 0.0 if classifier and not accuracy else 1.0
     progress = make_progress(progress)
     progress.start("search", len(values))

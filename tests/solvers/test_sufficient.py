@@ -208,21 +208,18 @@ def test_validation_sample_is_the_same_rows_in_any_chunking():
 
 
 def _captured_and_recomputed(cls, kw, X, y, weights=None, block_size=None):
-    """The sums of one fit's pass for ``cls(**kw)`` on (X, y) twice: capturing the validation
-    sample's features as the blocks pass (what fit does) and not (what partial_fit and Dask
-    do: the search featurises the sample's rows), with the map and its ``sample_columns``."""
-    from rwtool.solvers._from_sums import empty_stats, sample_columns
+    """The sums of one fit's pass for ``cls(**kw)`` on (X, y) twice: with a validation sample
+    of features captured as the blocks pass (what fit does) and with a sample of rows (what
+    partial_fit and Dask do: the search featurises them), with the estimator and its map."""
+    from rwtool.solvers._from_sums import empty_stats
     est = cls(**kw)
     Xc, Y = est._fit_targets(X, y, weights)
     Xp, fmap = est._start_fit(Xc, Y, weights)
     total = len(Xc) if weights is None else float(np.sum(weights))
-    out = []
-    for capture in (True, False):
-        stats = empty_stats(est, fmap, Y.shape[1])
-        n = sample_columns(est, fmap, stats, total) if capture else 0
-        out.append(stats.add(fmap, Xp, Y, rows=Xc, start=0, weights=weights,
-                             block_size=block_size, sample_features=n))
-    return est, fmap, out
+    out = [empty_stats(est, fmap, Y.shape[1], weight_sum=w).add(
+        fmap, Xp, Y, rows=Xc, start=0, weights=weights, block_size=block_size)
+        for w in (total, None)]
+    return est, fmap, Xp, out
 
 
 @pytest.mark.parametrize("cls, kw", [
@@ -231,31 +228,33 @@ def _captured_and_recomputed(cls, kw, X, y, weights=None, block_size=None):
     (rw.RWClassifier, {"solver": "lasso"}), (rw.RKSClassifier, {"base": "fourier"})])
 @pytest.mark.parametrize("weighted", [False, True])
 def test_captured_sample_features_are_the_recomputed_ones(cls, kw, weighted):
-    """fit copies the leading features of the validation sample's rows as the blocks of the
-    sums pass (blocks of 97 rows here, so rows of every fold straddle blocks) instead of
-    featurising the rows again for the search. Oracle, in one process: the map's own
+    """fit's validation sample keeps the leading features of its rows, copied as the blocks of
+    the sums pass (blocks of 97 rows here, so every fold's rows straddle blocks), instead of
+    the rows, which the search would featurise again. Oracle, in one process: the map's own
     transform of the sample's rows, bit for bit (a row's features do not depend on the block
-    it is computed in), the same rows (positions, folds, weights, X, Y) as the sample kept
-    without capturing, and the columns the search scores with (search_columns: T_s of
-    search_features, all T for the Lasso's path). Weighted: rows of weight
-    0 never enter the sample and the captured features are the unweighted ones."""
+    it is computed in); the same rows (positions, folds, weights, Y) as the sample of rows; at
+    least the columns the search scores with (search_columns: T_s of search_features, all T for
+    the Lasso's path). Weighted: rows of weight 0 never enter the sample, and the captured
+    features are the unweighted ones."""
     from rwtool.solvers._sufficient import search_columns
     rng = np.random.default_rng(3)
     X = rng.normal(size=(1300, 4))
     y = np.where(X[:, 0] + 0.5 * rng.normal(size=1300) > 0, "p", "n")
     weights = rng.choice([0.0, 0.5, 1.0, 3.0], size=1300) if weighted else None
-    est, fmap, (cap, rec) = _captured_and_recomputed(
+    est, fmap, Xp, (cap, rec) = _captured_and_recomputed(
         cls, {"n_features": 600, "random_state": 0, **kw}, X, y, weights, block_size=97)
+    n = cap.sample.features
     lasso = kw.get("solver") == "lasso"
-    n = fmap.n_output_ if lasso else search_columns(fmap, cap.w.sum())
-    assert n == (600 if lasso else 500)
-    assert rec.sample.Phi is None and cap.sample.Phi.shape == (len(cap.sample.pos), n)
+    assert n == (600 if lasso else 500) and n >= search_columns(fmap, cap.w.sum())
+    assert rec.sample.features == 0 and rec.sample.Phi is None and cap.sample.X is None
+    assert cap.sample.Phi.shape == (len(cap.sample.pos), n)
     assert cap.sample.Phi.dtype == fmap.feature_dtype_
-    for name in ("pos", "fold", "weight", "X", "Y"):
+    for name in ("pos", "fold", "weight", "Y"):
         np.testing.assert_array_equal(getattr(cap.sample, name), getattr(rec.sample, name))
+    np.testing.assert_array_equal(rec.sample.X, Xp[rec.sample.pos])
     if weighted:
         assert np.all(cap.sample.weight > 0)
-    np.testing.assert_array_equal(cap.sample.Phi, fmap.transform(cap.sample.X)[:, :n])
+    np.testing.assert_array_equal(cap.sample.Phi, fmap.transform(Xp[cap.sample.pos])[:, :n])
     for name in ("A", "B", "n", "w", "ysum", "yy"):     # capturing leaves the sums alone
         np.testing.assert_array_equal(getattr(cap, name), getattr(rec, name))
 
@@ -266,18 +265,19 @@ def test_captured_sample_features_are_the_recomputed_ones(cls, kw, weighted):
 def test_search_on_captured_features_chooses_as_recomputing(cls, T, kind):
     """select_reg scoring with the captured features (the full map's leading columns, each
     model's coefficients rescaled to them: c = subset_scale, sqrt(T_s / T) for the kitchen
-    sinks) gives the table of the search that featurises the sample with the leading model's
-    map: the same candidates, the same fold accuracies and the same reg (accuracy counts rows;
-    decision values differing by rounding would move a count only for a row within about
-    1e-16 of the boundary). And fit, which captures, equals that search's choice."""
+    sinks) gives the table of the search that featurises the sample of rows with the leading
+    model's map (the path before, and partial_fit's and Dask's): the same candidates, the same
+    fold accuracies and the same reg (accuracy counts rows; decision values differing by
+    rounding would move a count only for a row within about 1e-16 of the boundary). And fit,
+    which captures, equals that search's choice."""
     from rwtool.solvers._sufficient import select_reg
     rng = np.random.default_rng(1)
     X = rng.normal(size=(2400, 3))
     flip = (rng.random(2400) < 0.15).astype(int)
     y = (np.where(X[:, 0] + 0.5 * X[:, 1] ** 2 > 0.3, 1, 0) + flip) % 2 if kind == "binary" \
         else np.array(list("abc"))[((X[:, 0] > 0).astype(int) + (X[:, 1] > 0.3) + flip) % 3]
-    est, fmap, (cap, rec) = _captured_and_recomputed(cls, {"n_features": T, "random_state": 0},
-                                                     X, y)
+    est, fmap, _, (cap, rec) = _captured_and_recomputed(
+        cls, {"n_features": T, "random_state": 0}, X, y)
     R = fmap.gram() if fmap.has_gram else None
     eps = float(est.eps) if est._family == "rw" else 0.0
     grid = est._auto_grid(est._validate())
@@ -290,31 +290,37 @@ def test_search_on_captured_features_chooses_as_recomputing(cls, T, kind):
 
 
 def test_captured_features_follow_the_sample_through_merges():
-    """The sample keeps the captured features of exactly its rows whatever the merges: chunks
-    that each capture (``add`` with ``sample_features``) and partitions merged in any order
-    keep the transform's features of the kept rows; a chunk offered without features drops
-    them (the search then featurises every row, as for a stream)."""
+    """A sample of features keeps those of exactly its rows whatever the chunking: chunks
+    added in turn and partitions merged in any order keep the transform's features of the
+    rows a sample of rows keeps; it refuses features it cannot hold (none, or another width)
+    and merging with a sample of rows, naming the fix, and the search refuses one narrower
+    than the model it scores."""
     from rwtool.features import RWSign
-    from rwtool.solvers._sufficient import SufficientStats
+    from rwtool.solvers._sufficient import FoldAccuracy, SufficientStats
     rng = np.random.default_rng(0)
     X, Y = rng.normal(size=(500, 3)), np.where(rng.random((500, 1)) < 0.5, 1.0, -1.0)
     fmap = RWSign(n_features=12, random_state=0).fit(X)
 
     def stats(i, j, n=5):
-        return SufficientStats(12, 1, 3, sample_rows=60).add(fmap, X[i:j], Y[i:j], start=i,
-                                                            sample_features=n)
-    stream = SufficientStats(12, 1, 3, sample_rows=60)
+        return SufficientStats(12, 1, 3, sample_rows=60, sample_features=n).add(
+            fmap, X[i:j], Y[i:j], start=i)
+    stream = SufficientStats(12, 1, 3, sample_rows=60, sample_features=5)
     for i, j in [(0, 7), (7, 8), (8, 333), (333, 500)]:
-        stream.add(fmap, X[i:j], Y[i:j], sample_features=5)
-    whole = stats(0, 500)
-    for s in (stream, stats(300, 500) + stats(0, 300), stats(0, 300) + stats(300, 500)):
-        np.testing.assert_array_equal(s.sample.pos, whole.sample.pos)
-        np.testing.assert_array_equal(s.sample.Phi, whole.sample.Phi)
-        np.testing.assert_array_equal(s.sample.Phi, fmap.transform(X[s.sample.pos])[:, :5])
-    assert (stats(0, 300) + stats(300, 500, n=0)).sample.Phi is None
-    assert (stats(0, 300) + stats(300, 500, n=4)).sample.Phi is None     # another width
-    stream.add(fmap, X[:50] + 1.0, Y[:50])
-    assert stream.sample.Phi is None and stream.sample.X is not None
+        stream.add(fmap, X[i:j], Y[i:j])
+    rows = stats(0, 500, n=0).sample
+    for s in (stream, stats(0, 500), stats(300, 500) + stats(0, 300),
+              stats(0, 300) + stats(300, 500)):
+        np.testing.assert_array_equal(s.sample.pos, rows.pos)
+        np.testing.assert_array_equal(s.sample.Y, rows.Y)
+        np.testing.assert_array_equal(s.sample.Phi, fmap.transform(rows.X)[:, :5])
+    for other in (stats(300, 500, n=0), stats(300, 500, n=4)):
+        with pytest.raises(ValueError, match="validation samples"):
+            stats(0, 300) + other
+    with pytest.raises(ValueError, match="offer their features"):
+        stream.sample.offer(row_keys(X[:5]), np.arange(5), np.zeros(5, int), X[:5], Y[:5])
+    narrow = FoldAccuracy(stream.sample, fmap, [0, 1, 2], 1)
+    with pytest.raises(ValueError, match="fewer than the 6 scored"):
+        narrow(0, np.ones((6, 1)))
 
 
 def _repeated(seed=0, copies=5):
