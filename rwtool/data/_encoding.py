@@ -17,7 +17,7 @@ import numpy as np
 from numba import njit
 
 from ._dialect import _DEFAULT_MAX_BYTES, NA_VALUES, open_source, sniff_csv
-from ._read import Column, Table, canon, parse, table_from_rows
+from ._read import Column, Table, canon, gc_paused, in_order, parse, table_from_rows
 from ._errors import (AllMissingError, HighCardinalityError, MissingColumnError, MissingValueError,
                       NonFiniteError, NonNumericError, SingleClassError, TargetError,
                       UnseenCategoryError, HeaderOnlyError, EmptyFileError, ScaleError)
@@ -277,6 +277,7 @@ class Preprocessing:
         return ds.X
 
     # -- the encoder -------------------------------------------------------------------------
+    @gc_paused()
     def _encode(self, table: Table, rows: np.ndarray, with_target: bool,
                 drop_ok: bool = True, allow_empty: bool = False) -> "Dataset":
         path = table.path
@@ -300,12 +301,11 @@ class Preprocessing:
         dense = np.flatnonzero(pos >= 0)
         if len(dense):       # one gather from the table's number matrix
             M = table.numbers[pos[dense]]
-            V[dense] = M if len(rows) == table.n_rows and np.array_equal(
-                rows, np.arange(table.n_rows)) else M[:, rows]
+            V[dense] = M if in_order(rows, table.n_rows) else M[:, rows]
             del M
         for k in np.flatnonzero(pos < 0):
             V[k] = table.col(self.columns[num[k]]["name"]).values[rows]
-        quick = np.all(np.abs(V) <= self.max_abs, axis=1)
+        quick = _within(V, self.max_abs)
         slot = {i: k for k, i in enumerate(num)} | {i: k for k, i in enumerate(cat)}
         ids = np.empty((len(cat), len(rows)), np.int32)
         miss_cols = {}
@@ -387,6 +387,19 @@ class EncodedRows:
         X = np.empty((len(self.sel), self.width))
         _fill_rows(X, self.sel, self.V, self.voff, self.ids, self.ioff)
         return X
+
+
+@njit(cache=True, nogil=True)
+def _within(V, max_abs):
+    """Per row of ``V``: whether every value is at most ``max_abs`` in magnitude (NaN is
+    not), without the temporary arrays of ``np.abs(V) <= max_abs``."""
+    out = np.ones(V.shape[0], np.bool_)
+    for k in range(V.shape[0]):
+        for i in range(V.shape[1]):
+            if not abs(V[k, i]) <= max_abs:
+                out[k] = False
+                break
+    return out
 
 
 @njit(cache=True, nogil=True)
@@ -762,6 +775,7 @@ def _fit_columns(table: Table, features, categorical, numeric, policy, max_categ
     return specs
 
 
+@gc_paused()
 def fit_record(table, tname, feats, cat, num, task, policy, max_categories, handle_unknown,
                 na_values, max_abs, fit_rows, kind_rows=None) -> Preprocessing:
     """The record learned on ``fit_rows``, the column kinds decided on ``kind_rows`` (the

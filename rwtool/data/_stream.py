@@ -35,8 +35,8 @@ import numpy as np
 
 from ._dialect import NA_VALUES, Dialect, Source, open_source, sniff_csv
 from ._read import (_STREAM_BLOCK_BYTES, Column, Table, TableBuilder, _BadUTF8, canon,
-                    check_guess, column_positions, excel_note, fast_cast_ok, iter_blocks,
-                    legacy_dialect, number_codes, number_spellings, out_of_memory,
+                    check_guess, column_positions, excel_note, fast_cast_ok, gc_paused,
+                    iter_blocks, legacy_dialect, number_codes, number_spellings, out_of_memory,
                     preamble_note, shows_decimal_point, type_block)
 from ._errors import MissingColumnError, MissingValueError
 from ._dataset import Dataset
@@ -406,6 +406,7 @@ def _pass_one(src, *args):
         raise out_of_memory(src.name) from None
 
 
+@gc_paused()
 def _summarise(src, dialect, target, features, ignore, categorical, numeric, na_values, policy,
                block_bytes, max_distinct, names=None):
     na = frozenset(na_values)
