@@ -1,5 +1,6 @@
-"""Command-line list options shared by the benchmark scripts: split a comma-separated option
-and reject names outside a fixed set with argparse's own error. Benchmarks only, not the package.
+"""Command-line options shared by the benchmark scripts: split a comma-separated option, reject
+names outside a fixed set with argparse's own error, the options of the app drivers. Benchmarks
+only, not the package.
 """
 
 from __future__ import annotations
@@ -15,3 +16,11 @@ def check_choices(ap, values, choices, what: str) -> None:
     for s in values:
         if s not in choices:
             ap.error(f"unknown {what} {s!r}; choose among {', '.join(dict.fromkeys(choices))}")
+
+
+def app_run_args(ap, configs) -> None:
+    """The options of the scripts that drive the app on a CSV file: the file, its target column
+    and which of ``configs`` (the methods measured) to run."""
+    ap.add_argument("--csv", required=True)
+    ap.add_argument("--target", default=None)
+    ap.add_argument("--only", nargs="*", default=list(configs), choices=list(configs))

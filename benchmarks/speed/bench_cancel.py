@@ -24,6 +24,8 @@ import sys
 import time
 from pathlib import Path
 
+from .._common.argcheck import app_run_args
+
 ROOT = Path(__file__).resolve().parent.parent.parent
 
 #: name -> (method key, parameters) of the configurations measured
@@ -145,9 +147,7 @@ def table(rows) -> str:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--csv", required=True)
-    ap.add_argument("--target", default=None)
-    ap.add_argument("--only", nargs="*", default=list(CONFIGS), choices=list(CONFIGS))
+    app_run_args(ap, CONFIGS)
     ap.add_argument("--phases", nargs="*", default=["fit"],
                     help="fit, evaluating, bounds, predicting, or stage:NAME (at the first "
                          "event of the solver's stage NAME, e.g. stage:search)")

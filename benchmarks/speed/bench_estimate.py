@@ -27,9 +27,10 @@ import argparse
 import os
 import sys
 import time
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent.parent
+from .._common.argcheck import app_run_args
+from .._common.output import write_results
+from .bench_cancel import ROOT, _wait
 
 #: name -> (method key, parameters beyond the method's defaults): every solver of the random
 #: feature methods and every selector of the greedy path
@@ -49,13 +50,20 @@ CONFIGS = {
 MODES = ("holdout", "kfold", "tune")
 
 
-def _wait(app, cond, timeout):
-    t0 = time.perf_counter()
-    while not cond():
-        app.processEvents()
-        time.sleep(0.005)
-        if time.perf_counter() - t0 > timeout:
-            raise TimeoutError("the run did not end")
+def _fit_cpu(win) -> float:
+    """CPU seconds so far of this process and of the app's fit process (gui.worker), where the
+    fits run."""
+    total = time.process_time()
+    fits = getattr(win.worker.worker, "fits", None)
+    proc = getattr(fits, "proc", None)
+    if proc is not None and proc.pid:
+        try:
+            with open(f"/proc/{proc.pid}/stat") as fh:
+                fields = fh.read().rsplit(")", 1)[1].split()
+            total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        except (OSError, IndexError, ValueError):
+            pass
+    return total
 
 
 def measure(csv: str, target: str | None, names, modes, timeout: float = 7200.0) -> list[dict]:
@@ -76,12 +84,10 @@ def measure(csv: str, target: str | None, names, modes, timeout: float = 7200.0)
     win.open_path(csv, target)
     _wait(app, lambda: win.data_info is not None and not win.data_panel.is_loading, timeout)
     win.ask = lambda *a: True                       # the long-fit question: yes
-    # the kernels compiled or loaded from numba's cache first, as the app's warm-up does
-    # before a user's first fit: the estimate does not count compilation
-    import threading
-
-    from gui.worker import warm_up_jobs
-    warm_up_jobs(win.method_panel.families)(threading.Event())
+    # the kernels compiled or loaded from numba's cache first, by the app's own warm-up (in
+    # its fit process) before a user's first fit: the estimate does not count compilation
+    win.worker.warm_up(win.method_panel.families)
+    _wait(app, lambda: not win.worker.busy, timeout)
     seen = {}
     real_preflight = mw.preflight
 
@@ -110,12 +116,12 @@ def measure(csv: str, target: str | None, names, modes, timeout: float = 7200.0)
                 continue                            # no search space for this method
             seen.clear()
             state.update(ended=None, result=None, stages={})
-            t0, c0 = time.perf_counter(), time.process_time()
+            t0, c0 = time.perf_counter(), _fit_cpu(win)
             load = os.getloadavg()[0]
             win.train()
             _wait(app, lambda: state["ended"] is not None, timeout)
             wall = state["ended"] - t0
-            cpu = time.process_time() - c0
+            cpu = _fit_cpu(win) - c0
             res = state["result"] or {}
             check = seen["check"]
             fit_s = (res.get("metrics") or {}).get("fit time (s)", float("nan"))
@@ -243,9 +249,7 @@ def table(rows) -> str:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--csv", required=True)
-    ap.add_argument("--target", default=None)
-    ap.add_argument("--only", nargs="*", default=list(CONFIGS), choices=list(CONFIGS))
+    app_run_args(ap, CONFIGS)
     ap.add_argument("--modes", nargs="*", default=["holdout"], choices=MODES)
     ap.add_argument("--out", default=None)
     ap.add_argument("--calibrate", type=int, metavar="ROWS", default=None,
@@ -257,11 +261,7 @@ def main(argv=None) -> int:
         return 0
     rows = measure(args.csv, args.target, args.only, args.modes)
     text = table(rows)
-    if args.out:
-        tmp = Path(args.out).with_suffix(".tmp")
-        tmp.write_text(text)
-        os.replace(tmp, args.out)
-    print(text)
+    write_results(text, args.out)
     return 0
 
 
