@@ -23,6 +23,7 @@ import warnings
 from dataclasses import dataclass, field, fields
 from typing import Any, Callable
 
+import numba
 import numpy as np
 
 from rwtool.exceptions import InsufficientMemoryError, NumericalError
@@ -405,6 +406,12 @@ def serve(conn, cancel, warm_stop, warm_families=(), nice: int = 0) -> None:
     priority (os.nice) so that the window gets a core first when both want one."""
     if nice and hasattr(os, "nice"):
         os.nice(int(nice))
+    # one numba thread fewer than the cores, as the fits had on the worker thread: numba's
+    # OpenMP threads spin after every parallel call, and the short slices of work between two
+    # progress reports (SFGD's 32,768 features) kept the other core spinning (RW SFGD on skin
+    # with the app's callback: 34 s of CPU and 131 s of wall time with two threads, 5.2 s and
+    # 27 s with one), leaving none to the window
+    numba.set_num_threads(max(1, numba.config.NUMBA_NUM_THREADS - 1))
     chan = _Channel(conn, cancel)
     arrays: dict[int, np.ndarray] = {}
     conn.send(("ready", os.getpid()))
