@@ -214,13 +214,10 @@ class Search:
 
     def fit(self, est, job, callback, weights=None) -> dict:
         from rwtool.model_selection import RandomizedSearchCV
-        if weights is not None:
-            raise ValueError("the randomized search does not take class weights yet: untick "
-                             "Balance the classes, or train without the search")
         search = RandomizedSearchCV(_clone(est), space=search_space(est), n_iter=int(self.n_iter),
                                     cv=int(self.cv), refit=False,
                                     random_state=self.random_state)
-        search.fit(job.X_train, job.y_train, callback=callback)
+        search.fit(job.X_train, job.y_train, sample_weight=weights, callback=callback)
         best = dict(search.best_params_)
         est.set_params(**best)
         out = self.then.fit(est, job, callback, weights)

@@ -23,7 +23,8 @@ import numbers
 
 import numpy as np
 
-from .._base import BaseEstimator, check_is_fitted, check_random_state, check_scalar
+from .._base import (BaseEstimator, check_is_fitted, check_random_state, check_sample_weight,
+                     check_scalar)
 from ..exceptions import NumericalError
 from ..features._instantiation import KERNELS, resolve
 from ..progress import make_progress
@@ -143,8 +144,12 @@ class RandomizedSearchCV(BaseEstimator):
     def get_params(self, deep=False):
         return {k: getattr(self, k) for k in self._param_names()}
 
-    def fit(self, X, y, callback=None):
-        """Draw, cross-validate and (optionally) refit; returns self."""
+    def fit(self, X, y, sample_weight=None, callback=None):
+        """Draw, cross-validate and (optionally) refit; returns self.
+
+        ``sample_weight`` (one weight >= 0 per row) weighs each fold's fit and its validation
+        score, and the refit; it takes the route that refits every candidate on every fold
+        (the shared per-fold sums are unweighted)."""
         check_scalar(self.n_iter, "n_iter", numbers.Integral, low=1)
         progress = make_progress(callback)
         space = default_space(self.estimator) if self.space is None else dict(self.space)
@@ -161,10 +166,11 @@ class RandomizedSearchCV(BaseEstimator):
             template = _clone(template).set_params(random_state=int(rng.integers(2**31 - 1)))
         candidates = [_draw(space, rng) for _ in range(int(self.n_iter))]
         y_arr = np.asarray(y)
+        weights = check_sample_weight(sample_weight, len(y_arr))
         is_clf = getattr(self.estimator, "_estimator_type", None) == "classifier"
         folds = kfold_indices(y_arr, int(self.cv), is_clf, rng)
         scores, times = _cross_validate(template, candidates, X, y_arr, folds, self.scoring,
-                                        progress)
+                                        progress, weights)
         mean = scores.mean(axis=1)
         if not np.isfinite(mean).any():
             raise NumericalError(f"all {len(mean)} candidates diverged or gave non-finite "
@@ -184,7 +190,10 @@ class RandomizedSearchCV(BaseEstimator):
         self.n_splits_ = len(folds)
         if self.refit:
             self.best_estimator_ = _clone(template).set_params(**self.best_params_)
-            self.best_estimator_.fit(X, y)
+            if weights is None:
+                self.best_estimator_.fit(X, y)
+            else:
+                self.best_estimator_.fit(X, y, sample_weight=weights)
         return self
 
     def predict(self, X):

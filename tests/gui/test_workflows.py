@@ -183,6 +183,34 @@ def test_randomized_search_from_the_form(qtbot, window, tmp_path):
     assert not ep.tune.isEnabled() and "search spaces" in ep.tune_note.text()
 
 
+@pytest.mark.slow
+def test_randomized_search_with_class_weights(qtbot, window, tmp_path):
+    load(qtbot, window, _imbalanced_csv(tmp_path / "imb.csv"))
+    choose(window, "rw", n_features=30)
+    ep = window.eval_panel
+    ep.set_tuning(True, n_iter=3, cv=3)
+    ep.balance.setChecked(True)
+    run = train(qtbot, window)
+    assert run.status == "done", run.note
+    s = run.result["search"]
+    from rwtool import RWClassifier
+    from rwtool.model_selection._search import RandomizedSearchCV, default_space
+
+    from gui.panels.evaluation_panel import balanced_weights
+    tr = window.data_info["train"]
+    w = balanced_weights(tr.y)
+    tmpl = RWClassifier(**dict(run.params, **{k: v for k, v in
+                                              window.method_panel.params().items()
+                                              if k not in s["best_params"]}))
+    ref = RandomizedSearchCV(tmpl, default_space(tmpl), n_iter=3, cv=3, refit=False,
+                             random_state=window.data_panel.options()["random_state"])
+    ref.fit(tr.X, tr.y, sample_weight=w)
+    assert s["best_params"] == ref.best_params_
+    assert s["best_score"] == pytest.approx(ref.best_score_)
+    final = RWClassifier(**run.params).fit(tr.X, tr.y, sample_weight=w)
+    np.testing.assert_allclose(run.result["estimator"].coef_, final.coef_)
+
+
 # ------------------------------------------------------------------ runs table
 
 @pytest.mark.slow

@@ -105,6 +105,42 @@ def test_search_refits_the_best_and_ranks(binary_data):
                                   search.cv_results_["mean_test_score"])
 
 
+@pytest.mark.parametrize("cls,kind", [(rw.RWClassifier, "clf"), (rw.RKSRegressor, "reg")])
+def test_weighted_search_scores_each_fold_by_its_weighted_fit(cls, kind, binary_data,
+                                                             regression_data):
+    from rwtool.model_selection._search import _draw
+    X, y = binary_data if kind == "clf" else regression_data
+    w = np.random.default_rng(5).integers(0, 4, len(y)).astype(float)
+    est = cls(n_features=30, random_state=3)
+    space = {"reg": LogUniform(1e-6, 1e-1), "sigma": [0.5, 1.0]}
+    search = RandomizedSearchCV(est, space, n_iter=4, cv=3, random_state=7).fit(
+        X, y, sample_weight=w)
+    # the oracle: the same draws and folds, each fold fitted on its rows' weights and scored
+    # weighting its validation rows (same process, same operations: equal to rounding)
+    rng = np.random.default_rng(7)
+    candidates = [_draw(space, rng) for _ in range(4)]
+    folds = kfold_indices(y, 3, kind == "clf", rng)
+    assert search.cv_results_["params"] == candidates
+    for i, c in enumerate(candidates):
+        for k, (tr, va) in enumerate(folds):
+            m = cls(n_features=30, random_state=3, **c).fit(X[tr], y[tr], sample_weight=w[tr])
+            assert search.cv_results_[f"split{k}_test_score"][i] == pytest.approx(
+                m.score(X[va], y[va], w[va]), rel=1e-12, abs=1e-12)
+    ref = cls(n_features=30, random_state=3, **search.best_params_).fit(X, y, sample_weight=w)
+    np.testing.assert_allclose(search.best_estimator_.coef_, ref.coef_, rtol=1e-12, atol=1e-14)
+    # unit weights: the refitting route scores as the shared-sums route does (different
+    # arithmetic, same models: the fast-path test's tolerance; unstandardised, since the shared
+    # route standardises once with all rows' statistics)
+    est = cls(n_features=30, standardize=False, random_state=3)
+    ones = RandomizedSearchCV(est, space, n_iter=4, cv=3, random_state=7, refit=False).fit(
+        X, y, sample_weight=np.ones(len(y)))
+    plain = RandomizedSearchCV(est, space, n_iter=4, cv=3, random_state=7, refit=False).fit(X, y)
+    np.testing.assert_allclose(ones.cv_results_["mean_test_score"],
+                               plain.cv_results_["mean_test_score"], rtol=1e-7, atol=1e-9)
+    with pytest.raises(ValueError, match="one weight per row"):
+        RandomizedSearchCV(est, space, n_iter=2, cv=3).fit(X, y, sample_weight=w[:-1])
+
+
 def test_bad_space_is_named(binary_data):
     X, y = binary_data
     with pytest.raises(ValueError, match="does not take"):
