@@ -148,8 +148,8 @@ class TrainWorker(QObject):
     def __init__(self, processes: bool = True):
         super().__init__()
         self.ctx = _context() if processes else None
-        self.cancel_flag = self.ctx.Event() if processes else threading.Event()
-        self.warm_stop = self.ctx.Event() if processes else threading.Event()
+        self.cancel_flag = jobs.SharedFlag(self.ctx) if processes else threading.Event()
+        self.warm_stop = jobs.SharedFlag(self.ctx) if processes else threading.Event()
         self.fits = FitProcess(self.ctx, self.cancel_flag, self.warm_stop) if processes \
             else None
         # a Cancel wakes the thread waiting on the fit process (no polling while a fit runs)

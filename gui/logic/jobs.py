@@ -35,7 +35,7 @@ from .terms import app_words
 
 __all__ = ["TrainJob", "PruneJob", "BoundsJob", "CallJob", "WarmUpJob", "CANCELLED",
            "describe_error", "event_dict", "run_job", "cancelled_outcome", "warm_up_jobs",
-           "serve", "Stored", "share_arrays", "failure"]
+           "serve", "Stored", "share_arrays", "failure", "SharedFlag"]
 
 #: the "kind" of the error dict of a job that a Cancel stopped
 CANCELLED = "cancelled"
@@ -333,6 +333,24 @@ def warm_up_jobs(families) -> Callable[[threading.Event], int]:
 
 # ------------------------------------------------------------------- the fit process's side
 
+class SharedFlag:
+    """A flag the app sets and its fit process reads: threading.Event's ``set``, ``clear`` and
+    ``is_set`` on one byte of shared memory (multiprocessing's Event holds semaphores, which
+    the interpreter reports as leaked at exit). Handed to the process when it starts."""
+
+    def __init__(self, ctx):
+        self._byte = ctx.RawValue("b", 0)
+
+    def set(self) -> None:
+        self._byte.value = 1
+
+    def clear(self) -> None:
+        self._byte.value = 0
+
+    def is_set(self) -> bool:
+        return bool(self._byte.value)
+
+
 @dataclass(frozen=True)
 class Stored:
     """An array the fit process already holds (sent once, under this token)."""
@@ -401,7 +419,7 @@ def serve(conn, cancel, warm_stop, warm_families=(), nice: int = 0) -> None:
     """The loop of the app's fit process: receive arrays and jobs, run each job
     (:func:`run_job`) and send its outcome, until the pipe closes or says "stop".
 
-    ``cancel`` and ``warm_stop`` are the app's events (multiprocessing); ``warm_families``
+    ``cancel`` and ``warm_stop`` are the app's flags (:class:`SharedFlag`); ``warm_families``
     (method keys) are warmed up first, until a job arrives; ``nice`` lowers the process's
     priority (os.nice) so that the window gets a core first when both want one."""
     if nice and hasattr(os, "nice"):

@@ -22,7 +22,11 @@ from ..logic.evaluate import MAX_SCATTER, drawn_rows
 __all__ = ["configure", "LivePlot", "ResultPlot", "PALETTE", "export_plot", "pen", "scatter",
            "thin_points", "MAX_SCATTER"]
 
-REDRAW_MS = 100
+#: a live plot is redrawn at most every REDRAW_MS while four wait (a tick every REDRAW_MS / 4,
+#: one plot a tick): a plot's paint costs 15-25 ms of the GUI thread, so 100 ms kept a quarter
+#: to half of a core busy painting during a fit with several curves, and on a loaded machine
+#: the window then waited for a core between ticks (bench_gui_load, GreedyMK)
+REDRAW_MS = 400
 #: colour-blind friendly (Okabe-Ito)
 PALETTE = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#F0E442",
            "#000000")
