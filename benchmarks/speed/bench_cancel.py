@@ -11,7 +11,8 @@ fit process) and calls ``cancel()`` as the Cancel button does: in the fit
 evaluation, of the bounds (the Results tab's button), of the predictions on a file (Apply
 Model to CSV, the same file) or of a stage of the fit (``stage:search``: the choice of reg). The latency is the wall time from that call to the end of the
 run (its ``failed``/``finished`` signal on the GUI thread); the phase is the stage of the last
-event before the cancel. The CSV (a resampled skin file of 200,000 rows, say) is the caller's:
+event before the cancel; "fit process stopped" says that the job had not stopped by itself
+within the grace period (gui.worker.CANCEL_GRACE) and its process was stopped. The CSV (a resampled skin file of 200,000 rows, say) is the caller's:
 nothing here writes data. Nothing is asserted; the numbers go into a markdown table, with the
 load average, because on a shared machine the wall time of a slice of work grows with the load.
 """
@@ -92,12 +93,19 @@ def measure(csv: str, target: str, names, phases, after: float, kfold: int | Non
         if state["ended"] is not None:
             return None
         stage = state["stage"]
+        pid = fit_pid()
         state["cancel_at"] = time.perf_counter()
         win.cancel()
         _wait(app, lambda: state["ended"] is not None, timeout)
         return {"phase": stage, "latency_s": state["ended"] - state["cancel_at"],
                 "events_after": state["events_after"],
+                # the job did not stop within the grace period: its fit process was stopped
+                "stopped": pid is not None and fit_pid() != pid,
                 "load": os.getloadavg()[0]}
+
+    def fit_pid():
+        proc = getattr(win.worker.worker.fits, "proc", None)
+        return None if proc is None else proc.pid
 
     out = []
     for name in names:
@@ -127,7 +135,7 @@ def measure(csv: str, target: str, names, phases, after: float, kfold: int | Non
                 raise ValueError(f"unknown phase {phase!r}")
             if row is None:
                 row = {"phase": f"{phase} (ended before the cancel)", "latency_s": float("nan"),
-                       "events_after": 0, "load": os.getloadavg()[0]}
+                       "events_after": 0, "stopped": False, "load": os.getloadavg()[0]}
             row["config"] = name
             out.append(row)
             print(f"{name:10s} {row['phase']:28s} {row['latency_s']:7.2f} s  "
@@ -137,11 +145,13 @@ def measure(csv: str, target: str, names, phases, after: float, kfold: int | Non
 
 
 def table(rows) -> str:
-    lines = ["| method | phase at the cancel | run ended after (s) | events after | load |",
-             "|---|---|---|---|---|"]
+    lines = ["| method | phase at the cancel | run ended after (s) | events after "
+             "| fit process stopped | load |",
+             "|---|---|---|---|---|---|"]
     for r in rows:
         lines.append(f"| {r['config']} | {r['phase']} | {r['latency_s']:.2f} | "
-                     f"{r['events_after']} | {r['load']:.1f} |")
+                     f"{r['events_after']} | {'yes' if r['stopped'] else 'no'} | "
+                     f"{r['load']:.1f} |")
     return "\n".join(lines) + "\n"
 
 
