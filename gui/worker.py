@@ -157,6 +157,7 @@ class TrainWorker(QObject):
         #: seconds a job may take to stop after Cancel before its process is stopped
         self.grace = CANCEL_GRACE
         self.closing = False               # no fresh process after a stop: the window closes
+        self._stopped = False              # the fit process was stopped during the last job
 
     # The callback runs on this thread inside the solver; it only emits and reads a flag.
     def _callback(self, run_id: int):
@@ -180,6 +181,11 @@ class TrainWorker(QObject):
         except Exception as exc:       # a failure of the worker itself ends the job, not the app
             out = jobs.failure(job, exc)
         self._emit(out)
+        if self._stopped:
+            # a fresh fit process after the window has heard of the stopped one's end
+            self._stopped = False
+            if not self.closing:
+                self.fits.start(warm=True)
 
     def _here(self, job) -> tuple:
         # numba's thread count is per thread: leave one core to the GUI thread (and Qt's
@@ -262,9 +268,9 @@ class TrainWorker(QObject):
         return jobs.failure(job, err)
 
     def _restart(self) -> None:
+        """Stop the fit process now; a fresh one starts once the job's outcome is out."""
         self.fits.stop(0)
-        if not self.closing:
-            self.fits.start(warm=True)
+        self._stopped = True
 
     def shutdown(self) -> None:
         if self.fits is not None:

@@ -20,7 +20,7 @@ import threading
 import time
 import traceback
 import warnings
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from typing import Any, Callable
 
 import numba
@@ -370,10 +370,7 @@ def share_arrays(job, known: Callable[[np.ndarray], tuple[int, bool]]):
             if not has:
                 new.append((token, a))
             changes[f.name] = Stored(token)
-    if not changes:
-        return job, new
-    import dataclasses
-    return dataclasses.replace(job, **changes), new
+    return (replace(job, **changes) if changes else job), new
 
 
 class _Channel:
@@ -456,8 +453,7 @@ def serve(conn, cancel, warm_stop, warm_families=(), nice: int = 0) -> None:
             changes = {f.name: arrays[getattr(job, f.name).token] for f in fields(job)
                        if isinstance(getattr(job, f.name), Stored)}
             if changes:
-                import dataclasses
-                job = dataclasses.replace(job, **changes)
+                job = replace(job, **changes)
             pid = getattr(job, "progress_id", None) if isinstance(job, CallJob) else \
                 getattr(job, "run_id", None)
             stop = warm_stop if isinstance(job, WarmUpJob) else None
