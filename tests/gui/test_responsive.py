@@ -78,3 +78,24 @@ def test_decision_regions_draw_a_bounded_subset_of_many_rows(qtbot, window, tmp_
     drawn = sum(len(item.xData) for item in plot.getPlotItem().listDataItems()
                 if item.xData is not None)
     assert 0 < drawn <= 2 * MAX_SCATTER           # train and test sets, each thinned
+
+
+def test_the_data_tab_writes_x_off_the_windows_thread(qtbot, window, tmp_path, monkeypatch):
+    """The encoded rows become X (a numba kernel; the first call of a session loads it, 200+
+    ms of CPU) in the Data tab's background read, never on the window's thread."""
+    import threading
+
+    from rwtool.data import _encoding
+
+    from tests.gui.test_main_window import moons_csv
+    dense = _encoding.EncodedRows.dense
+    on_main = []
+
+    def recorded(self):
+        on_main.append(threading.current_thread() is threading.main_thread())
+        return dense(self)
+    monkeypatch.setattr(_encoding.EncodedRows, "dense", recorded)
+    load(qtbot, window, moons_csv(tmp_path / "m.csv"))
+    info = window.data_info
+    assert info["train"].X.shape[1] == 2 and info["test"].X.shape[1] == 2
+    assert on_main and not any(on_main), on_main
