@@ -221,3 +221,41 @@ def test_a_fit_deaf_to_cancel_is_stopped_with_its_process(qtbot, pwindow, tmp_pa
     assert again.status == "done", again.note
     assert pwindow.worker.worker.fits.proc.pid != pid
     assert np.array_equal(again.result["estimator"].coef_, first.result["estimator"].coef_)
+
+
+def test_the_data_goes_once_to_the_fit_process_and_is_forgotten_with_the_window():
+    """The Data tab's arrays (shared by every run) go to the fit process once; small ones go
+    with each job; an array the window drops is forgotten there too."""
+    import gc
+
+    from gui.logic.jobs import SHARE_BYTES, Stored, TrainJob
+    from gui.worker import FitProcess
+
+    class Pipe:
+        def __init__(self):
+            self.sent = []
+
+        def send(self, msg):
+            self.sent.append(msg)
+
+    fits = FitProcess(None, None, None)
+    fits.conn = Pipe()
+    X = np.zeros((SHARE_BYTES // 8 + 1, 1))
+    y = np.zeros(10)                                   # small: sent with the job itself
+    for run in (1, 2):
+        fits.send_job(TrainJob(run, None, X, y, None, None, "binary"))
+    kinds = [m[0] for m in fits.conn.sent]
+    assert kinds == ["array", "job", "job"], kinds
+    token = fits.conn.sent[0][1]
+    for m in fits.conn.sent[1:]:
+        job = m[1]
+        assert job.X_train == Stored(token) and job.y_train is y
+    fits.conn.sent.clear()
+    del X
+    gc.collect()
+    X2 = np.ones((SHARE_BYTES // 8 + 1, 1))
+    fits.send_job(TrainJob(3, None, X2, y, None, None, "binary"))
+    kinds = [m[0] for m in fits.conn.sent]
+    assert kinds == ["forget", "array", "job"], kinds
+    assert fits.conn.sent[0][1] == token and fits.conn.sent[1][1] != token
+    assert fits.conn.sent[1][2] is X2
