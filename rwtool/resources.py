@@ -16,12 +16,13 @@ This module must not import estimators or solvers; it only reads their ``_estima
 from __future__ import annotations
 
 import os
+import time
 from dataclasses import dataclass, field
 
 from .exceptions import InsufficientMemoryError
 
 __all__ = ["FitEstimate", "estimate_fit", "estimate_predict", "available_memory", "check_memory",
-           "check_fit_memory", "cpu_share", "wall_seconds", "KERNEL_RATES", "rate", "seconds_of"]
+           "check_fit_memory", "cpu_share", "runnable_groups", "wall_seconds", "KERNEL_RATES", "rate", "seconds_of"]
 
 # Share of the available memory a single fit may plan to use: the rest is for the interpreter,
 # the data the caller holds, and estimation error.
@@ -221,13 +222,60 @@ def estimate_predict(estimator, n_rows: int, n_features_in: int, n_outputs: int 
     return seconds_of(own(int(n_rows), int(n_features_in), int(n_outputs)))
 
 
+def runnable_groups(samples: int = 3, interval: float = 0.0) -> float | None:
+    """How many scheduling entities want a core now, counted as the scheduler shares them:
+    with Linux's autogroups (``/proc/sys/kernel/sched_autogroup_enabled``, one group a
+    session, each group getting an equal share of the cores) the groups with a runnable task,
+    else the runnable tasks. The mean of ``samples`` scans of ``/proc`` ``interval`` seconds
+    apart (a scan takes milliseconds; a sleep on a loaded machine tens of them, so by default
+    none); the caller's own group counts (it is running). None without ``/proc``."""
+    try:
+        with open("/proc/sys/kernel/sched_autogroup_enabled") as fh:
+            by_group = fh.read().strip() == "1"
+    except OSError:
+        by_group = False
+    counts = []
+    for i in range(max(1, int(samples))):
+        if i:
+            time.sleep(interval)
+        try:
+            pids = [p for p in os.listdir("/proc") if p.isdigit()]
+        except OSError:
+            return None
+        seen: set = set()
+        n = 0
+        for pid in pids:
+            try:
+                states = []
+                for tid in os.listdir(f"/proc/{pid}/task"):
+                    with open(f"/proc/{pid}/task/{tid}/stat") as fh:
+                        states.append(fh.read().rsplit(")", 1)[1].split(None, 1)[0])
+                running = sum(st == "R" for st in states)
+                if not running:
+                    continue
+                if not by_group:
+                    n += running
+                    continue
+                with open(f"/proc/{pid}/autogroup") as fh:
+                    seen.add(fh.read().split(None, 1)[0])
+            except (OSError, IndexError):
+                continue             # a task that ended during the scan
+        counts.append(len(seen) if by_group else n)
+    return sum(counts) / len(counts)
+
+
 def cpu_share(load: float | None = None, cores: int | None = None) -> float:
     """The share of one core a new single-threaded computation can expect: all of it on a
-    quiet machine, ``cores / load`` when the 1-minute load average (the runnable tasks,
-    ``os.getloadavg``) is above the number of cores and the scheduler shares them equally.
-    On the shared 2-core machine the shares measured by bench_estimate were 0.9-2.4 times this
-    (other tasks sleep between bursts): a wall-time estimate from it errs long, not short."""
+    quiet machine, ``cores / load`` when more than ``cores`` scheduling entities want one and
+    the scheduler shares the cores equally among them. ``load`` defaults to
+    :func:`runnable_groups` (the autogroups with a runnable task where Linux groups tasks by
+    session, else the runnable tasks), or the 1-minute load average where ``/proc`` is not
+    there. On the shared 2-core machine the load average (runnable threads: 15-17 while 7
+    sessions ran) put the share at half to a third of what a fit got; the groups gave it within
+    30% (bench_estimate, docs/GUI.md)."""
     cores = int(cores or os.cpu_count() or 1)
+    if load is None:
+        load = runnable_groups()
     if load is None:
         try:
             load = os.getloadavg()[0]

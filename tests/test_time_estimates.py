@@ -131,6 +131,31 @@ def test_cpu_share_of_a_loaded_machine():
     assert cpu_share(load=1.5, cores=2) == 1.0
     assert cpu_share(load=8.0, cores=2) == 0.25
     assert wall_seconds(10.0, load=8.0, cores=2) == 40.0
+    assert 0.0 < cpu_share() <= 1.0           # measured now: whatever the machine does
+
+
+def test_runnable_groups_counts_this_process():
+    """The scan sees at least the caller's own group (it runs while it scans), and while a
+    second process spins in a session of its own, one more (oracle: the two processes' own
+    autogroup files, or their running threads without autogroups)."""
+    import os
+    import subprocess
+    import sys
+    from rwtool.resources import runnable_groups
+    if not os.path.exists("/proc/self/stat"):
+        pytest.skip("no /proc")
+    assert runnable_groups(samples=1) >= 1
+    spin = subprocess.Popen([sys.executable, "-c", "while True: pass"], start_new_session=True)
+    try:
+        if os.path.exists("/proc/self/autogroup"):
+            with open(f"/proc/{spin.pid}/autogroup") as fh, open("/proc/self/autogroup") as me:
+                assert fh.read().split()[0] != me.read().split()[0]   # two sessions
+        # the spinner's state is "R" whether it is on a core or waiting for one
+        seen = max(runnable_groups(samples=5) for _ in range(3))
+        assert seen >= 2
+    finally:
+        spin.kill()
+        spin.wait()
 
 
 def test_preflight_sums_the_plans_fits_and_predictions():
