@@ -15,18 +15,25 @@ ValueError naming the problem) or crashed (anything else: the target is 0).
 Issue 26 target 2 (``--issue26 DATASETS``): CPU seconds (the process's, all threads) of
 ``read_csv`` beside ``pandas.read_csv`` (C engine), interleaved, on adults replicated to 10^6
 rows (written in a temporary folder from DATASETS/adults/adults_train.csv), the 10^6 x 3 numeric
-file and 5 rows x 30,000 columns; also pandas followed by the same one-hot encoding
-(``get_dummies`` + ``to_numpy``: what ``read_csv`` returns), and the streaming reader
-(``scan_csv`` + ``iter_csv``) in rows per CPU-second. The load average is written beside.
+file and 5 rows x 30,000 columns. ``read_csv`` writes the dense ``X`` on its first access, so
+it is also timed with ``X`` asked for, beside pandas followed by the same one-hot encoding
+(``get_dummies`` + ``to_numpy``); the streaming reader is timed as ``rwtool train`` runs it
+(``scan_csv(moments=False)``, then ``iter_csv`` with every chunk's ``X``), in rows per
+CPU-second against ``read_csv`` + ``X``. The load average is written beside. ``--one`` makes
+one read in a fresh process (for a whole-process, paired timing of two readers; the files from
+``--write-files``).
 
     python -m benchmarks.speed.bench_data --repeats 5 --files 400
     python -m benchmarks.speed.bench_data --issue26 /work/shared/datasets --repeats 3
+    python -m benchmarks.speed.bench_data --write-files /work/shared/datasets /tmp/f
+    python -m benchmarks.speed.bench_data --one rwtool /tmp/f/m3.csv '{}'
 """
 
 from __future__ import annotations
 
 import argparse
 import csv
+import json
 import os
 import resource
 import statistics
@@ -104,10 +111,8 @@ def _write_adults(path, datasets, n_rows):
         fh.write("".join(f"{i},{rest[i % len(rest)]}\n" for i in range(n_rows)))
 
 
-def issue26(tmp, datasets, repeats, rng):
-    import pandas as pd
-
-    import rwtool.data as D
+def issue26_files(tmp, datasets, rng):
+    """(what, path, read_csv options) of the three issue-26 files, written in ``tmp``."""
     files = []
     p = os.path.join(tmp, "adults1m.csv")
     _write_adults(p, datasets, 10**6)
@@ -119,26 +124,56 @@ def issue26(tmp, datasets, repeats, rng):
     p = os.path.join(tmp, "w30k.csv")
     _write_numeric(p, 5, 30000, rng)
     files.append(("5 rows x 30,000 numeric columns", p, {}))
+    return files
+
+
+def readers(path, opts):
+    """The ways of reading ``path`` compared: rwtool.read_csv (``X`` not touched: it is
+    written on first access), the same with ``X`` asked for, pandas.read_csv (C engine),
+    pandas followed by the one-hot encoding read_csv's ``X`` holds, and the streaming reader
+    as ``rwtool train`` uses it on a big file (``scan_csv(moments=False)``, then ``iter_csv``
+    with every chunk's ``X``)."""
+    import pandas as pd
+
+    import rwtool.data as D
+
+    def rwtool_x():
+        D.read_csv(path, **opts).X
+
+    def pandas_encoded():
+        df = pd.read_csv(path)
+        pd.get_dummies(df, dtype=np.float64).to_numpy(np.float64)
+
+    def stream():
+        scan = D.scan_csv(path, moments=False, **opts)
+        for chunk in D.iter_csv(path, scan.preprocessing, dialect=scan.dialect):
+            chunk.X
+
+    return {"rwtool": lambda: D.read_csv(path, **opts), "rwtool + X": rwtool_x,
+            "pandas": lambda: pd.read_csv(path), "pandas + one-hot": pandas_encoded,
+            "stream + X": stream}
+
+
+def issue26(tmp, datasets, repeats, rng):
+    import rwtool.data as D
+    files = issue26_files(tmp, datasets, rng)
     D.read_csv(files[2][1])                           # numba's cache, once
     rows = []
     for what, path, opts in files:
-        def stream(path=path, opts=opts):
-            scan = D.scan_csv(path, **opts)
-            for _ in D.iter_csv(path, scan.preprocessing, dialect=scan.dialect):
-                pass
-
-        def pandas_encoded(path=path):
-            df = pd.read_csv(path)
-            pd.get_dummies(df, dtype=np.float64).to_numpy(np.float64)
-
         load0 = os.getloadavg()[0]
-        t = _timed({"rwtool": lambda: D.read_csv(path, **opts),
-                  "pandas": lambda: pd.read_csv(path),
-                  "pandas + one-hot": pandas_encoded, "stream": stream}, repeats,
-                 time.process_time)
+        t = _timed(readers(path, opts), repeats, time.process_time)
         n = D.read_csv(path, **opts).n_samples
         rows.append((what, os.path.getsize(path), n, t, (load0, os.getloadavg()[0])))
     return rows
+
+
+def one_read(reader, path, opts_json):
+    """One read of ``path`` by ``reader`` (a key of :func:`readers`), its CPU seconds printed:
+    the unit a whole-process timing (imports included) runs A against B."""
+    fn = readers(path, json.loads(opts_json))[reader]      # the imports, before the clock
+    t0 = time.process_time()
+    fn()
+    print(f"{reader} {path} {time.process_time() - t0:.3f}")
 
 
 # ---------------------------------------------------------------------------- campaign
@@ -204,8 +239,20 @@ def main(argv=None):
     ap.add_argument("--out", default="docs/bench/data.md")
     ap.add_argument("--issue26", metavar="DATASETS", help="only the issue-26 rows, on the "
                     "adults file of this datasets folder")
+    ap.add_argument("--write-files", metavar="DATASETS FOLDER", nargs=2,
+                    help="write the issue-26 files into FOLDER and print their paths")
+    ap.add_argument("--one", nargs=3, metavar=("READER", "PATH", "OPTIONS_JSON"),
+                    help="one read (READER: rwtool, 'rwtool + X', pandas, 'pandas + one-hot', "
+                         "'stream + X') and its in-process CPU seconds")
     args = ap.parse_args(argv)
     rng = np.random.default_rng(0)
+    if args.one:
+        one_read(*args.one)
+        return
+    if args.write_files:
+        for what, path, opts in issue26_files(args.write_files[1], args.write_files[0], rng):
+            print(f"{path} {json.dumps(opts)}  # {what}")
+        return
     if args.issue26:
         with tempfile.TemporaryDirectory() as tmp:
             rows = issue26(tmp, args.issue26, args.repeats, rng)
@@ -213,15 +260,16 @@ def main(argv=None):
                  f"{args.repeats}`", "",
                  f"Machine: {machine()}, shared with other work. CPU seconds of the process "
                  f"(all threads), median of {args.repeats} interleaved runs.", "",
-                 "| file | rwtool.read_csv s | pandas.read_csv s | ratio | pandas + one-hot s "
-                 "| ratio | scan_csv + iter_csv s | stream / read_csv rows per s | load |",
-                 "|---|---|---|---|---|---|---|---|---|"]
+                 "| file | read_csv s | pandas s | ratio | read_csv + X s | pandas + one-hot s "
+                 "| ratio | stream + X s | stream / (read_csv + X) rows per s | load |",
+                 "|---|---|---|---|---|---|---|---|---|---|"]
         for what, size, n, t, load in rows:
             lines.append(
                 f"| {what}, {size / 1e6:.1f} MB | {t['rwtool']:.2f} | {t['pandas']:.2f} | "
-                f"{t['rwtool'] / t['pandas']:.2f} | {t['pandas + one-hot']:.2f} | "
-                f"{t['rwtool'] / t['pandas + one-hot']:.2f} | {t['stream']:.2f} | "
-                f"{t['rwtool'] / t['stream']:.2f} | {load[0]:.1f}-{load[1]:.1f} |")
+                f"{t['rwtool'] / t['pandas']:.2f} | {t['rwtool + X']:.2f} | "
+                f"{t['pandas + one-hot']:.2f} | "
+                f"{t['rwtool + X'] / t['pandas + one-hot']:.2f} | {t['stream + X']:.2f} | "
+                f"{t['rwtool + X'] / t['stream + X']:.2f} | {load[0]:.1f}-{load[1]:.1f} |")
         text = "\n".join(lines)
         print(text)
         write_section(args.out, "csv-issue26", text)
