@@ -48,7 +48,8 @@ from ..solvers._prune import ACCEPT_CRITERIA, make_accept, prune_weights, subset
 from ..solvers._ridge import ridge_fit
 from ..solvers._sfgd import sfgd_fit
 from ..solvers._sgd_rks import sgd_fit
-from ..solvers._sufficient import REG_LIMITS, SufficientStats, best_index, grow_grid
+from ..solvers._sufficient import (REG_LIMITS, SufficientStats, best_index, grow_grid,
+                                   search_features)
 from ..solvers._from_sums import (AUTO_FOLDS, FROM_SUMS_SOLVERS, SMALL_DATA_REG, VALIDATION_ROWS,
                                   empty_stats, solve_from_stats)
 from ._scale_hooks import ScaleClassifierHooks, ScaleHooks
@@ -433,7 +434,8 @@ class _RandomFeatureModel(CallbackSupport, BaseEstimator):
         block and the block product, and the time of the products); reg="auto" holds the sums of three folds, their total,
         a training fold's and the reg path's matrices instead ((3 + 4) T^2, plus G), with the
         features and a copy of one fold's rows at a time (one pass; the choice and the final
-        solve come from the sums); the Lasso holds Phi
+        solve come from the sums), and a classifier's validation sample keeps its rows' leading
+        features (S x T_s, ``search_features``); the Lasso holds Phi
         (n x T) in design mode (``lasso.fit_mode``: T > 3000 and n T <= 32e6), else a block
         and the normal equations (3 T^2);
         SFGD/OSD the features of a block of 64 batches twice (2 x 64 b T: the features and
@@ -473,6 +475,10 @@ class _RandomFeatureModel(CallbackSupport, BaseEstimator):
             fold = -(-n // AUTO_FOLDS)         # the rows of a fold, gathered and mapped alone
             words += (min(block, fold) * T * half + (AUTO_FOLDS + 4 + rw_gram) * T * T
                       + fold * (d + k))
+            if classifier:
+                # the validation sample's captured leading features (solvers._from_sums
+                # .sample_columns), kept for the search after the pass
+                words += S * search_features(n, T)
             blas += n * T * T * half + T ** 3 / 3 + AUTO_FOLDS * 10 * T ** 3
             per_class = (AUTO_FOLDS + 4) * T + 2 * T * R + (
                 2 * S + -(-S // AUTO_FOLDS) * R if classifier else 2 * T * R)
