@@ -17,10 +17,14 @@ kernels take it for a chunk of CHUNK values when every |x| in it is below SMALL.
 erf within 1e-15 absolute, erfc and exp within a few ulp relative down to the subnormal range;
 nan, +-inf and signed zeros as libm.
 
-Compiled with only the 'contract' fast-math flag (fused multiply-adds, which only remove
-roundings): 'nnan' / 'ninf' would let LLVM drop the nan and inf handling. The callers' kernels
-need ``error_model="numpy"`` too: numba's default checks every division for a zero divisor,
-a branch that stops the vectorisation (1/x^2 at x = 0 is computed, then selected away).
+Compiled without fast-math flags ('nnan' / 'ninf' would let LLVM drop the nan and inf handling,
+and 'contract' lets it fuse a multiply and an add wherever it likes: differently in a loop's
+vector body and its scalar remainder, so a value would depend on its neighbours). The
+multiply-adds of the polynomials are written as explicit fused multiply-adds instead (``fma``,
+LLVM's llvm.fma: one rounding, the same instruction in every copy of the loop, a libm call on a
+CPU without FMA, with the same result). The callers' kernels need ``error_model="numpy"`` too:
+numba's default checks every division for a zero divisor, a branch that stops the
+vectorisation (1/x^2 at x = 0 is computed, then selected away).
 
 The coefficients are fdlibm's:
     Copyright (C) 1993 by Sun Microsystems, Inc. All rights reserved.
@@ -39,12 +43,14 @@ from llvmlite import ir
 from numba import njit, types
 from numba.extending import intrinsic
 
-__all__ = ["verf", "verfc", "vexp", "verf_small", "verfc_small", "SMALL", "CHUNK", "VEC_FLAGS"]
+__all__ = ["verf", "verfc", "vexp", "verf_small", "verfc_small", "fma", "SMALL", "CHUNK",
+           "VEC_FLAGS"]
 
-#: no fast-math flag, not even "contract": with fused multiply-adds LLVM may fuse the vector
-#: body and the scalar remainder of a loop differently, and the short and full paths of a
-#: chunk differently, so a feature would depend on its neighbours (a few ulps). Plain IEEE
-#: operations in one order give the short path's bits in the full path too.
+#: no fast-math flag, not even "contract": with it LLVM may fuse the vector body and the scalar
+#: remainder of a loop differently, and the short and full paths of a chunk differently, so a
+#: feature would depend on its neighbours (a few ulps). The fused multiply-adds are explicit
+#: (``fma``): the same operations in every copy of a loop, so the short path's bits are the
+#: full path's.
 _FM = False
 #: the njit flags of a kernel that calls these functions: they are inlined into it (numba IR) and
 #: compiled with the caller's flags
@@ -73,6 +79,22 @@ def _from_bits(typingctx, i):
     return types.float64(types.int64), codegen
 
 
+@intrinsic
+def fma(typingctx, a, b, c):
+    """a * b + c rounded once, in float64 (float32 arguments are widened, exactly): llvm.fma
+    vectorises to the FMA instruction and is IEEE fusedMultiplyAdd wherever it runs, so every
+    copy of a loop gives the same bits."""
+    if not all(isinstance(v, types.Float) for v in (a, b, c)):
+        return None
+
+    def codegen(context, builder, sig, args):
+        d = ir.DoubleType()
+        f = builder.module.declare_intrinsic("llvm.fma", [d], ir.FunctionType(d, [d, d, d]))
+        wide = [context.cast(builder, v, t, types.float64) for v, t in zip(args, sig.args)]
+        return builder.call(f, wide)
+    return types.float64(a, b, c), codegen
+
+
 # ----------------------------------------------------------------------------- exp
 
 _LOG2E = 1.44269504088896338700e+00
@@ -81,6 +103,8 @@ _LN2LO = 1.90821492927058770002e-10
 _ROUND = 6755399441055744.0             # 1.5 * 2^52: adding it rounds to an integer
 _EXP_OVER = 7.09782712893383973096e+02  # exp(x) overflows above
 _EXP_UNDER = -7.45133219101941108420e+02  # exp(x) rounds to 0 below
+#: 1/12!, ..., 1/2!: the Taylor coefficients below the leading 1/13!
+_EXP_TAYLOR = tuple(1.0 / math.factorial(j) for j in range(12, 1, -1))
 
 
 @njit(inline="always", fastmath=_FM, error_model="numpy", cache=True)
@@ -88,23 +112,14 @@ def _exp_sum(hi, lo):
     """exp(hi + lo), with hi - k ln2 formed before lo is added (exact when hi is a short number)."""
     x = hi + lo
     xc = min(max(x, -746.0), 710.0)           # k stays in range for the bit tricks below
-    u = xc * _LOG2E + _ROUND
+    u = fma(xc, _LOG2E, _ROUND)
     k = _bits(u) - _bits(_ROUND)
     kf = u - _ROUND
-    r = (hi - kf * _LN2HI) + (lo - kf * _LN2LO)
+    r = fma(-kf, _LN2HI, hi) + fma(-kf, _LN2LO, lo)   # k ln2hi is exact: the fma changes nothing
     p = 1.0 / 6227020800.0
-    p = p * r + 1.0 / 479001600.0
-    p = p * r + 1.0 / 39916800.0
-    p = p * r + 1.0 / 3628800.0
-    p = p * r + 1.0 / 362880.0
-    p = p * r + 1.0 / 40320.0
-    p = p * r + 1.0 / 5040.0
-    p = p * r + 1.0 / 720.0
-    p = p * r + 1.0 / 120.0
-    p = p * r + 1.0 / 24.0
-    p = p * r + 1.0 / 6.0
-    p = p * r + 0.5
-    p = 1.0 + (r + r * (r * p))
+    for c in _EXP_TAYLOR:
+        p = fma(p, r, c)
+    p = 1.0 + fma(r, r * p, r)
     k1 = k >> 1                                # 2^k = 2^k1 2^(k - k1), both factors normal
     s1 = _from_bits((k1 + 1023) << 52)
     s2 = _from_bits((k - k1 + 1023) << 52)
@@ -157,7 +172,7 @@ def _horner(v, second, a, b):
     """sum_j c_j v^j with c = b if second else a (one table per lane, chosen by a select)."""
     p = b[len(b) - 1] if second else a[len(a) - 1]
     for j in range(len(a) - 2, -1, -1):
-        p = p * v + (b[j] if second else a[j])
+        p = fma(p, v, b[j] if second else a[j])
     return p
 
 
@@ -167,7 +182,7 @@ def _near(ax, x):
     mid = ax >= 0.84375
     v = ax - 1.0 if mid else x * x
     p = _horner(v, mid, _PP, _PA)
-    q = _horner(v, mid, _QQ, _QA) * v + 1.0
+    q = fma(_horner(v, mid, _QQ, _QA), v, 1.0)
     return p / q, mid
 
 
@@ -177,9 +192,9 @@ def _tail(ax):
     far = ax >= 1.0 / 0.35
     s = 1.0 / (ax * ax)
     r = _horner(s, far, _RA, _RB)
-    q = _horner(s, far, _SA, _SB) * s + 1.0
+    q = fma(_horner(s, far, _SA, _SB), s, 1.0)
     z = _from_bits(_bits(ax) & _HIGH_MASK)
-    return _exp_sum(-z * z - 0.5625, (z - ax) * (z + ax) + r / q) / ax
+    return _exp_sum(-z * z - 0.5625, fma(z - ax, z + ax, r / q)) / ax
 
 
 #: below this |x|, erf and erfc take their first piece alone (verf_small, verfc_small)
@@ -194,11 +209,11 @@ def _small_y(x):
     z = x * x
     p = _PP[4]
     for j in range(3, -1, -1):
-        p = p * z + _PP[j]
+        p = fma(p, z, _PP[j])
     q = _QQ[4]
     for j in range(3, -1, -1):
-        q = q * z + _QQ[j]
-    return p / (q * z + 1.0)
+        q = fma(q, z, _QQ[j])
+    return p / fma(q, z, 1.0)
 
 
 @njit(inline="always", fastmath=_FM, error_model="numpy", cache=True)
@@ -206,7 +221,7 @@ def verf_small(x):
     """erf(x) for |x| < SMALL (and nan), the first piece of verf alone: the arguments of the
     closed forms are mostly there, where a full verf evaluates every piece for nothing."""
     x = float(x)
-    return x + x * _small_y(x)
+    return fma(x, _small_y(x), x)
 
 
 @njit(inline="always", fastmath=_FM, error_model="numpy", cache=True)
@@ -214,7 +229,7 @@ def verfc_small(x):
     """erfc(x) for |x| < SMALL (and nan), the first piece of verfc alone."""
     x = float(x)
     y = _small_y(x)
-    return 1.0 - (x + x * y) if x < 0.25 else 0.5 - (x * y + (x - 0.5))
+    return 1.0 - fma(x, y, x) if x < 0.25 else 0.5 - fma(x, y, x - 0.5)
 
 
 @njit(inline="always", fastmath=_FM, error_model="numpy", cache=True)
@@ -224,7 +239,7 @@ def verf(x):
     ax = abs(x)
     y, mid = _near(ax, x)
     sgn = -1.0 if x < 0.0 else 1.0
-    e = x + x * y                              # nan lands here: every comparison is false
+    e = fma(x, y, x)                           # nan lands here: every comparison is false
     e = sgn * (_ERX + y) if mid else e
     e = sgn * (1.0 - _tail(ax)) if ax >= 1.25 else e
     return sgn if ax >= 6.0 else e
@@ -237,7 +252,7 @@ def verfc(x):
     ax = abs(x)
     y, mid = _near(ax, x)
     neg = x < 0.0
-    e = 1.0 - (x + x * y) if x < 0.25 else 0.5 - (x * y + (x - 0.5))  # nan: first form
+    e = 1.0 - fma(x, y, x) if x < 0.25 else 0.5 - fma(x, y, x - 0.5)  # nan: first form
     e = ((1.0 + (_ERX + y)) if neg else ((1.0 - _ERX) - y)) if mid else e
     t = _tail(ax)
     e = (2.0 - t if neg else t) if ax >= 1.25 else e
