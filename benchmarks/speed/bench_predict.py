@@ -78,17 +78,19 @@ def profile(root, T: int, repeats: int) -> list:
             xn = row_norms(Xp)
             xs = np.where(xn > 0, xn, 1.0)
 
-            def pass_of(erf_kernel, relu_kernel):
-                """The element-wise pass of the map with the given kernels (vectorised or libm)."""
+            def pass_of(erf_kernel, relu_kernel, *coef):
+                """The element-wise pass of the map with the given kernels (vectorised or libm;
+                the vectorised ones given ``coef``: no coefficients, the features alone)."""
                 def run():
                     np.copyto(Z, Z0)
                     if inst == "rwsign":
-                        erf_kernel(Z, xs, fmap._c, fmap._k)
+                        erf_kernel(Z, xs, fmap._c, fmap._k, *coef)
                     else:
-                        relu_kernel(Z, xn, xs, fmap._c, fmap._k, fmap._sd)
+                        relu_kernel(Z, xn, xs, fmap._c, fmap._k, fmap._sd, *coef)
                 return run
 
-            elementwise = pass_of(_erf_features, _relu_features)
+            elementwise = pass_of(_erf_features, _relu_features, np.empty((0, T)),
+                                  np.empty((len(Z), 0)))
             elementwise_libm = pass_of(_erf_libm, _relu_libm)
 
             parts = {"predict": lambda: est.decision_function(Xte),

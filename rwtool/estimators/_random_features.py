@@ -1051,11 +1051,12 @@ class _RW(_RandomFeatureModel):
         fmap = self.feature_map_
         progress = make_progress(callback)
         progress.start("bounds", 2 * m)
-        # f(x_i) as predict computes it, a block of its 4096 rows at a time (never the m x T
+        # f(x_i) as predict computes it, a block of its rows at a time (never the m x T
         # feature matrix: 1.2 GB at 150,000 rows and T = 1000): a cancel is seen between blocks
         F = np.empty((m, self.coef_.shape[1]))
-        for start in range(0, m, 4096):
-            stop = min(m, start + 4096)
+        step = fmap.predict_block_rows()
+        for start in range(0, m, step):
+            stop = min(m, start + step)
             F[start:stop] = fmap.linear_predict(Xp[start:stop], self.coef_)
             progress.update(stop)
         theta, kappa = fmap.constants()

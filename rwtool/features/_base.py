@@ -24,9 +24,11 @@ import numpy as np
 from .._base import (BaseEstimator, check_array, check_choice, check_feature_names,
                      check_is_fitted, check_random_state)
 from .._params import Param, params_table, validate_params
+from ._dot import FIXED_ORDER_COLUMNS, fixed_order_dot
 
 __all__ = ["FeatureMap", "RowMaxima", "row_norms", "dot_into", "auto_block_size",
-           "check_centres", "DTYPES", "DTYPE", "feature_dtype", "BLOCK_BYTES", "BLOCK_ROWS"]
+           "check_centres", "DTYPES", "DTYPE", "feature_dtype", "BLOCK_BYTES", "BLOCK_ROWS",
+           "PREDICT_BLOCK_ROWS", "predict_block_size"]
 
 #: the precisions a map computes its features in (``dtype``): float32 halves the bytes of a
 #: block and runs the per-block products Phi^T Phi on SSYRK, about twice DSYRK's rate
@@ -37,6 +39,15 @@ BLOCK_BYTES = 32e6
 #: (T = 8000: 500 rows ran at 38 GFLOP/s against 50; docs/bench/float32.md), while a block of
 #: 2048 rows stays small beside the T x T sums (2048 T against 2 T^2 words at T >= 2048)
 BLOCK_ROWS = 2048
+
+
+#: a block of ``linear_predict`` (predict, decision_function) holds at least this many rows ...
+PREDICT_BLOCK_ROWS = 4096
+#: ... or this many bytes of features: each block switches from BLAS's threads (X W^T) to
+#: numba's (the closed forms), and every switch costs CPU time (a pool's threads spin before
+#: they sleep): 4 blocks of adults' 16281 test rows at T = 200 cost 1.9x one block
+#: (docs/bench/predict.md)
+PREDICT_BLOCK_BYTES = 64e6
 
 
 def feature_dtype(dtype) -> np.dtype:
@@ -51,17 +62,37 @@ def auto_block_size(n_rows: int, n_cols: int, itemsize: int = 8) -> int:
     return max(64, min(n_rows, rows))
 
 
+def predict_block_size(n_cols: int, itemsize: int = 8) -> int:
+    """Rows per block of ``linear_predict``: ``PREDICT_BLOCK_BYTES`` of features or
+    ``PREDICT_BLOCK_ROWS`` rows, whichever is more. It does not depend on the number of rows,
+    so predicting a slice of these many rows computes what one call computes for them (BLAS's
+    X W^T may round a row differently with other rows around it)."""
+    return max(PREDICT_BLOCK_ROWS, int(PREDICT_BLOCK_BYTES // (itemsize * max(1, n_cols))))
+
+
 def row_norms(X: np.ndarray) -> np.ndarray:
     """Euclidean norm of each row (einsum avoids the m x n temporary of X**2)."""
     return np.sqrt(np.einsum("ij,ij->i", X, X))
 
 
 def dot_into(X: np.ndarray, W: np.ndarray, out: np.ndarray) -> np.ndarray:
-    """out <- X W^T on BLAS, written in place (``out`` may be a column slice of a larger block),
-    in the precision of ``out``: a float32 block is one SGEMM of X and W rounded to float32."""
+    """out <- X W^T, written in place (``out`` may be a column slice of a larger block), in the
+    precision of ``out``. Up to ``FIXED_ORDER_COLUMNS`` input columns each entry is summed in
+    one fixed order (``_dot``): a row's entries do not depend on the rows computed with it.
+    Above, BLAS (a float32 block: one SGEMM of X and W rounded to float32), whose rounding of
+    a row may depend on the rows around it when the product is small (OpenBLAS's small-matrix
+    kernels: T = 203 here) and not otherwise (T = 2000, blocks of 2 rows or more); a single
+    row is computed as a row of a two-row product, as BLAS's GEMV path would sum in another
+    order."""
+    if X.shape[1] <= FIXED_ORDER_COLUMNS and X.shape[1] > 0:
+        fixed_order_dot(X, np.ascontiguousarray(W.T), out)
+        return out
     if out.dtype != X.dtype:
         X, W = X.astype(out.dtype), W.astype(out.dtype)
-    np.matmul(X, W.T, out=out)
+    if X.shape[0] == 1:
+        out[...] = np.matmul(np.vstack([X, X]), W.T)[:1]
+    else:
+        np.matmul(X, W.T, out=out)
     return out
 
 
@@ -247,30 +278,54 @@ class FeatureMap(BaseEstimator):
         matrix is never held whole; Phi is overwritten by the next block. ``X`` must already be
         checked and preprocessed (the rows the map was fitted on).
         """
-        m, T = X.shape[0], self.n_output_
         dtype = self.feature_dtype_
-        bs = (auto_block_size(m, T, dtype.itemsize) if block_size is None
-              else max(1, int(block_size)))
-        buf = np.empty((min(bs, m), T), dtype=dtype)
-        for start in range(0, m, bs):
-            stop = min(m, start + bs)
-            Phi = buf[: stop - start]
+        bs = block_size if block_size is not None else auto_block_size(
+            X.shape[0], self.n_output_, dtype.itemsize)
+        for start, stop, Phi in self._block_buffers(X.shape[0], bs):
             self._features_into(X[start:stop], Phi)
             yield start, stop, Phi
 
-    def linear_predict(self, X: np.ndarray, coef: np.ndarray, block_size: int = 4096) -> np.ndarray:
-        """Phi(X) @ coef, a block of rows at a time (see :meth:`blocks`), as float64. A float32
-        map multiplies its features by the coefficients rounded to float32 (SGEMM): an error
-        of the order of the features' own rounding."""
+    def _block_buffers(self, m: int, block_size: int):
+        """``(start, stop, Phi)`` over blocks of ``block_size`` of m rows, Phi a view of one
+        buffer of the map's ``dtype``, to be filled with the block's features."""
+        bs = max(1, int(block_size))
+        buf = np.empty((min(bs, m), self.n_output_), dtype=self.feature_dtype_)
+        for start in range(0, m, bs):
+            stop = min(m, start + bs)
+            yield start, stop, buf[: stop - start]
+
+    def linear_predict(self, X: np.ndarray, coef: np.ndarray,
+                       block_size: int | None = None) -> np.ndarray:
+        """Phi(X) @ coef, a block of rows at a time (``block_size`` rows; None:
+        :meth:`predict_block_rows`), as float64. The closed forms compute a row's value from
+        its X W^T in a fixed order of their own (:meth:`_decision_into`); BLAS's X W^T may
+        round a row differently with other rows around it (OpenBLAS does for a few input
+        columns, or a single row), so a caller slicing rows slices them in blocks of
+        :meth:`predict_block_rows` to get the bits of one call."""
         out = np.empty((X.shape[0], coef.shape[1]))
-        dtype = self.feature_dtype_
-        C = coef if coef.dtype == dtype else coef.astype(dtype)
-        for start, stop, Phi in self.blocks(X, block_size):
-            if Phi.dtype == out.dtype:
-                np.matmul(Phi, C, out=out[start:stop])
-            else:
-                out[start:stop] = Phi @ C
+        coef_t = np.ascontiguousarray(np.asarray(coef, dtype=np.float64).T)
+        bs = self.predict_block_rows() if block_size is None else block_size
+        for start, stop, Phi in self._block_buffers(X.shape[0], bs):
+            self._decision_into(X[start:stop], coef_t, Phi, out[start:stop])
         return out
+
+    def predict_block_rows(self) -> int:
+        """The rows of a block of :meth:`linear_predict` (:func:`predict_block_size`)."""
+        return predict_block_size(self.n_output_, self.feature_dtype_.itemsize)
+
+    def _decision_into(self, X: np.ndarray, coef_t: np.ndarray, Phi: np.ndarray,
+                       out: np.ndarray) -> None:
+        """out <- Phi(X) coef_t^T for one block of rows, with ``Phi`` a buffer for the block's
+        features (len(X) x T, the map's dtype). Here: the features, then one BLAS product (a
+        float32 map's features times the coefficients rounded to float32, SGEMM: an error of
+        the order of the features' own rounding). The closed forms fuse the product into
+        their element-wise pass."""
+        self._features_into(X, Phi)
+        C = coef_t.T if coef_t.dtype == Phi.dtype else coef_t.T.astype(Phi.dtype)
+        if Phi.dtype == out.dtype:
+            np.matmul(Phi, C, out=out)
+        else:
+            out[...] = Phi @ C
 
     def fit_transform(self, X, y=None) -> np.ndarray:
         return self.fit(X).transform(X)

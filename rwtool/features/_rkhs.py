@@ -36,7 +36,7 @@ from ._kitchen import relu_inplace, sample_gaussian, sample_stumps, sign_inplace
 from ._montecarlo import (N_DRAWS, SAMPLING, SAMPLINGS, Integrator, MonteCarloDraws, check_state,
                           kernel_sections, resolve_n_draws, resolve_sampling, warn_if_sparse,
                           _check_layout)
-from ._vecmath import CHUNK, SMALL, VEC_FLAGS, verf, verf_small, verfc, verfc_small, vexp
+from ._vecmath import CHUNK, SMALL, VEC_FLAGS, fma, verf, verf_small, verfc, verfc_small, vexp
 
 __all__ = ["RKHSWeighting", "RWSign", "RWExpSign", "RWRelu", "RWExpRelu", "RWStumps",
            "INSTANTIATIONS", "DEFAULT_THETA", "gamma_from_theta", "gamma_from_kappa",
@@ -63,9 +63,35 @@ def _n_large(v, s):
     return n
 
 
+@njit(inline="always", **VEC_FLAGS)
+def _dot_row(z, A, d):
+    """d[j] <- sum_t z[t] A[j, t] for each row j of A (none: nothing), in one fixed order:
+    eight partial sums of fused multiply-adds, added pairwise, then the remainder. The order
+    depends on T alone, so a row's value is the same bits in any block, chunk or thread."""
+    T = z.shape[0]
+    T8 = T - T % 8
+    for j in range(A.shape[0]):
+        a = A[j]
+        s0 = s1 = s2 = s3 = s4 = s5 = s6 = s7 = 0.0
+        for t in range(0, T8, 8):
+            s0 = fma(z[t], a[t], s0)
+            s1 = fma(z[t + 1], a[t + 1], s1)
+            s2 = fma(z[t + 2], a[t + 2], s2)
+            s3 = fma(z[t + 3], a[t + 3], s3)
+            s4 = fma(z[t + 4], a[t + 4], s4)
+            s5 = fma(z[t + 5], a[t + 5], s5)
+            s6 = fma(z[t + 6], a[t + 6], s6)
+            s7 = fma(z[t + 7], a[t + 7], s7)
+        s = ((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7))
+        for t in range(T8, T):
+            s = fma(z[t], a[t], s)
+        d[j] = s
+
+
 @njit(parallel=True, cache=True, nogil=True, **VEC_FLAGS)
-def _erf_features(Z, xsafe, c, k):
-    """Z[i, t] <- c[t] * erf(k * Z[i, t] / xsafe[i])  (sign-type closed forms)."""
+def _erf_features(Z, xsafe, c, k, A, D):
+    """Z[i, t] <- c[t] * erf(k * Z[i, t] / xsafe[i])  (sign-type closed forms), and
+    D[i] <- Z[i] A^T when A has rows (predict's Phi a while the row is in cache)."""
     m, T = Z.shape
     for i in prange(m):
         s = k / xsafe[i]
@@ -77,18 +103,20 @@ def _erf_features(Z, xsafe, c, k):
             else:
                 for t in range(z.shape[0]):
                     z[t] = cc[t] * verf(z[t] * s)
+        _dot_row(Z[i], A, D[i])
 
 
 @njit(inline="always", cache=True, **VEC_FLAGS)
 def _relu_mean(a, q, erfc_minus_q, sd):
     """a Phi_N(a/sd) + sd phi_N(a/sd), with q = a / (sd sqrt 2) and erfc(-q) = 2 Phi_N(a/sd)
     given (the short or the full erfc: one formula for both paths of a chunk)."""
-    return 0.5 * a * erfc_minus_q + sd * _INV_SQRT_2PI * vexp(-q * q)
+    return fma(0.5 * a, erfc_minus_q, sd * _INV_SQRT_2PI * vexp(-q * q))
 
 
 @njit(parallel=True, cache=True, nogil=True, **VEC_FLAGS)
-def _relu_features(Z, xnorm, xsafe, c, k, sd):
-    """Z[i, t] <- c[t] ||x_i|| [a Phi_N(a/sd) + sd phi_N(a/sd)],  a = k Z[i, t] / ||x_i||.
+def _relu_features(Z, xnorm, xsafe, c, k, sd, A, D):
+    """Z[i, t] <- c[t] ||x_i|| [a Phi_N(a/sd) + sd phi_N(a/sd)],  a = k Z[i, t] / ||x_i||, and
+    D[i] <- Z[i] A^T when A has rows (as _erf_features).
 
     E[max(0, N(a, sd^2))] = a Phi_N(a/sd) + sd phi_N(a/sd); Phi_N via erfc keeps the left tail.
     """
@@ -109,6 +137,7 @@ def _relu_features(Z, xnorm, xsafe, c, k, sd):
                     a = z[t] * s
                     q = a * inv
                     z[t] = cc[t] * cx * _relu_mean(a, q, verfc(-q), sd)
+        _dot_row(Z[i], A, D[i])
 
 
 @njit(parallel=True, cache=True, nogil=True, **VEC_FLAGS)
@@ -403,13 +432,24 @@ class _RWDot(RKHSWeighting):
     def _features_into(self, X, out):
         if self._mc is not None:
             return self._mc.features_into(X, out)
+        self._closed_form_into(X, out, np.empty((0, out.shape[1])), np.empty((len(out), 0)))
+
+    def _decision_into(self, X, coef_t, Phi, out):
+        """The closed form's features and Phi a in one pass over a row (see FeatureMap)."""
+        if self._mc is not None:
+            return super()._decision_into(X, coef_t, Phi, out)
+        self._closed_form_into(X, Phi, coef_t, out)
+
+    def _closed_form_into(self, X, out, coef_t, dec):
+        """out <- the features of the rows of X; dec <- out coef_t^T (coef_t with no rows:
+        nothing)."""
         dot_into(X, self.W_, out)
         xnorm = row_norms(X)
         xsafe = np.where(xnorm > 0.0, xnorm, 1.0)  # r(u, 0) := <u, 0> / 1 = 0 (spec notation)
         if self._phi == "sign":
-            _erf_features(out, xsafe, self._c, self._k)
+            _erf_features(out, xsafe, self._c, self._k, coef_t, dec)
         else:
-            _relu_features(out, xnorm, xsafe, self._c, self._k, self._sd)
+            _relu_features(out, xnorm, xsafe, self._c, self._k, self._sd, coef_t, dec)
 
     def _onnx(self, g, x):
         """The features of ``_features_into`` as ONNX nodes on ``g`` (rwtool.persist's Graph)."""

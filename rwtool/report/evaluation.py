@@ -30,8 +30,8 @@ __all__ = ["UnseenLabelsError", "check_labels", "Evaluation", "evaluate", "FileR
 #: labels quoted in a message (the rest are counted)
 _SHOWN = 10
 
-#: rows of one uninterrupted prediction call between two progress reports (the row blocks of
-#: the feature maps' linear_predict)
+#: rows of one uninterrupted prediction call between two progress reports, for a model without
+#: a feature map (a feature map's own blocks otherwise: FeatureMap.predict_block_rows)
 SLICE_ROWS = 4096
 
 
@@ -39,11 +39,11 @@ class RowProgress:
     """Predictions over many rows in slices, with progress and cancellation between slices.
 
     One stage (``stage``, ``total`` rows) counts the rows of every :meth:`predict` call made
-    through it. A slice is :data:`SLICE_ROWS` rows, the block of rows the feature maps'
-    ``linear_predict`` computes at a time, so the predictions are the same bits as in one call
-    (a closed-form map's features of a row depend on the rows computed with it, through the
-    BLAS product <w, x>); a slice takes 0.01-0.4 s on one core (the erf features of 1000
-    centres are the slowest). With ``callback=None`` each call predicts all its rows at once.
+    through it. A slice is the block of rows the model's feature map computes at a time in
+    ``linear_predict`` (:data:`SLICE_ROWS` for a model without one), so the predictions are
+    the same bits as in one call (a closed-form map's features of a row may depend on the rows
+    computed with it, through the BLAS product <w, x>); a slice takes 0.01-0.4 s on one core.
+    With ``callback=None`` each call predicts all its rows at once.
     """
 
     def __init__(self, callback, stage: str, total: int):
@@ -55,14 +55,16 @@ class RowProgress:
     def predict(self, method, X) -> np.ndarray:
         """``method(X)`` (a predict or decision_function), a slice of rows at a time."""
         n = len(X)
-        if self.progress is None or n <= SLICE_ROWS:
+        fmap = getattr(getattr(method, "__self__", None), "feature_map_", None)
+        rows = fmap.predict_block_rows() if hasattr(fmap, "predict_block_rows") else SLICE_ROWS
+        if self.progress is None or n <= rows:
             out = np.asarray(method(X))
             self._advance(n)
             return out
         parts = []
-        for a in range(0, n, SLICE_ROWS):
-            parts.append(np.asarray(method(X[a:a + SLICE_ROWS])))
-            self._advance(min(n, a + SLICE_ROWS) - a)
+        for a in range(0, n, rows):
+            parts.append(np.asarray(method(X[a:a + rows])))
+            self._advance(min(n, a + rows) - a)
         return np.concatenate(parts)
 
     def _advance(self, rows: int) -> None:

@@ -226,3 +226,59 @@ def test_estimator_uses_the_measured_kappa_default(inst, param, default, other, 
         fmap = est.feature_map_
         got = instantiation_constants(ref, fmap.n_features_in_, 1.0, fmap.gamma_)[param]
         assert got == pytest.approx(want, rel=1e-9)
+
+
+@pytest.mark.parametrize("name", ["rwsign", "rwrelu", "rwexpsign", "rwexprelu"])
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_linear_predict_is_the_features_times_the_coefficients(name, dtype, rng):
+    """The closed forms fuse Phi a into their element-wise pass: equal to the product of
+    transform's features within the rounding of a sum of T terms (gamma_T times the sum of
+    |terms|; in float64 for float32 features too), in blocks or not, and the features left in
+    the block's buffer are transform's bits."""
+    X = np.vstack([rng.standard_normal((300, 6)) * rng.choice([0.1, 1.0, 5.0], (300, 1)),
+                   np.zeros((1, 6))])
+    T = 203
+    fmap = make_instantiation(name, n_features=T, sigma=0.7, random_state=0,
+                              dtype=dtype).fit(X)
+    coef = rng.standard_normal((T, 2))
+    Phi = fmap.transform(X)
+    Phi64 = Phi.astype(float)
+    eps = np.finfo(float).eps
+    tol = T * eps / (1 - T * eps) * (np.abs(Phi64) @ np.abs(coef))
+    for block_size in (7, 64, None):
+        D = fmap.linear_predict(X, coef, block_size=block_size)
+        assert D.dtype == np.float64 and np.all(np.abs(D - Phi64 @ coef) <= tol)
+    buf, D = np.empty_like(Phi), np.empty((len(X), 2))
+    fmap._decision_into(X, np.ascontiguousarray(coef.T), buf, D)
+    assert np.array_equal(buf, Phi) and np.array_equal(D, fmap.linear_predict(X, coef))
+
+
+def test_predict_blocks_hold_64_mb_or_4096_rows():
+    from rwtool.features._base import predict_block_size
+
+    assert predict_block_size(200) == 40000              # 64 MB
+    assert predict_block_size(200, 4) == 80000
+    assert predict_block_size(2000) == 4096              # 32 MB: the rows' floor
+    assert RWSign(n_features=1000, dtype="float32").predict_block_rows() == 16000
+
+
+@pytest.mark.parametrize("d", [1, 5, 16])
+def test_fixed_order_product_is_x_w_and_a_row_alone_gives_the_same_bits(d, rng):
+    """dot_into's own X W^T for few columns: numpy's product within the rounding of a sum of d
+    terms (gamma_d times the sum of |terms|), and each row the same bits computed alone, in
+    slices, as a column slice of a larger block, or in float32 (float64 sums, rounded)."""
+    from rwtool.features._base import dot_into
+
+    X, W = rng.standard_normal((301, d)), rng.standard_normal((203, d))
+    out = dot_into(X, W, np.empty((301, 203)))
+    eps = np.finfo(float).eps
+    assert np.all(np.abs(out - X @ W.T) <= d * eps / (1 - d * eps) * (np.abs(X) @ np.abs(W).T))
+    for step in (1, 3, 100):
+        parts = [dot_into(X[a:a + step], W, np.empty((len(X[a:a + step]), 203)))
+                 for a in range(0, 301, step)]
+        assert np.array_equal(np.vstack(parts), out)
+    wide = np.zeros((301, 210))
+    dot_into(X, W, wide[:, 5:208])
+    assert np.array_equal(wide[:, 5:208], out) and not wide[:, :5].any()
+    o32 = dot_into(X, W, np.empty((301, 203), dtype=np.float32))
+    np.testing.assert_allclose(o32, out, rtol=0, atol=1e-6 * np.abs(out).max() * d)

@@ -123,8 +123,9 @@ def test_first_pieces_alone_equal_the_full_functions(points):
     x = points[~(np.abs(points) >= SMALL)]
     for short, full in ((3, 0), (4, 1)):
         got, ref = _both(short, x)
-        # a few units of the last place apart (FMA placement; subnormal erf(x) ~ 1.13 x)
-        np.testing.assert_allclose(got, _both(full, x)[0], rtol=5e-16, atol=TINY)
+        # the same operations (explicit fused multiply-adds, no 'contract'): the same bits, so
+        # a chunk's path does not change a feature
+        assert np.array_equal(got, _both(full, x)[0], equal_nan=True)
         np.testing.assert_allclose(got, ref, rtol=1e-14, atol=TINY)
 
 
@@ -162,6 +163,21 @@ def test_features_equal_the_libm_formula(name, sigma):
     assert np.all(np.abs(out - ref) <= 1e-14 * scale)
 
 
+def _no_coef(Z):
+    """The kernels' coefficient arguments when they compute the features alone."""
+    return np.empty((0, Z.shape[1])), np.empty((Z.shape[0], 0))
+
+
+def _kernel(kernel, Z, xn, c, A=None, D=None):
+    """The erf or the ReLU closed form's kernel on Z in place (k = 1.3, sd = 0.7), with D <-
+    Z A^T when A is given."""
+    A, D = _no_coef(Z) if A is None else (A, D)
+    if kernel == "erf":
+        _erf_features(Z, xn, c, 1.3, A, D)
+    else:
+        _relu_features(Z, xn, xn, c, 1.3, 0.7, A, D)
+
+
 def test_kernels_over_the_whole_argument_range():
     """The feature kernels with arguments across every piece of erf / erfc (|a| up to 40)."""
     rng = np.random.default_rng(10)
@@ -171,10 +187,10 @@ def test_kernels_over_the_whole_argument_range():
     c = rng.uniform(0.5, 2.0, T)
     k, sd = 1.3, 0.7
     got = Z.copy()
-    _erf_features(got, xn, c, k)
+    _erf_features(got, xn, c, k, *_no_coef(got))
     np.testing.assert_allclose(got, c * _erf(Z * (k / xn[:, None])), rtol=1e-14, atol=1e-15)
     got = Z.copy()
-    _relu_features(got, xn, xn, c, k, sd)
+    _relu_features(got, xn, xn, c, k, sd, *_no_coef(got))
     # a and q rounded as in the kernel: exp(-q^2) moves by q^2 times q's relative rounding
     a = Z * (k / xn[:, None])
     q = a * (1.0 / (sd * math.sqrt(2.0)))
@@ -182,3 +198,63 @@ def test_kernels_over_the_whole_argument_range():
     ref, scale = c * xn[:, None] * (t1 + t2), c * xn[:, None] * (np.abs(t1) + t2)
     # + 1e-300: where both terms underflow (q < -26) each side is a few subnormal roundings
     assert np.all(np.abs(got - ref) <= 1e-14 * scale + 1e-300)
+
+
+@pytest.mark.parametrize("kernel", ["erf", "relu"])
+def test_a_feature_does_not_depend_on_its_neighbours(kernel):
+    """Each argument lands in the vector body, the scalar remainder (T = 257: the last chunk
+    holds one value), a chunk that takes the short path and one that takes the full path; its
+    feature must be the same bits wherever it lands (the kernels' fused multiply-adds are
+    explicit, so every copy of a loop computes the same expression)."""
+    rng = np.random.default_rng(11)
+    T = 257
+    v = rng.standard_normal(T) * 0.2                      # every chunk short ...
+    mixed = v.copy()
+    mixed[::50] = 3.0                                     # ... or not (one value >= SMALL)
+    rows = [np.roll(base, r) for base in (v, mixed) for r in range(0, T, 7)]
+    Z = np.array(rows)
+    shifts = [r for _ in range(2) for r in range(0, T, 7)]
+    ones = np.ones(len(Z))
+    c = np.ones(T)                                        # c[t] = 1: a position adds nothing
+    _kernel(kernel, Z, ones, c)
+    back = np.array([np.roll(z, -r) for z, r in zip(Z, shifts)])
+    small = mixed != 3.0
+    assert np.array_equal(back[:, small], np.broadcast_to(back[0, small], back[:, small].shape))
+    half = len(Z) // 2
+    assert np.array_equal(back[half:, ~small],
+                          np.broadcast_to(back[half, ~small], back[half:, ~small].shape))
+
+
+@pytest.mark.parametrize("kernel", ["erf", "relu"])
+@pytest.mark.parametrize("T", [1, 7, 8, 257])
+def test_fused_decision_values_equal_phi_a_and_not_the_rows_around(kernel, T):
+    """The kernels' fused D = Phi A^T (predict's Phi a, the row still in cache) against numpy's
+    product of the features they wrote, within the rounding of a sum of T products (gamma_T
+    times the sum of |terms|); and a row's D is the same bits computed alone, in any block,
+    with 1 or 2 numba threads (a fixed order of its own, no BLAS)."""
+    import numba
+
+    rng = np.random.default_rng(12)
+    m, k = 300, 3
+    Z0 = rng.standard_normal((m, T)) * rng.choice([0.1, 1.0, 5.0], (m, 1))
+    xn = np.abs(rng.standard_normal(m)) + 0.5
+    c = rng.uniform(0.5, 2.0, T)
+    A = rng.standard_normal((k, T))
+    Z, D = Z0.copy(), np.empty((m, k))
+    _kernel(kernel, Z, xn, c, A, D)
+    ref = Z @ A.T
+    gamma = T * np.finfo(float).eps / (1 - T * np.finfo(float).eps)
+    assert np.all(np.abs(D - ref) <= gamma * (np.abs(Z) @ np.abs(A).T) + 1e-300)
+    Zf = Z0.copy()
+    _kernel(kernel, Zf, xn, c)
+    assert np.array_equal(Zf, Z)                # the same features with or without A
+    before = numba.get_num_threads()
+    try:
+        for threads in {1, before}:
+            numba.set_num_threads(threads)
+            for lo, hi in ((0, 1), (5, 6), (7, 130), (130, m)):
+                Zb, Db = Z0[lo:hi].copy(), np.empty((hi - lo, k))
+                _kernel(kernel, Zb, xn[lo:hi], c, A, Db)
+                assert np.array_equal(Db, D[lo:hi]) and np.array_equal(Zb, Z[lo:hi])
+    finally:
+        numba.set_num_threads(before)

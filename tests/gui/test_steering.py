@@ -158,9 +158,9 @@ def test_sliced_block_features_are_the_same_bits():
 
 def test_sliced_predictions_are_the_same_bits():
     """rwtool.report.RowProgress predicts in slices of the feature maps' own row blocks, so the
-    slices change no bit (compared in the same process; a closed-form map's features do depend
-    on the rows computed together, which slices of other sizes would change), and a cancel
-    raises between two slices."""
+    slices change no bit (compared in the same process; BLAS's X W^T may round a row
+    differently with other rows around it, which slices of other sizes would change), and a
+    cancel raises between two slices."""
     from rwtool import FitCancelled, RKSRegressor, RWRegressor, RWClassifier
     from rwtool.report import RowProgress
     rng = np.random.default_rng(2)
@@ -178,6 +178,8 @@ def test_sliced_predictions_are_the_same_bits():
     def cancel_second(ev):
         events.append(ev.done)
         return len(events) >= 2
+    # T = 2000: blocks of 4096 rows (64 MB of features holds more rows at a smaller T)
+    est = RKSRegressor(n_features=2000, random_state=0).fit(X[:500], X[:500, 1])
     rows = RowProgress(cancel_second, "evaluating", len(X))
     rows.progress.min_interval = 0.0
     with pytest.raises(FitCancelled):

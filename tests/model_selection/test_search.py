@@ -76,13 +76,14 @@ def test_reg_search_featurises_the_data_twice(monkeypatch, regression_data):
     X, y = regression_data
     rows = []
     from rwtool.features._rkhs import _RWDot
-    original = _RWDot._features_into
+    # the closed form's pass, for the features alone and fused with Phi a (linear_predict)
+    original = _RWDot._closed_form_into
 
-    def counting(self, Xb, out):
+    def counting(self, Xb, *args):
         rows.append(len(Xb))
-        return original(self, Xb, out)
+        return original(self, Xb, *args)
 
-    monkeypatch.setattr(_RWDot, "_features_into", counting)
+    monkeypatch.setattr(_RWDot, "_closed_form_into", counting)
     search = RandomizedSearchCV(rw.RWRegressor(n_features=30, random_state=0),
                                 {"reg": LogUniform(1e-10, 1e-2)}, n_iter=12, cv=5,
                                 random_state=0, refit=False).fit(X, y)
