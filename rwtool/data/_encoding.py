@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import re
+from array import array
 from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
@@ -54,6 +55,49 @@ def infer_task(col: Column, kind: str, rows) -> str:
     return "regression"
 
 
+class ColumnSpecs(Sequence):
+    """The column specs of a record, as a list of dicts reads them, each item a fresh dict.
+    A plain numeric column (no number format) is kept as its name and fill in arrays, any other
+    as its dict: a 500,000-column record must not cost a dict per column (90 MB)."""
+
+    def __init__(self, specs: Iterable[Mapping] = ()):
+        self._names: list[str] = []
+        self._fill = array("d")
+        self._has_fill = array("b")
+        self._other: dict[int, dict] = {}
+        for spec in specs:
+            self.append(spec)
+
+    def append(self, spec: Mapping) -> None:
+        plain = spec["kind"] == "numeric" and set(spec) <= {"name", "kind", "fill"}
+        fill = spec.get("fill")
+        self._names.append(spec["name"])
+        self._fill.append(fill if plain and fill is not None else 0.0)
+        self._has_fill.append(plain and fill is not None)
+        if not plain:
+            self._other[len(self._names) - 1] = dict(spec)
+
+    def __len__(self) -> int:
+        return len(self._names)
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [self[k] for k in range(*i.indices(len(self)))]
+        i = range(len(self))[i]                 # negative positions; IndexError past the end
+        other = self._other.get(i)
+        if other is not None:
+            return dict(other)
+        return {"name": self._names[i], "kind": "numeric",
+                "fill": self._fill[i] if self._has_fill[i] else None}
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Sequence) and len(self) == len(other) and all(
+            a == b for a, b in zip(self, other))
+
+    def __repr__(self) -> str:
+        return f"ColumnSpecs({list(self)!r})"
+
+
 class Preprocessing:
     """The recorded encoding of a CSV: which columns, how each becomes numbers, the target.
 
@@ -68,11 +112,11 @@ class Preprocessing:
 
     FORMAT = 1
 
-    def __init__(self, columns: list[dict], target: dict | None, missing: str,
+    def __init__(self, columns: Sequence[dict], target: dict | None, missing: str,
                  na_values: Sequence[str] = NA_VALUES, max_abs: float = _DEFAULT_MAX_ABS,
                  handle_unknown: str = "error", header: bool = True,
                  file_columns: Sequence[str] = ()):
-        self.columns = columns
+        self.columns = columns if isinstance(columns, ColumnSpecs) else ColumnSpecs(columns)
         self.target = target
         self.missing = missing
         self.na_values = tuple(na_values)
@@ -289,29 +333,35 @@ class Preprocessing:
             if ymiss.any():
                 notes.append(f"dropped {int(ymiss.sum())} row(s) with a missing target")
                 keep &= ~ymiss
-        widths = [1 if c["kind"] == "numeric" else len(c["categories"]) for c in self.columns]
+        # one pass over the specs, then arrays: a wide record must not cost an object per
+        # column here
+        widths = np.array([1 if c["kind"] == "numeric" else len(c["categories"])
+                           for c in self.columns], np.int64)
+        isnum = np.array([c["kind"] == "numeric" for c in self.columns], bool)
+        fmt = np.array([bool(c.get("format")) for c in self.columns], bool)
         offs = np.concatenate([[0], np.cumsum(widths)]).astype(np.int64)
-        num = [i for i, c in enumerate(self.columns) if c["kind"] == "numeric"]
-        cat = [i for i, c in enumerate(self.columns) if c["kind"] != "numeric"]
+        num, cat = np.flatnonzero(isnum), np.flatnonzero(~isnum)
+        slot = np.empty(len(isnum), np.int64)
+        slot[num], slot[cat] = np.arange(len(num)), np.arange(len(cat))
         # Numeric columns are gathered and checked as one matrix (a 30,000-column file must
         # not pay numpy's per-call overhead per column); a column with a NaN (missing or
         # text), a value over max_abs or a number format goes through the per-column path.
-        V = np.empty((len(num), len(rows)))
-        pos = table.number_rows([self.columns[i]["name"] for i in num])
+        pos = table.number_rows([self.columns[i]["name"] for i in num.tolist()])
         dense = np.flatnonzero(pos >= 0)
-        if len(dense):       # one gather from the table's number matrix
-            M = table.numbers[pos[dense]]
-            V[dense] = M if in_order(rows, table.n_rows) else M[:, rows]
-            del M
+        if len(dense) == len(num) and in_order(rows, table.n_rows):
+            V = table.numbers[pos]         # one gather (a copy: V is changed below)
+        else:
+            V = np.empty((len(num), len(rows)))
+            if len(dense):
+                V[dense] = table.numbers[np.ix_(pos[dense], rows)]
         for k in np.flatnonzero(pos < 0):
             V[k] = table.col(self.columns[num[k]]["name"]).values[rows]
-        quick = _within(V, self.max_abs)
-        slot = {i: k for k, i in enumerate(num)} | {i: k for k, i in enumerate(cat)}
+        quick = np.zeros(len(isnum), bool)
+        quick[num] = _within(V, self.max_abs)
         ids = np.empty((len(cat), len(rows)), np.int32)
         miss_cols = {}
-        for i, spec in enumerate(self.columns):
-            if spec["kind"] == "numeric" and quick[slot[i]] and not spec.get("format"):
-                continue
+        for i in np.flatnonzero(~quick | fmt).tolist():
+            spec = self.columns[i]
             if spec.get("format"):
                 notes.append(format_note(spec))
             col = table.col(spec["name"])
@@ -699,7 +749,7 @@ def _check_scale(col, rows, path, what):
 
 
 def _fit_columns(table: Table, features, categorical, numeric, policy, max_categories,
-                 fit_rows, kind_rows=None) -> list[dict]:
+                 fit_rows, kind_rows=None) -> "ColumnSpecs":
     """The feature columns' specs. A column's kind and number format are decided from
     ``kind_rows`` (default ``fit_rows``): a split file's training rows alone must not make
     a numeric column with one stray text cell categorical, which the whole file refuses."""
@@ -710,7 +760,7 @@ def _fit_columns(table: Table, features, categorical, numeric, policy, max_categ
     # 500,000-column file must not cost one per column).
     dense, n_fit, n_kind, mean = table.number_stats(features, fit_rows, kind_rows, policy)
     quick = dense & (n_fit > 0) & (n_kind > 0)
-    specs = []
+    specs = ColumnSpecs()
     for i, name in enumerate(features):
         if quick[i] and name not in categorical:
             spec = {"name": name, "kind": "numeric", "fill": None}

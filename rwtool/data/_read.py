@@ -51,7 +51,8 @@ from ._errors import (DataError, DuplicateColumnError, EmptyFileError, EncodingE
                       FileTooLargeError, HeaderError, QuoteError, RaggedRowError)
 
 __all__ = ["Column", "Table", "TableBuilder", "Block", "iter_blocks", "parse",
-           "table_from_rows", "canon", "type_block", "number_spellings"]
+           "table_from_rows", "canon", "type_block", "number_spellings", "positions",
+           "NameLookup"]
 
 _BLOCK_BYTES = 1 << 26                 # bytes read at a time (whole-file reads)
 _STREAM_BLOCK_BYTES = 1 << 24          # ... when the caller wants bounded memory
@@ -468,8 +469,39 @@ def excel_note(name: str, n: int, first_line: int, texts) -> str:
             f"read as missing values")
 
 
+def positions(names: Sequence[str], wanted: Sequence[str]) -> np.ndarray:
+    """The position in ``names`` of each of ``wanted`` (-1 when absent), by a hash lookup in
+    C: a wide file's names are many, and a dict of them costs 60 bytes per column."""
+    if not len(wanted):
+        return np.empty(0, np.int64)
+    idx = pc.index_in(pa.array(list(wanted), pa.string()),
+                      value_set=pa.array(names, pa.string()))
+    return idx.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
+
+
+class NameLookup:
+    """Name -> column position for a table of ``names``: a scan of the list for the first few
+    names asked (the target, a column with a missing cell), a dict once more are asked, so a
+    wide table builds none unless it needs one."""
+
+    names: list[str]
+    _index = None
+    _asked = 0
+
+    def position(self, name: str) -> int:
+        if self._index is None:
+            self._asked += 1
+            if self._asked <= 32 or len(self.names) <= 1024:
+                try:
+                    return self.names.index(name)
+                except ValueError:
+                    raise KeyError(name) from None
+            self._index = {n: j for j, n in enumerate(self.names)}
+        return self._index[name]
+
+
 @dataclass
-class Table:
+class Table(NameLookup):
     """A parsed file. The columns that hold text (or an Excel error value) are
     :class:`Column` objects in ``columns``; every other column read is a row of ``numbers``
     (float64, NaN for a missing cell; ``number_pos[j]`` is column j's row, -1 when it is not
@@ -488,7 +520,6 @@ class Table:
     spellings = None     # name -> number_spellings of the file (None: rows typed in a form)
 
     def __post_init__(self):
-        self._index = {n: j for j, n in enumerate(self.names)}
         for c in self.columns.values():
             if getattr(c, "lines", None) is None:
                 c.lines = self.lines
@@ -501,7 +532,7 @@ class Table:
         return len(self.lines)
 
     def col(self, name: str) -> Column:
-        return self.column_at(self._index[name])
+        return self.column_at(self.position(name))
 
     def column_at(self, j: int) -> Column:
         c = self.columns.get(j)
@@ -514,7 +545,7 @@ class Table:
 
     def number_rows(self, names) -> np.ndarray:
         """The row of ``numbers`` holding each named column, -1 for a text column."""
-        return self.number_pos[[self._index[n] for n in names]] if len(names) else \
+        return self.number_pos[positions(self.names, names)] if len(names) else \
             np.empty(0, np.int64)
 
     def number_counts(self, pos, rows) -> tuple[np.ndarray, np.ndarray]:
@@ -759,13 +790,13 @@ def _usecols(usecols, names):
     return usecols(names) if callable(usecols) else usecols
 
 
-def column_positions(names, usecols) -> list[int]:
+def column_positions(names, usecols) -> np.ndarray:
     """Sorted positions of the ``usecols`` names present in ``names`` (all when None); by a
     lookup table, since a wide file's names are many (a list search per name is quadratic)."""
     if usecols is None:
-        return list(range(len(names)))
-    index = {n: j for j, n in enumerate(names)}
-    return sorted({index[c] for c in usecols if c in index})
+        return np.arange(len(names))
+    p = positions(names, [c for c in usecols if isinstance(c, str)])
+    return np.unique(p[p >= 0])
 
 
 def _next_bytes(fh, dec, carry, block_bytes):
@@ -871,8 +902,7 @@ def _tokenise_wide(buf, starts, ends, flags, max_len, ncols, keep, dialect, path
     del data
     folded = pa.concat_arrays([a for c in table.columns for a in c.chunks])
     del table
-    want = np.array(sorted(set(keep) | (set(range(ncols)) if head_rows > 0 else set())),
-                    np.int64)
+    want = np.arange(ncols) if head_rows > 0 else np.asarray(keep, np.int64)   # sorted
     # field j of record r is field j % k of folded line r * m + j // k
     idx = ((want % k) * (n * m) + want // k)[:, None] + (np.arange(n, dtype=np.int64) * m)
     flat = folded.take(pa.array(idx.ravel()))
@@ -888,31 +918,43 @@ def _tokenise_wide(buf, starts, ends, flags, max_len, ncols, keep, dialect, path
 class ColumnCells(abc.Mapping):
     """Column index -> its cells in a block, as slices of one array holding the cells of the
     columns ``cols`` one column after the other (``n`` each); only the ``keep`` columns are
-    keys. ``flat`` gives whole runs of columns to a cast without a slice per column."""
+    keys. ``flat`` gives whole runs of columns to a cast without a slice per column. The
+    positions are an array, not a dict: a wide block must not cost an object per column."""
 
     def __init__(self, flat, n: int, cols, keep):
         self.flat, self.n = flat, n
-        wanted = set(int(j) for j in keep)
-        self._pos = {int(j): p for p, j in enumerate(cols) if int(j) in wanted}
+        cols = np.asarray(cols, np.int64)
+        self._keys = np.asarray(keep, np.int64)
+        self._pos = np.full(int(cols.max()) + 1 if len(cols) else 0, -1, np.int64)
+        self._pos[cols] = np.arange(len(cols))
+        wanted = np.zeros(len(self._pos), bool)
+        wanted[self._keys] = True
+        self._pos[~wanted] = -1
+
+    def _at(self, j) -> int:
+        return int(self._pos[j]) if 0 <= j < len(self._pos) else -1
 
     def __getitem__(self, j):
-        return self.flat.slice(self._pos[j] * self.n, self.n)
+        p = self._at(j)
+        if p < 0:
+            raise KeyError(j)
+        return self.flat.slice(p * self.n, self.n)
 
     def __iter__(self):
-        return iter(self._pos)
+        return iter(self._keys.tolist())
 
     def __len__(self):
-        return len(self._pos)
+        return len(self._keys)
 
     def __contains__(self, j):
-        return j in self._pos
+        return self._at(j) >= 0
 
     def run(self, js):
         """The cells of columns ``js`` one after the other, or None unless they are stored
         so (consecutive positions)."""
-        p = [self._pos[j] for j in js]
-        if p and p == list(range(p[0], p[0] + len(p))):
-            return self.flat.slice(p[0] * self.n, len(p) * self.n)
+        p = self._pos[np.asarray(js, np.int64)]
+        if len(p) and p[0] >= 0 and np.array_equal(p, np.arange(p[0], p[0] + len(p))):
+            return self.flat.slice(int(p[0]) * self.n, len(p) * self.n)
         return None
 
 

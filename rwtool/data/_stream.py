@@ -34,9 +34,10 @@ from typing import Iterator
 import numpy as np
 
 from ._dialect import NA_VALUES, Dialect, Source, open_source, sniff_csv
-from ._read import (_STREAM_BLOCK_BYTES, Column, Table, TableBuilder, _BadUTF8, canon,
-                    check_guess, column_positions, excel_note, fast_cast_ok, gc_paused,
+from ._read import (_STREAM_BLOCK_BYTES, Column, NameLookup, Table, TableBuilder, _BadUTF8,
+                    canon, check_guess, column_positions, excel_note, fast_cast_ok, gc_paused,
                     iter_blocks, legacy_dialect, number_codes, number_spellings, out_of_memory,
+                    positions,
                     preamble_note, shows_decimal_point, type_block)
 from ._errors import MissingColumnError, MissingValueError
 from ._dataset import Dataset
@@ -93,6 +94,13 @@ class _Distinct:
         self.col, self.val = col[start], val[start]
         self.cnt = np.add.reduceat(cnt, start) if len(start) else cnt
         self.overflow |= np.bincount(self.col, minlength=self.k) > self.cap
+
+    def copy(self) -> "_Distinct":
+        self.merge()
+        d = _Distinct(self.k, self.cap)
+        d.col, d.val, d.cnt, d.overflow = (a.copy() for a in (self.col, self.val, self.cnt,
+                                                               self.overflow))
+        return d
 
     def of(self, kk: int) -> tuple[np.ndarray, np.ndarray]:
         """(sorted distinct values, counts) of column ``kk``."""
@@ -153,7 +161,8 @@ class _Summary:
         self.marks = np.zeros((k, 2), bool)
         self.sum = np.zeros(k)
         self.n_finite = np.zeros(k, np.int64)
-        self.distinct = [_Distinct(k, max_distinct), _Distinct(k, max_distinct)]
+        self.distinct = [_Distinct(k, max_distinct), None]
+        self.fit_same = True
         self.text: dict[int, _TextPart] = {}
 
     def column_of(self, j: int) -> Column:
@@ -174,41 +183,58 @@ class _Summary:
 
     def _add_numbers(self, V, C, lines, fit):
         # vectorised over the columns, so a block of few rows and many columns costs per
-        # cell, not per column
-        for key, m in ((0, None), (1, fit)):
-            v = V if m is None else V[:, m]
+        # cell, not per column; while every row has had a target, the FIT summaries are the
+        # ALL ones, kept once
+        if self.fit_same and not fit.all():
+            self._split_fit()
+        passes = ((0, None),) if self.fit_same else ((0, None), (1, fit))
+        for key, m in passes:
             c = C if m is None else C[:, m]
             ln = lines if m is None else lines[m]
             num = c == -1
             counts = np.stack([num.sum(1), (c >= 0).sum(1), (c == -2).sum(1)], axis=1)
             self.n[key] += counts
-            x = np.where(num, v, np.nan)            # the numbers; NaN elsewhere
+            x = np.where(num, V if m is None else V[:, m], np.nan)   # numbers; NaN elsewhere
+            del c, num
             fin = np.isfinite(x)
-            inf = num & ~fin
+            inf = np.isinf(x)
             new_inf = inf.any(1) & (self.first_inf[key] < 0)
             self.first_inf[key][new_inf] = ln[np.argmax(inf[new_inf], axis=1)]
-            top = np.max(np.where(fin, np.abs(x), 0.0), axis=1, initial=0.0)
+            del inf
+            top = np.max(np.abs(x, where=fin, out=np.zeros_like(x)), axis=1, initial=0.0)
             self.max_abs[key] = np.maximum(self.max_abs[key], top)
             if key == 0:
                 self.fraction |= shows_decimal_point(x, axis=1)
-            else:
+            if key == 1 or self.fit_same:
                 if x.shape[0] <= 64:   # column by column, as np.mean sums one (same bits)
                     self.sum += [np.sum(r[f]) for r, f in zip(x, fin)]
                 else:
                     self.sum += np.where(fin, x, 0.0).sum(1)
                 self.n_finite += fin.sum(1)
+            del fin
             self._add_distinct(key, x, counts)
+
+    def _split_fit(self) -> None:
+        """A row without a target is met: the FIT summaries start as copies of the ALL ones."""
+        self.n[1], self.first_inf[1], self.max_abs[1] = self.n[0], self.first_inf[0], \
+            self.max_abs[0]
+        self.distinct[1] = self.distinct[0].copy()
+        self.fit_same = False
+
+    def key(self, rows) -> int:
+        """The summaries answering for ``rows`` (ALL or FIT): 0 or 1."""
+        return 1 if rows == FIT and not self.fit_same else 0
 
     def _add_distinct(self, key, x, counts):
         # distinct numbers and their counts by runs of each sorted row (NaN sorts last), for
         # the columns that have not overflowed
         d = self.distinct[key]
         live = np.flatnonzero(~d.overflow)
-        srt = np.sort(x[live], axis=1)
-        valid = np.arange(srt.shape[1])[None, :] < counts[live, :1]
-        start = valid.copy()
+        srt = np.sort(x if len(live) == len(x) else x[live], axis=1)
+        start = np.arange(srt.shape[1])[None, :] < counts[live, :1]
         start[:, 1:] &= srt[:, 1:] != srt[:, :-1]
         ci, pos = np.nonzero(start)
+        del start
         last = np.append(ci[1:] != ci[:-1], True)          # the last run of its row
         runs = np.where(last, counts[live[ci], 0], np.append(pos[1:], 0)) - pos
         d.add(live[ci], srt[ci, pos], runs)
@@ -236,8 +262,10 @@ class _StreamColumn:
     def vocab(self):
         return [] if self.t is None else self.t.col.vocab
 
-    @staticmethod
-    def _k(rows):
+    def _k(self, rows):
+        return self.s.key(rows) if isinstance(rows, str) else 0
+
+    def _kt(self, rows):         # the text part keeps both row sets apart
         return _KEYS[rows] if isinstance(rows, str) else 0
 
     def counts(self, rows=ALL):
@@ -254,7 +282,7 @@ class _StreamColumn:
         key = self._k(rows)
         out = {}
         if self.t is not None:
-            for k, cnt in enumerate(self.t.text[key].tolist()):
+            for k, cnt in enumerate(self.t.text[self._kt(rows)].tolist()):
                 if cnt:
                     label = self.vocab[k]
                     out[label] = out.get(label, 0) + cnt
@@ -274,7 +302,7 @@ class _StreamColumn:
         return np.array(self.s.distinct[self._k(rows)].of(self.kk)[0], dtype=np.float64)
 
     def first_text(self, rows=ALL):
-        return None if self.t is None else self.t.first_txt[self._k(rows)]
+        return None if self.t is None else self.t.first_txt[self._kt(rows)]
 
     def first_nonfinite(self, rows=ALL):
         line = int(self.s.first_inf[self._k(rows), self.kk])
@@ -295,24 +323,24 @@ class _StreamColumn:
         return float(vals[np.flatnonzero(cnt == cnt.max())[0]])    # the smallest mode
 
 
-class _StreamTable:
+class _StreamTable(NameLookup):
     """The few Table attributes the record fitting reads."""
 
     def __init__(self, path, dialect, names, summary=None):
         self.path, self.dialect, self.names, self.summary = path, dialect, names, summary
-        self._index = {n: j for j, n in enumerate(names)}
         self.notes: list[str] = []
         self.spellings = None
 
     def col(self, name):
-        return self.summary.column(self._index[name])
+        return self.summary.column(self.position(name))
 
     def number_stats(self, names, fit_rows, kind_rows, policy):
         """As :meth:`rwtool.data._read.Table.number_stats` (the fill is asked of the column)."""
         s = self.summary
-        kk = np.searchsorted(s.keep, [self._index[n] for n in names]).astype(np.int64)
-        dense = np.array([self._index[n] not in s.text for n in names], bool)
-        return (dense, s.n[_KEYS[fit_rows], kk, 0], s.n[_KEYS[kind_rows], kk, 0],
+        js = positions(self.names, names)
+        kk = np.searchsorted(s.keep, js).astype(np.int64)
+        dense = ~np.isin(js, np.fromiter(s.text, np.int64, len(s.text)))
+        return (dense, s.n[s.key(fit_rows), kk, 0], s.n[s.key(kind_rows), kk, 0],
                 np.full(len(names), np.nan))
 
 
@@ -433,6 +461,7 @@ def _summarise(src, dialect, target, features, ignore, categorical, numeric, na_
             table, tname, feats, cat, num = roles["r"]
             keep = column_positions(table.names, feats + ([tname] if tname else []))
             summary = table.summary = _Summary(table.names, keep, 10_000, fast, max_distinct)
+            jt = None if tname is None else table.position(tname)
             table.spellings = partial(number_spellings, src, dialect, na,
                                       block_bytes=block_bytes, names=names)
         n = len(block.lines)
@@ -440,7 +469,7 @@ def _summarise(src, dialect, target, features, ignore, categorical, numeric, na_
             continue
         tb = type_block(block, summary.keep, dialect.decimal, na, fast, summary.column_of)
         fit = (np.ones(n, bool) if tname is None else
-               tb.codes_of(int(np.searchsorted(summary.keep, table._index[tname]))) != -2)
+               tb.codes_of(int(np.searchsorted(summary.keep, jt))) != -2)
         summary.add(tb, block.lines, fit)
         del tb
         n_rec += n
