@@ -35,7 +35,7 @@ from .terms import app_words
 
 __all__ = ["TrainJob", "PruneJob", "BoundsJob", "CallJob", "WarmUpJob", "CANCELLED",
            "describe_error", "event_dict", "run_job", "cancelled_outcome", "warm_up_jobs",
-           "serve", "Stored", "share_arrays", "failure", "SharedFlag"]
+           "serve", "Stored", "share_arrays", "failure", "SharedFlag", "fit_threads"]
 
 #: the "kind" of the error dict of a job that a Cancel stopped
 CANCELLED = "cancelled"
@@ -412,6 +412,11 @@ class _JobWaiting:
         return self.conn.poll()
 
 
+def fit_threads() -> int:
+    """numba's thread count in the fit process (see :func:`serve`)."""
+    return max(1, numba.config.NUMBA_NUM_THREADS - 1)
+
+
 def serve(conn, cancel, warm_stop, warm_families=(), nice: int = 0) -> None:
     """The loop of the app's fit process: receive arrays and jobs, run each job
     (:func:`run_job`) and send its outcome, until the pipe closes or says "stop".
@@ -426,7 +431,7 @@ def serve(conn, cancel, warm_stop, warm_families=(), nice: int = 0) -> None:
     # progress reports (SFGD's 32,768 features) kept the other core spinning (RW SFGD on skin
     # with the app's callback: 34 s of CPU and 131 s of wall time with two threads, 5.2 s and
     # 27 s with one), leaving none to the window
-    numba.set_num_threads(max(1, numba.config.NUMBA_NUM_THREADS - 1))
+    numba.set_num_threads(fit_threads())
     chan = _Channel(conn, cancel)
     arrays: dict[int, np.ndarray] = {}
     conn.send(("ready", os.getpid()))

@@ -74,14 +74,17 @@ def pwindow(qtbot, tmp_path):
 
 
 def _fit_as_the_fit_process(est, X, y):
-    """``est.fit(X, y)`` here with the fit process's thread counts: numba's default and the
-    BLAS threads of the environment it started with (gui.app sets OPENBLAS_NUM_THREADS to one
-    less than the cores); the BLAS thread count changes the last bits of BKerNN's fit."""
+    """``est.fit(X, y)`` here with the fit process's thread counts: its numba threads
+    (gui.logic.jobs.fit_threads) and the BLAS threads of the environment it started with
+    (gui.app sets OPENBLAS_NUM_THREADS to one less than the cores); the BLAS thread count
+    changes the last bits of BKerNN's fit."""
     import numba
+
+    from gui.logic.jobs import fit_threads
     threadpoolctl = pytest.importorskip("threadpoolctl")
     blas = int(os.environ.get("OPENBLAS_NUM_THREADS", "0")) or None
     before = numba.get_num_threads()
-    numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)
+    numba.set_num_threads(fit_threads())
     try:
         with threadpoolctl.threadpool_limits(limits=blas, user_api="blas"):
             return est.fit(X, y)
