@@ -116,7 +116,8 @@ def preflight(est, X, y, task: str, *, folds: int | None = None,
     ``fit_sizes``: folds, candidates, the final fit and its evaluation); without it, ``n_fits``
     fits on every row of ``X``, each predicting them once. They add up in time, not in memory.
     ``live_curve``: the final fit draws a live validation curve (at most LIVE_SHARE of its
-    time). ``load``: the 1-minute load average to plan for (default: the machine's now).
+    time). ``load``: how many scheduling groups compete for the cores
+    (rwtool.resources.cpu_share; default: counted now).
     """
     out = Preflight()
     n, d = X.shape

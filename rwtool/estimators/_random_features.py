@@ -447,8 +447,8 @@ class _RandomFeatureModel(CallbackSupport, BaseEstimator):
         (S / 3 R, S = min(n, VALIDATION_ROWS)) and the sample's targets (2 S), a regressor's
         products with the fold sums (2 T R); for the Lasso by sums the fold forms and paths
         (3 x 3 T, and up to N_LAMS T for the final path). Measured against tracemalloc's peak
-        in tests/estimators/test_numerical_errors.py (within a factor 2). Time: the features (2 n T
-        d) plus the solver's operations (n T^2 and T^3 / 3 for the normal equations, b T^2 / 2
+        in tests/estimators/test_numerical_errors.py (within a factor 2). Time: the features of
+        the n T (row, centre) pairs (their d-term products in BLAS) plus the solver's operations (n T^2 and T^3 / 3 for the normal equations, b T^2 / 2
         (row, centre) pairs for SFGD/OSD, a coordinate-descent path per class for the Lasso, ...),
         counted per kernel in ``work`` and timed at rwtool.resources.KERNEL_RATES.
         """
