@@ -176,8 +176,18 @@ def test_preflight_sums_the_plans_fits_and_predictions():
     assert five.fit_seconds == pytest.approx(5 * fit(4000) + fit(5000))
     assert five.after_seconds == pytest.approx(5 * pred(1000) + pred(6000))
     assert five.seconds == pytest.approx(five.fit_seconds + five.after_seconds)
-    search = Search(n_iter=4, cv=3, then=Holdout()).fit_sizes(5000, 0)
-    assert search == [(5000 - 1666, 1666)] * 12 + [(5000, 5000)]
+    # a search's candidates draw a number for reg; least squares scores a candidate's folds
+    # from one pass's sums, the other solvers fit every fold
+    search = Search(n_iter=4, cv=3, then=Holdout()).fit_sizes(5000, 0, est)
+    assert search == [(5000, 0, {"reg": 1e-6})] * 4 + [(5000, 5000)]
+    sgd = rw.RWClassifier(solver="sfgd")
+    search = Search(n_iter=4, cv=3, then=Holdout()).fit_sizes(5000, 0, sgd)
+    assert search == [(5000 - 1666, 1666, {"reg": 1e-6})] * 12 + [(5000, 5000)]
+    auto = rw.RWClassifier(n_features=200)          # reg="auto" in the final fit only
+    tuned = gui.preflight(auto, X, y, "binary", load=0.0,
+                          fits=Search(n_iter=4, cv=3, then=Holdout()).fit_sizes(5000, 0, auto))
+    fixed = estimate_fit(rw.RWClassifier(n_features=200, reg=1e-6), 5000, 3, 1).seconds
+    assert tuned.fit_seconds == pytest.approx(4 * fixed + estimate_fit(auto, 5000, 3, 1).seconds)
     loaded = gui.preflight(est, X, y, "binary", fits=KFold(5).fit_sizes(5000, 1000), load=8.0)
     assert loaded.share == pytest.approx(cpu_share(8.0))
     assert loaded.seconds == pytest.approx(five.seconds / cpu_share(8.0))

@@ -48,6 +48,11 @@ def validation_sample(X, y, n: int = VALIDATION_SAMPLE, seed: int = 0):
     return X[idx], np.asarray(y)[idx]
 
 
+#: a reg a candidate of the search could draw, for its cost (the work of a fit does not depend
+#: on reg's value, only on whether it is chosen by cross-validation)
+SEARCH_REG = 1e-6
+
+
 def _cv_sizes(n: int, k: int, count: int) -> list:
     """``count`` fits of a k-fold split of n rows: (n - n/k training rows, n/k scored)."""
     held = int(n) // int(k)
@@ -97,9 +102,10 @@ class Holdout:
     def n_fits(self) -> int:
         return 1
 
-    def fit_sizes(self, n_train: int, n_test: int = 0) -> list:
-        """The run's fits as (training rows, rows predicted after it): the fit on the training
-        rows, then the evaluation's predictions on them and on the held-out rows."""
+    def fit_sizes(self, n_train: int, n_test: int = 0, est=None) -> list:
+        """The run's fits as (training rows, rows predicted after it[, parameters of that fit
+        when they differ from ``est``'s]): the fit on the training rows, then the evaluation's
+        predictions on them and on the held-out rows."""
         return [(int(n_train), int(n_train) + int(n_test))]
 
     def describe(self) -> str:
@@ -134,10 +140,10 @@ class KFold:
     def n_fits(self) -> int:
         return self.k + 1
 
-    def fit_sizes(self, n_train: int, n_test: int = 0) -> list:
+    def fit_sizes(self, n_train: int, n_test: int = 0, est=None) -> list:
         """k fits on (k-1)/k of the training rows, each scoring its held-out fold, then the
         holdout fit (Holdout.fit_sizes)."""
-        return _cv_sizes(n_train, self.k, self.k) + Holdout().fit_sizes(n_train, n_test)
+        return _cv_sizes(n_train, self.k, self.k) + Holdout().fit_sizes(n_train, n_test, est)
 
     def describe(self) -> str:
         return f"{self.k}-fold cross-validation"
@@ -202,11 +208,21 @@ class Search:
     def n_fits(self) -> int:
         return self.n_iter * self.cv + self.then.n_fits()
 
-    def fit_sizes(self, n_train: int, n_test: int = 0) -> list:
-        """n_iter candidates, each fitted on cv folds (of the configured size: the candidates'
-        own sizes are drawn during the search), then the inner plan's fits."""
-        return (_cv_sizes(n_train, self.cv, self.n_iter * self.cv)
-                + self.then.fit_sizes(n_train, n_test))
+    def fit_sizes(self, n_train: int, n_test: int = 0, est=None) -> list:
+        """n_iter candidates, then the inner plan's fits. Every candidate draws its reg (a
+        number: no reg="auto" choice inside it); the exact least-squares solvers ("lstsq",
+        "ridge") score a candidate's folds from the per-fold sums of one pass over the rows
+        (rwtool.model_selection.RandomizedSearchCV), the others fit it on each fold and score
+        the fold's held-out rows. The candidates' other parameters (sigma...) change what a
+        fit costs little at a given size: the configured estimator's are used."""
+        drawn = {"reg": SEARCH_REG}
+        solver = (est.get_params().get("solver") if est is not None else None)
+        if str(solver).lower() in ("lstsq", "ridge"):
+            fits = [(int(n_train), 0, drawn)] * int(self.n_iter)
+        else:
+            fits = [size + (drawn,) for size in _cv_sizes(n_train, self.cv,
+                                                          self.n_iter * self.cv)]
+        return fits + self.then.fit_sizes(n_train, n_test, est)
 
     def describe(self) -> str:
         return (f"randomized search ({self.n_iter} candidates, {self.cv}-fold), then "

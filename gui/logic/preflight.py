@@ -104,6 +104,11 @@ def _class_floor(values, counts, folds: int, why: str) -> str:
             f"the target is a quantity, or drop the rare classes from the file")
 
 
+def _with(est, params: dict):
+    """An unfitted copy of ``est`` with ``params`` set (a search candidate's)."""
+    return type(est)(**{**est.get_params(), **params})
+
+
 def preflight(est, X, y, task: str, *, folds: int | None = None,
               folds_what: str = "k-fold evaluation", n_fits: int = 1, fits=None,
               live_curve: bool = False, available: int | None = None,
@@ -112,8 +117,9 @@ def preflight(est, X, y, task: str, *, folds: int | None = None,
 
     ``folds`` is the number of folds the app itself will use (k-fold evaluation or a search),
     with ``folds_what`` naming the form control that sets it. ``fits`` lists the run's fits as
-    (training rows, rows predicted after it) pairs, one after the other (the plan's
-    ``fit_sizes``: folds, candidates, the final fit and its evaluation); without it, ``n_fits``
+    (training rows, rows predicted after it[, the parameters that fit sets]), one after the
+    other (the plan's ``fit_sizes``: folds, candidates, the final fit and its evaluation);
+    without it, ``n_fits``
     fits on every row of ``X``, each predicting them once. They add up in time, not in memory.
     ``live_curve``: the final fit draws a live validation curve (at most LIVE_SHARE of its
     time). ``load``: how many scheduling groups compete for the cores
@@ -151,12 +157,14 @@ def preflight(est, X, y, task: str, *, folds: int | None = None,
         out.estimate = replace(out.estimate,
                                detail=f"{out.estimate.detail} ({len(fits)} fits)".strip())
     if out.estimate.seconds is not None:
-        fit_cpu = sum(out.estimate.seconds if rows == n else
-                      (estimate_fit(est, rows, d, n_outputs).seconds or 0.0)
-                      for rows, _ in fits)
+        fit_cpu = after_cpu = 0.0
+        for rows, scored, *params in fits:
+            one = _with(est, params[0]) if params and params[0] else est
+            fit_cpu += (out.estimate.seconds if one is est and rows == n else
+                        estimate_fit(one, rows, d, n_outputs).seconds or 0.0)
+            after_cpu += estimate_predict(one, scored, d, n_outputs)
         if live_curve:
             fit_cpu += LIVE_SHARE * out.estimate.seconds
-        after_cpu = sum(estimate_predict(est, scored, d, n_outputs) for _, scored in fits)
         out.share = cpu_share(load)
         out.fit_seconds, out.after_seconds = fit_cpu / out.share, after_cpu / out.share
         out.seconds = out.fit_seconds + out.after_seconds
