@@ -19,8 +19,9 @@ def check_choices(ap, values, choices, what: str) -> None:
 
 
 def app_run_args(ap, configs) -> None:
-    """The options of the scripts that drive the app on a CSV file: the file, its target column
-    and which of ``configs`` (the methods measured) to run."""
+    """The options of the scripts that drive the app on a CSV file: the file, its target column,
+    which of ``configs`` (the methods measured) to run and where the table goes."""
     ap.add_argument("--csv", required=True)
     ap.add_argument("--target", default=None)
     ap.add_argument("--only", nargs="*", default=list(configs), choices=list(configs))
+    ap.add_argument("--out", default=None, help="markdown file for the table")

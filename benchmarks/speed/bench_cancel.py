@@ -164,7 +164,6 @@ def main(argv=None) -> int:
     ap.add_argument("--after", type=float, default=5.0,
                     help="seconds into the fit at which Cancel is pressed")
     ap.add_argument("--kfold", type=int, default=None, help="k-fold evaluation with k folds")
-    ap.add_argument("--out", default=None)
     args = ap.parse_args(argv)
     rows = measure(args.csv, args.target, args.only, args.phases, args.after, args.kfold)
     text = table(rows)

@@ -278,7 +278,6 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     app_run_args(ap, CONFIGS)
     ap.add_argument("--modes", nargs="*", default=["holdout"], choices=MODES)
-    ap.add_argument("--out", default=None)
     ap.add_argument("--calibrate", type=int, metavar="ROWS", default=None,
                     help="measure the kernels' CPU rates on the first ROWS rows instead")
     args = ap.parse_args(argv)
