@@ -36,7 +36,8 @@ from ._kitchen import relu_inplace, sample_gaussian, sample_stumps, sign_inplace
 from ._montecarlo import (N_DRAWS, SAMPLING, SAMPLINGS, Integrator, MonteCarloDraws, check_state,
                           kernel_sections, resolve_n_draws, resolve_sampling, warn_if_sparse,
                           _check_layout)
-from ._vecmath import CHUNK, SMALL, VEC_FLAGS, fma, verf, verf_small, verfc, verfc_small, vexp
+from ._vecmath import (CHUNK, SMALL, VEC_FLAGS, fma, verf, verf_small, verfc, verfc_small, vexp,
+                       vexp_small)
 
 __all__ = ["RKHSWeighting", "RWSign", "RWExpSign", "RWRelu", "RWExpRelu", "RWStumps",
            "INSTANTIATIONS", "DEFAULT_THETA", "gamma_from_theta", "gamma_from_kappa",
@@ -107,10 +108,11 @@ def _erf_features(Z, xsafe, c, k, A, D):
 
 
 @njit(inline="always", cache=True, **VEC_FLAGS)
-def _relu_mean(a, q, erfc_minus_q, sd):
-    """a Phi_N(a/sd) + sd phi_N(a/sd), with q = a / (sd sqrt 2) and erfc(-q) = 2 Phi_N(a/sd)
-    given (the short or the full erfc: one formula for both paths of a chunk)."""
-    return fma(0.5 * a, erfc_minus_q, sd * _INV_SQRT_2PI * vexp(-q * q))
+def _relu_mean(a, erfc_minus_q, exp_minus_q2, sd):
+    """a Phi_N(a/sd) + sd phi_N(a/sd), with erfc(-q) = 2 Phi_N(a/sd) and exp(-q^2) given,
+    q = a / (sd sqrt 2) (the short or the full functions: one formula for both paths of a
+    chunk)."""
+    return fma(0.5 * a, erfc_minus_q, sd * _INV_SQRT_2PI * exp_minus_q2)
 
 
 @njit(parallel=True, cache=True, nogil=True, **VEC_FLAGS)
@@ -131,12 +133,12 @@ def _relu_features(Z, xnorm, xsafe, c, k, sd, A, D):
                 for t in range(z.shape[0]):
                     a = z[t] * s
                     q = a * inv
-                    z[t] = cc[t] * cx * _relu_mean(a, q, verfc_small(-q), sd)
+                    z[t] = cc[t] * cx * _relu_mean(a, verfc_small(-q), vexp_small(-q * q), sd)
             else:
                 for t in range(z.shape[0]):
                     a = z[t] * s
                     q = a * inv
-                    z[t] = cc[t] * cx * _relu_mean(a, q, verfc(-q), sd)
+                    z[t] = cc[t] * cx * _relu_mean(a, verfc(-q), vexp(-q * q), sd)
         _dot_row(Z[i], A, D[i])
 
 

@@ -43,8 +43,8 @@ from llvmlite import ir
 from numba import njit, types
 from numba.extending import intrinsic
 
-__all__ = ["verf", "verfc", "vexp", "verf_small", "verfc_small", "fma", "SMALL", "CHUNK",
-           "VEC_FLAGS"]
+__all__ = ["verf", "verfc", "vexp", "vexp_small", "verf_small", "verfc_small", "fma", "SMALL",
+           "CHUNK", "VEC_FLAGS"]
 
 #: no fast-math flag, not even "contract": with it LLVM may fuse the vector body and the scalar
 #: remainder of a loop differently, and the short and full paths of a chunk differently, so a
@@ -108,10 +108,9 @@ _EXP_TAYLOR = tuple(1.0 / math.factorial(j) for j in range(12, 1, -1))
 
 
 @njit(inline="always", fastmath=_FM, error_model="numpy", cache=True)
-def _exp_sum(hi, lo):
-    """exp(hi + lo), with hi - k ln2 formed before lo is added (exact when hi is a short number)."""
-    x = hi + lo
-    xc = min(max(x, -746.0), 710.0)           # k stays in range for the bit tricks below
+def _exp_reduced(hi, lo, xc):
+    """(p, k) with exp(hi + lo) = p 2^k: k = round((hi + lo) / ln 2) from xc (hi + lo, clamped
+    by the caller to where the bits below hold), p the polynomial of the rest."""
     u = fma(xc, _LOG2E, _ROUND)
     k = _bits(u) - _bits(_ROUND)
     kf = u - _ROUND
@@ -119,7 +118,14 @@ def _exp_sum(hi, lo):
     p = 1.0 / 6227020800.0
     for c in _EXP_TAYLOR:
         p = fma(p, r, c)
-    p = 1.0 + fma(r, r * p, r)
+    return 1.0 + fma(r, r * p, r), k
+
+
+@njit(inline="always", fastmath=_FM, error_model="numpy", cache=True)
+def _exp_sum(hi, lo):
+    """exp(hi + lo), with hi - k ln2 formed before lo is added (exact when hi is a short number)."""
+    x = hi + lo
+    p, k = _exp_reduced(hi, lo, min(max(x, -746.0), 710.0))
     k1 = k >> 1                                # 2^k = 2^k1 2^(k - k1), both factors normal
     s1 = _from_bits((k1 + 1023) << 52)
     s2 = _from_bits((k - k1 + 1023) << 52)
@@ -127,6 +133,16 @@ def _exp_sum(hi, lo):
     y = 0.0 if x < _EXP_UNDER else y
     y = math.inf if x > _EXP_OVER else y
     return x if x != x else y                 # nan stays nan
+
+
+@njit(inline="always", fastmath=_FM, error_model="numpy", cache=True)
+def vexp_small(x):
+    """exp(x) for -1 <= x <= 0 (and nan), vexp's bits there without its clamp, its overflow
+    and underflow selects and its second factor of 2^k (k is 0 or -1: 2^k p is exact in both):
+    the ReLU closed form's exp(-q^2) on a chunk of |q| < SMALL."""
+    x = float(x)
+    p, k = _exp_reduced(x, 0.0, x)
+    return p * _from_bits((k + 1023) << 52)   # nan: p is nan
 
 
 @njit(inline="always", fastmath=_FM, error_model="numpy", cache=True)

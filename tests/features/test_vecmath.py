@@ -17,7 +17,8 @@ from scipy import special
 
 from rwtool.features import INSTANTIATIONS, RWStumps, make_instantiation
 from rwtool.features._rkhs import _erf_features, _relu_features
-from rwtool.features._vecmath import SMALL, VEC_FLAGS, verf, verf_small, verfc, verfc_small, vexp
+from rwtool.features._vecmath import (SMALL, VEC_FLAGS, verf, verf_small, verfc, verfc_small, vexp,
+                                     vexp_small)
 
 TINY = 5e-324
 NORMAL = 2.2250738585072014e-308
@@ -34,8 +35,10 @@ def _apply_vec(which, x, out):
             out[i] = vexp(x[i])
         elif which == 3:
             out[i] = verf_small(x[i])
-        else:
+        elif which == 4:
             out[i] = verfc_small(x[i])
+        else:
+            out[i] = vexp_small(x[i])
 
 
 @njit
@@ -119,7 +122,7 @@ def test_exp_within_1e14_relative_of_libm():
 
 
 def test_first_pieces_alone_equal_the_full_functions(points):
-    """verf_small / verfc_small, the kernels' short path, on |x| < SMALL and nan."""
+    """verf_small / verfc_small / vexp_small, the kernels' short path, on their ranges and nan."""
     x = points[~(np.abs(points) >= SMALL)]
     for short, full in ((3, 0), (4, 1)):
         got, ref = _both(short, x)
@@ -127,6 +130,11 @@ def test_first_pieces_alone_equal_the_full_functions(points):
         # a chunk's path does not change a feature
         assert np.array_equal(got, _both(full, x)[0], equal_nan=True)
         np.testing.assert_allclose(got, ref, rtol=1e-14, atol=TINY)
+    # vexp_small, the ReLU short path's exp(-q^2), on [-1, 0] and nan: vexp's bits, libm's value
+    x = np.concatenate([-np.abs(points[np.abs(points) <= 1.0]), [-1.0, 0.0, -0.0, np.nan]])
+    got, ref = _both(5, x)
+    assert np.array_equal(got, _both(2, x)[0], equal_nan=True)
+    np.testing.assert_allclose(got, ref, rtol=1e-14, atol=0)
 
 
 _erf = np.vectorize(math.erf)
