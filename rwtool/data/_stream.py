@@ -78,6 +78,13 @@ class _Distinct:
     def merge(self) -> None:
         if not self._pending:
             return
+        if len(self._pending) == 1 and not len(self.col):
+            # one block's runs come sorted by column then value, each pair once: kept as
+            # they are (a wide file's single block would otherwise be sorted again)
+            (self.col, self.val, self.cnt), = self._pending
+            self._pending, self._n_pending = [], 0
+            self.overflow |= np.bincount(self.col, minlength=self.k) > self.cap
+            return
         if not len(self.col) and len(self._pending) == 1:
             # one block's runs are distinct and sorted by (column, value) already: no sort
             self.col, self.val, self.cnt = self._pending[0]

@@ -148,3 +148,23 @@ def test_cells_and_lines_match_python_csv(rows, eol, block):
         assert got == expect and got_lines == lines
     finally:
         os.remove(fh.name)
+
+
+@pytest.mark.parametrize("k, n, blocks", [(5, 400, 1), (5, 400, 7), (300, 3, 1), (1, 999, 4)])
+def test_distinct_numbers_per_column_against_numpy(k, n, blocks):
+    # the streamed summaries' distinct numbers (classes of a numeric target, most-frequent
+    # fills, categories of a numeric column) over blocks, one block alone, many columns
+    from rwtool.data._stream import _Summary
+    rng = np.random.default_rng(k * n + blocks)
+    x = rng.integers(0, 6, (k, n)).astype(float)
+    x[x == 5] = np.nan
+    codes = np.where(np.isnan(x), -2, -1).astype(np.int32)
+    s = _Summary([f"c{j}" for j in range(k)], np.arange(k), 10, True, 100)
+    for part in np.array_split(np.arange(n), blocks):
+        s._add_numbers(x[:, part], codes[:, part], part + 2, np.ones(len(part), bool))
+    for j in range(k):
+        u, c = np.unique(x[j][~np.isnan(x[j])], return_counts=True)
+        col = s.column(j)
+        assert np.array_equal(col.unique_numbers(), u)
+        assert col.numeric_fill("impute-most-frequent") == (u[np.argmax(c)] if len(u) else None)
+        assert col.counts() == (int(c.sum()), 0, int(np.isnan(x[j]).sum()))
