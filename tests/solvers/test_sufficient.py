@@ -231,8 +231,10 @@ def test_captured_sample_features_are_the_recomputed_ones(cls, kw, weighted):
     """fit's validation sample keeps the leading features of its rows, copied as the blocks of
     the sums pass (blocks of 97 rows here, so every fold's rows straddle blocks), instead of
     the rows, which the search would featurise again. Oracle, in one process: the map's own
-    transform of the sample's rows, bit for bit (a row's features do not depend on the block
-    it is computed in); the same rows (positions, folds, weights, Y) as the sample of rows; at
+    transform of the sample's rows, bit for bit (up to 16 inputs, 4 here, X W^T is summed in
+    one fixed order, so a row's features do not depend on the block it is computed in; above,
+    BLAS may round a row differently with other rows around it); the same rows (positions,
+    folds, weights, Y) as the sample of rows; at
     least the columns the search scores with (search_columns: T_s of search_features, all T for
     the Lasso's path). Weighted: rows of weight 0 never enter the sample, and the captured
     features are the unweighted ones."""
