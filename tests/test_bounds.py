@@ -154,7 +154,10 @@ def test_estimator_bounds_never_hold_the_whole_feature_matrix(traced_peak):
     rng = np.random.default_rng(0)
     X = rng.standard_normal((20000, 3))
     y = np.where(X[:, 0] > 0, 1, 0)
-    clf = rw.RWClassifier(n_features=500, reg=1e-4, random_state=0).fit(X, y)
-    phi_bytes = X.shape[0] * 500 * 8                       # 80 MB
+    # a block of predict holds 64 MB of features (4,096 rows at T = 2000): Phi must span
+    # several blocks for the peak to tell a block from the whole
+    clf = rw.RWClassifier(n_features=2000, reg=1e-4, random_state=0).fit(X, y)
+    assert clf.feature_map_.predict_block_rows() * 4 < X.shape[0]
+    phi_bytes = X.shape[0] * 2000 * 8                      # 320 MB
     peak = traced_peak(lambda: clf.bounds(X, y, n_draws=100))
     assert peak < phi_bytes / 3, f"peak {peak / 2**20:.0f} MB, Phi {phi_bytes / 2**20:.0f} MB"
