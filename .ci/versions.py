@@ -9,7 +9,7 @@ PACKAGES = [("numpy", ["numpy"]), ("scipy", ["scipy"]), ("numba", ["numba"]),
             ("llvmlite", ["llvmlite"]), ("pyarrow", ["pyarrow"]),
             ("scikit-learn", ["scikit-learn"]), ("dask", ["dask"]),
             ("PySide6", ["PySide6-Essentials", "PySide6"]), ("pytest", ["pytest"]),
-            ("onnx", ["onnx"]), ("onnxruntime", ["onnxruntime"]), ("pandas", ["pandas"])]
+            ("pytest-xdist", ["pytest-xdist"]), ("onnx", ["onnx"]), ("onnxruntime", ["onnxruntime"]), ("pandas", ["pandas"])]
 
 
 def version(names):

@@ -165,6 +165,7 @@ def _cli_value(cls, method, name, text):
 _METHOD = {"RW": "rw", "RKS": "rks", "RFSGD": "rfsgd", "GreedyMK": "greedy", "BKerNN": "bkernn"}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("cls", ESTIMATORS, ids=est_ids)
 def test_cli_and_form_parse_a_value_the_same_way(cls):
     pytest.importorskip("PySide6")
@@ -213,6 +214,7 @@ def test_docstring_names_every_parameter_with_the_table_default(cls):
             assert ast.literal_eval(documented[name]) == p.default, name
 
 
+@pytest.mark.slow
 def test_parameters_doc_is_generated_from_the_tables():
     """docs/PARAMETERS.md is the tables' text (a fresh interpreter: no Instantiation that a test
     registered in this session among the choices)."""

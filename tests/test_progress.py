@@ -158,6 +158,7 @@ def _weight_equivalence_exceptions(est):
     return {"check_sample_weight_equivalence_on_dense_data": why}
 
 
+@pytest.mark.slow
 @parametrize_with_checks(ITERATIVE, expected_failed_checks=_weight_equivalence_exceptions)
 def test_scikit_learn_checks_with_the_iterative_solvers(estimator, check):
     with warnings.catch_warnings():

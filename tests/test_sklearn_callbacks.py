@@ -70,6 +70,7 @@ ESTIMATORS = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(ESTIMATORS))
 def test_every_estimator_reports_its_stages_as_tasks(name):
     X, y = _data()

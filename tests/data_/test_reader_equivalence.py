@@ -106,6 +106,7 @@ def _mixed_file(path, n, rng, quoted_every=0, defect=None):
     path.write_text("\n".join(lines) + "\n")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("quoted_every", [0, 7, 300])
 @pytest.mark.parametrize("block", [64, 997, 1 << 26])
 def test_blocks_plain_and_scanned(tmp_path, monkeypatch, quoted_every, block):

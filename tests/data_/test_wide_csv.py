@@ -235,6 +235,7 @@ def _child(code):
                           env=env, timeout=900)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("body", [READ, STREAM], ids=["read_csv", "scan_csv+iter_csv"])
 def test_500000_columns_in_a_small_multiple_of_the_file(wide_file, body):
     r = _child(CHILD.format(budget=BUDGET, p=str(wide_file), body=body))
@@ -243,6 +244,7 @@ def test_500000_columns_in_a_small_multiple_of_the_file(wide_file, body):
     assert "loaded (2, 499999)" in r.stdout
 
 
+@pytest.mark.slow
 def test_a_limit_reached_is_a_located_error(wide_file):
     # a budget the read cannot fit in: a FileTooLargeError naming the file, not an abort
     r = _child(CHILD.format(budget=40 << 20, p=str(wide_file), body=READ))

@@ -355,6 +355,7 @@ def laplacian_kernel(u, w):
     return np.exp(-0.5 * d)
 
 
+@pytest.mark.slow
 def test_custom_numba_kernel_trains_saves_and_loads(tmp_path, regression_data):
     X, y = regression_data
     inst = rw.Instantiation("normal", laplacian_kernel, "relu", n_draws=800)

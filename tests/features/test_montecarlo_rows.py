@@ -88,6 +88,7 @@ def _fitted(make, X):
         return make().fit(X)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("label,make", KINDS, ids=[k[0] for k in KINDS])
 def test_a_row_has_the_same_features_in_any_block(label, make, rows):
     fmap = _fitted(make, rows)
@@ -163,6 +164,7 @@ def test_features_equal_the_dense_product(label, make, rows):
     assert np.abs(got - want).max() <= tol * scale, label
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("inst", ["mc:normal:gaussian:sign", "mc:cauchy:gaussian:relu",
                                   "mc:stumps:indicator-gaussian:stump"])
 def test_one_row_chunks_give_the_model_fit_gives(inst, regression_data):

@@ -84,6 +84,7 @@ def _assert_specials_equal(got, ref):
     assert np.array_equal(got[inf], ref[inf]) and np.array_equal(np.isinf(got), inf)
 
 
+@pytest.mark.slow
 def test_erf_within_1e15_of_libm(points):
     got, ref = _both(0, points)
     _assert_specials_equal(got, ref)

@@ -22,6 +22,9 @@ import pytest
 pytest.importorskip("pytestqt")
 pytest.importorskip("pyqtgraph")
 
+# every test here starts the fit process (a forkserver and a warmed-up child): slow
+pytestmark = pytest.mark.slow
+
 from PySide6.QtCore import QSettings  # noqa: E402
 
 from rwtool import BKerNNClassifier, RWClassifier  # noqa: E402

@@ -93,6 +93,7 @@ def test_a_stump_model_shows_both_importances(qtbot, window, tmp_path):
     assert share["color"] == pytest.approx(float(run.result["importance"][2:5].sum()))
 
 
+@pytest.mark.slow
 def test_cancel_stops_at_the_next_progress_event_and_keeps_the_run(qtbot, window, tmp_path):
     load(qtbot, window, _mixed_csv(tmp_path / "wide.csv", n=2400, extra=30))
     choose(window, "rw", n_features=1500, random_state=0, reg=1e-6)

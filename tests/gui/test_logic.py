@@ -274,6 +274,7 @@ def test_snippet_and_predictions_writer(tmp_path):
     assert "params = dict(\n    n_features=10,\n    reg=1e-06,\n)" in code and "RWClassifier(**params)" in code
 
 
+@pytest.mark.slow
 def test_warm_up_stops_on_request():
     from gui.worker import warm_up_jobs
     stop = threading.Event()

@@ -479,6 +479,7 @@ def test_more_bad_inputs(qtbot, window, tmp_path):
     assert window.run_list.runs[run.run_id].result is run.result
 
 
+@pytest.mark.slow
 def test_train_during_warm_up(qtbot, tmp_path):
     """A fit asked for while the background warm-up runs goes first and completes."""
     create_app()

@@ -142,6 +142,7 @@ def test_block_features_are_sliced_with_ticks(monkeypatch):
     assert 64 * 50 * 192 > 100 * 2000
 
 
+@pytest.mark.slow
 def test_sliced_block_features_are_the_same_bits():
     """Computing a block's features a slice of rows at a time changes nothing: the model fitted
     with ticks (a callback) equals the one fitted without, bit for bit (same process)."""
@@ -156,6 +157,7 @@ def test_sliced_block_features_are_the_same_bits():
         np.testing.assert_array_equal(a.coef_, b.coef_)
 
 
+@pytest.mark.slow
 def test_sliced_predictions_are_the_same_bits():
     """rwtool.report.RowProgress predicts in slices of the feature maps' own row blocks, so the
     slices change no bit (compared in the same process; BLAS's X W^T may round a row

@@ -187,6 +187,7 @@ def test_bad_arguments_say_what_to_pass(binary_data):
     assert set(SCORINGS) >= {"accuracy", "r2", "neg_mean_squared_error"}
 
 
+@pytest.mark.slow
 def test_runs_without_scikit_learn():
     code = ("import sys; sys.modules['sklearn'] = None\n"
             "import numpy as np, rwtool as rw\n"

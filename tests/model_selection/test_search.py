@@ -55,6 +55,7 @@ def test_rks_reg_is_the_papers_lam2(regression_data):
                                atol=1e-8)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("cls,kind", [(rw.RWClassifier, "clf"), (rw.RWRegressor, "reg"),
                                       (rw.RKSRegressor, "reg")])
 def test_fast_path_equals_fitting_every_fold(cls, kind, binary_data, regression_data):

@@ -131,6 +131,7 @@ def test_closed_form_false(data, tmp_path):
     check_regressor(est, Xnew, tmp_path)
 
 
+@pytest.mark.slow
 def test_user_base_is_refused_by_name_user_kernel_exports(data, tmp_path):
     X, y2, y3, f, Xnew = data
 

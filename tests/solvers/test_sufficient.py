@@ -64,6 +64,7 @@ def _problem(kind):
 
 # seed 1 for RWRegressor: seed 0's feature draw has a plateau of equal scores below 1e-12 on
 # these folds, which leaves the oracle's argmax to rounding
+@pytest.mark.slow
 @pytest.mark.parametrize("cls, kind, T, seed", [(rw.RWRegressor, "regression", 20, 1),
                                                 (rw.RKSClassifier, "binary", 20, 0),
                                                 (rw.RWClassifier, "multiclass", 120, 0),
@@ -261,6 +262,7 @@ def test_captured_sample_features_are_the_recomputed_ones(cls, kw, weighted):
         np.testing.assert_array_equal(getattr(cap, name), getattr(rec, name))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("cls, T, kind", [(rw.RWClassifier, 600, "binary"),
                                           (rw.RKSClassifier, 600, "multiclass"),
                                           (rw.RWClassifier, 1500, "multiclass")])
