@@ -530,7 +530,10 @@ class MainWindow(ExportActions, ImportanceActions, QMainWindow):
         self.right_tabs.setCurrentWidget(self.results_panel)
         if res.get("warnings"):
             self.banner.show_message("warning", " · ".join(res["warnings"][:3]))
-        self.statusBar().showMessage(f"{run.name} finished: {run.headline()}", 8000)
+        headline = run.headline()
+        ended = "cancelled, the last completed iterate kept" if res.get("cancelled") else "finished"
+        self.statusBar().showMessage(f"{run.name} {ended}" + (f": {headline}" if headline else ""),
+                                     8000)
         self._update_ready()
         self.run_finished.emit(run_id)
 

@@ -162,6 +162,8 @@ class TrainingPanel(QWidget):
         self.cancel_button.setText("Cancel")
         self.train_button.setEnabled(True)
         self.progress.setFormat(text)
+        # the phase line names what is running: nothing is once the run has stopped
+        self.stage_label.setText("")
         if text.startswith("done"):
             self.progress.setValue(1000)
         self.time_label.setText(f"took {format_seconds(elapsed)}")

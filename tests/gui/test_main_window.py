@@ -185,6 +185,9 @@ def test_cancel_iterative_keeps_last_iterate(qtbot, window, tmp_path):
     test = window.data_info["test"]
     assert est.predict(test.X).shape == test.y.shape      # a usable model
     assert window.training_panel.train_button.isEnabled()
+    # the status line says the run was cancelled, not that it finished with no figure
+    assert window.statusBar().currentMessage().startswith(
+        f"{run.name} cancelled, the last completed iterate kept")
 
 
 @pytest.mark.slow

@@ -60,3 +60,14 @@ def test_holdout_bar_has_no_fold_label(qtbot, window, tmp_path):
     seen = _bar_texts(window)
     train(qtbot, window)                 # the previous run's fold label does not carry over
     assert seen and not any("fold" in bar or "final fit" in bar for _, bar, _ in seen)
+
+
+def test_the_phase_line_is_cleared_when_the_run_ends(qtbot, window, tmp_path):
+    load(qtbot, window, moons_csv(tmp_path / "m.csv", n=200))
+    choose(window, "rw", n_features=20, random_state=0)
+    seen = _bar_texts(window)
+    run = train(qtbot, window)
+    assert run.status == "done"
+    assert any(status for _, _, status in seen)          # phases were named while running
+    assert window.training_panel.stage_label.text() == ""
+    assert window.statusBar().currentMessage() == f"{run.name} finished: {run.headline()}"
