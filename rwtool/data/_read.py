@@ -159,12 +159,7 @@ class Column:
             self._errors = []
 
     def _all(self, rows) -> bool:
-        # rows are distinct indices (or a slice): as many as the column means all of them
-        if rows is None:
-            return True
-        if isinstance(rows, slice):
-            return rows == slice(None)
-        return len(rows) == len(self.codes)
+        return all_rows(rows, len(self.codes))
 
     def _pick(self, a: np.ndarray, rows) -> np.ndarray:
         """``a[rows]`` for a question whose answer does not depend on the rows' order: ``a``
@@ -237,7 +232,7 @@ class Column:
 
     def max_magnitude(self, rows) -> float:
         """The largest finite |number| of ``rows`` (0 when none)."""
-        v = np.abs(self.values if self._all(rows) else self.values[rows])
+        v = np.abs(self._pick(self.values, rows))
         v = v[np.isfinite(v)]            # text and missing cells hold NaN
         return float(v.max()) if len(v) else 0.0
 
@@ -266,6 +261,16 @@ class Column:
                 key = canon(x)
                 out[key] = out.get(key, 0) + int(c)
         return out
+
+
+def all_rows(rows, n: int) -> bool:
+    """Whether ``rows`` (None, a slice or distinct indices) selects all ``n`` cells, in any
+    order: as many distinct indices as there are cells are all of them."""
+    if rows is None:
+        return True
+    if isinstance(rows, slice):
+        return rows == slice(None)
+    return len(rows) == n
 
 
 def in_order(rows, n: int) -> bool:
@@ -550,7 +555,7 @@ class Table(NameLookup):
 
     def number_counts(self, pos, rows) -> tuple[np.ndarray, np.ndarray]:
         """(numbers, missing cells) among ``rows`` of the number-matrix rows ``pos``."""
-        M = self.numbers[pos] if self._all(rows) else self.numbers[pos][:, rows]
+        M = self.numbers[pos] if all_rows(rows, self.n_rows) else self.numbers[pos][:, rows]
         n_num = np.count_nonzero(~np.isnan(M), axis=1)
         return n_num, M.shape[1] - n_num
 
@@ -558,7 +563,7 @@ class Table(NameLookup):
         """Per number-matrix row of ``pos``: the mean of ``rows`` when none is missing or
         infinite (as ``np.mean`` of the column gives it: the same pairwise sum per row), NaN
         otherwise (the caller asks the column)."""
-        M = self.numbers[pos] if self._all(rows) else self.numbers[pos][:, rows]
+        M = self.numbers[pos] if all_rows(rows, self.n_rows) else self.numbers[pos][:, rows]
         if not M.shape[1]:
             return np.full(len(pos), np.nan)
         with np.errstate(invalid="ignore", over="ignore"):
@@ -582,10 +587,6 @@ class Table(NameLookup):
             if policy == "impute-mean":
                 fill[dense] = self.number_means(p, fit_rows)
         return dense, n_fit, n_kind, fill
-
-    def _all(self, rows) -> bool:
-        return (isinstance(rows, slice) and rows == slice(None)) or (
-            not isinstance(rows, slice) and len(rows) == self.n_rows)
 
 
 def number_codes(values: np.ndarray) -> np.ndarray:
