@@ -553,22 +553,13 @@ class Table(NameLookup):
         return self.number_pos[positions(self.names, names)] if len(names) else \
             np.empty(0, np.int64)
 
-    def number_counts(self, pos, rows) -> tuple[np.ndarray, np.ndarray]:
-        """(numbers, missing cells) among ``rows`` of the number-matrix rows ``pos``."""
-        M = self.numbers[pos] if all_rows(rows, self.n_rows) else self.numbers[pos][:, rows]
-        n_num = np.count_nonzero(~np.isnan(M), axis=1)
-        return n_num, M.shape[1] - n_num
-
-    def number_means(self, pos, rows) -> np.ndarray:
-        """Per number-matrix row of ``pos``: the mean of ``rows`` when none is missing or
-        infinite (as ``np.mean`` of the column gives it: the same pairwise sum per row), NaN
-        otherwise (the caller asks the column)."""
-        M = self.numbers[pos] if all_rows(rows, self.n_rows) else self.numbers[pos][:, rows]
-        if not M.shape[1]:
-            return np.full(len(pos), np.nan)
-        with np.errstate(invalid="ignore", over="ignore"):
-            m = M.mean(axis=1)
-        return np.where(np.isfinite(m), m, np.nan)
+    def _number_cells(self, pos, rows) -> np.ndarray:
+        """The cells ``rows`` of the number-matrix rows ``pos``, gathered in one copy."""
+        if all_rows(rows, self.n_rows):
+            return self.numbers[pos]
+        if isinstance(rows, slice):
+            return self.numbers[pos, rows]
+        return self.numbers[np.ix_(pos, rows)]
 
     def number_stats(self, names, fit_rows, kind_rows, policy):
         """For the record fitting, per named column: (whether it holds numbers only, its
@@ -581,11 +572,16 @@ class Table(NameLookup):
         fill = np.full(len(names), np.nan)
         if dense.any():
             p = pos[dense]
-            n_fit[dense] = self.number_counts(p, fit_rows)[0]
-            n_kind[dense] = (n_fit[dense] if kind_rows is fit_rows else
-                             self.number_counts(p, kind_rows)[0])
-            if policy == "impute-mean":
-                fill[dense] = self.number_means(p, fit_rows)
+            M = self._number_cells(p, fit_rows)        # gathered once for counts and means
+            n_fit[dense] = np.count_nonzero(~np.isnan(M), axis=1)
+            n_kind[dense] = (n_fit[dense] if kind_rows is fit_rows else np.count_nonzero(
+                ~np.isnan(self._number_cells(p, kind_rows)), axis=1))
+            if policy == "impute-mean" and M.shape[1]:
+                # as np.mean of the column gives it (the same pairwise sum per row); NaN when
+                # a cell is missing or infinite: the caller asks the column
+                with np.errstate(invalid="ignore", over="ignore"):
+                    m = M.mean(axis=1)
+                fill[dense] = np.where(np.isfinite(m), m, np.nan)
         return dense, n_fit, n_kind, fill
 
 
