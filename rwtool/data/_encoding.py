@@ -77,6 +77,19 @@ class ColumnSpecs(Sequence):
         if not plain:
             self._other[len(self._names) - 1] = dict(spec)
 
+    def layout(self) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
+        """(names, widths in X, whether numeric, whether it has a number format) of every
+        column, as arrays made without a dict per plain column."""
+        n = len(self._names)
+        widths = np.ones(n, np.int64)
+        isnum = np.ones(n, bool)
+        fmt = np.zeros(n, bool)
+        for i, spec in self._other.items():
+            isnum[i] = spec["kind"] == "numeric"
+            widths[i] = 1 if isnum[i] else len(spec["categories"])
+            fmt[i] = bool(spec.get("format"))
+        return self._names, widths, isnum, fmt
+
     def __len__(self) -> int:
         return len(self._names)
 
@@ -333,12 +346,8 @@ class Preprocessing:
             if ymiss.any():
                 notes.append(f"dropped {int(ymiss.sum())} row(s) with a missing target")
                 keep &= ~ymiss
-        # one pass over the specs, then arrays: a wide record must not cost an object per
-        # column here
-        widths = np.array([1 if c["kind"] == "numeric" else len(c["categories"])
-                           for c in self.columns], np.int64)
-        isnum = np.array([c["kind"] == "numeric" for c in self.columns], bool)
-        fmt = np.array([bool(c.get("format")) for c in self.columns], bool)
+        # arrays from the specs: a wide record must not cost an object per column here
+        names, widths, isnum, fmt = self.columns.layout()
         offs = np.concatenate([[0], np.cumsum(widths)]).astype(np.int64)
         num, cat = np.flatnonzero(isnum), np.flatnonzero(~isnum)
         slot = np.empty(len(isnum), np.int64)
@@ -346,7 +355,7 @@ class Preprocessing:
         # Numeric columns are gathered and checked as one matrix (a 30,000-column file must
         # not pay numpy's per-call overhead per column); a column with a NaN (missing or
         # text), a value over max_abs or a number format goes through the per-column path.
-        pos = table.number_rows([self.columns[i]["name"] for i in num.tolist()])
+        pos = table.number_rows([names[i] for i in num.tolist()])
         dense = np.flatnonzero(pos >= 0)
         if len(dense) == len(num) and in_order(rows, table.n_rows):
             V = table.numbers[pos]         # one gather (a copy: V is changed below)
@@ -355,7 +364,7 @@ class Preprocessing:
             if len(dense):
                 V[dense] = table.numbers[np.ix_(pos[dense], rows)]
         for k in np.flatnonzero(pos < 0):
-            V[k] = table.col(self.columns[num[k]]["name"]).values[rows]
+            V[k] = table.col(names[num[k]]).values[rows]
         quick = np.zeros(len(isnum), bool)
         quick[num] = _within(V, self.max_abs)
         ids = np.empty((len(cat), len(rows)), np.int32)
