@@ -50,7 +50,7 @@ def _note_row_index(table, features) -> None:
         # much as reading a wide file
         if n < 3 or c.codes[0] != -1 or v[0] not in (0.0, 1.0) or np.any(c.codes != -1):
             continue
-        if v[0] in (0.0, 1.0) and np.array_equal(v, np.arange(v[0], v[0] + n)):
+        if np.array_equal(v, np.arange(v[0], v[0] + n)):
             table.notes.append(Note(
                 f"column {Note.literal(repr(name))} numbers the rows ({v[0]:.0f}, {v[1]:.0f}, "
                 f"..., {v[-1]:.0f}): a row index carries no information about the target; "
