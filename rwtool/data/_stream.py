@@ -85,12 +85,6 @@ class _Distinct:
             self._pending, self._n_pending = [], 0
             self.overflow |= np.bincount(self.col, minlength=self.k) > self.cap
             return
-        if not len(self.col) and len(self._pending) == 1:
-            # one block's runs are distinct and sorted by (column, value) already: no sort
-            self.col, self.val, self.cnt = self._pending[0]
-            self._pending, self._n_pending = [], 0
-            self.overflow |= np.bincount(self.col, minlength=self.k) > self.cap
-            return
         col = np.concatenate([self.col] + [c for c, _, _ in self._pending])
         val = np.concatenate([self.val] + [v for _, v, _ in self._pending])
         cnt = np.concatenate([self.cnt] + [n for _, _, n in self._pending])
