@@ -189,8 +189,9 @@ class TrainWorker(QObject):
 
     def _here(self, job) -> tuple:
         # numba's thread count is per thread: leave one core to the GUI thread (and Qt's
-        # painting threads), which otherwise waits behind the numerics and stalls for 100+ ms.
-        numba.set_num_threads(max(1, numba.config.NUMBA_NUM_THREADS - 1))
+        # painting threads), which otherwise waits behind the numerics and stalls for 100+ ms;
+        # the same count as the fit process's
+        numba.set_num_threads(jobs.fit_threads())
         pid = job.progress_id if isinstance(job, CallJob) else getattr(job, "run_id", None)
         return run_job(job, self._callback(pid) if pid is not None else None, self.warm_stop)
 
