@@ -192,7 +192,7 @@ class TrainWorker(QObject):
         # painting threads), which otherwise waits behind the numerics and stalls for 100+ ms;
         # the same count as the fit process's
         numba.set_num_threads(jobs.fit_threads())
-        pid = job.progress_id if isinstance(job, CallJob) else getattr(job, "run_id", None)
+        pid = jobs.progress_id(job)
         return run_job(job, self._callback(pid) if pid is not None else None, self.warm_stop)
 
     def _in_process(self, job) -> tuple:

@@ -35,7 +35,8 @@ from .terms import app_words
 
 __all__ = ["TrainJob", "PruneJob", "BoundsJob", "CallJob", "WarmUpJob", "CANCELLED",
            "describe_error", "event_dict", "run_job", "cancelled_outcome", "warm_up_jobs",
-           "serve", "Stored", "share_arrays", "failure", "SharedFlag", "fit_threads"]
+           "serve", "Stored", "share_arrays", "failure", "SharedFlag", "fit_threads",
+           "progress_id"]
 
 #: the "kind" of the error dict of a job that a Cancel stopped
 CANCELLED = "cancelled"
@@ -174,6 +175,13 @@ def run_job(job, callback: Callable | None, stop=None) -> tuple:
             kwargs["callback"] = callback
         return _called(job.tag, lambda: job.fn(*job.args, **kwargs))
     raise TypeError(f"not a job of the app: {type(job).__name__}")
+
+
+def progress_id(job) -> int | None:
+    """The id the progress events of ``job`` carry (None: the job reports none)."""
+    if isinstance(job, CallJob):
+        return job.progress_id
+    return getattr(job, "run_id", None)
 
 
 def _called(tag: str, fn) -> tuple:
@@ -459,8 +467,7 @@ def serve(conn, cancel, warm_stop, warm_families=(), nice: int = 0) -> None:
                        if isinstance(getattr(job, f.name), Stored)}
             if changes:
                 job = replace(job, **changes)
-            pid = getattr(job, "progress_id", None) if isinstance(job, CallJob) else \
-                getattr(job, "run_id", None)
+            pid = progress_id(job)
             stop = warm_stop if isinstance(job, WarmUpJob) else None
             out = run_job(job, chan.callback(pid) if pid is not None else None, stop)
             try:
