@@ -31,6 +31,8 @@ import numpy as np
 from rwtool.progress import FitCancelled, ProgressEvent
 from rwtool.model_selection import clone as _clone
 
+from .evaluate import drawn_rows
+
 __all__ = ["Holdout", "KFold", "Search", "search_space", "validation_sample", "supports",
            "VALIDATION_SAMPLE"]
 
@@ -41,11 +43,10 @@ VALIDATION_SAMPLE = 2000
 
 
 def validation_sample(X, y, n: int = VALIDATION_SAMPLE, seed: int = 0):
-    """(X, y) of at most ``n`` rows drawn without replacement (fixed seed, in row order)."""
-    if len(X) <= n:
-        return X, y
-    idx = np.sort(np.random.default_rng(seed).choice(len(X), n, replace=False))
-    return X[idx], np.asarray(y)[idx]
+    """(X, y) of at most ``n`` rows drawn without replacement (fixed seed, in row order: the
+    rows :func:`gui.logic.evaluate.drawn_rows` picks)."""
+    idx = drawn_rows(len(X), n, seed)
+    return (X, y) if idx is None else (X[idx], np.asarray(y)[idx])
 
 
 #: a reg a candidate of the search could draw, for its cost (the work of a fit does not depend
