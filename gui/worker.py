@@ -29,6 +29,7 @@ import sys
 import threading
 import time
 import weakref
+from dataclasses import fields
 from multiprocessing.connection import wait as wait_for
 
 import numba
@@ -102,17 +103,21 @@ class FitProcess:
                            token)
         return token, False
 
-    def send_job(self, job) -> None:
+    def send_job(self, job) -> dict:
+        """Send ``job`` (its new large arrays first); the arrays it sent as Stored, by token
+        (:func:`gui.logic.jobs.from_token` puts them back into its outcome)."""
         while self._dropped:
             key, token = self._dropped.pop()
             held = self._held.get(key)
             if held is not None and held[1] == token:
                 del self._held[key]
             self.conn.send(("forget", token))
-        job, new = jobs.share_arrays(job, self._known)
+        shared, new = jobs.share_arrays(job, self._known)
         for token, a in new:
             self.conn.send(("array", token, a))
-        self.conn.send(("job", job))
+        self.conn.send(("job", shared))
+        return {v.token: getattr(job, f.name) for f in fields(shared)
+                if isinstance(v := getattr(shared, f.name), jobs.Stored)}
 
     def stop(self, timeout: float = 2.0) -> None:
         """End the process: ask, then terminate, then kill."""
@@ -209,6 +214,7 @@ class TrainWorker(QObject):
                 return self._no_process(exc)
         cancelled_at = None
         sent = False
+        arrays: dict = {}
         while True:
             timeout = None
             if self.cancel_flag.is_set() and not isinstance(job, WarmUpJob):
@@ -221,7 +227,7 @@ class TrainWorker(QObject):
                     return cancelled_outcome(job)
                 timeout = cancelled_at + self.grace - now + 0.001
             if fits.ready and not sent:
-                fits.send_job(job)
+                arrays = fits.send_job(job)
                 sent = True
             ready = wait_for([fits.conn, fits.proc.sentinel, self._woken], timeout)
             if self._woken in ready:
@@ -238,7 +244,7 @@ class TrainWorker(QObject):
                     self.progress.emit(msg[2], msg[3])
                     fits.conn.send(("ack", msg[1]))
                 elif msg[0] == "outcome":
-                    return msg[1:]
+                    return msg[1:3] + (jobs.from_token(msg[3], arrays),)
             elif fits.proc.sentinel in ready:
                 return self._died(job) if fits.ready else self._no_process(None)
 

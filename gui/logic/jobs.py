@@ -36,7 +36,7 @@ from .terms import app_words
 __all__ = ["TrainJob", "PruneJob", "BoundsJob", "CallJob", "WarmUpJob", "CANCELLED",
            "describe_error", "event_dict", "run_job", "cancelled_outcome", "warm_up_jobs",
            "serve", "Stored", "share_arrays", "failure", "SharedFlag", "fit_threads",
-           "progress_id"]
+           "progress_id", "by_token", "from_token"]
 
 #: the "kind" of the error dict of a job that a Cancel stopped
 CANCELLED = "cancelled"
@@ -381,6 +381,24 @@ def share_arrays(job, known: Callable[[np.ndarray], tuple[int, bool]]):
     return (replace(job, **changes) if changes else job), new
 
 
+def by_token(payload, held: dict):
+    """A job's result dict with the values that are arrays the job received as Stored
+    (``held``: id(array) -> Stored) replaced by their Stored: the app holds them already
+    (the evaluation keeps y_train, y_test, X_train2... as given), so they do not go back
+    through the pipe, nor become a copy per run in the window."""
+    if not held or not isinstance(payload, dict):
+        return payload
+    return {k: held.get(id(v), v) if isinstance(v, np.ndarray) else v
+            for k, v in payload.items()}
+
+
+def from_token(payload, arrays: dict):
+    """The inverse of :func:`by_token` on the app's side (``arrays``: token -> array)."""
+    if not arrays or not isinstance(payload, dict):
+        return payload
+    return {k: arrays[v.token] if isinstance(v, Stored) else v for k, v in payload.items()}
+
+
 class _Channel:
     """The fit process's end of the pipe: events out (each after the app has handled the one
     before), acknowledgements and the Cancel flag in."""
@@ -463,13 +481,15 @@ def serve(conn, cancel, warm_stop, warm_families=(), nice: int = 0) -> None:
             arrays.pop(msg[1], None)
         elif kind == "job":
             job = msg[1]
-            changes = {f.name: arrays[getattr(job, f.name).token] for f in fields(job)
-                       if isinstance(getattr(job, f.name), Stored)}
-            if changes:
-                job = replace(job, **changes)
+            stored = {f.name: getattr(job, f.name) for f in fields(job)
+                      if isinstance(getattr(job, f.name), Stored)}
+            held = {id(arrays[t.token]): t for t in stored.values()}
+            if stored:
+                job = replace(job, **{k: arrays[t.token] for k, t in stored.items()})
             pid = progress_id(job)
             stop = warm_stop if isinstance(job, WarmUpJob) else None
             out = run_job(job, chan.callback(pid) if pid is not None else None, stop)
+            out = out[:2] + (by_token(out[2], held),)
             try:
                 conn.send(("outcome",) + out)
             except Exception as exc:   # a result that cannot be pickled: say so, stay alive

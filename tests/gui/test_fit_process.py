@@ -265,3 +265,21 @@ def test_the_data_goes_once_to_the_fit_process_and_is_forgotten_with_the_window(
     assert kinds == ["forget", "array", "job"], kinds
     assert fits.conn.sent[0][1] == token and fits.conn.sent[1][1] != token
     assert fits.conn.sent[1][2] is X2
+
+
+def test_the_data_does_not_come_back_with_the_outcome():
+    """A result's values that are the job's Stored arrays (y_train, X_train2...) go back as
+    their tokens and are the window's own arrays again on its side, not copies."""
+    import pickle
+
+    from gui.logic.jobs import SHARE_BYTES, Stored, by_token, from_token
+
+    X = np.arange(SHARE_BYTES // 8 + 1, dtype=float)[:, None]
+    pred = X[:10, 0] * 2.0
+    res = {"X_train2": X, "pred_train": pred, "metrics": {"a": 1.0}}
+    sent = by_token(res, {id(X): Stored(7)})
+    assert sent["X_train2"] == Stored(7) and sent["pred_train"] is pred
+    assert len(pickle.dumps(sent)) < X.nbytes    # the array itself is not in the message
+    back = from_token(pickle.loads(pickle.dumps(sent)), {7: X})
+    assert back["X_train2"] is X
+    assert np.array_equal(back["pred_train"], pred) and back["metrics"] == {"a": 1.0}
