@@ -140,14 +140,11 @@ def _is_fitted(est) -> bool:
 
 def cancelled_outcome(job, message: str | None = None) -> tuple:
     """The outcome of ``job`` stopped by a Cancel before it produced a model."""
-    if isinstance(job, (CallJob, WarmUpJob)):
-        return ("call_failed", job.tag, {"message": message or "cancelled", "kind": CANCELLED,
-                                         "details": ""})
-    default = ("pruning cancelled" if isinstance(job, PruneJob) else
+    default = ("cancelled" if isinstance(job, (CallJob, WarmUpJob)) else
+               "pruning cancelled" if isinstance(job, PruneJob) else
                "computing the bounds cancelled" if isinstance(job, BoundsJob) else
                "training cancelled")
-    return ("failed", job.run_id, {"message": message or default, "kind": CANCELLED,
-                                   "details": ""})
+    return failure(job, {"message": message or default, "kind": CANCELLED, "details": ""})
 
 
 def run_job(job, callback: Callable | None, stop=None) -> tuple:
