@@ -46,7 +46,7 @@ MAX_RECENT = 8
 CSV_SUFFIXES = (".csv", ".tsv", ".txt", ".data")
 MODEL_SUFFIX = ".rwm"
 #: the job id of "Apply Model to CSV" in progress events (run ids start at 1, the
-#: importance job is 0)
+#: importance job is 0, prune jobs count down from -2)
 APPLY_ID = -1
 
 
@@ -636,9 +636,10 @@ class MainWindow(ExportActions, ImportanceActions, QMainWindow):
             return
         sig = inspect.signature(est.prune).parameters
         kwargs = {k: v for k, v in dict(opts, X=train.X, y=train.y).items() if k in sig}
-        # Prune jobs get negative ids so that run numbers stay consecutive.
+        # Prune jobs get negative ids so that run numbers stay consecutive (below APPLY_ID:
+        # the first was -1, and its progress went to the bar of a file being predicted).
         self._prune_seq += 1
-        jid = -self._prune_seq
+        jid = APPLY_ID - self._prune_seq
         self._prune_jobs[jid] = run.run_id
         self.results_panel.prune_view.result.setText("Pruning…")
         self.worker.submit(PruneJob(jid, est, train.X, train.y,
