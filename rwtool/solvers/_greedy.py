@@ -262,7 +262,7 @@ def mfga(dictionary, Y: np.ndarray, loss: str, lam: float, n_select: int,
     Y = np.ascontiguousarray(Y, dtype=np.float64)
     n, K = Y.shape
     N = _total(Y, weights)
-    Yw = _weighted(Y, weights)
+    y_sum = _weighted(Y, weights).sum(0)        # the same every step: summed once
     M0 = dictionary.n_columns
     M = int(min(n_select, M0))
     A = np.empty((n, M), order="F")
@@ -331,7 +331,7 @@ def mfga(dictionary, Y: np.ndarray, loss: str, lam: float, n_select: int,
                 AtY[t:t_new] = Bw.T @ Y
                 col_sum[t:t_new] = Bw.sum(0)
                 coef, intercept, _ = _ridge_from_gram(AtA[:t_new, :t_new], AtY[:t_new],
-                                                      col_sum[:t_new], Yw.sum(0), N, lam,
+                                                      col_sum[:t_new], y_sum, N, lam,
                                                       fit_intercept)
             else:
                 coef0 = np.vstack([coef, np.zeros((len(new), K))])
