@@ -71,11 +71,8 @@ def glm_objective(F: np.ndarray, Y: np.ndarray, coef: np.ndarray, loss: str, lam
                   weights=None) -> float:
     """J = (1/N) sum w_n L(f_n, y_n) + (lam/2) ||theta||^2, summed over the outputs."""
     L = 0.5 * (F - Y) ** 2 if loss == "squared" else _LOGISTIC.value(F, Y)
-    if weights is None:
-        data = float(np.sum(L)) / F.shape[0]
-    else:
-        data = float(weights @ L.reshape(len(L), -1).sum(axis=1)) / float(weights.sum())
-    return float(data + 0.5 * lam * np.sum(coef * coef))
+    data = float(np.sum(L) if weights is None else weights @ L.reshape(len(L), -1).sum(axis=1))
+    return float(data / _total(L, weights) + 0.5 * lam * np.sum(coef * coef))
 
 
 # ----------------------------------------------------------------------------- the learner
@@ -110,7 +107,7 @@ def _newton_logistic(A, y, lam, fit_intercept, w0, b0, tol, max_iter, gtol=1e-11
     row weights (None: 1 each), N their sum.
     """
     p = A.shape[1]
-    N = A.shape[0] if rw is None else float(rw.sum())
+    N = _total(A, rw)
     w, b = w0.copy(), float(b0)
     q = p + (1 if fit_intercept else 0)
     f = A @ w + b
