@@ -229,12 +229,9 @@ class ValidationSample:
         """Accuracy (weighted by the rows' weights) on the sample's rows of ``fold`` of each block
         of ``n_outputs`` columns of ``coefs`` (one block per reg; NaN where the decision values
         are not finite). A sample of features scores the coefficients of the leading
-        ``len(coefs)`` columns of the map it was captured with (``feature_map`` unused)."""
-        rows = np.flatnonzero(self.fold == fold)
-        D = (self.Phi[rows][:, :coefs.shape[0]] @ coefs if self.features else
-             feature_map.linear_predict(np.ascontiguousarray(self.X[rows]), coefs))
-        return block_accuracies(D.reshape(len(rows), -1), class_of(self.Y[rows]), n_outputs,
-                                self.weight[rows])
+        ``len(coefs)`` columns of the map it was captured with (``feature_map`` unused).
+        One use of :class:`FoldAccuracy`, which the search keeps across its candidates."""
+        return FoldAccuracy(self, feature_map, [fold], n_outputs)(0, coefs)
 
 
 def block_accuracies(D: np.ndarray, truth: np.ndarray, n_outputs: int,
