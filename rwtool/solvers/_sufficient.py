@@ -672,7 +672,13 @@ def search_columns(feature_map, weight_sum: float, n_search: int | None = None) 
     T = feature_map.n_output_
     top = (search_features(round(float(weight_sum)), T) if n_search is None
            else min(int(n_search), T))
-    return top if getattr(feature_map, "n_features", T) == T else T
+    return top if _one_column_per_centre(feature_map) else T
+
+
+def _one_column_per_centre(feature_map) -> bool:
+    """Whether the map's columns are its centres, one each (not Fourier "pair"): the maps
+    :func:`leading_model` can restrict to their leading columns."""
+    return getattr(feature_map, "n_features", feature_map.n_output_) == feature_map.n_output_
 
 
 def _subset_scale(feature_map, n_keep):
@@ -690,8 +696,8 @@ def leading_model(stats: SufficientStats, R: np.ndarray | None, feature_map, n_k
     columns (Fourier "pair")."""
     from ._prune import subset_map      # _prune imports the Lasso: keep it lazy
     T = stats.n_features
-    if feature_map is None or feature_map.n_output_ != T or getattr(
-            feature_map, "n_features", T) != T:
+    if (feature_map is None or feature_map.n_output_ != T
+            or not _one_column_per_centre(feature_map)):
         return None
     c = _subset_scale(feature_map, n_keep)
     out = SufficientStats.__new__(SufficientStats)
