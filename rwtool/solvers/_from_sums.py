@@ -124,9 +124,9 @@ def solve_from_stats(est, fmap, stats: SufficientStats, callback=None):
         coef, solved = stats.solve(reg, R, eps)
         info = {"jitter": solved["jitter"], "method": solved["method"]}
         if est._estimator_type == "regressor" and solved["chol"] is not None:
-            A, B, m = stats.total()     # the posterior of predict(return_std=True)
-            info["posterior"] = (solved["chol"], noise_variance(
-                A, B, stats.yy.sum(axis=0), m, coef, solved["chol"]))
+            info["posterior"] = (solved["chol"], noise_variance(   # predict's return_std
+                solved["A"], solved["B"], stats.yy.sum(axis=0), solved["m"], coef,
+                solved["chol"]))
     check_finite_result(coef, solver=solver, fix="raise reg, lower sigma or standardise X")
     progress.end()
     est._fit_reg = float(reg)

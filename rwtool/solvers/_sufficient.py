@@ -472,10 +472,14 @@ class SufficientStats:
         return self.A.sum(axis=0), self.B.sum(axis=0), float(self.w.sum())
 
     def solve(self, reg: float, R: np.ndarray | None = None, eps: float = 0.0):
-        """``(coef, info)`` of (A + m reg R + m eps I) a = B on all rows (ridge.py)."""
+        """``(coef, info)`` of (A + m reg R + m eps I) a = B on all rows (ridge.py); ``info``
+        also has the totals ``A``, ``B`` and ``m`` solved, as ridge's (the posterior needs
+        them)."""
         A, B, m = self.total()
         self._check_rows(m)
-        return solve_normal_equations(A, B, m, float(reg), R, eps)
+        coef, info = solve_normal_equations(A, B, m, float(reg), R, eps)
+        info.update(A=A, B=B, m=m)
+        return coef, info
 
     def gram_form(self, fold: int | None = None):
         """(Q, q, yy) = (A / m, B / m, ||y||^2 / m) of all rows, or of the rows outside ``fold``:
