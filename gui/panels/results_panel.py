@@ -200,7 +200,9 @@ class ResultsPanel(QTabWidget):
         self.metrics_view = _MetricsView()
         self.confusion_plot = ResultPlot("Confusion matrix", "predicted", "actual")
         self.roc_plot = ResultPlot("ROC curve", "false positive rate", "true positive rate")
-        self.pva_plot = ResultPlot("Predicted vs actual", "actual", "predicted")
+        # the points lie along y = x: the top-left corner is where the legend hides none
+        self.pva_plot = ResultPlot("Predicted vs actual", "actual", "predicted",
+                                   legend_offset=(10, 10))
         self.residual_plot = ResultPlot("Residuals", "predicted", "actual − predicted")
         self.curve_plot = ResultPlot("Fitted curve", "", "")
         self.region_plot = ResultPlot("Decision regions", "", "")

@@ -118,7 +118,8 @@ def scatter(x, y, brush, name: str | None = None, size: float = 5) -> Dots:
 class ResultPlot(pg.PlotWidget):
     """A PlotWidget with a title, axis labels and a legend, used for every static result plot."""
 
-    def __init__(self, title: str = "", xlabel: str = "", ylabel: str = "", parent=None):
+    def __init__(self, title: str = "", xlabel: str = "", ylabel: str = "", parent=None,
+                 legend_offset=(-10, 10)):
         super().__init__(parent=parent)
         self.setMinimumHeight(160)
         self.plot_title = title
@@ -128,7 +129,7 @@ class ResultPlot(pg.PlotWidget):
         self.showGrid(x=True, y=True, alpha=0.25)
         for ax in ("left", "bottom"):
             self.getAxis(ax).enableAutoSIPrefix(False)
-        self.legend = self.addLegend(offset=(-10, 10))
+        self.legend = self.addLegend(offset=legend_offset)
 
     def reset(self, title: str | None = None, xlabel: str | None = None,
               ylabel: str | None = None) -> None:
