@@ -54,6 +54,7 @@ from ..solvers._from_sums import (AUTO_FOLDS, FROM_SUMS_SOLVERS, SMALL_DATA_REG,
                                   empty_stats, solve_from_stats)
 from ._scale_hooks import ScaleClassifierHooks, ScaleHooks
 from ..scale._dask import fold_scores
+from ._weights import present_rows
 
 __all__ = ["RWClassifier", "RWRegressor", "RKSClassifier", "RKSRegressor", "SOLVERS",
            "RKS_BASES"]
@@ -664,11 +665,9 @@ class _RandomFeatureModel(CallbackSupport, BaseEstimator):
         t0 = time.perf_counter()
         progress = make_progress(callback)
         Xp, fmap = self._start_fit(X, Y, weights)
-        if weights is not None and not weights.all():
-            # a row of weight 0 is absent: the divergence guards and the warnings must not
-            # judge the model on it
-            keep = weights > 0
-            Xp, Y, weights = Xp[keep], Y[keep], weights[keep]
+        # a row of weight 0 is absent: the divergence guards and the warnings must not judge
+        # the model on it
+        Xp, Y, weights = present_rows(weights, Xp, Y)
         watched = progress.active and solver in _MONITORED and progress.monitor is None
         if watched:
             progress.monitor = self._sample_monitor(fmap, Xp, Y)

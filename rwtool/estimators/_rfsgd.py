@@ -31,6 +31,7 @@ from ..solvers._divergence import check_final_model
 from ..solvers._draws import visit_order
 from ..solvers._sgd import (SGDState, averaged_sgd, check_step_size, default_gamma, logistic_loss,
                             step_size_condition)
+from ._weights import present_rows
 
 __all__ = ["RFSGDClassifier", "SIGMA_RULES"]
 
@@ -365,10 +366,8 @@ class RFSGDClassifier(CallbackSupport, ClassifierMixin, BaseEstimator):
         t0 = time.perf_counter()
         rng = check_random_state(self.random_state)
         self._start(X, classes, rng, weights)
-        if weights is not None and not weights.all():
-            # a row of weight 0 is absent: never visited, nor judged by the divergence guard
-            keep = weights > 0
-            X, y, weights = X[keep], y[keep], weights[keep]
+        # a row of weight 0 is absent: never visited, nor judged by the divergence guard
+        X, y, weights = present_rows(weights, X, y)
         Y = self._targets(y)
         order_rng = np.random.default_rng(int(rng.integers(0, 2**63 - 1)))
         n = X.shape[0]

@@ -1,10 +1,11 @@
-"""The rows a weighted fit keeps, for the estimators that take ``sample_weight`` as whole rows
-before any statistic is computed from them (BKerNN and GreedyMK).
+"""The rows a weighted fit keeps: a row of weight 0 is absent from it.
 
-A row of weight 0 is absent from a weighted fit: :func:`weighted_rows` drops it before the
-estimator computes anything from the rows (standardisation, bandwidth rules, the targets'
-range and classes), and scales the other weights to mean 1. This module holds no numerics of
-the solvers.
+:func:`weighted_rows` drops such rows before the estimator computes anything from the rows
+(standardisation, bandwidth rules, the targets' range and classes), and scales the other
+weights to mean 1: for the estimators that take ``sample_weight`` as whole rows (BKerNN and
+GreedyMK). :func:`present_rows` drops them later, for the estimators that compute those
+statistics with the weights themselves (the random-feature models, RFSGD) and hand only the
+rows of weight above zero to their solvers. This module holds no numerics of the solvers.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import numpy as np
 
 from .._base import check_sample_weight
 
-__all__ = ["weighted_rows"]
+__all__ = ["weighted_rows", "present_rows"]
 
 
 def _rows(a) -> int:
@@ -41,3 +42,13 @@ def weighted_rows(X, y, sample_weight):
         y = y.iloc[keep] if hasattr(y, "iloc") else np.asarray(y)[keep]
         w = w[keep]
     return X, y, w * (len(w) / w.sum())
+
+
+def present_rows(weights, *arrays):
+    """``(*arrays, weights)`` restricted to the rows of weight above zero (numpy arrays, one
+    row per weight): a row of weight 0 is absent from what is computed next. Unchanged (the
+    same objects) when ``weights`` is None or has no zero."""
+    if weights is None or weights.all():
+        return (*arrays, weights)
+    keep = weights > 0
+    return (*(a[keep] for a in arrays), weights[keep])
