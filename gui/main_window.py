@@ -438,7 +438,8 @@ class MainWindow(ExportActions, ImportanceActions, QMainWindow):
         n_test = 0 if test is None else test.n_samples
         check = preflight(est, train.X, train.y, train.task, folds=plan.folds(),
                           folds_what=plan.folds_what,
-                          fits=plan.fit_sizes(train.n_samples, n_test, est),
+                          fits=plan.fit_sizes(train.n_samples, n_test, est,
+                                              weighted=weights is not None),
                           live_curve=n_test > 0 and supports(est.fit, "eval_set"))
         if check.refuse:
             self.show_error(f"Not started: {check.refuse}")

@@ -180,6 +180,9 @@ def test_preflight_sums_the_plans_fits_and_predictions():
     # from one pass's sums, the other solvers fit every fold
     search = Search(n_iter=4, cv=3, then=Holdout()).fit_sizes(5000, 0, est)
     assert search == [(5000, 0, {"reg": 1e-6})] * 4 + [(5000, 5000)]
+    # weighted rows: the search refits every candidate on every fold, least squares too
+    weighted = Search(n_iter=4, cv=3, then=Holdout()).fit_sizes(5000, 0, est, weighted=True)
+    assert weighted == [(5000 - 1666, 1666, {"reg": 1e-6})] * 12 + [(5000, 5000)]
     sgd = rw.RWClassifier(solver="sfgd")
     search = Search(n_iter=4, cv=3, then=Holdout()).fit_sizes(5000, 0, sgd)
     assert search == [(5000 - 1666, 1666, {"reg": 1e-6})] * 12 + [(5000, 5000)]

@@ -103,7 +103,7 @@ class Holdout:
     def n_fits(self) -> int:
         return 1
 
-    def fit_sizes(self, n_train: int, n_test: int = 0, est=None) -> list:
+    def fit_sizes(self, n_train: int, n_test: int = 0, est=None, weighted: bool = False) -> list:
         """The run's fits as (training rows, rows predicted after it[, parameters of that fit
         when they differ from ``est``'s]): the fit on the training rows, then the evaluation's
         predictions on them and on the held-out rows."""
@@ -141,10 +141,11 @@ class KFold:
     def n_fits(self) -> int:
         return self.k + 1
 
-    def fit_sizes(self, n_train: int, n_test: int = 0, est=None) -> list:
+    def fit_sizes(self, n_train: int, n_test: int = 0, est=None, weighted: bool = False) -> list:
         """k fits on (k-1)/k of the training rows, each scoring its held-out fold, then the
         holdout fit (Holdout.fit_sizes)."""
-        return _cv_sizes(n_train, self.k, self.k) + Holdout().fit_sizes(n_train, n_test, est)
+        return (_cv_sizes(n_train, self.k, self.k)
+                + Holdout().fit_sizes(n_train, n_test, est, weighted))
 
     def describe(self) -> str:
         return f"{self.k}-fold cross-validation"
@@ -209,21 +210,22 @@ class Search:
     def n_fits(self) -> int:
         return self.n_iter * self.cv + self.then.n_fits()
 
-    def fit_sizes(self, n_train: int, n_test: int = 0, est=None) -> list:
+    def fit_sizes(self, n_train: int, n_test: int = 0, est=None, weighted: bool = False) -> list:
         """n_iter candidates, then the inner plan's fits. Every candidate draws its reg (a
         number: no reg="auto" choice inside it); the exact least-squares solvers ("lstsq",
         "ridge") score a candidate's folds from the per-fold sums of one pass over the rows
         (rwtool.model_selection.RandomizedSearchCV), the others fit it on each fold and score
-        the fold's held-out rows. The candidates' other parameters (sigma...) change what a
-        fit costs little at a given size: the configured estimator's are used."""
+        the fold's held-out rows, and so does every solver when the rows are ``weighted``
+        (the shared sums are unweighted). The candidates' other parameters (sigma...) change
+        what a fit costs little at a given size: the configured estimator's are used."""
         drawn = {"reg": SEARCH_REG}
         solver = (est.get_params().get("solver") if est is not None else None)
-        if str(solver).lower() in ("lstsq", "ridge"):
+        if str(solver).lower() in ("lstsq", "ridge") and not weighted:
             fits = [(int(n_train), 0, drawn)] * int(self.n_iter)
         else:
             fits = [size + (drawn,) for size in _cv_sizes(n_train, self.cv,
                                                           self.n_iter * self.cv)]
-        return fits + self.then.fit_sizes(n_train, n_test, est)
+        return fits + self.then.fit_sizes(n_train, n_test, est, weighted)
 
     def describe(self) -> str:
         return (f"randomized search ({self.n_iter} candidates, {self.cv}-fold), then "
