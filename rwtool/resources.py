@@ -228,7 +228,10 @@ def runnable_groups(samples: int = 3, interval: float = 0.0) -> float | None:
     session, each group getting an equal share of the cores) the groups with a runnable task,
     else the runnable tasks. The mean of ``samples`` scans of ``/proc`` ``interval`` seconds
     apart (a scan takes milliseconds; a sleep on a loaded machine tens of them, so by default
-    none); the caller's own group counts (it is running). None without ``/proc``."""
+    none); the caller's own group counts (it is running). None without ``/proc``, and None when
+    a scan does not see the caller itself running: a sandbox whose ``/proc`` reports no task
+    states or hides the autogroup files would otherwise report an idle machine while it works
+    (seen on a CI machine: 0 runnable groups), and the callers then use the load average."""
     try:
         with open("/proc/sys/kernel/sched_autogroup_enabled") as fh:
             by_group = fh.read().strip() == "1"
@@ -244,6 +247,8 @@ def runnable_groups(samples: int = 3, interval: float = 0.0) -> float | None:
             return None
         seen: set = set()
         n = 0
+        me = str(os.getpid())
+        me_seen = False
         for pid in pids:
             try:
                 states = []
@@ -255,11 +260,15 @@ def runnable_groups(samples: int = 3, interval: float = 0.0) -> float | None:
                     continue
                 if not by_group:
                     n += running
+                    me_seen = me_seen or pid == me
                     continue
                 with open(f"/proc/{pid}/autogroup") as fh:
                     seen.add(fh.read().split(None, 1)[0])
+                me_seen = me_seen or pid == me
             except (OSError, IndexError):
                 continue             # a task that ended during the scan
+        if not me_seen:
+            return None
         counts.append(len(seen) if by_group else n)
     return sum(counts) / len(counts)
 
