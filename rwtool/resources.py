@@ -247,7 +247,10 @@ def runnable_groups(samples: int = 3, interval: float = 0.0) -> float | None:
             return None
         seen: set = set()
         n = 0
-        me = str(os.getpid())
+        try:                     # the caller's pid as this /proc mount numbers it
+            me = os.readlink("/proc/self")
+        except OSError:
+            me = str(os.getpid())
         me_seen = False
         for pid in pids:
             try:
