@@ -379,6 +379,7 @@ class SufficientStats:
         fresh = self.n_samples == 0
         part = self if fresh else SufficientStats(self.n_features, self.n_outputs,
                                                   self.n_folds, self.fold_seed)
+        candidates = features = None
         if self.sample is not None:
             if keys is None:
                 keys = row_keys(X if rows is None else rows)
@@ -386,21 +387,8 @@ class SufficientStats:
             features = None if not self.sample.features else np.empty(
                 (len(candidates), self.sample.features), dtype=feature_map.feature_dtype_)
         try:
-            for f in range(self.n_folds):
-                idx = np.flatnonzero(folds == f)
-                capture = None
-                if self.sample is not None and features is not None:
-                    into = np.flatnonzero(folds[candidates] == f)
-                    at = np.searchsorted(idx, candidates[into])     # rows of the fold's X
-                    order = np.argsort(at)
-                    capture = (at[order], features, into[order])
-                if len(idx) == len(X):
-                    part._add_fold(f, feature_map, X, Y, block_size, progress, weights,
-                                   capture)
-                elif len(idx):
-                    part._add_fold(f, feature_map, np.ascontiguousarray(X[idx]),
-                                   np.ascontiguousarray(Y[idx]), block_size, progress,
-                                   None if weights is None else weights[idx], capture)
+            part._add_sorted(feature_map, X, Y, folds, block_size, progress, weights,
+                             candidates, features)
             if not fresh:
                 for name in ("A", "B", "n", "w", "ysum", "yy"):
                     getattr(part, name).__iadd__(getattr(self, name))
@@ -428,19 +416,42 @@ class SufficientStats:
                               weights, candidates, features)
         return self
 
-    def _add_fold(self, f, feature_map, X, Y, block_size, progress, weights=None,
-                  capture=None):
-        normal_equations(feature_map, X, Y, block_size, progress, out=(self.A[f], self.B[f]),
-                         weights=weights, capture=capture)
-        self.n[f] += len(X)
-        if weights is None:
-            self.w[f] += len(X)
-            self.ysum[f] += Y.sum(axis=0)
-            self.yy[f] += np.einsum("ij,ij->j", Y, Y)
-        else:
-            self.w[f] += weights.sum()
-            self.ysum[f] += weights @ Y
-            self.yy[f] += np.einsum("i,ij,ij->j", weights, Y, Y)
+    def _add_sorted(self, feature_map, X, Y, folds, block_size, progress, weights=None,
+                    candidates=None, features=None):
+        """Add rows (X, Y) of ``folds`` to the per-fold sums: the rows sorted by fold (one
+        gather, a fold's rows in their order), then one sequence of feature blocks split at
+        the folds' bounds (normal_equations ``bounds``): as many blocks as a one-fold pass, not
+        a partial block per fold. ``features``: the sample's rows ``candidates`` (positions in
+        X) get their leading features copied there as the blocks pass."""
+        F = self.n_folds
+        counts = np.bincount(folds, minlength=F)
+        bounds = np.concatenate([[0], np.cumsum(counts)])
+        order = None
+        if counts.max() < len(X):       # rows of several folds: sorted, each fold's in order
+            order = np.argsort(folds, kind="stable")
+            X, Y = np.take(X, order, axis=0), np.take(Y, order, axis=0)
+            weights = None if weights is None else weights[order]
+        capture = None
+        if features is not None:
+            at = np.asarray(candidates) if order is None else np.argsort(order)[candidates]
+            rank = np.argsort(at)
+            capture = (at[rank], features, rank)
+        normal_equations(feature_map, X, Y, block_size, progress,
+                         out=[(self.A[f], self.B[f]) for f in range(F)], weights=weights,
+                         capture=capture, bounds=bounds)
+        for f in np.flatnonzero(counts):
+            rows = slice(bounds[f], bounds[f + 1])
+            Yf = Y[rows]
+            self.n[f] += counts[f]
+            if weights is None:
+                self.w[f] += counts[f]
+                self.ysum[f] += Yf.sum(axis=0)
+                self.yy[f] += np.einsum("ij,ij->j", Yf, Yf)
+            else:
+                wf = weights[rows]
+                self.w[f] += wf.sum()
+                self.ysum[f] += wf @ Yf
+                self.yy[f] += np.einsum("i,ij,ij->j", wf, Yf, Yf)
 
     def _clear(self) -> None:
         for a in (self.A, self.B, self.n, self.w, self.ysum, self.yy):

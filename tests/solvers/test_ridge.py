@@ -27,6 +27,27 @@ def test_blocked_normal_equations_equal_dense(problem, block_size):
     assert np.array_equal(A, A.T)
 
 
+@pytest.mark.parametrize("block_size", [1, 16, 64, None])
+def test_grouped_normal_equations_equal_dense_sums_of_each_group(problem, rng, block_size):
+    # rows in groups (the per-fold sums of reg="auto"): blocks straddle the bounds, one group
+    # is empty, the weights scale each row; oracle: the dense products of each group's rows
+    X, Y = problem
+    w = rng.uniform(0.5, 2.0, len(X))
+    fmap = RWRelu(n_features=40, sigma=0.8, random_state=0).fit(X)
+    Phi = fmap.transform(X)
+    bounds = [0, 37, 37, 150, len(X)]
+    out = [(np.zeros((40, 40)), np.zeros((40, 3))) for _ in range(4)]
+    assert normal_equations(fmap, X, Y, block_size, out=out, weights=w, bounds=bounds) is out
+    for (A, B), lo, hi in zip(out, bounds[:-1], bounds[1:]):
+        P, W = Phi[lo:hi], w[lo:hi, None]
+        # sums of at most 203 products of O(1) features: rounding far below 1e-11
+        np.testing.assert_allclose(A, P.T @ (W * P), rtol=1e-11, atol=1e-11)
+        np.testing.assert_allclose(B, P.T @ (W * Y[lo:hi]), rtol=1e-11, atol=1e-11)
+        assert np.array_equal(A, A.T)
+    with pytest.raises(ValueError, match="bounds must run from 0"):
+        normal_equations(fmap, X, Y, out=out, bounds=[0, 10, len(X)])
+
+
 @pytest.mark.parametrize("fmap", [RWRelu(n_features=60, sigma=0.8, random_state=0),
                                   RWStumps(n_features=60, random_state=0)])
 def test_rw_least_squares_equals_dense_solve(problem, fmap):
