@@ -42,14 +42,24 @@ def _note_numbered_header(table, header, names) -> None:
 
 
 def _note_row_index(table, features) -> None:
-    for name in features:
-        c = table.col(name)
-        n = len(c.codes)
-        v = c.values
-        # the first cell decides for most columns: a numpy call per column would cost as
-        # much as reading a wide file
-        if n < 3 or c.codes[0] != -1 or v[0] not in (0.0, 1.0) or np.any(c.codes != -1):
-            continue
+    # the columns of the table's number matrix are screened together on their first two
+    # cells (a question per column would cost as much as reading a wide file); a column
+    # holding text or a missing cell numbers nothing
+    n = table.n_rows
+    if n < 3:
+        return
+    pos = table.number_rows(features)
+    hit = np.zeros(len(features), bool)
+    dense = np.flatnonzero(pos >= 0)
+    first = table.numbers[pos[dense], 0]
+    hit[dense] = (((first == 0.0) | (first == 1.0)) & (table.numbers[pos[dense], 1] == first + 1)
+                  & (table.numbers[pos[dense], 2] == first + 2))
+    for i in np.flatnonzero(pos < 0).tolist():           # the columns holding text
+        c = table.col(features[i])
+        hit[i] = c.codes[0] == -1 and c.values[0] in (0.0, 1.0) and not np.any(c.codes != -1)
+    for i in np.flatnonzero(hit).tolist():
+        name = features[i]
+        v = table.numbers[pos[i]] if pos[i] >= 0 else table.col(name).values
         if np.array_equal(v, np.arange(v[0], v[0] + n)):
             table.notes.append(Note(
                 f"column {Note.literal(repr(name))} numbers the rows ({v[0]:.0f}, {v[1]:.0f}, "
