@@ -149,8 +149,9 @@ class Preprocessing:
         """The column names to give the reader of a new file: those of a headerless training
         file that were named by the user, None when the file's header (or col1, col2, ...)
         names them."""
-        default = [f"col{j + 1}" for j in range(len(self.file_columns))]
-        return None if self.header or self.file_columns == default else self.file_columns
+        if self.header or all(n == f"col{j + 1}" for j, n in enumerate(self.file_columns)):
+            return None
+        return self.file_columns
 
     @property
     def feature_names_out(self) -> list[str]:

@@ -10,19 +10,39 @@ called without an active exception") after its work is done. Every buffer handed
 here is a fresh view that only pyarrow refers to, tracked by a weak reference; an atexit hook
 waits, with the GIL released, until pyarrow's threads have let go of all of them.
 
+pyarrow itself is imported when first used (:class:`Deferred`), not with rwtool: importing it
+costs about 0.2-0.4 s that a command which reads no file (``rwtool --help``) must not pay.
+
 This module must not read files or parse anything: it only hands bytes over.
 """
 
 from __future__ import annotations
 
 import atexit
+import importlib
 import time
 import weakref
 
 import numpy as np
-import pyarrow as pa
 
-__all__ = ["arrow_input", "held", "wait_for_release"]
+__all__ = ["arrow_input", "held", "wait_for_release", "Deferred"]
+
+
+class Deferred:
+    """The module ``name``, imported when one of its names is first used; it then takes this
+    object's place in the importing module's ``scope`` (its globals) under ``alias``, so
+    later uses cost nothing more."""
+
+    def __init__(self, name: str, scope: dict, alias: str):
+        self._name, self._scope, self._alias = name, scope, alias
+
+    def __getattr__(self, attr):
+        module = importlib.import_module(self._name)
+        self._scope[self._alias] = module
+        return getattr(module, attr)
+
+
+pa = Deferred("pyarrow", globals(), "pa")
 
 _HELD: dict[int, weakref.ref] = {}     # id of a view pyarrow holds -> its weak reference
 _EXIT_WAIT_S = 10.0                    # a thread releases a block within microseconds of

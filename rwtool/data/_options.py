@@ -31,7 +31,8 @@ def _resolve(spec, names, path, what) -> list[str]:
     if isinstance(spec, (str, int, np.integer)):
         spec = [spec]
     out = []
-    known = set(names)          # a wide file's names are many: no list search per name
+    # a wide file's names are many: a set of them for many names asked, a search for a few
+    known = set(names) if sum(isinstance(s, str) for s in spec) > 8 else names
     for s in spec:
         if isinstance(s, str) and s not in known and re.fullmatch(r"-?\d+", s.strip()):
             s = int(s)          # a position typed on a command line ("-1": the last column)

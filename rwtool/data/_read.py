@@ -29,16 +29,16 @@ import contextlib
 import csv
 import dataclasses
 import gc
+import functools
 import math
+from array import array
 from collections import abc
 from functools import partial
+from types import MappingProxyType
 from dataclasses import dataclass, field
 from typing import Iterator, Mapping, Sequence
 
 import numpy as np
-import pyarrow as pa
-import pyarrow.compute as pc
-import pyarrow.csv as pacsv
 from numba import njit
 
 from ..exceptions import Note
@@ -46,9 +46,14 @@ from ._charset import encoding_name, guess_legacy
 from ._dialect import _DOT_GROUPS, NA_VALUES, Dialect, Source, open_source
 from ._scan import (BLANK, NEWLINE_IN_QUOTES, TRAILING_EMPTY, compact_records, fold_records,
                     scan_records, trim_trailing_field)
-from ._handoff import arrow_input
+from ._handoff import Deferred, arrow_input
 from ._errors import (DataError, DuplicateColumnError, EmptyFileError, EncodingError,
                       FileTooLargeError, HeaderError, QuoteError, RaggedRowError)
+
+# pyarrow is imported on the first read (rwtool.data._handoff.Deferred)
+pa = Deferred("pyarrow", globals(), "pa")
+pc = Deferred("pyarrow.compute", globals(), "pc")
+pacsv = Deferred("pyarrow.csv", globals(), "pacsv")
 
 __all__ = ["Column", "Table", "TableBuilder", "Block", "iter_blocks", "parse",
            "table_from_rows", "canon", "type_block", "number_spellings", "positions",
@@ -64,6 +69,9 @@ _NUMBER = (r"^[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?$"
 
 
 _NOTHING = np.empty(0, np.int64)
+_NO_TEXT: tuple = ()                   # the text parts of a column of numbers, shared
+_NO_MARKS: frozenset = frozenset()
+_NO_LOOKUP = MappingProxyType({})
 
 
 def canon(v: float) -> str:
@@ -87,7 +95,7 @@ class Column:
     distinct texts, further ones share the slot ``"<other>"``.
     """
 
-    __slots__ = ("name", "index", "values", "codes", "vocab", "_lookup", "_vchunks",
+    __slots__ = ("name", "index", "values", "_codes", "vocab", "_lookup", "_vchunks",
                  "_cchunks", "max_vocab", "n_distinct_text", "fast", "lines", "_full", "marks",
                  "_n", "_errors", "excel_rows", "excel_texts")
 
@@ -106,14 +114,31 @@ class Column:
         self._errors: list[tuple[np.ndarray, list[str]]] = []
         self.excel_rows = _NOTHING                  # rows holding an Excel error value
         self.excel_texts: list[str] = []            # ... and its text
+        self._codes = None
 
     @classmethod
     def of_numbers(cls, name: str, index: int, values: np.ndarray, lines) -> "Column":
         """The column of a table that holds numbers and missing cells only (NaN), as a view
-        of its row of the table's number matrix: made when asked for, never kept."""
-        c = cls(name, index, 0)
-        c.values, c.codes, c.lines = values, number_codes(values), lines
+        of its row of the table's number matrix: made when asked for, never kept. Nothing is
+        built per call: its codes are made from the values when first asked for (a question
+        on the values alone, asked of every column of a wide file, must not cost a pass),
+        and its empty text parts are shared (never added to: the column holds no text)."""
+        c = cls.__new__(cls)
+        c.name, c.index, c.values, c.lines, c._codes = name, index, values, lines, None
+        c.max_vocab, c.fast, c.n_distinct_text, c._full, c._n = 0, True, 0, None, len(values)
+        c.vocab, c._lookup, c._vchunks, c._cchunks = _NO_TEXT, _NO_LOOKUP, (), ()
+        c.marks, c._errors, c.excel_rows, c.excel_texts = _NO_MARKS, (), _NOTHING, _NO_TEXT
         return c
+
+    @property
+    def codes(self) -> np.ndarray:
+        if self._codes is None:         # a column of numbers (see of_numbers)
+            self._codes = number_codes(self.values)
+        return self._codes
+
+    @codes.setter
+    def codes(self, codes: np.ndarray) -> None:
+        self._codes = codes
 
     def add_chunk(self, cells, decimal: str, na: frozenset) -> None:
         vals, codes, seen = type_cells(cells, decimal, na, self.fast, self._intern)
@@ -355,7 +380,12 @@ def _count_numbers(values, codes):
 #: the error values a spreadsheet writes for a formula that failed: missing values to a reader
 EXCEL_ERRORS = ("#DIV/0!", "#VALUE!", "#N/A", "#REF!", "#NAME?", "#NUM!", "#NULL!",
                 "#GETTING_DATA", "#SPILL!", "#CALC!", "#FIELD!", "#BLOCKED!", "#UNKNOWN!")
-_EXCEL_SET = pa.array(EXCEL_ERRORS, pa.string())
+
+
+@functools.cache
+def _excel_set():
+    # made on first use, not on import: pa.array of a list imports pandas (about 0.4 s)
+    return pa.array(EXCEL_ERRORS, pa.string())
 
 
 @dataclass
@@ -442,7 +472,7 @@ def _type_cells(arr, decimal, na, intern):
     text = ~num & ~is_na.to_numpy(zero_copy_only=False)
     err_rows, err_texts = _NOTHING, []
     if text.any():
-        err = text & pc.is_in(t, value_set=_EXCEL_SET).to_numpy(zero_copy_only=False)
+        err = text & pc.is_in(t, value_set=_excel_set()).to_numpy(zero_copy_only=False)
         if err.any():
             err_rows = np.flatnonzero(err)
             err_texts = pc.take(t, pa.array(err_rows)).to_pylist()
@@ -475,13 +505,35 @@ def excel_note(name: str, n: int, first_line: int, texts) -> str:
 
 
 def positions(names: Sequence[str], wanted: Sequence[str]) -> np.ndarray:
-    """The position in ``names`` of each of ``wanted`` (-1 when absent), by a hash lookup in
-    C: a wide file's names are many, and a dict of them costs 60 bytes per column."""
+    """The position in ``names`` of each of ``wanted`` (-1 when absent): by a walk when they
+    come in the names' order, else by a hash lookup in C (a wide file's names are many, and a
+    dict of them costs 60 bytes per column)."""
     if not len(wanted):
         return np.empty(0, np.int64)
+    if 4 * len(wanted) >= len(names):
+        found = _in_order(names, wanted)
+        if found is not None:
+            return found
     idx = pc.index_in(pa.array(list(wanted), pa.string()),
                       value_set=pa.array(names, pa.string()))
     return idx.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
+
+
+def _in_order(names: list[str], wanted: Sequence[str]) -> np.ndarray | None:
+    """The positions of ``wanted`` in ``names`` when they occur there in that order (the
+    features of a file, a record replayed on the file it was learned on), by one walk of
+    both lists; None otherwise. No table of the names: a hash table of a wide file's names
+    costs tens of MB and more time than the walk."""
+    out = array("q")
+    walk = enumerate(names)
+    for w in wanted:
+        for j, n in walk:
+            if n == w:
+                out.append(j)
+                break
+        else:
+            return None
+    return np.frombuffer(out, np.int64) if len(out) else np.empty(0, np.int64)
 
 
 class NameLookup:
@@ -597,6 +649,8 @@ def make_names(header: list[str] | None, n: int, path) -> list[str]:
     for j, h in enumerate(header):
         h = h.strip()
         names.append(h if h else f"col{j + 1}")
+    if len(names) > 1024 and _distinct_hashes(names):
+        return names        # no two names alike: a wide header needs no dict of them
     seen: dict[str, int] = {}
     for j, h in enumerate(names):
         if h in seen:
@@ -605,6 +659,14 @@ def make_names(header: list[str] | None, n: int, path) -> list[str]:
                 file=path, row=1, column=h, hint="rename one of the columns")
         seen[h] = j
     return names
+
+
+def _distinct_hashes(names: list[str]) -> bool:
+    """Whether the strings' hashes are all different (so are the strings), in 8 bytes per
+    name where a set of them takes about 50."""
+    h = np.fromiter(map(hash, names), np.int64, len(names))
+    h.sort()
+    return not bool(np.any(h[1:] == h[:-1]))
 
 
 # ============================================================================ blocks
@@ -667,13 +729,15 @@ class _BadUTF8(Exception):
 
 
 def iter_blocks(source, dialect: Dialect, *, usecols=None, nrows=None, head_rows: int = 0,
-                block_bytes: int | None = None, names=None) -> Iterator[Block]:
+                block_bytes: int | None = None, names=None, like=None) -> Iterator[Block]:
     """The file's records, block by block, checked for structure (see the module docstring).
 
     ``usecols``: column names to type (None: all; a callable gets the names and returns
     them); ``nrows``: stop after that many records;
     ``names``: the column names to use (one per field; they replace the header line when the
-    file has one, and col1, col2, ... when it has none).
+    file has one, and col1, col2, ... when it has none); ``like``: names the file's are
+    expected to equal (a record's), used in their place when they do (a wide file's names
+    are then held once).
     Raises :class:`RaggedRowError`, :class:`QuoteError`, :class:`EmptyFileError`,
     :class:`DuplicateColumnError`; an invalid UTF-8 byte raises the internal ``_BadUTF8``
     (:func:`parse` and the streaming reader turn it into a re-read or an EncodingError).
@@ -706,7 +770,7 @@ def iter_blocks(source, dialect: Dialect, *, usecols=None, nrows=None, head_rows
             if plain is not None:
                 block, consumed, n_lines = plain
                 if names is None:
-                    names = block.names
+                    names = block.names = like if block.names == like else block.names
                     ncols = len(names)
                     keep = column_positions(names, _usecols(usecols, names))
                     unnamed_last = (dialect.header and given is None
@@ -740,6 +804,7 @@ def iter_blocks(source, dialect: Dialect, *, usecols=None, nrows=None, head_rows
                 ncols = int(nf[0])
                 names, keep = _names(_split_one(buf[starts[0]:ends[0]], dialect), ncols,
                                      dialect, given, usecols, path, int(lines[0]))
+                names = like if names == like else names
                 unnamed_last = dialect.header and given is None and names[-1] == f"col{ncols}"
                 if dialect.header:
                     starts, ends, flags, nf, lines = (a[1:] for a in (starts, ends, flags, nf,
@@ -1001,9 +1066,9 @@ def _plain_block(buf, final, dialect, names, given, usecols, head_rows, line_bas
     start = 0
     if names is None:                           # the block holds the header
         eol = first_break if first_break >= 0 else len(buf)
+        if np.count_nonzero(buf[:eol] == ord(dialect.delimiter)) >= _WIDE:
+            return None     # folded by the scanning reader (no quotes here: fields = delims + 1)
         cells = _split_one(buf[:eol], dialect)
-        if len(cells) > _WIDE:
-            return None                         # folded by the scanning reader
         names, keep = _names(cells, len(cells), dialect, given, usecols, path, line_base)
         start = eol + 1 if dialect.header else 0
     else:

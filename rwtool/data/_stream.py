@@ -48,6 +48,7 @@ from ._options import TARGET_POLICY_FIX, _check_options, _roles
 __all__ = ["CsvScan", "scan_csv", "iter_csv"]
 
 _MAX_DISTINCT = 100_000
+_SLAB = 1 << 16                # cells of a block summarised at a time
 ALL, FIT = "all", "fit"        # row sets of a streamed column: every row, rows with a target
 
 
@@ -78,10 +79,15 @@ class _Distinct:
     def merge(self) -> None:
         if not self._pending:
             return
-        if len(self._pending) == 1 and not len(self.col):
-            # one block's runs come sorted by column then value, each pair once: kept as
-            # they are (a wide file's single block would otherwise be sorted again)
-            (self.col, self.val, self.cnt), = self._pending
+        seq = [p for p in [(self.col, self.val, self.cnt)] + self._pending if len(p[0])]
+        if all(p[0][-1] < q[0][0] for p, q in zip(seq, seq[1:])):
+            # runs of a block's slabs come sorted by column then value, each pair once, the
+            # slabs in column order: kept as they are (a wide file's single block would
+            # otherwise be sorted again)
+            if len(seq) == 1:
+                self.col, self.val, self.cnt = seq[0]
+            elif seq:
+                self.col, self.val, self.cnt = (np.concatenate(a) for a in zip(*seq))
             self._pending, self._n_pending = [], 0
             self.overflow |= np.bincount(self.col, minlength=self.k) > self.cap
             return
@@ -155,9 +161,10 @@ class _Summary:
         k = len(keep)
         self.names, self.keep = names, np.asarray(keep, np.int64)
         self.max_vocab, self.fast, self.max_distinct = max_vocab, fast, max_distinct
-        self.n = np.zeros((2, k, 3), np.int64)
-        self.first_inf = np.full((2, k), -1, np.int64)
-        self.max_abs = np.zeros((2, k))
+        # [ALL, FIT]: the FIT summaries are the ALL ones until a row lacks a target
+        self.n = [np.zeros((k, 3), np.int64)] * 2
+        self.first_inf = [np.full(k, -1, np.int64)] * 2
+        self.max_abs = [np.zeros(k)] * 2
         self.fraction = np.zeros(k, bool)
         self.marks = np.zeros((k, 2), bool)
         self.sum = np.zeros(k)
@@ -184,41 +191,52 @@ class _Summary:
 
     def _add_numbers(self, V, C, lines, fit):
         # vectorised over the columns, so a block of few rows and many columns costs per
-        # cell, not per column; while every row has had a target, the FIT summaries are the
+        # cell, not per column; in slabs of about _SLAB cells, so the temporaries stay a
+        # fraction of the block; while every row has had a target, the FIT summaries are the
         # ALL ones, kept once
         if self.fit_same and not fit.all():
             self._split_fit()
         passes = ((0, None),) if self.fit_same else ((0, None), (1, fit))
-        for key, m in passes:
-            c = C if m is None else C[:, m]
-            ln = lines if m is None else lines[m]
-            num = c == -1
-            counts = np.stack([num.sum(1), (c >= 0).sum(1), (c == -2).sum(1)], axis=1)
-            self.n[key] += counts
-            x = np.where(num, V if m is None else V[:, m], np.nan)   # numbers; NaN elsewhere
-            del c, num
-            fin = np.isfinite(x)
-            inf = np.isinf(x)
-            new_inf = inf.any(1) & (self.first_inf[key] < 0)
-            self.first_inf[key][new_inf] = ln[np.argmax(inf[new_inf], axis=1)]
-            del inf
-            top = np.max(np.abs(x, where=fin, out=np.zeros_like(x)), axis=1, initial=0.0)
-            self.max_abs[key] = np.maximum(self.max_abs[key], top)
-            if key == 0:
-                self.fraction |= shows_decimal_point(x, axis=1)
-            if key == 1 or self.fit_same:
-                if x.shape[0] <= 64:   # column by column, as np.mean sums one (same bits)
-                    self.sum += [np.sum(r[f]) for r, f in zip(x, fin)]
-                else:
-                    self.sum += np.where(fin, x, 0.0).sum(1)
-                self.n_finite += fin.sum(1)
-            del fin
-            self._add_distinct(key, x, counts)
+        per_column = len(V) <= 64           # sums column by column, as np.mean sums one
+        step = max(1, _SLAB // max(V.shape[1], 1))
+        for a in range(0, len(V), step):
+            b = min(a + step, len(V))
+            for key, m in passes:
+                self._add_slab(key, a, b, V[a:b] if m is None else V[a:b, m],
+                               C[a:b] if m is None else C[a:b, m],
+                               lines if m is None else lines[m], per_column)
+
+    def _add_slab(self, key, a, b, V, c, ln, per_column):
+        """Count the numbers ``V`` (codes ``c``, file lines ``ln``) of columns a..b-1 into the
+        summaries ``key``."""
+        num = c == -1
+        counts = np.stack([num.sum(1), (c >= 0).sum(1), (c == -2).sum(1)], axis=1)
+        self.n[key][a:b] += counts
+        x = np.where(num, V, np.nan)             # numbers; NaN elsewhere
+        del c, num
+        fin = np.isfinite(x)
+        inf = np.isinf(x)
+        first_inf = self.first_inf[key][a:b]
+        new_inf = inf.any(1) & (first_inf < 0)
+        first_inf[new_inf] = ln[np.argmax(inf[new_inf], axis=1)]
+        del inf
+        top = np.max(np.abs(x, where=fin, out=np.zeros_like(x)), axis=1, initial=0.0)
+        np.maximum(self.max_abs[key][a:b], top, out=self.max_abs[key][a:b])
+        if key == 0:
+            self.fraction[a:b] |= shows_decimal_point(x, axis=1)
+        if key == 1 or self.fit_same:
+            if per_column:
+                self.sum[a:b] += [np.sum(r[f]) for r, f in zip(x, fin)]
+            else:
+                self.sum[a:b] += np.where(fin, x, 0.0).sum(1)
+            self.n_finite[a:b] += fin.sum(1)
+        del fin
+        self._add_distinct(key, x, counts, a)
 
     def _split_fit(self) -> None:
         """A row without a target is met: the FIT summaries start as copies of the ALL ones."""
-        self.n[1], self.first_inf[1], self.max_abs[1] = self.n[0], self.first_inf[0], \
-            self.max_abs[0]
+        self.n[1], self.first_inf[1], self.max_abs[1] = self.n[0].copy(), \
+            self.first_inf[0].copy(), self.max_abs[0].copy()
         self.distinct[1] = self.distinct[0].copy()
         self.fit_same = False
 
@@ -226,11 +244,11 @@ class _Summary:
         """The summaries answering for ``rows`` (ALL or FIT): 0 or 1."""
         return 1 if rows == FIT and not self.fit_same else 0
 
-    def _add_distinct(self, key, x, counts):
+    def _add_distinct(self, key, x, counts, a):
         # distinct numbers and their counts by runs of each sorted row (NaN sorts last), for
-        # the columns that have not overflowed
+        # the columns a, a+1, ... that have not overflowed
         d = self.distinct[key]
-        live = np.flatnonzero(~d.overflow)
+        live = np.flatnonzero(~d.overflow[a:a + len(x)])
         srt = np.sort(x if len(live) == len(x) else x[live], axis=1)
         start = np.arange(srt.shape[1])[None, :] < counts[live, :1]
         start[:, 1:] &= srt[:, 1:] != srt[:, :-1]
@@ -238,7 +256,7 @@ class _Summary:
         del start
         last = np.append(ci[1:] != ci[:-1], True)          # the last run of its row
         runs = np.where(last, counts[live[ci], 0], np.append(pos[1:], 0)) - pos
-        d.add(live[ci], srt[ci, pos], runs)
+        d.add(live[ci] + a, srt[ci, pos], runs)
 
     def column(self, j: int) -> "_StreamColumn":
         return _StreamColumn(self, j, int(np.searchsorted(self.keep, j)))
@@ -270,7 +288,7 @@ class _StreamColumn:
         return _KEYS[rows] if isinstance(rows, str) else 0
 
     def counts(self, rows=ALL):
-        n = self.s.n[self._k(rows), self.kk]
+        n = self.s.n[self._k(rows)][self.kk]
         return int(n[0]), int(n[1]), int(n[2])
 
     def inferred_kind(self, rows=ALL):
@@ -306,11 +324,11 @@ class _StreamColumn:
         return None if self.t is None else self.t.first_txt[self._kt(rows)]
 
     def first_nonfinite(self, rows=ALL):
-        line = int(self.s.first_inf[self._k(rows), self.kk])
+        line = int(self.s.first_inf[self._k(rows)][self.kk])
         return None if line < 0 else line
 
     def max_magnitude(self, rows=ALL):
-        return float(self.s.max_abs[self._k(rows), self.kk])
+        return float(self.s.max_abs[self._k(rows)][self.kk])
 
     def numeric_fill(self, policy, rows=FIT):
         if self.first_nonfinite(FIT) is not None:
@@ -341,7 +359,7 @@ class _StreamTable(NameLookup):
         js = positions(self.names, names)
         kk = np.searchsorted(s.keep, js).astype(np.int64)
         dense = ~np.isin(js, np.fromiter(s.text, np.int64, len(s.text)))
-        return (dense, s.n[s.key(fit_rows), kk, 0], s.n[s.key(kind_rows), kk, 0],
+        return (dense, s.n[s.key(fit_rows)][kk, 0], s.n[s.key(kind_rows)][kk, 0],
                 np.full(len(names), np.nan))
 
 
@@ -425,10 +443,11 @@ def scan_csv(path, target=None, *, features=None, ignore=None, categorical=None,
             notes.append(f"dropped {n_miss} row(s) with a missing target")
     tspec = None if tname is None else _fit_target(table, tname, task, FIT)
     specs = _fit_columns(table, feats, cat, num, policy, max_categories, FIT)
-    notes += table.notes + [format_note(c) for c in specs if c.get("format")]
+    notes += table.notes + [format_note(specs[i]) for i in np.flatnonzero(specs.layout()[3])]
     pre = Preprocessing(specs, tspec, policy, na_values, max_abs, handle_unknown,
                         dialect.header, table.names)
     scan = CsvScan(pre, dialect, n_fit, n_rec, notes=notes, source=src)
+    table = tcol = None         # the summaries (about 100 bytes a column) go before pass two
     if moments:
         _moments(src, scan, block_bytes)
     return scan
@@ -500,7 +519,7 @@ def iter_csv(path, preprocessing: Preprocessing, *, dialect: Dialect | None = No
     checked = False
     try:
         for block in iter_blocks(src, dialect, usecols=need, block_bytes=block_bytes,
-                                 names=names):
+                                 names=names, like=pre.file_columns):
             names = block.names
             if not checked:
                 _check_columns(pre, names, src.name, dialect, require_target)
