@@ -4,7 +4,8 @@ Every job (a fit and its evaluation, pruning, the bounds, loading or applying a 
 numba warm-up) goes to the one QThread owned by :class:`WorkerController`, so jobs run in the
 order given and parallel numba code is only ever entered from one thread (DESIGN.md section 5).
 The fits, their evaluation, pruning, the bounds and the warm-up run in a *fit process*
-(multiprocessing, forkserver where the platform has it): GreedyMK's and BKerNN's fits run much
+(multiprocessing, forkserver where the platform has it; in a session of its own, so that the
+scheduler does not charge its CPU to the window): GreedyMK's and BKerNN's fits run much
 of their loop in Python, and on the window's interpreter they held its lock for hundreds of
 milliseconds at a time. The thread sends the job and its arrays through a pipe (the Data tab's
 arrays once per process), turns the process's progress events into a Qt signal carrying a
@@ -52,6 +53,12 @@ PROCESS_JOBS = (TrainJob, BoundsJob, WarmUpJob)       # PruneJob is a TrainJob
 #: queue; bench_gui_load, 2 cores under load 12: longest gap 835 -> 437 ms, gaps over 50 ms
 #: 201 -> 123, the fits' wall times within the machine's noise)
 FIT_NICE = 10
+#: the fit process in a session of its own (gui.logic.jobs.serve): with Linux's autogroups the
+#: scheduler divides the CPU between sessions first, then among a session's threads, and a fit
+#: in the window's session spent that session's share, so the GUI thread waited behind the
+#: machine's other sessions whenever it woke up, niceness or not (bench_gui_load --load 4,
+#: RW and GreedyMK: longest gap in training 427-1444 ms -> 202-339 ms)
+FIT_SESSION = True
 
 
 def _context():
@@ -83,7 +90,7 @@ class FitProcess:
         self.proc = self.ctx.Process(
             target=jobs.serve, name="rwtool-fits", daemon=True,
             args=(child, self.cancel, self.warm_stop, self.warm_families if warm else (),
-                  FIT_NICE))
+                  FIT_NICE, FIT_SESSION))
         self.proc.start()
         child.close()
         self.conn, self.ready = parent, False

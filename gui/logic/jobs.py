@@ -440,13 +440,22 @@ def fit_threads() -> int:
     return max(1, numba.config.NUMBA_NUM_THREADS - 1)
 
 
-def serve(conn, cancel, warm_stop, warm_families=(), nice: int = 0) -> None:
+def serve(conn, cancel, warm_stop, warm_families=(), nice: int = 0,
+          session: bool = False) -> None:
     """The loop of the app's fit process: receive arrays and jobs, run each job
     (:func:`run_job`) and send its outcome, until the pipe closes or says "stop".
 
     ``cancel`` and ``warm_stop`` are the app's flags (:class:`SharedFlag`); ``warm_families``
     (method keys) are warmed up first, until a job arrives; ``nice`` lowers the process's
-    priority (os.nice) so that the window gets a core first when both want one."""
+    priority (os.nice) so that the window gets a core first when both want one; ``session``
+    puts the process in a session of its own (os.setsid): Linux's scheduler shares the CPU
+    between sessions first (autogroups), so the fit's CPU is then not charged to the window's
+    session, whose GUI thread gets a core as soon as it wakes up."""
+    if session and hasattr(os, "setsid"):
+        try:
+            os.setsid()
+        except OSError:         # already a session leader
+            pass
     if nice and hasattr(os, "nice"):
         os.nice(int(nice))
     # one numba thread fewer than the cores, as the fits had on the worker thread: numba's
