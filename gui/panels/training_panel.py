@@ -2,8 +2,11 @@
 
 Progress events (plain dicts from gui.worker) move the bar and feed the live curves
 (gui.widgets.curve_board: one plot per quantity) against iterations, the number of features of a
-greedy path, lambda along a regularisation path or the candidates of a search. A timer keeps the
-elapsed time moving between events. The panel never touches an estimator. """
+greedy path, lambda along a regularisation path or the candidates of a search. An event only
+stores its figures: a clock shows the latest on the bar and the phase line, with the elapsed
+and remaining time, every ``SHOW_MS``, and the curves are redrawn on the board's timer, so a
+fit reporting fast costs the GUI thread no more than one that reports a few times a second.
+The panel never touches an estimator. """
 
 from __future__ import annotations
 
@@ -11,11 +14,16 @@ import math
 import time
 
 from PySide6.QtCore import QTimer, Signal
-from PySide6.QtWidgets import QHBoxLayout, QLabel, QProgressBar, QPushButton, QVBoxLayout, QWidget
+from PySide6.QtWidgets import (QHBoxLayout, QLabel, QProgressBar, QPushButton, QSizePolicy,
+                               QVBoxLayout, QWidget)
 
 from ..widgets.curve_board import CurveBoard
 
-__all__ = ["TrainingPanel", "format_seconds", "split_metrics", "curve_x"]
+__all__ = ["TrainingPanel", "format_seconds", "split_metrics", "curve_x", "SHOW_MS"]
+
+#: the bar, the phase line and the time show the latest progress event every SHOW_MS (a clock):
+#: a new text costs the window a paint, and a fit may report dozens of times a second
+SHOW_MS = 250
 
 #: metric keys used as the x axis of a path rather than plotted
 _X_KEYS = {"n_features": "number of features", "lam": "lambda"}
@@ -86,8 +94,17 @@ class TrainingPanel(QWidget):
         self.progress.setTextVisible(True)
         self.progress.setFormat("idle")
         self.stage_label = QLabel("")
+        # the phase line's width follows the window, never its text: a new text then repaints
+        # the line without laying out the window again (2 ms of the GUI thread per event)
+        self.stage_label.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Fixed)
+        self.stage_label.setFixedHeight(self.stage_label.fontMetrics().height() + 4)
         self.time_label = QLabel("")
-        self.time_label.setMinimumWidth(230)
+        # a fixed size: the clock's new text every SHOW_MS repaints the label without laying
+        # out the bar's row again
+        self.time_label.setFixedSize(
+            self.time_label.fontMetrics().horizontalAdvance(
+                "elapsed 59 min 59 s · about 59 min 59 s left in this stage") + 8,
+            self.time_label.fontMetrics().height() + 4)
 
         bar = QHBoxLayout()
         bar.addWidget(self.train_button)
@@ -112,8 +129,10 @@ class TrainingPanel(QWidget):
         self._stage = ""
         self._part = ""
         self._clock = QTimer(self)
-        self._clock.setInterval(250)
+        self._clock.setInterval(SHOW_MS)
         self._clock.timeout.connect(self._tick)
+        # the latest event's bar value, bar text and phase line, shown by the clock's _show
+        self._bar_value, self._bar_text, self._phase_text = 0, "idle", ""
         self.train_button.clicked.connect(self.train_requested)
         self.cancel_button.clicked.connect(self.cancel_requested)
 
@@ -140,9 +159,7 @@ class TrainingPanel(QWidget):
         self.train_button.setEnabled(False)
         self.cancel_button.setEnabled(True)
         self.cancel_button.setText("Cancel")
-        self.progress.setValue(0)
-        self.progress.setFormat("starting…")
-        self.stage_label.setText(title)
+        self._set_texts(0, "starting…", title)
         self._clock.start()
         self._tick()
 
@@ -161,11 +178,8 @@ class TrainingPanel(QWidget):
         self.cancel_button.setEnabled(False)
         self.cancel_button.setText("Cancel")
         self.train_button.setEnabled(True)
-        self.progress.setFormat(text)
         # the phase line names what is running: nothing is once the run has stopped
-        self.stage_label.setText("")
-        if text.startswith("done"):
-            self.progress.setValue(1000)
+        self._set_texts(1000 if text.startswith("done") else self._bar_value, text, "")
         self.time_label.setText(f"took {format_seconds(elapsed)}")
         # the timers draw the last points: a finished run then costs no synchronous redraw
         self.board.request_redraw()
@@ -179,8 +193,8 @@ class TrainingPanel(QWidget):
         self._cancel_t0 = time.perf_counter()
         what = f" {self._stage}" if self._stage else ""
         where = f" ({self._part})" if self._part else ""
-        self.progress.setFormat(f"cancelling: stopping{what}{where} at its next slice of "
-                                f"work…")
+        self._set_texts(self._bar_value, f"cancelling: stopping{what}{where} at its next slice "
+                        f"of work…", self._phase_text)
         self._tick()
 
     @property
@@ -190,6 +204,29 @@ class TrainingPanel(QWidget):
     @property
     def running(self) -> bool:
         return self._t0 is not None
+
+    @property
+    def bar_text(self) -> str:
+        """The bar's text as of the latest event (shown within SHOW_MS)."""
+        return self._bar_text
+
+    @property
+    def phase_text(self) -> str:
+        """The phase line as of the latest event (shown within SHOW_MS)."""
+        return self._phase_text
+
+    def _set_texts(self, value: int, bar: str, phase: str) -> None:
+        """Show the bar and the phase line now (a change of state: started, stopped, Cancel)."""
+        self._bar_value, self._bar_text, self._phase_text = value, bar, phase
+        self._show()
+
+    def _show(self) -> None:
+        if self.progress.value() != self._bar_value:
+            self.progress.setValue(self._bar_value)
+        if self.progress.format() != self._bar_text:
+            self.progress.setFormat(self._bar_text)
+        if self.stage_label.text() != self._phase_text:
+            self.stage_label.setText(self._phase_text)
 
     # -- events ----------------------------------------------------------------------------------
     def on_progress(self, ev: dict) -> None:
@@ -211,15 +248,15 @@ class TrainingPanel(QWidget):
         prefix = f"{self._part} · " if self._part and stage != FOLD_STAGE else ""
         if stage == FOLD_STAGE and total > 0:
             self._fraction = min(1.0, done / total)
-            self.progress.setValue(int(1000 * self._fraction))
-            self.progress.setFormat(f"{self._part}: {done} of {total} folds scored  (%p%)")
+            self._bar_text = f"{self._part}: {done} of {total} folds scored  (%p%)"
         elif total > 0:
             self._fraction = min(1.0, done / total)
-            self.progress.setValue(int(1000 * self._fraction))
-            self.progress.setFormat(f"{prefix}{stage}: {done} / {total}  (%p%)")
+            self._bar_text = f"{prefix}{stage}: {done} / {total}  (%p%)"
         else:
             self._fraction = 0.0
-            self.progress.setFormat(f"{prefix}{stage}…")
+            self._bar_text = f"{prefix}{stage}…"
+        if total > 0:
+            self._bar_value = int(1000 * self._fraction)
         metrics = ev.get("metrics", {})
         xlabel, x, log_x = curve_x(ev)
         for k, v in metrics.items():
@@ -227,10 +264,10 @@ class TrainingPanel(QWidget):
                 self.board.append(k, xlabel, x, v, log_x)
         if metrics:
             shown = ", ".join(f"{k} {v:.4g}" for k, v in list(metrics.items())[:4])
-            self.stage_label.setText(f"{prefix}{stage}: {shown}")
+            self._phase_text = f"{prefix}{stage}: {shown}"
         else:
-            self.stage_label.setText(f"{prefix}{stage}")
-        self._tick()
+            self._phase_text = f"{prefix}{stage}"
+        # shown at the clock's next tick
 
     def show_model_curves(self, mc: dict) -> None:
         """Replace the live curves of the quantities the fitted model recorded by its complete
@@ -247,6 +284,7 @@ class TrainingPanel(QWidget):
     def _tick(self) -> None:
         if self._t0 is None:
             return
+        self._show()
         if self._waiting:
             self.time_label.setText("waiting for the kernel warm-up…")
             return

@@ -19,7 +19,7 @@ from PySide6.QtGui import QColor, QPainter
 
 from ..logic.evaluate import MAX_SCATTER, drawn_rows
 
-__all__ = ["configure", "LivePlot", "ResultPlot", "PALETTE", "export_plot", "pen", "scatter",
+__all__ = ["configure", "LivePlot", "LIVE_CURVE", "ResultPlot", "PALETTE", "export_plot", "pen", "scatter",
            "thin_points", "MAX_SCATTER"]
 
 #: a live plot is redrawn at most every REDRAW_MS while four wait (a tick every REDRAW_MS / 4,
@@ -27,6 +27,14 @@ __all__ = ["configure", "LivePlot", "ResultPlot", "PALETTE", "export_plot", "pen
 #: to half of a core busy painting during a fit with several curves, and on a loaded machine
 #: the window then waited for a core between ticks (bench_gui_load, GreedyMK)
 REDRAW_MS = 400
+#: how a live curve is drawn: without antialiasing (an antialiased 2-pixel line through a
+#: noisy curve of 400 points costs 57 ms of the GUI thread per paint, 3 ms without), only the
+#: points in view, and at most a few per pixel column (the peaks kept) once a curve has more
+#: points than the plot has pixels
+LIVE_CURVE = {"antialias": False, "clipToView": True, "autoDownsample": True,
+              "downsampleMethod": "peak", "skipFiniteCheck": True}
+#: of those, what a PlotItem imposes on every curve added to it (its context menu's state)
+_PLOT_WIDE = ("clipToView", "autoDownsample", "downsampleMethod")
 #: colour-blind friendly (Okabe-Ito)
 PALETTE = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#F0E442",
            "#000000")
@@ -118,6 +126,9 @@ def scatter(x, y, brush, name: str | None = None, size: float = 5) -> Dots:
 class ResultPlot(pg.PlotWidget):
     """A PlotWidget with a title, axis labels and a legend, used for every static result plot."""
 
+    #: grid lines behind the data (each axis then paints over the whole plot)
+    GRID = True
+
     def __init__(self, title: str = "", xlabel: str = "", ylabel: str = "", parent=None,
                  legend_offset=(-10, 10)):
         super().__init__(parent=parent)
@@ -126,7 +137,7 @@ class ResultPlot(pg.PlotWidget):
         self.getPlotItem().setTitle(title, size="11pt")
         self.setLabel("bottom", xlabel)
         self.setLabel("left", ylabel)
-        self.showGrid(x=True, y=True, alpha=0.25)
+        self.showGrid(x=self.GRID, y=self.GRID, alpha=0.25)
         for ax in ("left", "bottom"):
             self.getAxis(ax).enableAutoSIPrefix(False)
         self.legend = self.addLegend(offset=legend_offset)
@@ -136,7 +147,7 @@ class ResultPlot(pg.PlotWidget):
         self.clear()
         self.legend.clear()
         self.setLogMode(False, False)
-        self.showGrid(x=True, y=True, alpha=0.25)
+        self.showGrid(x=self.GRID, y=self.GRID, alpha=0.25)
         self.enableAutoRange()
         if title is not None:
             self.plot_title = title
@@ -180,7 +191,13 @@ class ResultPlot(pg.PlotWidget):
 class LivePlot(ResultPlot):
     """Curves fed point by point from progress events; :meth:`redraw` pushes the pending points
     and the pending title and axes into the drawn plot (its owner calls it from a timer, see
-    gui.widgets.curve_board), so that every change to the drawing happens in the plot's own turn."""
+    gui.widgets.curve_board), so that every change to the drawing happens in the plot's own turn.
+
+    No grid: under X a live plot's repaint after a new point cost the GUI thread 10.5 ms with
+    pyqtgraph's grid and 2.3 ms without (the grid makes each axis repaint the whole plot), and
+    a fit's plots are repainted several times a second."""
+
+    GRID = False
 
     def __init__(self, title: str = "", xlabel: str = "", ylabel: str = "", parent=None):
         super().__init__(title, xlabel, ylabel, parent)
@@ -190,6 +207,9 @@ class LivePlot(ResultPlot):
         self._dirty = False
         self._restart: tuple | None = None      # (title, x label, log x, log y) to apply
         self._xlabel = xlabel
+        self.setClipToView(LIVE_CURVE["clipToView"])
+        self.setDownsampling(auto=LIVE_CURVE["autoDownsample"],
+                             mode=LIVE_CURVE["downsampleMethod"])
 
     @property
     def dirty(self) -> bool:
@@ -269,7 +289,9 @@ class LivePlot(ResultPlot):
                 idx = st.get("index")
                 curve = self.plot([], [], name=name,
                                   pen=pen(i if idx is None else idx, dash=st.get("dash", False)),
-                                  symbol="o" if len(xs) < 40 else None, symbolSize=4)
+                                  symbol="o" if len(xs) < 40 else None, symbolSize=4,
+                                  **{k: v for k, v in LIVE_CURVE.items()
+                                     if k not in _PLOT_WIDE})
                 self._curves[name] = curve
             curve.setData(np.asarray(xs), np.asarray(ys))
         self.fit_x([xs for xs, _ in self._data.values()])

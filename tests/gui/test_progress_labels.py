@@ -16,12 +16,12 @@ from tests.gui.test_main_window import (  # noqa: E402,F401
 
 def _bar_texts(window):
     """The bar's text and the status line after every progress event, as the user sees them
-    (this slot is connected after the window's own, so it reads what the event set)."""
+    within gui.panels.training_panel.SHOW_MS (this slot is connected after the window's own,
+    so it reads what the event set)."""
     seen = []
     panel = window.training_panel
     window.worker.progress.connect(
-        lambda rid, ev: seen.append((ev.get("stage"), panel.progress.format(),
-                                     panel.stage_label.text())))
+        lambda rid, ev: seen.append((ev.get("stage"), panel.bar_text, panel.phase_text)))
     return seen
 
 

@@ -36,3 +36,49 @@ def test_the_fit_process_runs_niced_in_a_session_of_its_own(qtbot):
     finally:
         ctl.shutdown()
 
+
+def test_progress_events_only_store_and_the_redraws_are_batched(qtbot, monkeypatch):
+    from gui.panels.training_panel import SHOW_MS, TrainingPanel
+    from gui.widgets.plots import LIVE_CURVE, LivePlot
+    create_app()
+    panel = TrainingPanel()
+    qtbot.addWidget(panel)
+    panel.show()
+    panel.board.show()
+    redraws: list[str] = []
+    real = LivePlot.redraw
+
+    def counted(self):
+        if self.dirty:
+            redraws.append(self.metric)
+        real(self)
+    monkeypatch.setattr(LivePlot, "redraw", counted)
+    phase_lines: list[str] = []
+    real_text = panel.stage_label.setText
+    panel.stage_label.setText = lambda t: (phase_lines.append(t), real_text(t))
+    bar_values: list[int] = []
+    panel.progress.valueChanged.connect(bar_values.append)
+    panel.started("a run")
+    qtbot.waitUntil(lambda: not panel.board._redraws.isActive(), timeout=TIMEOUT)
+    redraws.clear(), phase_lines.clear(), bar_values.clear()
+    n = 500
+    for i in range(n):              # back to back, as queued signals arrive after a stall
+        panel.on_progress({"stage": "sfgd", "done": i + 1, "total": n, "elapsed": 0.0,
+                           "metrics": {"train_loss": 1.0 / (i + 1), "val_error": 0.5 - i / 2e3}})
+    # the events stored their figures and drew nothing
+    assert redraws == [] and phase_lines == [] and bar_values == []
+    assert panel.bar_text == f"sfgd: {n} / {n}  (%p%)"
+    qtbot.waitUntil(lambda: not panel.board._redraws.isActive() and bool(bar_values),
+                    timeout=TIMEOUT)
+    qtbot.wait(2 * SHOW_MS)             # more ticks of the clock change nothing
+    # then one redraw per plot, one update of the bar and of the phase line, for 500 events
+    assert sorted(redraws) == ["train_loss", "val_error"]
+    assert bar_values == [1000] and len(phase_lines) == 1
+    assert panel.progress.format() == panel.bar_text
+    assert panel.stage_label.text() == panel.phase_text != ""
+    plot = panel.board.plots()["val_error"]
+    x, y = plot.curve_data("val_error")
+    assert len(x) == n and y[-1] == pytest.approx(0.5 - (n - 1) / 2e3)
+    (curve,) = plot._curves.values()
+    assert {k: curve.opts[k] for k in LIVE_CURVE} == LIVE_CURVE
+    panel.stopped("done")
