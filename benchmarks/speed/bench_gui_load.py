@@ -36,6 +36,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -60,16 +61,18 @@ CONFIGS = [("rw", {"n_features": 500, "random_state": 0}, "RW lstsq T=500, reg a
 
 _CONTROL = r"""
 import sys, time, json
+sys.path.insert(0, {root!r})
 from PySide6.QtCore import QTimer
 from PySide6.QtWidgets import QApplication, QLabel
+from benchmarks.speed.bench_gui_load import Heartbeat
 app = QApplication([])
 w = QLabel("control")
 w.resize(200, 100)
 w.show()
-ticks = []
+beat = Heartbeat()
 t = QTimer()
 t.setInterval(10)
-t.timeout.connect(lambda: ticks.append(time.monotonic()))
+t.timeout.connect(beat.tick)
 t.start()
 def check():
     try:
@@ -77,7 +80,7 @@ def check():
     except OSError:
         return
     with open({out!r}, "w") as fh:
-        json.dump(ticks, fh)
+        json.dump([beat.ticks, beat.cpu], fh)
     app.quit()
 poll = QTimer()
 poll.setInterval(200)
@@ -86,6 +89,26 @@ poll.start()
 print("READY", flush=True)
 app.exec()
 """
+
+
+#: what one unit of ``--load`` runs: a pure-Python loop that wants a core all the time
+_SPIN = "while True:\n    pass\n"
+
+
+def start_load(n: int) -> list[subprocess.Popen]:
+    """``n`` processes that spin on a core each, every one in a session (and so a scheduler
+    autogroup) of its own, as another user's or agent's programs are: a load both the app and
+    the control face, the same from one run to the next."""
+    return [subprocess.Popen([sys.executable, "-c", _SPIN], start_new_session=True,
+                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+            for _ in range(n)]
+
+
+def stop_load(procs: list[subprocess.Popen]) -> None:
+    for proc in procs:
+        proc.kill()
+    for proc in procs:
+        proc.wait(10)
 
 
 def rss_mb(pid: int | str = "self") -> tuple[float, float]:
@@ -122,14 +145,32 @@ def skin_200k(datasets: str | None, path: str, rows: int = 200_000) -> str:
     return path
 
 
-def queued_s() -> float:
-    """Seconds this thread has waited for a core while runnable (Linux's schedstat; NaN
-    elsewhere): what separates a window starved of CPU from one waiting for a lock."""
-    try:
-        with open("/proc/thread-self/schedstat") as fh:
-            return int(fh.read().split()[1]) / 1e9
-    except (OSError, IndexError, ValueError):
-        return float("nan")
+class Heartbeat:
+    """What the app's and the control's 10 ms heartbeats record at each tick, the same work
+    in both: the time (CLOCK_MONOTONIC), and the thread's CPU time and its wait for a core
+    while runnable (Linux's schedstat, read from a file kept open; NaN elsewhere), which
+    separate a window starved of CPU from one blocked on a lock or the X server."""
+
+    def __init__(self):
+        self.ticks: list[float] = []
+        self.cpu: list[tuple[float, float]] = []
+        try:
+            self._fd = os.open(f"/proc/self/task/{threading.get_native_id()}/schedstat",
+                               os.O_RDONLY)
+        except (OSError, AttributeError):
+            self._fd = None
+
+    def queued_s(self) -> float:
+        if self._fd is None:
+            return float("nan")
+        try:
+            return int(os.pread(self._fd, 128, 0).split()[1]) / 1e9
+        except (OSError, IndexError, ValueError):
+            return float("nan")
+
+    def tick(self) -> None:
+        self.ticks.append(time.monotonic())
+        self.cpu.append((time.thread_time(), self.queued_s()))
 
 
 def gaps_in(ticks, t0: float, t1: float, cpu=None) -> list[tuple[float, float, float]]:
@@ -142,13 +183,16 @@ def gaps_in(ticks, t0: float, t1: float, cpu=None) -> list[tuple[float, float, f
 
 def summary(gaps) -> dict:
     """The longest gap (ms), the GUI thread's CPU and wait for a core in it, the gaps over
-    OVER_MS."""
+    OVER_MS, and the GUI thread's CPU over the whole span as a share of one core (%): on a
+    loaded machine the scheduler makes a thread that wants more than its share wait."""
     if not gaps:
         return {"ticks": 0, "max_ms": float("nan"), "max_cpu_ms": float("nan"),
-                "max_wait_ms": float("nan"), "over": 0}
+                "max_wait_ms": float("nan"), "over": 0, "cpu_pct": float("nan")}
     g, c, w = max(gaps)
+    span = sum(x[0] for x in gaps)
     return {"ticks": len(gaps), "max_ms": 1000 * g, "max_cpu_ms": 1000 * c,
-            "max_wait_ms": 1000 * w, "over": sum(x[0] > OVER_MS / 1000 for x in gaps)}
+            "max_wait_ms": 1000 * w, "over": sum(x[0] > OVER_MS / 1000 for x in gaps),
+            "cpu_pct": 100 * sum(x[1] for x in gaps) / span if span > 0 else float("nan")}
 
 
 def run_app(data: str, target: str, configs, ticks: list, cpu: list, phases: list,
@@ -171,10 +215,11 @@ def run_app(data: str, target: str, configs, ticks: list, cpu: list, phases: lis
     win.show()
     beat = QTimer()
     beat.setInterval(10)
+    heart = Heartbeat()
+    heart.ticks, heart.cpu = ticks, cpu
 
     def tick():
-        ticks.append(time.monotonic())
-        cpu.append((time.thread_time(), queued_s()))
+        heart.tick()
         if trace is not None:
             faulthandler.cancel_dump_traceback_later()
             if len(ticks) > 1 and ticks[-1] - ticks[-2] > TRACE_S:
@@ -189,11 +234,12 @@ def run_app(data: str, target: str, configs, ticks: list, cpu: list, phases: lis
     def pump(cond, limit=timeout):
         # an event loop that sleeps until its next event, as the app's app.exec() does (a loop
         # polling every few ms waits for a core at each wake-up on a loaded machine, which the
-        # app on its own does not), checking ``cond`` every 20 ms
+        # app on its own does not), checking ``cond`` every 100 ms (the control's own check
+        # runs every 200 ms)
         t = time.monotonic()
         loop = QEventLoop()
         check = QTimer()
-        check.setInterval(20)
+        check.setInterval(100)
         check.timeout.connect(lambda: (cond() or time.monotonic() - t >= limit) and loop.quit())
         check.start()
         if not cond():
@@ -264,8 +310,11 @@ def start_x() -> subprocess.Popen | None:
         raise SystemExit("no DISPLAY and no Xvfb: apt-get install -y xvfb (docs/GUI.md)")
     for n in range(91, 120):
         if not os.path.exists(f"/tmp/.X11-unix/X{n}") and not os.path.exists(f"/tmp/.X{n}-lock"):
+            # in a session of its own, as a desktop's X server is: not in the app's share of
+            # the CPU (the scheduler's autogroups)
             proc = subprocess.Popen([xvfb, f":{n}", "-screen", "0", "1920x1080x24", "-nolisten",
-                                     "tcp"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                                     "tcp"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                    start_new_session=True)
             os.environ["DISPLAY"] = f":{n}"
             t = time.monotonic()
             while not os.path.exists(f"/tmp/.X11-unix/X{n}") and time.monotonic() - t < 10:
@@ -288,22 +337,35 @@ def main(argv=None) -> int:
                    help="run the fits on the app's worker thread, not in its fit process")
     p.add_argument("--fit-nice", type=int, default=None,
                    help="the fit process's niceness (default: the app's, gui.worker.FIT_NICE)")
+    p.add_argument("--same-session", action="store_true",
+                   help="keep the fit process in the window's session (as before it had one "
+                        "of its own, gui.worker.FIT_SESSION)")
+    p.add_argument("--load", type=int, default=0,
+                   help="start this many processes spinning on a core each (each in a session "
+                        "of its own) for the whole session: a load of its own, the same for the "
+                        "app and the control, on top of whatever else runs on the machine")
     p.add_argument("--json", help="also write the ticks and phases as JSON to this file")
     p.add_argument("--trace", help="write every thread's Python stack at each gap over "
                                    "100 ms to this file (what ran while the window waited)")
     p.add_argument("--out", default=str(ROOT / "docs" / "bench" / "gui_load.md"))
     args = p.parse_args(argv)
     sys.path.insert(0, str(ROOT))
+    import gui.worker
     if args.fit_nice is not None:
-        import gui.worker
         gui.worker.FIT_NICE = args.fit_nice
+    if args.same_session:
+        gui.worker.FIT_SESSION = False
     xvfb = start_x()
     os.environ["QT_QPA_PLATFORM"] = "xcb"
     tmp = tempfile.mkdtemp()
     data = args.data or skin_200k(args.datasets, os.path.join(tmp, "skin200k.csv"))
     stop, out = os.path.join(tmp, "stop"), os.path.join(tmp, "control.json")
-    control = subprocess.Popen([sys.executable, "-c", _CONTROL.format(stop=stop, out=out)],
-                               stdout=subprocess.PIPE, text=True)
+    load_procs = start_load(args.load)
+    # the control in a session of its own: the scheduler's share of the app's session (the
+    # window and this driver) is not divided with it
+    control = subprocess.Popen([sys.executable, "-c",
+                                _CONTROL.format(stop=stop, out=out, root=str(ROOT))],
+                               stdout=subprocess.PIPE, text=True, start_new_session=True)
     control.stdout.readline()           # READY: its heartbeat runs
     configs = ([(k, {"random_state": 0}, f"{k} at its defaults")
                 for k in ("rw", "rks", "rfsgd", "greedy", "bkernn")] if args.defaults
@@ -321,46 +383,54 @@ def main(argv=None) -> int:
             trace.close()
         open(stop, "w").close()
         control.wait(60)
+        stop_load(load_procs)
         if xvfb is not None:
             xvfb.send_signal(signal.SIGTERM)
     with open(out) as fh:
-        cticks = json.load(fh)
+        cticks, ccpu = json.load(fh)
     try:
         load = os.getloadavg()
     except OSError:
         load = (float("nan"),) * 3
     rows = []
     for name, t0, t1, status, mem in phases:
-        a, c = summary(gaps_in(ticks, t0, t1, cpu)), summary(gaps_in(cticks, t0, t1))
+        a, c = summary(gaps_in(ticks, t0, t1, cpu)), summary(gaps_in(cticks, t0, t1, ccpu))
         rows.append((name, t1 - t0, a, c, status, mem))
     t0, t1 = phases[1][1], phases[-1][2]       # after the warm-up: the user's session
-    total = (summary(gaps_in(ticks, t0, t1, cpu)), summary(gaps_in(cticks, t0, t1)))
+    total = (summary(gaps_in(ticks, t0, t1, cpu)), summary(gaps_in(cticks, t0, t1, ccpu)))
     if args.json:
         Path(args.json).write_text(json.dumps({"app": ticks, "app_cpu": cpu,
-                                               "control": cticks, "phases": phases}))
+                                               "control": cticks,
+                                               "control_cpu": ccpu, "phases": phases}))
     cmd = "python -m benchmarks.speed.bench_gui_load " + " ".join(
         argv if argv is not None else sys.argv[1:])
     lines = ["# rwtool-gui on a 200,000-row file beside a bare Qt process", "",
              f"Command: `{cmd.strip()}` under Xvfb (QT_QPA_PLATFORM=xcb), {os.cpu_count()} "
-             f"cores, Python {platform.python_version()}; load average at the end "
+             f"cores, Python {platform.python_version()}; {args.load} spinning processes of "
+             f"its own (`--load`); load average at the end "
              f"{load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} (1 / 5 / 15 min: the machine is "
              f"shared). A 10 ms heartbeat on the GUI thread of the app and of the control; a "
              f"gap is the time between two ticks.", "",
              "| phase | wall (s) | app: longest gap (ms) | its GUI-thread CPU (ms) "
              "| its wait for a core (ms) "
-             "| app: gaps > 50 ms | control: longest gap (ms) | control: gaps > 50 ms "
+             "| app: gaps > 50 ms | app GUI thread's CPU (% of a core) "
+             "| control: longest gap (ms) | control: gaps > 50 ms "
+             "| control's CPU (% of a core) "
              "| app RSS after / peak so far (MB) | fit process RSS after / peak (MB) "
              "| status |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
     for name, wall, a, c, status, mem in rows:
         lines.append(f"| {name} | {wall:.1f} | {a['max_ms']:.0f} | {a['max_cpu_ms']:.0f} | "
                      f"{a['max_wait_ms']:.0f} | "
-                     f"{a['over']} | {c['max_ms']:.0f} | {c['over']} | {mem[0]:.0f} / "
+                     f"{a['over']} | {a['cpu_pct']:.1f} | {c['max_ms']:.0f} | {c['over']} | "
+                     f"{c['cpu_pct']:.1f} | "
+                     f"{mem[0]:.0f} / "
                      f"{mem[1]:.0f} | {mem[2]:.0f} / {mem[3]:.0f} | {status} |")
     a, c = total
     lines.append(f"| **session (after the warm-up)** | {t1 - t0:.1f} | **{a['max_ms']:.0f}** | "
                  f"{a['max_cpu_ms']:.0f} | {a['max_wait_ms']:.0f} | **{a['over']}** | "
-                 f"{c['max_ms']:.0f} | {c['over']} "
+                 f"{a['cpu_pct']:.1f} | "
+                 f"{c['max_ms']:.0f} | {c['over']} | {c['cpu_pct']:.1f} "
                  f"| {rows[-1][5][0]:.0f} / **{rows[-1][5][1]:.0f}** "
                  f"| {rows[-1][5][2]:.0f} / {rows[-1][5][3]:.0f} | |")
     ratio = a["over"] / max(c["over"], 1)
