@@ -12,8 +12,9 @@ rational evaluation through selected coefficients; exp is a range reduction by l
 Taylor polynomial on |r| <= ln2/2 (truncation below 1e-17) and a scaling by 2^k in two factors so
 that subnormal results stay accurate. Evaluating every piece costs ~5 ns a value, more than
 libm's first piece alone (the closed forms' arguments are mostly below 0.84375: all of them on
-adults at the default theta), so verf_small / verfc_small give that piece by itself and the
-kernels take it for a chunk of CHUNK values when every |x| in it is below SMALL. Accuracy against libm (tests/features/test_vecmath.py):
+adults at the default theta), so verf_small gives that piece by itself and the kernels take
+it for a chunk of CHUNK values when every |x| in it is below SMALL (the ReLU closed form's
+short path is a series of its own, in _rkhs). Accuracy against libm (tests/features/test_vecmath.py):
 erf within 1e-15 absolute, erfc and exp within a few ulp relative down to the subnormal range;
 nan, +-inf and signed zeros as libm.
 
@@ -43,8 +44,7 @@ from llvmlite import ir
 from numba import njit, types
 from numba.extending import intrinsic
 
-__all__ = ["verf", "verfc", "vexp", "vexp_small", "verf_small", "verfc_small", "fma", "SMALL",
-           "CHUNK", "VEC_FLAGS"]
+__all__ = ["verf", "verfc", "vexp", "verf_small", "fma", "SMALL", "CHUNK", "VEC_FLAGS"]
 
 #: no fast-math flag, not even "contract": with it LLVM may fuse the vector body and the scalar
 #: remainder of a loop differently, and the short and full paths of a chunk differently, so a
@@ -136,16 +136,6 @@ def _exp_sum(hi, lo):
 
 
 @njit(inline="always", fastmath=_FM, error_model="numpy", cache=True)
-def vexp_small(x):
-    """exp(x) for -1 <= x <= 0 (and nan), vexp's bits there without its clamp, its overflow
-    and underflow selects and its second factor of 2^k (k is 0 or -1: 2^k p is exact in both):
-    the ReLU closed form's exp(-q^2) on a chunk of |q| < SMALL."""
-    x = float(x)
-    p, k = _exp_reduced(x, 0.0, x)
-    return p * _from_bits((k + 1023) << 52)   # nan: p is nan
-
-
-@njit(inline="always", fastmath=_FM, error_model="numpy", cache=True)
 def vexp(x):
     """exp(x), branch-free."""
     return _exp_sum(float(x), 0.0)
@@ -213,7 +203,7 @@ def _tail(ax):
     return _exp_sum(-z * z - 0.5625, fma(z - ax, z + ax, r / q)) / ax
 
 
-#: below this |x|, erf and erfc take their first piece alone (verf_small, verfc_small)
+#: below this |x|, erf takes its first piece alone (verf_small; the ReLU closed form its series)
 SMALL = 0.84375
 #: values a kernel tests at once for all |x| < SMALL before taking the short path
 CHUNK = 64
@@ -238,14 +228,6 @@ def verf_small(x):
     closed forms are mostly there, where a full verf evaluates every piece for nothing."""
     x = float(x)
     return fma(x, _small_y(x), x)
-
-
-@njit(inline="always", fastmath=_FM, error_model="numpy", cache=True)
-def verfc_small(x):
-    """erfc(x) for |x| < SMALL (and nan), the first piece of verfc alone."""
-    x = float(x)
-    y = _small_y(x)
-    return 1.0 - fma(x, y, x) if x < 0.25 else 0.5 - fma(x, y, x - 0.5)
 
 
 @njit(inline="always", fastmath=_FM, error_model="numpy", cache=True)

@@ -17,8 +17,7 @@ from scipy import special
 
 from rwtool.features import INSTANTIATIONS, RWStumps, make_instantiation
 from rwtool.features._rkhs import _erf_features, _relu_features
-from rwtool.features._vecmath import (SMALL, VEC_FLAGS, verf, verf_small, verfc, verfc_small, vexp,
-                                     vexp_small)
+from rwtool.features._vecmath import SMALL, VEC_FLAGS, verf, verf_small, verfc, vexp
 
 TINY = 5e-324
 NORMAL = 2.2250738585072014e-308
@@ -33,12 +32,8 @@ def _apply_vec(which, x, out):
             out[i] = verfc(x[i])
         elif which == 2:
             out[i] = vexp(x[i])
-        elif which == 3:
-            out[i] = verf_small(x[i])
-        elif which == 4:
-            out[i] = verfc_small(x[i])
         else:
-            out[i] = vexp_small(x[i])
+            out[i] = verf_small(x[i])
 
 
 @njit
@@ -46,7 +41,7 @@ def _apply_libm(which, x, out):
     for i in range(x.shape[0]):
         if which in (0, 3):
             out[i] = math.erf(x[i])
-        elif which in (1, 4):
+        elif which == 1:
             out[i] = math.erfc(x[i])
         else:
             out[i] = math.exp(x[i])
@@ -123,19 +118,13 @@ def test_exp_within_1e14_relative_of_libm():
 
 
 def test_first_pieces_alone_equal_the_full_functions(points):
-    """verf_small / verfc_small / vexp_small, the kernels' short path, on their ranges and nan."""
+    """verf_small, the erf kernels' short path, on its range and nan."""
     x = points[~(np.abs(points) >= SMALL)]
-    for short, full in ((3, 0), (4, 1)):
-        got, ref = _both(short, x)
-        # the same operations (explicit fused multiply-adds, no 'contract'): the same bits, so
-        # a chunk's path does not change a feature
-        assert np.array_equal(got, _both(full, x)[0], equal_nan=True)
-        np.testing.assert_allclose(got, ref, rtol=1e-14, atol=TINY)
-    # vexp_small, the ReLU short path's exp(-q^2), on [-1, 0] and nan: vexp's bits, libm's value
-    x = np.concatenate([-np.abs(points[np.abs(points) <= 1.0]), [-1.0, 0.0, -0.0, np.nan]])
-    got, ref = _both(5, x)
-    assert np.array_equal(got, _both(2, x)[0], equal_nan=True)
-    np.testing.assert_allclose(got, ref, rtol=1e-14, atol=0)
+    got, ref = _both(3, x)
+    # the same operations (explicit fused multiply-adds, no 'contract'): the same bits, so
+    # a chunk's path does not change a feature
+    assert np.array_equal(got, _both(0, x)[0], equal_nan=True)
+    np.testing.assert_allclose(got, ref, rtol=1e-14, atol=TINY)
 
 
 _erf = np.vectorize(math.erf)
