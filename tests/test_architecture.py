@@ -3,7 +3,8 @@
 Built from the source with ``ast``, imports inside functions included and relative imports
 resolved, so a function-level import cannot hide a cycle or an import against the layers:
 
-    bottom (exceptions, progress, _callbacks, _base, _params, _version, resources, losses, bounds)
+    bottom (exceptions, progress, _callbacks, _base, _params, _version, resources, threads, losses,
+            bounds)
       < data, features < model_selection < solvers < scale < estimators < inspect < persist, report
       < cli
 
@@ -27,7 +28,7 @@ ROOT = Path(__file__).resolve().parents[1] / "rwtool"
 #: the layers, lowest first; a key is a module or a package (its submodules included)
 LAYERS = [
     ("rwtool._version", "rwtool.exceptions", "rwtool.progress", "rwtool._callbacks", "rwtool._base",
-     "rwtool._params", "rwtool.resources", "rwtool.losses", "rwtool.bounds"),
+     "rwtool._params", "rwtool.resources", "rwtool.threads", "rwtool.losses", "rwtool.bounds"),
     ("rwtool.data", "rwtool.features"),
     ("rwtool.model_selection",),
     ("rwtool.solvers",),

@@ -29,6 +29,7 @@ from ..solvers._bkernn import (CG_TOL, KERNEL_SOLVERS, PENALTIES, choose_kernel_
 from ..exceptions import FitCancelled, NumericalError, NumericalWarning, check_finite_result
 from ..progress import make_progress
 from ..resources import FitEstimate, check_fit_memory, seconds_of
+from ..threads import single_blas_thread
 from ._weights import weighted_rows
 
 __all__ = ["BKerNNRegressor", "BKerNNClassifier", "PENALTIES", "feature_learning_score"]
@@ -374,7 +375,8 @@ class _BKerNN(CallbackSupport, BaseEstimator):
                              f"same columns as at fit time")
         if not hasattr(self, "_tables"):
             self._prepare()
-        T = self._prepare_X(X) @ self.particles_
+        with single_blas_thread():     # a row's projections whatever the thread count
+            T = self._prepare_X(X) @ self.particles_
         if callback is None:
             return ridge_decision(T, *self._tables) + self.intercept_
         progress = make_progress(callback)

@@ -35,6 +35,7 @@ from ._bkernn_cg import (BlockPreconditioner, SortedProjections, _threads_for, b
                          cg_ridge, lower_value, particle_slices, weighted_centring)
 from ..exceptions import FitCancelled, NumericalError, NumericalWarning
 from ..progress import make_progress
+from ..threads import on_one_blas_thread
 from ._ridge import cholesky_solve
 
 __all__ = ["PENALTIES", "KERNEL_SOLVERS", "CG_MIN_N", "CG_TOL", "choose_kernel_solver", "centred_kernel", "ridge_step", "particle_gradient", "penalty_value",
@@ -547,6 +548,7 @@ def choose_kernel_solver(kernel_solver: str, n: int) -> str:
     return kernel_solver
 
 
+@on_one_blas_thread
 def fit_particles(X, Yc, W0, lam, penalty, s=1.0, step_size=500.0, max_iter=20,
                   backtracking=True, max_backtrack=8, beta_up=1.5, beta_down=0.5,
                   callback=None, timings=None, gradient=None, kernel_solver="auto",
@@ -588,6 +590,12 @@ def fit_particles(X, Yc, W0, lam, penalty, s=1.0, step_size=500.0, max_iter=20,
     the initial point), kernel_solver, cg_iterations, skipped_trials, certified_trials. A
     cancelling ``callback`` (polled between slices of every long numba call too) raises
     FitCancelled with ``partial`` set to the same dict for the last completed iterate.
+
+    The whole fit runs on one BLAS thread (rwtool.threads): the gradient's product X^T (its
+    inner dimension n), the Cholesky factors and the norms of the CG path round differently on
+    two OpenBLAS threads, and the line search's accept/reject decisions turned those last bits
+    into different particles. Its heavy parts are numba kernels whose sums do not depend on
+    their thread count.
     """
     progress = make_progress(callback)
     n = X.shape[0]

@@ -44,6 +44,7 @@ from numba import njit
 
 from ..exceptions import ConvergenceWarning, NumericalError
 from ..progress import FitCancelled, make_progress
+from ..threads import blas_threads_for
 from ._ridge import auto_block_size, normal_equations
 
 __all__ = ["lasso_path", "lasso_gram", "gram_path", "lam_max", "lasso_fit", "fit_mode",
@@ -259,8 +260,9 @@ def _solve_ws(X, y, yy, lam, a, tol, max_sweeps, c, lam_prev, dtol, finish=False
         h = Q @ aW
         # cap the inner solve so that a slow restricted problem cannot starve the growth of W
         budget = max(1, min(max_sweeps - sweeps, _INNER_SWEEPS))
-        s, _ = _cd_gram(np.ascontiguousarray(Q), q, yy, lam, aW, h, inner * tol_abs, dtol,
-                        budget)
+        with blas_threads_for(len(W)):
+            s, _ = _cd_gram(np.ascontiguousarray(Q), q, yy, lam, aW, h, inner * tol_abs, dtol,
+                            budget)
         sweeps += s
         a[:] = 0.0
         a[W] = aW
@@ -494,8 +496,9 @@ def lasso_gram(Q, q, yy, lam, path_length: int = 1, lams=None, coef_init=None,
             a = coef[:, j].copy()
             h = np.ascontiguousarray(H[:, j])
             qj = np.ascontiguousarray(q[:, j])
-            s, gap = _cd_gram(Q, qj, float(yy[j]), float(lam_i), a, h, tol * float(yy[j]), tol,
-                              int(max_iter))
+            with blas_threads_for(T):       # the sweeps' Q @ a and Anderson's small solves
+                s, gap = _cd_gram(Q, qj, float(yy[j]), float(lam_i), a, h, tol * float(yy[j]),
+                                  tol, int(max_iter))
             if li == len(grid) - 1:
                 gap = finish_on_support(Q, qj, float(yy[j]), float(lam_i), a, h, gap)
             coef[:, j] = a
@@ -571,7 +574,8 @@ def finish_on_support(Q, q, yy, lam, a, h, gap):
     the rounding of Q (sums added in another order: fit, partial_fit, Dask); the solution of
     the optimality conditions does not, up to the conditioning of Q on the support.
     """
-    step = _active_set_step(Q, q, yy, lam, a, 0.0)
+    with blas_threads_for(Q.shape[0]):
+        step = _active_set_step(Q, q, yy, lam, a, 0.0)
     if step is not None and step[2] < gap:
         a[:], h[:], gap = step
     return gap
@@ -584,18 +588,20 @@ def _cd_active_set(Q, q, yy, lam, a, h, tol, max_iter):
     Returns (sweeps, gap)."""
     tol_abs = tol * yy
     done, gap, every = 0, math.inf, _POLISH_EVERY
-    while done < max_iter:
-        s, gap = _cd_gram(Q, q, yy, lam, a, h, tol_abs, tol, min(every, max_iter - done))
-        done += s
-        every = min(2 * every, _POLISH_MAX_EVERY)   # a step that failed: wait longer
-        if gap <= tol_abs:
-            break
-        step = _active_set_step(Q, q, yy, lam, a, tol_abs)
-        if step is not None and (step[2] <= tol_abs or _primal(Q, q, yy, lam, step[0], step[1])
-                                 < _primal(Q, q, yy, lam, a, h)):
-            a[:], h[:], gap = step
+    with blas_threads_for(Q.shape[0]):      # the sweeps' Q @ a and the support's solves
+        while done < max_iter:
+            s, gap = _cd_gram(Q, q, yy, lam, a, h, tol_abs, tol, min(every, max_iter - done))
+            done += s
+            every = min(2 * every, _POLISH_MAX_EVERY)   # a step that failed: wait longer
             if gap <= tol_abs:
                 break
+            step = _active_set_step(Q, q, yy, lam, a, tol_abs)
+            if step is not None and (step[2] <= tol_abs or _primal(Q, q, yy, lam, step[0],
+                                                                   step[1])
+                                     < _primal(Q, q, yy, lam, a, h)):
+                a[:], h[:], gap = step
+                if gap <= tol_abs:
+                    break
     return done, gap
 
 
@@ -624,7 +630,8 @@ def gram_path(Q, q, yy, lams, tol: float = 1e-4, max_iter: int = 1000, coef_init
     start = np.zeros((T, k)) if coef_init is None else np.asarray(coef_init, float).reshape(T, k)
     for j in range(k):
         a = np.ascontiguousarray(start[:, j]).copy()
-        h = Q @ a
+        with blas_threads_for(T):
+            h = Q @ a
         qj = np.ascontiguousarray(q[:, j])
         for i in range(L):
             if yy[j] > 0.0:

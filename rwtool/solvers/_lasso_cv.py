@@ -32,6 +32,7 @@ import math
 import numpy as np
 
 from ..progress import make_progress
+from ..threads import blas_threads_for
 from ._lasso import _warn_unconverged, finish_on_support, gram_path
 from ._sufficient import FoldAccuracy, best_index, scored_folds
 
@@ -104,8 +105,9 @@ def lasso_cv(stats, classifier: bool, n_lams: int = N_LAMS, ratio: float = LAM_R
                 swp += int(pinfo["sweeps"].sum())
                 cap += int((~pinfo["converged"]).sum())
             progress.update(i * k + c + 1)
-        for j in range(len(used)):
-            row[j] = score(j, coefs[j])
+        with blas_threads_for(T):       # A_f @ a per fold: a T x T product per lam
+            for j in range(len(used)):
+                row[j] = score(j, coefs[j])
         lams.append(lam)
         scores.append(row)
         sweeps.append(swp)

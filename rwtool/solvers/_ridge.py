@@ -29,6 +29,7 @@ from scipy.linalg import LinAlgError, cho_solve, eigh
 from ..exceptions import NumericalError, NumericalWarning
 from ..features._base import auto_block_size
 from ..progress import make_progress
+from ..threads import blas_threads_for
 
 __all__ = ["auto_block_size", "normal_equations", "solve_normal_equations",
            "RegPath", "ridge_fit", "cholesky_solve"]
@@ -115,11 +116,15 @@ def normal_equations(feature_map, X: np.ndarray, Y: np.ndarray, block_size: int 
 
 def cholesky_solve(M: np.ndarray, B: np.ndarray, factor: bool = False):
     """Solve M a = B for symmetric positive definite M (LinAlgError otherwise), GIL released;
-    with ``factor`` return (a, L), L the lower Cholesky factor of M."""
-    L = np.linalg.cholesky(M)  # the O(T^3) part, on LAPACK without the GIL
-    # L^T is the upper factor in Fortran order, which LAPACK reads in place (L itself would be
-    # copied to Fortran order first: 0.07 s at T = 4000, a tenth of the factorisation)
-    a = cho_solve((L.T, False), B, check_finite=False)
+    with ``factor`` return (a, L), L the lower Cholesky factor of M. Small systems run on one
+    BLAS thread (rwtool.threads): the loops that call this (GreedyMK's steps, BKerNN's trials)
+    would otherwise pay for OpenBLAS's spinning threads, and the factor of a system would
+    depend on the thread count."""
+    with blas_threads_for(M.shape[0]):
+        L = np.linalg.cholesky(M)  # the O(T^3) part, on LAPACK without the GIL
+        # L^T is the upper factor in Fortran order, which LAPACK reads in place (L itself would
+        # be copied to Fortran order first: 0.07 s at T = 4000, a tenth of the factorisation)
+        a = cho_solve((L.T, False), B, check_finite=False)
     return (a, L) if factor else a
 
 

@@ -1,0 +1,133 @@
+"""How many threads OpenBLAS may use: one thread around small dense solves.
+
+OpenBLAS's worker threads busy-wait between calls. A loop of small solves (the Lasso's active
+set: about 1,420 Cholesky solves of about 150 x 150 on diabetes) gains nothing from a second
+thread, yet its waiting threads burn a core each and, on a loaded machine, wait for the cores
+they spin on: 30 s of CPU against 1 s with one BLAS thread (docs/BENCHMARKS.md).
+:func:`single_blas_thread` holds every OpenBLAS loaded in the process (numpy's and scipy's are
+two libraries) to one thread and restores the counts it found, also on an exception;
+:func:`blas_threads_for` does so only below :data:`SMALL_SOLVE_MAX`.
+
+The count is a process-wide setting of OpenBLAS, not a thread's. While any thread is inside
+:func:`single_blas_thread`, BLAS runs on one thread in every thread of the process; the counts
+come back when the last one leaves (a count of holders under a lock, so the app's threads can
+enter and leave in any order). With a BLAS other than OpenBLAS (or none found) it does nothing.
+
+This module must not import anything of rwtool: it sits at the bottom with resources.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import glob
+import os
+import threading
+from contextlib import contextmanager, nullcontext
+
+__all__ = ["SMALL_SOLVE_MAX", "blas_thread_counts", "single_blas_thread", "on_one_blas_thread",
+           "blas_threads_for"]
+
+#: the order n of a dense n x n solve (or matrix-vector loop) up to which it runs on one BLAS
+#: thread (docs/BENCHMARKS.md, benchmarks/speed/bench_small_solves.py): on the loaded 2-core
+#: machine two threads cost 6-45x the CPU and wall time of one from n = 100 to 800 (the waiting
+#: thread is descheduled), and one thread's call is still only 10-20 ms at n = 1000, below
+#: what a second thread could save on an idle machine
+SMALL_SOLVE_MAX = 1000
+
+_lock = threading.Lock()
+_holders = 0
+_saved: list[int] = []
+_libraries = None          # [(get, set)] per OpenBLAS loaded, found on first use
+
+
+def _loaded_paths() -> list[str]:
+    """Paths of the OpenBLAS libraries in this process (numpy's and scipy's)."""
+    import numpy  # noqa: F401  (loads numpy's BLAS)
+    import scipy.linalg  # noqa: F401  (loads scipy's)
+    try:
+        with open("/proc/self/maps") as f:
+            paths = {line.split()[-1] for line in f if "openblas" in line.lower()}
+        return sorted(p for p in paths if os.path.isfile(p))
+    except OSError:        # not Linux: the libraries numpy's and scipy's wheels bundle
+        found = set()
+        for mod in (numpy, scipy):
+            base = os.path.dirname(mod.__file__)
+            for pattern in (base + ".libs/*openblas*", base + "/.dylibs/*openblas*"):
+                found.update(glob.glob(pattern))
+        return sorted(found)
+
+
+def _find_libraries():
+    libs = []
+    for path in _loaded_paths():
+        try:
+            lib = ctypes.CDLL(path)
+        except OSError:
+            continue
+        for prefix in ("", "scipy_"):
+            for suffix in ("", "64_", "_64"):
+                get = getattr(lib, f"{prefix}openblas_get_num_threads{suffix}", None)
+                put = getattr(lib, f"{prefix}openblas_set_num_threads{suffix}", None)
+                if get is not None and put is not None:
+                    get.restype, get.argtypes = ctypes.c_int, []
+                    put.restype, put.argtypes = None, [ctypes.c_int]
+                    libs.append((get, put))
+                    break
+            else:
+                continue
+            break
+    return libs
+
+
+def _get_libraries():
+    global _libraries
+    if _libraries is None:
+        _libraries = _find_libraries()
+    return _libraries
+
+
+def blas_thread_counts() -> list[int]:
+    """The thread count of each OpenBLAS loaded in this process (empty with another BLAS)."""
+    with _lock:
+        return [get() for get, _ in _get_libraries()]
+
+
+@contextmanager
+def single_blas_thread():
+    """Run the body with every OpenBLAS of the process on one thread; the counts found on entry
+    come back when the last holder (of any thread) leaves, also on an exception."""
+    global _holders, _saved
+    with _lock:
+        libs = _get_libraries()
+        if _holders == 0:
+            _saved = [get() for get, _ in libs]
+            for _, put in libs:
+                put(1)
+        _holders += 1
+    try:
+        yield
+    finally:
+        with _lock:
+            _holders -= 1
+            if _holders == 0:
+                for (_, put), count in zip(libs, _saved):
+                    put(count)
+
+
+def on_one_blas_thread(function):
+    """``function`` run inside :func:`single_blas_thread` (a decorator): for a computation
+    whose result must not depend on the BLAS thread count (OpenBLAS splits the inner dimension
+    of some products and dot products among its threads, and its threaded Cholesky blocks
+    differently, so the last bits of the results change with the count)."""
+    @functools.wraps(function)
+    def wrapper(*args, **kwargs):
+        with single_blas_thread():
+            return function(*args, **kwargs)
+    return wrapper
+
+
+def blas_threads_for(n: int):
+    """:func:`single_blas_thread` for a dense solve of order ``n`` up to
+    :data:`SMALL_SOLVE_MAX`, else a context that changes nothing."""
+    return single_blas_thread() if n <= SMALL_SOLVE_MAX else nullcontext()
