@@ -284,8 +284,8 @@ def evaluate(est, X_train, y_train, X_test=None, y_test=None, *, task: str,
     # a binary rwtool classifier's labels are its decision rule (classes_[f > 0]) applied to
     # f: on the evaluated rows they come from the scores just computed, not a second pass
     labels_from_s = s is not None and getattr(est, "_estimator_type", None) == "classifier"
-    if s is not None and not labels_from_s and rows.progress is not None:
-        rows.progress.total += len(Xe)        # the labels of the evaluated rows: one more pass
+    if s is not None and not labels_from_s:
+        rows.extend(len(Xe))        # the labels of the evaluated rows: one more pass
 
     def predict(X, evaluated):
         if evaluated and labels_from_s:

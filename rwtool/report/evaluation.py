@@ -67,6 +67,12 @@ class RowProgress:
             self._advance(min(n, a + rows) - a)
         return np.concatenate(parts)
 
+    def extend(self, rows: int) -> None:
+        """Count ``rows`` more rows in the stage's total: a pass the caller learns it needs
+        after the stage started (the next event carries the new total)."""
+        if self.progress is not None:
+            self.progress.total += int(rows)
+
     def _advance(self, rows: int) -> None:
         self.done += rows
         if self.progress is not None:

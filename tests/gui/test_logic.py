@@ -194,6 +194,47 @@ def test_binary_evaluation_passes_over_the_evaluated_rows_once(binary_data):
     np.testing.assert_array_equal(res["pred_train"], ref_tr)
 
 
+def test_evaluating_progress_counts_the_extra_pass_in_its_total(rng):
+    """A binary classifier whose labels are not its scores' rule (scikit-learn's) costs one
+    more pass over the evaluated rows after the scores: the stage's total grows by those rows
+    (RowProgress.extend), so no event counts more rows than its total and the stage ends
+    having counted every row predicted (the rows each pass got, counted here)."""
+    from sklearn.linear_model import LogisticRegression
+
+    from rwtool.progress import Progress
+    X = rng.standard_normal((9000, 3))
+    y = (X[:, 0] + 0.5 * X[:, 1] > 0).astype(int)
+    seen = []
+
+    class Counting(LogisticRegression):
+        # the rows of each call from outside (scikit-learn's predict calls decision_function)
+        inside = False
+
+        def predict(self, X):
+            return self._count(super().predict, X)
+
+        def decision_function(self, X):
+            return self._count(super().decision_function, X)
+
+        def _count(self, fn, X):
+            if not self.inside:
+                seen.append(len(X))
+            self.inside, was = True, self.inside
+            try:
+                return fn(X)
+            finally:
+                self.inside = was
+
+    est = Counting().fit(X[:6000], y[:6000])
+    events = []
+    progress = Progress(lambda ev: events.append(ev) and False, min_interval=0.0)
+    evaluate(est, X[:6000], y[:6000], X[6000:], y[6000:], task="binary", plots=False,
+             callback=progress)
+    ev = [e for e in events if e.stage == "evaluating"]
+    assert all(e.done <= e.total for e in ev)
+    assert ev[-1].done == ev[-1].total == sum(seen) == 6000 + 2 * 3000
+
+
 def test_derived_quantities_use_table_4(rng):
     from rwtool import RWClassifier
     from rwtool.features import gamma_from_kappa, gamma_from_theta
