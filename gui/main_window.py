@@ -22,11 +22,11 @@ from PySide6.QtWidgets import (QFileDialog, QMainWindow, QMessageBox, QSplitter,
                                QStyle, QTabWidget, QToolBar, QVBoxLayout, QWidget)
 
 import rwtool
-from rwtool.persist import ModelFile
-from rwtool.report import METHODS, apply_to_file, available_samples, bound_meanings, method_of
+from rwtool.report import METHODS, available_samples, bound_meanings, method_of
 
-from .logic.evaluate import COUNT_METRICS, SCORE_NAMES, merge_bounds
+from .logic.evaluate import COUNT_METRICS, merge_bounds
 from .logic.plans import supports
+from .logic.predict_file import apply_file
 from .logic.preflight import many_classes, preflight
 from .logic.runs_table import Run
 from .panels.data_panel import DataPanel, PreviewTable
@@ -768,17 +768,6 @@ class MainWindow(ExportActions, ImportanceActions, QMainWindow):
             self.show_error("This model was saved without the record of how its CSV was "
                             "encoded, so it cannot read CSV files.")
             return
-        model = ModelFile(path="", estimator=est, preprocessing=pre, metrics={})
-
-        def apply(callback=None):
-            # as `rwtool evaluate` does: labels the model never saw are refused or counted
-            res = apply_to_file(model, path, callback=callback)
-            out = {"path": path, "rows": res.data.rows, "y": res.data.y, "notes": res.notes,
-                   "pred": res.pred, "estimator": est}
-            if res.evaluation is not None:
-                out["metrics"] = {f"file {SCORE_NAMES.get(k, k)}": v
-                                  for k, v in res.evaluation.scores.items()}
-            return out
         if self.training_panel.running:
             self.show_error("Wait for the running job to end (or cancel it) before applying "
                             "the model to a file.")
@@ -786,7 +775,9 @@ class MainWindow(ExportActions, ImportanceActions, QMainWindow):
         self.statusBar().showMessage(f"Predicting {os.path.basename(path)}…")
         self._bar_job = APPLY_ID
         self.training_panel.started(f"Predicting {os.path.basename(path)}", clear_curves=False)
-        self.worker.submit(CallJob("apply", apply, progress_id=APPLY_ID))
+        # in the fit process, which reads the file and keeps the model of a run trained here
+        self.worker.submit(CallJob("apply", apply_file, (est, pre, path), progress_id=APPLY_ID,
+                                   in_process=True))
         self._update_ready()
 
     def _applied(self, out: dict) -> None:

@@ -3,20 +3,23 @@
 Every job (a fit and its evaluation, pruning, the bounds, loading or applying a model, the
 numba warm-up) goes to the one QThread owned by :class:`WorkerController`, so jobs run in the
 order given and parallel numba code is only ever entered from one thread (DESIGN.md section 5).
-The fits, their evaluation, pruning, the bounds and the warm-up run in a *fit process*
+The fits, their evaluation, pruning, the bounds, the permutation importance, the predictions of
+a CSV file and the warm-up run in a *fit process*
 (multiprocessing, forkserver where the platform has it; in a session of its own, so that the
 scheduler does not charge its CPU to the window): GreedyMK's and BKerNN's fits run much
 of their loop in Python, and on the window's interpreter they held its lock for hundreds of
 milliseconds at a time. The thread sends the job and its arrays through a pipe (the Data tab's
 arrays once per process), turns the process's progress events into a Qt signal carrying a
-plain dict and receives the outcome, the fitted model included. Cancel sets a flag the process
+plain dict and receives the outcome, the fitted model included; the process keeps that model
+too (:data:`MODEL_BYTES` of them at most), so that the bounds, a prune, the importance or the
+predictions of a file on it send a token instead of the model. Cancel sets a flag the process
 reads at its next progress report, so a fit stops at the end of the current chunk of work,
 keeping its last iterate when it has one; a job still running :data:`CANCEL_GRACE` seconds
 after the click is stopped with its process, which is started again (the run is reported
 cancelled, the previous runs and the data are the window's and stay as they were). A process
-that dies is reported as the job's error the same way. Other calls (a model file, a CSV to
-predict, the permutation importance) run on the thread itself, and CSV reads (pure Python and
-numpy) on Qt's thread pool through :func:`run_in_background`.
+that dies is reported as the job's error the same way. Other calls (reading a model file) run
+on the thread itself, and CSV reads (pure Python and numpy) on Qt's thread pool through
+:func:`run_in_background`.
 
 This module moves work between threads and processes; it must not build widgets.
 """
@@ -24,16 +27,17 @@ This module moves work between threads and processes; it must not build widgets.
 from __future__ import annotations
 
 import atexit
+import collections
 import itertools
 import multiprocessing
 import sys
 import threading
 import time
 import weakref
-from dataclasses import fields
 from multiprocessing.connection import wait as wait_for
 
 import numba
+import numpy as np
 from PySide6.QtCore import QObject, QRunnable, QThread, QThreadPool, Signal, Slot
 
 from .logic import jobs
@@ -46,8 +50,18 @@ __all__ = ["TrainJob", "PruneJob", "BoundsJob", "CallJob", "WarmUpJob", "TrainWo
 
 #: seconds a job has to stop by itself after Cancel before its fit process is stopped
 CANCEL_GRACE = 0.5
-#: the jobs that run in the fit process (the others on the worker thread)
+#: the jobs that run in the fit process (the others on the worker thread, but a CallJob made
+#: with ``in_process``)
 PROCESS_JOBS = (TrainJob, BoundsJob, WarmUpJob)       # PruneJob is a TrainJob
+#: bytes of the fitted models the fit process keeps for later jobs (the latest used first; a
+#: larger model goes with each job that needs it): a BKerNN model at its defaults on 150,000
+#: rows holds about 240 MB, an RKHS weighting's a few
+MODEL_BYTES = 256 << 20
+
+
+def in_fit_process(job) -> bool:
+    """Whether ``job`` runs in the fit process (when the app has one)."""
+    return isinstance(job, PROCESS_JOBS) or (isinstance(job, CallJob) and job.in_process)
 #: the fit process's niceness (os.nice): on a busy machine the window gets a core first (a
 #: window that has just painted is otherwise behind the fit's threads in the scheduler's
 #: queue; bench_gui_load, 2 cores under load 12: longest gap 835 -> 437 ms, gaps over 50 ms
@@ -74,7 +88,9 @@ def _context():
 class FitProcess:
     """The process the fits run in, seen from the worker thread: start it, send it arrays and
     jobs, stop it. The arrays of a job go once per process (:func:`gui.logic.jobs.share_arrays`)
-    and are forgotten there when the window drops them."""
+    and are forgotten there when the window drops them; the model a fit or a prune returns
+    stays there too (:meth:`adopt`), up to :data:`MODEL_BYTES`, the least recently used
+    forgotten first."""
 
     def __init__(self, ctx, cancel, warm_stop):
         self.ctx, self.cancel, self.warm_stop = ctx, cancel, warm_stop
@@ -84,6 +100,7 @@ class FitProcess:
         self._tokens = itertools.count(1)
         self._held: dict[int, tuple] = {}    # id(array) -> (weak reference, token)
         self._dropped: list[tuple[int, int]] = []
+        self._models: collections.OrderedDict[int, int] = collections.OrderedDict()  # bytes
 
     def start(self, warm: bool = False) -> None:
         parent, child = self.ctx.Pipe()
@@ -96,35 +113,64 @@ class FitProcess:
         self.conn, self.ready = parent, False
         self._held.clear()
         self._dropped.clear()
+        self._models.clear()
 
     def alive(self) -> bool:
         return self.proc is not None and self.proc.is_alive()
 
-    def _known(self, a) -> tuple[int, bool]:
+    def _known(self, a) -> tuple[int, bool] | None:
         held = self._held.get(id(a))
         if held is not None and held[0]() is a:
+            if held[1] in self._models:
+                self._models.move_to_end(held[1])
             return held[1], True
+        if not isinstance(a, np.ndarray):
+            return None                    # a model the process does not keep: sent as is
         token = next(self._tokens)
-        key = id(a)
-        self._held[key] = (weakref.ref(a, lambda r, k=key, t=token: self._dropped.append((k, t))),
-                           token)
+        self._hold(a, token)
         return token, False
 
-    def send_job(self, job) -> dict:
+    def _hold(self, obj, token: int) -> None:
+        key = id(obj)
+        self._held[key] = (weakref.ref(obj, lambda r, k=key, t=token:
+                                       self._dropped.append((k, t))), token)
+
+    def _forget(self, token: int) -> None:
+        self._models.pop(token, None)
+        self.conn.send(("forget", token))
+
+    def adopt(self, model, token: int) -> None:
+        """``model`` (the window's copy of the outcome of a job sent with ``token`` to keep)
+        is the one the process keeps under ``token``: later jobs send the token instead."""
+        size = sum(a.nbytes for a in jobs.reachable_arrays(model))
+        if size > MODEL_BYTES:
+            self._forget(token)
+            return
+        self._hold(model, token)
+        self._models[token] = size
+        while sum(self._models.values()) > MODEL_BYTES:
+            old = next(iter(self._models))
+            for key, (_, t) in list(self._held.items()):
+                if t == old:
+                    del self._held[key]
+            self._forget(old)
+
+    def send_job(self, job) -> tuple[dict, int | None]:
         """Send ``job`` (its new large arrays first); the arrays it sent as Stored, by token
-        (:func:`gui.logic.jobs.from_token` puts them back into its outcome)."""
+        (:func:`gui.logic.jobs.from_token` puts them back into its outcome), and the token the
+        process keeps the model of a fit or prune under (None for other jobs)."""
         while self._dropped:
             key, token = self._dropped.pop()
             held = self._held.get(key)
             if held is not None and held[1] == token:
                 del self._held[key]
-            self.conn.send(("forget", token))
-        shared, new = jobs.share_arrays(job, self._known)
+            self._forget(token)
+        shared, new, swapped = jobs.share_arrays(job, self._known)
         for token, a in new:
             self.conn.send(("array", token, a))
-        self.conn.send(("job", shared))
-        return {v.token: getattr(job, f.name) for f in fields(shared)
-                if isinstance(v := getattr(shared, f.name), jobs.Stored)}
+        keep = next(self._tokens) if isinstance(job, TrainJob) else None
+        self.conn.send(("job", shared, keep))
+        return swapped, keep
 
     def stop(self, timeout: float = 2.0) -> None:
         """End the process: ask, then terminate, then kill."""
@@ -186,7 +232,7 @@ class TrainWorker(QObject):
     def execute(self, job) -> None:
         try:
             out = None
-            if self.fits is not None and isinstance(job, PROCESS_JOBS):
+            if self.fits is not None and in_fit_process(job):
                 out = self._in_process(job)
             if out is None:
                 out = self._here(job)
@@ -222,6 +268,7 @@ class TrainWorker(QObject):
         cancelled_at = None
         sent = False
         arrays: dict = {}
+        keep = None
         while True:
             timeout = None
             if self.cancel_flag.is_set() and not isinstance(job, WarmUpJob):
@@ -234,7 +281,7 @@ class TrainWorker(QObject):
                     return cancelled_outcome(job)
                 timeout = cancelled_at + self.grace - now + 0.001
             if fits.ready and not sent:
-                arrays = fits.send_job(job)
+                arrays, keep = fits.send_job(job)
                 sent = True
             ready = wait_for([fits.conn, fits.proc.sentinel, self._woken], timeout)
             if self._woken in ready:
@@ -251,7 +298,11 @@ class TrainWorker(QObject):
                     self.progress.emit(msg[2], msg[3])
                     fits.conn.send(("ack", msg[1]))
                 elif msg[0] == "outcome":
-                    return msg[1:3] + (jobs.from_token(msg[3], arrays),)
+                    out = msg[1:3] + (jobs.from_token(msg[3], arrays),)
+                    model = jobs.kept_model(out) if keep is not None else None
+                    if model is not None:
+                        fits.adopt(model, keep)
+                    return out
             elif fits.proc.sentinel in ready:
                 return self._died(job) if fits.ready else self._no_process(None)
 

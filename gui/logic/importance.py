@@ -1,9 +1,9 @@
 """Permutation importance of a run's model on its held-out rows, and its CSV.
 
-:func:`measure` runs on the worker thread: rwtool.inspect.permutation_importance on the run's
+:func:`measure` runs in the app's fit process: rwtool.inspect.permutation_importance on the run's
 test rows (its training rows when it has none, which the result says), one group per CSV column
 (rwtool.report.column_groups: a text column's one-hot columns are shuffled together), with the
-worker's progress callback, so that the bar moves and Cancel stops it between two scores. It
+job's progress callback, so that the bar moves and Cancel stops it between two scores. It
 returns plain numbers the results panel draws and :func:`importance_columns` exports.
 
 This module computes and formats; it must not import Qt or draw.

@@ -1,14 +1,18 @@
 """The jobs the app hands to its worker, and how one is run to its single outcome.
 
-A job (a fit and its evaluation, a prune, the bounds, the warm-up of the kernels, any other
-call) runs through :func:`run_job`, which returns one outcome: ``("finished", run_id, result)``,
-``("failed", run_id, error)``, ``("called", tag, value)`` or ``("call_failed", tag, error)``.
+A job (a fit and its evaluation, a prune, the bounds, the warm-up of the kernels, the
+permutation importance, a model applied to a CSV, any other call) runs through
+:func:`run_job`, which returns one outcome: ``("finished", run_id, result)``, ``("failed",
+run_id, error)``, ``("called", tag, value)`` or ``("call_failed", tag, error)``.
 The same function runs a job on the app's worker thread or in its fit process
 (:func:`serve`, the loop of that process): the result is the same either way, only where the
 interpreter lock is held differs. The fit process talks to the app through one pipe: it sends
 progress events and outcomes, and it waits before each event until the app has handled the
 previous one, so that a Cancel set while the app handles event k stops the job before event
-k + 1 is sent (as on the thread, where the callback returns the flag).
+k + 1 is sent (as on the thread, where the callback returns the flag). The process keeps the
+model a fit or a prune returned under a token the app gave with the job (:func:`serve`), so
+that the bounds, a prune, the importance or a file's predictions on that model later send the
+token instead of the model (:func:`share_arrays`, :class:`Stored`).
 
 This module runs jobs; it must not import Qt or build widgets.
 """
@@ -36,7 +40,7 @@ from .terms import app_words
 __all__ = ["TrainJob", "PruneJob", "BoundsJob", "CallJob", "WarmUpJob", "CANCELLED",
            "describe_error", "event_dict", "run_job", "cancelled_outcome", "warm_up_jobs",
            "serve", "Stored", "share_arrays", "failure", "SharedFlag", "fit_threads",
-           "progress_id", "by_token", "from_token"]
+           "progress_id", "by_token", "from_token", "reachable_arrays", "kept_model"]
 
 #: the "kind" of the error dict of a job that a Cancel stopped
 CANCELLED = "cancelled"
@@ -98,17 +102,21 @@ class BoundsJob:
 
 @dataclass
 class CallJob:
-    """Any other call into rwtool's numerics (load a model, apply it to a CSV).
+    """Any other call into rwtool's numerics (load a model, apply it to a CSV, measure the
+    permutation importance).
 
     With ``progress_id``, ``fn`` also gets ``callback=`` (rwtool.progress): its events go out
     as progress of that id and Cancel stops it (rwtool.FitCancelled, reported as a failed call
-    of kind "cancelled")."""
+    of kind "cancelled"). ``in_process``: the call runs in the fit process, as the fits do
+    (``fn`` a module-level function, its arguments picklable; the large arrays and a model the
+    process keeps among ``args`` and ``kwargs`` go as tokens)."""
 
     tag: str
     fn: Callable
     args: tuple = ()
     kwargs: dict = field(default_factory=dict)
     progress_id: int | None = None
+    in_process: bool = False
 
 
 @dataclass
@@ -358,24 +366,93 @@ class SharedFlag:
 
 @dataclass(frozen=True)
 class Stored:
-    """An array the fit process already holds (sent once, under this token)."""
+    """An array or a model the fit process already holds (sent once, or kept there from the
+    job that fitted it, under this token)."""
 
     token: int
 
 
-def share_arrays(job, known: Callable[[np.ndarray], tuple[int, bool]]):
-    """``(job with its large arrays replaced by Stored tokens, [(token, array) to send
-    first])``: ``known(array)`` gives the array's token and whether the process has it. The
-    Data tab's arrays are shared by every run, so the process receives them once."""
-    changes, new = {}, []
+def _each(value, fn):
+    """``value`` with ``fn`` applied to it, or to its items when it is a tuple or a dict (a
+    CallJob's args and kwargs)."""
+    if isinstance(value, tuple):
+        return tuple(fn(v) for v in value)
+    if isinstance(value, dict):
+        return {k: fn(v) for k, v in value.items()}
+    return fn(value)
+
+
+def _items(value):
+    """The values :func:`_each` applies its function to."""
+    return value.values() if isinstance(value, dict) else \
+        value if isinstance(value, tuple) else (value,)
+
+
+def _swapped(job, fn):
+    """``job`` with ``fn`` applied to its fields (:func:`_each`); ``job`` itself when ``fn``
+    changed nothing."""
+    changes = {}
     for f in fields(job):
-        a = getattr(job, f.name)
-        if isinstance(a, np.ndarray) and a.nbytes >= SHARE_BYTES:
-            token, has = known(a)
-            if not has:
-                new.append((token, a))
-            changes[f.name] = Stored(token)
-    return (replace(job, **changes) if changes else job), new
+        v = getattr(job, f.name)
+        w = _each(v, fn)
+        if any(a is not b for a, b in zip(_items(v), _items(w))):
+            changes[f.name] = w
+    return replace(job, **changes) if changes else job
+
+
+def share_arrays(job, known: Callable[[Any], tuple[int, bool] | None]):
+    """``(job with its large arrays and kept models replaced by Stored tokens, [(token, array)
+    to send first], {token: the value it replaced})``: ``known(value)`` gives the token of an
+    array of at least SHARE_BYTES or of a model the process keeps, and whether the process
+    has it (None: the value goes with the job). The Data tab's arrays are shared by every run, so the process receives
+    them once; a model stays where it was fitted."""
+    new, swapped = [], {}
+
+    def swap(v):
+        if isinstance(v, np.ndarray) and v.nbytes < SHARE_BYTES:
+            return v
+        got = known(v) if isinstance(v, np.ndarray) or hasattr(v, "get_params") else None
+        if got is None:
+            return v
+        token, has = got
+        if not has:
+            new.append((token, v))
+        swapped[token] = v
+        return Stored(token)
+    return _swapped(job, swap), new, swapped
+
+
+def _resolved(job, held: dict):
+    """``job`` with its Stored values replaced by what the fit process holds (``held``:
+    token -> array or model)."""
+    return _swapped(job, lambda x: held[x.token] if isinstance(x, Stored) else x)
+
+
+def reachable_arrays(obj, seen: set | None = None):
+    """Every numpy array reachable from ``obj`` through dicts, lists, tuples and attributes,
+    once each (``seen``: ids already walked)."""
+    seen = set() if seen is None else seen
+    if id(obj) in seen:
+        return
+    seen.add(id(obj))
+    if isinstance(obj, np.ndarray):
+        yield obj
+    elif isinstance(obj, dict):
+        for v in obj.values():
+            yield from reachable_arrays(v, seen)
+    elif isinstance(obj, (list, tuple)):
+        for v in obj:
+            yield from reachable_arrays(v, seen)
+    elif hasattr(obj, "__dict__") and not isinstance(obj, type):
+        yield from reachable_arrays(vars(obj), seen)
+
+
+def kept_model(out: tuple):
+    """The model the fit process keeps from the outcome ``out`` of a job sent with a token to
+    keep it under: the estimator of a finished fit or prune (None for any other outcome)."""
+    if out[0] == "finished" and isinstance(out[2], dict):
+        return out[2].get("estimator")
+    return None
 
 
 def by_token(payload, held: dict):
@@ -486,20 +563,30 @@ def serve(conn, cancel, warm_stop, warm_families=(), nice: int = 0,
         elif kind == "forget":
             arrays.pop(msg[1], None)
         elif kind == "job":
-            job = msg[1]
-            stored = {f.name: getattr(job, f.name) for f in fields(job)
-                      if isinstance(getattr(job, f.name), Stored)}
-            held = {id(arrays[t.token]): t for t in stored.values()}
-            if stored:
-                job = replace(job, **{k: arrays[t.token] for k, t in stored.items()})
+            job, keep = msg[1], msg[2]
+            held = {id(arrays[t]): Stored(t) for t in _tokens(job)
+                    if isinstance(arrays[t], np.ndarray)}
+            job = _resolved(job, arrays)
             pid = progress_id(job)
             stop = warm_stop if isinstance(job, WarmUpJob) else None
             out = run_job(job, chan.callback(pid) if pid is not None else None, stop)
+            model = kept_model(out) if keep is not None else None
+            if model is not None:
+                # the app adopts the model that comes back under this token: a later job on
+                # it sends the token, not the model
+                arrays[keep] = model
             out = out[:2] + (by_token(out[2], held),)
             try:
                 conn.send(("outcome",) + out)
             except Exception as exc:   # a result that cannot be pickled: say so, stay alive
+                arrays.pop(keep, None)
                 conn.send(("outcome",) + failure(job, exc))
+
+
+def _tokens(job) -> list[int]:
+    """The tokens of the Stored values of ``job`` (fields, and items of args and kwargs)."""
+    return [x.token for f in fields(job) for x in _items(getattr(job, f.name))
+            if isinstance(x, Stored)]
 
 
 def failure(job, exc) -> tuple:

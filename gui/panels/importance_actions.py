@@ -4,8 +4,10 @@ A mixin of gui.main_window.MainWindow (it uses the window's worker, run list, re
 dialogs), as gui.panels.export_actions is. The measurement is gui.logic.importance.measure on
 the run's own held-out rows (the arrays the run was trained and scored with, shared with the
 data tab, never copied), its training rows when it held none out; a model opened from a file
-has no rows and shows only the share it holds. Progress goes to the Importance tab's bar and
-its Cancel stops the measurement between two scores, leaving the run as it was.
+has no rows and shows only the share it holds. The measurement runs in the fit process, as the
+fits do (the model of a run trained in this session is already there). Progress goes to the
+Importance tab's bar and its Cancel stops the measurement between two scores, leaving the run
+as it was.
 """
 
 from __future__ import annotations
@@ -56,7 +58,7 @@ class ImportanceActions:
         self.worker.submit(CallJob("importance", measure,
                                    (run.result["estimator"], X, y,
                                     run.data.get("preprocessing")), {"on": on},
-                                   progress_id=IMPORTANCE_JOB))
+                                   progress_id=IMPORTANCE_JOB, in_process=True))
 
     def cancel_importance(self) -> None:
         if self._importance_run is not None:

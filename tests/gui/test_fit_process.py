@@ -283,3 +283,159 @@ def test_the_data_does_not_come_back_with_the_outcome():
     back = from_token(pickle.loads(pickle.dumps(sent)), {7: X})
     assert back["X_train2"] is X
     assert np.array_equal(back["pred_train"], pred) and back["metrics"] == {"a": 1.0}
+
+
+class _Pipe:
+    """The window's end of the pipe, recording what is sent."""
+
+    def __init__(self):
+        self.sent = []
+
+    def send(self, msg):
+        self.sent.append(msg)
+
+
+def test_models_stay_in_the_fit_process_up_to_a_budget(monkeypatch):
+    """The model a fit returns is kept in the fit process under the token its job carried: a
+    later job on that model (the bounds, a prune, the importance, a file's predictions) sends
+    the token, not the model; the least recently used models are forgotten there beyond
+    MODEL_BYTES, a model larger than that is sent with each job, and a model the window drops
+    is forgotten there too."""
+    import gc
+
+    import gui.worker as worker
+    from gui.logic.jobs import BoundsJob, CallJob, Stored, TrainJob, kept_model, reachable_arrays
+    from gui.logic.importance import measure
+    from gui.worker import FitProcess
+
+    X, y = np.zeros((20, 2)), np.zeros(20)
+    fits = FitProcess(None, None, None)
+    fits.conn = _Pipe()
+
+    def fit(n_features, seed=0):
+        return RWClassifier(n_features=n_features, random_state=seed).fit(
+            np.random.default_rng(seed).standard_normal((30, 2)), np.arange(30) % 2)
+
+    def kept(model):
+        """A fit sent and its outcome adopted, as the worker does: the model's token."""
+        _, keep = fits.send_job(TrainJob(1, RWClassifier(), X, y, None, None, "binary"))
+        assert kept_model(("finished", 1, {"estimator": model})) is model
+        fits.adopt(model, keep)
+        return keep
+
+    def size(model):
+        return sum(a.nbytes for a in reachable_arrays(model))
+    a, b, c, big = fit(100), fit(400, 1), fit(400, 2), fit(3000)
+    # room for b, c and half of a: the third model fitted pushes the first out
+    monkeypatch.setattr(worker, "MODEL_BYTES", size(b) + size(c) + size(a) // 2)
+    ta = kept(a)
+    fits.conn.sent.clear()
+    _, tok = fits.send_job(BoundsJob(1, a, X, y))
+    assert tok is None                              # only a fit or a prune keeps its model
+    assert fits.conn.sent[-1][1].estimator == Stored(ta)
+    # in a call's arguments too, and the array arguments stay as they are when small
+    fits.send_job(CallJob("importance", measure, (a, X, y, None), {"on": "test"},
+                          progress_id=0, in_process=True))
+    job = fits.conn.sent[-1][1]
+    assert job.args[0] == Stored(ta) and job.args[1] is X and job.kwargs == {"on": "test"}
+    # a model the process does not keep goes whole
+    other = fit(5)
+    fits.send_job(BoundsJob(2, other, X, y))
+    assert fits.conn.sent[-1][1].estimator is other
+    tb = kept(b)
+    fits.conn.sent.clear()
+    tc = kept(c)
+    assert ("forget", ta) in fits.conn.sent and ("forget", tb) not in fits.conn.sent
+    fits.send_job(BoundsJob(1, a, X, y))
+    assert fits.conn.sent[-1][1].estimator is a     # forgotten there: sent whole again
+    fits.send_job(BoundsJob(1, c, X, y))
+    assert fits.conn.sent[-1][1].estimator == Stored(tc)
+    # larger than the budget: never kept
+    fits.conn.sent.clear()
+    tbig = kept(big)
+    assert ("forget", tbig) in fits.conn.sent
+    fits.send_job(BoundsJob(1, big, X, y))
+    assert fits.conn.sent[-1][1].estimator is big
+    # dropped by the window: forgotten in the process with the next job
+    fits.conn.sent.clear()
+    del c
+    gc.collect()
+    fits.send_job(BoundsJob(1, b, X, y))
+    assert ("forget", tc) in fits.conn.sent
+    assert fits.conn.sent[-1][1].estimator == Stored(tb)
+
+
+def _spy_jobs(monkeypatch, win):
+    """The jobs the worker sends to the fit process (as sent: tokens for what the process
+    holds) and those it runs on its own thread, recorded as they go."""
+    import gui.logic.jobs as jobs_mod
+    sent, here = [], []
+    real_share, worker = jobs_mod.share_arrays, win.worker.worker
+    real_here = worker._here
+
+    def share(job, known):
+        out = real_share(job, known)
+        sent.append(out[0])
+        return out
+    monkeypatch.setattr(jobs_mod, "share_arrays", share)
+    monkeypatch.setattr(worker, "_here", lambda job: (here.append(job), real_here(job))[1])
+    return sent, here
+
+
+def test_importance_and_a_file_run_in_the_fit_process_on_the_model_kept_there(
+        qtbot, pwindow, tmp_path, monkeypatch):
+    """The permutation importance and Apply Model to CSV run in the fit process, on the model
+    the fit left there (the job carries its token, not the model), with progress, and Cancel
+    stops them at the event it was set in, the run and its results as they were; their
+    results are those computed here on the model that came back (rwtool.inspect and predict:
+    the same kernels on this machine; a tolerance for another BLAS thread count's rounding)."""
+    from gui.logic.jobs import CallJob, Stored
+    from gui.panels.importance_actions import IMPORTANCE_JOB
+    from rwtool.inspect import permutation_importance
+    path = moons_csv(tmp_path / "m.csv", n=10_000)     # predicted in several slices of rows
+    load(qtbot, pwindow, path)
+    choose(pwindow, "rw", n_features=40, random_state=0)
+    run = train(qtbot, pwindow)
+    est = run.result["estimator"]
+    sent, here = _spy_jobs(monkeypatch, pwindow)
+    before = dict(run.result)
+    # importance: cancelled at its first event, then measured
+    hook = CancelAt(pwindow, "importance")
+    try:
+        with qtbot.waitSignal(pwindow.worker.call_failed, timeout=TIMEOUT) as blocker:
+            pwindow.compute_importance()
+    finally:
+        hook.close()
+    assert blocker.args[1]["kind"] == "cancelled"
+    assert "importance" in hook.seen and hook.after == 0, hook.seen
+    assert run.result == before and "permutation" not in run.result
+    events = []
+    pwindow.worker.progress.connect(lambda pid, ev: events.append((pid, ev["stage"])))
+    with qtbot.waitSignal(pwindow.worker.called, timeout=TIMEOUT):
+        pwindow.compute_importance()
+    assert (IMPORTANCE_JOB, "importance") in events
+    imp = run.result["permutation"]
+    te = pwindow.data_info["test"]
+    ref = permutation_importance(est, te.X, te.y, n_repeats=imp["n_repeats"],
+                                 random_state=imp["seed"])
+    got = dict(zip(imp["columns"], imp["mean"]))
+    for j, name in enumerate(te.feature_names):
+        assert got[name] == pytest.approx(ref.importances_mean[j], rel=1e-9, abs=1e-12)
+    # a file: cancelled at its first event, then predicted
+    hook = CancelAt(pwindow, "predicting")
+    try:
+        with qtbot.waitSignal(pwindow.worker.call_failed, timeout=TIMEOUT) as blocker:
+            pwindow.apply_model(path)
+    finally:
+        hook.close()
+    assert blocker.args[1]["kind"] == "cancelled" and hook.after == 0, hook.seen
+    assert pwindow.last_applied is None and run.result["estimator"] is est
+    with qtbot.waitSignal(pwindow.worker.called, timeout=TIMEOUT):
+        pwindow.apply_model(path)
+    from rwtool.data import read_csv
+    ds = read_csv(path, "label")
+    assert np.array_equal(pwindow.last_applied["pred"], est.predict(ds.X))
+    calls = [j for j in sent if isinstance(j, CallJob)]
+    assert [j.tag for j in calls] == ["importance"] * 2 + ["apply"] * 2
+    assert all(j.args[0] == Stored(j.args[0].token) for j in calls)  # the model's token
+    assert not [j for j in here if isinstance(j, CallJob)]
