@@ -71,6 +71,11 @@ class BlockStream:
     features on centres 0..t1-1 (``Psi``, shape (K b, t1)), the base predictions of each
     iteration's own centre on its own batch (``phi``, shape (K b,), if asked), and the Gram
     columns ``Gcol`` = K(w_s, w_t) for s < t1, t in [t0, t1) (shape (t1, K)).
+
+    ``Psi`` is a view of one buffer that every block overwrites (the last block's size, 64 b T
+    floats: 256 MB at b = 500, T = 1000): a block's features must not be used after the
+    next block is asked for. A new matrix per block held two blocks at once while the next
+    was computed (the consumer's loop variable keeps the previous one), twice the memory.
     """
 
     def __init__(self, feature_map, X, batch_size, rng, block=64, need_phi=False,
@@ -88,6 +93,7 @@ class BlockStream:
     def __iter__(self):
         m = self.X.shape[0]
         b = self.b
+        buf = np.empty(min(self.block, self.T) * b * self.T)
         for t0 in range(0, self.T, self.block):
             t1 = min(self.T, t0 + self.block)
             K = t1 - t0
@@ -97,7 +103,7 @@ class BlockStream:
                 # the prefix map re-derives the constants the full map already warned about
                 warnings.simplefilter("ignore", RuntimeWarning)
                 prefix = subset_map(self.fmap, np.arange(t1))
-            Psi = np.empty((K * b, t1))
+            Psi = buf[:K * b * t1].reshape(K * b, t1)
             # late blocks cost seconds (K b rows x t1 features): computed a slice of rows at a
             # time, with tick(t0) between slices (progress and cancellation); every row's
             # features are computed by themselves, so the slices do not change them

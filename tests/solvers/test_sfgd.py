@@ -218,3 +218,27 @@ def test_default_batch_is_capped_at_the_rows():
     X, Y = _data(m=120)
     clf = rw.RWClassifier(solver="sfgd", n_features=30, random_state=0).fit(X, Y[:, 0])
     assert clf.solver_info_["batch_size"] == 120
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("solver", ["sfgd", "osd"])
+def test_a_fit_holds_one_block_of_features_at_a_time(solver, traced_peak):
+    """SFGD and OSD compute the features of a block of 64 batches (64 b rows x up to T
+    centres) per block; the blocks share one buffer, so the fit's peak is about one block's
+    features (tracemalloc, which numpy reports its buffers to), not two (a new matrix per
+    block was allocated while the consumer still held the previous one: 2 x 64 b T), and the
+    model is the one every block recomputed into the same buffer gives: the dense reference
+    of Algorithm 3 (test_matches_dense_reference_and_running_norm) sees each block afresh."""
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((6000, 3))
+    y = (X[:, 0] * X[:, 1] > 0).astype(int)
+    T, b = 600, 200                            # the block dominates: 61 MB
+    est = rw.RWClassifier(n_features=T, solver=solver, batch_size=b, random_state=0)
+    est.fit(X[:300], y[:300])                  # numba loads its kernels outside the trace
+    block = 64 * b * T * 8
+    events = []
+    peak = traced_peak(lambda: est.fit(X, y, callback=lambda ev: events.append(ev) and False))
+    assert events                              # with a callback: sliced, as in the app
+    assert block <= peak < 1.5 * block, (peak / block)
+    ref = rw.RWClassifier(n_features=T, solver=solver, batch_size=b, random_state=0).fit(X, y)
+    np.testing.assert_array_equal(est.coef_, ref.coef_)
