@@ -2,7 +2,7 @@
 
     python -m benchmarks.speed.bench_reg_auto [--datasets PATH] [--data adults,mnist17]
         [--T 1000,2000,4000] [--repeats 3] [--estimators RWClassifier,RKSClassifier]
-        [--no-sklearn] [--check]
+        [--no-sklearn] [--sklearn-repeats N] [--check]
 
 On the training rows of each ``--data`` set (benchmarks/_common/datasets.py, at most 20000 rows as
 in benchmarks/calibration/defaults.py), for each T, the fits below run interleaved, ``--repeats``
@@ -15,6 +15,8 @@ machine) are compared:
   * RWClassifier's defaults against StandardScaler + RBFSampler(T) + RidgeClassifierCV (the
     scikit-learn pipeline that also chooses alpha; target <= 1.0), and RWClassifier with reg
     fixed against the same pipeline with RidgeClassifier(alpha=1) (target <= 0.8).
+    ``--sklearn-repeats N`` runs these pipelines in the first N rounds only (default: every
+    round): each costs several RW fits, and their targets are far from the measured ratios.
 
 ``--check`` also scores the chosen reg and the decades around it by 3-fold cross-validation of
 the full T-feature model (the same folds and validation sample, a Cholesky solve per fold and
@@ -93,6 +95,7 @@ def main(argv=None):
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--estimators", default="RWClassifier,RKSClassifier")
     ap.add_argument("--no-sklearn", action="store_true")
+    ap.add_argument("--sklearn-repeats", type=int, default=None)
     ap.add_argument("--check", action="store_true")
     args = ap.parse_args(argv)
     from sklearn.kernel_approximation import RBFSampler
@@ -111,7 +114,7 @@ def main(argv=None):
         for T in (int(v) for v in args.T.split(",")):
             load0 = os.getloadavg()
             cpu, chosen, fitted = {}, {}, {}
-            for _ in range(args.repeats):
+            for rnd in range(args.repeats):
                 for name in names:
                     t, est = _cpu(lambda: getattr(rw, name)(n_features=T, random_state=0)
                                   .fit(Xtr, ytr))
@@ -120,7 +123,8 @@ def main(argv=None):
                     t, _ = _cpu(lambda: getattr(rw, name)(n_features=T, random_state=0,
                                                           reg=chosen[name]).fit(Xtr, ytr))
                     cpu.setdefault(f"{name} fixed", []).append(t)
-                if args.no_sklearn:
+                if args.no_sklearn or (args.sklearn_repeats is not None
+                                       and rnd >= args.sklearn_repeats):
                     continue
                 for key, last in (("sklearn RidgeClassifierCV", RidgeClassifierCV()),
                                   ("sklearn RidgeClassifier", RidgeClassifier(alpha=1.0))):
