@@ -208,6 +208,38 @@ def test_validation_sample_is_the_same_rows_in_any_chunking():
                                np.mean((D > 0) == (Y[rows] > 0), axis=0))
 
 
+@pytest.mark.parametrize("block_size", [16, 64, None])
+def test_fold_sums_are_each_folds_dense_products_in_any_chunking(block_size):
+    """add() sorts a chunk's rows by fold and passes them as one sequence of blocks split at
+    the folds' bounds: every fold's sums equal the dense products of its rows (oracle: numpy on
+    the rows of fold_of(row_keys(X))), weighted or not, in one array or in uneven chunks."""
+    from rwtool.features import RWRelu
+    from rwtool.solvers._sufficient import SufficientStats
+    rng = np.random.default_rng(3)
+    X, Y = rng.normal(size=(230, 4)), rng.normal(size=(230, 2))
+    w = rng.uniform(0.0, 3.0, 230)
+    fmap = RWRelu(n_features=12, sigma=0.8, random_state=0).fit(X)
+    Phi, folds = fmap.transform(X), fold_of(row_keys(X), 3)
+    for weights in (None, w):
+        W = np.ones(230) if weights is None else weights
+        whole = SufficientStats(12, 2, 3).add(fmap, X, Y, block_size=block_size,
+                                              weights=weights)
+        stream = SufficientStats(12, 2, 3)
+        for i, j in [(0, 5), (5, 6), (6, 101), (101, 230)]:
+            stream.add(fmap, X[i:j], Y[i:j], block_size=block_size,
+                       weights=None if weights is None else weights[i:j])
+        for s in (whole, stream):
+            for f in range(3):
+                P, Wf, Yf = Phi[folds == f], W[folds == f, None], Y[folds == f]
+                # sums of at most 230 products of O(1) values: rounding far below 1e-11
+                np.testing.assert_allclose(s.A[f], P.T @ (Wf * P), rtol=1e-11, atol=1e-11)
+                np.testing.assert_allclose(s.B[f], P.T @ (Wf * Yf), rtol=1e-11, atol=1e-11)
+                np.testing.assert_allclose(s.w[f], Wf.sum(), rtol=1e-13)
+                np.testing.assert_allclose(s.ysum[f], (Wf * Yf).sum(axis=0), rtol=1e-12)
+                np.testing.assert_allclose(s.yy[f], (Wf * Yf * Yf).sum(axis=0), rtol=1e-12)
+                assert s.n[f] == np.sum(folds == f)
+
+
 def _captured_and_recomputed(cls, kw, X, y, weights=None, block_size=None):
     """The sums of one fit's pass for ``cls(**kw)`` on (X, y) twice: with a validation sample
     of features captured as the blocks pass (what fit does) and with a sample of rows (what
