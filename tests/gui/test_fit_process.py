@@ -80,7 +80,8 @@ def _fit_as_the_fit_process(est, X, y):
     """``est.fit(X, y)`` here with the fit process's thread counts: its numba threads
     (gui.logic.jobs.fit_threads) and the BLAS threads of the environment it started with
     (gui.app sets OPENBLAS_NUM_THREADS to one less than the cores); the BLAS thread count
-    changes the last bits of BKerNN's fit."""
+    changes the last bits of RW's least-squares fit (BKerNN's fit runs on one BLAS thread:
+    rwtool.threads)."""
     import numba
 
     from gui.logic.jobs import fit_threads
