@@ -1232,7 +1232,12 @@ def legacy_dialect(src: Source, dialect: Dialect, bad: _BadUTF8 | None):
     was read as UTF-8 first): the best-scored legacy encoding that decodes the whole file,
     scored on the lines that hold non-ASCII bytes (rwtool.data._charset)."""
     enc, best, scored = guess_legacy(_non_ascii_lines(src), lambda e: _decodes(src, e))
-    close = [encoding_name(e) for e, s in scored if e != enc and s >= best - 0.05 and s > 0]
+    # named as close only when it decodes the whole file too (the score reads a sample): those
+    # ranked before the winner did not, those after it are asked
+    ranked = [e for e, _ in sorted(scored, key=lambda es: -es[1])]
+    after = ranked[ranked.index(enc) + 1:] if enc in ranked else []
+    close = [encoding_name(e) for e, s in scored if e in after and s >= best - 0.05 and s > 0
+             and _decodes(src, e)]
     where = f" (first invalid byte on line {bad.line})" if bad is not None else ""
     note = Note(f"the file is not valid UTF-8{where}: its text was read as "
                 f"{encoding_name(enc)}, the legacy encoding whose decoding looks most like text"

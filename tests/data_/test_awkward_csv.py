@@ -137,6 +137,21 @@ def test_encoding_decided_for_the_whole_file(tmp_path):
     assert e.value.row == 7002
 
 
+def test_encodings_named_as_close_decode_the_whole_file(tmp_path):
+    # "café" in Windows-1252 bytes reads as "cafй" in Windows-1251, which the score finds as
+    # plausible; 80 KB on (past the 64 KB sample the score reads), a byte Windows-1251 has no
+    # character for (0x98): only Windows-1252 decodes the file, so only it may be named
+    body = b"".join(b"caf\xe9,%d\n" % (i % 7) for i in range(10000))
+    p = tmp_path / "l.csv"
+    for tail, close in ((b"", True), (b"x\x98,1\n", False)):
+        p.write_bytes(b"name,v\n" + body + tail)
+        for notes in (D.read_csv(p, "v", task="regression").notes,
+                      D.scan_csv(p, "v", task="regression").notes):
+            note = next(n for n in notes if "not valid UTF-8" in n)
+            assert "read as Windows-1252" in note
+            assert ("Windows-1251 scored about as well" in note) == close, note
+
+
 def test_stratified_split_of_many_small_classes(tmp_path):
     y = np.repeat(np.arange(60), 2)
     tr, te = D.split_indices(120, 0.25, random_state=0, stratify=y)
