@@ -589,7 +589,8 @@ def _target_values(table: Table, target: dict, rows, max_abs: float = _DEFAULT_M
         # the labels are few: index an array of them rather than build a string per row
         num = codes == -1
         u, inv = np.unique(values[num], return_inverse=True)
-        labels = np.array([""] + list(col.vocab) + [canon(v) for v in u])
+        labels = np.array([""] + list(col.vocab) + [canon(v, table.dialect.decimal)
+                                                   for v in u])
         ids = np.zeros(len(rows), np.int64)
         ids[codes >= 0] = codes[codes >= 0] + 1
         ids[num] = 1 + len(col.vocab) + inv.ravel()
@@ -670,7 +671,8 @@ def _fit_target(table: Table, name: str, task: str, rows) -> dict:
     if kind == "categorical":
         if n_num and table.spellings is not None:
             _check_spellings(table, name)
-        classes = sorted(col.category_counts(rows))
+        # a number among text labels is named as the file writes it ("2,5", not 2.5)
+        classes = sorted(col.category_counts(rows, table.dialect.decimal))
         label_kind = "str"
     else:
         first = col.first_text(rows)

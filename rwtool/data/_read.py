@@ -74,12 +74,13 @@ _NO_MARKS: frozenset = frozenset()
 _NO_LOOKUP = MappingProxyType({})
 
 
-def canon(v: float) -> str:
-    """The category label of a number: "3" for 3.0, repr otherwise ("2.5", "inf")."""
+def canon(v: float, decimal: str = ".") -> str:
+    """The category label of a number: "3" for 3.0, repr otherwise ("2.5", "inf"), with the
+    file's ``decimal`` mark ("2,5": the label a decimal-comma file writes)."""
     v = float(v)
     if math.isfinite(v) and v == int(v) and abs(v) < 1e15:
         return str(int(v))
-    return repr(v)
+    return repr(v) if decimal == "." else repr(v).replace(".", decimal)
 
 
 def is_number_text(cell: str) -> bool:
@@ -270,8 +271,9 @@ class Column:
             return None
         return float(np.mean(v))
 
-    def category_counts(self, rows) -> dict[str, int]:
-        """Category label -> number of rows, for the non-missing cells of ``rows``."""
+    def category_counts(self, rows, decimal: str = ".") -> dict[str, int]:
+        """Category label -> number of rows, for the non-missing cells of ``rows`` (numbers
+        labelled with the ``decimal`` mark, see :func:`canon`)."""
         codes, values = self._pick(self.codes, rows), self._pick(self.values, rows)
         out: dict[str, int] = {}
         text = codes[codes >= 0]
@@ -283,7 +285,7 @@ class Column:
         if len(num):
             u, cnt = np.unique(num, return_counts=True)
             for x, c in zip(u, cnt):
-                key = canon(x)
+                key = canon(x, decimal)
                 out[key] = out.get(key, 0) + int(c)
         return out
 

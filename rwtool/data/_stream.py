@@ -297,7 +297,7 @@ class _StreamColumn:
             return "empty"
         return "numeric" if n_num > n_text else "categorical"
 
-    def category_counts(self, rows=ALL):
+    def category_counts(self, rows=ALL, decimal="."):
         key = self._k(rows)
         out = {}
         if self.t is not None:
@@ -306,7 +306,7 @@ class _StreamColumn:
                     label = self.vocab[k]
                     out[label] = out.get(label, 0) + cnt
         for x, cnt in zip(*(a.tolist() for a in self.s.distinct[key].of(self.kk))):
-            label = canon(x)
+            label = canon(x, decimal)
             out[label] = out.get(label, 0) + cnt
         if self.s.distinct[key].overflow[self.kk]:   # too many distinct numbers to one-hot
             out.update({f"<number {i}>": 1 for i in range(self.max_distinct)})

@@ -319,8 +319,9 @@ def test_notes_in_the_callers_words(tmp_path, capsys):
 
 @pytest.mark.parametrize("decimal", [".", ","])
 def test_text_labels_with_a_number_written_one_way_or_two(tmp_path, decimal):
-    # "7" and "2.5" (or "2,5") written one way each are classes, as the csv module reads
-    # them; a number written two ways is refused, located at its second spelling
+    # "7" and "2.5" (or "2,5" in a decimal-comma file) written one way each are classes
+    # named as the csv module reads them; a number written two ways is refused, located at
+    # its second spelling
     import csv
     sep = "," if decimal == "." else ";"
     half = "2.5" if decimal == "." else "2,5"
@@ -330,12 +331,13 @@ def test_text_labels_with_a_number_written_one_way_or_two(tmp_path, decimal):
     with open(p, newline="") as fh:
         want = [r[1] for r in list(csv.reader(fh, delimiter=sep))[1:]]
     ds = D.read_csv(p, "y", decimal=decimal)
-    if decimal == ".":       # a decimal-comma label is named by its number ("2.5")
-        assert ds.y.tolist() == want
-        assert ds.preprocessing.target["classes"] == sorted(set(want))
-    assert len(ds.preprocessing.target["classes"]) == len(set(want))
+    assert ds.y.tolist() == want
+    assert ds.preprocessing.target["classes"] == sorted(set(want))
     scan = D.scan_csv(p, "y", decimal=decimal)
     assert scan.preprocessing == ds.preprocessing
+    chunks = list(D.iter_csv(p, scan.preprocessing, dialect=scan.dialect))
+    assert np.concatenate([c.y for c in chunks]).tolist() == want
+    assert ds.preprocessing.apply_csv(p, decimal=decimal).y.tolist() == want
     # written two ways ("7" and "7.0", "2,5" and "2,50"), the file is refused in both readers
     for b in ("7.0", half + "0"):
         two = labels[:7] + [b] + labels[8:]          # a "cat" of line 9 becomes b
