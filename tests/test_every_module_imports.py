@@ -50,3 +50,23 @@ def test_main_module_runs_the_command_line(name, monkeypatch, capsys):
     with pytest.raises(SystemExit) as exit_:
         importlib.import_module(name)
     assert exit_.value.code == 0 and "usage" in capsys.readouterr().out.lower()
+
+
+@pytest.mark.slow
+def test_import_and_help_leave_pyarrow_and_pandas_unloaded():
+    # pyarrow is imported on the first read (about 0.2-0.4 s), and pandas, which pa.array
+    # imports, never by rwtool itself: importing rwtool and `rwtool --help` load neither
+    import subprocess
+    code = ("import contextlib, io, sys, rwtool, rwtool.cli\n"
+            "with contextlib.redirect_stdout(io.StringIO()):\n"
+            "    try:\n        rwtool.cli.main(['--help'])\n"
+            "    except SystemExit:\n        pass\n"
+            "print(sorted(m for m in ('pyarrow', 'pandas') if m in sys.modules))\n"
+            "import rwtool.data._read as R\n"
+            "R.type_cells(['1', 'x'], '.', frozenset(), True, lambda t: R.np.arange(len(t)))\n"
+            "print('pyarrow' in sys.modules)\n")
+    env = dict(os.environ, PYTHONPATH=os.getcwd())
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                       timeout=600)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split("\n")[:2] == ["[]", "True"], r.stdout
