@@ -6,7 +6,8 @@ process: ``read_csv`` and the streaming reader (``scan_csv`` + ``iter_csv``, wha
 train`` uses on big files), after a warm-up on a small file (thread pools, compiled kernels).
 The child reports its peak resident set (``ru_maxrss``), the address space it mapped above
 the warm-up (``VmPeak`` minus ``VmSize`` after it: what an address-space limit counts) and
-its CPU seconds; an empty child (imports and warm-up only) gives the fixed baseline.
+its CPU seconds; an empty child (imports and warm-up only) gives the fixed baseline. Each
+figure is the median of ``--repeat`` children (default 3).
 
     python -m benchmarks.speed.bench_wide_csv
     python -m benchmarks.speed.bench_wide_csv --shapes 500000x2 100000x5 20000x5
@@ -54,21 +55,27 @@ def write_file(path, rows: int, cols: int) -> None:
         np.savetxt(fh, X, delimiter=",", fmt="%d")
 
 
-def run(path, mode) -> dict:
+def run(path, mode, repeat: int = 1) -> dict:
+    """The child's figures, each the median of ``repeat`` fresh children (RSS moves by 10-20 MB
+    from one child to the next on a busy machine)."""
     env = dict(os.environ, PYTHONPATH=os.getcwd())
-    r = subprocess.run([sys.executable, "-c", CHILD, str(path), mode], capture_output=True,
-                       text=True, env=env, check=True)
-    return json.loads(r.stdout.strip().splitlines()[-1])
+    runs = []
+    for _ in range(repeat):
+        r = subprocess.run([sys.executable, "-c", CHILD, str(path), mode], capture_output=True,
+                           text=True, env=env, check=True)
+        runs.append(json.loads(r.stdout.strip().splitlines()[-1]))
+    return {k: float(np.median([r[k] for r in runs])) for k in runs[0]}
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--shapes", nargs="+", default=["500000x2", "100000x5"],
                     help="columns x rows of each file")
+    ap.add_argument("--repeat", type=int, default=3, help="children per figure (median)")
     args = ap.parse_args(argv)
     mb = 1 << 20
     with tempfile.TemporaryDirectory() as tmp:
-        base = run(os.devnull, "none")
+        base = run(os.devnull, "none", args.repeat)
         print(f"baseline (imports, warm-up): peak RSS {base['rss'] / mb:.0f} MB")
         print("| file | size | reader | peak RSS | above baseline | x file | mapped above "
               "warm-up | CPU s |")
@@ -79,7 +86,7 @@ def main(argv=None):
             write_file(p, rows, cols)
             size = os.path.getsize(p)
             for mode in ("read_csv", "stream"):
-                r = run(p, mode)
+                r = run(p, mode, args.repeat)
                 extra = r["rss"] - base["rss"]
                 print(f"| {cols:,} x {rows} | {size / mb:.1f} MB | {mode} | "
                       f"{r['rss'] / mb:.0f} MB | {extra / mb:.0f} MB | {extra / size:.0f} | "

@@ -77,6 +77,31 @@ class ColumnSpecs(Sequence):
         if not plain:
             self._other[len(self._names) - 1] = dict(spec)
 
+    def extend_numeric(self, names: Sequence[str], fill: np.ndarray | None = None) -> None:
+        """Plain numeric columns ``names`` with their ``fill`` (None: no fill), in bulk."""
+        self._names.extend(names)
+        if fill is None:
+            self._fill.frombytes(bytes(8 * len(names)))
+            self._has_fill.frombytes(bytes(len(names)))
+        else:
+            self._fill.frombytes(np.asarray(fill, np.float64).tobytes())
+            self._has_fill.frombytes(np.ones(len(names), np.int8).tobytes())
+
+    def feature_names(self) -> list[str]:
+        """The names of the columns of ``X`` (see :attr:`Preprocessing.feature_names_out`),
+        without a dict per plain column."""
+        out, done = [], 0
+        for i in sorted(self._other):
+            out.extend(self._names[done:i])
+            spec = self._other[i]
+            if spec["kind"] == "numeric":
+                out.append(spec["name"])
+            else:
+                out.extend(f"{spec['name']}={k}" for k in spec["categories"])
+            done = i + 1
+        out.extend(self._names[done:])
+        return out
+
     def layout(self) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
         """(names, widths in X, whether numeric, whether it has a number format) of every
         column, as arrays made without a dict per plain column."""
@@ -142,7 +167,7 @@ class Preprocessing:
     @property
     def input_columns(self) -> list[str]:
         """The CSV columns the encoding reads, in order."""
-        return [c["name"] for c in self.columns]
+        return list(self.columns.layout()[0])
 
     @property
     def given_names(self) -> list[str] | None:
@@ -156,13 +181,7 @@ class Preprocessing:
     @property
     def feature_names_out(self) -> list[str]:
         """Names of the columns of ``X``: "age", "color=red", "color=blue", ..."""
-        out = []
-        for c in self.columns:
-            if c["kind"] == "numeric":
-                out.append(c["name"])
-            else:
-                out.extend(f"{c['name']}={k}" for k in c["categories"])
-        return out
+        return self.columns.feature_names()
 
     @property
     def n_features_out(self) -> int:
@@ -772,8 +791,20 @@ def _fit_columns(table: Table, features, categorical, numeric, policy, max_categ
     # 500,000-column file must not cost one per column).
     dense, n_fit, n_kind, mean = table.number_stats(features, fit_rows, kind_rows, policy)
     quick = dense & (n_fit > 0) & (n_kind > 0)
+    impute = policy in ("impute-mean", "impute-most-frequent")
+    # runs of such columns whose fill is known are added together, without a dict each
+    bulk = quick & ~np.isnan(mean) if impute else quick.copy()
+    if categorical:
+        bulk &= np.fromiter((n not in categorical for n in features), bool, len(features))
     specs = ColumnSpecs()
-    for i, name in enumerate(features):
+    done = 0
+    for i in np.flatnonzero(~bulk).tolist() + [len(features)]:
+        if i > done:
+            specs.extend_numeric(features[done:i], mean[done:i] if impute else None)
+        done = i + 1
+        if i == len(features):
+            break
+        name = features[i]
         if quick[i] and name not in categorical:
             spec = {"name": name, "kind": "numeric", "fill": None}
             if policy in ("impute-mean", "impute-most-frequent"):

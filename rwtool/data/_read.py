@@ -804,9 +804,12 @@ def iter_blocks(source, dialect: Dialect, *, usecols=None, nrows=None, head_rows
             lines = rel + line_base
             if names is None and len(starts):
                 ncols = int(nf[0])
-                names, keep = _names(_split_one(buf[starts[0]:ends[0]], dialect), ncols,
-                                     dialect, given, usecols, path, int(lines[0]))
-                names = like if names == like else names
+                if _header_is(buf[starts[0]:ends[0]], like, dialect, given, ncols):
+                    names, keep = like, column_positions(like, _usecols(usecols, like))
+                else:
+                    names, keep = _names(_split_one(buf[starts[0]:ends[0]], dialect), ncols,
+                                         dialect, given, usecols, path, int(lines[0]))
+                    names = like if names == like else names
                 unnamed_last = dialect.header and given is None and names[-1] == f"col{ncols}"
                 if dialect.header:
                     starts, ends, flags, nf, lines = (a[1:] for a in (starts, ends, flags, nf,
@@ -836,6 +839,15 @@ def iter_blocks(source, dialect: Dialect, *, usecols=None, nrows=None, head_rows
         yield Block(names, np.empty(0, np.int64), {}, [])
 
 
+def _header_is(rec: np.ndarray, like, dialect: Dialect, given, ncols: int) -> bool:
+    """Whether the header line ``rec`` (UTF-8 bytes) is the names ``like`` written plainly
+    (no quotes, spaces or mark), so they are taken without splitting it into new strings."""
+    if like is None or given is not None or not dialect.header or len(like) != ncols \
+            or len(like) <= _WIDE or not _distinct_hashes(like):
+        return False
+    return rec.tobytes() == dialect.delimiter.join(like).encode("utf-8")
+
+
 def _names(header_cells, ncols, dialect, given, usecols, path, line):
     """(column names, indices of the columns to type) from the first record."""
     if header_cells and header_cells[0].startswith("\ufeff"):
@@ -860,7 +872,10 @@ def column_positions(names, usecols) -> np.ndarray:
     if usecols is None:
         return np.arange(len(names))
     p = positions(names, [c for c in usecols if isinstance(c, str)])
-    return np.unique(p[p >= 0])
+    p = p[p >= 0]
+    if len(p) > 1 and not np.all(p[1:] > p[:-1]):      # mostly sorted and distinct already
+        p = np.unique(p)
+    return p
 
 
 def _next_bytes(fh, dec, carry, block_bytes):
