@@ -8,7 +8,7 @@
 - Against pandas, an independent parser, where both mean the same: numeric columns as float64,
   text columns one-hot over their sorted categories, on the bundled samples and a text file.
 - The 500,000-column file of issue 27 (5.9 MB) under an address-space cap of the warm process
-  plus 400 MB: it aborted the process in pyarrow's tokeniser (std::bad_alloc, exit 134), then
+  plus 300 MB: it aborted the process in pyarrow's tokeniser (std::bad_alloc, exit 134), then
   needed 0.9 GB (read_csv) and 3.1 GB (streaming) above that for a Python object per column;
   both readers must now load it within the cap, with numpy.loadtxt's values, and a cap it
   cannot fit in must give a located FileTooLargeError.
@@ -199,9 +199,10 @@ def wide_file(tmp_path_factory):
 # The child warms the readers up on a small file (thread pools, compiled kernels), then caps
 # its own address space at what it maps by then plus BUDGET, and reads the wide file. A
 # relative cap, since the mapped baseline (thread stacks and arenas) depends on the machine.
-# Measured above the warm baseline on this file (2 cores): read_csv 938 MB before (a Python
-# object per column), 144 MB after; scan_csv + iter_csv 3,135 MB before, 292 MB after.
-BUDGET = 400 << 20
+# Measured above the warm baseline on this file (2 cores): read_csv 938 MB with a Python
+# object per column, 144 MB with arrays, 113 MB with nothing per column on the way (of it 64 MB
+# the read buffer, mapped but untouched); scan_csv + iter_csv 3,135, 292 and 139-155 MB.
+BUDGET = 300 << 20
 CHILD = """
 import os, resource, sys, tempfile, numpy as np, rwtool.data as D
 q = os.path.join(tempfile.mkdtemp(), "t.csv")
