@@ -16,26 +16,9 @@ import pytest
 
 pytest.importorskip("pytestqt")
 
+from gui.logic.jobs import reachable_arrays  # noqa: E402
 from tests.gui.test_main_window import (  # noqa: E402,F401
     choose, load, train, window, write_csv)
-
-
-def _arrays(obj, seen=None):
-    """Every numpy array reachable from ``obj`` through dicts, lists, tuples and attributes."""
-    seen = set() if seen is None else seen
-    if id(obj) in seen:
-        return
-    seen.add(id(obj))
-    if isinstance(obj, np.ndarray):
-        yield obj
-    elif isinstance(obj, dict):
-        for v in obj.values():
-            yield from _arrays(v, seen)
-    elif isinstance(obj, (list, tuple)):
-        for v in obj:
-            yield from _arrays(v, seen)
-    elif hasattr(obj, "__dict__") and not isinstance(obj, type):
-        yield from _arrays(vars(obj), seen)
 
 
 @pytest.mark.slow
@@ -73,9 +56,9 @@ def test_a_run_keeps_no_copy_of_x_and_never_holds_phi_whole(qtbot, window, tmp_p
                                      f"sample {sample / 2**20:.0f} MB")
     # the run reads the data tab's X itself, and keeps no other array as large as X
     assert run.rows["train"].X is tr.X
-    kept = [a for a in _arrays((run.result, run.curves)) if a.nbytes >= tr.X.nbytes]
+    kept = [a for a in reachable_arrays((run.result, run.curves)) if a.nbytes >= tr.X.nbytes]
     assert not [a.shape for a in kept if not np.shares_memory(a, tr.X)]
     # per-row arrays kept: labels and predictions of the training and test rows, 1-D
-    per_row = [a for a in _arrays(run.result) if a.ndim and a.shape[0] >= 1000]
+    per_row = [a for a in reachable_arrays(run.result) if a.ndim and a.shape[0] >= 1000]
     assert all(a.ndim == 1 for a in per_row)
     assert sum(a.nbytes for a in per_row) <= 4 * n * 8
