@@ -54,9 +54,13 @@ CANCEL_GRACE = 0.5
 #: with ``in_process``)
 PROCESS_JOBS = (TrainJob, BoundsJob, WarmUpJob)       # PruneJob is a TrainJob
 #: bytes of the fitted models the fit process keeps for later jobs (the latest used first; a
-#: larger model goes with each job that needs it): a BKerNN model at its defaults on 150,000
-#: rows holds about 240 MB, an RKHS weighting's a few
-MODEL_BYTES = 256 << 20
+#: larger model goes with each job that needs it). Sending a model costs about 6 ms a 2 MB,
+#: 76 ms a 24 MB and 1.5 s a 240 MB (pickled, through the pipe, unpickled; load 12-15 on 2
+#: cores), and keeping it costs its size in the fit process between jobs: an RKHS weighting
+#: at its defaults holds about 0.1 MB and is kept, a BKerNN model at its defaults on 150,000
+#: rows about 240 MB (its training rows' projections and tables), which would put a session
+#: of five runs on the 200,000-row file over the 1 GB the two processes may hold (issue 24)
+MODEL_BYTES = 64 << 20
 
 
 def in_fit_process(job) -> bool:
