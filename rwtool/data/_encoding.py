@@ -425,10 +425,12 @@ class Preprocessing:
                 keep &= ~anymiss
                 if n_drop:
                     notes.append(f"dropped {n_drop} row(s) with missing values")
-        sel = np.flatnonzero(keep)
-        rows = rows[sel]
-        if y is not None and len(sel) < len(keep):
-            y = y[sel]
+        if keep.all():
+            sel = np.arange(len(keep))          # no gather of the rows and y
+        else:
+            sel = np.flatnonzero(keep)
+            rows = rows[sel]
+            y = None if y is None else y[sel]
         if len(rows) == 0 and len(keep) and not allow_empty:
             raise AllMissingError(
                 "no row is left after dropping the rows with missing values", file=path,
@@ -437,7 +439,7 @@ class Preprocessing:
         return Dataset(X=EncodedRows(V, offs[num], ids, offs[cat], int(offs[-1]), sel), y=y,
                        feature_names=self.feature_names_out,
                        target=None if self.target is None else self.target["name"],
-                       task=self.task, preprocessing=self, rows=table.lines[rows].copy(),
+                       task=self.task, preprocessing=self, rows=np.take(table.lines, rows),
                        source=path, dialect=table.dialect, notes=notes)
 
 

@@ -36,9 +36,9 @@ import numpy as np
 from ._dialect import NA_VALUES, Dialect, Source, open_source, sniff_csv
 from ._read import (_STREAM_BLOCK_BYTES, Column, NameLookup, Table, TableBuilder, _BadUTF8,
                     canon, check_guess, column_positions, excel_note, fast_cast_ok, gc_paused,
-                    iter_blocks, legacy_dialect, number_codes, number_spellings, out_of_memory,
+                    iter_blocks, legacy_dialect, number_spellings, out_of_memory,
                     positions,
-                    preamble_note, shows_decimal_point, type_block)
+                    preamble_note, shows_decimal_point, type_block, typed_plan)
 from ._errors import MissingColumnError, MissingValueError
 from ._dataset import Dataset
 from ._encoding import (_DEFAULT_MAX_ABS, Preprocessing, _fit_columns, _fit_target, format_note,
@@ -186,7 +186,7 @@ class _Summary:
         for j, t in self.text.items():
             kk = int(np.searchsorted(self.keep, j))
             t.add(tb.codes_of(kk), tb.seen.get(kk), lines, fit)
-        C = tb.codes if tb.codes is not None else number_codes(tb.values)
+        C = tb.code_matrix()
         self._add_numbers(tb.values, C, lines, fit)
 
     def _add_numbers(self, V, C, lines, fit):
@@ -476,7 +476,7 @@ def _summarise(src, dialect, target, features, ignore, categorical, numeric, na_
         return roles["r"][2] + ([roles["r"][1]] if roles["r"][1] else [])
 
     for block in iter_blocks(src, dialect, block_bytes=block_bytes, names=names,
-                             usecols=wanted):
+                             usecols=wanted, plan=typed_plan(dialect, na, fast)):
         if table is None:
             table, tname, feats, cat, num = roles["r"]
             keep = column_positions(table.names, feats + ([tname] if tname else []))
@@ -519,7 +519,8 @@ def iter_csv(path, preprocessing: Preprocessing, *, dialect: Dialect | None = No
     checked = False
     try:
         for block in iter_blocks(src, dialect, usecols=need, block_bytes=block_bytes,
-                                 names=names, like=pre.file_columns):
+                                 names=names, like=pre.file_columns,
+                                 plan=typed_plan(dialect, na, fast)):
             names = block.names
             if not checked:
                 _check_columns(pre, names, src.name, dialect, require_target)

@@ -1,10 +1,11 @@
 """The fast read path against the reader it sped up (issue 26, target 2).
 
 ``read_csv`` reads a plainly clean block of bytes (no quote, no carriage return, no blank line,
-every line a record) without the record scan, counts the most frequent number by hashing
+every line a record) without the record scan, has pyarrow convert the columns whose first
+block was all numbers (or few distinct texts) while it splits the later blocks, counts the most frequent number by hashing
 instead of sorting, and writes ``X`` on its first access. The reference here is the reader as
 it was: every block through the record scan (the path every file over 64 MB and every file with
-a quote took), the mode by ``np.unique``, and ``X`` built column by column from the record and
+a quote took) and every cell split as text, the mode by ``np.unique``, and ``X`` built column by column from the record and
 the cells read by Python's csv module. On the bundled samples, on every awkward and office case
 of tests/data_ (loads and located errors alike) and on generated files that mix plain and
 quoted blocks, both readers must give the same outcome: the same error, row and column, or the
@@ -35,9 +36,21 @@ def _outcome(path, options):
 
 
 def _scanned(monkeypatch, path, options):
-    """The outcome with every block through the record scan (the reader before)."""
+    """The outcome with every block through the record scan and every cell split as text,
+    then typed (the reader before)."""
     with monkeypatch.context() as m:
         m.setattr(R, "_plain_block", lambda *a, **k: None)
+        m.setattr(R, "typed_plan", lambda *a: None)
+        return _outcome(path, options)
+
+
+def _typed(monkeypatch, path, options):
+    """The outcome with the column types learned from a first block of a line or two and
+    every later block converted while split (rwtool.data._read.TypePlan), in small blocks:
+    a column that turns out not to be numbers is read as text from its block on."""
+    with monkeypatch.context() as m:
+        m.setattr(R, "_FIRST_BLOCK", 40)
+        m.setattr(R, "_BLOCK_BYTES", 300)
         return _outcome(path, options)
 
 
@@ -57,7 +70,9 @@ def _same(a, b):
 
 def _both(monkeypatch, path, options):
     fast = _outcome(path, options)
-    _same(fast, _scanned(monkeypatch, path, options))
+    before = _scanned(monkeypatch, path, options)
+    _same(fast, before)
+    _same(_typed(monkeypatch, path, options), before)
     return fast
 
 
@@ -210,3 +225,120 @@ def test_x_on_first_access(tmp_path):
     assert X.dtype == np.float64 and X.flags.c_contiguous
     ds.X = X[:, :2]                                     # still assignable
     assert ds.n_features == 2
+
+
+def _late_cells_file(path, rng, n=1200, defect=None):
+    """Columns whose first rows are plain (so the first block's plan converts them while
+    split) and whose later rows hold every kind of cell the text path types itself: numbers
+    written with spaces, signs, exponents and "nan"; missing-value tokens; an Excel error
+    value; a currency; text in a numeric column turning it categorical; categories with
+    leading spaces, "#N/A" and "NA"; a blank record. ``defect``: (row, column, text)."""
+    lines = ["a,b,c,k,m,p,y"]
+    for i in range(n):
+        late = i > 40
+        a = f"{rng.standard_normal():.5g}"
+        if late and i % 5 == 0:
+            a = rng.choice([f" {a}", f"{a}\t", f"+{abs(float(a))}", "1e3", "-.5", "nan"])
+        b = str(int(rng.integers(0, 100)))
+        if late and i % 7 == 0:
+            b = rng.choice(["NA", "", "?", "n/a", "null"])
+        c = f"{rng.random():.3f}"
+        if late and i % 97 == 0:
+            c = rng.choice(["#DIV/0!", "#VALUE!"])
+        k = rng.choice([" red", "blue", "green"])
+        if late and i % 31 == 0:
+            k = rng.choice(["#N/A", "NA", "red "])
+        m = str(int(rng.integers(0, 4))) if i < 300 else rng.choice(["lo", "hi"])
+        p = f"{rng.integers(1, 9)}.50" if i < 600 else f"${rng.integers(1, 9)}.50"
+        lines.append(f"{a},{b},{c},{k},{m},{p},{rng.choice(['yes', 'no'])}")
+    lines.insert(n // 2, " , , , , , , ")
+    if defect is not None:
+        row, col, text = defect
+        cells = lines[row].split(",")
+        cells["abckmpy".index(col)] = text
+        lines[row] = ",".join(cells)
+    path.write_text("\n".join(lines) + "\n")
+
+
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("defect", [None, (900, "c", "abc"), (1100, "a", "1_000"),
+                                    (800, "b", " -999x")])
+def test_columns_converted_while_split(tmp_path, monkeypatch, seed, defect):
+    """A plan learned on the first lines meets every kind of cell later in the file: the
+    same outcome as the text path (loads and located errors alike), in read_csv and in the
+    streaming reader (scan_csv + iter_csv, stacked)."""
+    p = tmp_path / "late.csv"
+    _late_cells_file(p, np.random.default_rng(seed), defect=defect)
+    options = {"target": "y", "missing": "impute-most-frequent"}
+    out = _both(monkeypatch, p, options)
+    if defect is None:
+        assert out[0] == "ok" and len(out[3]) == 1200
+        assert any("Excel error" in n for n in out[5])
+        rec = {c["name"]: c for c in out[6]["columns"]}
+        assert rec["m"]["kind"] == "categorical" and "$" in str(rec["p"].get("format"))
+        with monkeypatch.context() as mp:
+            mp.setattr(R, "_FIRST_BLOCK", 40)
+            scan = D.scan_csv(p, block_bytes=2000, **options)
+            chunks = list(D.iter_csv(p, scan.preprocessing, dialect=scan.dialect,
+                                     block_bytes=2000))
+        assert scan.preprocessing.to_dict() == out[6]
+        np.testing.assert_array_equal(np.vstack([c.X for c in chunks]), out[1])
+        np.testing.assert_array_equal(np.concatenate([c.rows for c in chunks]), out[3])
+    else:
+        row, col, _ = defect
+        assert out[:4] == ("error", D.NonNumericError, row + 1, col)
+
+
+def test_plan_from_first_block():
+    """What the first block's text decides: numbers (missing-value tokens aside) are
+    converted to float64, anything else stays text; a conversion pyarrow refuses demotes
+    that column only."""
+    import pyarrow as pa
+    cells = {0: pa.array(["1", "NA", "2.5", "nan"]), 1: pa.array(["a", "b", "a", "a"] * 5),
+             2: pa.array(["1", "2", " 3"]), 3: pa.array(["NA", "", "NA", "?"])}
+    plan = R.TypePlan(D.NA_VALUES)
+    plan.learn({j: pa.chunked_array([c]) for j, c in cells.items()}, [0, 1, 2, 3])
+    assert plan.types == {0: pa.float64()}
+    assert plan.failed("In CSV column #0: CSV conversion error to double: invalid value 'x'") == 0
+    assert plan.types == {}
+    assert plan.failed("CSV parse error: Expected 2 columns, got 3") is None
+    empty = R.TypePlan(D.NA_VALUES)
+    empty.learn({0: pa.chunked_array([pa.array([], pa.string())])}, [0])
+    assert empty.types is None                  # nothing learned from a block of no record
+
+
+def test_chunked_text_typed_as_joined(rng):
+    """A column of text split in chunks types as the same cells joined: its dictionary
+    shared by the chunks in the order of first occurrence (the interned texts' order)."""
+    import pyarrow as pa
+    words = np.array([" red", "blue", "7", "#N/A", "NA", "green", "2.5"])
+    cells = words[rng.integers(0, len(words), 3000)].tolist()
+    cells[2000] = "violet"                          # first met in a later chunk
+    parts = [cells[:1000], [], cells[1000:2500], cells[2500:]]
+    chunked = pa.chunked_array([pa.array(p, pa.string()) for p in parts])
+    a, b = R.Column("k", 0, 100), R.Column("k", 0, 100)
+    va, ca, sa = R.type_cells(chunked, ".", frozenset(D.NA_VALUES), True, a._intern)
+    vb, cb, sb = R.type_cells(pa.array(cells), ".", frozenset(D.NA_VALUES), True, b._intern)
+    np.testing.assert_array_equal(va, vb)
+    np.testing.assert_array_equal(ca, cb)
+    assert a.vocab == b.vocab and a.vocab.index("violet") == len(a.vocab) - 1
+    np.testing.assert_array_equal(sa.error_rows, sb.error_rows)
+
+
+def test_shows_decimal_point_is_the_expression(rng):
+    """The one-pass kernel against the expression it replaced, per row and for a whole array:
+    fractions, whole numbers, three-digit fractions after a group of one to three digits,
+    NaN and infinities."""
+    def expression(x):
+        with np.errstate(invalid="ignore", over="ignore"):
+            a = np.abs(x)
+            k = a * 1000
+            grouped = (a >= 1) & (a < 1000) & (np.abs(k - np.round(k)) <= 1e-9 * k)
+            return np.isfinite(x) & (x != np.floor(x)) & ~grouped
+    pool = np.array([1.234, 12.5, 999.999, 0.25, 2.3456, 3.0, -7.0, 1000.5, np.nan, np.inf,
+                     -np.inf, -1.234, 0.001, 1e300, 5e-324, -0.0, 123.456, 1.2345])
+    for _ in range(50):
+        x = rng.choice(pool, size=(int(rng.integers(1, 6)), int(rng.integers(0, 7))))
+        np.testing.assert_array_equal(R.shows_decimal_point(x, axis=1),
+                                      expression(x).any(axis=1))
+        assert R.shows_decimal_point(x.ravel()) == bool(expression(x).any())
