@@ -38,7 +38,8 @@ from .panels.results_panel import ResultsPanel
 from .panels.run_list import RunList
 from .panels.training_panel import TrainingPanel, curve_x, split_metrics
 from .widgets.dialogs import Banner, PredictionsDialog, Welcome
-from .worker import CANCELLED, BoundsJob, CallJob, PruneJob, TrainJob, WorkerController
+from .worker import (CANCELLED, BoundsJob, CallJob, LoadProbe, PruneJob, TrainJob,
+                     WorkerController)
 
 __all__ = ["MainWindow"]
 
@@ -63,6 +64,7 @@ class MainWindow(ExportActions, ImportanceActions, QMainWindow):
         self.setAcceptDrops(True)
         self.settings = settings if settings is not None else QSettings("rwtool", "rwtool-gui")
         self.worker = WorkerController(self, processes=fit_process)
+        self.load_probe = LoadProbe()       # the machine's load for the estimates, counted aside
         self.families = list(METHODS.values())
         self._next_id = 1
         self.current_run: Run | None = None
@@ -387,6 +389,8 @@ class MainWindow(ExportActions, ImportanceActions, QMainWindow):
         elif self.method_panel.error_label.text():
             why = "Fix the highlighted parameters first"
         ready = not why
+        if ready and not self.training_panel.running:
+            self.load_probe.refresh()        # for the estimate of the next Train click
         self.training_panel.set_ready(ready, why)
         self.act_train.setEnabled(ready and not self.training_panel.running)
         has_model = self._selected_model_run() is not None
@@ -440,7 +444,8 @@ class MainWindow(ExportActions, ImportanceActions, QMainWindow):
                           folds_what=plan.folds_what,
                           fits=plan.fit_sizes(train.n_samples, n_test, est,
                                               weighted=weights is not None),
-                          live_curve=n_test > 0 and supports(est.fit, "eval_set"))
+                          live_curve=n_test > 0 and supports(est.fit, "eval_set"),
+                          load=self.load_probe.value())
         if check.refuse:
             self.show_error(f"Not started: {check.refuse}")
             return

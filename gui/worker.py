@@ -30,6 +30,7 @@ import atexit
 import collections
 import itertools
 import multiprocessing
+import os
 import sys
 import threading
 import time
@@ -40,12 +41,14 @@ import numba
 import numpy as np
 from PySide6.QtCore import QObject, QRunnable, QThread, QThreadPool, Signal, Slot
 
+from rwtool.resources import runnable_groups
+
 from .logic import jobs
 from .logic.jobs import (CANCELLED, BoundsJob, CallJob, PruneJob, TrainJob, WarmUpJob,
                          cancelled_outcome, describe_error, event_dict, run_job, warm_up_jobs)
 
 __all__ = ["TrainJob", "PruneJob", "BoundsJob", "CallJob", "WarmUpJob", "TrainWorker",
-           "WorkerController", "FitProcess", "run_in_background", "describe_error",
+           "WorkerController", "FitProcess", "run_in_background", "LoadProbe", "describe_error",
            "warm_up_jobs", "CANCELLED", "CANCEL_GRACE"]
 
 #: seconds a job has to stop by itself after Cancel before its fit process is stopped
@@ -501,3 +504,49 @@ def run_in_background(fn, *args, on_done=None, on_error=None, **kwargs) -> None:
     bridge = _Bridge(on_done, on_error)
     _live_bridges.add(bridge)
     QThreadPool.globalInstance().start(_Task(fn, args, kwargs, bridge))
+
+
+class LoadProbe:
+    """How many scheduling groups want a core (rwtool.resources.runnable_groups, the load the
+    pre-flight estimate divides the cores by), counted on Qt's thread pool: the count scans
+    every task of /proc, 40+ ms of CPU on the shared machine, and on the GUI thread at each
+    Train click it was one pause of the window (300-370 ms under load).
+
+    :meth:`refresh` starts a count unless one runs or the last is younger than ``min_age``
+    seconds; :meth:`value` is the last count while younger than ``max_age`` (None: none, the
+    caller counts now). Where /proc does not show the caller running, the count is the
+    1-minute load average, as rwtool.resources.cpu_share would use."""
+
+    def __init__(self, min_age: float = 2.0, max_age: float = 60.0):
+        self.min_age, self.max_age = float(min_age), float(max_age)
+        self._at: float | None = None
+        self._value: float | None = None
+        self._running = False
+
+    def refresh(self) -> None:
+        if self._running or (self._at is not None and time.monotonic() - self._at < self.min_age):
+            return
+        self._running = True
+        run_in_background(_count_load, on_done=self._done, on_error=self._failed)
+
+    def value(self) -> float | None:
+        if self._at is None or time.monotonic() - self._at > self.max_age:
+            return None
+        return self._value
+
+    def _done(self, n: float) -> None:
+        self._running = False
+        self._at, self._value = time.monotonic(), float(n)
+
+    def _failed(self, err) -> None:
+        self._running = False
+
+
+def _count_load() -> float:
+    n = runnable_groups()
+    if n is None:
+        try:
+            n = os.getloadavg()[0]
+        except (AttributeError, OSError):
+            n = 0.0
+    return n

@@ -17,6 +17,7 @@ pytest.importorskip("pytestqt")
 
 from gui.app import create_app  # noqa: E402
 from gui.worker import FIT_NICE, WarmUpJob, WorkerController  # noqa: E402
+from tests.gui.test_main_window import window  # noqa: E402,F401
 
 TIMEOUT = 60_000
 
@@ -82,3 +83,28 @@ def test_progress_events_only_store_and_the_redraws_are_batched(qtbot, monkeypat
     (curve,) = plot._curves.values()
     assert {k: curve.opts[k] for k in LIVE_CURVE} == LIVE_CURVE
     panel.stopped("done")
+
+
+def test_the_train_click_does_not_scan_proc_on_the_gui_thread(qtbot, window, tmp_path,
+                                                              monkeypatch):
+    """The pre-flight estimate's count of runnable groups (a scan of every task in /proc,
+    rwtool.resources.runnable_groups) is taken on Qt's thread pool before the click."""
+    import threading
+
+    import rwtool.resources as resources
+    from tests.gui.test_main_window import choose, load, moons_csv, train
+    real, scans = resources.runnable_groups, []
+
+    def counted(*a, **k):
+        scans.append(threading.current_thread() is threading.main_thread())
+        return real(*a, **k)
+    monkeypatch.setattr(resources, "runnable_groups", counted)
+    monkeypatch.setattr("gui.worker.runnable_groups", counted)
+    load(qtbot, window, moons_csv(tmp_path / "m.csv"))
+    choose(window, "rw", n_features=20, random_state=0)
+    qtbot.waitUntil(lambda: window.load_probe.value() is not None, timeout=TIMEOUT)
+    assert scans and not any(scans)          # counted, off the GUI thread
+    n = len(scans)
+    run = train(qtbot, window)
+    assert run.status == "done"
+    assert not any(scans[n:])                # the click used the count taken before
