@@ -1,8 +1,8 @@
 """pyqtgraph helpers: live curves with batched redraws, result plots, image/vector export.
 
 Only the GUI thread draws: the worker's progress arrives as queued signals that append numbers to
-buffers here, and the owner's QTimer (gui.widgets.curve_board) pushes the buffers into the curves of one
-plot per tick, a tick every ``REDRAW_MS`` / 4, so a fast solver cannot flood the event loop with
+buffers here, and the owner's QTimer (gui.widgets.curve_board) pushes the buffers into the curves of
+one plot per tick, a tick every ``REDRAW_MS`` / 4, so a fast solver cannot flood the event loop with
 repaints.
 
 This module draws; it must not compute models or metrics.
@@ -23,10 +23,11 @@ __all__ = ["configure", "LivePlot", "LIVE_CURVE", "ResultPlot", "PALETTE", "expo
            "thin_points", "MAX_SCATTER"]
 
 #: a live plot is redrawn at most every REDRAW_MS while four wait (a tick every REDRAW_MS / 4,
-#: one plot a tick): a plot's paint costs 15-25 ms of the GUI thread, so 100 ms kept a quarter
-#: to half of a core busy painting during a fit with several curves, and on a loaded machine
-#: the window then waited for a core between ticks (bench_gui_load, GreedyMK)
-REDRAW_MS = 400
+#: one plot a tick). A redraw after new points costs the GUI thread 8-10 ms under X (the axes'
+#: new ticks and labels, the paint), and on the loaded machine each such turn was followed by
+#: a wait for a core of about ten times as long (bench_gui_load --load 4, GreedyMK: a redraw
+#: every 100 ms, a 90-150 ms gap after each): once a second a plot, one plot every 250 ms
+REDRAW_MS = 1000
 #: how a live curve is drawn: without antialiasing (an antialiased 2-pixel line through a
 #: noisy curve of 400 points costs 57 ms of the GUI thread per paint, 3 ms without), only the
 #: points in view, and at most a few per pixel column (the peaks kept) once a curve has more
