@@ -132,10 +132,14 @@ class CurveBoard(QWidget):
         self._schedule()
 
     def finish(self) -> None:
-        """Hide the plots the run did not use (at its end, when the tab is usually hidden)."""
+        """Hide the plots the run did not use (at its end, when the tab is usually hidden);
+        the short curves of the others get their dots."""
         for p in self._pool:
             if p.metric is None:
                 p.setVisible(False)
+            else:
+                p.settle()
+        self._schedule()
         if not self._plots:
             self._hint.setText("This run reported no curves.")
         self._hint.setVisible(not self._plots)

@@ -108,3 +108,31 @@ def test_the_train_click_does_not_scan_proc_on_the_gui_thread(qtbot, window, tmp
     run = train(qtbot, window)
     assert run.status == "done"
     assert not any(scans[n:])                # the click used the count taken before
+
+
+def test_live_curves_draw_dots_only_once_the_run_has_ended(qtbot):
+    """A short curve's points are marked when the run ends, not while it is fed (pyqtgraph's
+    symbols are most of a live redraw's cost)."""
+    from gui.panels.training_panel import TrainingPanel
+    from gui.widgets.plots import MARKED
+    create_app()
+    panel = TrainingPanel()
+    qtbot.addWidget(panel)
+    panel.show()
+    panel.board.show()
+    panel.started("a run")
+    for i in range(5):
+        panel.on_progress({"stage": "greedy path", "done": i + 1, "total": 30, "elapsed": 0.0,
+                           "metrics": {"n_features": i + 1, "val_error": 0.5 / (i + 1)}})
+    panel.board.flush()
+    (curve,) = panel.board.plots()["val_error"]._curves.values()
+    assert 5 < MARKED and curve.opts["symbol"] is None
+    panel.stopped("done")
+    panel.board.flush()
+    assert curve.opts["symbol"] == "o"
+    panel.started("next run")           # a new run draws without them again
+    panel.on_progress({"stage": "greedy path", "done": 1, "total": 30, "elapsed": 0.0,
+                       "metrics": {"n_features": 1, "val_error": 0.4}})
+    panel.board.flush()
+    (curve,) = panel.board.plots()["val_error"]._curves.values()
+    assert curve.opts["symbol"] == "o"     # a lone point is shown as a dot
