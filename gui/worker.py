@@ -297,6 +297,8 @@ class TrainWorker(QObject):
             if fits.conn in ready or (fits.proc.sentinel in ready and fits.conn.poll()):
                 try:
                     msg = fits.conn.recv()
+                    if msg[0] == "pickled":          # an outcome with its arrays out of band
+                        msg = jobs.recv_pickled(fits.conn, msg[1])
                 except (EOFError, OSError):
                     return self._died(job) if fits.ready else self._no_process(None)
                 if msg[0] == "ready":

@@ -325,3 +325,40 @@ def test_warm_up_stops_on_request():
     bases = next(s for s in param_specs(fam[0].classifier) if s.name == "base").choices
     # one tiny fit per base predictor, for the classifier and for the regressor
     assert warm_up_jobs(fam)(threading.Event()) >= 2 * len(bases)
+
+
+def test_an_outcome_crosses_the_pipe_with_its_arrays_out_of_band(traced_peak):
+    """The fit process sends an outcome's arrays out of band (gui.logic.jobs.send_pickled):
+    the receiving side holds each array once (its own writable buffer), not the whole message
+    and then the arrays copied out of it (tracemalloc's peak of the receive against the
+    arrays' bytes; pickled in band it is twice them), and the values are the sent ones."""
+    import multiprocessing
+
+    from gui.logic.jobs import recv_pickled, send_pickled
+    from rwtool import RWClassifier
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((200, 2))
+    est = RWClassifier(n_features=30, random_state=0).fit(X, (X[:, 0] > 0).astype(int))
+    tables = rng.standard_normal(1_000_000)                       # 8 MB
+    msg = ("outcome", "finished", 3, {"estimator": est, "tables": tables, "empty": np.zeros(0),
+                                      "strided": tables[::2], "metrics": {"a": 1.0}})
+    a, b = multiprocessing.Pipe()
+    sender = threading.Thread(target=send_pickled, args=(a, msg))
+    sender.start()
+    head = b.recv()
+    assert head[0] == "pickled" and len(head[1]) >= 2
+    got = {}
+    peak = traced_peak(lambda: got.update(out=recv_pickled(b, head[1])))
+    sender.join()
+    out = got["out"]
+    assert out[:3] == msg[:3] and out[3]["metrics"] == {"a": 1.0}
+    np.testing.assert_array_equal(out[3]["tables"], tables)
+    np.testing.assert_array_equal(out[3]["strided"], tables[::2])     # in band: not contiguous
+    assert out[3]["empty"].shape == (0,)
+    assert out[3]["tables"].flags.writeable
+    np.testing.assert_array_equal(out[3]["estimator"].coef_, est.coef_)
+    np.testing.assert_array_equal(out[3]["estimator"].predict(X), est.predict(X))
+    # out of band once, the strided array in band twice (in the message, then its copy);
+    # all in band would be twice both: 24 MB
+    once = tables.nbytes + 2 * tables[::2].nbytes
+    assert peak < 1.1 * once, peak / once
