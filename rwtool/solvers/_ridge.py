@@ -6,8 +6,8 @@ Solves (003 eq. 80-82; spec section 4.1)
 
 with R = G (RKHS weightings) or R = I (random kitchen sinks), for several right-hand sides at
 once (one-vs-rest classes, multi-output regression). Phi^T Phi and Phi^T Y are sums over rows:
-each block of rows is mapped to features and added with a BLAS rank-k update (numpy's
-Phi.T @ Phi, which calls syrk), so the m x T feature matrix is never held whole and the peak
+each block of rows is mapped to features and added with a BLAS rank-k update (dsyrk adding
+to the sum's lower triangle, solvers._rank_update), so the m x T feature matrix is never held whole and the peak
 memory is O(T^2 + block * T). A map of ``dtype="float32"`` gives float32 blocks: each block's
 products run in float32 (SSYRK, about twice DSYRK's rate) and are added to float64 sums, so the
 rounding of one block never accumulates across blocks; the solve is float64. The system is solved by Cholesky; if it is not numerically
@@ -30,6 +30,7 @@ from ..exceptions import NumericalError, NumericalWarning
 from ..features._base import auto_block_size
 from ..progress import make_progress
 from ..threads import blas_threads_for
+from ._rank_update import DIRECT, mirror_lower, rank_update
 
 __all__ = ["auto_block_size", "normal_equations", "solve_normal_equations",
            "RegPath", "ridge_fit", "cholesky_solve"]
@@ -75,13 +76,13 @@ def normal_equations(feature_map, X: np.ndarray, Y: np.ndarray, block_size: int 
                          f"(out) between each two, got {len(bounds)} bounds for "
                          f"{len(groups)} groups")
     AtA = Yb = None
+    lower_only = [False] * len(groups)      # updated by dsyrk: mirrored after the last block
     progress.start("normal equations", m)
     with np.errstate(over="ignore", invalid="ignore"):   # an overflow is the error below
         for start, stop, Phi in feature_map.blocks(X, block_size):
-            if AtA is None:
+            if Yb is None:
                 # each block's products in the precision of its features (float32: SSYRK and
                 # SGEMM), added to the float64 sums
-                AtA = np.empty((T, T), dtype=Phi.dtype)
                 Yb = Y if Y.dtype == Phi.dtype else Y.astype(Phi.dtype)
             Yr = Yb[start:stop]
             if capture is not None:
@@ -100,12 +101,15 @@ def normal_equations(feature_map, X: np.ndarray, Y: np.ndarray, block_size: int 
                         break
                     continue
                 part = Phi if hi - lo == len(Phi) else Phi[lo:hi]
-                # numpy spots the transposed self-product: one syrk
-                np.matmul(part.T, part, out=AtA)
-                groups[g][0].__iadd__(AtA)
+                if not (DIRECT and part.dtype == np.float64) and AtA is None:
+                    AtA = np.empty((T, T), dtype=Phi.dtype)
+                lower_only[g] |= rank_update(groups[g][0], part, AtA)
                 groups[g][1].__iadd__(part.T @ Yr[lo:hi])
             progress.update(stop)
     progress.end()
+    for (A, _), lower in zip(groups, lower_only):
+        if lower:
+            mirror_lower(A)
     if not all(np.isfinite(A).all() and np.isfinite(B).all() for A, B in groups):
         raise NumericalError(
             "the feature matrix overflowed (non-finite Phi^T Phi); the features are too large "
