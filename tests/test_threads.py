@@ -154,7 +154,8 @@ for name, est in [
         ("bkernn dense", rwtool.BKerNNRegressor(n_particles=12, max_iter=4, random_state=0)),
         ("bkernn cg", rwtool.BKerNNRegressor(n_particles=12, max_iter=4, kernel_solver="cg",
                                              random_state=0)),
-        ("lasso auto", rwtool.RWRegressor(solver="lasso", n_features=120, random_state=0))]:
+        ("lasso auto", rwtool.RWRegressor(solver="lasso", n_features=120, random_state=0)),
+        ("lstsq auto", rwtool.RWRegressor(n_features=150, random_state=0))]:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         est.fit(X, y)
@@ -168,9 +169,10 @@ print(json.dumps(out))
 
 @pytest.mark.slow          # two child processes, each importing rwtool
 def test_the_same_model_whatever_the_thread_counts():
-    """BKerNN (both kernel solvers) and the Lasso with reg="auto" fitted with OpenBLAS and numba
-    on one thread and on two: the same bits (before rwtool.threads, BKerNN's particles
-    differed in their last bits)."""
+    """BKerNN (both kernel solvers), the Lasso and least squares with reg="auto" fitted with
+    OpenBLAS and numba on one thread and on two: the same bits (before rwtool.threads,
+    BKerNN's particles and the least-squares coefficients differed in their last bits). Six
+    input columns: up to 16 the features are summed in a fixed order (features/_dot.py)."""
     runs = []
     for threads in ("1", "2"):
         env = dict(os.environ, OPENBLAS_NUM_THREADS=threads, NUMBA_NUM_THREADS=threads)

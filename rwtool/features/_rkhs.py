@@ -29,6 +29,7 @@ from numba import njit, prange
 
 from .._base import check_scalar
 from .._params import Param, params_table
+from ..threads import single_blas_thread
 from ._base import (DTYPE, N_FEATURES, RANDOM_STATE, SIGMA, FeatureMap, RowMaxima, check_centres,
                     dot_into, row_norms)
 from ._kernels import _gaussian_gram, _stump_gram
@@ -364,8 +365,11 @@ class RKHSWeighting(FeatureMap):
         return float(self.theta_), float(self.kappa_)
 
     def gram(self) -> np.ndarray:
-        """The T x T Gram matrix G_ij = K(w_i, w_j) of the sampled centres (symmetric PSD)."""
-        return self.kernel_matrix()
+        """The T x T Gram matrix G_ij = K(w_i, w_j) of the sampled centres (symmetric PSD), on
+        one BLAS thread: its products of centres round differently on two OpenBLAS threads, and
+        the least-squares model is solved with it (rwtool.threads)."""
+        with single_blas_thread():
+            return self.kernel_matrix()
 
     def rkhs_norm(self, coef: np.ndarray) -> np.ndarray:
         """||alpha||_H = sqrt(a^T G a) for coefficients on this map's features (one per column)."""

@@ -29,7 +29,7 @@ from scipy.linalg import LinAlgError, cho_solve, eigh
 from ..exceptions import NumericalError, NumericalWarning
 from ..features._base import auto_block_size
 from ..progress import make_progress
-from ..threads import blas_threads_for
+from ..threads import blas_threads_for, single_blas_thread
 from ._rank_update import DIRECT, mirror_lower, rank_update
 
 __all__ = ["auto_block_size", "normal_equations", "solve_normal_equations",
@@ -103,8 +103,12 @@ def normal_equations(feature_map, X: np.ndarray, Y: np.ndarray, block_size: int 
                 part = Phi if hi - lo == len(Phi) else Phi[lo:hi]
                 if not (DIRECT and part.dtype == np.float64) and AtA is None:
                     AtA = np.empty((T, T), dtype=Phi.dtype)
-                lower_only[g] |= rank_update(groups[g][0], part, AtA)
-                groups[g][1].__iadd__(part.T @ Yr[lo:hi])
+                # up to SMALL_SOLVE_MAX features syrk rounds differently on two OpenBLAS
+                # threads; Phi^T Y (a matrix-vector product over the rows) at any size
+                with blas_threads_for(T):
+                    lower_only[g] |= rank_update(groups[g][0], part, AtA)
+                with single_blas_thread():
+                    groups[g][1].__iadd__(part.T @ Yr[lo:hi])
             progress.update(stop)
     progress.end()
     for (A, _), lower in zip(groups, lower_only):
@@ -268,7 +272,8 @@ def ridge_fit(feature_map, X, Y, reg: float, eps: float = 0.0, use_gram: bool | 
     A, B = normal_equations(feature_map, X, Y, block_size, progress, weights=weights)
     m = X.shape[0] if weights is None else float(np.sum(weights))
     progress.start("solve", 1)
-    coef, info = solve_normal_equations(A, B, m, reg, R, eps)
+    with single_blas_thread():      # the model's factor, whatever the BLAS thread count
+        coef, info = solve_normal_equations(A, B, m, reg, R, eps)
     progress.end()
     info.update(gram=R, A=A, B=B, m=m)
     return coef, info

@@ -42,6 +42,7 @@ from numpy.linalg import LinAlgError
 
 from ..exceptions import NumericalError
 from ..progress import make_progress
+from ..threads import single_blas_thread
 from ._ridge import RegPath, normal_equations, solve_normal_equations
 
 __all__ = ["SufficientStats", "ValidationSample", "row_keys", "fold_of", "position_uniform",
@@ -488,7 +489,8 @@ class SufficientStats:
         them)."""
         A, B, m = self.total()
         self._check_rows(m)
-        coef, info = solve_normal_equations(A, B, m, float(reg), R, eps)
+        with single_blas_thread():  # the model's factor, whatever the BLAS thread count
+            coef, info = solve_normal_equations(A, B, m, float(reg), R, eps)
         info.update(A=A, B=B, m=m)
         return coef, info
 
