@@ -1086,6 +1086,10 @@ class ColumnCells(abc.Mapping):
     def __contains__(self, j):
         return self._at(j) >= 0
 
+    def columns(self) -> np.ndarray:
+        """The keys, sorted, as an array (no Python int per column)."""
+        return self._keys
+
     def run(self, js):
         """The cells of columns ``js`` one after the other, or None unless they are stored
         so (consecutive positions)."""

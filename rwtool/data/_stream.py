@@ -34,9 +34,9 @@ from typing import Iterator
 import numpy as np
 
 from ._dialect import NA_VALUES, Dialect, Source, open_source, sniff_csv
-from ._read import (_STREAM_BLOCK_BYTES, Column, NameLookup, Table, TableBuilder, _BadUTF8,
-                    canon, check_guess, column_positions, excel_note, fast_cast_ok, gc_paused,
-                    iter_blocks, legacy_dialect, number_spellings, out_of_memory,
+from ._read import (_STREAM_BLOCK_BYTES, Column, ColumnCells, NameLookup, Table, TableBuilder,
+                    _BadUTF8, canon, check_guess, column_positions, excel_note, fast_cast_ok,
+                    gc_paused, iter_blocks, legacy_dialect, number_spellings, out_of_memory,
                     positions,
                     preamble_note, shows_decimal_point, type_block, typed_plan)
 from ._errors import MissingColumnError, MissingValueError
@@ -56,64 +56,65 @@ _KEYS = {ALL: 0, FIT: 1}
 
 
 class _Distinct:
-    """The distinct numbers of many columns with their counts, as three sorted arrays
-    (column, value, count); a column past ``cap`` distinct values is marked overflowed and
-    gets no more (its values seen first stay). Blocks are merged in when the pending ones
-    outgrow what is held, so the cost stays linear."""
+    """The distinct numbers of many columns with their counts, as parts (column, value, count)
+    each sorted by column then value, over ascending runs of columns; a column past ``cap``
+    distinct values is marked overflowed and gets no more (its values seen first stay). A
+    block's slabs are kept as parts as they come (a wide file's single block is never copied
+    or sorted again); blocks are merged into one part when the pending ones outgrow what is
+    held, so the cost stays linear."""
 
     def __init__(self, k: int, cap: int):
         self.k, self.cap = k, cap
-        self.col = np.empty(0, np.int64)
-        self.val = np.empty(0)
-        self.cnt = np.empty(0, np.int64)
+        self.parts: list = []
+        self.starts = np.empty(0, np.int64)        # the first column of each part
+        self.n = 0
         self.overflow = np.zeros(k, bool)
         self._pending: list = []
         self._n_pending = 0
 
     def add(self, col, val, cnt) -> None:
-        self._pending.append((col, val, cnt))
-        self._n_pending += len(col)
-        if self._n_pending > max(len(self.col), 1 << 16):
+        if len(col):
+            self._pending.append((col, val, cnt))
+            self._n_pending += len(col)
+        if self._n_pending > max(self.n, 1 << 16):
             self.merge()
 
     def merge(self) -> None:
         if not self._pending:
             return
-        seq = [p for p in [(self.col, self.val, self.cnt)] + self._pending if len(p[0])]
-        if all(p[0][-1] < q[0][0] for p, q in zip(seq, seq[1:])):
-            # runs of a block's slabs come sorted by column then value, each pair once, the
-            # slabs in column order: kept as they are (a wide file's single block would
-            # otherwise be sorted again)
-            if len(seq) == 1:
-                self.col, self.val, self.cnt = seq[0]
-            elif seq:
-                self.col, self.val, self.cnt = (np.concatenate(a) for a in zip(*seq))
-            self._pending, self._n_pending = [], 0
-            self.overflow |= np.bincount(self.col, minlength=self.k) > self.cap
-            return
-        col = np.concatenate([self.col] + [c for c, _, _ in self._pending])
-        val = np.concatenate([self.val] + [v for _, v, _ in self._pending])
-        cnt = np.concatenate([self.cnt] + [n for _, _, n in self._pending])
+        seq, new = self.parts + self._pending, self._pending
         self._pending, self._n_pending = [], 0
-        order = np.lexsort((val, col))
-        col, val, cnt = col[order], val[order], cnt[order]
-        start = np.flatnonzero(np.r_[True, (col[1:] != col[:-1]) | (val[1:] != val[:-1])])
-        self.col, self.val = col[start], val[start]
-        self.cnt = np.add.reduceat(cnt, start) if len(start) else cnt
-        self.overflow |= np.bincount(self.col, minlength=self.k) > self.cap
+        if not all(p[0][-1] < q[0][0] for p, q in zip(seq, seq[1:])):
+            col = np.concatenate([p[0] for p in seq])
+            val = np.concatenate([p[1] for p in seq])
+            cnt = np.concatenate([p[2] for p in seq])
+            seq = new = None
+            order = np.lexsort((val, col))
+            col, val, cnt = col[order], val[order], cnt[order]
+            start = np.flatnonzero(np.r_[True, (col[1:] != col[:-1]) | (val[1:] != val[:-1])])
+            seq = new = [(col[start], val[start], np.add.reduceat(cnt, start))]
+        self.parts = seq
+        self.starts = np.array([p[0][0] for p in seq], np.int64)
+        self.n = sum(len(p[0]) for p in seq)
+        for c, _, _ in new:
+            self.overflow |= np.bincount(c, minlength=self.k) > self.cap
 
     def copy(self) -> "_Distinct":
         self.merge()
         d = _Distinct(self.k, self.cap)
-        d.col, d.val, d.cnt, d.overflow = (a.copy() for a in (self.col, self.val, self.cnt,
-                                                               self.overflow))
+        d.parts = [tuple(a.copy() for a in p) for p in self.parts]
+        d.starts, d.n, d.overflow = self.starts.copy(), self.n, self.overflow.copy()
         return d
 
     def of(self, kk: int) -> tuple[np.ndarray, np.ndarray]:
         """(sorted distinct values, counts) of column ``kk``."""
         self.merge()
-        a, b = np.searchsorted(self.col, [kk, kk + 1])
-        return self.val[a:b], self.cnt[a:b]
+        i = int(np.searchsorted(self.starts, kk, side="right")) - 1
+        if i < 0:
+            return np.empty(0), np.empty(0, np.int64)
+        col, val, cnt = self.parts[i]
+        a, b = np.searchsorted(col, [kk, kk + 1])
+        return val[a:b], cnt[a:b]
 
 
 class _TextPart:
@@ -526,7 +527,9 @@ def iter_csv(path, preprocessing: Preprocessing, *, dialect: Dialect | None = No
                 _check_columns(pre, names, src.name, dialect, require_target)
                 has_target = pre.target is not None and pre.target["name"] in names
                 checked = True
-            builder = TableBuilder(names, sorted(block.cells), 10_000, fast)
+            cols = (block.cells.columns() if isinstance(block.cells, ColumnCells)
+                    else sorted(block.cells))
+            builder = TableBuilder(names, cols, 10_000, fast)
             builder.add(block, dialect.decimal, na)
             table = builder.table(src.name, dialect, block.lines, [], None)
             yield pre._encode(table, np.arange(len(block.lines)), with_target=has_target,
