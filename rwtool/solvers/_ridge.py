@@ -7,8 +7,8 @@ Solves (003 eq. 80-82; spec section 4.1)
 with R = G (RKHS weightings) or R = I (random kitchen sinks), for several right-hand sides at
 once (one-vs-rest classes, multi-output regression). Phi^T Phi and Phi^T Y are sums over rows:
 each block of rows is mapped to features and added with a BLAS rank-k update (dsyrk adding
-to the sum's lower triangle, solvers._rank_update), so the m x T feature matrix is never held whole and the peak
-memory is O(T^2 + block * T). A map of ``dtype="float32"`` gives float32 blocks: each block's
+to the sum's lower triangle, solvers._rank_update), so the m x T feature matrix is never held
+whole and the peak memory is O(T^2 + block * T). A map of ``dtype="float32"`` gives float32 blocks: each block's
 products run in float32 (SSYRK, about twice DSYRK's rate) and are added to float64 sums, so the
 rounding of one block never accumulates across blocks; the solve is float64. The system is solved by Cholesky; if it is not numerically
 positive definite, jitter is added and a warning says how much. The heavy calls go through numpy,
