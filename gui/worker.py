@@ -64,11 +64,6 @@ PROCESS_JOBS = (TrainJob, BoundsJob, WarmUpJob)       # PruneJob is a TrainJob
 #: rows about 240 MB (its training rows' projections and tables), which would put a session
 #: of five runs on the 200,000-row file over the 1 GB the two processes may hold (issue 24)
 MODEL_BYTES = 64 << 20
-
-
-def in_fit_process(job) -> bool:
-    """Whether ``job`` runs in the fit process (when the app has one)."""
-    return isinstance(job, PROCESS_JOBS) or (isinstance(job, CallJob) and job.in_process)
 #: the fit process's niceness (os.nice): on a busy machine the window gets a core first (a
 #: window that has just painted is otherwise behind the fit's threads in the scheduler's
 #: queue; bench_gui_load, 2 cores under load 12: longest gap 835 -> 437 ms, gaps over 50 ms
@@ -80,6 +75,11 @@ FIT_NICE = 10
 #: machine's other sessions whenever it woke up, niceness or not (bench_gui_load --load 4,
 #: RW and GreedyMK: longest gap in training 427-1444 ms -> 202-339 ms)
 FIT_SESSION = True
+
+
+def in_fit_process(job) -> bool:
+    """Whether ``job`` runs in the fit process (when the app has one)."""
+    return isinstance(job, PROCESS_JOBS) or (isinstance(job, CallJob) and job.in_process)
 
 
 def _context():
