@@ -1591,8 +1591,12 @@ class TableBuilder:
         need, cap = self.n + rows, self.V.shape[1]
         if need <= cap:
             return
-        est = int(need * self.size / self.nbytes * 1.02) + 16 if self.size and self.nbytes \
-            else need
+        est = need
+        if self.size and 0 < self.nbytes < self.size:
+            # slack of at most 16 rows and 65,536 cells: a wide file's few rows are long, and
+            # 16 rows of 500,000 columns would be 64 MB more than the file's 6 MB
+            est = int(need * self.size / self.nbytes * 1.02) + min(
+                16, 1 + (1 << 16) // max(len(self.keep), 1))
         V = np.empty((len(self.keep), max(need, est, cap + cap // 4)))
         V[:, :self.n] = self.V[:, :self.n]
         self.V = V
