@@ -86,7 +86,9 @@ def _fit_cpu(win) -> tuple[float, float]:
     return time.process_time(), total
 
 
-def measure(csv: str, target: str | None, names, modes, timeout: float = 7200.0) -> list[dict]:
+def app_window():
+    """``(app, window)``: the real main window, offscreen, its fits in its fit process, without
+    the warm-up it starts by itself, and the long-fit question answered yes."""
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     sys.path.insert(0, str(ROOT))
     import tempfile
@@ -96,14 +98,19 @@ def measure(csv: str, target: str | None, names, modes, timeout: float = 7200.0)
     import gui.main_window as mw
     from gui.app import create_app
     app = create_app()
-    tmp = tempfile.mkdtemp()
-    win = mw.MainWindow(settings=QSettings(os.path.join(tmp, "s.ini"), QSettings.IniFormat),
-                        warm_up=False)
+    win = mw.MainWindow(settings=QSettings(os.path.join(tempfile.mkdtemp(), "s.ini"),
+                                           QSettings.IniFormat), warm_up=False)
     win.resize(1280, 800)
     win.show()
+    win.ask = lambda *a: True
+    return app, win
+
+
+def measure(csv: str, target: str | None, names, modes, timeout: float = 7200.0) -> list[dict]:
+    app, win = app_window()
+    import gui.main_window as mw
     win.open_path(csv, target)
     _wait(app, lambda: win.data_info is not None and not win.data_panel.is_loading, timeout)
-    win.ask = lambda *a: True                       # the long-fit question: yes
     # the kernels compiled or loaded from numba's cache first, by the app's own warm-up (in
     # its fit process) before a user's first fit: the estimate does not count compilation
     win.worker.warm_up(win.method_panel.families)

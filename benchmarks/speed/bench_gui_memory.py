@@ -17,14 +17,10 @@ the Data tab counted once, in "data"). Nothing is asserted: the figures go to a 
 from __future__ import annotations
 
 import argparse
-import os
-import sys
-import tempfile
 
 from .._common.argcheck import app_run_args
 from .._common.output import write_results
-from .bench_cancel import ROOT
-from .bench_estimate import _wait
+from .bench_estimate import _wait, app_window
 from .bench_gui_load import rss_mb
 
 #: name -> (method key, parameters beyond the method's defaults): the methods at their defaults
@@ -44,20 +40,8 @@ def _mb(arrs) -> float:
 
 
 def measure(csv: str, target: str | None, names, timeout: float = 7200.0) -> list[dict]:
-    os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
-    sys.path.insert(0, str(ROOT))
-    from PySide6.QtCore import QSettings
-
-    import gui.main_window as mw
-    from gui.app import create_app
+    app, win = app_window()
     from gui.logic.jobs import reachable_arrays
-    app = create_app()
-    tmp = tempfile.mkdtemp()
-    win = mw.MainWindow(settings=QSettings(os.path.join(tmp, "s.ini"), QSettings.IniFormat),
-                        warm_up=False)
-    win.resize(1280, 800)
-    win.show()
-    win.ask = lambda *a: True                       # the long-fit question: yes
     rows: list[dict] = []
 
     def fits_pid():
