@@ -669,8 +669,11 @@ def scored_folds(stats: SufficientStats, classifier: bool, feature_map=None):
 #: times the fixed-reg fit; T/2 because at small T the validation sample's features and small,
 #: slow factorisations weigh more against a cheap fit. First, the whole grid is searched
 #: coarsely on the first max(COARSE_FEATURES, T_s / 4): a start close to T_s's best.
+#: SEARCH_COST 60 rather than 40: the 9 or so T_s^3 / 3 factorisations were 15% of the fit at
+#: T = 4000 (mnist 1-vs-7 at T = 8000: 1.33x the fixed-reg fit), a third less with 60, the same
+#: regs but one within the full-T fold spread (mnist T = 4000: 1e-11 for 1e-9).
 #: Measured in docs/BENCHMARKS.md (reg="auto"), with the full-T cross-validation of the choice.
-SEARCH_COST, SEARCH_MIN_FEATURES, COARSE_FEATURES = 40.0, 500, 200
+SEARCH_COST, SEARCH_MIN_FEATURES, COARSE_FEATURES = 60.0, 500, 200
 
 
 def search_features(n_samples: int, n_features: int) -> int:

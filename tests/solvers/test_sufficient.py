@@ -297,7 +297,7 @@ def test_captured_sample_features_are_the_recomputed_ones(cls, kw, weighted):
 @pytest.mark.slow
 @pytest.mark.parametrize("cls, T, kind", [(rw.RWClassifier, 600, "binary"),
                                           (rw.RKSClassifier, 600, "multiclass"),
-                                          (rw.RWClassifier, 1500, "multiclass")])
+                                          (rw.RWClassifier, 2000, "multiclass")])
 def test_search_on_captured_features_chooses_as_recomputing(cls, T, kind):
     """select_reg scoring with the captured features (the full map's leading columns, each
     model's coefficients rescaled to them: c = subset_scale, sqrt(T_s / T) for the kitchen
@@ -318,7 +318,7 @@ def test_search_on_captured_features_chooses_as_recomputing(cls, T, kind):
     eps = float(est.eps) if est._family == "rw" else 0.0
     grid = est._auto_grid(est._validate())
     (a, ta), (b, tb) = (select_reg(s, grid, True, R, eps, feature_map=fmap) for s in (cap, rec))
-    assert ta["features"] == tb["features"] == (513 if T == 1500 else 500) < T
+    assert ta["features"] == tb["features"] == (543 if T == 2000 else 500) < T
     assert a == b and ta["reg"] == tb["reg"] and ta["coarse"] == tb["coarse"]
     np.testing.assert_array_equal(ta["fold_scores"], tb["fold_scores"])
     fitted = cls(n_features=T, random_state=0).fit(X, y)
