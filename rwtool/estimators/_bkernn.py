@@ -284,7 +284,8 @@ class _BKerNN(CallbackSupport, BaseEstimator):
           preconditioner's Gram matrix and Cholesky factor (2 (m (B - 1))^2); targets,
           coefficients and CG vectors (16 n q). The dense path holds the iterates'
           projections, the gradient's sort order and signed sums instead (4 m n) and adds the
-          n x n kernel, its Cholesky factor and LAPACK's Fortran copy of it (3 n^2);
+          n x n kernel and its Cholesky factor (2 n^2: LAPACK reads the factor's transpose
+          in place, no Fortran copy);
         * the fitted model being built: X (n d), the last projections, their stored transpose
           and its contiguous copy, the sorted knots (4 m n), the prediction tables
           (2 m (n + 1) q) and targets, coefficients and training decisions (5 n q).
@@ -299,7 +300,7 @@ class _BKerNN(CallbackSupport, BaseEstimator):
         model = 8 * (n * d + 4 * m * n + 2 * m * (n + 1) * q + 5 * n * q)
         dense = choose_kernel_solver(str(self.kernel_solver).lower(), n) == "dense"
         if dense:
-            trial = 8 * (2 * n * d + 4 * m * n + 16 * n * q + 3 * n * n)
+            trial = 8 * (2 * n * d + 4 * m * n + 16 * n * q + 2 * n * n)
         else:
             M = m * (block_count(n) - 1)
             trial = 8 * (2 * n * d + 5 * m * n + 16 * n * q + 2 * M * M) + m * n
@@ -308,8 +309,8 @@ class _BKerNN(CallbackSupport, BaseEstimator):
         if dense:
             return FitEstimate(
                 peak_bytes=total, seconds=seconds_of(work), work=work,
-                detail=(f"the n x n kernel, its Cholesky factor and a copy of it "
-                        f"({3 * 8 * n * n / 2**30:.1f} GiB at n = {n}) dominate; use "
+                detail=(f"the n x n kernel and its Cholesky factor "
+                        f"({2 * 8 * n * n / 2**30:.1f} GiB at n = {n}) dominate; use "
                         f"kernel_solver='cg' (or 'auto'), whose memory grows linearly in n"))
         return FitEstimate(
             peak_bytes=total, seconds=seconds_of(work), work=work,

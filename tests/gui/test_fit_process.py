@@ -33,7 +33,7 @@ from rwtool.progress import ProgressEvent  # noqa: E402
 from gui.app import create_app  # noqa: E402
 from gui.main_window import MainWindow  # noqa: E402
 from tests.gui.test_main_window import TIMEOUT, choose, load, moons_csv, train  # noqa: E402
-from tests.gui.test_steering import CancelAt  # noqa: E402
+from tests.gui.test_steering import CancelAt, call_cancelled_at  # noqa: E402
 
 
 def _in_fit_process() -> None:
@@ -401,12 +401,7 @@ def test_importance_and_a_file_run_in_the_fit_process_on_the_model_kept_there(
     sent, here = _spy_jobs(monkeypatch, pwindow)
     before = dict(run.result)
     # importance: cancelled at its first event, then measured
-    hook = CancelAt(pwindow, "importance")
-    try:
-        with qtbot.waitSignal(pwindow.worker.call_failed, timeout=TIMEOUT) as blocker:
-            pwindow.compute_importance()
-    finally:
-        hook.close()
+    blocker, hook = call_cancelled_at(qtbot, pwindow, "importance", pwindow.compute_importance)
     assert blocker.args[1]["kind"] == "cancelled"
     assert "importance" in hook.seen and hook.after == 0, hook.seen
     assert run.result == before and "permutation" not in run.result
@@ -423,12 +418,8 @@ def test_importance_and_a_file_run_in_the_fit_process_on_the_model_kept_there(
     for j, name in enumerate(te.feature_names):
         assert got[name] == pytest.approx(ref.importances_mean[j], rel=1e-9, abs=1e-12)
     # a file: cancelled at its first event, then predicted
-    hook = CancelAt(pwindow, "predicting")
-    try:
-        with qtbot.waitSignal(pwindow.worker.call_failed, timeout=TIMEOUT) as blocker:
-            pwindow.apply_model(path)
-    finally:
-        hook.close()
+    blocker, hook = call_cancelled_at(qtbot, pwindow, "predicting",
+                                      lambda: pwindow.apply_model(path))
     assert blocker.args[1]["kind"] == "cancelled" and hook.after == 0, hook.seen
     assert pwindow.last_applied is None and run.result["estimator"] is est
     with qtbot.waitSignal(pwindow.worker.called, timeout=TIMEOUT):

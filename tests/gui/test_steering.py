@@ -42,6 +42,19 @@ class CancelAt:
         self.worker.progress.disconnect(self)
 
 
+def call_cancelled_at(qtbot, window, stage, call):
+    """Run ``call()`` (a job the window sends to its worker: importance, Apply Model to CSV)
+    with Cancel set at the first event of ``stage``; returns the failure signal's blocker and
+    the hook (its ``after``: events that still came)."""
+    hook = CancelAt(window, stage)
+    try:
+        with qtbot.waitSignal(window.worker.call_failed, timeout=TIMEOUT) as blocker:
+            call()
+    finally:
+        hook.close()
+    return blocker, hook
+
+
 def _train_cancelled_at(qtbot, window, stage):
     hook = CancelAt(window, stage)
     try:
@@ -256,12 +269,8 @@ def test_apply_to_file_reports_progress_and_cancels(qtbot, window, tmp_path, mon
     train(qtbot, window)
     import rwtool.report.evaluation as ev_mod
     monkeypatch.setattr(ev_mod, "SLICE_ROWS", 16)   # slices of 16 rows: many events
-    hook = CancelAt(window, "predicting")
-    try:
-        with qtbot.waitSignal(window.worker.call_failed, timeout=TIMEOUT) as blocker:
-            window.apply_model(path)
-    finally:
-        hook.close()
+    blocker, hook = call_cancelled_at(qtbot, window, "predicting",
+                                      lambda: window.apply_model(path))
     assert blocker.args[1]["kind"] == "cancelled" and hook.after == 0
     assert not window.training_panel.running
     assert "Predicting" not in window.statusBar().currentMessage()
