@@ -320,7 +320,7 @@ def _drive(args) -> int:
 
         # 3. cancel a long run (Esc)
         d.tab("left_tabs", "2  Method")
-        d.set_field("n_epochs", 20000)
+        d.set_field("n_epochs", 60000)    # long enough to cancel (20,000 now ends in about 4 s)
         n = len(d.check()["runs"])
         d.click(d.check()["train"])
         d.wait(lambda s: s["running"], "the long run to start")
