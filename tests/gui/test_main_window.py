@@ -525,7 +525,7 @@ def test_live_curves_drawn_by_their_timers_after_the_run(qtbot, window, tmp_path
     assert run.status == "done"
     tp = window.training_panel
     for plot in tp.board.plots().values():
-        qtbot.waitUntil(lambda p=plot: not p.dirty and bool(p._curves), timeout=2000)
+        qtbot.waitUntil(lambda p=plot: not p.dirty and bool(p._curves), timeout=TIMEOUT)
         for name in plot.curve_names():
             x, y = plot.curve_data(name)
             drawn = plot._curves[name]

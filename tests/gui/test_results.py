@@ -217,7 +217,10 @@ def test_live_curves_one_plot_per_quantity_reset_per_run(qtbot, window, tmp_path
     run = train(qtbot, window)
     assert run.status == "done", run.note
     board = window.training_panel.board
-    qtbot.waitUntil(lambda: all(not p._dirty for p in board.plots().values()), timeout=3000)
+    drawn = lambda: all(not p.dirty for p in board.plots().values())     # noqa: E731
+    # a plot's title and axes change at its next redraw (one plot a tick, each at most once
+    # every REDRAW_MS): wait for the board to draw what it holds before reading them
+    qtbot.waitUntil(drawn, timeout=TIMEOUT)
     plots = board.plots()
     assert {"norm", "loss"} <= set(plots)                  # not on one axis
     for name, p in plots.items():
@@ -233,6 +236,7 @@ def test_live_curves_one_plot_per_quantity_reset_per_run(qtbot, window, tmp_path
     # reg=auto: the search's score gets its own plot, which says higher is better
     choose(window, "rw", solver="lstsq", reg="auto", n_features=40)
     train(qtbot, window)
+    qtbot.waitUntil(drawn, timeout=TIMEOUT)
     plots = board.plots()
     assert "norm" not in plots                             # the previous run's plots are gone
     assert "higher is better" in plots["best_score"].plot_title
