@@ -619,13 +619,45 @@ def send_pickled(conn, msg) -> None:
     conn.send_bytes(head)
 
 
+def _read_exactly(fd: int, view: memoryview) -> None:
+    """Fill ``view`` from ``fd`` (os.readv writes into it: nothing allocated per read)."""
+    pos = 0
+    while pos < len(view):
+        n = os.readv(fd, [view[pos:]])
+        if n == 0:
+            raise EOFError("the fit process closed the pipe in the middle of a message")
+        pos += n
+
+
+def _recv_bytes_into(conn, buf: bytearray) -> None:
+    """``conn.recv_bytes_into(buf)`` without its temporary copy. multiprocessing's connection
+    reads a message into an io.BytesIO (and each os.read allocates the bytes still wanted)
+    before copying it into ``buf``: up to three times the array at once. On a POSIX pipe this
+    reads the connection's frame (a 4-byte big-endian length, -1 then 8 bytes for 2 GiB and
+    more) and then the bytes straight into ``buf``; elsewhere it is the connection's own."""
+    if not hasattr(os, "readv") or not hasattr(conn, "fileno"):
+        conn.recv_bytes_into(buf)
+        return
+    fd = conn.fileno()
+    head = bytearray(4)
+    _read_exactly(fd, memoryview(head))
+    size = int.from_bytes(head, "big", signed=True)
+    if size == -1:
+        head = bytearray(8)
+        _read_exactly(fd, memoryview(head))
+        size = int.from_bytes(head, "big")
+    if size != len(buf):
+        raise OSError(f"the fit process sent {size} bytes where {len(buf)} were announced")
+    _read_exactly(fd, memoryview(buf))
+
+
 def recv_pickled(conn, sizes):
     """The message :func:`send_pickled` sent, after its ``("pickled", sizes)``: each array's
     memory is read into a buffer of its own, which the array then uses (writable, no copy)."""
     buffers = []
     for n in sizes:
         buf = bytearray(n)
-        conn.recv_bytes_into(buf)
+        _recv_bytes_into(conn, buf)
         buffers.append(buf)
     return pickle.loads(conn.recv_bytes(), buffers=buffers)
 
