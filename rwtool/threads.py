@@ -26,7 +26,7 @@ import threading
 from contextlib import contextmanager, nullcontext
 
 __all__ = ["SMALL_SOLVE_MAX", "blas_thread_counts", "single_blas_thread", "on_one_blas_thread",
-           "blas_threads_for"]
+           "blas_threads_for", "openblas_paths"]
 
 #: the order n of a dense n x n solve (or matrix-vector loop) up to which it runs on one BLAS
 #: thread (docs/BENCHMARKS.md, benchmarks/speed/bench_small_solves.py): on the loaded 2-core
@@ -41,8 +41,9 @@ _saved: list[int] = []
 _libraries = None          # [(get, set)] per OpenBLAS loaded, found on first use
 
 
-def _loaded_paths() -> list[str]:
-    """Paths of the OpenBLAS libraries in this process (numpy's and scipy's)."""
+def openblas_paths() -> list[str]:
+    """Paths of the OpenBLAS libraries in this process (numpy's and scipy's); also where
+    solvers._rank_update finds numpy's dsyrk."""
     import numpy  # noqa: F401  (loads numpy's BLAS)
     import scipy.linalg  # noqa: F401  (loads scipy's)
     try:
@@ -60,7 +61,7 @@ def _loaded_paths() -> list[str]:
 
 def _find_libraries():
     libs = []
-    for path in _loaded_paths():
+    for path in openblas_paths():
         try:
             lib = ctypes.CDLL(path)
         except OSError:

@@ -7,11 +7,11 @@ block besides the product, and a T x T scratch matrix (at T = 4000, 1024 / 2048 
 float64 block goes to dsyrk with beta = 1, which adds its product to the lower triangle of the
 sum directly; ``mirror_lower`` copies that triangle to the upper one once, after the last
 block. The call goes to the BLAS numpy itself uses (scipy-openblas64's ``cblas_dsyrk``, found
-beside numpy), through ctypes, which releases the GIL like numpy does; the same library, so
-the same threads and the same per-entry arithmetic (each entry summed over the block's rows
-by one thread, whatever their number). Where it is not found (numpy built against another
-BLAS), a float32 block, or an array that is not laid out for it, the update is numpy's
-product and an add, as before.
+among the process's OpenBLAS libraries by rwtool.threads.openblas_paths), through ctypes,
+which releases the GIL like numpy does; the same library, so the same threads and the same
+per-entry arithmetic (each entry summed over the block's rows by one thread, whatever their
+number). Where it is not found (numpy built against another BLAS), a float32 block, or an
+array that is not laid out for it, the update is numpy's product and an add, as before.
 
 This module holds the update only; it knows nothing of feature maps or of the solve.
 """
@@ -19,10 +19,10 @@ This module holds the update only; it knows nothing of feature maps or of the so
 from __future__ import annotations
 
 import ctypes
-import glob
-import os
 
 import numpy as np
+
+from ..threads import openblas_paths
 
 __all__ = ["rank_update", "mirror_lower", "DIRECT"]
 
@@ -31,10 +31,9 @@ _MIRROR_PANEL = 512                               # rows of A mirrored a step (c
 
 
 def _find_dsyrk():
-    """numpy's own cblas_dsyrk (ILP64 scipy-openblas), or None."""
-    pattern = os.path.join(os.path.dirname(np.__file__), os.pardir, "numpy.libs",
-                           "libscipy_openblas64_*.so")
-    for path in sorted(glob.glob(pattern)):
+    """numpy's own cblas_dsyrk (ILP64 scipy-openblas: the symbol's ``64_`` suffix tells it
+    from scipy's LP64 library), or None."""
+    for path in openblas_paths():
         try:
             fn = ctypes.CDLL(path).scipy_cblas_dsyrk64_
         except (OSError, AttributeError):

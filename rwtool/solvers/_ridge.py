@@ -105,10 +105,11 @@ def normal_equations(feature_map, X: np.ndarray, Y: np.ndarray, block_size: int 
                     AtA = np.empty((T, T), dtype=Phi.dtype)
                 # up to SMALL_SOLVE_MAX features syrk rounds differently on two OpenBLAS
                 # threads; Phi^T Y (a matrix-vector product over the rows) at any size
+                A_g, B_g = groups[g]
                 with blas_threads_for(T):
-                    lower_only[g] |= rank_update(groups[g][0], part, AtA)
+                    lower_only[g] |= rank_update(A_g, part, AtA)
                 with single_blas_thread():
-                    groups[g][1].__iadd__(part.T @ Yr[lo:hi])
+                    B_g += part.T @ Yr[lo:hi]
             progress.update(stop)
     progress.end()
     for (A, _), lower in zip(groups, lower_only):
