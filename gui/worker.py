@@ -30,7 +30,6 @@ import atexit
 import collections
 import itertools
 import multiprocessing
-import os
 import sys
 import threading
 import time
@@ -41,7 +40,7 @@ import numba
 import numpy as np
 from PySide6.QtCore import QObject, QRunnable, QThread, QThreadPool, Signal, Slot
 
-from rwtool.resources import runnable_groups
+from rwtool.resources import current_load
 
 from .logic import jobs
 from .logic.jobs import (CANCELLED, BoundsJob, CallJob, PruneJob, TrainJob, WarmUpJob,
@@ -509,15 +508,14 @@ def run_in_background(fn, *args, on_done=None, on_error=None, **kwargs) -> None:
 
 
 class LoadProbe:
-    """How many scheduling groups want a core (rwtool.resources.runnable_groups, the load the
+    """How many scheduling groups want a core (rwtool.resources.current_load, the load the
     pre-flight estimate divides the cores by), counted on Qt's thread pool: the count scans
     every task of /proc, 40+ ms of CPU on the shared machine, and on the GUI thread at each
     Train click it was one pause of the window (300-370 ms under load).
 
     :meth:`refresh` starts a count unless one runs or the last is younger than ``min_age``
     seconds; :meth:`value` is the last count while younger than ``max_age`` (None: none, the
-    caller counts now). Where /proc does not show the caller running, the count is the
-    1-minute load average, as rwtool.resources.cpu_share would use."""
+    caller counts now)."""
 
     def __init__(self, min_age: float = 2.0, max_age: float = 60.0):
         self.min_age, self.max_age = float(min_age), float(max_age)
@@ -529,7 +527,7 @@ class LoadProbe:
         if self._running or (self._at is not None and time.monotonic() - self._at < self.min_age):
             return
         self._running = True
-        run_in_background(_count_load, on_done=self._done, on_error=self._failed)
+        run_in_background(current_load, on_done=self._done, on_error=self._failed)
 
     def value(self) -> float | None:
         if self._at is None or time.monotonic() - self._at > self.max_age:
@@ -544,11 +542,3 @@ class LoadProbe:
         self._running = False
 
 
-def _count_load() -> float:
-    n = runnable_groups()
-    if n is None:
-        try:
-            n = os.getloadavg()[0]
-        except (AttributeError, OSError):
-            n = 0.0
-    return n

@@ -22,7 +22,8 @@ from dataclasses import dataclass, field
 from .exceptions import InsufficientMemoryError
 
 __all__ = ["FitEstimate", "estimate_fit", "estimate_predict", "available_memory", "check_memory",
-           "check_fit_memory", "cpu_share", "runnable_groups", "wall_seconds", "KERNEL_RATES", "rate", "seconds_of"]
+           "check_fit_memory", "cpu_share", "current_load", "runnable_groups", "wall_seconds",
+           "KERNEL_RATES", "rate", "seconds_of"]
 
 # Share of the available memory a single fit may plan to use: the rest is for the interpreter,
 # the data the caller holds, and estimation error.
@@ -287,13 +288,20 @@ def cpu_share(load: float | None = None, cores: int | None = None) -> float:
     30% (bench_estimate, docs/GUI.md)."""
     cores = int(cores or os.cpu_count() or 1)
     if load is None:
-        load = runnable_groups()
+        load = current_load()
+    return min(1.0, cores / max(float(load), 1e-9))
+
+
+def current_load() -> float:
+    """The load :func:`cpu_share` divides the cores by: :func:`runnable_groups`, else the
+    1-minute load average, else 0 (no load average: Windows; assume a quiet machine)."""
+    load = runnable_groups()
     if load is None:
         try:
             load = os.getloadavg()[0]
-        except (AttributeError, OSError):      # no load average (Windows): assume quiet
+        except (AttributeError, OSError):
             load = 0.0
-    return min(1.0, cores / max(float(load), 1e-9))
+    return load
 
 
 def wall_seconds(cpu_seconds: float, load: float | None = None, cores: int | None = None) -> float:

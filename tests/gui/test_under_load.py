@@ -99,7 +99,6 @@ def test_the_train_click_does_not_scan_proc_on_the_gui_thread(qtbot, window, tmp
         scans.append(threading.current_thread() is threading.main_thread())
         return real(*a, **k)
     monkeypatch.setattr(resources, "runnable_groups", counted)
-    monkeypatch.setattr("gui.worker.runnable_groups", counted)
     load(qtbot, window, moons_csv(tmp_path / "m.csv"))
     choose(window, "rw", n_features=20, random_state=0)
     qtbot.waitUntil(lambda: window.load_probe.value() is not None, timeout=TIMEOUT)
