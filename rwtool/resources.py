@@ -16,6 +16,7 @@ This module must not import estimators or solvers; it only reads their ``_estima
 from __future__ import annotations
 
 import os
+import threading
 import time
 from dataclasses import dataclass, field
 
@@ -223,56 +224,85 @@ def estimate_predict(estimator, n_rows: int, n_features_in: int, n_outputs: int 
     return seconds_of(own(int(n_rows), int(n_features_in), int(n_outputs)))
 
 
+def _task_state(path: str) -> str:
+    """The one-letter scheduler state in a ``/proc`` ``stat`` file (after the last ')': a
+    command name may hold one)."""
+    with open(path) as fh:
+        return fh.read().rsplit(")", 1)[1].split(None, 1)[0]
+
+
 def runnable_groups(samples: int = 3, interval: float = 0.0) -> float | None:
     """How many scheduling entities want a core now, counted as the scheduler shares them:
     with Linux's autogroups (``/proc/sys/kernel/sched_autogroup_enabled``, one group a
     session, each group getting an equal share of the cores) the groups with a runnable task,
     else the runnable tasks. The mean of ``samples`` scans of ``/proc`` ``interval`` seconds
     apart (a scan takes milliseconds; a sleep on a loaded machine tens of them, so by default
-    none); the caller's own group counts (it is running). None without ``/proc``, and None when
-    a scan does not see the caller itself running: a sandbox whose ``/proc`` reports no task
-    states or hides the autogroup files would otherwise report an idle machine while it works
-    (seen on a CI machine: 0 runnable groups), and the callers then use the load average."""
+    none).
+
+    The caller counts by construction (it runs while it scans), not by being found in the
+    scan: a thread of its own that ends mid-scan, or another process's unreadable files, must
+    not drop it. The scan is trusted only if ``/proc`` reports the calling thread itself as
+    running; a sandbox whose ``/proc`` reports no task states would otherwise show an idle
+    machine while it works (seen on a CI machine: 0 runnable groups), and then this returns
+    None and the callers use the load average. Where the caller's own autogroup file cannot be
+    read, tasks are counted instead of groups. None without ``/proc``."""
     try:
         with open("/proc/sys/kernel/sched_autogroup_enabled") as fh:
             by_group = fh.read().strip() == "1"
     except OSError:
         by_group = False
+    own_group = None
+    if by_group:
+        try:
+            with open("/proc/self/autogroup") as fh:
+                own_group = (fh.read().split(None, 1) or [None])[0]
+        except OSError:
+            pass
+        by_group = own_group is not None
+    try:                         # the caller's pid and thread as this /proc mount numbers them
+        me = os.readlink("/proc/self")
+    except OSError:
+        me = str(os.getpid())
+    try:
+        me_tid = os.readlink("/proc/thread-self").rsplit("/", 1)[-1]
+    except OSError:              # kernels before 3.17
+        me_tid = str(threading.get_native_id())
+    own_stat = f"/proc/{me}/task/{me_tid}/stat"
     counts = []
     for i in range(max(1, int(samples))):
         if i:
             time.sleep(interval)
         try:
+            if _task_state(own_stat) != "R":
+                return None
             pids = [p for p in os.listdir("/proc") if p.isdigit()]
-        except OSError:
+        except (OSError, IndexError):
             return None
-        seen: set = set()
-        n = 0
-        try:                     # the caller's pid as this /proc mount numbers it
-            me = os.readlink("/proc/self")
-        except OSError:
-            me = str(os.getpid())
-        me_seen = False
+        seen = {own_group}
+        n = 1                    # the calling thread
         for pid in pids:
             try:
-                states = []
-                for tid in os.listdir(f"/proc/{pid}/task"):
-                    with open(f"/proc/{pid}/task/{tid}/stat") as fh:
-                        states.append(fh.read().rsplit(")", 1)[1].split(None, 1)[0])
-                running = sum(st == "R" for st in states)
-                if not running:
-                    continue
-                if not by_group:
-                    n += running
-                    me_seen = me_seen or pid == me
-                    continue
+                tids = os.listdir(f"/proc/{pid}/task")
+            except OSError:
+                continue         # a process that ended during the scan
+            running = 0
+            for tid in tids:
+                if pid == me and tid == me_tid:
+                    continue     # counted above
+                try:
+                    running += _task_state(f"/proc/{pid}/task/{tid}/stat") == "R"
+                except (OSError, IndexError):
+                    continue     # a thread that ended during the scan
+            if not running:
+                continue
+            if not by_group:
+                n += running
+                continue
+            try:
                 with open(f"/proc/{pid}/autogroup") as fh:
                     seen.add(fh.read().split(None, 1)[0])
-                me_seen = me_seen or pid == me
             except (OSError, IndexError):
-                continue             # a task that ended during the scan
-        if not me_seen:
-            return None
+                continue
         counts.append(len(seen) if by_group else n)
     return sum(counts) / len(counts)
 
