@@ -41,6 +41,7 @@ from ._read import (_STREAM_BLOCK_BYTES, Column, ColumnCells, NameLookup, Table,
                     preamble_note, shows_decimal_point, type_block, typed_plan)
 from ._errors import MissingColumnError, MissingValueError
 from ._dataset import Dataset
+from ._distinct import DistinctNumbers
 from ._encoding import (_DEFAULT_MAX_ABS, Preprocessing, _fit_columns, _fit_target, format_note,
                         _require_rows)
 from ._options import TARGET_POLICY_FIX, _check_options, _roles
@@ -53,68 +54,6 @@ ALL, FIT = "all", "fit"        # row sets of a streamed column: every row, rows 
 
 
 _KEYS = {ALL: 0, FIT: 1}
-
-
-class _Distinct:
-    """The distinct numbers of many columns with their counts, as parts (column, value, count)
-    each sorted by column then value, over ascending runs of columns; a column past ``cap``
-    distinct values is marked overflowed and gets no more (its values seen first stay). A
-    block's slabs are kept as parts as they come (a wide file's single block is never copied
-    or sorted again); blocks are merged into one part when the pending ones outgrow what is
-    held, so the cost stays linear."""
-
-    def __init__(self, k: int, cap: int):
-        self.k, self.cap = k, cap
-        self.parts: list = []
-        self.starts = np.empty(0, np.int64)        # the first column of each part
-        self.n = 0
-        self.overflow = np.zeros(k, bool)
-        self._pending: list = []
-        self._n_pending = 0
-
-    def add(self, col, val, cnt) -> None:
-        if len(col):
-            self._pending.append((col, val, cnt))
-            self._n_pending += len(col)
-        if self._n_pending > max(self.n, 1 << 16):
-            self.merge()
-
-    def merge(self) -> None:
-        if not self._pending:
-            return
-        seq, new = self.parts + self._pending, self._pending
-        self._pending, self._n_pending = [], 0
-        if not all(p[0][-1] < q[0][0] for p, q in zip(seq, seq[1:])):
-            col = np.concatenate([p[0] for p in seq])
-            val = np.concatenate([p[1] for p in seq])
-            cnt = np.concatenate([p[2] for p in seq])
-            seq = new = None
-            order = np.lexsort((val, col))
-            col, val, cnt = col[order], val[order], cnt[order]
-            start = np.flatnonzero(np.r_[True, (col[1:] != col[:-1]) | (val[1:] != val[:-1])])
-            seq = new = [(col[start], val[start], np.add.reduceat(cnt, start))]
-        self.parts = seq
-        self.starts = np.array([p[0][0] for p in seq], np.int64)
-        self.n = sum(len(p[0]) for p in seq)
-        for c, _, _ in new:
-            self.overflow |= np.bincount(c, minlength=self.k) > self.cap
-
-    def copy(self) -> "_Distinct":
-        self.merge()
-        d = _Distinct(self.k, self.cap)
-        d.parts = [tuple(a.copy() for a in p) for p in self.parts]
-        d.starts, d.n, d.overflow = self.starts.copy(), self.n, self.overflow.copy()
-        return d
-
-    def of(self, kk: int) -> tuple[np.ndarray, np.ndarray]:
-        """(sorted distinct values, counts) of column ``kk``."""
-        self.merge()
-        i = int(np.searchsorted(self.starts, kk, side="right")) - 1
-        if i < 0:
-            return np.empty(0), np.empty(0, np.int64)
-        col, val, cnt = self.parts[i]
-        a, b = np.searchsorted(col, [kk, kk + 1])
-        return val[a:b], cnt[a:b]
 
 
 class _TextPart:
@@ -170,7 +109,7 @@ class _Summary:
         self.marks = np.zeros((k, 2), bool)
         self.sum = np.zeros(k)
         self.n_finite = np.zeros(k, np.int64)
-        self.distinct = [_Distinct(k, max_distinct), None]
+        self.distinct = [DistinctNumbers(k, max_distinct), None]
         self.fit_same = True
         self.text: dict[int, _TextPart] = {}
 
@@ -232,7 +171,7 @@ class _Summary:
                 self.sum[a:b] += np.where(fin, x, 0.0).sum(1)
             self.n_finite[a:b] += fin.sum(1)
         del fin
-        self._add_distinct(key, x, counts, a)
+        self.distinct[key].add(x, a)
 
     def _split_fit(self) -> None:
         """A row without a target is met: the FIT summaries start as copies of the ALL ones."""
@@ -244,20 +183,6 @@ class _Summary:
     def key(self, rows) -> int:
         """The summaries answering for ``rows`` (ALL or FIT): 0 or 1."""
         return 1 if rows == FIT and not self.fit_same else 0
-
-    def _add_distinct(self, key, x, counts, a):
-        # distinct numbers and their counts by runs of each sorted row (NaN sorts last), for
-        # the columns a, a+1, ... that have not overflowed
-        d = self.distinct[key]
-        live = np.flatnonzero(~d.overflow[a:a + len(x)])
-        srt = np.sort(x if len(live) == len(x) else x[live], axis=1)
-        start = np.arange(srt.shape[1])[None, :] < counts[live, :1]
-        start[:, 1:] &= srt[:, 1:] != srt[:, :-1]
-        ci, pos = np.nonzero(start)
-        del start
-        last = np.append(ci[1:] != ci[:-1], True)          # the last run of its row
-        runs = np.where(last, counts[live[ci], 0], np.append(pos[1:], 0)) - pos
-        d.add(live[ci] + a, srt[ci, pos], runs)
 
     def column(self, j: int) -> "_StreamColumn":
         return _StreamColumn(self, j, int(np.searchsorted(self.keep, j)))
@@ -309,7 +234,7 @@ class _StreamColumn:
         for x, cnt in zip(*(a.tolist() for a in self.s.distinct[key].of(self.kk))):
             label = canon(x, decimal)
             out[label] = out.get(label, 0) + cnt
-        if self.s.distinct[key].overflow[self.kk]:   # too many distinct numbers to one-hot
+        if self.s.distinct[key].overflowed(self.kk):   # too many distinct numbers to one-hot
             out.update({f"<number {i}>": 1 for i in range(self.max_distinct)})
         return out
 

@@ -1,0 +1,143 @@
+"""The distinct numbers of many columns and how often each occurs, counted by hashing, for the
+streaming reader's summaries (the classes of a numeric target, most-frequent fills, the
+categories of a numeric column declared categorical).
+
+One open-addressing table over (column, number) pairs for all the columns: a dense list of
+entries (column, the number's bits, count) in the order first seen, and a table of slots
+holding an entry's position, so a file of 500,000 columns of few values pays for its entries,
+not for a table per column. A cell costs one probe (a run of equal cells one comparison);
+nothing is sorted until a column's numbers are asked for, and then once. -0.0 is counted as
+0.0, as ``np.unique`` counts it; NaN marks a cell that holds no number (text or missing), so
+it is never counted. A column past ``cap`` distinct numbers is marked overflowed and counted
+no further (the numbers seen first keep their counts as they were then). This module must not
+type cells or decide what a column is.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+__all__ = ["DistinctNumbers"]
+
+_MULT = np.uint64(0x9E3779B97F4A7C15)     # Fibonacci hashing: the top bits of bits * _MULT
+_COLMIX = np.uint64(0xBF58476D1CE4E5B9)   # a column's offset, so equal numbers differ by column
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _slot(col, b, lg):
+    h = (b ^ (np.uint64(col) * _COLMIX)) * _MULT
+    return np.int64(h >> np.uint64(64 - lg))
+
+
+@njit(cache=True, nogil=True)
+def _rehash(slots, lg, ecol, ebits, n):
+    mask = (1 << lg) - 1
+    slots[:] = -1
+    for e in range(n):
+        j = _slot(ecol[e], ebits[e], lg)
+        while slots[j] >= 0:
+            j = (j + 1) & mask
+        slots[j] = e
+
+
+@njit(cache=True, nogil=True)
+def _count(x, a, slots, lg, ecol, ebits, ecnt, n, n_distinct, cap):
+    """Count the numbers of ``x`` (rows: the columns a, a+1, ...; NaN: no number) into the
+    table; returns (slots, lg, ecol, ebits, ecnt, n), grown when full."""
+    bits = x.view(np.uint64)
+    for r in range(x.shape[0]):
+        col = a + r
+        if n_distinct[col] > cap:
+            continue
+        last = np.nan
+        at = -1
+        for i in range(x.shape[1]):
+            v = x[r, i]
+            if v != v:
+                continue
+            if v == last:                 # a run of equal cells: one comparison each
+                ecnt[at] += 1
+                continue
+            b = bits[r, i] if v != 0.0 else np.uint64(0)      # -0.0 is 0.0
+            mask = (1 << lg) - 1
+            j = _slot(col, b, lg)
+            while slots[j] >= 0 and not (ecol[slots[j]] == col and ebits[slots[j]] == b):
+                j = (j + 1) & mask
+            if slots[j] >= 0:
+                at = slots[j]
+                ecnt[at] += 1
+                last = v
+                continue
+            if n_distinct[col] == cap:    # one more would pass the cap: stop this column
+                n_distinct[col] = cap + 1
+                break
+            n_distinct[col] += 1
+            if n == ecol.shape[0]:        # the entries are full: twice the room
+                m = 2 * n
+                c2, b2, k2 = np.empty(m, np.int32), np.empty(m, np.uint64), \
+                    np.empty(m, np.int64)
+                c2[:n], b2[:n], k2[:n] = ecol[:n], ebits[:n], ecnt[:n]
+                ecol, ebits, ecnt = c2, b2, k2
+            ecol[n], ebits[n], ecnt[n] = col, b, 1
+            slots[j] = n
+            at = n
+            n += 1
+            last = v
+            if 2 * n > slots.shape[0]:    # at most half the slots used
+                lg += 1
+                slots = np.empty(1 << lg, np.int64)
+                _rehash(slots, lg, ecol, ebits, n)
+    return slots, lg, ecol, ebits, ecnt, n
+
+
+class DistinctNumbers:
+    """The distinct numbers of ``k`` columns with their counts (see the module docstring)."""
+
+    def __init__(self, k: int, cap: int):
+        if not 0 <= cap < np.iinfo(np.int32).max:
+            raise ValueError(f"max_distinct must be between 0 and 2**31 - 2, got {cap}")
+        self.k, self.cap = k, cap
+        self.n_distinct = np.zeros(k, np.int32)     # > cap: overflowed
+        self._lg = 10
+        self._slots = np.full(1 << self._lg, -1, np.int64)
+        self._col = np.empty(1 << (self._lg - 1), np.int32)
+        self._bits = np.empty(len(self._col), np.uint64)
+        self._cnt = np.empty(len(self._col), np.int64)
+        self._n = 0
+        self._sorted = None          # (columns, numbers, counts, first entry of each column)
+
+    def overflowed(self, kk: int) -> bool:
+        """Whether column ``kk`` has more than ``cap`` distinct numbers."""
+        return bool(self.n_distinct[kk] > self.cap)
+
+    def add(self, x: np.ndarray, a: int = 0) -> None:
+        """Count the numbers of ``x`` (one row per column, from column ``a`` on; NaN: a cell
+        holding no number)."""
+        if not x.size:
+            return
+        self._slots, self._lg, self._col, self._bits, self._cnt, self._n = _count(
+            np.ascontiguousarray(x, np.float64), a, self._slots, self._lg, self._col,
+            self._bits, self._cnt, self._n, self.n_distinct, self.cap)
+        self._sorted = None
+
+    def copy(self) -> "DistinctNumbers":
+        d = DistinctNumbers.__new__(DistinctNumbers)
+        d.k, d.cap, d.n_distinct, d._lg = self.k, self.cap, self.n_distinct.copy(), self._lg
+        d._slots, d._col, d._bits, d._cnt = (a.copy() for a in (self._slots, self._col,
+                                                                 self._bits, self._cnt))
+        d._n, d._sorted = self._n, None
+        return d
+
+    def of(self, kk: int) -> tuple[np.ndarray, np.ndarray]:
+        """(sorted distinct numbers, their counts) of column ``kk``."""
+        if self._sorted is None:
+            n = self._n
+            col, val, cnt = self._col[:n], self._bits[:n].view(np.float64), self._cnt[:n]
+            order = np.lexsort((val, col))
+            col = col[order]
+            self._sorted = (val[order], cnt[order],
+                            np.searchsorted(col, np.arange(self.k + 1)))
+        val, cnt, first = self._sorted
+        a, b = first[kk], first[kk + 1]
+        return val[a:b], cnt[a:b]

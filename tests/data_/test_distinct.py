@@ -1,0 +1,90 @@
+"""The streaming reader's distinct-number store (hashed) against np.unique: the same distinct
+numbers and counts per column, over blocks and column ranges, with -0.0 counted as 0.0, NaN
+(a cell holding no number) never counted, and a column past its cap stopped where it passed
+it. Counts are integers and the numbers are copied bits, so the comparisons are exact."""
+
+import numpy as np
+import pytest
+
+from rwtool.data._distinct import DistinctNumbers
+
+
+def _oracle(row):
+    v = row[~np.isnan(row)]
+    return np.unique(v, return_counts=True)       # -0.0 and 0.0 are one value here
+
+
+def _check(d, x):
+    for j in range(x.shape[0]):
+        u, c = _oracle(x[j])
+        got_u, got_c = d.of(j)
+        np.testing.assert_array_equal(got_u, u)
+        np.testing.assert_array_equal(got_c, c)
+        assert not d.overflowed(j)
+
+
+@pytest.mark.parametrize("k, n, blocks, slabs", [(5, 400, 1, 1), (5, 400, 7, 2), (300, 3, 1, 7),
+                                                 (1, 5000, 4, 1), (40, 2000, 3, 5)])
+def test_counts_equal_np_unique(k, n, blocks, slabs):
+    rng = np.random.default_rng(k + n + blocks)
+    x = rng.integers(-3, 30, (k, n)).astype(float)
+    x[:, ::7] = rng.standard_normal((k, len(range(0, n, 7))))       # some all-distinct cells
+    x[x == 4] = np.nan
+    x[x == 0] = np.where(rng.random(int((x == 0).sum())) < 0.5, -0.0, 0.0)
+    x[x == 5] = np.inf
+    x[x == 6] = -np.inf
+    d = DistinctNumbers(k, n)
+    for part in np.array_split(np.arange(n), blocks):
+        for cols in np.array_split(np.arange(k), slabs):          # column runs, as the slabs
+            if len(cols):
+                d.add(x[cols[0]:cols[-1] + 1][:, part], int(cols[0]))
+    _check(d, x)
+    zero = [d.of(j)[0][d.of(j)[0] == 0] for j in range(k)]
+    assert all(np.signbit(z).sum() == 0 for z in zero)              # 0.0, as written back
+
+
+def test_runs_of_equal_cells_and_growth():
+    # long runs (one comparison per cell) and enough distinct pairs to grow the table often
+    rng = np.random.default_rng(1)
+    x = np.repeat(rng.integers(0, 50_000, (3, 4000)).astype(float), 5, axis=1)
+    d = DistinctNumbers(3, 10**6)
+    d.add(x[:, :7001])
+    d.add(x[:, 7001:])
+    _check(d, x)
+
+
+def test_cap_stops_a_column_where_it_passes_it():
+    cap = 4
+    x = np.array([[1, 2, 2, 3, 4, 1, 5, 1, 6],           # passes the cap at its 5th number
+                  [1, 2, 3, 4, 4, 4, 1, 2, 3],           # exactly the cap: kept whole
+                  [np.nan] * 9])
+    d = DistinctNumbers(3, cap)
+    d.add(x[:, :5])
+    d.add(x[:, 5:])
+    assert d.overflowed(0) and not d.overflowed(1) and not d.overflowed(2)
+    # column 0: the numbers seen before the fifth distinct one (5, at position 6), counted
+    # until then; nothing after
+    u, c = d.of(0)
+    np.testing.assert_array_equal(u, [1, 2, 3, 4])
+    np.testing.assert_array_equal(c, [2, 2, 1, 1])
+    u, c = d.of(1)
+    np.testing.assert_array_equal(u, [1, 2, 3, 4])
+    np.testing.assert_array_equal(c, [2, 2, 2, 3])
+    assert len(d.of(2)[0]) == 0
+    d.add(np.array([[7.0], [9.0], [1.0]]))                 # an overflowed column stays stopped
+    assert len(d.of(0)[0]) == 4 and d.overflowed(1) and not d.overflowed(2)
+
+
+def test_copy_is_independent():
+    x = np.arange(12.0).reshape(2, 6) % 4
+    d = DistinctNumbers(2, 100)
+    d.add(x)
+    e = d.copy()
+    e.add(x)
+    np.testing.assert_array_equal(d.of(0)[1] * 2, e.of(0)[1])
+    _check(d, x)
+
+
+def test_cap_out_of_range_is_refused():
+    with pytest.raises(ValueError, match="max_distinct"):
+        DistinctNumbers(3, -1)
