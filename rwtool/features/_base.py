@@ -28,7 +28,7 @@ from ._dot import FIXED_ORDER_COLUMNS, fixed_order_dot
 
 __all__ = ["FeatureMap", "RowMaxima", "row_norms", "dot_into", "auto_block_size",
            "check_centres", "DTYPES", "DTYPE", "feature_dtype", "BLOCK_BYTES", "BLOCK_ROWS",
-           "PREDICT_BLOCK_ROWS", "predict_block_size"]
+           "PREDICT_BLOCK_ROWS", "predict_block_size", "predict_chunk_size"]
 
 #: the precisions a map computes its features in (``dtype``): float32 halves the bytes of a
 #: block and runs the per-block products Phi^T Phi on SSYRK, about twice DSYRK's rate
@@ -44,10 +44,17 @@ BLOCK_ROWS = 2048
 #: a block of ``linear_predict`` (predict, decision_function) holds at least this many rows ...
 PREDICT_BLOCK_ROWS = 4096
 #: ... or this many bytes of features: each block switches from BLAS's threads (X W^T) to
-#: numba's (the closed forms), and every switch costs CPU time (a pool's threads spin before
-#: they sleep): 4 blocks of adults' 16281 test rows at T = 200 cost 1.9x one block
+#: numba's (the maps' element-wise pass), and every switch costs CPU time (a pool's threads
+#: spin before they sleep): 4 blocks of adults' 16281 test rows at T = 200 cost 1.9x one block
 #: (docs/bench/predict.md)
 PREDICT_BLOCK_BYTES = 64e6
+#: the closed forms' predict runs a chunk of rows at a time on each thread (X W^T, the closed
+#: form, Phi a) with at most this many rows ...
+PREDICT_CHUNK_ROWS = 512
+#: ... and this many bytes of features, so that the chunk is still in cache when the closed
+#: form reads it (adults, T = 2000: 256 or 512 rows 1.24x the GEMM, 64 rows 1.34x: each call
+#: packs W anew; docs/bench/predict.md)
+PREDICT_CHUNK_BYTES = 8e6
 
 
 def feature_dtype(dtype) -> np.dtype:
@@ -62,12 +69,22 @@ def auto_block_size(n_rows: int, n_cols: int, itemsize: int = 8) -> int:
     return max(64, min(n_rows, rows))
 
 
+def predict_chunk_size(n_cols: int, itemsize: int = 8) -> int:
+    """Rows per chunk of the closed forms' predict: the largest power of two up to
+    ``PREDICT_CHUNK_ROWS`` whose features fit in ``PREDICT_CHUNK_BYTES`` (at least 16)."""
+    rows = min(PREDICT_CHUNK_ROWS, int(PREDICT_CHUNK_BYTES // (itemsize * max(1, n_cols))))
+    return max(16, 1 << (max(1, rows).bit_length() - 1))
+
+
 def predict_block_size(n_cols: int, itemsize: int = 8) -> int:
     """Rows per block of ``linear_predict``: ``PREDICT_BLOCK_BYTES`` of features or
-    ``PREDICT_BLOCK_ROWS`` rows, whichever is more. It does not depend on the number of rows,
-    so predicting a slice of these many rows computes what one call computes for them (BLAS's
-    X W^T may round a row differently with other rows around it)."""
-    return max(PREDICT_BLOCK_ROWS, int(PREDICT_BLOCK_BYTES // (itemsize * max(1, n_cols))))
+    ``PREDICT_BLOCK_ROWS`` rows, whichever is more, rounded down to whole chunks
+    (:func:`predict_chunk_size`). It does not depend on the number of rows, so predicting a
+    slice of these many rows computes what one call computes for them (BLAS's X W^T may round
+    a row differently with other rows around it)."""
+    rows = max(PREDICT_BLOCK_ROWS, int(PREDICT_BLOCK_BYTES // (itemsize * max(1, n_cols))))
+    chunk = predict_chunk_size(n_cols, itemsize)
+    return rows - rows % chunk
 
 
 def row_norms(X: np.ndarray) -> np.ndarray:

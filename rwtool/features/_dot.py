@@ -1,4 +1,4 @@
-"""X W^T for few input columns, each entry a sum in one fixed order (the rows' own product).
+"""X W^T: for few input columns each entry a sum in one fixed order; else BLAS, also from numba.
 
 BLAS rounds an entry of X W^T differently depending on the rows it is given with when the
 inner dimension is small (OpenBLAS's small-matrix and edge kernels: at 5 input columns 595 of
@@ -10,41 +10,118 @@ product is bound by writing its output (16281 x 2000, CPU s: 0.041 against BLAS'
 columns, 0.049 / 0.033 at 9, 0.076 / 0.042 at 16, 0.13 / 0.068 at 32); beyond
 ``FIXED_ORDER_COLUMNS`` BLAS's blocking for the caches wins and dot_into (``_base``) uses it.
 
+Predict's kernels run X W^T on their own threads, a chunk of rows per call (``rows_dot``), so
+that one thread pool does the whole pass: :func:`numpy_gemm` gives numba the GEMM of numpy's
+own OpenBLAS (the library of ``np.matmul``, so a row's bits are those of dot_into), called
+with the same arguments as numpy's matmul calls it.
+
 This module holds that product only; it knows nothing of feature maps.
 """
 
 from __future__ import annotations
 
+import ctypes
+import os
+
+import numpy as np
 from numba import njit, prange
 
 from ._vecmath import VEC_FLAGS, fma
 
-__all__ = ["FIXED_ORDER_COLUMNS", "fixed_order_dot"]
+__all__ = ["FIXED_ORDER_COLUMNS", "fixed_order_dot", "numpy_gemm", "rows_dot"]
 
 #: input columns (with the bias column) up to which X W^T is computed here, not by BLAS
 FIXED_ORDER_COLUMNS = 16
+
+# CBLAS's enumerations: row-major storage, no transposition, transposition
+_ROW_MAJOR, _NO_TRANS, _TRANS = 101, 111, 112
+
+
+@njit(inline="always", **VEC_FLAGS)
+def _fixed_order_row(x, Wt, z):
+    """z[t] <- sum_j x[j] Wt[j, t], summed j = 0, 1, ... with fused multiply-adds."""
+    d = x.shape[0]
+    T = Wt.shape[1]
+    x0 = x[0]
+    for t in range(T):
+        z[t] = x0 * Wt[0, t]
+    j = 1
+    while j + 3 < d:            # four columns a pass over z: a quarter of its loads/stores
+        x1, x2, x3, x4 = x[j], x[j + 1], x[j + 2], x[j + 3]
+        w1, w2, w3, w4 = Wt[j], Wt[j + 1], Wt[j + 2], Wt[j + 3]
+        for t in range(T):
+            z[t] = fma(x4, w4[t], fma(x3, w3[t], fma(x2, w2[t], fma(x1, w1[t], z[t]))))
+        j += 4
+    while j < d:
+        xj, wj = x[j], Wt[j]
+        for t in range(T):
+            z[t] = fma(xj, wj[t], z[t])
+        j += 1
 
 
 @njit(parallel=True, cache=True, nogil=True, **VEC_FLAGS)
 def fixed_order_dot(X, Wt, out):
     """out[i, t] <- sum_j X[i, j] Wt[j, t], summed j = 0, 1, ... with fused multiply-adds (in
     float64, stored in out's dtype)."""
+    for i in prange(X.shape[0]):
+        _fixed_order_row(X[i], Wt, out[i])
+
+
+def _find_gemm(names: tuple[str, ...]):
+    """The first of ``names`` (a function of CBLAS's gemm signature) in numpy's OpenBLAS, as
+    a ctypes function with the integer width of its suffix, or None."""
+    from ..threads import openblas_paths
+    base = os.path.dirname(np.__file__)
+    mine = [p for p in openblas_paths() if p.startswith(base)]    # numpy.libs, numpy/.dylibs
+    for path in mine:
+        try:
+            lib = ctypes.CDLL(path)
+        except OSError:
+            continue
+        for name in names:
+            fn = getattr(lib, name, None)
+            if fn is None:
+                continue
+            n = ctypes.c_int64 if name.endswith(("64_", "_64")) else ctypes.c_int
+            real = ctypes.c_float if "sgemm" in name else ctypes.c_double
+            fn.restype = None
+            fn.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int, n, n, n, real,
+                           ctypes.c_void_p, n, ctypes.c_void_p, n, real, ctypes.c_void_p, n]
+            return fn
+    return None
+
+
+_GEMMS: dict = {}
+
+
+def numpy_gemm(dtype) -> object | None:
+    """CBLAS's dgemm (float64) or sgemm (float32) of numpy's OpenBLAS as a ctypes function
+    numba can call, or None when numpy's BLAS is not an OpenBLAS found in this process (the
+    callers then take BLAS through numpy)."""
+    kind = "d" if np.dtype(dtype) == np.float64 else "s"
+    if kind not in _GEMMS:
+        _GEMMS[kind] = _find_gemm(tuple(f"{p}cblas_{kind}gemm{s}" for p in ("scipy_", "")
+                                        for s in ("64_", "_64", "")))
+    return _GEMMS[kind]
+
+
+@njit(inline="always", **VEC_FLAGS)
+def rows_dot(gemm, X, W, Wt, out, pair):
+    """out <- X W^T for a chunk of rows on the calling thread, as dot_into computes it: with
+    ``Wt`` (W^T, contiguous) given, in the fixed order (few columns; X float64); else by
+    ``gemm`` (numpy_gemm of out's dtype; X and W in out's dtype), a single row as the first
+    row of a two-row product (``pair``: 2 x len(X[0]) of scratch, and out 2 rows long), as
+    BLAS's GEMV path would sum in another order."""
     m, d = X.shape
-    T = Wt.shape[1]
-    for i in prange(m):
-        z = out[i]
-        x0 = X[i, 0]
-        for t in range(T):
-            z[t] = x0 * Wt[0, t]
-        j = 1
-        while j + 3 < d:            # four columns a pass over z: a quarter of its loads/stores
-            x1, x2, x3, x4 = X[i, j], X[i, j + 1], X[i, j + 2], X[i, j + 3]
-            w1, w2, w3, w4 = Wt[j], Wt[j + 1], Wt[j + 2], Wt[j + 3]
-            for t in range(T):
-                z[t] = fma(x4, w4[t], fma(x3, w3[t], fma(x2, w2[t], fma(x1, w1[t], z[t]))))
-            j += 4
-        while j < d:
-            xj, wj = X[i, j], Wt[j]
-            for t in range(T):
-                z[t] = fma(xj, wj[t], z[t])
-            j += 1
+    T = out.shape[1]
+    if Wt.shape[0] > 0:
+        for i in range(m):
+            _fixed_order_row(X[i], Wt, out[i])
+    elif m == 1:
+        pair[0] = X[0]
+        pair[1] = X[0]
+        gemm(_ROW_MAJOR, _NO_TRANS, _TRANS, 2, T, d, 1.0, pair.ctypes.data, d,
+             W.ctypes.data, d, 0.0, out.ctypes.data, T)
+    else:
+        gemm(_ROW_MAJOR, _NO_TRANS, _TRANS, m, T, d, 1.0, X.ctypes.data, d,
+             W.ctypes.data, d, 0.0, out.ctypes.data, T)

@@ -24,6 +24,7 @@ import dataclasses
 import math
 import warnings
 
+import numba
 import numpy as np
 from numba import njit, prange
 
@@ -31,12 +32,13 @@ from .._base import check_scalar
 from .._params import Param, params_table
 from ..threads import single_blas_thread
 from ._base import (DTYPE, N_FEATURES, RANDOM_STATE, SIGMA, FeatureMap, RowMaxima, check_centres,
-                    dot_into, row_norms)
+                    dot_into, predict_chunk_size, row_norms)
 from ._kernels import _gaussian_gram, _stump_gram
 from ._kitchen import relu_inplace, sample_gaussian, sample_stumps, sign_inplace, stump_sign_into
 from ._montecarlo import (N_DRAWS, SAMPLING, SAMPLINGS, Integrator, MonteCarloDraws, check_state,
                           kernel_sections, resolve_n_draws, resolve_sampling, warn_if_sparse,
                           _check_layout)
+from ._dot import FIXED_ORDER_COLUMNS, numpy_gemm, rows_dot
 from ._vecmath import CHUNK, SMALL, VEC_FLAGS, fma, verf, verf_small, verfc, vexp
 
 __all__ = ["RKHSWeighting", "RWSign", "RWExpSign", "RWRelu", "RWExpRelu", "RWStumps",
@@ -89,21 +91,27 @@ def _dot_row(z, A, d):
         d[j] = s
 
 
+@njit(inline="always", **VEC_FLAGS)
+def _erf_row(z, s, c):
+    """z[t] <- c[t] * erf(s z[t]) over one row, a chunk of CHUNK values at a time (the short
+    path for a chunk whose every |s z[t]| is below SMALL)."""
+    T = z.shape[0]
+    for t0 in range(0, T, CHUNK):
+        zc, cc = z[t0:t0 + CHUNK], c[t0:t0 + CHUNK]
+        if _n_large(zc, s) == 0:
+            for t in range(zc.shape[0]):
+                zc[t] = cc[t] * verf_small(zc[t] * s)
+        else:
+            for t in range(zc.shape[0]):
+                zc[t] = cc[t] * verf(zc[t] * s)
+
+
 @njit(parallel=True, cache=True, nogil=True, **VEC_FLAGS)
 def _erf_features(Z, xsafe, c, k, A, D):
     """Z[i, t] <- c[t] * erf(k * Z[i, t] / xsafe[i])  (sign-type closed forms), and
     D[i] <- Z[i] A^T when A has rows (predict's Phi a while the row is in cache)."""
-    m, T = Z.shape
-    for i in prange(m):
-        s = k / xsafe[i]
-        for t0 in range(0, T, CHUNK):
-            z, cc = Z[i, t0:t0 + CHUNK], c[t0:t0 + CHUNK]
-            if _n_large(z, s) == 0:
-                for t in range(z.shape[0]):
-                    z[t] = cc[t] * verf_small(z[t] * s)
-            else:
-                for t in range(z.shape[0]):
-                    z[t] = cc[t] * verf(z[t] * s)
+    for i in prange(Z.shape[0]):
+        _erf_row(Z[i], k / xsafe[i], c)
         _dot_row(Z[i], A, D[i])
 
 
@@ -129,6 +137,28 @@ def _relu_mean_small(a, q, sd):
     return fma(0.5, a, sd * _INV_SQRT_2PI * p)
 
 
+@njit(inline="always", **VEC_FLAGS)
+def _relu_row(z, s, cx, c, sd):
+    """z[t] <- c[t] cx [a Phi_N(a/sd) + sd phi_N(a/sd)], a = s z[t], over one row (chunks as
+    _erf_row)."""
+    inv = 1.0 / (sd * _SQRT2)
+    c_phi = sd * _INV_SQRT_2PI
+    T = z.shape[0]
+    for t0 in range(0, T, CHUNK):
+        zc, cc = z[t0:t0 + CHUNK], c[t0:t0 + CHUNK]
+        if _n_large(zc, s * inv) == 0:
+            for t in range(zc.shape[0]):
+                a = zc[t] * s
+                zc[t] = cc[t] * cx * _relu_mean_small(a, a * inv, sd)
+        else:
+            for t in range(zc.shape[0]):
+                a = zc[t] * s
+                q = a * inv
+                big = fma(0.5 * a, verfc(-q), c_phi * vexp(-q * q))
+                small = _relu_mean_small(a, q, sd)
+                zc[t] = cc[t] * cx * (small if abs(q) < SMALL else big)
+
+
 @njit(parallel=True, cache=True, nogil=True, **VEC_FLAGS)
 def _relu_features(Z, xnorm, xsafe, c, k, sd, A, D):
     """Z[i, t] <- c[t] ||x_i|| [a Phi_N(a/sd) + sd phi_N(a/sd)],  a = k Z[i, t] / ||x_i||, and
@@ -137,26 +167,34 @@ def _relu_features(Z, xnorm, xsafe, c, k, sd, A, D):
     E[max(0, N(a, sd^2))] = a Phi_N(a/sd) + sd phi_N(a/sd): for |a/sd| < SMALL sqrt 2 by its
     series (_relu_mean_small), else with Phi_N via erfc, which keeps the left tail.
     """
-    m, T = Z.shape
-    inv = 1.0 / (sd * _SQRT2)
-    c_phi = sd * _INV_SQRT_2PI
-    for i in prange(m):
-        s = k / xsafe[i]
-        cx = xnorm[i]
-        for t0 in range(0, T, CHUNK):
-            z, cc = Z[i, t0:t0 + CHUNK], c[t0:t0 + CHUNK]
-            if _n_large(z, s * inv) == 0:
-                for t in range(z.shape[0]):
-                    a = z[t] * s
-                    z[t] = cc[t] * cx * _relu_mean_small(a, a * inv, sd)
-            else:
-                for t in range(z.shape[0]):
-                    a = z[t] * s
-                    q = a * inv
-                    big = fma(0.5 * a, verfc(-q), c_phi * vexp(-q * q))
-                    small = _relu_mean_small(a, q, sd)
-                    z[t] = cc[t] * cx * (small if abs(q) < SMALL else big)
+    for i in prange(Z.shape[0]):
+        _relu_row(Z[i], k / xsafe[i], xnorm[i], c, sd)
         _dot_row(Z[i], A, D[i])
+
+
+@njit(parallel=True, cache=True, nogil=True, **VEC_FLAGS)
+def _closed_form_predict(gemm, X, W, Wt, xnorm, xsafe, c, k, sd, relu, A, D, Z, pair):
+    """D[i] <- Phi(x_i) A^T for the rows of X, the whole pass on numba's threads: worker p
+    takes its share of the chunks of Z.shape[1] rows, and for each computes X W^T into its
+    own buffer Z[p] (one-thread BLAS or the fixed order: rows_dot), the closed form
+    (_relu_row if ``relu``, else _erf_row) and the row's Phi a, while the chunk is in cache.
+    The chunks do not depend on the number of workers, so neither does a bit of D."""
+    m = X.shape[0]
+    P, R = Z.shape[0], Z.shape[1]
+    n_chunks = (m + R - 1) // R
+    for p in prange(P):
+        for q in range(p * n_chunks // P, (p + 1) * n_chunks // P):
+            a = q * R
+            b = min(m, a + R)
+            z = Z[p, :max(b - a, 2)]
+            rows_dot(gemm, X[a:b], W, Wt, z, pair[p])
+            for i in range(b - a):
+                s = k / xsafe[a + i]
+                if relu:
+                    _relu_row(z[i], s, xnorm[a + i], c, sd)
+                else:
+                    _erf_row(z[i], s, c)
+                _dot_row(z[i], A, D[a + i])
 
 
 @njit(parallel=True, cache=True, nogil=True, **VEC_FLAGS)
@@ -456,8 +494,51 @@ class _RWDot(RKHSWeighting):
             return self._mc.features_into(X, out)
         self._closed_form_into(X, out, np.empty((0, out.shape[1])), np.empty((len(out), 0)))
 
+    def linear_predict(self, X, coef, block_size=None):
+        """Phi(X) @ coef (see FeatureMap). The closed form with numpy's OpenBLAS at hand runs
+        the whole pass on numba's threads (:meth:`_closed_form_predict`; ``block_size``: the
+        rows of a chunk, None: :func:`predict_chunk_size`); else in blocks, as every map."""
+        gemm = numpy_gemm(self.feature_dtype_)
+        if self._mc is not None or gemm is None:
+            return super().linear_predict(X, coef, block_size)
+        rows = (predict_chunk_size(self.n_output_, self.feature_dtype_.itemsize)
+                if block_size is None else max(1, int(block_size)))
+        return self._closed_form_predict(X, coef, gemm, rows)
+
+    def _closed_form_predict(self, X, coef, gemm, rows):
+        """Phi(X) @ coef with one thread pool: each of numba's threads computes X W^T for a
+        chunk of ``rows`` rows with BLAS held to one thread (rwtool.threads; a process-wide
+        setting for the call's duration), then the chunk's closed form and Phi a while the
+        chunk is in cache (_closed_form_predict). Before, X W^T ran on OpenBLAS's threads and
+        the closed form on numba's, a block at a time, and each pool's threads spun while the
+        other's worked: 1.65-1.79x the GEMM bound with two threads against 1.24-1.31x here
+        (adults, T = 2000; docs/bench/predict.md). A row's bits are the block path's for the
+        same rows per chunk, whatever the thread count."""
+        m, d = X.shape
+        dtype = self.feature_dtype_
+        A = np.ascontiguousarray(np.asarray(coef, dtype=np.float64).T)
+        D = np.empty((m, A.shape[0]))
+        if m == 0:
+            return D
+        xnorm = row_norms(X)
+        xsafe = np.where(xnorm > 0.0, xnorm, 1.0)
+        if d <= FIXED_ORDER_COLUMNS:
+            Xg, W, Wt = np.ascontiguousarray(X, dtype=np.float64), np.empty((0, d), dtype), \
+                np.ascontiguousarray(self.W_.T)
+        else:
+            Xg, W, Wt = (np.ascontiguousarray(X, dtype=dtype),
+                         np.ascontiguousarray(self.W_, dtype=dtype), np.empty((0, 1)))
+        workers = max(1, min(numba.get_num_threads(), -(-m // rows)))
+        Z = np.empty((workers, max(rows, 2), self.n_output_), dtype=dtype)
+        pair = np.empty((workers, 2, d), dtype=Xg.dtype)
+        with single_blas_thread():
+            _closed_form_predict(gemm, Xg, W, Wt, xnorm, xsafe, self._c, self._k, self._sd,
+                                 self._phi != "sign", A, D, Z, pair)
+        return D
+
     def _decision_into(self, X, coef_t, Phi, out):
-        """The closed form's features and Phi a in one pass over a row (see FeatureMap)."""
+        """The closed form's features and Phi a in one pass over a row (see FeatureMap): the
+        blocks of linear_predict when numpy's BLAS is not an OpenBLAS found here."""
         if self._mc is not None:
             return super()._decision_into(X, coef_t, Phi, out)
         self._closed_form_into(X, Phi, coef_t, out)

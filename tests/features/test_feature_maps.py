@@ -253,13 +253,55 @@ def test_linear_predict_is_the_features_times_the_coefficients(name, dtype, rng)
     assert np.array_equal(buf, Phi) and np.array_equal(D, fmap.linear_predict(X, coef))
 
 
-def test_predict_blocks_hold_64_mb_or_4096_rows():
-    from rwtool.features._base import predict_block_size
+@pytest.mark.parametrize("name", ["rwsign", "rwrelu", "rwexpsign", "rwexprelu"])
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_one_pool_predict_is_the_blocks_bits_whatever_the_thread_count(name, dtype, rng):
+    """With more columns than the fixed-order product takes, the closed forms' predict runs X
+    W^T through numpy's OpenBLAS on numba's threads, a chunk of rows each: transform's
+    features of the same chunks of rows (BLAS rounds a row by the rows around it, in float32
+    visibly) times the coefficients, within the rounding of a sum of T terms (as above); and
+    the same bits as the block path (FeatureMap.linear_predict: BLAS's threads, then numba's)
+    given the same rows per block, for one and two numba threads (the chunks do not depend on
+    the count). One-row chunks take BLAS's product of two rows, as dot_into does."""
+    import numba
 
-    assert predict_block_size(200) == 40000              # 64 MB
-    assert predict_block_size(200, 4) == 80000
+    from rwtool.features._base import FeatureMap
+    from rwtool.threads import single_blas_thread
+
+    m, d, T = 700, 40, 301                       # d above FIXED_ORDER_COLUMNS: BLAS's product
+    X = np.vstack([rng.standard_normal((m, d)) * rng.choice([0.1, 1.0, 5.0], (m, 1)),
+                   np.zeros((1, d))])
+    fmap = make_instantiation(name, n_features=T, sigma=0.7, random_state=0, dtype=dtype).fit(X)
+    coef = rng.standard_normal((T, 3))
+    eps = np.finfo(float).eps
+    threads = numba.get_num_threads()
+    try:
+        for rows in (1, 7, 256):
+            with single_blas_thread():
+                Phi64 = np.vstack([fmap.transform(X[a:a + rows])
+                                   for a in range(0, len(X), rows)]).astype(float)
+            tol = T * eps / (1 - T * eps) * (np.abs(Phi64) @ np.abs(coef))
+            got = []
+            for n in sorted({1, threads}):
+                numba.set_num_threads(n)
+                got.append(fmap.linear_predict(X, coef, block_size=rows))
+            with single_blas_thread():            # BLAS on one thread, as in the chunks
+                blocks = FeatureMap.linear_predict(fmap, X, coef, block_size=rows)
+            assert np.all(np.abs(got[0] - Phi64 @ coef) <= tol)
+            assert all(np.array_equal(D, blocks) for D in got)
+    finally:
+        numba.set_num_threads(threads)
+
+
+def test_predict_blocks_hold_64_mb_or_4096_rows_in_whole_chunks():
+    from rwtool.features._base import predict_block_size, predict_chunk_size
+
+    assert predict_chunk_size(200) == 512 and predict_chunk_size(2000) == 256   # <= 8 MB
+    assert predict_chunk_size(8000, 4) == 128 and predict_chunk_size(10 ** 6) == 16
+    assert predict_block_size(200) == 39936              # 64 MB, in chunks of 512 rows
+    assert predict_block_size(200, 4) == 79872
     assert predict_block_size(2000) == 4096              # 32 MB: the rows' floor
-    assert RWSign(n_features=1000, dtype="float32").predict_block_rows() == 16000
+    assert RWSign(n_features=1000, dtype="float32").predict_block_rows() == 15872
 
 
 @pytest.mark.parametrize("d", [1, 5, 16])

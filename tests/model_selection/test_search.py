@@ -77,14 +77,13 @@ def test_reg_search_featurises_the_data_twice(monkeypatch, regression_data):
     X, y = regression_data
     rows = []
     from rwtool.features._rkhs import _RWDot
-    # the closed form's pass, for the features alone and fused with Phi a (linear_predict)
-    original = _RWDot._closed_form_into
+    # the closed form's passes: for the features alone, and fused with Phi a (linear_predict)
+    for method in ("_closed_form_into", "_closed_form_predict"):
+        def counting(self, Xb, *args, original=getattr(_RWDot, method)):
+            rows.append(len(Xb))
+            return original(self, Xb, *args)
 
-    def counting(self, Xb, *args):
-        rows.append(len(Xb))
-        return original(self, Xb, *args)
-
-    monkeypatch.setattr(_RWDot, "_closed_form_into", counting)
+        monkeypatch.setattr(_RWDot, method, counting)
     search = RandomizedSearchCV(rw.RWRegressor(n_features=30, random_state=0),
                                 {"reg": LogUniform(1e-10, 1e-2)}, n_iter=12, cv=5,
                                 random_state=0, refit=False).fit(X, y)
