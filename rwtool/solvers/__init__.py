@@ -1,6 +1,7 @@
 """How coefficients are learned from random features: one private module per algorithm.
 
-Least squares: _ridge (blocked normal equations, Cholesky, the reg path), _sufficient (per-fold
+Least squares: _ridge (blocked normal equations, Cholesky, the reg path), _rank_update (the
+sums' dsyrk), _numpy_blas (numpy's dsyrk and dpotrf in place), _sufficient (per-fold
 sums A_f, B_f and reg="auto" from them), _from_sums (an RW/RKS model solved from its sums,
 whichever mode produced them: fit, partial_fit, Dask). Sparse: _lasso, _lasso_cv (the Lasso's
 reg="auto" path), _prune (pruning a weight function). First order: _sfgd, _osd (functional

@@ -7,7 +7,7 @@ block besides the product, and a T x T scratch matrix (at T = 4000, 1024 / 2048 
 float64 block goes to dsyrk with beta = 1, which adds its product to the lower triangle of the
 sum directly; ``mirror_lower`` copies that triangle to the upper one once, after the last
 block. The call goes to the BLAS numpy itself uses (scipy-openblas64's ``cblas_dsyrk``, found
-among the process's OpenBLAS libraries by rwtool.threads.openblas_paths), through ctypes,
+by solvers._numpy_blas among the process's OpenBLAS libraries), through ctypes,
 which releases the GIL like numpy does; the same library, so the same threads and the same
 per-entry arithmetic (each entry summed over the block's rows by one thread, whatever their
 number). Where it is not found (numpy built against another BLAS), a float32 block, or an
@@ -22,7 +22,7 @@ import ctypes
 
 import numpy as np
 
-from ..threads import openblas_paths
+from ._numpy_blas import numpy_blas_function
 
 __all__ = ["rank_update", "mirror_lower", "DIRECT"]
 
@@ -30,23 +30,10 @@ _ROW_MAJOR, _LOWER, _TRANS = 101, 122, 112      # CBLAS enums
 _MIRROR_PANEL = 512                               # rows of A mirrored a step (cache-sized)
 
 
-def _find_dsyrk():
-    """numpy's own cblas_dsyrk (ILP64 scipy-openblas: the symbol's ``64_`` suffix tells it
-    from scipy's LP64 library), or None."""
-    for path in openblas_paths():
-        try:
-            fn = ctypes.CDLL(path).scipy_cblas_dsyrk64_
-        except (OSError, AttributeError):
-            continue
-        fn.restype = None
-        fn.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int64,
-                       ctypes.c_int64, ctypes.c_double, ctypes.c_void_p, ctypes.c_int64,
-                       ctypes.c_double, ctypes.c_void_p, ctypes.c_int64]
-        return fn
-    return None
-
-
-_DSYRK = _find_dsyrk()
+_DSYRK = numpy_blas_function(
+    "scipy_cblas_dsyrk64_", [ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int64,
+                             ctypes.c_int64, ctypes.c_double, ctypes.c_void_p, ctypes.c_int64,
+                             ctypes.c_double, ctypes.c_void_p, ctypes.c_int64])
 #: whether float64 updates go to dsyrk directly (numpy's BLAS found)
 DIRECT = _DSYRK is not None
 
