@@ -2,7 +2,8 @@
 
     python -m benchmarks.speed.bench_reg_auto [--datasets PATH] [--data adults,mnist17]
         [--T 1000,2000,4000] [--repeats 3] [--estimators RWClassifier,RKSClassifier]
-        [--no-sklearn] [--sklearn-repeats N] [--check]
+        [--no-sklearn] [--sklearn-repeats N] [--cv-repeats N] [--min-available-gb G]
+        [--check]
 
 On the training rows of each ``--data`` set (benchmarks/_common/datasets.py, at most 20000 rows as
 in benchmarks/calibration/defaults.py), for each T, the fits below run interleaved, ``--repeats``
@@ -16,7 +17,14 @@ machine) are compared:
     scikit-learn pipeline that also chooses alpha; target <= 1.0), and RWClassifier with reg
     fixed against the same pipeline with RidgeClassifier(alpha=1) (target <= 0.8).
     ``--sklearn-repeats N`` runs these pipelines in the first N rounds only (default: every
-    round): each costs several RW fits, and their targets are far from the measured ratios.
+    round), ``--cv-repeats N`` RidgeClassifierCV in the first N of those (default: the same):
+    at T = 8000 it costs about fifteen RW fits, RidgeClassifier one or two.
+    ``--min-available-gb G`` waits before each scikit-learn fit until the machine has G GB
+    available (MemAvailable; at T = 8000 the pipelines peak near 8 GB, three times RW's) and
+    prints what it waited for.
+
+Each fit's CPU seconds are printed as it ends (a long run leaves its figures as it goes), then
+the medians of each T.
 
 ``--check`` also scores the chosen reg and the decades around it by 3-fold cross-validation of
 the full T-feature model (the same folds and validation sample, a Cholesky solve per fold and
@@ -40,6 +48,31 @@ def _cpu(fn):
     c = time.process_time()
     out = fn()
     return time.process_time() - c, out
+
+
+def available_gb() -> float:
+    """MemAvailable of /proc/meminfo in GB (NaN where there is none)."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) / 1e6
+    except OSError:
+        pass
+    return float("nan")
+
+
+def wait_for_memory(gb: float, poll: float = 10.0) -> None:
+    """Return once ``gb`` GB are available (at once when ``gb`` is 0), saying how long it
+    waited: another process's peak beside a scikit-learn fit at T = 8000 could exhaust the
+    machine."""
+    t0, free = time.monotonic(), available_gb()
+    while gb > 0 and free < gb:
+        time.sleep(poll)
+        free = available_gb()
+    if gb > 0:
+        print(f"    {free:.1f} GB available (waited {time.monotonic() - t0:.0f} s for {gb} GB)",
+              flush=True)
 
 
 def full_T_scorer(est, X, y):
@@ -96,6 +129,8 @@ def main(argv=None):
     ap.add_argument("--estimators", default="RWClassifier,RKSClassifier")
     ap.add_argument("--no-sklearn", action="store_true")
     ap.add_argument("--sklearn-repeats", type=int, default=None)
+    ap.add_argument("--cv-repeats", type=int, default=None)
+    ap.add_argument("--min-available-gb", type=float, default=0.0)
     ap.add_argument("--check", action="store_true")
     args = ap.parse_args(argv)
     from sklearn.kernel_approximation import RBFSampler
@@ -114,23 +149,33 @@ def main(argv=None):
         for T in (int(v) for v in args.T.split(",")):
             load0 = os.getloadavg()
             cpu, chosen, fitted = {}, {}, {}
+
+            def timed(key, fn):
+                t, out = _cpu(fn)
+                cpu.setdefault(key, []).append(t)
+                print(f"    round {rnd + 1} {key}: {t:.2f} s (load {os.getloadavg()[0]:.1f})",
+                      flush=True)
+                return out
+
             for rnd in range(args.repeats):
                 for name in names:
-                    t, est = _cpu(lambda: getattr(rw, name)(n_features=T, random_state=0)
-                                  .fit(Xtr, ytr))
-                    cpu.setdefault(f"{name} auto", []).append(t)
+                    est = timed(f"{name} auto", lambda: getattr(rw, name)(
+                        n_features=T, random_state=0).fit(Xtr, ytr))
                     chosen[name], fitted[name] = est.reg_, est
-                    t, _ = _cpu(lambda: getattr(rw, name)(n_features=T, random_state=0,
-                                                          reg=chosen[name]).fit(Xtr, ytr))
-                    cpu.setdefault(f"{name} fixed", []).append(t)
-                if args.no_sklearn or (args.sklearn_repeats is not None
-                                       and rnd >= args.sklearn_repeats):
+                    timed(f"{name} fixed", lambda: getattr(rw, name)(
+                        n_features=T, random_state=0, reg=chosen[name]).fit(Xtr, ytr))
+                sk_rounds = args.repeats if args.sklearn_repeats is None else args.sklearn_repeats
+                cv_rounds = sk_rounds if args.cv_repeats is None else args.cv_repeats
+                if args.no_sklearn or rnd >= sk_rounds:
                     continue
-                for key, last in (("sklearn RidgeClassifierCV", RidgeClassifierCV()),
-                                  ("sklearn RidgeClassifier", RidgeClassifier(alpha=1.0))):
+                pipelines = [("sklearn RidgeClassifier", RidgeClassifier(alpha=1.0))]
+                if rnd < cv_rounds:
+                    pipelines.append(("sklearn RidgeClassifierCV", RidgeClassifierCV()))
+                for key, last in pipelines:
                     pipe = make_pipeline(StandardScaler(), RBFSampler(
                         n_components=T, gamma=1.0 / d, random_state=0), last)
-                    cpu.setdefault(key, []).append(_cpu(lambda: pipe.fit(Xtr, ytr))[0])
+                    wait_for_memory(args.min_available_gb)
+                    timed(key, lambda: pipe.fit(Xtr, ytr))
             med = {k: float(np.median(v)) for k, v in cpu.items()}
             print(f"{data} n={len(Xtr)} d={d} T={T} (CPU s, medians of {args.repeats} "
                   f"interleaved; load {load0[0]:.1f} -> {os.getloadavg()[0]:.1f}):", flush=True)
@@ -147,10 +192,12 @@ def main(argv=None):
                     verdict, rows = check_choice(est, Xtr, ytr)
                     print(f"    full-T 3-fold CV around reg_: {verdict}; " + "; ".join(rows),
                           flush=True)
-            if not args.no_sklearn and "RWClassifier" in names:
+            if "RWClassifier" in names and "sklearn RidgeClassifierCV" in med:
                 print(f"  RWClassifier defaults / RBFSampler + RidgeClassifierCV "
                       f"{med['RWClassifier auto'] / med['sklearn RidgeClassifierCV']:.2f} "
-                      f"(target <= 1.0); RWClassifier reg fixed / RBFSampler + RidgeClassifier "
+                      f"(target <= 1.0)", flush=True)
+            if "RWClassifier" in names and "sklearn RidgeClassifier" in med:
+                print(f"  RWClassifier reg fixed / RBFSampler + RidgeClassifier "
                       f"{med['RWClassifier fixed'] / med['sklearn RidgeClassifier']:.2f} "
                       f"(target <= 0.8)", flush=True)
 
