@@ -21,7 +21,9 @@ class Dataset:
     """Numeric data ready for an estimator, with where it came from.
 
     ``X`` (float64, n x d), ``y`` (class labels, int or str, or float values; None when the
-    file has no target), ``feature_names`` (the d encoded names), ``task``, ``preprocessing``
+    file has no target), ``feature_names`` (the d encoded names: a list, or for a file of
+    more than 1,024 columns a read-only sequence of str held in one array, equal to the
+    list of them; ``list(ds.feature_names)`` gives a list), ``task``, ``preprocessing``
     (the replayable :class:`Preprocessing`), ``rows`` (the file line of each row of X),
     ``source`` and ``dialect`` of the file, ``notes`` (rows dropped and the like).
 
@@ -84,8 +86,13 @@ class Dataset:
         idx = np.asarray(idx)
         X = self._X[idx] if self._X is not None else self._parts.take(idx)
         return Dataset(X, None if self.y is None else self.y[idx],
-                       list(self.feature_names), self.target, self.task, self.preprocessing,
+                       self._names_copy(), self.target, self.task, self.preprocessing,
                        self.rows[idx], self.source, self.dialect, list(self.notes))
+
+    def _names_copy(self):
+        # a list is copied (the caller may change it); a wide file's Names are immutable
+        return list(self.feature_names) if isinstance(self.feature_names, list) else \
+            self.feature_names
 
     def split(self, test_size: float = 0.25, random_state=0, stratify: bool | None = None):
         """(train, test) by rows; stratified by class for classification unless told otherwise.

@@ -18,7 +18,8 @@ import numpy as np
 from numba import njit
 
 from ._dialect import _DEFAULT_MAX_BYTES, NA_VALUES, open_source, sniff_csv
-from ._read import Column, Table, canon, gc_paused, in_order, parse, table_from_rows
+from ._names import Names, concat, select
+from ._read import Column, Table, canon, gc_paused, in_order, parse, positions, table_from_rows
 from ._errors import (AllMissingError, HighCardinalityError, MissingColumnError, MissingValueError,
                       NonFiniteError, NonNumericError, SingleClassError, TargetError,
                       UnseenCategoryError, HeaderOnlyError, EmptyFileError, ScaleError)
@@ -42,6 +43,12 @@ _DOT_THOUSANDS = {"currency": None, "percent": False, "thousands": ".", "decimal
 _MIN_SCALE = 1e-150                     # below this, squares underflow (1e-150**2 ~ 1e-300)
 
 
+def absent(names: Sequence[str], wanted: Sequence[str]) -> list[str]:
+    """The names of ``wanted`` that ``names`` lacks, found together (either may be a wide
+    file's :class:`~rwtool.data._names.Names`: no name is looked up one by one)."""
+    return list(select(wanted, np.flatnonzero(positions(names, wanted) < 0)))
+
+
 def infer_task(col: Column, kind: str, rows) -> str:
     if kind == "categorical":
         n = len(col.category_counts(rows))
@@ -58,10 +65,13 @@ def infer_task(col: Column, kind: str, rows) -> str:
 class ColumnSpecs(Sequence):
     """The column specs of a record, as a list of dicts reads them, each item a fresh dict.
     A plain numeric column (no number format) is kept as its name and fill in arrays, any other
-    as its dict: a 500,000-column record must not cost a dict per column (90 MB)."""
+    as its dict: a 500,000-column record must not cost a dict per column (90 MB). The names
+    of a wide file's columns come as :class:`~rwtool.data._names.Names` and stay so (runs
+    of them added in bulk are joined when first read)."""
 
     def __init__(self, specs: Iterable[Mapping] = ()):
-        self._names: list[str] = []
+        self._parts: list = []          # Names, or lists of str, one after the other
+        self._n = 0
         self._fill = array("d")
         self._has_fill = array("b")
         self._other: dict[int, dict] = {}
@@ -71,15 +81,33 @@ class ColumnSpecs(Sequence):
     def append(self, spec: Mapping) -> None:
         plain = spec["kind"] == "numeric" and set(spec) <= {"name", "kind", "fill"}
         fill = spec.get("fill")
-        self._names.append(spec["name"])
+        self._add_names([spec["name"]])
         self._fill.append(fill if plain and fill is not None else 0.0)
         self._has_fill.append(plain and fill is not None)
         if not plain:
-            self._other[len(self._names) - 1] = dict(spec)
+            self._other[self._n - 1] = dict(spec)
+
+    def _add_names(self, names) -> None:
+        if isinstance(names, Names):
+            self._parts.append(names)
+        elif self._parts and isinstance(self._parts[-1], list):
+            self._parts[-1].extend(names)
+        else:
+            self._parts.append(list(names))
+        self._n += len(names)
+
+    @property
+    def _names(self) -> Sequence[str]:
+        """Every column's name: a list, or Names when a part is (read-only either way)."""
+        if len(self._parts) != 1:
+            self._parts = [concat(self._parts) if any(isinstance(p, Names) for p in
+                                                      self._parts)
+                           else [n for p in self._parts for n in p]]
+        return self._parts[0]
 
     def extend_numeric(self, names: Sequence[str], fill: np.ndarray | None = None) -> None:
         """Plain numeric columns ``names`` with their ``fill`` (None: no fill), in bulk."""
-        self._names.extend(names)
+        self._add_names(names)
         if fill is None:
             self._fill.frombytes(bytes(8 * len(names)))
             self._has_fill.frombytes(bytes(len(names)))
@@ -87,20 +115,23 @@ class ColumnSpecs(Sequence):
             self._fill.frombytes(np.asarray(fill, np.float64).tobytes())
             self._has_fill.frombytes(np.ones(len(names), np.int8).tobytes())
 
-    def feature_names(self) -> list[str]:
+    def feature_names(self) -> Sequence[str]:
         """The names of the columns of ``X`` (see :attr:`Preprocessing.feature_names_out`),
-        without a dict per plain column."""
-        out, done = [], 0
+        without a dict per plain column: a new list, or Names for a wide file's columns."""
+        names = self._names
+        parts, done = [], 0
         for i in sorted(self._other):
-            out.extend(self._names[done:i])
+            parts.append(names[done:i])
             spec = self._other[i]
             if spec["kind"] == "numeric":
-                out.append(spec["name"])
+                parts.append([spec["name"]])
             else:
-                out.extend(f"{spec['name']}={k}" for k in spec["categories"])
+                parts.append([f"{spec['name']}={k}" for k in spec["categories"]])
             done = i + 1
-        out.extend(self._names[done:])
-        return out
+        parts.append(names[done:])
+        if isinstance(names, Names):
+            return parts[0] if len(parts) == 1 else concat(parts)
+        return [n for p in parts for n in p]
 
     def layout(self) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
         """(names, widths in X, whether numeric, whether it has a number format) of every
@@ -116,7 +147,7 @@ class ColumnSpecs(Sequence):
         return self._names, widths, isnum, fmt
 
     def __len__(self) -> int:
-        return len(self._names)
+        return self._n
 
     def __getitem__(self, i):
         if isinstance(i, slice):
@@ -161,13 +192,21 @@ class Preprocessing:
         self.max_abs = float(max_abs)
         self.handle_unknown = handle_unknown
         self.header = bool(header)
-        self.file_columns = list(file_columns)
+        # a wide file's Names are immutable: held as they are, not copied
+        self.file_columns = (file_columns if isinstance(file_columns, Names)
+                             else list(file_columns))
 
     # -- description ------------------------------------------------------------------------
     @property
     def input_columns(self) -> list[str]:
         """The CSV columns the encoding reads, in order."""
-        return list(self.columns.layout()[0])
+        return list(self._inputs)
+
+    @property
+    def _inputs(self) -> Sequence[str]:
+        """:attr:`input_columns` as the record holds them (Names for a wide file), not to be
+        changed: what the readers look up."""
+        return self.columns.layout()[0]
 
     @property
     def given_names(self) -> list[str] | None:
@@ -181,7 +220,7 @@ class Preprocessing:
     @property
     def feature_names_out(self) -> list[str]:
         """Names of the columns of ``X``: "age", "color=red", "color=blue", ..."""
-        return self.columns.feature_names()
+        return list(self.columns.feature_names())
 
     @property
     def n_features_out(self) -> int:
@@ -321,11 +360,11 @@ class Preprocessing:
         path = src.name
         dialect = sniff_csv(src, encoding=encoding, delimiter=delimiter, decimal=decimal,
                             header=self.header, na_values=self.na_values, nrows=nrows)
-        need = self.input_columns + ([self.target["name"]] if self.target else [])
+        need = self._inputs + ([self.target["name"]] if self.target else [])
         table = parse(src, dialect, usecols=need, nrows=nrows, na_values=self.na_values,
                       fallback=encoding is None, names=self.given_names)
         _require_rows(table)
-        missing = [c for c in self.input_columns if c not in table.names]
+        missing = absent(table.names, self._inputs)
         if missing:
             raise MissingColumnError(
                 f"the model needs column(s) {', '.join(map(repr, missing))}, absent from this "
@@ -375,25 +414,33 @@ class Preprocessing:
         # Numeric columns are gathered and checked as one matrix (a 30,000-column file must
         # not pay numpy's per-call overhead per column); a column with a NaN (missing or
         # text), a value over max_abs or a number format goes through the per-column path.
-        pos = table.number_rows([names[i] for i in num.tolist()])
+        pos = table.number_rows(select(names, num))
         dense = np.flatnonzero(pos >= 0)
         if len(dense) == len(num) and in_order(rows, table.n_rows):
-            V = table.numbers[pos]         # one gather (a copy: V is changed below)
+            # one gather, or a view of the table's matrix when the columns are a run of it
+            # (copied below before a change: a wide file's matrix is not held twice)
+            V = table._number_cells(pos, None)
         else:
             V = np.empty((len(num), len(rows)))
             if len(dense):
                 V[dense] = table.numbers[np.ix_(pos[dense], rows)]
-        for k in np.flatnonzero(pos < 0):
-            V[k] = table.col(names[num[k]]).values[rows]
+        text = np.flatnonzero(pos < 0)
+        for k, j in zip(text.tolist(), positions(table.names, select(names, num[text])).tolist()):
+            V[k] = table.column_at(j).values[rows]
         quick = np.zeros(len(isnum), bool)
         quick[num] = _within(V, self.max_abs)
         ids = np.empty((len(cat), len(rows)), np.int32)
         miss_cols = {}
-        for i in np.flatnonzero(~quick | fmt).tolist():
+        slow = np.flatnonzero(~quick | fmt)
+        if len(slow) and np.may_share_memory(V, table.numbers):
+            V = V.copy()
+        # found together: a wide file's names are looked up without a dict of them
+        where = positions(table.names, select(names, slow))
+        for i, j in zip(slow.tolist(), where.tolist()):
             spec = self.columns[i]
             if spec.get("format"):
                 notes.append(format_note(spec))
-            col = table.col(spec["name"])
+            col = table.column_at(j)
             if spec["kind"] == "numeric":
                 V[slot[i]], miss = _numeric_block(col, rows, spec, self.max_abs, path,
                                                   table.lines, table.dialect.decimal)
@@ -437,7 +484,7 @@ class Preprocessing:
                 fix=("impute instead ({0}) or ignore the mostly-empty columns",
                      [("missing", "impute-mean")]))
         return Dataset(X=EncodedRows(V, offs[num], ids, offs[cat], int(offs[-1]), sel), y=y,
-                       feature_names=self.feature_names_out,
+                       feature_names=self.columns.feature_names(),
                        target=None if self.target is None else self.target["name"],
                        task=self.task, preprocessing=self, rows=np.take(table.lines, rows),
                        source=path, dialect=table.dialect, notes=notes)
@@ -800,7 +847,10 @@ def _fit_columns(table: Table, features, categorical, numeric, policy, max_categ
         bulk &= np.fromiter((n not in categorical for n in features), bool, len(features))
     specs = ColumnSpecs()
     done = 0
-    for i in np.flatnonzero(~bulk).tolist() + [len(features)]:
+    asked = np.flatnonzero(~bulk)
+    # the columns asked one by one are found together (no dict of a wide file's names)
+    where = positions(table.names, select(features, asked)).tolist() + [-1]
+    for i, j in zip(asked.tolist() + [len(features)], where):
         if i > done:
             specs.extend_numeric(features[done:i], mean[done:i] if impute else None)
         done = i + 1
@@ -811,10 +861,10 @@ def _fit_columns(table: Table, features, categorical, numeric, policy, max_categ
             spec = {"name": name, "kind": "numeric", "fill": None}
             if policy in ("impute-mean", "impute-most-frequent"):
                 spec["fill"] = (float(mean[i]) if not np.isnan(mean[i]) else
-                                table.col(name).numeric_fill(policy, fit_rows))
+                                table.column_at(j).numeric_fill(policy, fit_rows))
             specs.append(spec)
             continue
-        col = table.col(name)
+        col = table.column_at(j)
         n_num, n_text, n_miss = col.counts(fit_rows)
         if n_num + n_text == 0 and _trailing_delimiter(table, name):
             table.notes.append(f"every line ends with a delimiter: the unnamed empty column "

@@ -15,6 +15,8 @@ import re
 import numpy as np
 
 from ._encoding import norm_policy
+from ._names import select
+from ._read import positions
 from ._errors import AllMissingError, ColumnNotFoundError, MissingValueError
 
 #: the fix of a missing target: a policy that drops the row
@@ -66,7 +68,11 @@ def _roles(table, target, features, ignore, categorical, numeric):
     if cat & num:
         raise ValueError(f"column(s) {sorted(cat & num)} declared both categorical and numeric")
     if features is None:
-        feats = [n for n in names if n != tname and n not in ignored]
+        # by positions: a wide file's names stay one array (rwtool.data._names)
+        out = positions(names, [n for n in [tname, *ignored] if n is not None])
+        keep = np.ones(len(names), bool)
+        keep[out[out >= 0]] = False
+        feats = select(names, np.flatnonzero(keep))
     else:
         feats = [n for n in _resolve(features, names, path, "features") if n not in ignored]
         if tname in feats:

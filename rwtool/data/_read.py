@@ -48,6 +48,7 @@ from ._dialect import _DOT_GROUPS, NA_VALUES, Dialect, Source, open_source
 from ._scan import (BLANK, NEWLINE_IN_QUOTES, TRAILING_EMPTY, compact_records, fold_records,
                     scan_records, trim_trailing_field)
 from ._handoff import Deferred, arrow_input
+from ._names import Names, as_arrow, origin
 from ._errors import (DataError, DuplicateColumnError, EmptyFileError, EncodingError,
                       FileTooLargeError, HeaderError, QuoteError, RaggedRowError)
 
@@ -556,12 +557,21 @@ def positions(names: Sequence[str], wanted: Sequence[str]) -> np.ndarray:
     dict of them costs 60 bytes per column)."""
     if not len(wanted):
         return np.empty(0, np.int64)
-    if 4 * len(wanted) >= len(names):
+    (root, pos), (wroot, wpos) = origin(names), origin(wanted)
+    if root is not None and root is wroot:      # selected from the same names: known
+        wpos = np.arange(len(wanted)) if wpos is None else wpos
+        if pos is None:
+            return wpos.copy()
+        back = np.full(len(root), -1, np.int64)
+        back[pos] = np.arange(len(pos))
+        return back[wpos]
+    if root is None and 4 * len(wanted) >= len(names):
         found = _in_order(names, wanted)
         if found is not None:
             return found
-    idx = pc.index_in(pa.array(list(wanted), pa.string()),
-                      value_set=pa.array(names, pa.string()))
+    if root is not None and wroot is None and len(wanted) <= 32:     # a few names asked
+        return np.array([names.find(w) for w in wanted], np.int64)
+    idx = pc.index_in(as_arrow(wanted), value_set=as_arrow(names))
     return idx.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
 
 
@@ -592,6 +602,11 @@ class NameLookup:
     _asked = 0
 
     def position(self, name: str) -> int:
+        if isinstance(self.names, Names):
+            j = self.names.find(name)
+            if j < 0:
+                raise KeyError(name)
+            return j
         if self._index is None:
             self._asked += 1
             if self._asked <= 32 or len(self.names) <= 1024:
@@ -653,11 +668,15 @@ class Table(NameLookup):
 
     def _number_cells(self, pos, rows) -> np.ndarray:
         """The cells ``rows`` of the number-matrix rows ``pos``, gathered in one copy."""
+        if len(pos) and int(pos[-1]) - int(pos[0]) == len(pos) - 1 and bool(
+                np.all(pos[1:] > pos[:-1])):
+            pos = slice(int(pos[0]), int(pos[0]) + len(pos))   # a run: a view, no gather
         if all_rows(rows, self.n_rows):
             return self.numbers[pos]
         if isinstance(rows, slice):
             return self.numbers[pos, rows]
-        return self.numbers[np.ix_(pos, rows)]
+        return self.numbers[pos][:, rows] if isinstance(pos, slice) else \
+            self.numbers[np.ix_(pos, rows)]
 
     def number_stats(self, names, fit_rows, kind_rows, policy):
         """For the record fitting, per named column: (whether it holds numbers only, its
@@ -688,15 +707,18 @@ def number_codes(values: np.ndarray) -> np.ndarray:
     return np.subtract(-1, np.isnan(values), dtype=np.int32)
 
 
-def make_names(header: list[str] | None, n: int, path) -> list[str]:
+def make_names(header: list[str] | None, n: int, path) -> Sequence[str]:
+    """The column names of a header (stripped; an empty one named by its position), or
+    col1, col2, ... without one: a list, or :class:`Names` past ``_WIDE`` columns."""
     if header is None:
-        return [f"col{j + 1}" for j in range(n)]
+        names = [f"col{j + 1}" for j in range(n)]
+        return Names.of(names) if n > _WIDE else names
     names = []
     for j, h in enumerate(header):
         h = h.strip()
         names.append(h if h else f"col{j + 1}")
-    if len(names) > 1024 and _distinct_hashes(names):
-        return names        # no two names alike: a wide header needs no dict of them
+    if len(names) > _WIDE and _distinct_hashes(names):
+        return Names.of(names)      # no two names alike: a wide header needs no dict of them
     seen: dict[str, int] = {}
     for j, h in enumerate(names):
         if h in seen:
@@ -704,7 +726,7 @@ def make_names(header: list[str] | None, n: int, path) -> list[str]:
                 f"duplicate column name {h!r} (fields {seen[h] + 1} and {j + 1} of the header)",
                 file=path, row=1, column=h, hint="rename one of the columns")
         seen[h] = j
-    return names
+    return Names.of(names) if len(names) > _WIDE else names
 
 
 def _distinct_hashes(names: list[str]) -> bool:
@@ -903,6 +925,8 @@ def _header_is(rec: np.ndarray, like, dialect: Dialect, given, ncols: int) -> bo
     if like is None or given is not None or not dialect.header or len(like) != ncols \
             or len(like) <= _WIDE or not _distinct_hashes(like):
         return False
+    if isinstance(like, Names):
+        return like.written_as(rec, dialect.delimiter)
     return rec.tobytes() == dialect.delimiter.join(like).encode("utf-8")
 
 
@@ -929,7 +953,8 @@ def column_positions(names, usecols) -> np.ndarray:
     lookup table, since a wide file's names are many (a list search per name is quadratic)."""
     if usecols is None:
         return np.arange(len(names))
-    p = positions(names, [c for c in usecols if isinstance(c, str)])
+    p = positions(names, usecols if isinstance(usecols, Names) else
+                  [c for c in usecols if isinstance(c, str)])
     p = p[p >= 0]
     if len(p) > 1 and not np.all(p[1:] > p[:-1]):      # mostly sorted and distinct already
         p = np.unique(p)

@@ -42,8 +42,9 @@ from ._read import (_STREAM_BLOCK_BYTES, Column, ColumnCells, NameLookup, Table,
 from ._errors import MissingColumnError, MissingValueError
 from ._dataset import Dataset
 from ._distinct import DistinctNumbers
-from ._encoding import (_DEFAULT_MAX_ABS, Preprocessing, _fit_columns, _fit_target, format_note,
-                        _require_rows)
+from ._encoding import (_DEFAULT_MAX_ABS, Preprocessing, _fit_columns, _fit_target, absent,
+                        format_note, _require_rows)
+from ._names import select
 from ._options import TARGET_POLICY_FIX, _check_options, _roles
 
 __all__ = ["CsvScan", "scan_csv", "iter_csv"]
@@ -279,6 +280,9 @@ class _StreamTable(NameLookup):
     def col(self, name):
         return self.summary.column(self.position(name))
 
+    def column_at(self, j: int):
+        return self.summary.column(j)
+
     def number_stats(self, names, fit_rows, kind_rows, policy):
         """As :meth:`rwtool.data._read.Table.number_stats` (the fill is asked of the column)."""
         s = self.summary
@@ -399,13 +403,14 @@ def _summarise(src, dialect, target, features, ignore, categorical, numeric, na_
     def wanted(all_names):        # resolve the roles on the header: type only those columns
         t = _StreamTable(src.name, dialect, all_names)
         roles["r"] = (t,) + _roles(t, target, features, ignore, categorical, numeric)
-        return roles["r"][2] + ([roles["r"][1]] if roles["r"][1] else [])
+        roles["keep"] = _typed(t, roles["r"][2], roles["r"][1])
+        return select(all_names, roles["keep"])      # by position: Names stay Names
 
     for block in iter_blocks(src, dialect, block_bytes=block_bytes, names=names,
                              usecols=wanted, plan=typed_plan(dialect, na, fast)):
         if table is None:
             table, tname, feats, cat, num = roles["r"]
-            keep = column_positions(table.names, feats + ([tname] if tname else []))
+            keep = roles["keep"]
             summary = table.summary = _Summary(table.names, keep, 10_000, fast, max_distinct)
             jt = None if tname is None else table.position(tname)
             table.spellings = partial(number_spellings, src, dialect, na,
@@ -423,6 +428,16 @@ def _summarise(src, dialect, target, features, ignore, categorical, numeric, na_
     return table, n_rec, n_fit, tname, feats, cat, num
 
 
+def _typed(table, feats, tname) -> np.ndarray:
+    """The sorted positions of the features and the target in the table's names."""
+    keep = column_positions(table.names, feats)
+    if tname is None:
+        return keep
+    j = table.position(tname)
+    at = int(np.searchsorted(keep, j))
+    return keep if at < len(keep) and keep[at] == j else np.insert(keep, at, j)
+
+
 def iter_csv(path, preprocessing: Preprocessing, *, dialect: Dialect | None = None,
              require_target: bool = False, block_bytes: int = _STREAM_BLOCK_BYTES,
              max_bytes=None) -> Iterator[Dataset]:
@@ -438,7 +453,7 @@ def iter_csv(path, preprocessing: Preprocessing, *, dialect: Dialect | None = No
     src = open_source(path, max_bytes, None)
     if dialect is None:
         dialect = sniff_csv(src, header=pre.header, na_values=pre.na_values)
-    need = pre.input_columns + ([pre.target["name"]] if pre.target else [])
+    need = pre._inputs + ([pre.target["name"]] if pre.target else [])
     na = frozenset(pre.na_values)
     fast = fast_cast_ok(na)
     names = pre.given_names
@@ -468,8 +483,7 @@ def iter_csv(path, preprocessing: Preprocessing, *, dialect: Dialect | None = No
 
 
 def _check_columns(pre, names, path, dialect, require_target):
-    present = set(names)
-    missing = [c for c in pre.input_columns if c not in present]
+    missing = absent(names, pre._inputs)
     if missing:
         raise MissingColumnError(
             f"the record needs column(s) {', '.join(map(repr, missing))}, absent from this "
