@@ -60,8 +60,10 @@ PROCESS_JOBS = (TrainJob, BoundsJob, WarmUpJob)       # PruneJob is a TrainJob
 #: 76 ms a 24 MB and 1.5 s a 240 MB (pickled, through the pipe, unpickled; load 12-15 on 2
 #: cores), and keeping it costs its size in the fit process between jobs: an RKHS weighting
 #: at its defaults holds about 0.1 MB and is kept, a BKerNN model at its defaults on 150,000
-#: rows about 240 MB (its training rows' projections and tables), which would put a session
-#: of five runs on the 200,000-row file over the 1 GB the two processes may hold (issue 24)
+#: rows 58 MB (its training rows' projections; its prediction tables, 172 MB more, are not
+#: pickled and are rebuilt by the job that predicts, gui.logic.jobs.serve); a model of 240 MB
+#: kept would put a session of five runs on the 200,000-row file over the 1 GB the two
+#: processes may hold (issue 24)
 MODEL_BYTES = 64 << 20
 #: the fit process's niceness (os.nice): on a busy machine the window gets a core first (a
 #: window that has just painted is otherwise behind the fit's threads in the scheduler's

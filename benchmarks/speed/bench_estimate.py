@@ -106,7 +106,8 @@ def app_window():
     return app, win
 
 
-def measure(csv: str, target: str | None, names, modes, timeout: float = 7200.0) -> list[dict]:
+def measure(csv: str, target: str | None, names, modes, timeout: float = 7200.0,
+            overrides: dict | None = None) -> list[dict]:
     app, win = app_window()
     import gui.main_window as mw
     win.open_path(csv, target)
@@ -136,6 +137,7 @@ def measure(csv: str, target: str | None, names, modes, timeout: float = 7200.0)
     out = []
     for name in names:
         key, params = CONFIGS[name]
+        params = {**params, **(overrides or {})}
         for mode in modes:
             win.method_panel.set_method(key, params)
             win.eval_panel.set_kfold(5 if mode == "kfold" else None)
@@ -252,6 +254,11 @@ def _num(x):
     return float("nan") if x is None else float(x)
 
 
+def _got(r) -> float:
+    """The share of a core the fit process got over the run: its CPU over the wall time."""
+    return (r["cpu_s"] - r["window_cpu_s"]) / r["wall_s"] if r["wall_s"] else float("nan")
+
+
 def _ratio(real, est):
     return real / est if est else float("nan")
 
@@ -262,14 +269,15 @@ def line(r) -> str:
             f"{r['est_fit_s']:.1f}, after {r['after_fit_s']:.1f} / {r['est_after_s']:.1f}; "
             f"CPU {r['cpu_s']:.1f} / {r['est_cpu_s']:.1f} s, window {r['window_cpu_s']:.1f} s "
             f"({r['window_fit_cpu_s']:.1f} s in the fit); "
-            f"share {r['share']:.2f}; "
+            f"share {r['share']:.2f}, got {_got(r):.2f}; "
             f"load {r['load']:.1f} -> {r['load_after']:.1f}) {r['error']}")
 
 
 def table(rows) -> str:
     lines = ["| method | mode | training rows | estimate (s) | real (s) | real / estimate | "
              "fit: real / est. (s) | after the fit: real / est. (s) | CPU: real / est. (s) | "
-             "of which the window's (s) | share of a core planned | load at the start, end |",
+             "of which the window's (s) | share of a core: planned / got | "
+             "load at the start, end |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         lines.append(
@@ -277,14 +285,29 @@ def table(rows) -> str:
             f"{r['wall_s']:.1f} | {_ratio(r['wall_s'], r['est_s']):.2f} | {r['fit_s']:.1f} / "
             f"{r['est_fit_s']:.1f} | {r['after_fit_s']:.1f} / {r['est_after_s']:.1f} | "
             f"{r['cpu_s']:.1f} / {r['est_cpu_s']:.1f} | {r['window_cpu_s']:.1f} | "
-            f"{r['share']:.2f} | {r['load']:.1f}, {r['load_after']:.1f} |")
+            f"{r['share']:.2f} / {_got(r):.2f} | {r['load']:.1f}, {r['load_after']:.1f} |")
     return "\n".join(lines) + "\n"
+
+
+def _setting(ap, text: str) -> tuple:
+    """``NAME=VALUE`` as (name, value): the value as a Python literal, else as the string."""
+    import ast
+    name, sep, value = text.partition("=")
+    if not sep or not name:
+        ap.error(f"--set takes NAME=VALUE, got {text!r}")
+    try:
+        return name, ast.literal_eval(value)
+    except (ValueError, SyntaxError):
+        return name, value
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     app_run_args(ap, CONFIGS)
     ap.add_argument("--modes", nargs="*", default=["holdout"], choices=MODES)
+    ap.add_argument("--set", nargs="*", default=[], metavar="NAME=VALUE",
+                    help="parameters set on top of each configuration's (a Python literal, "
+                         "else a string): --set n_epochs=150000")
     ap.add_argument("--calibrate", type=int, metavar="ROWS", default=None,
                     help="measure the kernels' CPU rates on the first ROWS rows instead")
     args = ap.parse_args(argv)
@@ -292,7 +315,8 @@ def main(argv=None) -> int:
         rates = calibrate(args.csv, args.target, args.calibrate)
         print("\n".join(f"{k}: {v:.3g}" for k, v in rates.items()))
         return 0
-    rows = measure(args.csv, args.target, args.only, args.modes)
+    rows = measure(args.csv, args.target, args.only, args.modes,
+                   overrides=dict(_setting(ap, s) for s in args.set))
     text = table(rows)
     write_results(text, args.out)
     return 0

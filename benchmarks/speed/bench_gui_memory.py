@@ -10,11 +10,12 @@ after the other, as a user who keeps every run in the Runs table. After the file
 run the table gives the resident memory (Linux's VmRSS) of both processes and their peaks so far
 (VmHWM), the sum of the two peaks, and the peak of the two processes' sum at one moment (what
 the machine sees; issue 24's bound: a session of five runs under 1 GB counting both processes):
-a thread samples both VmRSS together every 50 ms (:class:`SumSampler`), so a peak shorter than
-that can be missed, which the sum of the two peaks (an upper bound) brackets. Then where the
-window's share goes: the bytes of the numpy arrays each run keeps (its result dict and its
-model, walked through dicts, lists and attributes; arrays shared with the Data tab counted
-once, in "data"). Nothing is asserted: the figures go to a markdown table.
+a thread samples both processes together every 50 ms (:class:`SumSampler`), their Rss and
+their Pss (a library page both map counts once in the sum of Pss, twice in the sum of Rss), so
+a peak shorter than that can be missed, which the sum of the two peaks (an upper bound)
+brackets. Then where the window's share goes: the bytes of the numpy arrays each run keeps (its
+result dict and its model, walked through dicts, lists and attributes; arrays shared with the
+Data tab counted once, in "data"). Nothing is asserted: the figures go to a markdown table.
 """
 
 from __future__ import annotations
@@ -39,27 +40,48 @@ CONFIGS = {
 }
 
 
+def rss_pss_mb(pid: int | str = "self") -> tuple[float, float]:
+    """(resident set, proportional set) of a process in MB (Linux's smaps_rollup: Rss, and Pss,
+    which counts a page shared by k processes as 1/k: the libraries both processes map are
+    counted once in the sum of their Pss, twice in the sum of their Rss)."""
+    out = {}
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as fh:
+            for line in fh:
+                if line.startswith(("Rss:", "Pss:")):
+                    out[line[:3]] = int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return out.get("Rss", float("nan")), out.get("Pss", float("nan"))
+
+
 class SumSampler(threading.Thread):
-    """Samples the RSS of the window (this process) and of the fit process together every
-    ``period`` s: the largest sum seen since the last :meth:`take` (and since the start)."""
+    """Samples the window (this process) and the fit process together every ``period`` s: the
+    largest sum of their Rss, and of their Pss, seen since the last :meth:`take` and since the
+    start (a peak shorter than the period can be missed: the sum of the two processes' own
+    peaks, VmHWM, bounds it from above)."""
 
     def __init__(self, fits_pid, period: float = 0.05):
         super().__init__(daemon=True, name="rss-sum")
         self.fits_pid, self.period = fits_pid, period
         self.stop = threading.Event()
-        self.step_max = self.session_max = 0.0
+        self.step_max = [0.0, 0.0]
+        self.session_max = [0.0, 0.0]
 
     def run(self) -> None:
         while not self.stop.wait(self.period):
             pid = self.fits_pid()
-            total = rss_mb()[0] + (rss_mb(pid)[0] if pid else 0.0)
-            if total == total:            # not NaN (a fit process being replaced)
-                self.step_max = max(self.step_max, total)
-                self.session_max = max(self.session_max, total)
+            w = rss_pss_mb()
+            f = rss_pss_mb(pid) if pid else (0.0, 0.0)
+            for i in (0, 1):
+                total = w[i] + f[i]
+                if total == total:            # not NaN (a fit process being replaced)
+                    self.step_max[i] = max(self.step_max[i], total)
+                    self.session_max[i] = max(self.session_max[i], total)
 
-    def take(self) -> float:
-        """The largest sum since the previous call."""
-        out, self.step_max = self.step_max, 0.0
+    def take(self) -> tuple[float, float]:
+        """The largest sums (Rss, Pss) since the previous call."""
+        out, self.step_max = tuple(self.step_max), [0.0, 0.0]
         return out
 
 
@@ -82,6 +104,7 @@ def measure(csv: str, target: str | None, names, timeout: float = 7200.0) -> lis
     def record(step: str, status: str = "") -> None:
         pid = fits_pid()
         w, wp = rss_mb()
+        peaks = sampler.take()
         f, fp = rss_mb(pid) if pid else (float("nan"), float("nan"))
         data = win.data_info or {}
         held = {id(a) for part in ("train", "test") if data.get(part) is not None
@@ -94,7 +117,8 @@ def measure(csv: str, target: str | None, names, timeout: float = 7200.0) -> lis
             per_run.append((_mb(reachable_arrays((res, run.curves), seen)),
                             _mb(reachable_arrays(est, seen))))
         row = {"step": step, "status": status, "window": w, "window_peak": wp, "fits": f,
-               "fits_peak": fp, "sum_peak": max(sampler.take(), w + (f if f == f else 0.0)),
+               "fits_peak": fp, "sum_peak": max(peaks[0], w + (f if f == f else 0.0)),
+               "pss_peak": peaks[1],
                "results_mb": sum(r for r, _ in per_run),
                "models_mb": sum(m for _, m in per_run)}
         rows.append(row)
@@ -117,7 +141,8 @@ def measure(csv: str, target: str | None, names, timeout: float = 7200.0) -> lis
         run = win.run_list.runs[done[-1]]
         record(f"after {name}", run.status)
     sampler.stop.set()
-    rows.append({"session_sum_peak": sampler.session_max})
+    rows.append({"session_sum_peak": sampler.session_max[0],
+                 "session_pss_peak": sampler.session_max[1]})
     win.worker.shutdown()
     return rows
 
@@ -126,27 +151,30 @@ def line(r) -> str:
     return (f"{r['step']:24s} window {r['window']:6.0f} MB (peak {r['window_peak']:6.0f}), "
             f"fit process {r['fits']:6.0f} MB (peak {r['fits_peak']:6.0f}), peaks summed "
             f"{r['window_peak'] + r['fits_peak']:6.0f} MB, sum's peak in this step "
-            f"{r['sum_peak']:6.0f} MB; runs keep {r['results_mb']:.1f} MB "
+            f"{r['sum_peak']:6.0f} MB (Pss {r['pss_peak']:6.0f} MB); runs keep "
+            f"{r['results_mb']:.1f} MB "
             f"of results and {r['models_mb']:.1f} MB of models {r['status']}")
 
 
 def table(rows) -> str:
     lines = ["| after | window RSS / peak (MB) | fit process RSS / peak (MB) | both now (MB) "
-             "| peak of the sum in this step (MB) | peaks summed (MB) | results kept (MB) "
-             "| models kept in the window (MB) |",
+             "| peak of the sum in this step: RSS / PSS (MB) | peaks summed (MB) "
+             "| results kept (MB) | models kept in the window (MB) |",
              "|---|---|---|---|---|---|---|---|"]
     session = None
     for r in rows:
         if "session_sum_peak" in r:
-            session = r["session_sum_peak"]
+            session = r
             continue
         lines.append(f"| {r['step']} | {r['window']:.0f} / {r['window_peak']:.0f} | "
                      f"{r['fits']:.0f} / {r['fits_peak']:.0f} | {r['window'] + r['fits']:.0f} | "
-                     f"{r['sum_peak']:.0f} | {r['window_peak'] + r['fits_peak']:.0f} | "
+                     f"{r['sum_peak']:.0f} / {r['pss_peak']:.0f} | "
+                     f"{r['window_peak'] + r['fits_peak']:.0f} | "
                      f"{r['results_mb']:.1f} | {r['models_mb']:.1f} |")
     if session is not None:
         lines.append(f"\nThe peak of both processes' sum over the session (sampled every "
-                     f"50 ms): {session:.0f} MB.")
+                     f"50 ms): RSS {session['session_sum_peak']:.0f} MB, PSS "
+                     f"{session['session_pss_peak']:.0f} MB.")
     return "\n".join(lines) + "\n"
 
 

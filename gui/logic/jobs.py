@@ -43,7 +43,7 @@ __all__ = ["TrainJob", "PruneJob", "BoundsJob", "CallJob", "WarmUpJob", "CANCELL
            "describe_error", "event_dict", "run_job", "cancelled_outcome", "warm_up_jobs",
            "serve", "Stored", "share_arrays", "failure", "SharedFlag", "fit_threads",
            "progress_id", "by_token", "from_token", "reachable_arrays", "kept_model",
-           "send_pickled", "recv_pickled"]
+           "send_pickled", "recv_pickled", "as_pickled"]
 
 try:                          # the C library, for release_memory (glibc's malloc_trim)
     _LIBC = ctypes.CDLL(None)
@@ -578,16 +578,19 @@ def serve(conn, cancel, warm_stop, warm_families=(), nice: int = 0,
             stop = warm_stop if isinstance(job, WarmUpJob) else None
             out = run_job(job, chan.callback(pid) if pid is not None else None, stop)
             model = kept_model(out) if keep is not None else None
-            if model is not None:
-                # the app adopts the model that comes back under this token: a later job on
-                # it sends the token, not the model
-                arrays[keep] = model
             out = out[:2] + (by_token(out[2], held),)
             try:
                 send_pickled(conn, ("outcome",) + out)
+                if model is not None:
+                    # the app adopts the model that comes back under this token: a later job
+                    # on it sends the token, not the model
+                    arrays[keep] = model
             except Exception as exc:   # a result that cannot be pickled: say so, stay alive
-                arrays.pop(keep, None)
                 conn.send(("outcome",) + failure(job, exc))
+            # the models kept here as the app holds them: what a job derived on one (BKerNN's
+            # prediction tables, three times the model's arrays) goes with the job
+            arrays.update({token: as_pickled(value) for token, value in arrays.items()
+                           if not isinstance(value, np.ndarray)})
             del msg, job, out, model
             release_memory()
 
@@ -601,6 +604,15 @@ def release_memory() -> None:
     trim = getattr(_LIBC, "malloc_trim", None)
     if trim is not None:
         trim(0)
+
+
+def as_pickled(obj):
+    """``obj`` as pickling leaves it (what :func:`send_pickled` sends): its arrays shared, not
+    copied (pickle protocol 5, out of band), and what its class's ``__getstate__`` leaves out
+    dropped."""
+    buffers: list = []
+    head = pickle.dumps(obj, protocol=5, buffer_callback=buffers.append)
+    return pickle.loads(head, buffers=buffers)
 
 
 def send_pickled(conn, msg) -> None:

@@ -367,6 +367,17 @@ class _BKerNN(CallbackSupport, BaseEstimator):
         """
         self._tables = ridge_tables(self.train_projections_.T, self.dual_coef_)
 
+    def __getstate__(self):
+        """The state a pickle (and a copy) keeps: every attribute but the prediction tables.
+        They are derived from ``train_projections_`` and ``dual_coef_`` (the same bits each
+        time: one stable sort and sequential prefix sums per particle), and hold about three
+        times their size: (m n + 2 m (n + 1) q) floats against m n + n q, 180 of a model's
+        240 MB at 150,000 rows and 50 particles. The first prediction of the unpickled model
+        rebuilds them (:meth:`_prepare`, a fraction of a second at that size)."""
+        state = self.__dict__.copy()
+        state.pop("_tables", None)
+        return state
+
     def _raw_decision(self, X, callback=None):
         check_is_fitted(self, "dual_coef_")
         X = check_array(X)

@@ -180,3 +180,39 @@ def test_predict_reports_progress_by_slices_of_rows_and_stops_on_cancel(Est, n_c
         with pytest.raises(FitCancelled, match="prediction cancelled"):
             getattr(est, name)(Xt, callback=lambda e: seen.append(e) or e.kind == "update")
         assert seen[-1].done < len(Xt)
+
+
+@pytest.mark.parametrize("Est, n_classes", [(BKerNNRegressor, 0), (BKerNNClassifier, 2),
+                                            (BKerNNClassifier, 3)])
+def test_a_pickled_model_keeps_what_its_prediction_tables_are_rebuilt_from(Est, n_classes):
+    """A pickle (the app's fit process sends its models so; a copy too) leaves out the
+    prediction tables, (m n + 2 m (n + 1) q) floats, and keeps the arrays they are built from:
+    its arrays are at most those of particles_, train_projections_, dual_coef_, intercept_ and
+    the per-iteration history (the model's own formula below). Oracle: the model before
+    pickling, in this process: the rebuilt tables and every prediction are the same bits."""
+    import copy
+    import pickle
+    rng = np.random.default_rng(3)
+    n, d, m = 2000, 3, 12
+    X = rng.standard_normal((n, d))
+    y = (X[:, 0] + X[:, 1] ** 2 if not n_classes else
+         np.digitize(X[:, 0], np.linspace(-0.5, 0.5, n_classes - 1)))
+    est = Est(max_iter=3, n_particles=m, random_state=0).fit(X, y)
+    q = est.dual_coef_.shape[1]
+    Xt = rng.standard_normal((500, d))
+    tables = [t.copy() for t in est._tables]
+    outs = {name: getattr(est, name)(Xt) for name in ("predict", "decision_function")
+            if hasattr(est, name)}
+    for back in (pickle.loads(pickle.dumps(est, protocol=5)), copy.deepcopy(est)):
+        assert not hasattr(back, "_tables") and hasattr(est, "_tables")
+        arrays = [v for v in vars(back).values() if isinstance(v, np.ndarray)]
+        arrays += [v for v in back.history_.values() if isinstance(v, np.ndarray)]
+        held = sum(a.nbytes for a in arrays)
+        iters = len(back.history_["objective"])
+        formula = 8 * (n * m + n * q + d * m + q + 7 * iters)
+        assert held <= formula, (held, formula)
+        assert held < sum(t.nbytes for t in tables) / 2      # what the tables would add
+        for name, out in outs.items():
+            np.testing.assert_array_equal(getattr(back, name)(Xt), out)
+        for a, b in zip(back._tables, tables):
+            np.testing.assert_array_equal(a, b)

@@ -431,3 +431,49 @@ def test_importance_and_a_file_run_in_the_fit_process_on_the_model_kept_there(
     assert [j.tag for j in calls] == ["importance"] * 2 + ["apply"] * 2
     assert all(j.args[0] == Stored(j.args[0].token) for j in calls)  # the model's token
     assert not [j for j in here if isinstance(j, CallJob)]
+
+
+def has_prediction_tables(model) -> bool:
+    """Whether ``model`` holds BKerNN's prediction tables (a call run in the fit process)."""
+    return hasattr(model, "_tables")
+
+
+def decision_rows(model, X) -> int:
+    """Rows ``model`` scored (a call run in the fit process: a prediction builds its tables)."""
+    return len(model.decision_function(X))
+
+
+def test_a_bkernn_model_is_held_without_its_prediction_tables(qtbot, pwindow, tmp_path,
+                                                              monkeypatch):
+    """issue 24 "Memory": a BKerNN model at its defaults on 150,000 rows held 230 MB in the
+    window, 180 MB of it its prediction tables, which the window never predicts with (its
+    predictions run in the fit process). The window's copy holds at most the arrays the tables
+    are rebuilt from (the model's own formula: particles_, train_projections_, dual_coef_,
+    intercept_, the scaler and the per-iteration history); the copy the fit process keeps for
+    later jobs too: a job that predicted on it built its tables, and the next job finds them
+    gone. Oracle for the predictions: the window's copy, its tables rebuilt in this process
+    (tests/estimators/test_bkernn.py checks the rebuilt tables bit for bit)."""
+    from gui.logic.jobs import CallJob, Stored, reachable_arrays
+    load(qtbot, pwindow, moons_csv(tmp_path / "m.csv", n=3000))
+    m, iters = 6, 2
+    choose(pwindow, "bkernn", n_particles=m, max_iter=iters, random_state=0)
+    run = train(qtbot, pwindow)
+    assert run.status == "done", run.note
+    est = run.result["estimator"]
+    tr, te = pwindow.data_info["train"], pwindow.data_info["test"]
+    n, d, q = tr.n_samples, tr.n_features, 1
+    assert est.train_projections_.shape == (n, m) and not hasattr(est, "_tables")
+    held = sum(a.nbytes for a in reachable_arrays(est))
+    formula = 8 * (n * m + n * q + d * m + q + 7 * (iters + 1) + 2 * d) + est.classes_.nbytes
+    assert held <= formula, (held, formula)
+    tables = 8 * (m * n + 2 * m * (n + 1) * q)
+    assert held < tables / 2
+    sent, _ = _spy_jobs(monkeypatch, pwindow)
+    got = []
+    pwindow.worker.called.connect(lambda tag, value: got.append((tag, value)))
+    for fn, args in ((decision_rows, (est, te.X)), (has_prediction_tables, (est,))):
+        with qtbot.waitSignal(pwindow.worker.called, timeout=TIMEOUT):
+            pwindow.worker.submit(CallJob("probe", fn, args, in_process=True))
+    assert [type(j.args[0]) for j in sent] == [Stored, Stored]   # the model kept there
+    assert got == [("probe", len(te.X)), ("probe", False)]
+    assert np.array_equal(run.result["pred_test"], est.predict(te.X))
