@@ -286,9 +286,9 @@ class _BKerNN(CallbackSupport, BaseEstimator):
           projections, the gradient's sort order and signed sums instead (4 m n) and adds the
           n x n kernel and its Cholesky factor (2 n^2: LAPACK reads the factor's transpose
           in place, no Fortran copy);
-        * the fitted model being built: X (n d), the last projections, their stored transpose
-          and its contiguous copy, the sorted knots (4 m n), the prediction tables
-          (2 m (n + 1) q) and targets, coefficients and training decisions (5 n q).
+        * the fitted model being built: X (n d), the last projections, their stored transpose,
+          the sorted knots (3 m n), the prediction tables (2 m (n + 1) q) and targets,
+          coefficients and training decisions (5 n q).
 
         Then 15% for what the arrays do not show (the allocator's free lists, numba's
         per-thread buffers), measured at 8-16% of the counted arrays at 10,000-100,000 rows.
@@ -297,7 +297,7 @@ class _BKerNN(CallbackSupport, BaseEstimator):
         if self._estimator_type == "classifier" and q == 2:
             q = 1                     # two classes: one +/-1 column
         m = int(self.n_particles)
-        model = 8 * (n * d + 4 * m * n + 2 * m * (n + 1) * q + 5 * n * q)
+        model = 8 * (n * d + 3 * m * n + 2 * m * (n + 1) * q + 5 * n * q)
         dense = choose_kernel_solver(str(self.kernel_solver).lower(), n) == "dense"
         if dense:
             trial = 8 * (2 * n * d + 4 * m * n + 16 * n * q + 2 * n * n)
@@ -345,14 +345,19 @@ class _BKerNN(CallbackSupport, BaseEstimator):
     def _set_fitted(self, res, lam, y_mean, weights, t0, cancelled=False):
         self.reg_ = lam
         self.particles_ = np.ascontiguousarray(res["W"])
-        self.train_projections_ = np.ascontiguousarray(res["PT"].T)
         self.dual_coef_ = np.ascontiguousarray(res["alpha"])
+        # the tables from the (m, n) projections as the fit left them, before their stored
+        # transpose, and those projections dropped from ``res`` after it: the transpose read
+        # back into rows for the tables was one more m n floats at the fit's peak
+        PT = np.ascontiguousarray(res.pop("PT"))
+        self._tables = ridge_tables(PT, self.dual_coef_)
+        self.train_projections_ = np.ascontiguousarray(PT.T)
+        del PT
         self.n_iter_ = int(res["n_iter"])
         self.kernel_solver_ = res["kernel_solver"]
         self.cg_iterations_ = int(res["cg_iterations"])
         self.history_ = res["history"]
         self.cancelled_ = cancelled
-        self._prepare()
         # c' = mean(Y) - mean(K_dist alpha), with the same distance form used by predict (1.7),
         # both means weighted by the rows' weights
         base = ridge_decision(self.train_projections_, *self._tables)
