@@ -98,7 +98,7 @@ class _Summary:
     rows with a target (FIT). :meth:`column` answers for one column what the record fitting
     asks a parsed :class:`~rwtool.data._read.Column`."""
 
-    def __init__(self, names, keep, max_vocab, fast, max_distinct):
+    def __init__(self, names, keep, max_vocab, fast, max_distinct, counted=None):
         k = len(keep)
         self.names, self.keep = names, np.asarray(keep, np.int64)
         self.max_vocab, self.fast, self.max_distinct = max_vocab, fast, max_distinct
@@ -111,6 +111,14 @@ class _Summary:
         self.sum = np.zeros(k)
         self.n_finite = np.zeros(k, np.int64)
         self.distinct = [DistinctNumbers(k, max_distinct), None]
+        # The distinct numbers are asked of the target, of a column declared categorical,
+        # for most-frequent fills, and of a column holding text (it may be categorical):
+        # ``counted`` (None: all) are counted from the start, a column from the block where
+        # its first text is met. One that had numbers before is ``late``: if it turns out
+        # categorical, pass one is read again counting all (see _pass_one). A wide file of
+        # numbers does not pay for a table of every (column, number) pair (36 of its 54 MB).
+        self.counted = np.ones(k, bool) if counted is None else np.asarray(counted, bool)
+        self.late = np.zeros(k, bool)
         self.fit_same = True
         self.text: dict[int, _TextPart] = {}
 
@@ -127,6 +135,9 @@ class _Summary:
         for j, t in self.text.items():
             kk = int(np.searchsorted(self.keep, j))
             t.add(tb.codes_of(kk), tb.seen.get(kk), lines, fit)
+            if not self.counted[kk]:
+                self.counted[kk] = True
+                self.late[kk] = self.n[0][kk, 0] > 0       # numbers not counted before
         C = tb.code_matrix()
         self._add_numbers(tb.values, C, lines, fit)
 
@@ -172,6 +183,9 @@ class _Summary:
                 self.sum[a:b] += np.where(fin, x, 0.0).sum(1)
             self.n_finite[a:b] += fin.sum(1)
         del fin
+        skip = ~self.counted[a:b]
+        if skip.any():
+            x[skip] = np.nan               # no number: not counted
         self.distinct[key].add(x, a)
 
     def _split_fit(self) -> None:
@@ -180,6 +194,13 @@ class _Summary:
             self.first_inf[0].copy(), self.max_abs[0].copy()
         self.distinct[1] = self.distinct[0].copy()
         self.fit_same = False
+
+    def uncounted(self, impute: bool) -> np.ndarray:
+        """The columns whose distinct numbers may be asked (categorical: as many text cells
+        as numbers; or, when ``impute``, a number format's fill) but whose first numbers were
+        not counted (see ``late``)."""
+        n = self.n[0]
+        return np.flatnonzero(self.late & ((n[:, 1] >= n[:, 0]) | impute))
 
     def key(self, rows) -> int:
         """The summaries answering for ``rows`` (ALL or FIT): 0 or 1."""
@@ -385,14 +406,19 @@ def scan_csv(path, target=None, *, features=None, ignore=None, categorical=None,
 
 def _pass_one(src, *args):
     try:
-        return _summarise(src, *args)
+        out = _summarise(src, *args)
+        summary = out[0].summary
+        if summary is not None and len(summary.uncounted(args[7].startswith("impute"))):
+            out = summary = None          # free the first summaries before the second
+            out = _summarise(src, *args, count_all=True)
+        return out
     except MemoryError:
         raise out_of_memory(src.name) from None
 
 
 @gc_paused()
 def _summarise(src, dialect, target, features, ignore, categorical, numeric, na_values, policy,
-               block_bytes, max_distinct, names=None):
+               block_bytes, max_distinct, names=None, count_all=False):
     na = frozenset(na_values)
     fast = fast_cast_ok(na)
     table = summary = None
@@ -411,8 +437,14 @@ def _summarise(src, dialect, target, features, ignore, categorical, numeric, na_
         if table is None:
             table, tname, feats, cat, num = roles["r"]
             keep = roles["keep"]
-            summary = table.summary = _Summary(table.names, keep, 10_000, fast, max_distinct)
             jt = None if tname is None else table.position(tname)
+            counted = None
+            if not count_all and policy != "impute-most-frequent":
+                at = np.union1d(column_positions(table.names, sorted(cat)),
+                                [] if jt is None else [jt]).astype(np.int64)
+                counted = np.isin(keep, at)
+            summary = table.summary = _Summary(table.names, keep, 10_000, fast, max_distinct,
+                                               counted)
             table.spellings = partial(number_spellings, src, dialect, na,
                                       block_bytes=block_bytes, names=names)
         n = len(block.lines)
