@@ -79,7 +79,9 @@ class MainWindow(ExportActions, ImportanceActions, QMainWindow):
         self.data_info: dict | None = None
 
         self.banner = Banner()
-        self.data_panel = DataPanel(settings=self.settings)
+        # the file's reads in another process: rwtool's reader held the GUI thread's
+        # interpreter lock for 200-370 ms at a time
+        self.data_panel = DataPanel(settings=self.settings, reader=self.worker.read)
         self.method_panel = MethodPanel()
         self.eval_panel = EvaluationPanel()
         self.training_panel = TrainingPanel()
@@ -689,7 +691,9 @@ class MainWindow(ExportActions, ImportanceActions, QMainWindow):
     def open_model(self, path: str) -> None:
         from rwtool.persist import read_model
         self.statusBar().showMessage(f"Loading {os.path.basename(path)}…")
-        self.worker.submit(CallJob("open-model", read_model, (path,)))
+        self.worker.read(read_model, path, on_done=self._model_opened,
+                         on_error=lambda err: self.show_error(
+                             f"Cannot open the model: {err['message']}", err.get("details", "")))
 
     def _called(self, tag: str, out) -> None:
         if tag == "warm-up":
@@ -697,8 +701,6 @@ class MainWindow(ExportActions, ImportanceActions, QMainWindow):
             self.training_panel.warm_up_done()
             if not self.training_panel.running:
                 self.statusBar().showMessage(f"Ready ({out} warm-up fits).", 5000)
-        elif tag == "open-model":
-            self._model_opened(out)
         elif tag == "apply":
             self._applied(out)
         elif tag == "importance":
@@ -721,7 +723,7 @@ class MainWindow(ExportActions, ImportanceActions, QMainWindow):
             if cancelled:
                 self.show_info("Cancelled: the file was not predicted.")
                 return
-        what = {"open-model": "Cannot open the model", "apply": "Cannot apply the model"}
+        what = {"apply": "Cannot apply the model"}
         self.show_error(f"{what.get(tag, tag)}: {err['message']}", err.get("details", ""))
 
     def _model_opened(self, mf) -> None:

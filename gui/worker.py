@@ -17,9 +17,11 @@ reads at its next progress report, so a fit stops at the end of the current chun
 keeping its last iterate when it has one; a job still running :data:`CANCEL_GRACE` seconds
 after the click is stopped with its process, which is started again (the run is reported
 cancelled, the previous runs and the data are the window's and stay as they were). A process
-that dies is reported as the job's error the same way. Other calls (reading a model file) run
-on the thread itself, and CSV reads (pure Python and numpy) on Qt's thread pool through
-:func:`run_in_background`.
+that dies is reported as the job's error the same way. Reading a file (a CSV's preview, its
+encoded rows, a model file: :meth:`WorkerController.read`) runs in the fit process too when it
+is idle, and in a process started for that read when it is busy, so that a read never waits
+for a fit; nothing of rwtool's reader runs in the window's process. Other calls run on the
+thread itself, and small pure-Python work on Qt's thread pool through :func:`run_in_background`.
 
 This module moves work between threads and processes; it must not build widgets.
 """
@@ -43,11 +45,12 @@ from PySide6.QtCore import QObject, QRunnable, QThread, QThreadPool, Signal, Slo
 from rwtool.resources import current_load
 
 from .logic import jobs
-from .logic.jobs import (CANCELLED, BoundsJob, CallJob, PruneJob, TrainJob, WarmUpJob,
+from .logic.jobs import (CANCELLED, BoundsJob, CallJob, PruneJob, ReadJob, TrainJob, WarmUpJob,
                          cancelled_outcome, describe_error, event_dict, run_job, warm_up_jobs)
 
-__all__ = ["TrainJob", "PruneJob", "BoundsJob", "CallJob", "WarmUpJob", "TrainWorker",
-           "WorkerController", "FitProcess", "run_in_background", "LoadProbe", "describe_error",
+__all__ = ["TrainJob", "PruneJob", "BoundsJob", "CallJob", "ReadJob", "WarmUpJob", "TrainWorker",
+           "WorkerController", "FitProcess", "run_in_background", "run_in_new_process",
+           "LoadProbe", "describe_error",
            "warm_up_jobs", "CANCELLED", "CANCEL_GRACE"]
 
 #: seconds a job has to stop by itself after Cancel before its fit process is stopped
@@ -279,7 +282,7 @@ class TrainWorker(QObject):
         keep = None
         while True:
             timeout = None
-            if self.cancel_flag.is_set() and not isinstance(job, WarmUpJob):
+            if self.cancel_flag.is_set() and not isinstance(job, (WarmUpJob, ReadJob)):
                 now = time.monotonic()
                 cancelled_at = cancelled_at or now
                 if not sent or now - cancelled_at > self.grace:
@@ -389,6 +392,8 @@ class WorkerController(QObject):
         self.worker.called.connect(self._done_call)
         self.worker.call_failed.connect(self._done_call_fail)
         self._pending = 0
+        self._reads: dict[str, tuple] = {}          # tag of a ReadJob -> (on_done, on_error)
+        self._read_ids = itertools.count(1)
         self._thread.start()
         _controllers.add(self)
 
@@ -409,6 +414,27 @@ class WorkerController(QObject):
         if self._pending == 1:
             self.busy_changed.emit(True)
         self._submit.emit(job)
+
+    def read(self, fn, *args, on_done=None, on_error=None, **kwargs) -> None:
+        """Run the reader ``fn(*args, **kwargs)`` (a module-level function: gui.logic.reading,
+        rwtool.persist.read_model) away from the window's interpreter, then call
+        ``on_done(value)`` or ``on_error(error dict)`` on the GUI thread: in the fit process
+        when no job is queued (its reader's kernels are warm: gui.logic.jobs.warm_up_jobs),
+        else in a process started for this read (0.7 s of CPU more to load the kernels, but a
+        read does not wait for a fit), and on Qt's thread pool when the app has no fit
+        process."""
+        if not self.processes:
+            run_in_background(fn, *args, on_done=on_done, on_error=on_error, **kwargs)
+            return
+        job = ReadJob(f"read-{next(self._read_ids)}", fn, args, kwargs)
+        if self.busy:
+            def outcome(out):
+                (on_done if out[0] == "called" else on_error)(out[2])
+            run_in_background(run_in_new_process, self.worker.ctx, job, on_done=outcome,
+                              on_error=on_error)
+            return
+        self._reads[job.tag] = (on_done, on_error)
+        self.submit(job)
 
     def cancel(self) -> None:
         """Ask the running job to stop at its next progress report (and skip the warm-up);
@@ -440,11 +466,19 @@ class WorkerController(QObject):
 
     def _done_call(self, tag, out):
         self._finish_one()
-        self.called.emit(tag, out)
+        reader = self._reads.pop(tag, None)
+        if reader is None:
+            self.called.emit(tag, out)
+        elif reader[0] is not None:
+            reader[0](out)
 
     def _done_call_fail(self, tag, err):
         self._finish_one()
-        self.call_failed.emit(tag, err)
+        reader = self._reads.pop(tag, None)
+        if reader is None:
+            self.call_failed.emit(tag, err)
+        elif reader[1] is not None:
+            reader[1](err)
 
     def shutdown(self, timeout_ms: int = 5000) -> None:
         """Cancel what runs, stop the thread and wait for it, then the fit process (on
@@ -456,6 +490,29 @@ class WorkerController(QObject):
         self._thread.quit()
         self._thread.wait(timeout_ms)
         self.worker.shutdown()
+
+
+def run_in_new_process(ctx, job) -> tuple:
+    """The outcome of ``job`` run in a process started for it (gui.logic.jobs.serve_once, in a
+    session of its own as the fit process), waited for here (a thread of Qt's pool)."""
+    parent, child = ctx.Pipe()
+    proc = ctx.Process(target=jobs.serve_once, name="rwtool-read", daemon=True,
+                       args=(child, job, FIT_SESSION))
+    proc.start()
+    child.close()
+    try:
+        msg = parent.recv()
+        if msg[0] == "pickled":            # an outcome with its arrays out of band
+            msg = jobs.recv_pickled(parent, msg[1])
+    except (EOFError, OSError):
+        proc.join(1.0)
+        return jobs.failure(job, {"message": f"the process reading the file stopped "
+                                             f"unexpectedly (exit code {proc.exitcode})",
+                                  "kind": "ProcessError", "details": ""})
+    finally:
+        parent.close()
+    proc.join(5.0)
+    return tuple(msg)
 
 
 class _Bridge(QObject):

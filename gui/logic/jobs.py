@@ -37,13 +37,14 @@ from rwtool.progress import FitCancelled
 
 from .evaluate import chose_reg, evaluate, model_bounds, model_curves
 from .plans import Holdout, supports
+from .reading import warm_up_reading
 from .terms import app_words
 
-__all__ = ["TrainJob", "PruneJob", "BoundsJob", "CallJob", "WarmUpJob", "CANCELLED",
+__all__ = ["TrainJob", "PruneJob", "BoundsJob", "CallJob", "ReadJob", "WarmUpJob", "CANCELLED",
            "describe_error", "event_dict", "run_job", "cancelled_outcome", "warm_up_jobs",
            "serve", "Stored", "share_arrays", "failure", "SharedFlag", "fit_threads",
            "progress_id", "by_token", "from_token", "reachable_arrays", "kept_model",
-           "send_pickled", "recv_pickled", "as_pickled"]
+           "send_pickled", "recv_pickled", "as_pickled", "serve_once"]
 
 try:                          # the C library, for release_memory (glibc's malloc_trim)
     _LIBC = ctypes.CDLL(None)
@@ -124,6 +125,17 @@ class CallJob:
     kwargs: dict = field(default_factory=dict)
     progress_id: int | None = None
     in_process: bool = False
+
+
+@dataclass
+class ReadJob(CallJob):
+    """Reading a file (a CSV's preview or its encoded rows, a model file: gui.logic.reading,
+    rwtool.persist.read_model), in the fit process like the fits (``in_process``): rwtool's
+    reader holds the interpreter lock of the process it runs in. It ends in seconds and has no
+    progress, so a Cancel, meant for a fit, does not stop it; the window drops the outcome of a
+    read it no longer wants."""
+
+    in_process: bool = True
 
 
 @dataclass
@@ -305,8 +317,8 @@ def _prune(job: PruneJob, callback) -> tuple:
 
 
 def warm_up_jobs(families) -> Callable[[threading.Event], int]:
-    """A function that fits and evaluates every estimator of ``families`` (rwtool.report
-    methods) once on tiny data (one fit
+    """A function that reads a tiny CSV (gui.logic.reading.warm_up_reading), then fits and
+    evaluates every estimator of ``families`` (rwtool.report methods) once on tiny data (one fit
     per choice of its instantiation/base/solver/...), so numba loads or compiles its kernels
     before the user's first fit. It stops early when the given event is set and returns the
     number of fits run."""
@@ -317,6 +329,11 @@ def warm_up_jobs(families) -> Callable[[threading.Event], int]:
     axes = ("instantiation", "base", "solver", "selector", "penalty", "variant")
 
     def run(stop) -> int:
+        # the reader first: a file is what a user opens before any fit (ReadJob)
+        try:
+            warm_up_reading()
+        except Exception:     # nothing warmed: the first read loads its kernels itself
+            pass
         rng = np.random.default_rng(0)
         X = rng.standard_normal((40, 3))
         yc = np.where(X[:, 0] + 0.3 * rng.standard_normal(40) > 0, 1, 0)
@@ -593,6 +610,25 @@ def serve(conn, cancel, warm_stop, warm_families=(), nice: int = 0,
                            if not isinstance(value, np.ndarray)})
             del msg, job, out, model
             release_memory()
+
+
+def serve_once(conn, job: CallJob, session: bool = False) -> None:
+    """The loop of a process started for one job (a read while the fit process is busy with
+    another job): run ``job`` (:func:`run_job`, no progress), send its outcome with
+    :func:`send_pickled`, and end. ``session`` as in :func:`serve`: its CPU is then not
+    charged to the window's share of the machine."""
+    if session and hasattr(os, "setsid"):
+        try:
+            os.setsid()
+        except OSError:
+            pass
+    numba.set_num_threads(fit_threads())
+    out = run_job(job, None)
+    try:
+        send_pickled(conn, out)
+    except Exception as exc:
+        conn.send(failure(job, exc))
+    conn.close()
 
 
 def release_memory() -> None:

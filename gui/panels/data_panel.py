@@ -1,10 +1,12 @@
 """The data panel: the loaded CSV, its preview, and the choice of target, features and policies.
 
-Opening a file runs rwtool.data.preview_csv in the background (types and missing counts of every
-column); choosing the target, the features, the missing-value policy, the task and the test
-fraction re-encodes the data with rwtool.data.train_test_csv in the background, debounced. A file
-or a choice that fails leaves what was loaded before in place and reports the error through
-``error`` (the main window shows it).
+Opening a file runs rwtool.data.preview_csv (types and missing counts of every column);
+choosing the target, the features, the missing-value policy, the task and the test fraction
+re-encodes the data with rwtool.data.train_test_csv (gui.logic.reading.encode), debounced. Both
+run through ``reader``: the window's gui.worker.WorkerController.read, which runs them in
+another process (the main window passes it), or Qt's thread pool. A file or a choice that fails
+leaves what was loaded before in place and reports the error through ``error`` (the main window
+shows it).
 
 This widget reads data; it must not fit models.
 """
@@ -23,7 +25,7 @@ from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QDoubleSpinBox, QFo
 from rwtool import data as rwdata
 
 from ..logic.column_roles import MAX_CATEGORIES, default_exclusions, exclusion_note
-from ..logic.read_options import KEYS as READ_KEYS
+from ..logic.reading import encode
 from ..logic.terms import app_words
 from ..widgets.read_options import ReadOptions
 from ..worker import run_in_background
@@ -105,8 +107,11 @@ class DataPanel(QWidget):
 
     DEBOUNCE_MS = 250
 
-    def __init__(self, parent=None, settings=None):
+    def __init__(self, parent=None, settings=None, reader=None):
         super().__init__(parent)
+        #: runs a reader away from the GUI thread: reader(fn, *args, on_done=, on_error=,
+        #: **kwargs), as gui.worker.run_in_background (the default) and WorkerController.read
+        self.reader = reader if reader is not None else run_in_background
         self.preview = None
         self.path: str | None = None
         self.read: dict = {}                # reading options of the file shown (overrides)
@@ -249,7 +254,7 @@ class DataPanel(QWidget):
             self.busy.emit(False)
             self._restore_status()
             self.error.emit("open", dict(err, file=path))
-        run_in_background(rwdata.preview_csv, path, on_done=done, on_error=failed, **read)
+        self.reader(rwdata.preview_csv, path, on_done=done, on_error=failed, **read)
 
     def _reread(self, values: dict) -> None:
         """Read the file again with the user's reading options, and remember them for it."""
@@ -442,21 +447,6 @@ class DataPanel(QWidget):
         self.status_label.setText("Encoding…")
         self.busy.emit(True)
 
-        def read():
-            kw = dict(features=opts["features"], missing=opts["missing"], task=opts["task"],
-                      **{k: opts[k] for k in READ_KEYS if k in opts})
-            if opts["test_size"] > 0:
-                pair = rwdata.train_test_csv(path, opts["target"], test_size=opts["test_size"],
-                                             random_state=opts["random_state"], **kw)
-            else:
-                pair = rwdata.read_csv(path, opts["target"], **kw), None
-            for part in pair:
-                if part is not None:
-                    # X is written on first use: here, not on the window's thread (the first
-                    # call in a session also loads numba's kernel: 200+ ms of CPU)
-                    part.X
-            return pair
-
         def done(pair):
             self.busy.emit(False)
             if gen != self._generation:
@@ -475,7 +465,7 @@ class DataPanel(QWidget):
                                       f"{html.escape(err['message'])}</span>")
             self.dataset_invalid.emit(err["message"])
             self.error.emit("encode", err)
-        run_in_background(read, on_done=done, on_error=failed)
+        self.reader(encode, path, opts, on_done=done, on_error=failed)
 
     def _show_ready_status(self) -> None:
         tr, te = self.train, self.test
