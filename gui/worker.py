@@ -568,15 +568,20 @@ def run_in_background(fn, *args, on_done=None, on_error=None, **kwargs) -> None:
 
 class LoadProbe:
     """How many scheduling groups want a core (rwtool.resources.current_load, the load the
-    pre-flight estimate divides the cores by), counted on Qt's thread pool: the count scans
-    every task of /proc, 40+ ms of CPU on the shared machine, and on the GUI thread at each
-    Train click it was one pause of the window (300-370 ms under load).
+    pre-flight estimate divides the cores by), counted aside: the count scans every task of
+    /proc, 40+ ms of CPU on the shared machine; on the GUI thread at each Train click it was
+    one pause of the window (300-370 ms under load), and on a thread of the window's process
+    it took the CPU the window's session gets just when a run's results are drawn.
+    ``runner`` runs it (:func:`run_in_background` by default; the window passes its
+    WorkerController.read, which counts in the fit process: its session is the one the next
+    fit runs in, and the caller counts its own).
 
     :meth:`refresh` starts a count unless one runs or the last is younger than ``min_age``
     seconds; :meth:`value` is the last count while younger than ``max_age`` (None: none, the
     caller counts now)."""
 
-    def __init__(self, min_age: float = 2.0, max_age: float = 60.0):
+    def __init__(self, min_age: float = 2.0, max_age: float = 60.0, runner=None):
+        self.runner = runner if runner is not None else run_in_background
         self.min_age, self.max_age = float(min_age), float(max_age)
         self._at: float | None = None
         self._value: float | None = None
@@ -586,7 +591,7 @@ class LoadProbe:
         if self._running or (self._at is not None and time.monotonic() - self._at < self.min_age):
             return
         self._running = True
-        run_in_background(current_load, on_done=self._done, on_error=self._failed)
+        self.runner(current_load, on_done=self._done, on_error=self._failed)
 
     def value(self) -> float | None:
         if self._at is None or time.monotonic() - self._at > self.max_age:
