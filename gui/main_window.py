@@ -38,6 +38,7 @@ from .panels.results_panel import ResultsPanel
 from .panels.run_list import RunList
 from .panels.training_panel import TrainingPanel, curve_x, split_metrics
 from .widgets.dialogs import Banner, PredictionsDialog, Welcome
+from .widgets.steps import Steps
 from .worker import (CANCELLED, BoundsJob, CallJob, LoadProbe, PruneJob, TrainJob,
                      WorkerController)
 
@@ -64,7 +65,9 @@ class MainWindow(ExportActions, ImportanceActions, QMainWindow):
         self.setAcceptDrops(True)
         self.settings = settings if settings is not None else QSettings("rwtool", "rwtool-gui")
         self.worker = WorkerController(self, processes=fit_process)
-        self.load_probe = LoadProbe()       # the machine's load for the estimates, counted aside
+        self._steps = Steps(self)           # the window's drawing, a step at a time
+        # the machine's load for the estimates, counted aside (in the fit process)
+        self.load_probe = LoadProbe(runner=self.worker.read)
         self.families = list(METHODS.values())
         self._next_id = 1
         self.current_run: Run | None = None
@@ -424,7 +427,12 @@ class MainWindow(ExportActions, ImportanceActions, QMainWindow):
         self._next_id += 1
         return rid
 
+    def _list_run(self, run: Run) -> None:
+        self.run_list.add(run)
+        self.run_list.select([run.run_id])
+
     def train(self) -> None:
+        self.settle()
         if self.training_panel.running:
             return
         if self.data_info is None:
@@ -463,13 +471,13 @@ class MainWindow(ExportActions, ImportanceActions, QMainWindow):
         run = Run(self._new_id(), fam.key, fam.title, type(est).__name__, est.get_params(),
                   data, rows={"train": train, "test": test})
         self.training_run = run
-        self.run_list.add(run)
-        self.run_list.select([run.run_id])
         self.banner.hide()
         self.training_panel.started(f"{run.name}: {run.class_name} on {train.n_samples} rows × "
                                     f"{train.n_features} features",
                                     warming_up=self._warming_up)
-        self.right_tabs.setCurrentWidget(self.training_panel.curves)
+        # the run's row and the Training tab, a step each (gui.widgets.steps)
+        self._steps.add(self._list_run, run)
+        self._steps.add(self.right_tabs.setCurrentWidget, self.training_panel.curves)
         self.worker.submit(TrainJob(run.run_id, est, train.X, train.y,
                                     None if test is None else test.X,
                                     None if test is None else test.y, train.task,
@@ -507,6 +515,7 @@ class MainWindow(ExportActions, ImportanceActions, QMainWindow):
             run.append(k, x, v)
 
     def _finished(self, run_id: int, res: dict) -> None:
+        self._steps.flush()
         if run_id in self._prune_jobs:
             self._prune_finished(run_id, res)
             return
@@ -529,13 +538,9 @@ class MainWindow(ExportActions, ImportanceActions, QMainWindow):
         if mc.get("curves"):
             run.curves.update({k: (list(x), list(y)) for k, (x, y) in mc["curves"].items()})
             run.x_label = mc.get("x_label", run.x_label)
-            self.training_panel.show_model_curves(mc)
         self.training_run = None
         self.training_panel.stopped("done" if not res.get("cancelled")
                                     else "cancelled: kept the last completed iterate")
-        self.run_list.update_run(run)
-        self._show_run(run)
-        self.right_tabs.setCurrentWidget(self.results_panel)
         if res.get("warnings"):
             self.banner.show_message("warning", " · ".join(res["warnings"][:3]))
         headline = run.headline()
@@ -543,9 +548,25 @@ class MainWindow(ExportActions, ImportanceActions, QMainWindow):
         self.statusBar().showMessage(f"{run.name} {ended}" + (f": {headline}" if headline else ""),
                                      8000)
         self._update_ready()
-        self.run_finished.emit(run_id)
+        # what the run's end shows, a step each (4-15 ms of the GUI thread each: in one turn
+        # they were one pause of the window of 80-190 ms under load; gui.widgets.steps)
+        if mc.get("curves"):
+            self._steps.add(self.training_panel.show_model_curves, mc)
+        self._steps.add(self.run_list.update_run, run)
+        self._steps.add(self._show_run, run)
+        self._steps.add(self.right_tabs.setCurrentWidget, self.results_panel)
+        self._steps.add(self.run_finished.emit, run_id)
+
+    def settle(self) -> None:
+        """Run the queued steps of the window's drawing now (the end of a run, the Train
+        click, the comparison, the results' plots): a new action of the user starts from the
+        state they lead to."""
+        self._steps.flush()
+        self.run_list.flush()
+        self.results_panel.flush()
 
     def _failed(self, run_id: int, err: dict) -> None:
+        self._steps.flush()
         if run_id in self._prune_jobs:
             self._prune_jobs.pop(run_id)
             self.results_panel.show_prune_error(err["message"])
@@ -580,6 +601,7 @@ class MainWindow(ExportActions, ImportanceActions, QMainWindow):
 
     # -- bounds, computed when asked for (two passes over the training rows) ---------------------
     def compute_bounds(self) -> None:
+        self._steps.flush()         # the state the queued drawing steps lead to
         run = self.current_run
         if run is None or run.result is None or self.training_panel.running:
             return
@@ -614,6 +636,7 @@ class MainWindow(ExportActions, ImportanceActions, QMainWindow):
         self._update_ready()
 
     def _runs_selected(self, ids: list) -> None:
+        self._steps.flush()
         if len(ids) == 1:
             run = self.run_list.runs.get(ids[0])
             if run is not None and run.result is not None:
@@ -632,6 +655,7 @@ class MainWindow(ExportActions, ImportanceActions, QMainWindow):
 
     # -- pruning ---------------------------------------------------------------------------------
     def preview_prune(self, opts: dict) -> None:
+        self._steps.flush()         # the state the queued drawing steps lead to
         run = self._selected_model_run()
         if run is None or self.data_info is None:
             self.results_panel.show_prune_error("Select a trained run and keep its data loaded "
@@ -667,6 +691,7 @@ class MainWindow(ExportActions, ImportanceActions, QMainWindow):
         self.results_panel.show_prune_preview(base.result, res)
 
     def keep_pruned(self) -> None:
+        self._steps.flush()         # the state the queued drawing steps lead to
         if not self._pruned:
             return
         base = self.run_list.runs[self._pruned["base"]]
@@ -727,6 +752,7 @@ class MainWindow(ExportActions, ImportanceActions, QMainWindow):
         self.show_error(f"{what.get(tag, tag)}: {err['message']}", err.get("details", ""))
 
     def _model_opened(self, mf) -> None:
+        self._steps.flush()         # the state the queued drawing steps lead to
         self.loaded_model = mf
         est = mf.estimator
         name = type(est).__name__
@@ -763,6 +789,7 @@ class MainWindow(ExportActions, ImportanceActions, QMainWindow):
             self.apply_model(path)
 
     def apply_model(self, path: str) -> None:
+        self._steps.flush()         # the state the queued drawing steps lead to
         run = self._selected_model_run()
         if run is not None:
             est, pre = run.result["estimator"], run.data.get("preprocessing")

@@ -116,6 +116,7 @@ class ExportActions:
         return True
 
     def visible_plot(self):
+        self.settle()           # the plots drawn a step at a time, complete
         w = self.right_tabs.currentWidget()
         if w is self.results_panel:
             return self.results_panel.current_plot()

@@ -44,6 +44,7 @@ class ImportanceActions:
         return rows is not None, why
 
     def compute_importance(self) -> None:
+        self.settle()               # the run the queued drawing steps show
         run = self.current_run
         rows, why = self.importance_rows(run)
         view = self.results_panel.importance_view

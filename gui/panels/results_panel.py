@@ -17,7 +17,7 @@ import math
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QRectF, Qt, QTimer, Signal
+from PySide6.QtCore import QRectF, Qt, Signal
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QFormLayout, QGroupBox, QHBoxLayout,
                                QHeaderView, QLabel, QPushButton, QSlider, QTableWidget,
@@ -28,6 +28,7 @@ from ..logic.formats import format_metric
 from ..logic.terms import app_words
 from ..widgets.importance import ImportanceView
 from ..widgets.plots import PALETTE, ResultPlot, pen, scatter, thin_points
+from ..widgets.steps import Steps
 
 __all__ = ["ResultsPanel"]
 
@@ -221,6 +222,7 @@ class ResultsPanel(QTabWidget):
         self.addTab(self.importance_view, "Importance")
         self.addTab(self.prune_view, "Pruning")
         self.result: dict | None = None
+        self._steps = Steps(self)           # the plots of the shown run, one per step
         self.prune_view.preview_requested.connect(self.prune_requested)
         self.prune_view.keep_requested.connect(self.keep_pruned_requested)
         self.importance_view.compute_requested.connect(self.importance_requested)
@@ -270,13 +272,14 @@ class ResultsPanel(QTabWidget):
 
     # -- drawing ---------------------------------------------------------------------------------
     def show_result(self, res: dict, title: str = "") -> None:
-        """Show a run: metrics at once, then one plot per event-loop turn.
+        """Show a run: metrics at once, then one plot per step (gui.widgets.steps).
 
-        Drawing every plot of a run in one handler took over 100 ms; queued one by one, the
-        window keeps answering between them (docs/bench/gui.md).
+        Drawing every plot of a run in one handler took over 100 ms; one by one, each in its
+        own turn with the GUI thread asleep between two (a plot costs 4-8 ms of CPU), the
+        window keeps answering between them (docs/bench/gui.md, docs/bench/gui_load.md).
         """
         self.result = res
-        self._pending = []
+        self._steps.clear()
         notes = []
         if res.get("cancelled"):
             notes.append("<b>Cancelled:</b> the model is the last completed iterate.")
@@ -304,7 +307,6 @@ class ResultsPanel(QTabWidget):
         can_prune = est is not None and callable(getattr(est, "prune", None))
         self._set_tabs({self.metrics_view, *(w for w, on, _ in plan if on)}
                        | ({self.prune_view} if can_prune else set()))
-        self._pending = [(draw, res) for _, on, draw in plan if on and draw is not None]
         self.prune_view.set_available(
             can_prune,
             "Remove features whose coefficients the model can do without: preview the pruned "
@@ -312,22 +314,18 @@ class ResultsPanel(QTabWidget):
             f"{type(est).__name__ if est is not None else 'This model'} has no prune() in "
             f"this rwtool: pruning applies to the RKHS weightings and kitchen sinks.",
             cls_task)
-        QTimer.singleShot(0, self._draw_next)
-
-    def _draw_next(self) -> None:
-        if not getattr(self, "_pending", None):
-            return
-        draw, arg = self._pending.pop(0)
-        try:
-            draw(arg)
-        finally:    # a plot that fails to draw must not stop the others
-            if self._pending:
-                QTimer.singleShot(0, self._draw_next)
+        for _, on, draw in plan:
+            if on and draw is not None:
+                self._steps.add(draw, res)
 
     @property
     def drawing(self) -> bool:
         """True while plots of the shown run are still queued."""
-        return bool(getattr(self, "_pending", None))
+        return self._steps.busy
+
+    def flush(self) -> None:
+        """Draw the queued plots now."""
+        self._steps.flush()
 
     def show_prune_preview(self, base: dict, pruned: dict) -> None:
         bm, pm = base.get("metrics", {}), pruned.get("metrics", {})

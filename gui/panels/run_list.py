@@ -18,6 +18,7 @@ from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QHBoxLayout, QHeade
 from ..logic.formats import format_metric, format_param
 from ..logic.runs_table import Run, run_labels, run_row, write_runs_csv
 from ..widgets.plots import ResultPlot, pen
+from ..widgets.steps import Steps
 
 __all__ = ["RunList"]
 
@@ -56,6 +57,7 @@ class RunList(QWidget):
     def __init__(self, parent=None):
         super().__init__(parent)
         self.runs: dict[int, Run] = {}
+        self._steps = Steps(self)            # the comparison's curves, one per step
         self.table = QTableWidget(0, len(self.COLUMNS))
         self.table.setHorizontalHeaderLabels(self.COLUMNS)
         self.table.setSelectionBehavior(QAbstractItemView.SelectRows)
@@ -209,25 +211,36 @@ class RunList(QWidget):
         self.selection_changed.emit(ids)
 
     def _overlay(self) -> None:
+        """Redraw the comparison: the axes now, then one run's curve per step
+        (gui.widgets.steps: six runs' curves and their legend took 15 ms in one go)."""
         metric = self.metric_combo.currentText()
         ids = self.selected_ids()
         # the legend names each run by what differs among the runs overlaid
         labels = run_labels([self.runs[r] for r in ids])
         xl = {self.runs[r].x_label for r in ids if metric in self.runs[r].curves}
+        self._steps.clear()
         self.compare_plot.reset(f"Compare runs: {metric}" if metric else "Compare runs",
                                 " / ".join(sorted(xl)) or "iteration", metric)
-        drawn = 0
-        xs_drawn = []
-        for i, rid in enumerate(ids):
-            run = self.runs[rid]
-            if metric in run.curves:
-                x, y = run.curves[metric]
-                x, y = np.asarray(x, float), np.asarray(y, float)
-                self.compare_plot.plot(x, y, pen=pen(i), name=f"#{rid} {labels[rid]}",
-                                       symbol="o" if len(x) < 30 else None, symbolSize=4)
-                xs_drawn.append(x)
-                drawn += 1
-        self.compare_plot.fit_x(xs_drawn)
-        if not drawn:
+        curves = [(i, rid) for i, rid in enumerate(ids) if metric in self.runs[rid].curves]
+        if not curves:
             self.compare_plot.message("Select runs with recorded curves to compare them"
                                       if ids else "Select two or more runs to compare them")
+            return
+        xs = [np.asarray(self.runs[rid].curves[metric][0], float) for _, rid in curves]
+        for (i, rid), x in zip(curves, xs):
+            y = np.asarray(self.runs[rid].curves[metric][1], float)
+            self._steps.add(self._draw_curve, x, y, i, f"#{rid} {labels[rid]}")
+        self._steps.add(self.compare_plot.fit_x, xs)
+
+    def _draw_curve(self, x, y, i: int, name: str) -> None:
+        self.compare_plot.plot(x, y, pen=pen(i), name=name,
+                               symbol="o" if len(x) < 30 else None, symbolSize=4)
+
+    def flush(self) -> None:
+        """Draw the queued curves of the comparison now."""
+        self._steps.flush()
+
+    @property
+    def drawing(self) -> bool:
+        """True while curves of the comparison are still queued."""
+        return self._steps.busy

@@ -254,6 +254,7 @@ def test_two_runs_overlay(qtbot, window, tmp_path):
     assert a.curves and b.curves
     window.run_list.select([a.run_id, b.run_id])
     assert window.run_list.selected_ids() == [a.run_id, b.run_id]
+    qtbot.waitUntil(lambda: not window.run_list.drawing, timeout=TIMEOUT)   # one run a step
     items = [i for i in window.run_list.compare_plot.listDataItems()]
     assert len(items) == 2
     name = window.run_list.metric_combo.currentText()

@@ -424,6 +424,7 @@ def test_runs_table_and_legend_tell_runs_apart(qtbot, window, tmp_path):
     texts = {rl.table.item(r, col).text() for r in range(rl.table.rowCount())}
     assert len(texts) == 2 and any("reg=0.001" in t for t in texts)
     rl.select([a.run_id, b.run_id])
+    qtbot.waitUntil(lambda: not rl.drawing, timeout=TIMEOUT)     # one run a step
     legend = [label.text for _, label in rl.compare_plot.legend.items]
     assert len(set(legend)) == 2 and all("reg=" in t for t in legend), legend
 

@@ -1,0 +1,101 @@
+"""The GUI thread's drawing goes a step at a time (gui.widgets.steps): the end of a run, the
+Train click, a run's plots and the comparison of runs are queued, each step in an event-loop
+turn of its own with the thread asleep between two, and they end in the state the window
+reached when it drew everything in one turn (issue 24, "Responsiveness under load": 10-30 ms
+of drawing in one turn was a pause of 80-190 ms under load).
+
+Oracles: the same result drawn at once (Steps.flush) in the same process; the order of the
+calls a Steps queue makes; the window's state seen from the handler of the run's outcome.
+Nothing here measures time.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytest.importorskip("pytestqt")
+pytest.importorskip("pyqtgraph")
+
+from gui.widgets.steps import Steps  # noqa: E402
+from tests.gui.test_main_window import (  # noqa: E402,F401
+    TIMEOUT, choose, load, moons_csv, regression_csv, train, window)
+
+
+def test_steps_run_in_order_one_per_tick_and_flush(qtbot):
+    from gui.app import create_app
+    create_app()
+    steps = Steps(interval=1)
+    seen = []
+    for i in range(4):
+        steps.add(seen.append, i)
+    assert seen == [] and steps.busy             # nothing runs inside the caller's turn
+    qtbot.waitUntil(lambda: len(seen) >= 2, timeout=TIMEOUT)
+    steps.flush()
+    assert seen == [0, 1, 2, 3] and not steps.busy
+    steps.add(seen.append, 4)
+    steps.clear()
+    qtbot.wait(20)
+    assert seen == [0, 1, 2, 3] and not steps.busy
+
+
+def _snapshot(panel):
+    """What the results panel shows: its tabs, its metrics and every plot's title and data."""
+    tabs = [panel.tabText(i) for i in range(panel.count())]
+    t = panel.metrics_view.table
+    metrics = [(t.item(r, 0).text(), t.item(r, 1).text()) for r in range(t.rowCount())]
+    plots = {}
+    for name, p in panel.plots().items():
+        items = []
+        for item in p.getPlotItem().items:
+            data = item.getData() if hasattr(item, "getData") else None
+            if data is not None and data[0] is not None:
+                items.append((type(item).__name__, np.asarray(data[0]).tolist(),
+                              np.asarray(data[1]).tolist()))
+            else:
+                items.append((type(item).__name__,))
+        plots[name] = (getattr(p, "plot_title", None), items)
+    return tabs, metrics, plots
+
+
+@pytest.mark.parametrize("make_csv,family", [(moons_csv, "rw"), (regression_csv, "rks")])
+def test_a_run_drawn_in_steps_ends_as_drawn_at_once(qtbot, window, tmp_path, make_csv,
+                                                    family):
+    load(qtbot, window, make_csv(tmp_path / "d.csv"))
+    choose(window, family, n_features=30, random_state=0)
+    seen = {}
+
+    def at_outcome(run_id, res):
+        # the window's own handler ran first: the results wait for their steps
+        seen["shown"] = window.results_panel.result is res
+        seen["queued"] = window._steps.busy
+    window.worker.finished.connect(at_outcome)
+    run = train(qtbot, window)
+    window.worker.finished.disconnect(at_outcome)
+    assert seen == {"shown": False, "queued": True}
+    assert window.results_panel.result is run.result
+    assert window.right_tabs.currentWidget() is window.results_panel
+    stepped = _snapshot(window.results_panel)
+    assert len(stepped[2]) >= 2
+    window.results_panel.show_result(run.result, window.results_panel.metrics_view.title.text())
+    assert window.results_panel.drawing               # queued, not drawn in the call
+    window.results_panel.flush()
+    assert _snapshot(window.results_panel) == stepped
+
+
+def test_the_comparison_draws_a_run_a_step(qtbot, window, tmp_path):
+    load(qtbot, window, moons_csv(tmp_path / "m.csv"))
+    runs = []
+    for reg in (0.01, 0.1, 1.0):
+        choose(window, "rfsgd", n_features=20, n_epochs=2, chunk_size=40, random_state=0,
+               reg=reg)
+        runs.append(train(qtbot, window))
+    rl = window.run_list
+    rl.select([r.run_id for r in runs])
+    assert rl.drawing and not rl.compare_plot.listDataItems()
+    qtbot.waitUntil(lambda: not rl.drawing, timeout=TIMEOUT)
+    items = rl.compare_plot.listDataItems()
+    name = rl.metric_combo.currentText()
+    assert len(items) == 3
+    for item, run in zip(items, runs):
+        np.testing.assert_array_equal(item.getData()[1], run.curves[name][1])
