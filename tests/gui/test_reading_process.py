@@ -65,8 +65,9 @@ def test_opening_a_csv_reads_it_in_the_fit_process(qtbot, pwindow, tmp_path, rea
     path = moons_csv(tmp_path / "m.csv", n=300)
     load(qtbot, pwindow, path)
     assert reader_spy == []                       # nothing of the reader ran in the window
-    reads = [j for j in sent if isinstance(j, ReadJob)]
-    assert [j.fn.__name__ for j in reads] == ["preview_csv", "encode"]
+    # (the machine's load for the estimate is counted there too: gui.worker.LoadProbe)
+    reads = [j.fn.__name__ for j in sent if isinstance(j, ReadJob)]
+    assert [n for n in reads if n != "current_load"] == ["preview_csv", "encode"]
     monkeypatch.undo()                            # the oracle reads here
     tr, te = rwdata.train_test_csv(path, "label", test_size=0.25, random_state=0)
     got = pwindow.data_info
@@ -161,7 +162,8 @@ def test_a_model_file_is_read_in_the_fit_process(qtbot, pwindow, tmp_path, monke
     n = len(pwindow.run_list.runs)
     pwindow.open_model(model)
     qtbot.waitUntil(lambda: len(pwindow.run_list.runs) == n + 1, timeout=TIMEOUT)
-    assert [j.fn for j in sent if isinstance(j, ReadJob)] == [read_model]
+    assert [j.fn for j in sent if isinstance(j, ReadJob) and j.fn.__name__ != "current_load"] \
+        == [read_model]
     loaded = pwindow.loaded_model.estimator
     te = pwindow.data_info["test"]
     assert np.array_equal(loaded.predict(te.X), run.result["estimator"].predict(te.X))
