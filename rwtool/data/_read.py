@@ -1465,7 +1465,8 @@ def typed_plan(dialect, na, fast) -> "TypePlan | None":
     return TypePlan(na) if fast and dialect.decimal == "." else None
 
 
-def fast_cast_ok(na) -> bool:
+@functools.lru_cache(maxsize=8)
+def fast_cast_ok(na: frozenset) -> bool:
     """Whether a clean chunk may be cast whole: no missing-value token reads as a number other
     than NaN ("-999" must stay missing, not become -999)."""
     return not any(is_number_text(t.strip().replace(",", "."))

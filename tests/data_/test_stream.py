@@ -168,3 +168,34 @@ def test_distinct_numbers_per_column_against_numpy(k, n, blocks):
         assert np.array_equal(col.unique_numbers(), u)
         assert col.numeric_fill("impute-most-frequent") == (u[np.argmax(c)] if len(u) else None)
         assert col.counts() == (int(c.sum()), 0, int(np.isnan(x[j]).sum()))
+
+
+@pytest.mark.parametrize("missing", ["error", "impute-mean", "impute-most-frequent", "drop-rows"])
+def test_numbers_before_a_columns_first_text(tmp_path, rng, missing):
+    # Only the target's, a declared categorical column's (and, for the mode, every column's)
+    # distinct numbers are counted from the first block; any other column's from the block of
+    # its first text. Here "mix" holds numbers in the first blocks and more text than numbers
+    # later (categorical: its numbers are categories) and "cost" numbers, then "$" amounts
+    # (declared numeric, so formatted: its fill counts every number): the numbers read before
+    # their first text must be counted too (pass one is read again), so the record equals
+    # read_csv's.
+    n = 300
+    lines = ["mix,cost,x,y"]
+    for i in range(n):
+        mix = (str(7 + i % 2) if i < 20 else str(i % 4) if i < 80 or i % 9 == 0 else
+               "ab"[i % 2])
+        cost = f"{i % 7}.5" if i < 200 else f"${i % 5}"
+        y = "" if missing != "error" and i % 23 == 4 else str(i % 2)
+        lines.append(f"{mix},{cost},{rng.normal():.4f},{y}")
+    p = tmp_path / "late.csv"
+    p.write_text("\n".join(lines) + "\n")
+    full = D.read_csv(p, "y", missing=missing, numeric=["cost"])
+    scan = D.scan_csv(p, "y", missing=missing, numeric=["cost"], block_bytes=256,
+                      moments=False)
+    a, b = scan.preprocessing.to_dict(), full.preprocessing.to_dict()
+    fa, fb = a["columns"][2].pop("fill"), b["columns"][2].pop("fill")   # x: a mean
+    assert a == b and (fa == fb or fa == pytest.approx(fb, rel=1e-14))   # summation order
+    assert full.preprocessing.columns[0]["categories"] == ["0", "1", "2", "3", "7", "8",
+                                                           "a", "b"]
+    chunks = list(D.iter_csv(p, scan.preprocessing, dialect=scan.dialect, block_bytes=256))
+    np.testing.assert_allclose(np.vstack([c.X for c in chunks]), full.X, rtol=1e-14)
