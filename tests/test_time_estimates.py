@@ -210,6 +210,19 @@ def test_preflight_sums_the_plans_fits_and_predictions():
     curve = gui.preflight(est, X, y, "binary", fits=Holdout().fit_sizes(5000, 1000), load=0.0,
                           live_curve=True)
     assert curve.fit_seconds == pytest.approx(1.1 * fit(5000))
+    # Tune first with an iterative solver, then k-fold: the grid's n_iter x cv fold fits, each
+    # scoring its held-out third, then the k-fold plan (k fits and the final one), by hand
+    sfgd = rw.RWClassifier(solver="sfgd", n_features=200)
+    drawn = rw.RWClassifier(solver="sfgd", n_features=200, reg=1e-6)
+    plan = Search(n_iter=4, cv=3, then=KFold(5))
+    tuned = gui.preflight(sfgd, X, y, "binary", load=0.0, fits=plan.fit_sizes(5000, 1000, sfgd))
+    sec = lambda e, n: estimate_fit(e, n, 3, 1).seconds          # noqa: E731
+    hand_fit = 12 * sec(drawn, 5000 - 1666) + 5 * sec(sfgd, 4000) + sec(sfgd, 5000)
+    hand_after = (12 * estimate_predict(drawn, 1666, 3, 1) + 5 * estimate_predict(sfgd, 1000, 3, 1)
+                  + estimate_predict(sfgd, 6000, 3, 1))
+    assert tuned.fit_seconds == pytest.approx(hand_fit)
+    assert tuned.after_seconds == pytest.approx(hand_after)
+    assert plan.n_fits() == 4 * 3 + 5 + 1
 
 
 def test_runnable_groups_keeps_the_caller_while_its_threads_come_and_go():
