@@ -1,12 +1,17 @@
 """Where predict's time goes, against the GEMM bound of its own shapes, and its rows per second.
 
-    python -m benchmarks.speed.bench_predict [--datasets PATH] [--T 2000] [--repeats 5]
+    python -m benchmarks.speed.bench_predict [--datasets PATH] [--data adults,mnist17]
+        [--T 2000] [--repeats 5]
 
-On the adults test rows (16281 x 108, + bias column), RWClassifier with T features
-(reg fixed, trained on the first 5000 training rows: the training does not change the cost):
+On the test rows of adults (16281 x 108, + bias column) and mnist 1-vs-7 (2163 x 784),
+RWClassifier with T features (reg fixed, trained on the first 5000 training rows: the
+training does not change the cost):
   * predict (decision_function, from the raw rows) and its parts: the preprocessing
     (standardise, bias column), X W^T (one GEMM), the closed form's element-wise special
     functions (erf for rwsign, erfc and exp for rwrelu), Phi a (GEMV);
+  * the block path of every feature map (FeatureMap.linear_predict: X W^T on BLAS's threads,
+    then the closed form on numba's, a block at a time), which the closed forms took before
+    their one-pool pass, for the comparison in the same run;
   * the GEMM bound of predict's own shapes: X W^T (m x (d+1) x T) plus Phi a (m x T x k) --
     predict never forms the Gram Phi^T Phi, so it is not in the bound;
   * rows per second of predict;
@@ -28,7 +33,7 @@ import math
 import numpy as np
 from numba import njit, prange
 
-from benchmarks._common.datasets import datasets_root, load_adults
+from benchmarks._common.datasets import datasets_root, load_adults, load_mnist17
 from benchmarks._common.output import machine, write_results
 
 
@@ -58,12 +63,20 @@ def _both(fn):
     return time.process_time() - c, time.perf_counter() - w
 
 
-def profile(root, T: int, repeats: int) -> list:
+def profile(root, T: int, repeats: int, data=("adults",)) -> list:
+    rows = []
+    for name in data:
+        rows += _profile(name, {"adults": load_adults, "mnist17": load_mnist17}[name](root),
+                         T, repeats)
+    return rows
+
+
+def _profile(name, data, T: int, repeats: int) -> list:
     import rwtool as rw
-    from rwtool.features._base import row_norms
+    from rwtool.features._base import FeatureMap, row_norms
     from rwtool.features._rkhs import _erf_features, _relu_features
 
-    Xtr, Xte, ytr, _ = load_adults(root)
+    Xtr, Xte, ytr, _ = data
     rows = []
     for inst in ("rwsign", "rwrelu"):
         for dtype in ("float64", "float32"):
@@ -94,13 +107,14 @@ def profile(root, T: int, repeats: int) -> list:
             elementwise_libm = pass_of(_erf_libm, _relu_libm)
 
             parts = {"predict": lambda: est.decision_function(Xte),
+                     "blocks": lambda: FeatureMap.linear_predict(fmap, Xp, coef),
                      "preprocess": lambda: est._prepare_X(Xte),
                      "gemm_XWt": lambda: np.matmul(Xd, Wd.T, out=Z),
                      "copy_block": lambda: np.copyto(Z, Z0),
                      "elementwise_with_copy": elementwise,
                      "elementwise_libm_with_copy": elementwise_libm,
                      "gemv_Phi_a": lambda: Z0 @ Cd}
-            for fn in (parts["predict"], elementwise, elementwise_libm):
+            for fn in (parts["predict"], parts["blocks"], elementwise, elementwise_libm):
                 fn()                    # compile this dtype's kernels
             best = {k: [np.inf, np.inf] for k in parts}
             for _ in range(repeats):
@@ -110,11 +124,13 @@ def profile(root, T: int, repeats: int) -> list:
             cpu = {k: v[0] for k, v in best.items()}
             wall = {k: v[1] for k, v in best.items()}
             bound = cpu["gemm_XWt"] + cpu["gemv_Phi_a"]
-            row = {"instantiation": inst, "dtype": dtype, "T": T, "rows": len(Xte),
+            row = {"data": name, "instantiation": inst, "dtype": dtype, "T": T,
+                   "rows": len(Xte),
                    "cpu": cpu, "wall": wall,
                    "elementwise": cpu["elementwise_with_copy"] - cpu["copy_block"],
                    "elementwise_libm": cpu["elementwise_libm_with_copy"] - cpu["copy_block"],
                    "bound_cpu": bound, "predict_over_bound": cpu["predict"] / bound,
+                   "blocks_over_bound": (cpu["blocks"] + cpu["preprocess"]) / bound,
                    "rows_per_cpu_s": len(Xte) / cpu["predict"],
                    "rows_per_wall_s": len(Xte) / wall["predict"]}
             rows.append(row)
@@ -124,16 +140,17 @@ def profile(root, T: int, repeats: int) -> list:
 
 def report(rows, command) -> str:
     lines = [f"Command: `{command}`", f"Machine: {machine()} (shared)", "",
-             "| instantiation | dtype | predict CPU s | GEMM X W^T | element-wise | element-wise "
-             "with libm | GEMV Phi a | preprocess | predict / (GEMM + GEMV) | rows per CPU s | "
-             "rows per wall s |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
+             "| data | instantiation | dtype | predict CPU s | GEMM X W^T | element-wise | "
+             "element-wise with libm | GEMV Phi a | preprocess | predict / (GEMM + GEMV) | "
+             "block path + preprocess / (GEMM + GEMV) | rows per CPU s | rows per wall s |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         c = r["cpu"]
-        lines.append(f"| {r['instantiation']} | {r['dtype']} | {c['predict']:.3f} | "
+        lines.append(f"| {r['data']} | {r['instantiation']} | {r['dtype']} | {c['predict']:.3f} | "
                      f"{c['gemm_XWt']:.3f} | {r['elementwise']:.3f} | "
                      f"{r['elementwise_libm']:.3f} | {c['gemv_Phi_a']:.3f} | "
                      f"{c['preprocess']:.3f} | {r['predict_over_bound']:.2f} | "
+                     f"{r['blocks_over_bound']:.2f} | "
                      f"{r['rows_per_cpu_s']:,.0f} | {r['rows_per_wall_s']:,.0f} |")
     return "\n".join(lines) + "\n"
 
@@ -142,11 +159,12 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--datasets", default=None)
+    ap.add_argument("--data", default="adults,mnist17", help="comma-separated: adults, mnist17")
     ap.add_argument("--T", type=int, default=2000)
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--out", default=None, help="write the markdown table here")
     args = ap.parse_args(argv)
-    rows = profile(datasets_root(args.datasets), args.T, args.repeats)
+    rows = profile(datasets_root(args.datasets), args.T, args.repeats, args.data.split(","))
     write_results(report(rows, "python -m benchmarks.speed.bench_predict "
                          + " ".join(argv or sys.argv[1:])), args.out)
 

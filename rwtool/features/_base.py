@@ -51,10 +51,11 @@ PREDICT_BLOCK_BYTES = 64e6
 #: the closed forms' predict runs a chunk of rows at a time on each thread (X W^T, the closed
 #: form, Phi a) with at most this many rows ...
 PREDICT_CHUNK_ROWS = 512
-#: ... and this many bytes of features, so that the chunk is still in cache when the closed
-#: form reads it (adults, T = 2000: 256 or 512 rows 1.24x the GEMM, 64 rows 1.34x: each call
-#: packs W anew; docs/bench/predict.md)
-PREDICT_CHUNK_BYTES = 8e6
+#: ... and this many bytes of features (8 MiB), so that the chunk is still in cache when the
+#: closed form reads it, while each one-thread X W^T, which packs all of W anew, has rows
+#: enough (adults, T = 2000, predict / X W^T: 1.34, 1.29, 1.28, 1.27, 1.43 at 128 to 2048
+#: rows for rwsign, 1.43, 1.34, 1.33, 1.34, 1.38 for rwrelu; docs/bench/predict.md)
+PREDICT_CHUNK_BYTES = 2 ** 23
 
 
 def feature_dtype(dtype) -> np.dtype:

@@ -296,8 +296,9 @@ def test_one_pool_predict_is_the_blocks_bits_whatever_the_thread_count(name, dty
 def test_predict_blocks_hold_64_mb_or_4096_rows_in_whole_chunks():
     from rwtool.features._base import predict_block_size, predict_chunk_size
 
-    assert predict_chunk_size(200) == 512 and predict_chunk_size(2000) == 256   # <= 8 MB
-    assert predict_chunk_size(8000, 4) == 128 and predict_chunk_size(10 ** 6) == 16
+    assert predict_chunk_size(200) == 512 and predict_chunk_size(2000) == 512  # <= 8 MiB
+    assert predict_chunk_size(4000) == 256 and predict_chunk_size(8000, 4) == 256
+    assert predict_chunk_size(10 ** 6) == 16
     assert predict_block_size(200) == 39936              # 64 MB, in chunks of 512 rows
     assert predict_block_size(200, 4) == 79872
     assert predict_block_size(2000) == 4096              # 32 MB: the rows' floor
