@@ -6,7 +6,9 @@ thread, yet its waiting threads burn a core each and, on a loaded machine, wait 
 they spin on: 30 s of CPU against 1 s with one BLAS thread (docs/BENCHMARKS.md).
 :func:`single_blas_thread` holds every OpenBLAS loaded in the process (numpy's and scipy's are
 two libraries) to one thread and restores the counts it found, also on an exception;
-:func:`blas_threads_for` does so only below :data:`SMALL_SOLVE_MAX`.
+:func:`blas_threads_for` does so only below :data:`SMALL_SOLVE_MAX`. The closed forms' predict
+holds it too while numba's threads each call BLAS for a chunk of rows (one pool for the pass,
+rwtool.features._rkhs).
 
 The count is a process-wide setting of OpenBLAS, not a thread's. While any thread is inside
 :func:`single_blas_thread`, BLAS runs on one thread in every thread of the process; the counts

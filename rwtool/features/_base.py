@@ -316,10 +316,11 @@ class FeatureMap(BaseEstimator):
                        block_size: int | None = None) -> np.ndarray:
         """Phi(X) @ coef, a block of rows at a time (``block_size`` rows; None:
         :meth:`predict_block_rows`), as float64. The closed forms compute a row's value from
-        its X W^T in a fixed order of their own (:meth:`_decision_into`); BLAS's X W^T may
-        round a row differently with other rows around it (OpenBLAS does for a few input
-        columns, or a single row), so a caller slicing rows slices them in blocks of
-        :meth:`predict_block_rows` to get the bits of one call."""
+        its X W^T in a fixed order of their own (:meth:`_decision_into`, or their one-pool
+        pass in chunks of :func:`predict_chunk_size` rows); BLAS's X W^T may round a row
+        differently with other rows around it (OpenBLAS does for a few input columns, or a
+        single row), so a caller slicing rows slices them in blocks of
+        :meth:`predict_block_rows` (whole chunks) to get the bits of one call."""
         out = np.empty((X.shape[0], coef.shape[1]))
         coef_t = np.ascontiguousarray(np.asarray(coef, dtype=np.float64).T)
         bs = self.predict_block_rows() if block_size is None else block_size
