@@ -155,18 +155,24 @@ def regularised(A: np.ndarray, m: int, reg: float, R: np.ndarray | None = None,
 
 
 def solve_normal_equations(A: np.ndarray, B: np.ndarray, m: int, reg: float,
-                           R: np.ndarray | None = None, eps: float = 0.0):
+                           R: np.ndarray | None = None, eps: float = 0.0, factor: bool = True):
     """Solve (A + m reg R + m eps I) a = B by Cholesky, with jitter if needed.
 
     Returns ``(coef, info)`` where ``info`` records the jitter added (0.0 when none) and
-    ``chol``, the lower Cholesky factor of the matrix solved (None after the pseudo-inverse):
-    the posterior's (solvers._posterior).
+    ``chol``, the lower Cholesky factor of the matrix solved (None after the pseudo-inverse,
+    or with ``factor`` False: the search's solves, which would pay a quarter of a small
+    factorisation's time to clear its upper triangle): the posterior's (solvers._posterior).
     """
     T = A.shape[0]
     info = {"jitter": 0.0, "method": "cholesky", "chol": None}
-    try:        # the regularised matrix is factored in place: one T x T copy, not two
-        coef, info["chol"] = cholesky_solve(regularised(A, m, reg, R, eps), B, factor=True,
-                                            overwrite=True)
+
+    def solve(M):       # M is this call's own matrix: factored in place
+        if not factor:
+            return cholesky_solve(M, B, overwrite=True), None
+        return cholesky_solve(M, B, factor=True, overwrite=True)
+
+    try:        # one T x T copy (the regularised matrix), not two
+        coef, info["chol"] = solve(regularised(A, m, reg, R, eps))
         return coef, info
     except LinAlgError:
         pass
@@ -177,7 +183,7 @@ def solve_normal_equations(A: np.ndarray, B: np.ndarray, m: int, reg: float,
         try:
             Mj = M.copy()
             Mj[np.diag_indices(T)] += jitter
-            coef, info["chol"] = cholesky_solve(Mj, B, factor=True, overwrite=True)
+            coef, info["chol"] = solve(Mj)
         except LinAlgError:
             continue
         info["jitter"] = jitter

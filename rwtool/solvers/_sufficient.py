@@ -539,7 +539,8 @@ class SufficientStats:
                     return coefs
             except LinAlgError:
                 pass    # rounding made the system indefinite: the jittered route
-        return np.hstack([solve_normal_equations(A_tr, B_tr, m_tr, r, R, eps)[0] for r in regs])
+        return np.hstack([solve_normal_equations(A_tr, B_tr, m_tr, r, R, eps, factor=False)[0]
+                          for r in regs])
 
     def each_fold_coefs(self, regs, R: np.ndarray | None = None, eps: float = 0.0) -> list:
         """:meth:`fold_coefs` of every fold, with R factored once for all of them."""
