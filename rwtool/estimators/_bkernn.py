@@ -376,9 +376,9 @@ class _BKerNN(CallbackSupport, BaseEstimator):
         """The state a pickle (and a copy) keeps: every attribute but the prediction tables.
         They are derived from ``train_projections_`` and ``dual_coef_`` (the same bits each
         time: one stable sort and sequential prefix sums per particle), and hold about three
-        times their size: (m n + 2 m (n + 1) q) floats against m n + n q, 180 of a model's
-        240 MB at 150,000 rows and 50 particles. The first prediction of the unpickled model
-        rebuilds them (:meth:`_prepare`, a fraction of a second at that size)."""
+        times their size: (m n + 2 m (n + 1) q) floats against m n + n q, 172 of a model's
+        230 MB at 150,000 rows and 50 particles. The first prediction of the unpickled model
+        rebuilds them (:meth:`_prepare`, about a second of CPU at that size)."""
         state = self.__dict__.copy()
         state.pop("_tables", None)
         return state
