@@ -42,19 +42,22 @@ def _rehash(slots, lg, ecol, ebits, n):
 
 
 @njit(cache=True, nogil=True)
-def _count(x, a, slots, lg, ecol, ebits, ecnt, n, n_distinct, cap):
+def _count(x, a, cols, rows, slots, lg, ecol, ebits, ecnt, n, n_distinct, cap):
     """Count the numbers of ``x`` (rows: the columns a, a+1, ...; NaN: no number) into the
-    table; returns (slots, lg, ecol, ebits, ecnt, n), grown when full."""
+    table, of the columns where ``cols`` (or every column if empty) and the cells where
+    ``rows`` (or every cell if empty); returns (slots, lg, ecol, ebits, ecnt, n), grown when
+    full."""
     bits = x.view(np.uint64)
+    all_cols, all_rows = cols.shape[0] == 0, rows.shape[0] == 0
     for r in range(x.shape[0]):
         col = a + r
-        if n_distinct[col] > cap:
+        if n_distinct[col] > cap or not (all_cols or cols[r]):
             continue
         last = np.nan
         at = -1
         for i in range(x.shape[1]):
             v = x[r, i]
-            if v != v:
+            if v != v or not (all_rows or rows[i]):
                 continue
             if v == last:                 # a run of equal cells: one comparison each
                 ecnt[at] += 1
@@ -111,14 +114,17 @@ class DistinctNumbers:
         """Whether column ``kk`` has more than ``cap`` distinct numbers."""
         return bool(self.n_distinct[kk] > self.cap)
 
-    def add(self, x: np.ndarray, a: int = 0) -> None:
+    def add(self, x: np.ndarray, a: int = 0, cols=None, rows=None) -> None:
         """Count the numbers of ``x`` (one row per column, from column ``a`` on; NaN: a cell
-        holding no number)."""
+        holding no number), of the columns where ``cols`` and the cells where ``rows`` (bool
+        arrays; None: all)."""
         if not x.size:
             return
+        none = np.empty(0, np.bool_)
         self._slots, self._lg, self._col, self._bits, self._cnt, self._n = _count(
-            np.ascontiguousarray(x, np.float64), a, self._slots, self._lg, self._col,
-            self._bits, self._cnt, self._n, self.n_distinct, self.cap)
+            np.ascontiguousarray(x, np.float64), a, none if cols is None else cols,
+            none if rows is None else rows, self._slots, self._lg, self._col, self._bits,
+            self._cnt, self._n, self.n_distinct, self.cap)
         self._sorted = None
 
     def copy(self) -> "DistinctNumbers":

@@ -41,6 +41,7 @@ from ._read import (_STREAM_BLOCK_BYTES, Column, ColumnCells, NameLookup, Table,
                     preamble_note, shows_decimal_point, type_block, typed_plan)
 from ._errors import MissingColumnError, MissingValueError
 from ._dataset import Dataset
+from ._colstats import block_stats
 from ._distinct import DistinctNumbers
 from ._encoding import (_DEFAULT_MAX_ABS, Preprocessing, _fit_columns, _fit_target, absent,
                         format_note, _require_rows)
@@ -50,7 +51,6 @@ from ._options import TARGET_POLICY_FIX, _check_options, _roles
 __all__ = ["CsvScan", "scan_csv", "iter_csv"]
 
 _MAX_DISTINCT = 100_000
-_SLAB = 1 << 16                # cells of a block summarised at a time
 ALL, FIT = "all", "fit"        # row sets of a streamed column: every row, rows with a target
 
 
@@ -138,55 +138,36 @@ class _Summary:
             if not self.counted[kk]:
                 self.counted[kk] = True
                 self.late[kk] = self.n[0][kk, 0] > 0       # numbers not counted before
-        C = tb.code_matrix()
-        self._add_numbers(tb.values, C, lines, fit)
+        self._add_numbers(tb.values, tb.codes, lines, fit)
 
-    def _add_numbers(self, V, C, lines, fit):
-        # vectorised over the columns, so a block of few rows and many columns costs per
-        # cell, not per column; in slabs of about _SLAB cells, so the temporaries stay a
-        # fraction of the block; while every row has had a target, the FIT summaries are the
-        # ALL ones, kept once
+    def _add_numbers(self, V, codes, lines, fit):
+        # one pass over the block per row set (block_stats, the distinct store), no temporary
+        # of the block's size; ``codes``: position -> codes of the columns holding text in this
+        # block. While every row has had a target, the FIT summaries are the ALL ones, kept once
         if self.fit_same and not fit.all():
             self._split_fit()
-        passes = ((0, None),) if self.fit_same else ((0, None), (1, fit))
-        per_column = len(V) <= 64           # sums column by column, as np.mean sums one
-        step = max(1, _SLAB // max(V.shape[1], 1))
-        for a in range(0, len(V), step):
-            b = min(a + step, len(V))
-            for key, m in passes:
-                self._add_slab(key, a, b, V[a:b] if m is None else V[a:b, m],
-                               C[a:b] if m is None else C[a:b, m],
-                               lines if m is None else lines[m], per_column)
-
-    def _add_slab(self, key, a, b, V, c, ln, per_column):
-        """Count the numbers ``V`` (codes ``c``, file lines ``ln``) of columns a..b-1 into the
-        summaries ``key``."""
-        num = c == -1
-        counts = np.stack([num.sum(1), (c >= 0).sum(1), (c == -2).sum(1)], axis=1)
-        self.n[key][a:b] += counts
-        x = np.where(num, V, np.nan)             # numbers; NaN elsewhere
-        del c, num
-        fin = np.isfinite(x)
-        inf = np.isinf(x)
-        first_inf = self.first_inf[key][a:b]
-        new_inf = inf.any(1) & (first_inf < 0)
-        first_inf[new_inf] = ln[np.argmax(inf[new_inf], axis=1)]
-        del inf
-        top = np.max(np.abs(x, where=fin, out=np.zeros_like(x)), axis=1, initial=0.0)
-        np.maximum(self.max_abs[key][a:b], top, out=self.max_abs[key][a:b])
-        if key == 0:
-            self.fraction[a:b] |= shows_decimal_point(x, axis=1)
-        if key == 1 or self.fit_same:
-            if per_column:
-                self.sum[a:b] += [np.sum(r[f]) for r, f in zip(x, fin)]
-            else:
-                self.sum[a:b] += np.where(fin, x, 0.0).sum(1)
-            self.n_finite[a:b] += fin.sum(1)
-        del fin
-        skip = ~self.counted[a:b]
-        if skip.any():
-            x[skip] = np.nan               # no number: not counted
-        self.distinct[key].add(x, a)
+        self.fraction |= shows_decimal_point(V, axis=1)
+        narrow = len(V) <= 64           # sums column by column, as np.mean sums one
+        cols = None if self.counted.all() else self.counted
+        for key, m in ((0, None),) if self.fit_same else ((0, None), (1, fit)):
+            sums = key == 1 or self.fit_same
+            n_num, n_fin, total = block_stats(V, lines, self.first_inf[key], self.max_abs[key],
+                                              m, sums and not narrow)
+            n_rows = V.shape[1] if m is None else int(np.count_nonzero(m))
+            n_text = np.zeros(len(V), np.int64)
+            for kk, c in codes.items():
+                n_text[kk] = np.count_nonzero((c if m is None else c[m]) >= 0)
+            n = self.n[key]
+            n[:, 0] += n_num
+            n[:, 1] += n_text
+            n[:, 2] += n_rows - n_num - n_text
+            if sums:
+                if narrow:
+                    total = [_finite_sum(x if m is None else x[m], f == n_rows)
+                             for x, f in zip(V, n_fin.tolist())]
+                self.sum += total
+                self.n_finite += n_fin
+            self.distinct[key].add(V, 0, cols, m)
 
     def _split_fit(self) -> None:
         """A row without a target is met: the FIT summaries start as copies of the ALL ones."""
@@ -208,6 +189,12 @@ class _Summary:
 
     def column(self, j: int) -> "_StreamColumn":
         return _StreamColumn(self, j, int(np.searchsorted(self.keep, j)))
+
+
+def _finite_sum(x, all_finite):
+    """np.sum of the finite numbers of ``x`` (as np.mean sums them: the same bits for a file
+    read in one block)."""
+    return np.sum(x if all_finite else x[np.isfinite(x)])
 
 
 class _StreamColumn:
