@@ -60,7 +60,10 @@ class Names(Sequence):
 
     def __getitem__(self, i):
         if isinstance(i, slice):
-            return select(self, np.arange(len(self))[i])
+            a, b, step = i.indices(len(self))
+            if step == 1:                 # a run: a view, no index array
+                return _run(self, a, max(b - a, 0))
+            return select(self, np.arange(a, b, step))
         n = len(self.arr)
         i = i.__index__()
         if not -n <= i < n:
@@ -181,14 +184,19 @@ def select(names, idx):
     root, pos = (names, None) if names.root is None else (names.root, names.pos)
     n = len(idx)
     if n and int(idx[-1]) - int(idx[0]) == n - 1 and (n < 3 or bool(np.all(idx[1:] > idx[:-1]))):
-        a = int(idx[0])           # increasing and spanning n: a run
-        arr = names.arr.slice(a, n)
-        if pos is None:
-            return Names(arr, root, range(a, a + n))
-        return Names(arr, root, range(pos.start + a, pos.start + a + n)
-                     if isinstance(pos, range) else pos[a:a + n])
+        return _run(names, int(idx[0]), n)      # increasing and spanning n: a run
     return Names(names.arr.take(pa.array(idx)), root,
                  idx if pos is None else pos.start + idx if isinstance(pos, range) else pos[idx])
+
+
+def _run(names: Names, a: int, n: int) -> Names:
+    """``names[a:a + n]``: a view of the same buffer, its positions a range."""
+    root, pos = (names, None) if names.root is None else (names.root, names.pos)
+    arr = names.arr.slice(a, n)
+    if pos is None:
+        return Names(arr, root, range(a, a + n))
+    return Names(arr, root, range(pos.start + a, pos.start + a + n)
+                 if isinstance(pos, range) else pos[a:a + n])
 
 
 def concat(parts, lookup: bool = False) -> "Names":
