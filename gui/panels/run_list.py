@@ -219,6 +219,7 @@ class RunList(QWidget):
         labels = run_labels([self.runs[r] for r in ids])
         xl = {self.runs[r].x_label for r in ids if metric in self.runs[r].curves}
         self._steps.clear()
+        self.compare_plot.setUpdatesEnabled(True)
         self.compare_plot.reset(f"Compare runs: {metric}" if metric else "Compare runs",
                                 " / ".join(sorted(xl)) or "iteration", metric)
         curves = [(i, rid) for i, rid in enumerate(ids) if metric in self.runs[rid].curves]
@@ -227,10 +228,17 @@ class RunList(QWidget):
                                       if ids else "Select two or more runs to compare them")
             return
         xs = [np.asarray(self.runs[rid].curves[metric][0], float) for _, rid in curves]
+        # painted once, when every curve is in: a visible plot painted after each step cost
+        # its whole paint each time (10-15 ms under X)
+        self.compare_plot.setUpdatesEnabled(False)
         for (i, rid), x in zip(curves, xs):
             y = np.asarray(self.runs[rid].curves[metric][1], float)
             self._steps.add(self._draw_curve, x, y, i, f"#{rid} {labels[rid]}")
-        self._steps.add(self.compare_plot.fit_x, xs)
+        self._steps.add(self._drawn, xs)
+
+    def _drawn(self, xs) -> None:
+        self.compare_plot.fit_x(xs)
+        self.compare_plot.setUpdatesEnabled(True)
 
     def _draw_curve(self, x, y, i: int, name: str) -> None:
         self.compare_plot.plot(x, y, pen=pen(i), name=name,
