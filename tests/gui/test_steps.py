@@ -99,3 +99,39 @@ def test_the_comparison_draws_a_run_a_step(qtbot, window, tmp_path):
     assert len(items) == 3
     for item, run in zip(items, runs):
         np.testing.assert_array_equal(item.getData()[1], run.curves[name][1])
+
+
+def test_a_live_plot_makes_one_costly_change_a_redraw(qtbot, monkeypatch):
+    """A new run's title and axes, then each new curve with its legend entry, each at its own
+    redraw (rich text laid out again each time); flush draws everything; a title or a label
+    set again unchanged is not laid out again."""
+    from gui.app import create_app
+    from gui.widgets.plots import LivePlot
+    create_app()
+    p = LivePlot("old", "x", "")
+    qtbot.addWidget(p)
+    p.show()
+    p.restart("new title", "iteration")
+    for name, x, y in (("a", 1, 1.0), ("b", 1, 2.0), ("a", 2, 0.5)):
+        p.append(name, x, y)
+    p.redraw()
+    assert p.plot_title == "new title" and not p._curves and p.dirty
+    p.redraw()
+    assert list(p._curves) == ["a"] and p.dirty
+    p.redraw()
+    assert list(p._curves) == ["a", "b"] and not p.dirty
+    assert list(p._curves["a"].getData()[1]) == [1.0, 0.5]
+    laid = []
+    title = p.getPlotItem().titleLabel
+    monkeypatch.setattr(title, "setText", lambda *a, **k: laid.append(a))
+    p.reset("new title", "iteration")
+    assert laid == []
+    p.reset("another", "iteration")
+    assert laid and laid[-1][0] == "another"
+    q = LivePlot("q", "x", "")
+    qtbot.addWidget(q)
+    q.restart("t", "x")
+    q.append("a", 1, 1.0)
+    q.append("b", 1, 2.0)
+    q.flush()
+    assert list(q._curves) == ["a", "b"] and not q.dirty
