@@ -99,6 +99,10 @@ def test_the_comparison_draws_a_run_a_step(qtbot, window, tmp_path):
     assert len(items) == 3
     for item, run in zip(items, runs):
         np.testing.assert_array_equal(item.getData()[1], run.curves[name][1])
+    # on screen, the curves come at once: the plot is painted once, with its tab
+    window.right_tabs.setCurrentWidget(rl)
+    rl.select([r.run_id for r in runs[:2]])
+    assert not rl.drawing and len(rl.compare_plot.listDataItems()) == 2
 
 
 def test_a_live_plot_makes_one_costly_change_a_redraw(qtbot, monkeypatch):
