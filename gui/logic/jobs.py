@@ -541,17 +541,9 @@ def fit_threads() -> int:
     return max(1, numba.config.NUMBA_NUM_THREADS - 1)
 
 
-def serve(conn, cancel, warm_stop, warm_families=(), nice: int = 0,
-          session: bool = False) -> None:
-    """The loop of the app's fit process: receive arrays and jobs, run each job
-    (:func:`run_job`) and send its outcome, until the pipe closes or says "stop".
-
-    ``cancel`` and ``warm_stop`` are the app's flags (:class:`SharedFlag`); ``warm_families``
-    (method keys) are warmed up first, until a job arrives; ``nice`` lowers the process's
-    priority (os.nice) so that the window gets a core first when both want one; ``session``
-    puts the process in a session of its own (os.setsid): Linux's scheduler shares the CPU
-    between sessions first (autogroups), so the fit's CPU is then not charged to the window's
-    session, whose GUI thread gets a core as soon as it wakes up."""
+def _settle_process(session: bool, nice: int = 0) -> None:
+    """A process of the app's jobs as :func:`serve` describes it: in a session of its own
+    (``session``), at niceness ``nice``, with :func:`fit_threads` numba threads."""
     if session and hasattr(os, "setsid"):
         try:
             os.setsid()
@@ -565,6 +557,20 @@ def serve(conn, cancel, warm_stop, warm_families=(), nice: int = 0,
     # with the app's callback: 34 s of CPU and 131 s of wall time with two threads, 5.2 s and
     # 27 s with one), leaving none to the window
     numba.set_num_threads(fit_threads())
+
+
+def serve(conn, cancel, warm_stop, warm_families=(), nice: int = 0,
+          session: bool = False) -> None:
+    """The loop of the app's fit process: receive arrays and jobs, run each job
+    (:func:`run_job`) and send its outcome, until the pipe closes or says "stop".
+
+    ``cancel`` and ``warm_stop`` are the app's flags (:class:`SharedFlag`); ``warm_families``
+    (method keys) are warmed up first, until a job arrives; ``nice`` lowers the process's
+    priority (os.nice) so that the window gets a core first when both want one; ``session``
+    puts the process in a session of its own (os.setsid): Linux's scheduler shares the CPU
+    between sessions first (autogroups), so the fit's CPU is then not charged to the window's
+    session, whose GUI thread gets a core as soon as it wakes up."""
+    _settle_process(session, nice)
     chan = _Channel(conn, cancel)
     arrays: dict[int, np.ndarray] = {}
     conn.send(("ready", os.getpid()))
@@ -617,12 +623,7 @@ def serve_once(conn, job: CallJob, session: bool = False) -> None:
     another job): run ``job`` (:func:`run_job`, no progress), send its outcome with
     :func:`send_pickled`, and end. ``session`` as in :func:`serve`: its CPU is then not
     charged to the window's share of the machine."""
-    if session and hasattr(os, "setsid"):
-        try:
-            os.setsid()
-        except OSError:
-            pass
-    numba.set_num_threads(fit_threads())
+    _settle_process(session)
     out = run_job(job, None)
     try:
         send_pickled(conn, out)
