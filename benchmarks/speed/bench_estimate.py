@@ -3,7 +3,9 @@
     python -m benchmarks.speed.bench_estimate --csv /tmp/skin200k.csv --target label \
         --out docs/bench/estimate.md
     python -m benchmarks.speed.bench_estimate --csv /tmp/skin200k.csv --target label \
-        --only rw-sfgd greedy --modes holdout kfold
+        --only rw-sfgd greedy-mfga --modes holdout kfold tune
+    python -m benchmarks.speed.bench_estimate --csv samples/customers.csv --target churned \
+        --only rfsgd --set n_epochs=150000
 
 The real main window (offscreen) loads the CSV and trains each configuration at the method's
 defaults, in each evaluation mode (holdout; ``kfold``: 5-fold cross-validation then the final
@@ -15,7 +17,9 @@ training and test rows), and the ratio real / estimate; issue 24's target is a r
 [0.5, 2] for every row. The estimate is CPU work (rwtool.resources.KERNEL_RATES) divided by the
 share of a core the machine leaves the run (rwtool.resources.cpu_share), so the table also
 gives the CPU seconds of the app's two processes (the window's apart) against the CPU part of
-the estimate. ``--calibrate ROWS`` measures
+the estimate, and the share of a core the estimate planned against the one the fit process got
+(its CPU over the wall time). ``--set NAME=VALUE`` sets a parameter on top of each
+configuration's. ``--calibrate ROWS`` measures
 the kernels' rates instead (the figures KERNEL_RATES records). The CSV (skin resampled to 200,000 rows:
 ``benchmarks.speed.bench_gui_load.skin_200k``) is the caller's; nothing is written beside
 ``--out``. Nothing is asserted: the numbers go into a markdown table with the load average,
