@@ -417,23 +417,21 @@ class Preprocessing:
         pos = table.number_rows(select(names, num))
         dense = np.flatnonzero(pos >= 0)
         if len(dense) == len(num) and in_order(rows, table.n_rows):
-            # one gather, or a view of the table's matrix when the columns are a run of it
-            # (copied below before a change: a wide file's matrix is not held twice)
-            V = table._number_cells(pos, None)
+            # the table's own rows, not copied (copied below if a column is changed)
+            V, vrow = table.numbers, pos
         else:
-            V = np.empty((len(num), len(rows)))
+            V, vrow = np.empty((len(num), len(rows))), np.arange(len(num))
             if len(dense):
                 V[dense] = table.numbers[np.ix_(pos[dense], rows)]
-        text = np.flatnonzero(pos < 0)
-        for k, j in zip(text.tolist(), positions(table.names, select(names, num[text])).tolist()):
-            V[k] = table.column_at(j).values[rows]
+            text = np.flatnonzero(pos < 0)
+            for k, j in zip(text.tolist(),
+                            positions(table.names, select(names, num[text])).tolist()):
+                V[k] = table.column_at(j).values[rows]
         quick = np.zeros(len(isnum), bool)
-        quick[num] = _within(V, self.max_abs)
+        quick[num] = _within(V, vrow, self.max_abs)
         ids = np.empty((len(cat), len(rows)), np.int32)
         miss_cols = {}
         slow = np.flatnonzero(~quick | fmt)
-        if len(slow) and np.may_share_memory(V, table.numbers):
-            V = V.copy()
         # found together: a wide file's names are looked up without a dict of them
         where = positions(table.names, select(names, slow))
         for i, j in zip(slow.tolist(), where.tolist()):
@@ -442,6 +440,8 @@ class Preprocessing:
                 notes.append(format_note(spec))
             col = table.column_at(j)
             if spec["kind"] == "numeric":
+                if V is table.numbers:          # the table is not changed: copy its rows
+                    V, vrow = V[vrow], np.arange(len(num))
                 V[slot[i]], miss = _numeric_block(col, rows, spec, self.max_abs, path,
                                                   table.lines, table.dialect.decimal)
             else:
@@ -483,23 +483,24 @@ class Preprocessing:
                 "no row is left after dropping the rows with missing values", file=path,
                 fix=("impute instead ({0}) or ignore the mostly-empty columns",
                      [("missing", "impute-mean")]))
-        return Dataset(X=EncodedRows(V, offs[num], ids, offs[cat], int(offs[-1]), sel), y=y,
-                       feature_names=self.columns.feature_names(),
+        return Dataset(X=EncodedRows(V, vrow, offs[num], ids, offs[cat], int(offs[-1]), sel),
+                       y=y, feature_names=self.columns.feature_names(),
                        target=None if self.target is None else self.target["name"],
                        task=self.task, preprocessing=self, rows=np.take(table.lines, rows),
                        source=path, dialect=table.dialect, notes=notes)
 
 
 class EncodedRows:
-    """The rows of ``X`` before the one-hot expansion: numbers ``V`` (one row per numeric
-    column) and the category code of each categorical cell ``ids`` (-1, -2: all zeros), of
+    """The rows of ``X`` before the one-hot expansion: numbers (numeric column k is row
+    ``vrow[k]`` of ``V``: the table's own number matrix, not copied, when no column was
+    changed) and the category code of each categorical cell ``ids`` (-1, -2: all zeros), of
     the table rows ``sel``. What a :class:`Dataset` holds until its ``X`` is asked for: 8
     bytes per numeric cell and 4 per categorical one, where ``X`` takes 8 per category."""
 
-    __slots__ = ("V", "voff", "ids", "ioff", "width", "sel")
+    __slots__ = ("V", "vrow", "voff", "ids", "ioff", "width", "sel")
 
-    def __init__(self, V, voff, ids, ioff, width: int, sel):
-        self.V, self.voff, self.ids, self.ioff = V, voff, ids, ioff
+    def __init__(self, V, vrow, voff, ids, ioff, width: int, sel):
+        self.V, self.vrow, self.voff, self.ids, self.ioff = V, vrow, voff, ids, ioff
         self.width, self.sel = width, sel
 
     @property
@@ -508,39 +509,41 @@ class EncodedRows:
 
     def take(self, idx) -> "EncodedRows":
         """These rows' ``idx`` rows (no copy of the columns)."""
-        return EncodedRows(self.V, self.voff, self.ids, self.ioff, self.width, self.sel[idx])
+        return EncodedRows(self.V, self.vrow, self.voff, self.ids, self.ioff, self.width,
+                           self.sel[idx])
 
     def dense(self) -> np.ndarray:
         """The float64 ``X``, written once, row by row."""
         X = np.empty((len(self.sel), self.width))
-        _fill_rows(X, self.sel, self.V, self.voff, self.ids, self.ioff)
+        _fill_rows(X, self.sel, self.V, self.vrow, self.voff, self.ids, self.ioff)
         return X
 
 
 @njit(cache=True, nogil=True)
-def _within(V, max_abs):
-    """Per row of ``V``: whether every value is at most ``max_abs`` in magnitude (NaN is
-    not), without the temporary arrays of ``np.abs(V) <= max_abs``."""
-    out = np.ones(V.shape[0], np.bool_)
-    for k in range(V.shape[0]):
-        for i in range(V.shape[1]):
-            if not abs(V[k, i]) <= max_abs:
+def _within(V, vrow, max_abs):
+    """Per row ``vrow[k]`` of ``V``: whether every value is at most ``max_abs`` in magnitude
+    (NaN is not), without the temporary arrays of ``np.abs(V) <= max_abs``."""
+    out = np.ones(vrow.shape[0], np.bool_)
+    for k in range(vrow.shape[0]):
+        v = V[vrow[k]]
+        for i in range(v.shape[0]):
+            if not abs(v[i]) <= max_abs:
                 out[k] = False
                 break
     return out
 
 
 @njit(cache=True, nogil=True)
-def _fill_rows(X, sel, V, voff, ids, ioff):
-    """``X[r]`` from row ``sel[r]`` of the encoded columns: numbers ``V[k]`` at ``voff[k]``,
-    a one at ``ioff[k] + ids[k]`` (none when negative), zeros elsewhere. Row by row, so the
-    (possibly gigabyte) ``X`` is written once, in order."""
+def _fill_rows(X, sel, V, vrow, voff, ids, ioff):
+    """``X[r]`` from row ``sel[r]`` of the encoded columns: numbers ``V[vrow[k]]`` at
+    ``voff[k]``, a one at ``ioff[k] + ids[k]`` (none when negative), zeros elsewhere. Row by
+    row, so the (possibly gigabyte) ``X`` is written once, in order."""
     for r in range(X.shape[0]):
         s = sel[r]
         row = X[r]
         row[:] = 0.0
-        for k in range(V.shape[0]):
-            row[voff[k]] = V[k, s]
+        for k in range(vrow.shape[0]):
+            row[voff[k]] = V[vrow[k], s]
         for k in range(ids.shape[0]):
             c = ids[k, s]
             if c >= 0:
@@ -630,7 +633,10 @@ def _categorical_block(col: Column, rows, spec, handle_unknown, path, lines):
 
 def _target_values(table: Table, target: dict, rows, max_abs: float = _DEFAULT_MAX_ABS):
     col = table.col(target["name"])
-    codes, values = col.codes[rows], col.values[rows]
+    if in_order(rows, table.n_rows):            # every row: no gather of the cells
+        codes, values = col.codes, col.values
+    else:
+        codes, values = col.codes[rows], col.values[rows]
     miss = codes == -2
     path, lines = table.path, table.lines
     if target["task"] == "regression":
@@ -654,16 +660,19 @@ def _target_values(table: Table, target: dict, rows, max_abs: float = _DEFAULT_M
         return values.copy(), miss
     kind = target["label_kind"]
     if kind == "str":
-        # the labels are few: index an array of them rather than build a string per row
+        # the labels are few: index an array of them rather than build a string per row;
+        # label 0 is "" (a missing cell), then the texts, then the numbers
         num = codes == -1
         u, inv = np.unique(values[num], return_inverse=True)
         labels = np.array([""] + list(col.vocab) + [canon(v, table.dialect.decimal)
                                                    for v in u])
-        ids = np.zeros(len(rows), np.int64)
-        ids[codes >= 0] = codes[codes >= 0] + 1
-        ids[num] = 1 + len(col.vocab) + inv.ravel()
-        width = max((len(s) for s in labels[np.unique(ids[~miss])]), default=1)
-        return labels[ids].astype(f"<U{max(width, 1)}"), miss
+        ids = np.maximum(codes + np.int32(1), 0)
+        if len(u):
+            ids[num] = 1 + len(col.vocab) + inv.ravel()
+        used = np.bincount(ids if not miss.any() else ids[~miss], minlength=len(labels)) > 0
+        width = max((len(s) for s in labels[used]), default=1)
+        # a label longer than the used ones is never taken: the cast may cut it
+        return np.take(labels.astype(f"<U{max(width, 1)}"), ids), miss
     text = np.flatnonzero(codes >= 0)
     if len(text):
         i = int(text[0])

@@ -106,5 +106,6 @@ def _candidate_rows(table, tname, policy, with_y):
                                 fix=TARGET_POLICY_FIX)
     if tmiss.all():
         raise AllMissingError("the target column has no value", file=table.path, column=tname)
-    return rows[~tmiss], ([f"dropped {int(tmiss.sum())} row(s) with a missing target"]
-                          if tmiss.any() else [])
+    if not tmiss.any():
+        return rows, []
+    return rows[~tmiss], [f"dropped {int(tmiss.sum())} row(s) with a missing target"]

@@ -47,7 +47,7 @@ from ._charset import encoding_name, guess_legacy
 from ._dialect import _DOT_GROUPS, NA_VALUES, Dialect, Source, open_source
 from ._scan import (BLANK, NEWLINE_IN_QUOTES, TRAILING_EMPTY, compact_records, fold_records,
                     scan_records, trim_trailing_field)
-from ._handoff import Deferred, arrow_input
+from ._handoff import Deferred, arrow_input, held
 from ._names import Names, as_arrow, origin
 from ._errors import (DataError, DuplicateColumnError, EmptyFileError, EncodingError,
                       FileTooLargeError, HeaderError, QuoteError, RaggedRowError)
@@ -219,18 +219,16 @@ class Column:
         return "numeric" if n_num > n_text else "categorical"
 
     def category_ids(self, categories: Mapping[str, int], rows) -> np.ndarray:
-        """Per row: index of the cell's category, -1 when missing, -2 when unknown."""
+        """Per row: index of the cell's category, -1 when missing, -2 when unknown (int32)."""
         if in_order(rows, len(self.codes)):
             codes, values = self.codes, self.values
         else:
             codes, values = self.codes[rows], self.values[rows]
-        ids = np.full(len(codes), -1, dtype=np.int64)
-        text = codes >= 0
-        if text.any():
-            vmap = np.array([categories.get(v, -2) for v in self.vocab] or [-2], dtype=np.int64)
-            if len(self.vocab) > self.max_vocab:
-                vmap[self.max_vocab] = -2
-            ids[text] = vmap[codes[text]]
+        # one lookup per cell, by its code + 2: missing (-1), a number (set below), a text
+        vmap = np.array([-1, -2] + [categories.get(v, -2) for v in self.vocab], np.int32)
+        if len(self.vocab) > self.max_vocab:
+            vmap[self.max_vocab + 2] = -2
+        ids = np.take(vmap, codes + np.int32(2))
         num = codes == -1
         if num.any():
             u, inv = np.unique(values[num], return_inverse=True)
@@ -314,7 +312,16 @@ def in_order(rows, n: int) -> bool:
     if isinstance(rows, slice):
         return rows == slice(None)
     return len(rows) == n and (n == 0 or (int(rows[0]) == 0 and int(rows[-1]) == n - 1
-                                          and bool(np.all(np.diff(rows) == 1))))
+                                          and _counts_up(np.asarray(rows))))
+
+
+@njit(cache=True, nogil=True)
+def _counts_up(rows) -> bool:
+    """Whether each of ``rows`` is the one before plus one (no temporary arrays)."""
+    for i in range(1, rows.shape[0]):
+        if rows[i] != rows[i - 1] + 1:
+            return False
+    return True
 
 
 def most_frequent(values: np.ndarray, codes: np.ndarray):
@@ -434,40 +441,69 @@ def _type_any(cells, decimal, na, fast, intern, out):
         _copy_numbers(arr, vals)
         return vals, number_codes(vals), Seen(set(), _NOTHING, [])
     n = len(arr)
+    sample = _sample(arr) if n > 2 * _SAMPLE else None
     # the cast and the dictionary take the tokeniser's chunks as they are (joining a
     # column's strings first cost as much as encoding them)
-    if fast and decimal == "." and (n <= 2 * _SAMPLE or _casts(_sample(arr))):
+    if fast and decimal == "." and (sample is None or _casts(sample)):
         try:
             vals = pc.cast(arr, pa.float64()).to_numpy()
             return vals, number_codes(vals), Seen(set(), _NOTHING, [])
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
             pass
-    if n > 2 * _SAMPLE and len(pc.unique(_sample(arr))) <= _SAMPLE // 4:
+    if sample is not None and len(pc.unique(sample)) <= _SAMPLE // 4:
         enc = pc.dictionary_encode(arr)
         # a chunked column's chunks share one dictionary, in the order of first occurrence
         chunks = enc.chunks if isinstance(enc, pa.ChunkedArray) else [enc]
-        idx = np.concatenate([c.indices.to_numpy(zero_copy_only=False) for c in chunks])
-        return _type_dictionary(chunks[-1].dictionary, idx, decimal, na, intern, out)
+        return _type_dictionary(chunks[-1].dictionary,
+                                [c.indices.to_numpy(zero_copy_only=False) for c in chunks],
+                                decimal, na, intern, out)
     if isinstance(arr, pa.ChunkedArray):
         arr = arr.combine_chunks()
     return _type_cells(arr, decimal, na, intern)
 
 
-def _type_dictionary(dictionary, idx, decimal, na, intern, out=None):
-    """:func:`type_cells` of the cells ``dictionary[idx]``: each distinct text typed once (the
-    dictionary in the order of first occurrence, so the texts are interned in that order)."""
+def _type_dictionary(dictionary, parts, decimal, na, intern, out=None):
+    """:func:`type_cells` of the cells ``dictionary[idx]``, ``idx`` given in ``parts`` (index
+    arrays, one after the other): each distinct text typed once (the dictionary in the order
+    of first occurrence, so the texts are interned in that order). The values and codes are
+    written part by part (no joined index array); the values only gathered when a dictionary
+    entry is a number (else every value is NaN)."""
     dvals, dcodes, dseen = _type_cells(dictionary, decimal, na, intern)
+    n = sum(len(ix) for ix in parts)
+    vals = np.empty(n) if out is None else out
+    codes = np.empty(n, np.int32)
+    numbers = bool((dcodes == -1).any())
+    if not numbers:
+        vals.fill(np.nan)
+    at = 0
+    for ix in parts:
+        np.take(dcodes, ix, out=codes[at:at + len(ix)], mode="clip")
+        if numbers:
+            np.take(dvals, ix, out=vals[at:at + len(ix)], mode="clip")
+        at += len(ix)
     seen = Seen(dseen.marks, _NOTHING, [])
     if len(dseen.error_rows):
+        idx = np.concatenate(parts) if len(parts) != 1 else parts[0]
         seen.error_rows = np.flatnonzero(np.isin(idx, dseen.error_rows))
         text_of = dict(zip(dseen.error_rows.tolist(), dseen.error_texts))
         seen.error_texts = [text_of[k] for k in idx[seen.error_rows].tolist()]
-    return np.take(dvals, idx, out=out, mode="clip"), np.take(dcodes, idx, mode="clip"), seen
+    return vals, codes, seen
 
 
 def _sample(arr):
-    """_SAMPLE cells spread evenly over ``arr`` (text often starts further down a column)."""
-    return arr.take(pa.array(np.linspace(0, len(arr) - 1, _SAMPLE).astype(np.int64)))
+    """_SAMPLE cells spread evenly over ``arr`` (text often starts further down a column),
+    taken chunk by chunk from a chunked array (pyarrow's take of a chunked array joins its
+    chunks first: a copy of the column for 256 cells)."""
+    at = np.linspace(0, len(arr) - 1, _SAMPLE).astype(np.int64)
+    if not isinstance(arr, pa.ChunkedArray):
+        return arr.take(pa.array(at))
+    parts, start = [], 0
+    for ch in arr.chunks:
+        sel = at[(at >= start) & (at < start + len(ch))] - start
+        if len(sel):
+            parts.append(ch.take(pa.array(sel)))
+        start += len(ch)
+    return pa.concat_arrays(parts)
 
 
 def _casts(arr) -> bool:
@@ -689,17 +725,35 @@ class Table(NameLookup):
         fill = np.full(len(names), np.nan)
         if dense.any():
             p = pos[dense]
-            M = self._number_cells(p, fit_rows)        # gathered once for counts and means
-            n_fit[dense] = np.count_nonzero(~np.isnan(M), axis=1)
+            mean = policy == "impute-mean"
+            if mean or not all_rows(fit_rows, self.n_rows):
+                M = self._number_cells(p, fit_rows)    # gathered once for counts and means
+                n_fit[dense] = np.count_nonzero(~np.isnan(M), axis=1)
+            else:                                       # counted in place: no copy
+                M = None
+                n_fit[dense] = _count_present(self.numbers, p)
             n_kind[dense] = (n_fit[dense] if kind_rows is fit_rows else np.count_nonzero(
                 ~np.isnan(self._number_cells(p, kind_rows)), axis=1))
-            if policy == "impute-mean" and M.shape[1]:
+            if mean and M.shape[1]:
                 # as np.mean of the column gives it (the same pairwise sum per row); NaN when
                 # a cell is missing or infinite: the caller asks the column
                 with np.errstate(invalid="ignore", over="ignore"):
                     m = M.mean(axis=1)
                 fill[dense] = np.where(np.isfinite(m), m, np.nan)
         return dense, n_fit, n_kind, fill
+
+
+@njit(cache=True, nogil=True)
+def _count_present(numbers, pos):
+    """The cells that are not NaN in each row ``pos`` of ``numbers``."""
+    out = np.zeros(pos.shape[0], np.int64)
+    for k in range(pos.shape[0]):
+        row = numbers[pos[k]]
+        n = 0
+        for i in range(row.shape[0]):
+            n += not np.isnan(row[i])
+        out[k] = n
+    return out
 
 
 def number_codes(values: np.ndarray) -> np.ndarray:
@@ -824,6 +878,7 @@ def iter_blocks(source, dialect: Dialect, *, usecols=None, nrows=None, head_rows
     ncols = 0
     keep: list[int] = []
     carry = np.empty(0, np.uint8)
+    spare = None                # the last block's array, to read the next one into
     line_base = 1
     n_read = 0
     head: list[list[str]] = []
@@ -831,8 +886,8 @@ def iter_blocks(source, dialect: Dialect, *, usecols=None, nrows=None, head_rows
     with src.open() as fh:
         while True:
             learn = plan is not None and plan.types is None
-            buf, final = _next_bytes(fh, dec, carry, min(_FIRST_BLOCK, block_bytes)
-                                     if learn and first else block_bytes)
+            buf, final, spare = _next_bytes(fh, dec, carry, min(_FIRST_BLOCK, block_bytes)
+                                            if learn and first else block_bytes, spare)
             first = False
             if line_base == 1 and dialect.skip_lines:     # the lines before the header
                 nl = np.flatnonzero(buf == 10)[:dialect.skip_lines]
@@ -961,21 +1016,31 @@ def column_positions(names, usecols) -> np.ndarray:
     return p
 
 
-def _next_bytes(fh, dec, carry, block_bytes):
-    """(the carried bytes followed by the next block as UTF-8, whether the file ended). UTF-8
-    files are read straight into the block's array: no second copy of each block."""
+def _next_bytes(fh, dec, carry, block_bytes, spare=None):
+    """(the carried bytes followed by the next block as UTF-8, whether the file ended, the
+    array they are in). UTF-8 files are read straight into the block's array: no second copy
+    of each block; into ``spare`` (the previous block's array) when it is large enough and
+    pyarrow has let go of every buffer handed to it (nothing made from the previous block
+    refers to it), so a file of many blocks costs no fresh memory per block (a fresh page
+    costs more than the read: its zeroing, by the kernel)."""
     if dec.utf8:
-        buf = np.empty(len(carry) + block_bytes, np.uint8)
+        need = len(carry) + block_bytes
+        if spare is not None and len(spare) >= need and held() == 0:
+            buf = spare
+        else:
+            buf = np.empty(need + (1 << 16), np.uint8)      # room for a longer carry
+        spare = buf
+        buf = buf[:need]
         buf[:len(carry)] = carry
         n = fh.readinto(memoryview(buf)[len(carry):])
         if dec.first and dec.encoding == "utf-8-sig" and n >= 3 and \
                 bytes(buf[:3]) == codecs.BOM_UTF8:
             buf = buf[3:]
         dec.first = False
-        return buf[:len(buf) - (block_bytes - n)], n == 0
+        return buf[:len(buf) - (block_bytes - n)], n == 0, spare
     raw = fh.read(block_bytes)
     data = np.frombuffer(dec(raw, not raw), np.uint8)
-    return (np.concatenate([carry, data]) if len(carry) else data), not raw
+    return (np.concatenate([carry, data]) if len(carry) else data), not raw, None
 
 
 def _split_one(rec: np.ndarray, dialect: Dialect) -> list[str]:
