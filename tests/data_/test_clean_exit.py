@@ -63,11 +63,17 @@ def test_read_csv_leaves_nothing_held_once_waited_for():
 @pytest.mark.slow
 def test_a_script_ending_while_pyarrow_holds_a_block_exits_cleanly(tmp_path):
     runs = 6
+    # a file wider than 1,024 columns: its records are tokenised on pyarrow's threads (a
+    # narrower file's on the calling thread, which leaves nothing held when read_csv returns)
+    wide = tmp_path / "wide.csv"
+    cells = np.random.default_rng(0).integers(0, 9, (4, 1100))
+    wide.write_text(",".join(f"c{j}" for j in range(1100)) + "\n"
+                    + "".join(",".join(map(str, r)) + "\n" for r in cells))
 
     def statuses(mode):
         out = []
         for _ in range(runs):
-            r = subprocess.run([sys.executable, "-c", SCRIPT, mode, str(MOONS)], env=ENV,
+            r = subprocess.run([sys.executable, "-c", SCRIPT, mode, str(wide)], env=ENV,
                                cwd=tmp_path, capture_output=True, text=True, timeout=300)
             out.append((r.returncode, r.stderr))
         return out

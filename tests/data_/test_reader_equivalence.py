@@ -301,6 +301,11 @@ def test_plan_from_first_block():
     assert plan.types == {0: pa.float64()}
     assert plan.failed("In CSV column #0: CSV conversion error to double: invalid value 'x'") == 0
     assert plan.types == {}
+    plan.types = {0: pa.float64(), 2: pa.float64()}
+    # on one thread the tokeniser names the row too
+    assert plan.failed("In CSV column #2: Row #7: CSV conversion error to double: invalid "
+                       "value ''") == 2
+    assert plan.types == {0: pa.float64()}
     assert plan.failed("CSV parse error: Expected 2 columns, got 3") is None
     empty = R.TypePlan(D.NA_VALUES)
     empty.learn({0: pa.chunked_array([pa.array([], pa.string())])}, [0])
