@@ -1194,7 +1194,7 @@ class ColumnCells(abc.Mapping):
 def _libc():
     try:
         return ctypes.CDLL(None)
-    except OSError:
+    except (OSError, TypeError):        # no C library of the process to load (Windows)
         return None
 
 
