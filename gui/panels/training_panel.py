@@ -222,7 +222,11 @@ class TrainingPanel(QWidget):
 
     def _show(self) -> None:
         if self.progress.value() != self._bar_value:
+            # QProgressBar.setValue repaints the bar at once (QWidget.repaint); held, its paint
+            # joins the window's next one with the labels changed in the same tick
+            self.progress.setUpdatesEnabled(False)
             self.progress.setValue(self._bar_value)
+            self.progress.setUpdatesEnabled(True)
         if self.progress.format() != self._bar_text:
             self.progress.setFormat(self._bar_text)
         if self.stage_label.text() != self._phase_text:

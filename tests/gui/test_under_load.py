@@ -136,3 +136,34 @@ def test_live_curves_draw_dots_only_once_the_run_has_ended(qtbot):
     panel.board.flush()
     (curve,) = panel.board.plots()["val_error"]._curves.values()
     assert curve.opts["symbol"] == "o"     # a lone point is shown as a dot
+
+
+def test_the_bar_is_not_repainted_inside_the_clock_tick(qtbot):
+    """QProgressBar.setValue repaints at once; the clock's tick holds that repaint, so that
+    the bar is painted with the labels in the window's next paint (no Paint event inside the
+    tick, one after it)."""
+    from PySide6.QtCore import QEvent, QObject
+
+    from gui.panels.training_panel import TrainingPanel
+    create_app()
+    panel = TrainingPanel()
+    qtbot.addWidget(panel)
+    panel.show()
+    qtbot.waitExposed(panel)
+    painted = []
+
+    class Spy(QObject):
+        def eventFilter(self, obj, ev):
+            if ev.type() == QEvent.Paint:
+                painted.append(True)
+            return False
+    spy = Spy()
+    panel.progress.installEventFilter(spy)
+    panel.started("a run")
+    qtbot.wait(50)
+    painted.clear()
+    panel.on_progress({"stage": "sfgd", "done": 5, "total": 10, "elapsed": 0.0, "metrics": {}})
+    panel._tick()
+    assert painted == [] and panel.progress.value() == 500
+    qtbot.waitUntil(lambda: bool(painted), timeout=TIMEOUT)
+    panel.stopped("done")
