@@ -38,7 +38,7 @@ from ._read import (_STREAM_BLOCK_BYTES, Column, ColumnCells, NameLookup, Table,
                     _BadUTF8, canon, check_guess, column_positions, excel_note, fast_cast_ok,
                     gc_paused, iter_blocks, legacy_dialect, number_spellings, out_of_memory,
                     positions,
-                    preamble_note, shows_decimal_point, type_block, typed_plan)
+                    preamble_note, release_freed, shows_decimal_point, type_block, typed_plan)
 from ._errors import MissingColumnError, MissingValueError
 from ._dataset import Dataset
 from ._colstats import block_stats
@@ -386,8 +386,10 @@ def scan_csv(path, target=None, *, features=None, ignore=None, categorical=None,
                         dialect.header, table.names)
     scan = CsvScan(pre, dialect, n_fit, n_rec, notes=notes, source=src)
     table = tcol = None         # the summaries (about 100 bytes a column) go before pass two
+    release_freed()
     if moments:
         _moments(src, scan, block_bytes)
+        release_freed()
     return scan
 
 
@@ -397,6 +399,7 @@ def _pass_one(src, *args):
         summary = out[0].summary
         if summary is not None and len(summary.uncounted(args[7].startswith("impute"))):
             out = summary = None          # free the first summaries before the second
+            release_freed()
             out = _summarise(src, *args, count_all=True)
         return out
     except MemoryError:
