@@ -290,8 +290,7 @@ def test_a_limit_reached_is_a_located_error(wide_file):
 # read_csv 137-140 MB and scan_csv + iter_csv 172-185 MB (24x and 31x the file); with the
 # names one array (rwtool.data._names) and distinct numbers counted only where asked, about
 # 95 and 125-135 MB; with the wide header made into names from its bytes, the memory freed by
-# a pass given back before the next and a numbers-only record encoded without index arrays
-# over its columns, about 75 and 104-116 MB. The bounds, 20x and 23x the file (118 and 135
+# a pass given back before the next, about 75 and 104-119 MB. The bounds, 20x and 23x the file (118 and 135
 # MB), sit above these with room for the 10-20 MB an allocator moves from one child to the next.
 PEAK = WARM + """open("/proc/self/clear_refs", "w").write("5")
 base = status("VmRSS")
