@@ -290,10 +290,17 @@ def test_a_limit_reached_is_a_located_error(wide_file):
 # read_csv 137-140 MB and scan_csv + iter_csv 172-185 MB (24x and 31x the file); with the
 # names one array (rwtool.data._names) and distinct numbers counted only where asked, about
 # 95 and 125-135 MB; with the wide header made into names from its bytes, the memory freed by
-# a pass given back before the next, about 75 and 104-119 MB. The bounds, 20x and 23x the file (118 and 135
-# MB), sit above these with room for the 10-20 MB an allocator moves from one child to the next.
-PEAK = WARM + """open("/proc/self/clear_refs", "w").write("5")
+# a pass given back before the next, about 75-80 and 104-119 MB (14x and 20.5-21.3x in four
+# children of one quiet run). The bounds, 20x and 25x the file (118 and 148 MB), sit above
+# these with room for the 10-20 MB an allocator moves from one child or machine to the next,
+# and below what the earlier readers took (24x and 31x).
+PEAK = WARM + """try:
+    open("/proc/self/clear_refs", "w").write("5")
+except OSError:
+    print("no-reset"); sys.exit(0)
 base = status("VmRSS")
+if status("VmHWM") > base + (8 << 20):   # a /proc that took the write but kept the old peak
+    print("no-reset"); sys.exit(0)
 p = {p!r}
 {body}
 assert X.shape == (2, 499_999), X.shape
@@ -302,13 +309,15 @@ print(status("VmHWM") - base)
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("body,times", [(READ, 20), (STREAM, 23)],
+@pytest.mark.parametrize("body,times", [(READ, 20), (STREAM, 25)],
                          ids=["read_csv", "scan_csv+iter_csv"])
 def test_peak_memory_is_a_small_multiple_of_the_file(wide_file, body, times):
     if not os.path.exists("/proc/self/clear_refs"):
         pytest.skip("needs Linux's /proc/self/clear_refs to reset the peak")
     r = _child(PEAK.format(p=str(wide_file), body=body.replace("\n    ", "\n")[4:]))
     assert r.returncode == 0, r.stderr[-2000:]
+    if r.stdout.strip().endswith("no-reset"):
+        pytest.skip("this /proc does not reset the peak (VmHWM) through clear_refs")
     peak = int(r.stdout.strip().splitlines()[-1])
     size = os.path.getsize(wide_file)
     assert peak < times * size, f"{peak / 2**20:.0f} MB, {peak / size:.1f}x the file"
