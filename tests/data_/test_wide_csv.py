@@ -230,6 +230,9 @@ def wide_file(tmp_path_factory):
 # Measured above the warm baseline on this file (2 cores): read_csv 938 MB with a Python
 # object per column, 144 MB with arrays, 113 MB with nothing per column on the way (of it 64 MB
 # the read buffer, mapped but untouched); scan_csv + iter_csv 3,135, 292 and 139-155 MB.
+# Narrow reads came to use the C library's allocator on the calling thread, so a warm-up on a
+# narrow file alone left pyarrow's pool and threads of the wide path to the read: 274 and
+# 223-235 MB mapped; with the warm-up also past the wide threshold, 84 and 74 MB.
 BUDGET = 300 << 20
 WARM = """
 import os, resource, sys, tempfile, numpy as np, rwtool.data as D
@@ -237,6 +240,13 @@ def status(key):
     return int(open("/proc/self/status").read().split(key + ":")[1].split()[0]) * 1024
 q = os.path.join(tempfile.mkdtemp(), "t.csv")
 open(q, "w").write("a,b,c\\n" + "1,2,3\\n" * 100)
+D.read_csv(q, -1, task="regression")
+s = D.scan_csv(q, -1, task="regression")
+list(D.iter_csv(q, s.preprocessing, dialect=s.dialect))
+# and on a small file past the wide-file threshold, whose reads take pyarrow's own pool and
+# threads (narrow ones do not): their arenas are the machine's baseline, not the read's cost
+q = os.path.join(tempfile.mkdtemp(), "w.csv")
+open(q, "w").write(",".join(f"w{{j}}" for j in range(2000)) + "\\n" + (",".join(["1"] * 2000) + "\\n") * 2)
 D.read_csv(q, -1, task="regression")
 s = D.scan_csv(q, -1, task="regression")
 list(D.iter_csv(q, s.preprocessing, dialect=s.dialect))
