@@ -1,1 +1,2 @@
-"""What the benchmark scripts share: dataset loaders and option checks. Not a script."""
+"""What the benchmark scripts share: dataset loaders, option checks, result tables and /proc
+memory readings. Not a script."""

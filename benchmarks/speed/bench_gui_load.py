@@ -40,6 +40,7 @@ import threading
 import time
 from pathlib import Path
 
+from .._common.procmem import proc_mb
 from .bench_gui import write_report
 
 ROOT = Path(__file__).resolve().parent.parent.parent
@@ -113,15 +114,7 @@ def stop_load(procs: list[subprocess.Popen]) -> None:
 
 def rss_mb(pid: int | str = "self") -> tuple[float, float]:
     """(resident set now, its peak so far) of a process in MB (Linux's VmRSS, VmHWM)."""
-    out = {}
-    try:
-        with open(f"/proc/{pid}/status") as fh:
-            for line in fh:
-                if line.startswith(("VmRSS:", "VmHWM:")):
-                    out[line[:5]] = int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return out.get("VmRSS", float("nan")), out.get("VmHWM", float("nan"))
+    return proc_mb(pid, "status", "VmRSS", "VmHWM")
 
 
 def fits_rss_mb(win) -> tuple[float, float]:

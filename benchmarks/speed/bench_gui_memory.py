@@ -25,6 +25,7 @@ import threading
 
 from .._common.argcheck import app_run_args
 from .._common.output import write_results
+from .._common.procmem import proc_mb
 from .bench_estimate import _wait, app_window
 from .bench_gui_load import rss_mb
 
@@ -44,15 +45,7 @@ def rss_pss_mb(pid: int | str = "self") -> tuple[float, float]:
     """(resident set, proportional set) of a process in MB (Linux's smaps_rollup: Rss, and Pss,
     which counts a page shared by k processes as 1/k: the libraries both processes map are
     counted once in the sum of their Pss, twice in the sum of their Rss)."""
-    out = {}
-    try:
-        with open(f"/proc/{pid}/smaps_rollup") as fh:
-            for line in fh:
-                if line.startswith(("Rss:", "Pss:")):
-                    out[line[:3]] = int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return out.get("Rss", float("nan")), out.get("Pss", float("nan"))
+    return proc_mb(pid, "smaps_rollup", "Rss", "Pss")
 
 
 class SumSampler(threading.Thread):
