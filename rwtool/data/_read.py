@@ -1513,21 +1513,11 @@ def release_freed() -> None:
     its heap for reuse, and pyarrow's pool keeps its pages, so each pass of the streaming
     reader started where the last one peaked: on 500,000 columns, 100 MB kept after pass
     one, trimmed to 10 MB. A no-op where the C library has no ``malloc_trim``."""
-    global _malloc_trim
-    if _malloc_trim is None:
-        import ctypes
-        import ctypes.util
-        try:
-            _malloc_trim = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").malloc_trim
-        except (OSError, AttributeError):
-            _malloc_trim = False
-    if _malloc_trim:
-        _malloc_trim(0)
+    trim = getattr(_libc(), "malloc_trim", None)
+    if trim is not None:
+        trim(0)
     if "pyarrow" in sys.modules:
         pa.default_memory_pool().release_unused()
-
-
-_malloc_trim = None
 
 
 def out_of_memory(path) -> FileTooLargeError:
