@@ -303,9 +303,13 @@ def runnable_groups(samples: int = 3, interval: float = 0.0) -> float | None:
                 continue
             try:
                 with open(f"/proc/{pid}/autogroup") as fh:
-                    seen.add(fh.read().split(None, 1)[0])
-            except (OSError, IndexError):
-                continue
+                    group = fh.read().split(None, 1)
+            except OSError:
+                continue         # a process that ended during the scan
+            # an empty file: the process sits in a cgroup's task group, not an autogroup;
+            # the scheduler shares the cores with that group as one entity, counted here
+            # as one per process (its group's name is not in /proc)
+            seen.add(group[0] if group else f"pid {pid}")
         counts.append(len(seen) if by_group else n)
     return sum(counts) / len(counts)
 
