@@ -7,8 +7,8 @@ they spin on: 30 s of CPU against 1 s with one BLAS thread (docs/BENCHMARKS.md).
 :func:`single_blas_thread` holds every OpenBLAS loaded in the process (numpy's and scipy's are
 two libraries) to one thread and restores the counts it found, also on an exception;
 :func:`blas_threads_for` does so only below :data:`SMALL_SOLVE_MAX`. The closed forms' predict
-holds it too while numba's threads each call BLAS for a chunk of rows (one pool for the pass,
-rwtool.features._rkhs).
+holds it too while its threads each call BLAS for a chunk of rows (:func:`run_shares`, one set
+of threads for the pass, rwtool.features._rkhs).
 
 The count is a process-wide setting of OpenBLAS, not a thread's. While any thread is inside
 :func:`single_blas_thread`, BLAS runs on one thread in every thread of the process; the counts
@@ -28,7 +28,7 @@ import threading
 from contextlib import contextmanager, nullcontext
 
 __all__ = ["SMALL_SOLVE_MAX", "blas_thread_counts", "single_blas_thread", "on_one_blas_thread",
-           "blas_threads_for", "openblas_paths"]
+           "blas_threads_for", "openblas_paths", "run_shares"]
 
 #: the order n of a dense n x n solve (or matrix-vector loop) up to which it runs on one BLAS
 #: thread (docs/BENCHMARKS.md, benchmarks/speed/bench_small_solves.py): on the loaded 2-core
@@ -134,3 +134,28 @@ def blas_threads_for(n: int):
     """:func:`single_blas_thread` for a dense solve of order ``n`` up to
     :data:`SMALL_SOLVE_MAX`, else a context that changes nothing."""
     return single_blas_thread() if n <= SMALL_SOLVE_MAX else nullcontext()
+
+
+def run_shares(share, n: int) -> None:
+    """``share(p)`` for p = 0 .. n - 1, share 0 on the calling thread and the others on
+    threads of their own, all joined before it returns; the first exception is raised again.
+    For numba kernels compiled with ``nogil=True`` whose shares write disjoint outputs: the
+    threads run them in parallel, and the result cannot depend on ``n`` when the shares'
+    boundaries do not change what each unit computes. Threads are started per call (tens of
+    microseconds), so a fork in between leaves no pool behind in the child."""
+    errors: list[BaseException] = []
+
+    def run(p):
+        try:
+            share(p)
+        except BaseException as exc:      # noqa: BLE001 - raised again in the caller
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run, args=(p,), daemon=True) for p in range(1, n)]
+    for t in threads:
+        t.start()
+    run(0)
+    for t in threads:
+        t.join()
+    if errors:
+        raise errors[0]

@@ -183,3 +183,29 @@ def test_the_same_model_whatever_the_thread_counts():
     for name in runs[0]:
         differ = [k for k in runs[0][name] if runs[0][name][k] != runs[1][name][k]]
         assert not differ, f"{name}: {differ} depend on the thread counts"
+
+
+def test_run_shares_runs_each_share_once_and_raises_the_first_error():
+    """Every share runs exactly once, the first on the calling thread; an exception in a
+    share on another thread reaches the caller after all shares are joined."""
+    import threading
+
+    from rwtool.threads import run_shares
+    seen = {}
+
+    def share(p):
+        seen[p] = threading.get_ident()
+
+    run_shares(share, 4)
+    assert sorted(seen) == [0, 1, 2, 3]
+    assert seen[0] == threading.get_ident()
+    done = []
+
+    def failing(p):
+        if p == 2:
+            raise ValueError("share 2")
+        done.append(p)
+
+    with pytest.raises(ValueError, match="share 2"):
+        run_shares(failing, 3)
+    assert sorted(done) == [0, 1]

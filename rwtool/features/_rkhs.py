@@ -30,7 +30,7 @@ from numba import njit, prange
 
 from .._base import check_scalar
 from .._params import Param, params_table
-from ..threads import single_blas_thread
+from ..threads import run_shares, single_blas_thread
 from ._base import (DTYPE, N_FEATURES, RANDOM_STATE, SIGMA, FeatureMap, RowMaxima, check_centres,
                     dot_into, predict_chunk_size, row_norms)
 from ._kernels import _gaussian_gram, _stump_gram
@@ -172,29 +172,29 @@ def _relu_features(Z, xnorm, xsafe, c, k, sd, A, D):
         _dot_row(Z[i], A, D[i])
 
 
-@njit(parallel=True, cache=True, nogil=True, **VEC_FLAGS)
-def _closed_form_predict(gemm, X, W, Wt, xnorm, xsafe, c, k, sd, relu, A, D, Z, pair):
-    """D[i] <- Phi(x_i) A^T for the rows of X, the whole pass on numba's threads: worker p
-    takes its share of the chunks of Z.shape[1] rows, and for each computes X W^T into its
-    own buffer Z[p] (one-thread BLAS or the fixed order: rows_dot), the closed form
-    (_relu_row if ``relu``, else _erf_row) and the row's Phi a, while the chunk is in cache.
-    The chunks do not depend on the number of workers, so neither does a bit of D."""
+@njit(cache=True, nogil=True, **VEC_FLAGS)
+def _closed_form_predict(gemm, X, W, Wt, xnorm, xsafe, c, k, sd, relu, A, D, z, pair, q0, q1):
+    """D[i] <- Phi(x_i) A^T for the rows of chunks q0 .. q1 - 1 of X (chunks of z.shape[0]
+    rows): for each chunk X W^T into the caller's buffer z (one-thread BLAS or the fixed
+    order: rows_dot), the closed form (_relu_row if ``relu``, else _erf_row) and the row's
+    Phi a, while the chunk is in cache. Sequential and without the GIL: the caller's threads
+    each run a share of the chunks (RKHSWeighting._closed_form_predict). numba's parallel=True
+    here compiled for 23 s a signature on a cold cache against 8 s (a third of a cold
+    ``rwtool train``), for the same speed."""
     m = X.shape[0]
-    P, R = Z.shape[0], Z.shape[1]
-    n_chunks = (m + R - 1) // R
-    for p in prange(P):
-        for q in range(p * n_chunks // P, (p + 1) * n_chunks // P):
-            a = q * R
-            b = min(m, a + R)
-            z = Z[p, :max(b - a, 2)]
-            rows_dot(gemm, X[a:b], W, Wt, z, pair[p])
-            for i in range(b - a):
-                s = k / xsafe[a + i]
-                if relu:
-                    _relu_row(z[i], s, xnorm[a + i], c, sd)
-                else:
-                    _erf_row(z[i], s, c)
-                _dot_row(z[i], A, D[a + i])
+    R = z.shape[0]
+    for q in range(q0, q1):
+        a = q * R
+        b = min(m, a + R)
+        zq = z[:max(b - a, 2)]
+        rows_dot(gemm, X[a:b], W, Wt, zq, pair)
+        for i in range(b - a):
+            s = k / xsafe[a + i]
+            if relu:
+                _relu_row(zq[i], s, xnorm[a + i], c, sd)
+            else:
+                _erf_row(zq[i], s, c)
+            _dot_row(zq[i], A, D[a + i])
 
 
 @njit(parallel=True, cache=True, nogil=True, **VEC_FLAGS)
@@ -496,7 +496,7 @@ class _RWDot(RKHSWeighting):
 
     def linear_predict(self, X, coef, block_size=None):
         """Phi(X) @ coef (see FeatureMap). The closed form with numpy's OpenBLAS at hand runs
-        the whole pass on numba's threads (:meth:`_closed_form_predict`; ``block_size``: the
+        the whole pass on one set of threads (:meth:`_closed_form_predict`; ``block_size``: the
         rows of a chunk, None: :func:`predict_chunk_size`); else in blocks, as every map."""
         gemm = numpy_gemm(self.feature_dtype_)
         if self._mc is not None or gemm is None:
@@ -506,10 +506,12 @@ class _RWDot(RKHSWeighting):
         return self._closed_form_predict(X, coef, gemm, rows)
 
     def _closed_form_predict(self, X, coef, gemm, rows):
-        """Phi(X) @ coef with one thread pool: each of numba's threads computes X W^T for a
-        chunk of ``rows`` rows with BLAS held to one thread (rwtool.threads; a process-wide
-        setting for the call's duration), then the chunk's closed form and Phi a while the
-        chunk is in cache (_closed_form_predict). Before, X W^T ran on OpenBLAS's threads and
+        """Phi(X) @ coef with one set of threads (``numba.get_num_threads()`` of them, the
+        caller's and others started for the call: rwtool.threads.run_shares): each takes a
+        share of the chunks of ``rows`` rows and computes X W^T for a chunk with BLAS held to
+        one thread (rwtool.threads; a process-wide setting for the call's duration), then the
+        chunk's closed form and Phi a while the chunk is in cache (_closed_form_predict).
+        Before, X W^T ran on OpenBLAS's threads and
         the closed form on numba's, a block at a time, and each pool's threads spun while the
         other's worked: 1.65-1.79x the GEMM bound with two threads against 1.24-1.31x here
         (adults, T = 2000; docs/bench/predict.md). A row's bits are the block path's for the
@@ -528,12 +530,19 @@ class _RWDot(RKHSWeighting):
         else:
             Xg, W, Wt = (np.ascontiguousarray(X, dtype=dtype),
                          np.ascontiguousarray(self.W_, dtype=dtype), np.empty((0, 1)))
-        workers = max(1, min(numba.get_num_threads(), -(-m // rows)))
+        n_chunks = -(-m // rows)
+        workers = max(1, min(numba.get_num_threads(), n_chunks))
         Z = np.empty((workers, max(rows, 2), self.n_output_), dtype=dtype)
         pair = np.empty((workers, 2, d), dtype=Xg.dtype)
-        with single_blas_thread():
+        relu = self._phi != "sign"
+
+        def share(p):
             _closed_form_predict(gemm, Xg, W, Wt, xnorm, xsafe, self._c, self._k, self._sd,
-                                 self._phi != "sign", A, D, Z, pair)
+                                 relu, A, D, Z[p], pair[p], p * n_chunks // workers,
+                                 (p + 1) * n_chunks // workers)
+
+        with single_blas_thread():
+            run_shares(share, workers)
         return D
 
     def _decision_into(self, X, coef_t, Phi, out):
