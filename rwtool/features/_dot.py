@@ -118,8 +118,9 @@ def rows_dot(gemm, X, W, Wt, out, pair):
         for i in range(m):
             _fixed_order_row(X[i], Wt, out[i])
     elif m == 1:
-        pair[0] = X[0]
-        pair[1] = X[0]
+        for j in range(d):       # a loop: an array assignment compiles numba's shape-error
+            pair[0, j] = X[0, j]     # message (string formatting: 6 s on a cold cache)
+            pair[1, j] = X[0, j]
         gemm(_ROW_MAJOR, _NO_TRANS, _TRANS, 2, T, d, 1.0, pair.ctypes.data, d,
              W.ctypes.data, d, 0.0, out.ctypes.data, T)
     else:
