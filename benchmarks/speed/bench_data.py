@@ -18,7 +18,7 @@ rows (written in a temporary folder from DATASETS/adults/adults_train.csv), the 
 file and 5 rows x 30,000 columns. ``read_csv`` writes the dense ``X`` on its first access, so
 it is also timed with ``X`` asked for, beside pandas followed by the same one-hot encoding
 (``get_dummies`` + ``to_numpy``); the streaming reader is timed as ``rwtool train`` runs it
-(``scan_csv(moments=False)``, then ``iter_csv`` with every chunk's ``X``), in rows per
+(``scan_csv(moments=False)``, then ``iter_csv(path, scan)`` with every chunk's ``X``), in rows per
 CPU-second against ``read_csv`` + ``X``. The load average is written beside. ``--one`` makes
 one read in a fresh process (for a whole-process, paired timing of two readers; the files from
 ``--write-files``).
@@ -131,8 +131,8 @@ def readers(path, opts):
     """The ways of reading ``path`` compared: rwtool.read_csv (``X`` not touched: it is
     written on first access), the same with ``X`` asked for, pandas.read_csv (C engine),
     pandas followed by the one-hot encoding read_csv's ``X`` holds, and the streaming reader
-    as ``rwtool train`` uses it on a big file (``scan_csv(moments=False)``, then ``iter_csv``
-    with every chunk's ``X``)."""
+    as ``rwtool train`` uses it on a big file (``scan_csv(moments=False)``, then
+    ``iter_csv(path, scan)`` with every chunk's ``X``)."""
     import pandas as pd
 
     import rwtool.data as D
@@ -146,7 +146,7 @@ def readers(path, opts):
 
     def stream():
         scan = D.scan_csv(path, moments=False, **opts)
-        for chunk in D.iter_csv(path, scan.preprocessing, dialect=scan.dialect):
+        for chunk in D.iter_csv(path, scan):
             chunk.X
 
     return {"rwtool": lambda: D.read_csv(path, **opts), "rwtool + X": rwtool_x,

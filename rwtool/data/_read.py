@@ -1786,6 +1786,25 @@ class TableBuilder:
         self._room(nb)
         tb = type_block(block, self.keep, decimal, na, self.fast, self.column_of,
                         self.V[:, self.n:self.n + nb])
+        self._count(tb, nb)
+
+    def add_typed(self, tb: TypedBlock, text_column) -> None:
+        """Add a block typed before (the streaming reader's pass one keeps them), as
+        :meth:`add` would have typed it: ``text_column(j)`` is the :class:`Column` of a column
+        whose text ``tb``'s codes index. The first block's values are taken, not copied."""
+        nb = tb.values.shape[1]
+        if self.n == 0:
+            self.V = tb.values
+        else:
+            self._room(nb)
+            self.V[:, self.n:self.n + nb] = tb.values
+        for kk in sorted(set(tb.codes) | set(tb.seen)):
+            j = int(self.keep[kk])
+            if j not in self.text:
+                self.text[j] = text_column(j)
+        self._count(tb, nb)
+
+    def _count(self, tb: TypedBlock, nb: int) -> None:
         pos = np.searchsorted(self.keep, list(self.text)) if self.text else []
         self.codes.append({int(kk): tb.codes_of(kk) for kk in pos})
         for kk, sn in tb.seen.items():

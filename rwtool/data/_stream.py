@@ -15,8 +15,16 @@ Pass two, :func:`iter_csv`, replays that record on the file block by block and y
 target is dropped, as there).
 
     scan = scan_csv("big.csv", target="y", missing="impute-mean")
-    for chunk in iter_csv("big.csv", scan.preprocessing, dialect=scan.dialect):
+    for chunk in iter_csv("big.csv", scan):
         est.partial_fit(chunk.X, chunk.y, classes=scan.classes)
+
+Given the scan (not only its record), pass two reuses pass one's work when the file is small
+enough: pass one keeps its typed blocks while their estimated total stays within
+``keep_bytes`` (64 MiB: 8 bytes per number cell and per row, 4 per cell of a column holding
+text), and :func:`iter_csv` then encodes them instead of reading and typing the file again
+(the same chunks, bit for bit). A larger file keeps nothing (pass one drops what it kept as
+soon as the estimate passes the budget) and is read twice, so memory stays bounded by
+``block_bytes`` plus at most ``keep_bytes``.
 
 Exact for: column kinds, categories, classes, counts, the mean imputation. Bounded: a column
 keeps at most ``max_distinct`` distinct numbers (100,000) for the categories of a numeric column
@@ -27,6 +35,7 @@ is taken over the values seen first. This module must not fit models.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Iterator
@@ -36,9 +45,9 @@ import numpy as np
 from ._dialect import NA_VALUES, Dialect, Source, open_source, sniff_csv
 from ._read import (_STREAM_BLOCK_BYTES, Column, ColumnCells, NameLookup, Table, TableBuilder,
                     _BadUTF8, canon, check_guess, column_positions, excel_note, fast_cast_ok,
-                    gc_paused, iter_blocks, legacy_dialect, number_spellings, out_of_memory,
-                    positions,
-                    preamble_note, release_freed, shows_decimal_point, type_block, typed_plan)
+                    TypedBlock, gc_paused, iter_blocks, legacy_dialect, number_spellings,
+                    out_of_memory, positions, preamble_note, release_freed,
+                    shows_decimal_point, type_block, typed_plan)
 from ._errors import MissingColumnError, MissingValueError
 from ._dataset import Dataset
 from ._colstats import block_stats
@@ -51,6 +60,8 @@ from ._options import TARGET_POLICY_FIX, _check_options, _roles
 __all__ = ["CsvScan", "scan_csv", "iter_csv"]
 
 _MAX_DISTINCT = 100_000
+_KEEP_BYTES = 1 << 26          # pass one's typed blocks kept for pass two, at most (64 MiB)
+_MAX_VOCAB = 10_000            # distinct texts interned per column (see Column)
 ALL, FIT = "all", "fit"        # row sets of a streamed column: every row, rows with a target
 
 
@@ -301,6 +312,77 @@ class _StreamTable(NameLookup):
                 np.full(len(names), np.nan))
 
 
+class _Kept:
+    """Pass one's typed blocks, kept so that pass two serves them instead of reading and
+    typing the file again, when they all fit in ``budget`` bytes (numbers, text codes, file
+    lines). Pass one keeps them while those read so far, scaled to the whole input's size,
+    stay within the budget; past it they are dropped at once and none are kept after, so pass
+    one holds at most ``budget`` bytes more than without them, and a file larger than that is
+    read twice as before. Served only to a pass over the same input, unchanged (device, inode,
+    size and modification time of a file; the same in-memory input), with the same dialect
+    and block size, so the chunks are the ones a second read would give."""
+
+    def __init__(self, src, budget, block_bytes, dialect):
+        self.src, self.budget, self.block_bytes, self.dialect = src, budget, block_bytes, dialect
+        self.stamp = _stamp(src)
+        self.blocks: list[tuple[np.ndarray, TypedBlock]] = []
+        self.held = self.read = 0
+        self.names = self.keep = None
+        self.vocab: dict[int, list[str]] = {}
+        self.fast = True
+        self.on = budget > 0
+
+    def add(self, block, tb) -> None:
+        if not self.on:
+            return
+        self.held += (block.lines.nbytes + tb.values.nbytes
+                      + sum(c.nbytes for c in tb.codes.values()))
+        self.read += block.nbytes
+        size = self.src.size
+        whole = self.held * size / self.read if 0 < self.read < size else self.held
+        if max(self.held, whole) > self.budget:
+            self.drop()
+        else:
+            self.blocks.append((block.lines, tb))
+
+    def drop(self) -> None:
+        self.blocks, self.vocab, self.on = [], {}, False
+
+    def finish(self, names, keep, summary, fast) -> None:
+        """After pass one's last block: the columns' names and texts the codes index (a column
+        past ``_MAX_VOCAB`` distinct texts is read again: its codes share one slot)."""
+        if any(t.col.n_distinct_text > t.col.max_vocab for t in summary.text.values()):
+            self.drop()
+        if self.on:
+            self.names, self.keep, self.fast = names, keep, fast
+            self.vocab = {j: t.col.vocab for j, t in summary.text.items()}
+
+    def serves(self, src, dialect, block_bytes) -> bool:
+        same = src is self.src if self.src.path is None else (
+            src.path is not None and _stamp(src) == self.stamp)
+        return self.on and same and dialect == self.dialect and block_bytes == self.block_bytes
+
+    def tables(self, path, dialect) -> Iterator[Table]:
+        """The :class:`Table` of each kept block, as pass two types it from the file."""
+        for lines, tb in self.blocks:
+            builder = TableBuilder(self.names, self.keep, _MAX_VOCAB, self.fast)
+            builder.add_typed(tb, self._column)
+            yield builder.table(path, dialect, lines, [], None)
+
+    def _column(self, j: int) -> Column:
+        c = Column(self.names[j], j, _MAX_VOCAB, self.fast)
+        c.vocab = self.vocab.get(j, [])        # pass one's texts, in the order interned
+        return c
+
+
+def _stamp(src):
+    """What identifies a file's contents between two passes (None: an in-memory input)."""
+    if src.path is None:
+        return None
+    st = os.stat(src.path)
+    return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns
+
+
 @dataclass
 class CsvScan:
     """What pass one learned: the record to replay, the dialect to read with, and counts.
@@ -312,7 +394,11 @@ class CsvScan:
     each encoded column over those rows (None unless ``moments=True``); ``classes``: the
     target's classes (None for regression); ``notes``: what was dropped or switched;
     ``source``: the input, to give :func:`iter_csv` when it is standard input or a pipe (read
-    once, then held in memory), e.g. ``iter_csv(scan.source, scan.preprocessing, ...)``.
+    once, then held in memory), e.g. ``iter_csv(scan.source, scan)``.
+
+    Given to :func:`iter_csv` in place of the record, the scan also hands it the typed blocks
+    pass one kept (when the whole file's fit in ``keep_bytes``, see :func:`scan_csv`), which
+    it then encodes without reading the file again; they are held as long as the scan is.
     """
 
     preprocessing: Preprocessing
@@ -323,6 +409,7 @@ class CsvScan:
     std: np.ndarray | None = None
     notes: list[str] = field(default_factory=list)
     source: Source | None = field(default=None, repr=False)
+    _kept: _Kept | None = field(default=None, repr=False, compare=False)
 
     @property
     def classes(self):
@@ -339,13 +426,18 @@ def scan_csv(path, target=None, *, features=None, ignore=None, categorical=None,
              handle_unknown: str = "error", encoding=None, delimiter=None, decimal=None,
              header=None, na_values=NA_VALUES, max_abs: float = _DEFAULT_MAX_ABS,
              moments: bool = True, block_bytes: int = _STREAM_BLOCK_BYTES,
-             max_distinct: int = _MAX_DISTINCT, max_bytes=None, names=None) -> CsvScan:
+             max_distinct: int = _MAX_DISTINCT, max_bytes=None, names=None,
+             keep_bytes: int = _KEEP_BYTES) -> CsvScan:
     """Pass one over a CSV file too large for memory: learn the encoding record.
 
     The options are those of :func:`rwtool.data.read_csv` (the record equals the one
     ``read_csv`` learns on the same file), plus ``moments`` (a second read computes the mean
     and standard deviation of each encoded column), ``block_bytes`` (bytes read at a time:
-    memory is a small multiple of it) and ``max_distinct`` (see the module docstring).
+    memory is a small multiple of it), ``max_distinct`` (see the module docstring) and
+    ``keep_bytes``: when the file's typed blocks (8 bytes per number cell and per row, 4 per
+    cell of a column holding text) come to at most this (64 MiB), the scan keeps them and
+    ``iter_csv(path, scan)`` encodes them instead of reading the file again (0: keep none);
+    a larger file is read again, and pass one never holds more than ``keep_bytes`` of them.
     ``max_bytes`` defaults to None here (no size limit: the file is never held whole).
     ``names`` names the columns as in ``read_csv``.
     Raises the same located :class:`~rwtool.data.DataError` subclasses as ``read_csv``.
@@ -357,15 +449,15 @@ def scan_csv(path, target=None, *, features=None, ignore=None, categorical=None,
     dialect, notes = check_guess(src, dialect) if encoding is None else (dialect, [])
     notes += preamble_note(dialect)
     args = (target, features, ignore, categorical, numeric, na_values, policy, block_bytes,
-            max_distinct, names)
+            max_distinct, names, keep_bytes)
     try:
-        table, n_rec, n_fit, tname, feats, cat, num = _pass_one(src, dialect, *args)
+        table, n_rec, n_fit, tname, feats, cat, num, kept = _pass_one(src, dialect, *args)
     except _BadUTF8 as bad:
         if encoding is not None:
             raise bad.error(dialect.encoding, src) from None
         dialect, note = legacy_dialect(src, dialect, bad)
         notes.append(note)
-        table, n_rec, n_fit, tname, feats, cat, num = _pass_one(src, dialect, *args)
+        table, n_rec, n_fit, tname, feats, cat, num, kept = _pass_one(src, dialect, *args)
     if n_rec == 0:
         _require_rows(Table(src.name, dialect, table.names, np.empty(0, np.int64), {}, []))
     notes += [excel_note(t.col.name, t.n_excel, t.excel_first, t.excel_texts)
@@ -384,7 +476,7 @@ def scan_csv(path, target=None, *, features=None, ignore=None, categorical=None,
     notes += table.notes + [format_note(specs[i]) for i in np.flatnonzero(specs.layout()[3])]
     pre = Preprocessing(specs, tspec, policy, na_values, max_abs, handle_unknown,
                         dialect.header, table.names)
-    scan = CsvScan(pre, dialect, n_fit, n_rec, notes=notes, source=src)
+    scan = CsvScan(pre, dialect, n_fit, n_rec, notes=notes, source=src, _kept=kept)
     table = tcol = None         # the summaries (about 100 bytes a column) go before pass two
     release_freed()
     if moments:
@@ -408,13 +500,14 @@ def _pass_one(src, *args):
 
 @gc_paused()
 def _summarise(src, dialect, target, features, ignore, categorical, numeric, na_values, policy,
-               block_bytes, max_distinct, names=None, count_all=False):
+               block_bytes, max_distinct, names=None, keep_bytes=0, count_all=False):
     na = frozenset(na_values)
     fast = fast_cast_ok(na)
     table = summary = None
     tname = None
     n_rec = n_fit = 0
     roles = {}
+    kept = _Kept(src, keep_bytes, block_bytes, dialect)
 
     def wanted(all_names):        # resolve the roles on the header: type only those columns
         t = _StreamTable(src.name, dialect, all_names)
@@ -433,21 +526,25 @@ def _summarise(src, dialect, target, features, ignore, categorical, numeric, na_
                 at = np.union1d(column_positions(table.names, sorted(cat)),
                                 [] if jt is None else [jt]).astype(np.int64)
                 counted = np.isin(keep, at)
-            summary = table.summary = _Summary(table.names, keep, 10_000, fast, max_distinct,
+            summary = table.summary = _Summary(table.names, keep, _MAX_VOCAB, fast, max_distinct,
                                                counted)
             table.spellings = partial(number_spellings, src, dialect, na,
                                       block_bytes=block_bytes, names=names)
         n = len(block.lines)
         if not n:
+            kept.drop()          # pass two yields an empty chunk here: it reads the file
             continue
         tb = type_block(block, summary.keep, dialect.decimal, na, fast, summary.column_of)
         fit = (np.ones(n, bool) if tname is None else
                tb.codes_of(int(np.searchsorted(summary.keep, jt))) != -2)
         summary.add(tb, block.lines, fit)
+        kept.add(block, tb)
         del tb
         n_rec += n
         n_fit += int(fit.sum())
-    return table, n_rec, n_fit, tname, feats, cat, num
+    if summary is not None:
+        kept.finish(table.names, summary.keep, summary, fast)
+    return table, n_rec, n_fit, tname, feats, cat, num, kept
 
 
 def _typed(table, feats, tname) -> np.ndarray:
@@ -460,21 +557,30 @@ def _typed(table, feats, tname) -> np.ndarray:
     return keep if at < len(keep) and keep[at] == j else np.insert(keep, at, j)
 
 
-def iter_csv(path, preprocessing: Preprocessing, *, dialect: Dialect | None = None,
+def iter_csv(path, preprocessing: Preprocessing | CsvScan, *, dialect: Dialect | None = None,
              require_target: bool = False, block_bytes: int = _STREAM_BLOCK_BYTES,
              max_bytes=None) -> Iterator[Dataset]:
     """Pass two: the file encoded by ``preprocessing``, one :class:`Dataset` per block.
 
+    ``preprocessing``: a record, or the :class:`CsvScan` of this file (its record and its
+    dialect; the blocks it kept are then encoded without reading the file again, when the
+    file is unchanged and ``dialect`` and ``block_bytes`` are the scan's: the same chunks).
     ``dialect``: the one :func:`scan_csv` detected (``scan.dialect``), so both passes read
-    the file alike; None detects it again. Columns are matched by name as in
-    :meth:`Preprocessing.apply_csv`; ``y`` is read when the target column is present (it must
-    be when ``require_target``). A chunk may be empty when every row of its block was dropped.
-    Errors name the file line, as ``read_csv`` does.
+    the file alike; None detects it again (or takes the scan's). Columns are matched by name
+    as in :meth:`Preprocessing.apply_csv`; ``y`` is read when the target column is present
+    (it must be when ``require_target``). A chunk may be empty when every row of its block
+    was dropped. Errors name the file line, as ``read_csv`` does.
     """
-    pre = preprocessing
+    scan = preprocessing if isinstance(preprocessing, CsvScan) else None
+    pre = preprocessing if scan is None else scan.preprocessing
     src = open_source(path, max_bytes, None)
     if dialect is None:
-        dialect = sniff_csv(src, header=pre.header, na_values=pre.na_values)
+        dialect = scan.dialect if scan is not None else sniff_csv(
+            src, header=pre.header, na_values=pre.na_values)
+    kept = None if scan is None else scan._kept
+    if kept is not None and kept.serves(src, dialect, block_bytes):
+        yield from _served(pre, kept, src, dialect, require_target)
+        return
     need = pre._inputs + ([pre.target["name"]] if pre.target else [])
     na = frozenset(pre.na_values)
     fast = fast_cast_ok(na)
@@ -491,7 +597,7 @@ def iter_csv(path, preprocessing: Preprocessing, *, dialect: Dialect | None = No
                 checked = True
             cols = (block.cells.columns() if isinstance(block.cells, ColumnCells)
                     else sorted(block.cells))
-            builder = TableBuilder(names, cols, 10_000, fast)
+            builder = TableBuilder(names, cols, _MAX_VOCAB, fast)
             builder.add(block, dialect.decimal, na)
             table = builder.table(src.name, dialect, block.lines, [], None)
             yield pre._encode(table, np.arange(len(block.lines)), with_target=has_target,
@@ -500,6 +606,18 @@ def iter_csv(path, preprocessing: Preprocessing, *, dialect: Dialect | None = No
         raise bad.error(dialect.encoding, src,
                         ("pass the dialect scan_csv detected (dialect=scan.dialect)", [])
                         ) from None
+    except MemoryError:
+        raise out_of_memory(src.name) from None
+
+
+def _served(pre, kept, src, dialect, require_target) -> Iterator[Dataset]:
+    """:func:`iter_csv`'s chunks from the blocks pass one kept."""
+    _check_columns(pre, kept.names, src.name, dialect, require_target)
+    has_target = pre.target is not None and pre.target["name"] in kept.names
+    try:
+        for table in kept.tables(src.name, dialect):
+            yield pre._encode(table, np.arange(table.n_rows), with_target=has_target,
+                              allow_empty=True)
     except MemoryError:
         raise out_of_memory(src.name) from None
 
@@ -521,8 +639,7 @@ def _moments(src, scan: CsvScan, block_bytes: int) -> None:
     """Mean and standard deviation of each encoded column (Chan et al.'s pairwise update)."""
     n = 0
     mean = m2 = None
-    for chunk in iter_csv(src, scan.preprocessing, dialect=scan.dialect,
-                          block_bytes=block_bytes):
+    for chunk in iter_csv(src, scan, block_bytes=block_bytes):
         k = chunk.n_samples
         if not k:
             continue

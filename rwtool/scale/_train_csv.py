@@ -153,7 +153,8 @@ def train_csv(path, target, estimator, *, test=None, test_size: float = 0.25, sp
         """(X, y, is_test) per block of the training file, with progress in rows."""
         progress.start(stage, scan.n_rows)
         pos = 0
-        for ds in iter_csv(path, pre, dialect=scan.dialect, block_bytes=block_bytes):
+        # the scan: its record, its dialect, and the file's typed blocks when it kept them
+        for ds in iter_csv(path, scan, block_bytes=block_bytes):
             n = ds.n_samples
             is_test = (position_uniform(np.arange(pos, pos + n), _HOLDOUT_SEED + split_seed)
                        < test_size) if holdout else np.zeros(n, bool)
