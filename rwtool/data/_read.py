@@ -47,8 +47,8 @@ from numba import njit
 from ..exceptions import Note
 from ._charset import encoding_name, guess_legacy
 from ._dialect import _DOT_GROUPS, NA_VALUES, Dialect, Source, open_source
-from ._scan import (BLANK, NEWLINE_IN_QUOTES, TRAILING_EMPTY, compact_records, fold_records,
-                    scan_records, trim_trailing_field)
+from ._scan import (BLANK, NEWLINE_IN_QUOTES, TRAILING_EMPTY, compact_records, scan_records,
+                    split_columns, trim_trailing_field)
 from ._handoff import Deferred, arrow_input, held
 from ._names import Names, as_arrow, origin
 from ._errors import (DataError, DuplicateColumnError, EmptyFileError, EncodingError,
@@ -66,7 +66,7 @@ __all__ = ["Column", "Table", "TableBuilder", "Block", "iter_blocks", "parse",
 _BLOCK_BYTES = 1 << 26                 # bytes read at a time (whole-file reads)
 _STREAM_BLOCK_BYTES = 1 << 24          # ... when the caller wants bounded memory
 _PLAIN_BLOCK = 1 << 22                # pyarrow.csv's block on the plain path (lines up to it)
-_WIDE = 1024                           # columns above which records are folded for the tokeniser
+_WIDE = 1024                           # columns above which records are split by split_columns
 _SAMPLE = 256                          # cells looked at before choosing how to type a chunk
 _FIRST_BLOCK = 1 << 20                 # the first block of a typed read: its text sets the plan
 _TYPED_MAX = 64                        # columns typed while split (wider: cast_block's one cast)
@@ -1131,8 +1131,7 @@ def _check_fields(buf, starts, ends, flags, nf, lines, ncols, dialect, path,
 def _tokenise(buf, starts, ends, flags, max_len, ncols, keep, dialect, path, head_rows,
               trimmed, plan=None):
     if ncols > _WIDE:
-        return _tokenise_wide(buf, starts, ends, flags, max_len, ncols, keep, dialect, path,
-                              head_rows)
+        return _tokenise_wide(buf, starts, ends, ncols, keep, dialect, path, head_rows)
     contiguous = not trimmed and _only_line_breaks_between(buf, starts, ends)
     if contiguous:
         data = buf[starts[0]:ends[-1]]
@@ -1152,32 +1151,23 @@ def _tokenise(buf, starts, ends, flags, max_len, ncols, keep, dialect, path, hea
     return _cells_and_head(table, pos, ncols, keep, head_rows)
 
 
-def _tokenise_wide(buf, starts, ends, flags, max_len, ncols, keep, dialect, path, head_rows):
-    """The cells of a wide block: its records folded into lines of _WIDE fields (see
-    :func:`fold_records`), so pyarrow.csv's memory stays a small multiple of the block
-    (given the records whole, it holds about 9 KB per column: 5.8 GB for a 6 MB file of
-    500,000 columns), then the cells taken back into the file's columns."""
-    n, k = len(starts), _WIDE
-    m = -(-ncols // k)
-    data = fold_records(buf, starts, ends, dialect.delimiter, dialect.quotechar, ncols, k)
-    try:
-        table, _ = _pyarrow_cells(data, k, list(range(k)), dialect, 0,
-                                  int(max(1 << 20, 2 * max_len + 16)),
-                                  bool(np.any(flags & NEWLINE_IN_QUOTES)))
-    except pa.ArrowInvalid as exc:
-        raise DataError(f"the CSV structure is broken ({' '.join(str(exc).split())[:200]})",
-                        file=path, row=None) from None
-    if table.num_rows != n * m:
-        raise DataError(f"the CSV structure is broken ({table.num_rows} lines tokenised for "
-                        f"{n} records of {m} lines)", file=path,
-                        hint="check the quotes and line breaks")
-    del data
-    folded = pa.concat_arrays([a for c in table.columns for a in c.chunks])
-    del table
+def _tokenise_wide(buf, starts, ends, ncols, keep, dialect, path, head_rows):
+    """The cells of a wide block, split by :func:`split_columns` straight into the file's
+    columns, one after the other: pyarrow.csv holds about 9 KB per column of a block (5.8 GB
+    for a 6 MB file of 500,000 columns), and folding the records into narrow lines for it
+    still took about 5 times the block (the folded copy, its table, the cells gathered back
+    by an index per cell)."""
+    n = len(starts)
     want = np.arange(ncols) if head_rows > 0 else np.asarray(keep, np.int64)   # sorted
-    # field j of record r is field j % k of folded line r * m + j // k
-    idx = ((want % k) * (n * m) + want // k)[:, None] + (np.arange(n, dtype=np.int64) * m)
-    flat = folded.take(pa.array(idx.ravel()))
+    split = split_columns(buf, starts, ends, dialect.delimiter, dialect.quotechar, ncols, want)
+    if split is None:
+        raise DataError(f"the CSV structure is broken (a record of {n} does not hold "
+                        f"{ncols} fields)", file=path, hint="check the quotes and line breaks")
+    offsets, data = split
+    kind = pa.string() if offsets.dtype == np.int32 else pa.large_string()
+    flat = pa.Array.from_buffers(kind, len(offsets) - 1,
+                                 [None, pa.py_buffer(offsets), pa.py_buffer(data)])
+    del split, offsets, data
     cells = ColumnCells(flat, n, want, keep)
     head = []
     if head_rows > 0:
@@ -1263,9 +1253,7 @@ def _pyarrow_cells(data, ncols, keep, dialect, head_rows, block_size, newlines, 
     """pyarrow.csv's table of the records in ``data`` (every field as text, or as ``plan``
     says: a column whose conversion fails is read as text from then on, the block split
     again) and the position of each wanted column in it. ``pool``: :func:`_pool` (then on
-    the calling thread), or None (pyarrow's default pool, on its threads: a wide file's
-    folded records, where the C library's allocator mapped 1 GB of address space for a
-    6 MB file of 500,000 columns, against 20 MB)."""
+    the calling thread), or None (pyarrow's default pool, on its threads)."""
     names = [f"f{j}" for j in range(ncols)]
     want = sorted(set(keep) | (set(range(ncols)) if head_rows > 0 else set()))
     types = plan.types if plan is not None and head_rows <= 0 and plan.types else {}
@@ -1366,7 +1354,7 @@ def _plain_block(buf, final, dialect, names, given, usecols, head_rows, line_bas
     if names is None:                           # the block holds the header
         eol = first_break if first_break >= 0 else len(buf)
         if np.count_nonzero(buf[:eol] == ord(dialect.delimiter)) >= _WIDE:
-            return None     # folded by the scanning reader (no quotes here: fields = delims + 1)
+            return None     # split by the scanning reader (no quotes here: fields = delims + 1)
         cells = _split_one(buf[:eol], dialect)
         names, keep = _names(cells, len(cells), dialect, given, usecols, path, line_base)
         start = eol + 1 if dialect.header else 0

@@ -6,8 +6,9 @@ keeps the rest of the file as one cell). :func:`scan_records` runs one pass over
 the same quoting rules (a quote opens a quoted field only at the start of a field; ``""`` inside
 quotes is one quote; text after a closing quote joins the field) and the same newlines (``\\n``,
 ``\\r\\n``, lone ``\\r``), so every record pyarrow returns has a known file line, and broken
-structure is refused before any cell is typed. It works on UTF-8 bytes (the structural
-characters are ASCII). This module must not decode or type cells.
+structure is refused before any cell is typed. Records too wide for pyarrow.csv are split into
+their cells here (:func:`split_columns`). It works on UTF-8 bytes (the structural characters
+are ASCII). This module must not decode or type cells.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-__all__ = ["scan_records", "compact_records", "fold_records", "BLANK", "TRAILING_EMPTY"]
+__all__ = ["scan_records", "compact_records", "split_columns", "BLANK", "TRAILING_EMPTY"]
 
 BLANK = 1              # the record holds only spaces, tabs, delimiters and quotes
 TRAILING_EMPTY = 2     # its last field is empty (a trailing delimiter when it has one too many)
@@ -211,59 +212,85 @@ def trim_trailing_field(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray,
 
 
 @njit(cache=True, nogil=True)
-def _fold(buf, starts, ends, cls, delim, k, pad, out):
+def _split(buf, starts, ends, cls, ncols, want, offsets, data):
+    """Walk the records column by column (a cursor per record), writing the cells of the
+    columns ``want`` (sorted) one column after the other: ``offsets`` (len(want) * n + 1)
+    and the unquoted bytes ``data``. With ``data`` empty, only count: returns the bytes the
+    cells take, or -1 when a record does not hold exactly ``ncols`` fields."""
+    n = starts.shape[0]
+    cur = starts.copy()
+    write = data.shape[0] > 0
     o = 0
-    for r in range(starts.shape[0]):
-        field = 0              # fields ended so far in this record
-        field_start = True
-        in_q = False
-        i = starts[r]
-        end = ends[r]
-        while i < end:
-            b = buf[i]
-            c = cls[b]
-            if in_q:
-                if c == 4:
-                    if i + 1 < end and buf[i + 1] == b:      # "" inside quotes: one quote
-                        out[o] = b
-                        out[o + 1] = b
-                        o += 2
-                        i += 2
-                        continue
-                    in_q = False
-            elif c == 3:
-                field += 1
-                out[o] = 10 if field % k == 0 else b
-                o += 1
-                field_start = True
+    c = 0                      # cells written
+    p = 0                      # next position in want
+    for j in range(ncols):
+        wanted = p < want.shape[0] and want[p] == j
+        if wanted:
+            p += 1
+        for r in range(n):
+            i = cur[r]
+            end = ends[r]
+            if i > end:
+                return -1      # fewer fields than ncols
+            if wanted and write:
+                offsets[c] = o
+                c += 1
+            field_start = True
+            in_q = False
+            while i < end:
+                b = buf[i]
+                k = cls[b]
+                if in_q:
+                    if k == 4:
+                        if i + 1 < end and buf[i + 1] == b:     # "" inside quotes: one quote
+                            i += 1
+                        else:
+                            in_q = False
+                            i += 1
+                            continue
+                elif k == 3:
+                    break
+                elif k == 4 and field_start:
+                    in_q = True
+                    field_start = False
+                    i += 1
+                    continue
+                field_start = False
+                if wanted:
+                    if write:
+                        data[o] = b
+                    o += 1
                 i += 1
-                continue
-            elif c == 4 and field_start:
-                in_q = True
-            field_start = False
-            out[o] = b
-            o += 1
-            i += 1
-        for _ in range(pad):
-            out[o] = delim
-            o += 1
-        out[o] = 10
-        o += 1
+            cur[r] = i + 1     # past the delimiter (past the end after the last field)
+    for r in range(n):
+        if cur[r] != ends[r] + 1:
+            return -1          # more fields than ncols
+    if write and want.shape[0]:
+        offsets[c] = o
     return o
 
 
-def fold_records(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray, delimiter: str,
-                 quotechar: str, ncols: int, k: int) -> np.ndarray:
-    """The records ``buf[starts[r]:ends[r]]`` (each of ``ncols`` fields) rewritten as lines of
-    ``k`` fields: every k-th delimiter outside quotes becomes a line break, and the last line of
-    a record is padded with empty fields to ``k``. A tokeniser then sees k columns, whatever
-    the file's width (pyarrow.csv's memory grows with the columns of a block, about 9 KB
-    each); field j of record r is field j % k of line r * ceil(ncols / k) + j // k. Quoting
-    rules as in :func:`scan_records`; k >= 2, so no line is empty."""
-    m = -(-ncols // k)
-    pad = m * k - ncols
+def split_columns(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray, delimiter: str,
+                  quotechar: str, ncols: int, want: np.ndarray):
+    """The cells of columns ``want`` (sorted positions) of the records ``buf[starts[r]:
+    ends[r]]``, each of ``ncols`` fields, one column after the other: (offsets, data) of a
+    string array of len(want) * n cells, cell (column want[p], record r) at p * n + r, with
+    the quoting rules of :func:`scan_records` (the quotes of a quoted field removed, ``""``
+    inside them one quote). For records too wide for a tokeniser (pyarrow.csv holds about
+    9 KB per column of a block: 5.8 GB for a 6 MB file of 500,000 columns): one walk over the
+    bytes to size the cells, one to write them, and nothing per cell but its offset. None when
+    a record does not hold ``ncols`` fields."""
     cls = np.zeros(256, np.uint8)
     cls[ord(delimiter)], cls[ord(quotechar)] = 3, 4
-    out = np.empty(int(np.sum(ends - starts)) + len(starts) * (pad + 1), np.uint8)
-    n = _fold(buf, starts, ends, cls, np.uint8(ord(delimiter)), k, pad, out)
-    return out[:n]
+    want = np.asarray(want, np.int64)
+    n_cells = len(want) * len(starts)
+    size = _split(buf, starts, ends, cls, ncols, want, np.empty(0, np.int64),
+                  np.empty(0, np.uint8))
+    if size < 0:
+        return None
+    offsets = np.empty(n_cells + 1, np.int32 if size < 1 << 31 else np.int64)
+    data = np.empty(max(size, 1), np.uint8)
+    _split(buf, starts, ends, cls, ncols, want, offsets, data)
+    if not n_cells:
+        offsets[0] = 0
+    return offsets, data[:size]
