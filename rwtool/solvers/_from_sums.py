@@ -49,18 +49,23 @@ def empty_stats(est, fmap, n_outputs: int, n_folds: int | None = None,
     from them (``n_folds`` None and reg "auto"), and then, for a classifier, a validation
     sample of ``VALIDATION_ROWS`` rows; one fold for a fixed reg. ``weight_sum``: the total
     weight of all the rows the sums will hold (an in-memory fit), so the sample keeps the
-    features the search scores with (:func:`sample_columns`) instead of the rows."""
+    features the search scores with (:func:`sample_columns`) instead of the rows, and the
+    folds keep their sums of those columns alone (``fold_features``), the total of all of
+    them beside."""
     auto = n_folds is None and est._auto_reg()
     F = (AUTO_FOLDS if auto else 1) if n_folds is None else int(n_folds)
     sample = VALIDATION_ROWS if auto and est._estimator_type == "classifier" else 0
-    columns = 0 if not sample or weight_sum is None else sample_columns(est, fmap, weight_sum)
+    columns = (None if not auto or weight_sum is None
+               else sample_columns(est, fmap, weight_sum))
     return SufficientStats(fmap.n_output_, n_outputs, F, sample_rows=sample,
-                           sample_features=columns)
+                           sample_features=columns if sample and columns else 0,
+                           fold_features=columns)
 
 
 def sample_columns(est, fmap, weight_sum: float) -> int:
-    """The leading feature columns a validation sample captures for the search on rows of
-    total weight ``weight_sum``: at least those :func:`select_reg` scores with
+    """The leading feature columns a validation sample captures, and the per-fold sums keep,
+    for the search on rows of total weight ``weight_sum``: at least those :func:`select_reg`
+    scores with
     (``search_columns`` is non-decreasing in the weight, and one more unit covers the rounding
     of weight sums added in another order), every column for the Lasso's path."""
     if est._validate() == "lasso":

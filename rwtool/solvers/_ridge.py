@@ -31,7 +31,7 @@ from ..features._base import auto_block_size
 from ..progress import make_progress
 from ..threads import blas_threads_for, single_blas_thread
 from ._numpy_blas import cholesky_lower
-from ._rank_update import DIRECT, mirror_lower, rank_update
+from ._rank_update import DIRECT, cross_update, mirror_lower, rank_update
 
 __all__ = ["auto_block_size", "normal_equations", "solve_normal_equations",
            "RegPath", "ridge_fit", "cholesky_solve"]
@@ -39,7 +39,7 @@ __all__ = ["auto_block_size", "normal_equations", "solve_normal_equations",
 
 def normal_equations(feature_map, X: np.ndarray, Y: np.ndarray, block_size: int | None = None,
                      progress=None, out=None, weights: np.ndarray | None = None,
-                     capture=None, bounds=None):
+                     capture=None, bounds=None, joint: np.ndarray | None = None):
     """A = Phi^T W Phi (full symmetric) and B = Phi^T W Y, accumulated block by block
     (W = diag(weights), the identity when ``weights`` is None).
 
@@ -64,6 +64,13 @@ def normal_equations(feature_map, X: np.ndarray, Y: np.ndarray, block_size: int 
         sums of rows sorted by fold, rwtool.solvers._sufficient). The blocks run over all m
         rows as one sequence and a block that straddles a bound is split only for its
         products, so the features cost what one pass costs, whatever the number of groups.
+    joint : (T, T) array, or None. When given, the groups' A are t x t (t <= T): each group
+        gets the sums of the first t columns alone, and the products of the other columns --
+        the trailing T - t columns with themselves (dsyrk) and with the first t (dgemm) --
+        go, over all rows and unsplit, to ``joint``, whose leading t x t block is then the
+        sum of the groups' A: ``joint`` receives the total A of all the rows, for the flops of
+        one pass. (reg="auto" keeps its folds apart on the columns it searches with only:
+        rwtool.solvers._sufficient.) The groups' A must start at zero.
     """
     progress = make_progress(progress)
     m = X.shape[0]
@@ -76,7 +83,16 @@ def normal_equations(feature_map, X: np.ndarray, Y: np.ndarray, block_size: int 
         raise ValueError(f"bounds must run from 0 to the {m} rows with one group of sums "
                          f"(out) between each two, got {len(bounds)} bounds for "
                          f"{len(groups)} groups")
-    AtA = Yb = None
+    t = T if joint is None else groups[0][0].shape[0]
+    if joint is not None:
+        if joint.shape != (T, T) or any(A.shape != (t, t) for A, _ in groups) or t > T:
+            raise ValueError(f"with joint, joint must be {T} x {T} and every group's A one "
+                             f"t x t leading block (t <= {T}), got {joint.shape} and "
+                             f"{[A.shape for A, _ in groups]}")
+        if any(A.any() for A, _ in groups):
+            raise ValueError("with joint, the groups' A must start at zero: joint's leading "
+                             "block is their sum")
+    AtA = rest_AtA = Yb = None
     lower_only = [False] * len(groups)      # updated by dsyrk: mirrored after the last block
     progress.start("normal equations", m)
     with np.errstate(over="ignore", invalid="ignore"):   # an overflow is the error below
@@ -94,6 +110,7 @@ def normal_equations(feature_map, X: np.ndarray, Y: np.ndarray, block_size: int 
                 root = np.sqrt(weights[start:stop]).astype(Phi.dtype)[:, None]
                 Phi = Phi * root
                 Yr = Yr * root
+            lead = Phi if t == T else Phi[:, :t]
             first = int(np.searchsorted(bounds, start, side="right")) - 1
             for g in range(first, len(groups)):
                 lo, hi = max(start, bounds[g]) - start, min(stop, bounds[g + 1]) - start
@@ -101,22 +118,34 @@ def normal_equations(feature_map, X: np.ndarray, Y: np.ndarray, block_size: int 
                     if bounds[g] >= stop:
                         break
                     continue
-                part = Phi if hi - lo == len(Phi) else Phi[lo:hi]
+                part = lead if hi - lo == len(Phi) else lead[lo:hi]
                 if not (DIRECT and part.dtype == np.float64) and AtA is None:
-                    AtA = np.empty((T, T), dtype=Phi.dtype)
+                    AtA = np.empty((t, t), dtype=Phi.dtype)
                 # up to SMALL_SOLVE_MAX features syrk rounds differently on two OpenBLAS
                 # threads; Phi^T Y (a matrix-vector product over the rows) at any size
                 A_g, B_g = groups[g]
                 with blas_threads_for(T):
                     lower_only[g] |= rank_update(A_g, part, AtA)
                 with single_blas_thread():
-                    B_g += part.T @ Yr[lo:hi]
+                    B_g += Phi[lo:hi].T @ Yr[lo:hi]
+            if t < T:
+                rest = Phi[:, t:]
+                if not (DIRECT and rest.dtype == np.float64) and rest_AtA is None:
+                    rest_AtA = np.empty((T - t, T - t), dtype=Phi.dtype)
+                with blas_threads_for(T):
+                    rank_update(joint[t:, t:], rest, rest_AtA)
+                    cross_update(joint[t:, :t], rest, lead)
             progress.update(stop)
     progress.end()
     for (A, _), lower in zip(groups, lower_only):
         if lower:
             mirror_lower(A)
-    if not all(np.isfinite(A).all() and np.isfinite(B).all() for A, B in groups):
+    if joint is not None:
+        for A, _ in groups:
+            joint[:t, :t] += A
+        mirror_lower(joint)         # its trailing block's lower triangle, its cross block
+    if not (all(np.isfinite(A).all() and np.isfinite(B).all() for A, B in groups)
+            and (joint is None or np.isfinite(joint).all())):
         raise NumericalError(
             "the feature matrix overflowed (non-finite Phi^T Phi); the features are too large "
             "for float64", solver="normal equations",

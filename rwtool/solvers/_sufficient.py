@@ -28,6 +28,15 @@ partitioned collection split the same rows the same way, and the copies of a row
 upsampled data) share one fold: they are never on both sides of a validation split, which
 would reward the reg that memorises them (a grouped k-fold, the groups being identical rows).
 
+The sums of an in-memory fit that only chooses reg by :func:`select_reg` can keep the folds
+apart on the leading ``fold_features`` columns alone, the model it searches with: A_f is then
+t x t, and the total A of all T columns is accumulated over all rows at once beside them
+(``A_total``; ridge.normal_equations ``joint``). The pass then costs the flops of a one-fold
+pass in full-size products (at T = 8000 the per-fold T x T sums split two of ten blocks at the
+folds' bounds and held three 512 MB sums and a fourth for their total), and the final solve
+reads ``A_total`` in place. Streams and Dask collections keep every column per fold (their
+rows' count, which sets the search's columns, is known only at the end), as does the Lasso.
+
 A chunk whose sums are not finite is refused with NumericalError before anything is added:
 the sums stay exactly as they were, and a stream goes on with the next chunk.
 
@@ -302,17 +311,27 @@ class SufficientStats:
         The sample keeps the first this many columns of its rows' features, captured by
         :meth:`add` as the blocks pass, instead of the rows (0: the rows; see
         :class:`ValidationSample`). At least :func:`search_columns` of the rows' total weight.
+    fold_features : int or None, default None
+        t: the leading columns whose sums are kept per fold (A is F x t x t); the total of all
+        T columns is then ``A_total`` (None when t = T, the default: every column per fold,
+        the total their sum). At least :func:`search_columns` of the rows' total weight, for
+        :func:`select_reg`; the per-fold solves and scores of more columns than t raise.
 
     The arrays are plain float64 numpy arrays, so the object pickles to Dask workers and back;
     it is never written to a model file.
     """
 
     def __init__(self, n_features: int, n_outputs: int, n_folds: int = 1, fold_seed: int = 0,
-                 sample_rows: int = 0, sample_features: int = 0):
+                 sample_rows: int = 0, sample_features: int = 0,
+                 fold_features: int | None = None):
         if n_folds < 1:
             raise ValueError(f"n_folds must be >= 1, got {n_folds}")
         T, k, F = int(n_features), int(n_outputs), int(n_folds)
-        self.A = np.zeros((F, T, T))
+        t = T if fold_features is None else min(int(fold_features), T)
+        if t < 1 and T > 0:
+            raise ValueError(f"fold_features must be at least 1, got {fold_features}")
+        self.A = np.zeros((F, t, t))
+        self.A_total = np.zeros((T, T)) if t < T else None
         self.B = np.zeros((F, T, k))
         self.n = np.zeros(F, dtype=np.int64)
         self.w = np.zeros(F)
@@ -329,6 +348,11 @@ class SufficientStats:
 
     @property
     def n_features(self) -> int:
+        return self.B.shape[1]
+
+    @property
+    def fold_features(self) -> int:
+        """t, the leading columns whose sums are kept per fold (n_features: all of them)."""
         return self.A.shape[1]
 
     @property
@@ -342,7 +366,8 @@ class SufficientStats:
 
     @property
     def nbytes(self) -> int:
-        return int(self.A.nbytes + self.B.nbytes + self.n.nbytes + self.w.nbytes + self.ysum.nbytes
+        return int(self.A.nbytes + self.B.nbytes + self.n.nbytes
+                   + (0 if self.A_total is None else self.A_total.nbytes) + self.w.nbytes + self.ysum.nbytes
                    + self.yy.nbytes + (0 if self.sample is None else self.sample.nbytes))
 
     # -- accumulation ------------------------------------------------------------------------
@@ -379,7 +404,8 @@ class SufficientStats:
         # the old ones -- never undone by subtraction, which would not restore them exactly.
         fresh = self.n_samples == 0
         part = self if fresh else SufficientStats(self.n_features, self.n_outputs,
-                                                  self.n_folds, self.fold_seed)
+                                                  self.n_folds, self.fold_seed,
+                                                  fold_features=self.fold_features)
         candidates = features = None
         if self.sample is not None:
             if keys is None:
@@ -391,13 +417,15 @@ class SufficientStats:
             part._add_sorted(feature_map, X, Y, folds, block_size, progress, weights,
                              candidates, features)
             if not fresh:
-                for name in ("A", "B", "n", "w", "ysum", "yy"):
-                    getattr(part, name).__iadd__(getattr(self, name))
+                for name in self._SUMS:
+                    if getattr(part, name) is not None:
+                        getattr(part, name).__iadd__(getattr(self, name))
             # normal_equations checked the rows' A and B (NumericalError), all a fresh object
             # holds of them; added to older sums they are new totals (a T x T scan each: 0.2 s
             # at T = 8000 for three folds)
-            sums = (part.ysum, part.yy) if fresh else (part.A, part.B, part.ysum, part.yy)
-            finite = all(np.isfinite(a).all() for a in sums)
+            sums = (part.ysum, part.yy) if fresh else (part.A, part.B, part.A_total, part.ysum,
+                                                       part.yy)
+            finite = all(np.isfinite(a).all() for a in sums if a is not None)
         except NumericalError:          # normal_equations' own check of a fold's sums
             finite = False
         except BaseException:
@@ -414,8 +442,8 @@ class SufficientStats:
                     "standardise with the statistics of all the data (x_scaler=, y_scaler=) "
                     "or lower sigma")
         if not fresh:
-            self.A, self.B, self.n, self.w = part.A, part.B, part.n, part.w
-            self.ysum, self.yy = part.ysum, part.yy
+            for name in self._SUMS:
+                setattr(self, name, getattr(part, name))
         if self.sample is not None:
             self.sample.offer(keys, np.arange(first, first + len(X)), folds, np.asarray(X), Y,
                               weights, candidates, features)
@@ -443,7 +471,7 @@ class SufficientStats:
             capture = (at[rank], features, rank)
         normal_equations(feature_map, X, Y, block_size, progress,
                          out=[(self.A[f], self.B[f]) for f in range(F)], weights=weights,
-                         capture=capture, bounds=bounds)
+                         capture=capture, bounds=bounds, joint=self.A_total)
         for f in np.flatnonzero(counts):
             rows = slice(bounds[f], bounds[f + 1])
             Yf = Y[rows]
@@ -458,9 +486,13 @@ class SufficientStats:
                 self.ysum[f] += wf @ Yf
                 self.yy[f] += np.einsum("i,ij,ij->j", wf, Yf, Yf)
 
+    #: the arrays that are sums over rows (A_total None when every column is kept per fold)
+    _SUMS = ("A", "A_total", "B", "n", "w", "ysum", "yy")
+
     def _clear(self) -> None:
-        for a in (self.A, self.B, self.n, self.w, self.ysum, self.yy):
-            a[...] = 0
+        for name in self._SUMS:
+            if getattr(self, name) is not None:
+                getattr(self, name)[...] = 0
 
     def __add__(self, other: "SufficientStats") -> "SufficientStats":
         """The statistics of the union of two disjoint sets of rows (a reduction step)."""
@@ -471,11 +503,14 @@ class SufficientStats:
         if (self.A.shape, self.B.shape, self.fold_seed, size[0]) != (
                 other.A.shape, other.B.shape, other.fold_seed, size[1]):
             raise ValueError(f"cannot merge statistics of shapes {self.B.shape} and "
-                             f"{other.B.shape} (folds x features x outputs) or fold seeds "
+                             f"{other.B.shape} (folds x features x outputs), of "
+                             f"{self.fold_features} and {other.fold_features} columns per "
+                             f"fold, or fold seeds "
                              f"{self.fold_seed} and {other.fold_seed}, or validation samples "
                              f"of (rows, feature columns) {size[0]} and {size[1]}")
         out = SufficientStats.__new__(SufficientStats)
         out.A, out.B = self.A + other.A, self.B + other.B
+        out.A_total = None if self.A_total is None else self.A_total + other.A_total
         out.n, out.ysum, out.yy = self.n + other.n, self.ysum + other.ysum, self.yy + other.yy
         out.w = self.w + other.w
         out.fold_seed = self.fold_seed
@@ -484,8 +519,17 @@ class SufficientStats:
 
     # -- totals and solves -------------------------------------------------------------------
     def total(self):
-        """(A, B, m) summed over the folds, m the weight sum (the rows without weights)."""
-        return self.A.sum(axis=0), self.B.sum(axis=0), float(self.w.sum())
+        """(A, B, m) summed over the folds, m the weight sum (the rows without weights). A is
+        ``A_total`` itself when the folds keep fewer columns than T (read it, do not modify)."""
+        A = self.A.sum(axis=0) if self.A_total is None else self.A_total
+        return A, self.B.sum(axis=0), float(self.w.sum())
+
+    def _check_fold_columns(self, what: str) -> None:
+        if self.A_total is not None:
+            raise ValueError(f"{what} needs the per-fold sums of all {self.n_features} "
+                             f"columns, but these keep {self.fold_features} per fold (the "
+                             f"search's); make the statistics with fold_features=None, or "
+                             f"use leading_model() on at most {self.fold_features} columns")
 
     def solve(self, reg: float, R: np.ndarray | None = None, eps: float = 0.0):
         """``(coef, info)`` of (A + m reg R + m eps I) a = B on all rows (ridge.py); ``info``
@@ -504,6 +548,7 @@ class SufficientStats:
         A, B, m = self.total()
         yy = self.yy.sum(axis=0)
         if fold is not None:
+            self._check_fold_columns("gram_form(fold)")
             A, B, m, yy = A - self.A[fold], B - self.B[fold], m - self.w[fold], yy - self.yy[fold]
         self._check_rows(m)
         return A / m, B / m, yy / m
@@ -524,6 +569,7 @@ class SufficientStats:
         the path is not accurate or not applicable. Below ``PATH_MIN_REGS`` values one Cholesky
         solve each is cheaper than the eigensolve. ``total``: :meth:`total`, if the caller has it.
         """
+        self._check_fold_columns("fold_coefs")
         A, B, m = self.total() if total is None else total
         A_tr, B_tr, m_tr = A - self.A[fold], B - self.B[fold], m - float(self.w[fold])
         self._check_rows(m_tr)
@@ -552,6 +598,7 @@ class SufficientStats:
         from the sums alone: R^2 averaged over outputs (regression), or minus the mean squared
         error of the +/-1 codes averaged over classes (classification: the loss being
         minimised; accuracy is not a sum over rows of these statistics). Higher is better."""
+        self._check_fold_columns("validation_scores")
         k = self.n_outputs
         n_f = float(self.w[fold])
         A_f, B_f = self.A[fold], self.B[fold]
@@ -727,7 +774,11 @@ def leading_model(stats: SufficientStats, R: np.ndarray | None, feature_map, n_k
     c = _subset_scale(feature_map, n_keep)
     out = SufficientStats.__new__(SufficientStats)
     out.__dict__.update(stats.__dict__)   # every per-fold sum not over features, as it is
+    if n_keep > stats.fold_features:
+        raise ValueError(f"the leading model of {n_keep} features needs their per-fold sums, "
+                         f"but these statistics keep {stats.fold_features} columns per fold")
     out.A = stats.A[:, :n_keep, :n_keep] * (1.0 / (c * c))    # one copy, exact when c = 1
+    out.A_total = None
     out.B = stats.B[:, :n_keep] * (1.0 / c)
     R = None if R is None else np.ascontiguousarray(R[:n_keep, :n_keep])
     return out, R, subset_map(feature_map, np.arange(n_keep))

@@ -208,11 +208,14 @@ def test_validation_sample_is_the_same_rows_in_any_chunking():
                                np.mean((D > 0) == (Y[rows] > 0), axis=0))
 
 
+@pytest.mark.parametrize("fold_features", [None, 5, 12])
 @pytest.mark.parametrize("block_size", [16, 64, None])
-def test_fold_sums_are_each_folds_dense_products_in_any_chunking(block_size):
+def test_fold_sums_are_each_folds_dense_products_in_any_chunking(block_size, fold_features):
     """add() sorts a chunk's rows by fold and passes them as one sequence of blocks split at
     the folds' bounds: every fold's sums equal the dense products of its rows (oracle: numpy on
-    the rows of fold_of(row_keys(X))), weighted or not, in one array or in uneven chunks."""
+    the rows of fold_of(row_keys(X))), weighted or not, in one array or in uneven chunks. With
+    ``fold_features`` t < T, A_f is the fold's product on the first t columns and the total of
+    all columns (``A_total``, unsplit blocks) is the product of all rows; t = T keeps all."""
     from rwtool.features import RWRelu
     from rwtool.solvers._sufficient import SufficientStats
     rng = np.random.default_rng(3)
@@ -222,22 +225,78 @@ def test_fold_sums_are_each_folds_dense_products_in_any_chunking(block_size):
     Phi, folds = fmap.transform(X), fold_of(row_keys(X), 3)
     for weights in (None, w):
         W = np.ones(230) if weights is None else weights
-        whole = SufficientStats(12, 2, 3).add(fmap, X, Y, block_size=block_size,
-                                              weights=weights)
-        stream = SufficientStats(12, 2, 3)
+        whole = SufficientStats(12, 2, 3, fold_features=fold_features).add(
+            fmap, X, Y, block_size=block_size, weights=weights)
+        stream = SufficientStats(12, 2, 3, fold_features=fold_features)
         for i, j in [(0, 5), (5, 6), (6, 101), (101, 230)]:
             stream.add(fmap, X[i:j], Y[i:j], block_size=block_size,
                        weights=None if weights is None else weights[i:j])
+        t = 12 if fold_features is None else fold_features
         for s in (whole, stream):
+            assert s.fold_features == t and (s.A_total is None) == (t == 12)
+            # sums of at most 230 products of O(1) values: rounding far below 1e-11
+            np.testing.assert_allclose(s.total()[0], Phi.T @ (W[:, None] * Phi), rtol=1e-11,
+                                       atol=1e-11)
             for f in range(3):
                 P, Wf, Yf = Phi[folds == f], W[folds == f, None], Y[folds == f]
-                # sums of at most 230 products of O(1) values: rounding far below 1e-11
-                np.testing.assert_allclose(s.A[f], P.T @ (Wf * P), rtol=1e-11, atol=1e-11)
+                np.testing.assert_allclose(s.A[f], (P.T @ (Wf * P))[:t, :t], rtol=1e-11,
+                                           atol=1e-11)
                 np.testing.assert_allclose(s.B[f], P.T @ (Wf * Yf), rtol=1e-11, atol=1e-11)
                 np.testing.assert_allclose(s.w[f], Wf.sum(), rtol=1e-13)
                 np.testing.assert_allclose(s.ysum[f], (Wf * Yf).sum(axis=0), rtol=1e-12)
                 np.testing.assert_allclose(s.yy[f], (Wf * Yf * Yf).sum(axis=0), rtol=1e-12)
                 assert s.n[f] == np.sum(folds == f)
+
+
+@pytest.mark.parametrize("cls, kind, seed", [(rw.RWClassifier, "binary", 0),
+                                             (rw.RKSClassifier, "multiclass", 0),
+                                             (rw.RWRegressor, "regression", 1),
+                                             (rw.RKSRegressor, "regression", 0)])
+def test_fold_sums_of_the_searched_columns_choose_and_fit_as_all_columns(monkeypatch, cls,
+                                                                         kind, seed):
+    """fit keeps per-fold sums of the columns the search scores with (T_s = 40 of 120 here)
+    and the total of all T beside; the path before kept all T per fold (as partial_fit and
+    Dask still do). Both, in one process on the same draw: the same reg, the same candidates
+    and scores, and the same model. Tolerances: the per-fold sums are the same products, and
+    the total differs by the grouping of its sums (1e-16 relative); amplified by the final
+    system's condition number (below about 1e9 at the regs chosen here) that leaves the
+    coefficients within 1e-6 of their largest and the scores within 1e-9."""
+    from rwtool.solvers import _sufficient
+    from rwtool.solvers._from_sums import empty_stats
+    from rwtool.solvers._sufficient import SufficientStats, select_reg
+    monkeypatch.setattr(_sufficient, "COARSE_FEATURES", 8)
+    monkeypatch.setattr(_sufficient, "search_features", lambda m, T: 40)
+    X, y = _problem(kind)
+    est = cls(n_features=120, random_state=seed)
+    Xc, Y = est._fit_targets(X, y, None)
+    Xp, fmap = est._start_fit(Xc, Y, None)
+    new = empty_stats(est, fmap, Y.shape[1], weight_sum=len(Xc))
+    old = SufficientStats(120, Y.shape[1], 3, sample_rows=0 if new.sample is None else 10000,
+                          sample_features=0 if new.sample is None else new.sample.features)
+    for s in (new, old):
+        s.add(fmap, Xp, Y, rows=Xc, start=0)
+    assert new.fold_features == 40 < old.fold_features == 120
+    R = fmap.gram() if fmap.has_gram else None
+    eps = float(est.eps) if est._family == "rw" else 0.0
+    grid = est._auto_grid(est._validate())
+    (a, ta), (b, tb) = (select_reg(s, grid, cls._estimator_type == "classifier", R, eps,
+                                   feature_map=fmap) for s in (new, old))
+    assert a == b and ta["reg"] == tb["reg"] and ta["coarse"]["reg"] == tb["coarse"]["reg"]
+    np.testing.assert_allclose(ta["fold_scores"], tb["fold_scores"], rtol=0, atol=1e-9)
+    coef, _ = new.solve(a, R, eps)
+    ref, _ = old.solve(a, R, eps)
+    np.testing.assert_allclose(coef, ref, rtol=0, atol=1e-6 * np.abs(ref).max())
+    fitted = cls(n_features=120, random_state=seed).fit(X, y)
+    assert fitted.reg_ == a
+    np.testing.assert_allclose(fitted.coef_, ref, rtol=0, atol=1e-6 * np.abs(ref).max())
+    # what needs every column per fold says so, naming the fix
+    for call in (lambda: new.fold_coefs(0, [1e-3]), lambda: new.gram_form(0),
+                 lambda: new.validation_scores(0, np.zeros((120, Y.shape[1])), False),
+                 lambda: _sufficient.leading_model(new, R, fmap, 41)):
+        with pytest.raises(ValueError, match="per fold|per-fold"):
+            call()
+    with pytest.raises(ValueError, match="columns per fold"):
+        new + old
 
 
 def _captured_and_recomputed(cls, kw, X, y, weights=None, block_size=None):
@@ -290,8 +349,18 @@ def test_captured_sample_features_are_the_recomputed_ones(cls, kw, weighted):
     if weighted:
         assert np.all(cap.sample.weight > 0)
     np.testing.assert_array_equal(cap.sample.Phi, fmap.transform(Xp[cap.sample.pos])[:, :n])
-    for name in ("A", "B", "n", "w", "ysum", "yy"):     # capturing leaves the sums alone
+    for name in ("B", "n", "w", "ysum", "yy"):     # capturing leaves the sums alone
         np.testing.assert_array_equal(getattr(cap, name), getattr(rec, name))
+    # fit's sums keep the folds apart on the captured columns alone, the total of all beside
+    # (partial_fit's and Dask's keep all): the same products, grouped otherwise by BLAS (the
+    # total's trailing columns summed over all rows at once, not fold by fold), so equal to
+    # rounding: sums of 1300 products of features of at most about 1 (float32 blocks: each
+    # block's product rounded to float32, 1e-7 relative)
+    assert cap.fold_features == n and rec.fold_features == 600
+    tol = 1e-6 if kw.get("dtype") == "float32" else 1e-12
+    scale = np.abs(rec.A).max()
+    np.testing.assert_allclose(cap.A, rec.A[:, :n, :n], rtol=0, atol=tol * scale)
+    np.testing.assert_allclose(cap.total()[0], rec.total()[0], rtol=0, atol=tol * scale)
 
 
 @pytest.mark.slow
