@@ -69,7 +69,8 @@ _PLAIN_BLOCK = 1 << 22                # pyarrow.csv's block on the plain path (l
 _WIDE = 1024                           # columns above which records are split by split_columns
 _SAMPLE = 256                          # cells looked at before choosing how to type a chunk
 _FIRST_BLOCK = 1 << 20                 # the first block of a typed read: its text sets the plan
-_TYPED_MAX = 64                        # columns typed while split (wider: cast_block's one cast)
+_TYPED_MAX = 64                        # columns typed while split (wider: cast_block's casts)
+_SLAB = 1 << 16                        # cells cast at a time by cast_block
 _NUMBER = (r"^[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?$"
            r"|^[+-]?(?i:inf|infinity|nan)$")
 
@@ -1179,22 +1180,23 @@ def _tokenise_wide(buf, starts, ends, ncols, keep, dialect, path, head_rows):
 
 class ColumnCells(abc.Mapping):
     """Column index -> its cells in a block, as slices of one array holding the cells of the
-    columns ``cols`` one column after the other (``n`` each); only the ``keep`` columns are
-    keys. ``flat`` gives whole runs of columns to a cast without a slice per column. The
-    positions are an array, not a dict: a wide block must not cost an object per column."""
+    columns ``cols`` (sorted) one column after the other (``n`` each); only the ``keep``
+    columns (sorted, among ``cols``) are keys. ``flat`` gives whole runs of columns to a cast
+    without a slice per column. A column is found by a binary search in those arrays (the
+    caller's own, not copied): a wide block must not cost an object, or an index array, per
+    column."""
 
     def __init__(self, flat, n: int, cols, keep):
         self.flat, self.n = flat, n
-        cols = np.asarray(cols, np.int64)
+        self._cols = np.asarray(cols, np.int64)
         self._keys = np.asarray(keep, np.int64)
-        self._pos = np.full(int(cols.max()) + 1 if len(cols) else 0, -1, np.int64)
-        self._pos[cols] = np.arange(len(cols))
-        wanted = np.zeros(len(self._pos), bool)
-        wanted[self._keys] = True
-        self._pos[~wanted] = -1
 
     def _at(self, j) -> int:
-        return int(self._pos[j]) if 0 <= j < len(self._pos) else -1
+        for a in (self._keys, self._cols):
+            p = int(np.searchsorted(a, j))
+            if p >= len(a) or a[p] != j:
+                return -1
+        return p
 
     def __getitem__(self, j):
         p = self._at(j)
@@ -1217,10 +1219,14 @@ class ColumnCells(abc.Mapping):
 
     def run(self, js):
         """The cells of columns ``js`` one after the other, or None unless they are stored
-        so (consecutive positions)."""
-        p = self._pos[np.asarray(js, np.int64)]
-        if len(p) and p[0] >= 0 and np.array_equal(p, np.arange(p[0], p[0] + len(p))):
-            return self.flat.slice(int(p[0]) * self.n, len(p) * self.n)
+        so (keys at consecutive positions)."""
+        js = np.asarray(js, np.int64)
+        if not len(js):
+            return None
+        p, q = self._at(int(js[0])), int(np.searchsorted(self._keys, js[0]))
+        if p >= 0 and np.array_equal(self._cols[p:p + len(js)], js) \
+                and np.array_equal(self._keys[q:q + len(js)], js):
+            return self.flat.slice(p * self.n, len(js) * self.n)
         return None
 
 
@@ -1625,18 +1631,24 @@ def _run(block, js):
     return run
 
 
-def cast_block(block, js, decimal, fast):
-    """The cells of columns ``js`` of a wide block as one (len(js), rows) float matrix when
-    every one is a plain number (one cast in C: the per-column overhead would otherwise
-    dominate a block of few rows), else None (the caller types column by column)."""
+def cast_block(block, js, decimal, fast, out=None):
+    """The cells of columns ``js`` of a wide block as one (len(js), rows) float matrix (into
+    ``out`` when given) when every one is a plain number, else None (the caller types column
+    by column; ``out`` may then hold some columns). Cast in runs of columns of about 65,536
+    cells: few calls in C (the per-column overhead would otherwise dominate a block of few
+    rows), and no temporary of the block's size (pyarrow's array of the cast, then copied)."""
     n = len(block.lines)
     if not (fast and decimal == "." and len(js) > 64 and n):
         return None
+    V = np.empty((len(js), n)) if out is None else out
+    step = max(1, _SLAB // n)
     try:
-        return pc.cast(_run(block, js), pa.float64()).to_numpy(
-            zero_copy_only=False).reshape(len(js), n)
+        for a in range(0, len(js), step):
+            V[a:a + step] = pc.cast(_run(block, js[a:a + step]), pa.float64()).to_numpy(
+                zero_copy_only=False).reshape(-1, n)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         return None
+    return V
 
 
 @dataclass
@@ -1677,11 +1689,9 @@ def type_block(block, js, decimal, na, fast, column_of, out=None) -> TypedBlock:
     n, k = len(block.lines), len(js)
     if not n:
         return TypedBlock(np.empty((k, 0)), {}, None, {})
-    V = cast_block(block, js, decimal, fast)
+    V = cast_block(block, js, decimal, fast, out)
     if V is not None:
-        if out is not None:
-            out[:] = V
-        return TypedBlock(V if out is None else out, {}, None, {})
+        return TypedBlock(V, {}, None, {})
     V = np.empty((k, n)) if out is None else out
     codes = {}
     marks = np.zeros((k, 2), bool) if decimal == "," else None
@@ -1874,8 +1884,10 @@ def _parse_with(src, dialect, usecols, nrows, na_values, max_vocab, head_rows, n
     for block in iter_blocks(src, dialect, usecols=usecols, nrows=nrows, head_rows=head_rows,
                              names=names, plan=plan):
         if builder is None:
-            builder = TableBuilder(block.names, column_positions(block.names, usecols),
-                                   max_vocab, fast, src.size if nrows is None else 0)
+            keep = (block.cells.columns() if isinstance(block.cells, ColumnCells)
+                    else column_positions(block.names, usecols))    # the block's own array
+            builder = TableBuilder(block.names, keep, max_vocab, fast,
+                                   src.size if nrows is None else 0)
         builder.add(block, dialect.decimal, na)
         lines.append(block.lines)
         if block.head:
