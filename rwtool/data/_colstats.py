@@ -19,6 +19,7 @@ __all__ = ["block_stats"]
 @njit(cache=True, nogil=True)
 def _block_stats(V, lines, rows, first_inf, max_abs, n_num, n_fin, total, with_sums):
     all_rows = rows.shape[0] == 0
+    with_fin = n_fin.shape[0] > 0
     for r in range(V.shape[0]):
         cnt = 0
         fin = 0
@@ -42,21 +43,23 @@ def _block_stats(V, lines, rows, first_inf, max_abs, n_num, n_fin, total, with_s
                 t = s + v
                 c += (s - t) + v if abs(s) >= a else (v - t) + s
                 s = t
-        n_num[r] = cnt
-        n_fin[r] = fin
+        n_num[r] += cnt
+        if with_fin:
+            n_fin[r] += fin
         max_abs[r] = top
-        total[r] = s + c
+        if with_sums:
+            total[r] += s + c
 
 
-def block_stats(V, lines, first_inf, max_abs, rows=None, with_sums=True):
+def block_stats(V, lines, first_inf, max_abs, n_num, total=None, rows=None, n_fin=None):
     """Count the block ``V``'s numbers (of the cells where ``rows``, a bool mask; None: all)
-    into ``first_inf`` (file line of a column's first infinite number, -1 while none;
-    ``lines``: each cell's file line) and ``max_abs`` (largest finite magnitude), both
-    updated in place; returns the block's (numbers, finite numbers, sum of the finite ones
-    when ``with_sums``) per column."""
-    k = V.shape[0]
-    n_num, n_fin, total = np.empty(k, np.int64), np.empty(k, np.int64), np.zeros(k)
+    into per-column arrays, all updated in place (a wide file's summaries take no temporary
+    per column): ``first_inf`` (file line of a column's first infinite number, -1 while
+    none; ``lines``: each cell's file line), ``max_abs`` (largest finite magnitude), and
+    added to: ``n_num`` the numbers, ``total`` (None: not summed) the sum of the finite ones
+    (the block's compensated sum), ``n_fin`` (None: not counted) the finite ones."""
+    nothing = np.empty(0)
     _block_stats(np.ascontiguousarray(V, np.float64), np.asarray(lines, np.int64),
                  np.empty(0, np.bool_) if rows is None else rows, first_inf, max_abs, n_num,
-                 n_fin, total, with_sums)
-    return n_num, n_fin, total
+                 np.empty(0, np.int64) if n_fin is None else n_fin,
+                 nothing if total is None else total, total is not None)

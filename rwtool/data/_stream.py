@@ -113,14 +113,17 @@ class _Summary:
         k = len(keep)
         self.names, self.keep = names, np.asarray(keep, np.int64)
         self.max_vocab, self.fast, self.max_distinct = max_vocab, fast, max_distinct
-        # [ALL, FIT]: the FIT summaries are the ALL ones until a row lacks a target
-        self.n = [np.zeros((k, 3), np.int64)] * 2
+        # [ALL, FIT]: the FIT summaries are the ALL ones until a row lacks a target. A
+        # column's text cells are counted by its text part, its missing ones are the rest of
+        # the rows; the sum is of the FIT rows' finite numbers, used only where the FIT rows
+        # hold no infinite one (so their count is the numbers')
+        self.rows = [0, 0]
+        self.n_num = [np.zeros(k, np.int64)] * 2
         self.first_inf = [np.full(k, -1, np.int64)] * 2
         self.max_abs = [np.zeros(k)] * 2
         self.fraction = np.zeros(k, bool)
         self.marks = np.zeros((k, 2), bool)
         self.sum = np.zeros(k)
-        self.n_finite = np.zeros(k, np.int64)
         self.distinct = [DistinctNumbers(k, max_distinct), None]
         # The distinct numbers are asked of the target, of a column declared categorical,
         # for most-frequent fills, and of a column holding text (it may be categorical):
@@ -148,7 +151,7 @@ class _Summary:
             t.add(tb.codes_of(kk), tb.seen.get(kk), lines, fit)
             if not self.counted[kk]:
                 self.counted[kk] = True
-                self.late[kk] = self.n[0][kk, 0] > 0       # numbers not counted before
+                self.late[kk] = self.n_num[0][kk] > 0      # numbers not counted before
         self._add_numbers(tb.values, tb.codes, lines, fit)
 
     def _add_numbers(self, V, codes, lines, fit):
@@ -162,28 +165,24 @@ class _Summary:
         cols = None if self.counted.all() else self.counted
         for key, m in ((0, None),) if self.fit_same else ((0, None), (1, fit)):
             sums = key == 1 or self.fit_same
-            n_num, n_fin, total = block_stats(V, lines, self.first_inf[key], self.max_abs[key],
-                                              m, sums and not narrow)
             n_rows = V.shape[1] if m is None else int(np.count_nonzero(m))
-            n_text = np.zeros(len(V), np.int64)
-            for kk, c in codes.items():
-                n_text[kk] = np.count_nonzero((c if m is None else c[m]) >= 0)
-            n = self.n[key]
-            n[:, 0] += n_num
-            n[:, 1] += n_text
-            n[:, 2] += n_rows - n_num - n_text
-            if sums:
-                if narrow:
-                    total = [_finite_sum(x if m is None else x[m], f == n_rows)
+            self.rows[key] += n_rows
+            if sums and narrow:
+                n_fin = np.zeros(len(V), np.int64)
+                block_stats(V, lines, self.first_inf[key], self.max_abs[key], self.n_num[key],
+                            None, m, n_fin)
+                self.sum += [_finite_sum(x if m is None else x[m], f == n_rows)
                              for x, f in zip(V, n_fin.tolist())]
-                self.sum += total
-                self.n_finite += n_fin
+            else:
+                block_stats(V, lines, self.first_inf[key], self.max_abs[key], self.n_num[key],
+                            self.sum if sums else None, m)
             self.distinct[key].add(V, 0, cols, m)
 
     def _split_fit(self) -> None:
         """A row without a target is met: the FIT summaries start as copies of the ALL ones."""
-        self.n[1], self.first_inf[1], self.max_abs[1] = self.n[0].copy(), \
+        self.n_num[1], self.first_inf[1], self.max_abs[1] = self.n_num[0].copy(), \
             self.first_inf[0].copy(), self.max_abs[0].copy()
+        self.rows[1] = self.rows[0]
         self.distinct[1] = self.distinct[0].copy()
         self.fit_same = False
 
@@ -191,8 +190,11 @@ class _Summary:
         """The columns whose distinct numbers may be asked (categorical: as many text cells
         as numbers; or, when ``impute``, a number format's fill) but whose first numbers were
         not counted (see ``late``)."""
-        n = self.n[0]
-        return np.flatnonzero(self.late & ((n[:, 1] >= n[:, 0]) | impute))
+        late = np.flatnonzero(self.late)
+        if impute:
+            return late
+        return np.array([kk for kk in late.tolist() if self.column(int(self.keep[kk])).counts(
+            ALL)[1] >= self.n_num[0][kk]], np.int64)
 
     def key(self, rows) -> int:
         """The summaries answering for ``rows`` (ALL or FIT): 0 or 1."""
@@ -234,8 +236,10 @@ class _StreamColumn:
         return _KEYS[rows] if isinstance(rows, str) else 0
 
     def counts(self, rows=ALL):
-        n = self.s.n[self._k(rows)][self.kk]
-        return int(n[0]), int(n[1]), int(n[2])
+        key = self._k(rows)
+        n_num = int(self.s.n_num[key][self.kk])
+        n_text = 0 if self.t is None else int(self.t.text[self._kt(rows)].sum())
+        return n_num, n_text, self.s.rows[key] - n_num - n_text
 
     def inferred_kind(self, rows=ALL):
         n_num, n_text, _ = self.counts(rows)
@@ -280,7 +284,7 @@ class _StreamColumn:
         if self.first_nonfinite(FIT) is not None:
             return None
         if policy == "impute-mean":
-            n = int(self.s.n_finite[self.kk])
+            n = int(self.s.n_num[self._k(FIT)][self.kk])     # all finite, as checked above
             return float(self.s.sum[self.kk]) / n if n else float("nan")
         vals, cnt = self.s.distinct[self._k(FIT)].of(self.kk)
         if not len(vals):
@@ -308,7 +312,7 @@ class _StreamTable(NameLookup):
         js = positions(self.names, names)
         kk = np.searchsorted(s.keep, js).astype(np.int64)
         dense = ~np.isin(js, np.fromiter(s.text, np.int64, len(s.text)))
-        return (dense, s.n[s.key(fit_rows)][kk, 0], s.n[s.key(kind_rows)][kk, 0],
+        return (dense, s.n_num[s.key(fit_rows)][kk], s.n_num[s.key(kind_rows)][kk],
                 np.full(len(names), np.nan))
 
 

@@ -32,12 +32,9 @@ def test_block_stats_against_numpy(rng, masked):
     num = np.zeros(k, np.int64)
     fin = np.zeros(k, np.int64)
     total = np.zeros(k)
-    for part in np.array_split(np.arange(n), blocks):
-        a, b, s = block_stats(V[:, part], lines[part], first_inf, max_abs,
-                              rows[part] if masked else None)
-        num += a
-        fin += b
-        total += s
+    for part in np.array_split(np.arange(n), blocks):       # added to across the blocks
+        block_stats(V[:, part], lines[part], first_inf, max_abs, num, total,
+                    rows[part] if masked else None, fin)
     for j in range(k):
         x = V[j][rows]
         xn = x[~np.isnan(x)]
@@ -52,7 +49,8 @@ def test_block_stats_against_numpy(rng, masked):
 def test_sums_skipped_and_magnitude_carried():
     V = np.array([[1.0, -5.0, np.nan], [np.inf, 2.0, -np.inf]])
     first_inf, max_abs = np.array([-1, 9]), np.array([7.0, 0.0])
-    num, fin, total = block_stats(V, np.array([4, 5, 6]), first_inf, max_abs, with_sums=False)
-    assert num.tolist() == [2, 3] and fin.tolist() == [2, 1] and total.tolist() == [0, 0]
+    num, fin = np.array([1, 0]), np.zeros(2, np.int64)
+    block_stats(V, np.array([4, 5, 6]), first_inf, max_abs, num, n_fin=fin)
+    assert num.tolist() == [3, 3] and fin.tolist() == [2, 1]
     assert first_inf.tolist() == [-1, 9]              # a line already found is kept
     assert max_abs.tolist() == [7.0, 2.0]             # the larger of before and this block
