@@ -11,7 +11,12 @@ Redraws go one plot per event-loop turn: Qt paints every widget of a window that
 its last paint together, so plots redrawn in the same turn (their points arriving together at the
 end of a run, or their timers falling due together after a late turn) cost the sum of their paints
 in one turn, 60-110 ms for four plots (docs/bench/gui.md). One timer of the board redraws the next
-plot with pending points at each tick, in turn.
+plot with pending points at each tick, in turn. A plot comes on screen at its own tick too, and
+into a cell of the grid kept for it during the run: a plot shown or hidden otherwise changes the
+grid's layout, and every plot on screen is resized and painted again in that turn (the first
+progress report of a run showed four plots in one turn, 29 ms of the GUI thread and a 213 ms
+pause under load, bench_gui_load --load 4). The cells of the plots a run did not use go when
+it ends, once the board is off screen.
 
 This module draws; it must not compute models or metrics.
 """
@@ -71,6 +76,7 @@ class CurveBoard(QWidget):
         self._hint.setWordWrap(True)
         self._grid.addWidget(self._hint, 0, 0)
         self._turn = 0
+        self._release = False       # the unused plots' cells go when the board is hidden
         # each plot with pending points is redrawn at most every REDRAW_MS while four wait
         self._redraws = QTimer(self)
         self._redraws.setInterval(max(1, REDRAW_MS // 4))
@@ -86,6 +92,7 @@ class CurveBoard(QWidget):
         i = len(self._pool)
         p = LivePlot("", "", "")
         p.metric = None
+        self._keep_cell(p, True)
         self._pool.append(p)
         self._grid.addWidget(p, i // COLUMNS, i % COLUMNS)
         return p
@@ -99,13 +106,10 @@ class CurveBoard(QWidget):
         if p is None:
             p = next((q for q in self._pool if q.metric is None), None) or self._new_plot()
             p.metric = name
-            # shown first, so that the new title and axes wait for the plot's own redraw tick
-            # (a hidden plot would apply them here, in the progress handler)
-            if p.isHidden():
-                p.setVisible(True)
+            # the new title and axes, and the plot coming on screen, wait for its own redraw
+            # tick (_redraw_next)
             p.restart(describe_metric(name), xlabel, log_x, name in LOG_Y)
             self._plots[name] = p
-            self._hint.hide()
         elif p.x_label != xlabel:
             p.relabel_x(xlabel)
         self._schedule()
@@ -119,11 +123,14 @@ class CurveBoard(QWidget):
 
     def clear(self) -> None:
         """Forget the curves: the next run starts with fresh axes and ranges (the drawings are
-        cleared one plot per tick). The previous run's plots leave the screen now: a plot
-        appears again when the new run first reports its quantity."""
+        cleared one plot per tick). The previous run's plots leave the screen now, each keeping
+        its cell: a plot appears again, at its redraw tick, when the new run first reports its
+        quantity."""
+        self._release = False
         for p in self._pool:
             p.restart()
             p.metric = None
+            self._keep_cell(p, True)
             if not p.isHidden():
                 p.setVisible(False)
         self._plots.clear()
@@ -132,17 +139,38 @@ class CurveBoard(QWidget):
         self._schedule()
 
     def finish(self) -> None:
-        """Hide the plots the run did not use (at its end, when the tab is usually hidden);
-        the short curves of the others get their dots."""
+        """The run has ended: the short curves of its plots get their dots, and the cells of
+        the plots it did not use go (now when the board is off screen, else when it leaves the
+        screen: the plots left are laid out and painted again, all in one turn)."""
         for p in self._pool:
-            if p.metric is None:
-                p.setVisible(False)
-            else:
+            if p.metric is not None:
                 p.settle()
+        self._release = True
+        if not self.isVisible():
+            self._release_cells()
         self._schedule()
         if not self._plots:
             self._hint.setText("This run reported no curves.")
-        self._hint.setVisible(not self._plots)
+            self._hint.setVisible(True)
+
+    def _release_cells(self) -> None:
+        self._release = False
+        for p in self._pool:
+            if p.metric is None:
+                self._keep_cell(p, False)
+
+    def hideEvent(self, event) -> None:
+        if self._release:
+            self._release_cells()
+        super().hideEvent(event)
+
+    @staticmethod
+    def _keep_cell(plot: LivePlot, keep: bool) -> None:
+        """Whether the grid keeps ``plot``'s cell while the plot is hidden."""
+        policy = plot.sizePolicy()
+        if policy.retainSizeWhenHidden() != keep:
+            policy.setRetainSizeWhenHidden(keep)
+            plot.setSizePolicy(policy)
 
     def request_redraw(self) -> None:
         """Draw every plot again, one per tick (not now: the caller's turn stays short)."""
@@ -151,9 +179,12 @@ class CurveBoard(QWidget):
         self._schedule()
 
     def flush(self) -> None:
-        """Draw every pending change now (exports and tests)."""
+        """Draw every pending change now, the plots in use on screen (exports and tests)."""
         for p in self._pool:
             p.flush()
+            if p.metric is not None and p.isHidden():
+                p.setVisible(True)
+                self._hint.hide()
 
     def _schedule(self) -> None:
         if not self._redraws.isActive():
@@ -165,8 +196,13 @@ class CurveBoard(QWidget):
         plots = self._pool
         for k in range(len(plots)):
             i = (self._turn + k) % len(plots)
-            if plots[i].dirty:
-                plots[i].redraw()
+            p = plots[i]
+            if p.dirty:
+                p.redraw()
+                if p.metric is not None and p.isHidden():
+                    # in its kept cell: no other plot moves
+                    p.setVisible(True)
+                    self._hint.hide()
                 self._turn = i + 1
                 return
         self._redraws.stop()

@@ -40,6 +40,13 @@ _PLOT_WIDE = ("clipToView", "autoDownsample", "downsampleMethod")
 #: has fewer than MARKED_LIVE during the run): pyqtgraph's symbols cost a live redraw of a
 #: growing 30-point curve 7.8 ms of the GUI thread under X, 1.1 ms without
 MARKED, MARKED_LIVE = 40, 3
+#: a live plot's axes change only when its points leave them (or fill less than FOLLOW_FILL of
+#: them): a redraw whose axes stay costs the GUI thread the curve's repaint alone, one whose axes
+#: move lays out and paints both axes' ticks and labels again and repaints the whole plot.
+#: The x axis then reaches FOLLOW_AHEAD of the data's span past the last point (a fit's x only
+#: grows), the y axis FOLLOW_MARGIN of it beyond both ends; when the run ends the axes fit the
+#: data exactly, the x axis from its first to its last point
+FOLLOW_AHEAD, FOLLOW_MARGIN, FOLLOW_FILL = 0.5, 0.1, 0.4
 #: colour-blind friendly (Okabe-Ito)
 PALETTE = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#F0E442",
            "#000000")
@@ -216,6 +223,8 @@ class LivePlot(ResultPlot):
         self._restart: tuple | None = None      # (title, x label, log x, log y) to apply
         self._xlabel = xlabel
         self._live = False                      # a run is feeding the curves (restart)
+        self._log = (False, False)              # the axes' log modes drawn
+        self._view: tuple | None = None         # the (x0, x1, y0, y1) the plot was given
         self.setClipToView(LIVE_CURVE["clipToView"])
         self.setDownsampling(auto=LIVE_CURVE["autoDownsample"],
                              mode=LIVE_CURVE["downsampleMethod"])
@@ -233,8 +242,8 @@ class LivePlot(ResultPlot):
     def restart(self, title: str | None = None, xlabel: str | None = None,
                 log_x: bool = False, log_y: bool = False) -> None:
         """Forget the curves now; at the next :meth:`redraw`, remove them from the drawing and
-        apply ``title`` and the axes (None keeps the title and x label). A hidden plot (another
-        tab is shown) changes at once: that costs no painting until it is shown."""
+        apply ``title`` and the axes (None keeps the title and x label): laying out a title
+        costs 3-7 ms, in the redraw's turn, not the caller's."""
         self._data.clear()
         self._styles.clear()
         self._live = True
@@ -242,8 +251,6 @@ class LivePlot(ResultPlot):
             self._xlabel = xlabel
         self._restart = (title, xlabel, bool(log_x), bool(log_y))
         self._dirty = True
-        if not self.isVisible():
-            self.redraw()
 
     def settle(self) -> None:
         """The run feeding the curves has ended: short curves get their dots at the next
@@ -299,6 +306,8 @@ class LivePlot(ResultPlot):
             self._remove_curves()
             self.reset(title, xlabel)
             self.setLogMode(log_x, log_y)
+            self.disableAutoRange()             # the axes follow the points: _follow
+            self._log, self._view = (log_x, log_y), None
             self._dirty = bool(self._data)
             return
         if self.getAxis("bottom").labelText != self._xlabel:
@@ -323,7 +332,35 @@ class LivePlot(ResultPlot):
             if (curve.opts["symbol"] is not None) != marked:
                 curve.setSymbol("o" if marked else None)
             curve.setData(np.asarray(xs), np.asarray(ys))
-        self.fit_x([xs for xs, _ in self._data.values()])
+        self._follow()
+
+    def _follow(self) -> None:
+        """Give the axes the range the drawn points need, leaving them as they are while the
+        points stay inside and fill enough of them (FOLLOW_AHEAD, FOLLOW_MARGIN, FOLLOW_FILL);
+        exactly the points' range once the run has ended."""
+        drawn = [(np.asarray(self._data[n][0], float), np.asarray(self._data[n][1], float))
+                 for n in self._curves if n in self._data and self._data[n][0]]
+        if not drawn:
+            return
+        x, y = np.concatenate([d[0] for d in drawn]), np.concatenate([d[1] for d in drawn])
+        # on a log axis the view's coordinates are the log10 of the values, and a value <= 0
+        # is not drawn
+        x = np.log10(x[x > 0]) if self._log[0] else x
+        y = np.log10(y[y > 0]) if self._log[1] else y
+        if not (x.size and y.size):
+            return
+        (x0, x1), (y0, y1) = follow_range(x, self._live, ahead=True), \
+            follow_range(y, self._live, ahead=False)
+        view = self._view
+        if view is not None and self._live:
+            vx0, vx1, vy0, vy1 = view
+            if not moved(x, vx0, vx1, start=True):
+                x0, x1 = vx0, vx1
+            if not moved(y, vy0, vy1, start=False):
+                y0, y1 = vy0, vy1
+        if (x0, x1, y0, y1) != view:
+            self._view = (x0, x1, y0, y1)
+            self.setRange(xRange=(x0, x1), yRange=(y0, y1), padding=0)
 
     def flush(self) -> None:
         """Draw pending points now (tests and exports)."""
@@ -336,6 +373,29 @@ class LivePlot(ResultPlot):
     def request_redraw(self) -> None:
         """Draw at the owner's next redraw (not now: the caller's turn stays short)."""
         self._dirty = True
+
+
+def follow_range(v: np.ndarray, live: bool, ahead: bool) -> tuple[float, float]:
+    """The axis range a live plot gives the values ``v`` (finite, not empty): during a run
+    FOLLOW_AHEAD of their span past the largest (``ahead``, the x axis: from the smallest) or
+    FOLLOW_MARGIN of it beyond both ends; after it, exactly their range (``ahead``) or with
+    half that margin (the y axis)."""
+    lo, hi = float(v.min()), float(v.max())
+    span = hi - lo if hi > lo else max(abs(lo), 1.0)
+    if ahead:
+        return lo, (lo + span * (1 + FOLLOW_AHEAD) if live else (hi if hi > lo else lo + 1.0))
+    pad = span * (FOLLOW_MARGIN if live else FOLLOW_MARGIN / 2)
+    return lo - pad, hi + pad
+
+
+def moved(v: np.ndarray, lo: float, hi: float, start: bool) -> bool:
+    """Whether a live axis showing [lo, hi] must change for the values ``v``: some fall
+    outside, they fill less than FOLLOW_FILL of it, or (``start``, the x axis) the smallest is
+    no longer where the axis starts."""
+    vlo, vhi = float(v.min()), float(v.max())
+    if vlo < lo or vhi > hi or (start and vlo != lo):
+        return True
+    return (vhi - vlo) < FOLLOW_FILL * (hi - lo)
 
 
 def export_plot(widget: pg.PlotWidget, path: str, width: int = 1200) -> str:

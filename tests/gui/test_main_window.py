@@ -547,7 +547,10 @@ def test_curve_board_redraws_one_plot_per_tick(qtbot):
     plots = board.plots()
     assert all(p.dirty and not p._curves for p in plots.values())
     board._redraws.stop()          # the ticks are driven by hand below
-    for tick in range(len(names)):
+    for tick in range(len(names)):  # a tick each: a plot's title and axes (one costly change)
+        board._redraw_next()
+        assert plots[names[tick]].plot_title != "" and not plots[names[tick]]._curves
+    for tick in range(len(names)):  # then a tick each: its curve
         board._redraw_next()
         assert sum(not p.dirty for p in plots.values()) == tick + 1
     board._redraw_next()
@@ -589,7 +592,47 @@ def test_curve_board_restarts_a_shown_plot_in_its_own_tick(qtbot):
     board.hide()
     board.clear()
     board.append("norm", "iteration", 0, 3.0)
-    assert plot.plot_title.startswith("‖α‖") and not plot._curves   # at once
+    assert board.plots()["norm"] is plot and plot.isHidden()
+    board._redraw_next()           # a hidden board too: the title is laid out in the tick
+    assert plot.plot_title.startswith("‖α‖") and not plot._curves and not plot.isHidden()
+
+
+def test_curve_board_shows_a_plot_in_its_tick_without_moving_the_others(qtbot):
+    """A run's plots come on screen one per redraw tick, each in a cell kept for it: no
+    plot on screen is moved or resized when another appears (the grid laid out again resized
+    and repainted every plot in one turn); the cells of the plots the run did not use go when
+    it has ended and the board is off screen."""
+    from gui.widgets.curve_board import CurveBoard
+    board = CurveBoard()
+    qtbot.addWidget(board)
+    board.resize(600, 600)
+    board.show()
+    board.prepare(4)
+    qtbot.waitUntil(lambda: len(board._pool) == 4, timeout=2000)
+    board.clear()
+    board._redraws.stop()          # the ticks are driven by hand below
+    while any(p.dirty for p in board._pool):
+        board._redraw_next()
+    board.append("loss", "iteration", 0, 1.0)
+    board.append("norm", "iteration", 0, 5.0)
+    loss, norm = board.plots()["loss"], board.plots()["norm"]
+    assert loss.isHidden() and norm.isHidden()          # not in the progress handler
+    board._redraw_next()
+    qtbot.wait(50)                 # the layout settles
+    assert not loss.isHidden() and norm.isHidden()
+    geometry = loss.geometry()
+    assert geometry.width() < 400 and geometry.height() < 400     # one cell of the 2 x 2 grid
+    board._redraw_next()
+    board._redraw_next()
+    qtbot.wait(50)
+    assert not norm.isHidden() and loss.geometry() == geometry
+    board.finish()
+    qtbot.wait(50)
+    assert loss.geometry() == geometry                   # on screen: the cells stay
+    board.hide()
+    board.show()
+    qtbot.waitUntil(lambda: loss.geometry().width() > geometry.width()
+                    or loss.geometry().height() > geometry.height(), timeout=2000)
 
 
 def test_app_keeps_interpreter_lock_handoffs_short():
@@ -615,3 +658,45 @@ def test_preview_painting_warm_up_leaves_nothing_behind(qtbot):
     assert len(painted) == 1 and painted[0].width() == 900   # painted, at its full size
     qtbot.waitUntil(lambda: not any(isinstance(w, PreviewTable) and id(w) not in before
                                     for w in QApplication.topLevelWidgets()), timeout=3000)
+
+
+def test_live_axes_move_only_when_the_points_leave_them(qtbot):
+    """During a run a live plot's axes stay while the new points fall inside them (a redraw
+    then repaints the curve alone, not both axes' ticks and labels) and move when a point
+    leaves them, always showing every point; once the run has ended they fit the points, the
+    x axis exactly from the first to the last."""
+    from gui.widgets.plots import LivePlot
+    plot = LivePlot("loss", "iteration", "")
+    qtbot.addWidget(plot)
+    plot.restart("loss", "iteration")
+    plot.redraw()                               # the restart: title and axes
+    xs, ys = [], []
+
+    def feed(x, y):
+        xs.append(x)
+        ys.append(y)
+        plot.append("loss", x, y)
+        plot.flush()
+        (x0, x1), (y0, y1) = plot.viewRange()
+        assert x0 == pytest.approx(min(xs)) and x1 >= max(xs)
+        assert y0 <= min(ys) and y1 >= max(ys)
+        return x0, x1, y0, y1
+
+    first = feed(0, 1.0)
+    second = feed(1, 0.95)
+    assert second[:2] == first[:2]              # x = 1 is inside [0, 1.5]
+    moves = 0
+    view = second
+    for i in range(2, 200):
+        new = feed(i, 0.5 + 0.5 / (1 + i) + 0.01 * (i % 3))
+        moves += new != view
+        view = new
+    # the x axis grows by half its span each time the points reach its end, the y axis moves
+    # when the falling curve leaves it: a few dozen moves, not one per point
+    assert moves < 40
+    plot.settle()
+    plot.flush()
+    (x0, x1), (y0, y1) = plot.viewRange()
+    assert (x0, x1) == pytest.approx((0, 199))
+    span = max(ys) - min(ys)
+    assert y0 == pytest.approx(min(ys) - 0.05 * span) and y1 == pytest.approx(max(ys) + 0.05 * span)
