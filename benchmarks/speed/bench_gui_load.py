@@ -261,6 +261,9 @@ def run_app(data: str, target: str, configs, ticks: list, cpu: list, phases: lis
         if not any(f.key == key for f in win.families):
             continue
         win.method_panel.set_method(key, params)
+        # the user's click on Train comes in a turn of its own after the form is filled (set
+        # in the turn of the Train click, the two were one 10-24 ms turn of the GUI thread)
+        pump(lambda: False, 0.3)
         n = len(done_ids)
         phase(f"train + results: {label}", win.train,
               lambda: len(done_ids) > n and not win.results_panel.drawing)

@@ -275,8 +275,11 @@ class ResultsPanel(QTabWidget):
         """Show a run: metrics at once, then one plot per step (gui.widgets.steps).
 
         Drawing every plot of a run in one handler took over 100 ms; one by one, each in its
-        own turn with the GUI thread asleep between two (a plot costs 4-8 ms of CPU), the
-        window keeps answering between them (docs/bench/gui.md, docs/bench/gui_load.md).
+        own turn with the GUI thread asleep between two (a plot costs 4-13 ms of CPU), the
+        window keeps answering between them (docs/bench/gui.md, docs/bench/gui_load.md). The
+        draws are generators: a plot's title, each curve with its legend entry and each
+        scatter are a step each (rich text laid out, 3-7 ms each under X), so that no step
+        costs more than one of them.
         """
         self.result = res
         self._steps.clear()
@@ -348,11 +351,12 @@ class ResultsPanel(QTabWidget):
         self.prune_view.result.setText(f"<span style='color:#b3261e'>{html.escape(message)}</span>")
         self.prune_view.keep_button.setEnabled(False)
 
-    def _draw_confusion(self, res) -> None:
+    def _draw_confusion(self, res):
         p = self.confusion_plot
         cm = np.asarray(res["confusion"], float)
         k = cm.shape[0]
         p.reset(f"Confusion matrix ({res.get('confusion_on', 'test')} rows)")
+        yield
         rows = cm.sum(axis=1, keepdims=True)
         frac = np.divide(cm, rows, out=np.zeros_like(cm), where=rows > 0)
         img = pg.ImageItem(frac.T[:, ::-1])     # x = predicted, y = actual (top row first)
@@ -363,6 +367,7 @@ class ResultsPanel(QTabWidget):
         img.setRect(QRectF(0, 0, k, k))
         p.addItem(img)
         for i in range(k):
+            yield                   # the counts a row a step
             for j in range(k):
                 color = "w" if frac[i, j] > 0.6 else "#111"
                 t = pg.TextItem(f"{int(cm[i, j])}\n{100 * frac[i, j]:.0f}%", color=color,
@@ -376,17 +381,19 @@ class ResultsPanel(QTabWidget):
         p.setYRange(0, k, padding=0.02)
         p.showGrid(x=False, y=False)
 
-    def _draw_roc(self, roc) -> None:
+    def _draw_roc(self, roc):
         p = self.roc_plot
         p.reset(f"ROC curve (positive class {roc['positive']}, AUC {roc['auc']:.3f})")
         p.getAxis("bottom").setTicks(None)
         p.getAxis("left").setTicks(None)
+        yield
         p.plot([0, 1], [0, 1], pen=pg.mkPen("#999", style=Qt.DashLine), name="chance")
+        yield
         p.plot(roc["fpr"], roc["tpr"], pen=pen(0, 2.5), name=f"AUC = {roc['auc']:.3f}")
         p.setXRange(0, 1)
         p.setYRange(0, 1)
 
-    def _draw_regression(self, res, residuals: bool = False) -> None:
+    def _draw_regression(self, res, residuals: bool = False):
         """Predicted vs actual (or the residuals); large sets are drawn from a random subset.
 
         A scatter of 20k symbols took 0.8-0.9 s to draw; at most MAX_SCATTER points per set,
@@ -405,6 +412,7 @@ class ResultsPanel(QTabWidget):
         p.reset(("Residuals" if residuals else "Predicted vs actual") + suffix)
         lo, hi = math.inf, -math.inf
         for name, y, f, n, i in shown:
+            yield
             brush = pg.mkBrush(QColor(PALETTE[i]).lighter(110))
             p.add_dots(scatter(f, y - f, brush, name=name) if residuals else
                        scatter(y, f, brush, name=name))
@@ -412,11 +420,13 @@ class ResultsPanel(QTabWidget):
                 lo, hi = min(lo, y.min(), f.min()), max(hi, y.max(), f.max())
         if not math.isfinite(lo):
             return
+        yield
         if residuals:
             p.addLine(y=0, pen=pg.mkPen("#555", style=Qt.DashLine))
         else:
             p.plot([lo, hi], [lo, hi], pen=pg.mkPen("#555", style=Qt.DashLine), name="y = x")
             if res.get("intervals") is not None:
+                yield
                 self._draw_intervals(p, res)
 
     @staticmethod
@@ -443,7 +453,7 @@ class ResultsPanel(QTabWidget):
                          f"{iv['n']:,} {iv['set']} rows drawn")
         p.getPlotItem().setTitle(p.plot_title, size="11pt")
 
-    def _draw_curve(self, res) -> None:
+    def _draw_curve(self, res):
         """One input: the rows and the model's prediction along that input."""
         c = res["curve"]
         p = self.curve_plot
@@ -454,17 +464,20 @@ class ResultsPanel(QTabWidget):
                                ("test", res.get("X_test1"), res.get("y_test"), 1)):
             if X is None or y is None:
                 continue
+            yield
             x, yv, n, _ = thin_points(np.asarray(X, float), np.asarray(y, float))
             p.add_dots(scatter(x, yv, pg.mkBrush(QColor(PALETTE[i]).lighter(110)), name=label))
         if "std" in c:      # the 90% predictive interval, mean +/- 1.645 std (Gaussian)
+            yield
             lo, hi = (p.plot(c["x"], c["y"] + s * Z90 * c["std"], pen=pen(2, 0.8, True))
                       for s in (-1, 1))
             band = QColor(PALETTE[2])
             band.setAlpha(50)
             p.addItem(pg.FillBetweenItem(lo, hi, brush=pg.mkBrush(band)))
             p.legend.addItem(lo, "90% predictive interval")
+        yield
         p.plot(c["x"], c["y"], pen=pen(2, 2.5), name="model")
-    def _draw_regions(self, res) -> None:
+    def _draw_regions(self, res):
         p = self.region_plot
         g = res["grid"]
         names = res.get("feature_names", ["x0", "x1"])
@@ -502,6 +515,7 @@ class ResultsPanel(QTabWidget):
                 label = f"{label} ({len(idx):,} of {n:,}, at random)"
             if classes is not None:
                 for i, c in enumerate(classes):
+                    yield
                     m = np.asarray(yv) == c
                     col = QColor(PALETTE[i % len(PALETTE)])
                     p.plot(X[m, 0], X[m, 1], pen=None, symbol="o", symbolSize=6,
@@ -509,17 +523,19 @@ class ResultsPanel(QTabWidget):
                            symbolPen=pg.mkPen(col if hollow else "w", width=1.2),
                            name=f"{c} ({label})")
             else:
+                yield
                 p.plot(X[:, 0], X[:, 1], pen=None, symbol="o", symbolSize=5,
                        symbolBrush=None if hollow else pg.mkBrush("#222"),
                        symbolPen=pg.mkPen("#222"), name=label)
-        p.setXRange(x[0], x[-1], padding=0)
+        p.setXRange(x[0], x[-1], padding=0)     # whatever the points did to the ranges
         p.setYRange(y[0], y[-1], padding=0)
 
-    def _draw_coefs(self, res) -> None:
+    def _draw_coefs(self, res):
         p = self.coef_plot
         v = np.asarray(res["coef_magnitudes"], float)
         p.reset(f"Coefficient magnitudes ({res.get('coef_label', '')})", "feature (sorted)", "")
         p.getAxis("bottom").setTicks(None)
+        yield
         pos = v[v > 0]
         if len(pos) == 0:
             p.message("every coefficient is zero")

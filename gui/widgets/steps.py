@@ -6,13 +6,16 @@ few milliseconds, then makes it wait behind the other sessions' tasks: 10-30 ms 
 thread's work in one go (the end of a run: the bar, the run's row, its metrics, its plots)
 became a pause of 80-190 ms of the window (bench_gui_load --load 4), and the same work queued
 back to back (QTimer.singleShot(0)) kept the thread running just the same. Steps of a few
-milliseconds, :data:`STEP_MS` apart, are served as they come.
+milliseconds, :data:`STEP_MS` apart, are served as they come. A step that is a generator
+function runs up to its next ``yield`` a step (one costly change of a plot each: its title, a
+curve with its legend entry), before the steps queued after it.
 
 This module schedules; it must not know what the steps do.
 """
 
 from __future__ import annotations
 
+import inspect
 from collections import deque
 
 from PySide6.QtCore import QObject, QTimer
@@ -34,7 +37,8 @@ class Steps(QObject):
         self._timer.timeout.connect(self._next)
 
     def add(self, fn, *args) -> None:
-        """Run ``fn(*args)`` after the steps already queued."""
+        """Run ``fn(*args)`` after the steps already queued (a generator function: a step
+        up to each of its ``yield``)."""
         self._queue.append((fn, args))
         if not self._timer.isActive():
             self._timer.start()
@@ -64,4 +68,11 @@ class Steps(QObject):
 
     def _run_one(self) -> None:
         fn, args = self._queue.popleft()
-        fn(*args)
+        # (generator, None): the rest of a generator step
+        gen = fn if args is None else fn(*args)
+        if inspect.isgenerator(gen):
+            try:
+                next(gen)
+            except StopIteration:
+                return
+            self._queue.appendleft((gen, None))

@@ -39,6 +39,50 @@ def test_steps_run_in_order_one_per_tick_and_flush(qtbot):
     assert seen == [0, 1, 2, 3] and not steps.busy
 
 
+def test_a_generator_step_runs_to_each_yield_in_a_tick_of_its_own(qtbot):
+    """A step that is a generator function (a plot drawn one costly change at a time) runs
+    up to its next yield in each tick, before the steps queued after it; flush and clear
+    work on it as on any step."""
+    from gui.app import create_app
+    create_app()
+    steps = Steps(interval=1)
+    steps._timer.stop()
+    seen = []
+
+    def draw(name):
+        seen.append(f"{name} title")
+        yield
+        seen.append(f"{name} curve")
+        yield
+        seen.append(f"{name} legend")
+
+    steps.add(draw, "a")
+    steps.add(seen.append, "after")
+    steps._timer.stop()            # the ticks are driven by hand
+    steps._next()
+    assert seen == ["a title"]
+    steps._next()
+    assert seen == ["a title", "a curve"]
+    steps._next()
+    assert seen == ["a title", "a curve", "a legend"] and steps.busy
+    steps._next()
+    assert seen[-1] == "after" and not steps.busy
+    seen.clear()
+    steps.add(draw, "b")
+    steps.add(draw, "c")
+    steps._timer.stop()
+    steps._next()
+    steps.flush()
+    assert seen == ["b title", "b curve", "b legend", "c title", "c curve", "c legend"]
+    seen.clear()
+    steps.add(draw, "d")
+    steps._timer.stop()
+    steps._next()
+    steps.clear()
+    steps.flush()
+    assert seen == ["d title"] and not steps.busy
+
+
 def _snapshot(panel):
     """What the results panel shows: its tabs, its metrics and every plot's title and data."""
     tabs = [panel.tabText(i) for i in range(panel.count())]
