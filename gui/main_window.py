@@ -9,6 +9,7 @@ in a process of their own (``fit_process=False`` keeps them on that thread).
 
 from __future__ import annotations
 
+import gc
 import html
 import inspect
 import os
@@ -45,6 +46,9 @@ from .worker import (CANCELLED, BoundsJob, CallJob, LoadProbe, PruneJob, TrainJo
 __all__ = ["MainWindow"]
 
 MAX_RECENT = 8
+#: milliseconds after the window is built when its start's objects leave the collector's passes
+#: (gc.freeze): the warm-up's first steps and the board's plots are built by then
+FREEZE_MS = 2000
 CSV_SUFFIXES = (".csv", ".tsv", ".txt", ".data")
 MODEL_SUFFIX = ".rwm"
 #: the job id of "Apply Model to CSV" in progress events (run ids start at 1, the
@@ -154,6 +158,14 @@ class MainWindow(ExportActions, ImportanceActions, QMainWindow):
             self.worker.warm_up(self.families)
             QTimer.singleShot(0, PreviewTable.warm_up_painting)
             QTimer.singleShot(50, self.training_panel.board.prepare)
+        # the objects of the start (modules, classes, widgets: 120,000) out of the collector's
+        # full passes, once the window and its plots are built: a full pass over them took
+        # 79 ms of the GUI thread, at a moment of its own choosing (inside a redraw, a Train
+        # click), and was a 400 ms pause of the window under load (bench_gui_load --load 4)
+        self._freeze = QTimer(self)
+        self._freeze.setSingleShot(True)
+        self._freeze.timeout.connect(gc.freeze)
+        self._freeze.start(FREEZE_MS)
 
     # -- construction --------------------------------------------------------------------------
     def _action(self, text, slot, shortcut=None, icon=None, tip=None) -> QAction:
@@ -842,4 +854,8 @@ class MainWindow(ExportActions, ImportanceActions, QMainWindow):
 
     def closeEvent(self, event) -> None:
         self.worker.shutdown()
+        # the start's objects collectable again (a closed window's cycles, in a process that
+        # goes on: tests, scripts)
+        self._freeze.stop()
+        gc.unfreeze()
         super().closeEvent(event)

@@ -167,3 +167,43 @@ def test_the_bar_is_not_repainted_inside_the_clock_tick(qtbot):
     assert painted == [] and panel.progress.value() == 500
     qtbot.waitUntil(lambda: bool(painted), timeout=TIMEOUT)
     panel.stopped("done")
+
+
+def test_the_window_keeps_its_start_objects_out_of_the_collectors_passes(qtbot, tmp_path):
+    """Once built, the window moves the objects of the start out of the cyclic collector's
+    passes (a full pass over them was a 79 ms turn of the GUI thread at a moment of its own),
+    and gives them back when it closes, so that a closed window's cycles can be collected."""
+    import gc
+
+    from PySide6.QtCore import QSettings
+
+    from gui.app import create_app
+    from gui.main_window import FREEZE_MS, MainWindow
+    create_app()
+    gc.unfreeze()
+    win = MainWindow(settings=QSettings(str(tmp_path / "s.ini"), QSettings.IniFormat),
+                     warm_up=False, fit_process=False)
+    qtbot.addWidget(win)
+    assert gc.get_freeze_count() == 0
+    qtbot.waitUntil(lambda: gc.get_freeze_count() > 0, timeout=FREEZE_MS + 5000)
+    # the window's own widgets are among the frozen objects: a full pass no longer visits them
+    frozen = gc.get_freeze_count()
+    assert frozen > 10_000
+    win.close()
+    assert gc.get_freeze_count() == 0
+
+
+def test_result_plots_draw_two_levels_of_ticks(qtbot):
+    """A plot's axes draw major and minor ticks and grid lines, not pyqtgraph's third level
+    at a tenth of the major spacing (unlabelled, most of the grid's lines and of the paint)."""
+    import pyqtgraph as pg
+
+    from gui.widgets.plots import TICK_LEVELS, LivePlot, ResultPlot
+    create_app()
+    default = pg.AxisItem("bottom")
+    assert len(default.tickValues(0.0, 1.0, 400)) == 3         # what was drawn before
+    for plot in (ResultPlot("t", "x", "y"), LivePlot("t", "x", "y")):
+        qtbot.addWidget(plot)
+        for side in ("left", "bottom"):
+            levels = plot.getAxis(side).tickValues(0.0, 1.0, 400)
+            assert len(levels) == TICK_LEVELS == 2
