@@ -2,7 +2,8 @@
 
 The file is read in blocks of bytes, never whole (rwtool.data._stream), and the model learns from
 the sums of rwtool.scale._streaming, so memory is bounded by the block size and T (O(T^2) for the
-sums), not by the number of rows:
+sums), not by the number of rows (plus at most 64 MiB of the first pass's typed blocks, kept
+when the whole file's fit there: the later passes then encode them instead of reading the file):
 
 1. pass one learns the encoding record (column kinds, categories, imputation, classes);
 2. with ``standardize=True``, a pass computes the mean and standard deviation of the training
