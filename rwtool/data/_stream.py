@@ -21,7 +21,7 @@ target is dropped, as there).
 Given the scan (not only its record), pass two reuses pass one's work when the file is small
 enough: pass one keeps its typed blocks while their estimated total stays within
 ``keep_bytes`` (64 MiB: 8 bytes per number cell and per row, 4 per cell of a column holding
-text), and :func:`iter_csv` then encodes them instead of reading and typing the file again
+text, about 70 per Excel error value), and :func:`iter_csv` then encodes them instead of reading and typing the file again
 (the same chunks, bit for bit). A larger file keeps nothing (pass one drops what it kept as
 soon as the estimate passes the budget) and is read twice, so memory stays bounded by
 ``block_bytes`` plus at most ``keep_bytes``.
@@ -340,7 +340,10 @@ class _Kept:
         if not self.on:
             return
         self.held += (block.lines.nbytes + tb.values.nbytes
-                      + sum(c.nbytes for c in tb.codes.values()))
+                      + sum(c.nbytes for c in tb.codes.values())
+                      # an Excel error value's row and text (a Python string each)
+                      + sum(sn.error_rows.nbytes + 64 * len(sn.error_texts)
+                            for sn in tb.seen.values()))
         self.read += block.nbytes
         size = self.src.size
         whole = self.held * size / self.read if 0 < self.read < size else self.held
@@ -439,7 +442,7 @@ def scan_csv(path, target=None, *, features=None, ignore=None, categorical=None,
     and standard deviation of each encoded column), ``block_bytes`` (bytes read at a time:
     memory is a small multiple of it), ``max_distinct`` (see the module docstring) and
     ``keep_bytes``: when the file's typed blocks (8 bytes per number cell and per row, 4 per
-    cell of a column holding text) come to at most this (64 MiB), the scan keeps them and
+    cell of a column holding text, about 70 per Excel error value) come to at most this (64 MiB), the scan keeps them and
     ``iter_csv(path, scan)`` encodes them instead of reading the file again (0: keep none);
     a larger file is read again, and pass one never holds more than ``keep_bytes`` of them.
     ``max_bytes`` defaults to None here (no size limit: the file is never held whole).
