@@ -21,8 +21,8 @@ target is dropped, as there).
 Given the scan (not only its record), pass two reuses pass one's work when the file is small
 enough: pass one keeps its typed blocks while their estimated total stays within
 ``keep_bytes`` (64 MiB: 8 bytes per number cell and per row, 4 per cell of a column holding
-text, about 70 per Excel error value), and :func:`iter_csv` then encodes them instead of reading and typing the file again
-(the same chunks, bit for bit). A larger file keeps nothing (pass one drops what it kept as
+text, about 70 per Excel error value), and :func:`iter_csv` then encodes them instead of
+reading and typing the file again (the same chunks, bit for bit). A larger file keeps nothing (pass one drops what it kept as
 soon as the estimate passes the budget) and is read twice, so memory stays bounded by
 ``block_bytes`` plus at most ``keep_bytes``.
 
@@ -442,9 +442,10 @@ def scan_csv(path, target=None, *, features=None, ignore=None, categorical=None,
     and standard deviation of each encoded column), ``block_bytes`` (bytes read at a time:
     memory is a small multiple of it), ``max_distinct`` (see the module docstring) and
     ``keep_bytes``: when the file's typed blocks (8 bytes per number cell and per row, 4 per
-    cell of a column holding text, about 70 per Excel error value) come to at most this (64 MiB), the scan keeps them and
-    ``iter_csv(path, scan)`` encodes them instead of reading the file again (0: keep none);
-    a larger file is read again, and pass one never holds more than ``keep_bytes`` of them.
+    cell of a column holding text, about 70 per Excel error value) come to at most this
+    (64 MiB), the scan keeps them and ``iter_csv(path, scan)`` encodes them instead of
+    reading the file again (0: keep none); a larger file is read again, and pass one never
+    holds more than ``keep_bytes`` of them.
     ``max_bytes`` defaults to None here (no size limit: the file is never held whole).
     ``names`` names the columns as in ``read_csv``.
     Raises the same located :class:`~rwtool.data.DataError` subclasses as ``read_csv``.
