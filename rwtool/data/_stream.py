@@ -22,9 +22,9 @@ Given the scan (not only its record), pass two reuses pass one's work when the f
 enough: pass one keeps its typed blocks while their estimated total stays within
 ``keep_bytes`` (64 MiB: 8 bytes per number cell and per row, 4 per cell of a column holding
 text, about 70 per Excel error value), and :func:`iter_csv` then encodes them instead of
-reading and typing the file again (the same chunks, bit for bit). A larger file keeps nothing (pass one drops what it kept as
-soon as the estimate passes the budget) and is read twice, so memory stays bounded by
-``block_bytes`` plus at most ``keep_bytes``.
+reading and typing the file again (the same chunks, bit for bit). A larger file keeps
+nothing (pass one drops what it kept as soon as the estimate passes the budget) and is read
+twice, so memory stays bounded by ``block_bytes`` plus at most ``keep_bytes``.
 
 Exact for: column kinds, categories, classes, counts, the mean imputation. Bounded: a column
 keeps at most ``max_distinct`` distinct numbers (100,000) for the categories of a numeric column
