@@ -133,6 +133,10 @@ class ColumnSpecs(Sequence):
             return parts[0] if len(parts) == 1 else concat(parts)
         return [n for p in parts for n in p]
 
+    def plain(self) -> bool:
+        """Whether every column is a plain numeric one (no dict kept)."""
+        return not self._other
+
     def layout(self) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
         """(names, widths in X, whether numeric, whether it has a number format) of every
         column, as arrays made without a dict per plain column."""
@@ -206,7 +210,7 @@ class Preprocessing:
     def _inputs(self) -> Sequence[str]:
         """:attr:`input_columns` as the record holds them (Names for a wide file), not to be
         changed: what the readers look up."""
-        return self.columns.layout()[0]
+        return self.columns._names
 
     @property
     def given_names(self) -> list[str] | None:
@@ -406,20 +410,31 @@ class Preprocessing:
                 notes.append(f"dropped {int(ymiss.sum())} row(s) with a missing target")
                 keep &= ~ymiss
         # arrays from the specs: a wide record must not cost an object per column here
-        names, widths, isnum, fmt = self.columns.layout()
-        offs = np.concatenate([[0], np.cumsum(widths)]).astype(np.int64)
-        num, cat = np.flatnonzero(isnum), np.flatnonzero(~isnum)
-        slot = np.empty(len(isnum), np.int64)
-        slot[num], slot[cat] = np.arange(len(num)), np.arange(len(cat))
+        if self.columns.plain():
+            # every column a plain number (a wide file's usual record): column i is X's
+            # column i and number i, one array for all three (no widths, offsets or slots)
+            names = self.columns._names
+            num = slot = voff = np.arange(len(names))
+            cat = ioff = np.empty(0, np.int64)
+            width, fmt = len(names), False
+            numeric = names
+        else:
+            names, widths, isnum, fmt = self.columns.layout()
+            offs = np.concatenate([[0], np.cumsum(widths)]).astype(np.int64)
+            num, cat = np.flatnonzero(isnum), np.flatnonzero(~isnum)
+            slot = np.empty(len(isnum), np.int64)
+            slot[num], slot[cat] = np.arange(len(num)), np.arange(len(cat))
+            voff, ioff, width = offs[num], offs[cat], int(offs[-1])
+            numeric = select(names, num)
         # Numeric columns are gathered and checked as one matrix (a 30,000-column file must
         # not pay numpy's per-call overhead per column); a column with a NaN (missing or
         # text), a value over max_abs or a number format goes through the per-column path.
-        pos = table.number_rows(select(names, num))
-        dense = np.flatnonzero(pos >= 0)
-        if len(dense) == len(num) and in_order(rows, table.n_rows):
+        pos = table.number_rows(numeric)
+        if bool(np.all(pos >= 0)) and in_order(rows, table.n_rows):
             # the table's own rows, not copied (copied below if a column is changed)
             V, vrow = table.numbers, pos
         else:
+            dense = np.flatnonzero(pos >= 0)
             V, vrow = np.empty((len(num), len(rows))), np.arange(len(num))
             if len(dense):
                 V[dense] = table.numbers[np.ix_(pos[dense], rows)]
@@ -427,7 +442,7 @@ class Preprocessing:
             for k, j in zip(text.tolist(),
                             positions(table.names, select(names, num[text])).tolist()):
                 V[k] = table.column_at(j).values[rows]
-        quick = np.zeros(len(isnum), bool)
+        quick = np.zeros(len(names), bool)
         quick[num] = _within(V, vrow, self.max_abs)
         ids = np.empty((len(cat), len(rows)), np.int32)
         miss_cols = {}
@@ -483,7 +498,7 @@ class Preprocessing:
                 "no row is left after dropping the rows with missing values", file=path,
                 fix=("impute instead ({0}) or ignore the mostly-empty columns",
                      [("missing", "impute-mean")]))
-        return Dataset(X=EncodedRows(V, vrow, offs[num], ids, offs[cat], int(offs[-1]), sel),
+        return Dataset(X=EncodedRows(V, vrow, voff, ids, ioff, width, sel),
                        y=y, feature_names=self.columns.feature_names(),
                        target=None if self.target is None else self.target["name"],
                        task=self.task, preprocessing=self, rows=np.take(table.lines, rows),

@@ -310,9 +310,12 @@ class _StreamTable(NameLookup):
         """As :meth:`rwtool.data._read.Table.number_stats` (the fill is asked of the column)."""
         s = self.summary
         js = positions(self.names, names)
-        kk = np.searchsorted(s.keep, js).astype(np.int64)
-        dense = ~np.isin(js, np.fromiter(s.text, np.int64, len(s.text)))
-        return (dense, s.n_num[s.key(fit_rows)][kk], s.n_num[s.key(kind_rows)][kk],
+        kk = np.searchsorted(s.keep, js)
+        del js
+        dense = ~np.isin(s.keep[kk], np.fromiter(s.text, np.int64, len(s.text)))
+        n_fit = s.n_num[s.key(fit_rows)][kk]
+        same = s.key(kind_rows) == s.key(fit_rows)      # one array, not two alike
+        return (dense, n_fit, n_fit if same else s.n_num[s.key(kind_rows)][kk],
                 np.full(len(names), np.nan))
 
 
@@ -589,7 +592,13 @@ def iter_csv(path, preprocessing: Preprocessing | CsvScan, *, dialect: Dialect |
     if kept is not None and kept.serves(src, dialect, block_bytes):
         yield from _served(pre, kept, src, dialect, require_target)
         return
-    need = pre._inputs + ([pre.target["name"]] if pre.target else [])
+    n_need = len(pre._inputs) + (pre.target is not None)
+
+    def need(names):        # the columns to type: all, when the file's are the record's own
+        if names is pre.file_columns and len(names) == n_need:     # (a wide file's Names:
+            return None     # no list of the wanted names, no lookup of them)
+        return pre._inputs + ([pre.target["name"]] if pre.target else [])
+
     na = frozenset(pre.na_values)
     fast = fast_cast_ok(na)
     names = pre.given_names
