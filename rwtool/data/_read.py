@@ -50,6 +50,7 @@ from ._dialect import _DOT_GROUPS, NA_VALUES, Dialect, Source, open_source
 from ._scan import (BLANK, NEWLINE_IN_QUOTES, TRAILING_EMPTY, compact_records, scan_records,
                     split_columns, trim_trailing_field)
 from ._handoff import Deferred, arrow_input, held
+from ._split import split_plain
 from ._names import Names, as_arrow, origin
 from ._errors import (DataError, DuplicateColumnError, EmptyFileError, EncodingError,
                       FileTooLargeError, HeaderError, QuoteError, RaggedRowError)
@@ -415,9 +416,11 @@ class Seen:
     marks: set
     error_rows: np.ndarray
     error_texts: list
+    no_values: bool = False     # the values were not written: no cell is a number (all NaN)
 
 
-def type_cells(cells, decimal: str, na: frozenset, fast: bool, intern, out=None):
+def type_cells(cells, decimal: str, na: frozenset, fast: bool, intern, out=None,
+               fill: bool = True):
     """(values, codes, :class:`Seen`) of a chunk of cells (a pyarrow string array or a list of
     str); text cells get their codes from ``intern(list of distinct texts) -> codes``. Excel
     error values are missing cells (code -2), reported in ``Seen``. In a decimal-comma file a
@@ -428,21 +431,26 @@ def type_cells(cells, decimal: str, na: frozenset, fast: bool, intern, out=None)
     changing the result: a numeric chunk is cast whole in C (tried on a sample first: a cast
     that fails costs as much as one that succeeds), a chunk of few distinct texts (categories)
     types only its dictionary, and any other chunk is typed cell by cell, vectorised.
-    ``out``: where to write the values (returned as them)."""
-    vals, codes, seen = _type_any(cells, decimal, na, fast, intern, out)
+    ``out``: where to write the values (returned as them); ``fill`` False: a chunk of
+    categories none of which is a number may leave ``out`` unwritten (``seen.no_values``),
+    its values all NaN (writing them is a pass over fresh memory)."""
+    vals, codes, seen = _type_any(cells, decimal, na, fast, intern, out, fill)
     if out is not None and vals is not out:
         out[:] = vals
         vals = out
     return vals, codes, seen
 
 
-def _type_any(cells, decimal, na, fast, intern, out):
+def _type_any(cells, decimal, na, fast, intern, out, fill=True):
     arr = cells if isinstance(cells, (pa.Array, pa.ChunkedArray)) else pa.array(
         list(cells), pa.string())
     if pa.types.is_floating(arr.type):        # converted while split (TypePlan)
         vals = np.empty(len(arr)) if out is None else out
         _copy_numbers(arr, vals)
         return vals, number_codes(vals), Seen(set(), _NOTHING, [])
+    if pa.types.is_dictionary(arr.type):      # encoded while split (rwtool.data._split)
+        return _type_dictionary(arr.dictionary, [arr.indices.to_numpy()], decimal, na, intern,
+                                out, fill)
     n = len(arr)
     sample = _sample(arr) if n > 2 * _SAMPLE else None
     # the cast and the dictionary take the tokeniser's chunks as they are (joining a
@@ -459,24 +467,24 @@ def _type_any(cells, decimal, na, fast, intern, out):
         chunks = enc.chunks if isinstance(enc, pa.ChunkedArray) else [enc]
         return _type_dictionary(chunks[-1].dictionary,
                                 [c.indices.to_numpy(zero_copy_only=False) for c in chunks],
-                                decimal, na, intern, out)
+                                decimal, na, intern, out, fill)
     if isinstance(arr, pa.ChunkedArray):
         arr = arr.combine_chunks()
     return _type_cells(arr, decimal, na, intern)
 
 
-def _type_dictionary(dictionary, parts, decimal, na, intern, out=None):
+def _type_dictionary(dictionary, parts, decimal, na, intern, out=None, fill=True):
     """:func:`type_cells` of the cells ``dictionary[idx]``, ``idx`` given in ``parts`` (index
     arrays, one after the other): each distinct text typed once (the dictionary in the order
     of first occurrence, so the texts are interned in that order). The values and codes are
     written part by part (no joined index array); the values only gathered when a dictionary
-    entry is a number (else every value is NaN)."""
+    entry is a number (else every value is NaN: written only when ``fill``)."""
     dvals, dcodes, dseen = _type_cells(dictionary, decimal, na, intern)
     n = sum(len(ix) for ix in parts)
     vals = np.empty(n) if out is None else out
     codes = np.empty(n, np.int32)
     numbers = bool((dcodes == -1).any())
-    if not numbers:
+    if not numbers and fill:
         vals.fill(np.nan)
     at = 0
     for ix in parts:
@@ -484,7 +492,7 @@ def _type_dictionary(dictionary, parts, decimal, na, intern, out=None):
         if numbers:
             np.take(dvals, ix, out=vals[at:at + len(ix)], mode="clip")
         at += len(ix)
-    seen = Seen(dseen.marks, _NOTHING, [])
+    seen = Seen(dseen.marks, _NOTHING, [], not numbers and not fill)
     if len(dseen.error_rows):
         idx = np.concatenate(parts) if len(parts) != 1 else parts[0]
         seen.error_rows = np.flatnonzero(np.isin(idx, dseen.error_rows))
@@ -1386,6 +1394,13 @@ def _plain_block(buf, final, dialect, names, given, usecols, head_rows, line_bas
         n += 1                                  # a last line without a line break
     if n <= 0:
         return None
+    first = line_base + (1 if start else 0)
+    lines = np.arange(first, first + n, dtype=np.int64)
+    if plan is not None and plan.types is not None and head_rows <= 0 and \
+            0 < len(keep) <= _TYPED_MAX:
+        cells = split_plain(data, n, ncols, keep, plan.types, dialect.delimiter, plan.na)
+        if cells is not None:
+            return Block(names, lines, cells, []), consumed, n_breaks
     try:
         table, pos = _pyarrow_cells(data, ncols, keep, dialect, head_rows, _PLAIN_BLOCK, False,
                                     plan, _pool())
@@ -1394,9 +1409,7 @@ def _plain_block(buf, final, dialect, names, given, usecols, head_rows, line_bas
     if table.num_rows != n or _has_blank_row(table):   # an empty line was skipped, or ",,"
         return None
     cells, head = _cells_and_head(table, pos, ncols, keep, head_rows)
-    first = line_base + (1 if start else 0)
-    return Block(names, np.arange(first, first + n, dtype=np.int64), cells, head), consumed, \
-        n_breaks
+    return Block(names, lines, cells, head), consumed, n_breaks
 
 
 @njit(cache=True, nogil=True)
@@ -1669,12 +1682,14 @@ class TypedBlock:
     was met (the others hold numbers and NaN for a missing cell), ``marks`` (len(js), 2)
     whether a number cell shows a decimal comma / a dot (decimal-comma files; None
     otherwise), ``seen``: position in ``js`` -> :class:`Seen` of the columns that hold an
-    Excel error value."""
+    Excel error value; ``unwritten``: positions in ``js`` of the columns of categories whose
+    values were left unwritten (all NaN: see ``fill`` of :func:`type_block`)."""
 
     values: np.ndarray
     codes: dict
     marks: np.ndarray | None
     seen: dict
+    unwritten: tuple = ()
 
     def codes_of(self, k: int) -> np.ndarray:
         c = self.codes.get(k)
@@ -1688,7 +1703,8 @@ class TypedBlock:
         return C
 
 
-def type_block(block, js, decimal, na, fast, column_of, out=None) -> TypedBlock:
+def type_block(block, js, decimal, na, fast, column_of, out=None,
+               fill: bool = True) -> TypedBlock:
     """Type the cells of columns ``js`` of a block (each cell by its text alone, as
     :func:`type_cells`), with no Python object per column unless it holds text:
     ``column_of(j)`` gives the :class:`Column` interning column j's text, called only for a
@@ -1696,7 +1712,8 @@ def type_block(block, js, decimal, na, fast, column_of, out=None) -> TypedBlock:
     it is all plain numbers, else classified in one vectorised pass, the columns holding text
     then typed again one by one; a narrow block is typed column by column (a column the
     tokeniser converted to numbers, see :class:`TypePlan`, is copied in). ``out``: the
-    (len(js), rows) matrix to write the values in."""
+    (len(js), rows) matrix to write the values in; ``fill`` False: a column of categories
+    none of which is a number leaves its row unwritten (``TypedBlock.unwritten``)."""
     n, k = len(block.lines), len(js)
     if not n:
         return TypedBlock(np.empty((k, 0)), {}, None, {})
@@ -1707,6 +1724,7 @@ def type_block(block, js, decimal, na, fast, column_of, out=None) -> TypedBlock:
     codes = {}
     marks = np.zeros((k, 2), bool) if decimal == "," else None
     seen = {}
+    unwritten = []
     if k > 64 and n:
         run = _run(block, js)
         v, c, s = _type_cells(run, decimal, na, lambda texts: np.zeros(len(texts), np.int32))
@@ -1728,15 +1746,19 @@ def type_block(block, js, decimal, na, fast, column_of, out=None) -> TypedBlock:
             _copy_numbers(cells, V[kk])
             continue
         _, c, sn = type_cells(cells, decimal, na, fast,
-                              lambda texts, j=j: column_of(j)._intern(texts), V[kk])
+                              lambda texts, j=j: column_of(j)._intern(texts), V[kk], fill)
         if c.max(initial=-1) >= 0:
             codes[int(kk)] = c
+            if sn.no_values:
+                unwritten.append(int(kk))
+        elif sn.no_values:          # missing cells only: their codes are read from the NaN
+            V[kk].fill(np.nan)
         if marks is not None:
             marks[kk] = ("," in sn.marks, "." in sn.marks)
         if len(sn.error_rows):
             column_of(j)
             seen[int(kk)] = sn
-    return TypedBlock(V, codes, marks, seen)
+    return TypedBlock(V, codes, marks, seen, tuple(unwritten))
 
 
 def _copy_numbers(cells, out) -> None:
@@ -1762,6 +1784,7 @@ class TableBuilder:
         self.text: dict[int, Column] = {}
         self.V = np.empty((len(self.keep), 0))     # the numbers; columns past n: room
         self.codes: list[dict] = []        # per block: position in keep -> codes (text columns)
+        self.unwritten: list[tuple] = []   # per block: positions whose values were not written
         self.spans: list[tuple[int, int]] = []
         self.marks = np.zeros((len(keep), 2), bool)
         self.n = 0
@@ -1794,7 +1817,7 @@ class TableBuilder:
         self.nbytes += block.nbytes
         self._room(nb)
         tb = type_block(block, self.keep, decimal, na, self.fast, self.column_of,
-                        self.V[:, self.n:self.n + nb])
+                        self.V[:, self.n:self.n + nb], fill=False)
         self._count(tb, nb)
 
     def add_typed(self, tb: TypedBlock, text_column) -> None:
@@ -1814,6 +1837,7 @@ class TableBuilder:
         self._count(tb, nb)
 
     def _count(self, tb: TypedBlock, nb: int) -> None:
+        self.unwritten.append(tb.unwritten)
         pos = np.searchsorted(self.keep, list(self.text)) if self.text else []
         self.codes.append({int(kk): tb.codes_of(kk) for kk in pos})
         for kk, sn in tb.seen.items():
@@ -1838,17 +1862,29 @@ class TableBuilder:
             codes = [b[kk] if kk in b else number_codes(V[kk, s:e])
                      for b, (s, e) in zip(self.codes, self.spans)]
             c._cchunks = [codes[0] if len(codes) == 1 else np.concatenate(codes)]
-        self.codes, self.spans = [], []
+        self.codes = []
+        nan = None
         for j, c in sorted(self.text.items()):
             kk = int(pos[j])
             pos[j] = -1
-            c._vchunks = [V[kk]]
+            blank = [kk in u for u in self.unwritten]
+            if all(blank):          # no number in the column: one array of NaN for all such
+                if nan is None:
+                    nan = np.full(self.n, np.nan)
+                    nan.flags.writeable = False
+                c._vchunks = [nan]
+            else:
+                for (s, e), b in zip(self.spans, blank):
+                    if b:
+                        V[kk, s:e] = np.nan
+                c._vchunks = [V[kk]]
             c.marks |= {m for m, on in zip((",", "."), self.marks[kk]) if on}
             c.finish()
             c.lines = lines
             if len(c.excel_rows) and notes is not None:
                 notes.append(excel_note(c.name, len(c.excel_rows),
                                         int(lines[c.excel_rows[0]]), c.excel_texts))
+        self.spans, self.unwritten = [], []
         return Table(path, dialect, self.names, lines, dict(sorted(self.text.items())), head,
                      [] if notes is None else notes, V, pos)
 

@@ -1,0 +1,354 @@
+"""A plainly clean block of CSV bytes split and typed in one numba pass, as pyarrow.csv would.
+
+The reader's plain blocks (rwtool.data._read: no quote character, no carriage return, every
+line one record) are split here once the first block has said which columns hold numbers
+(:class:`rwtool.data._read.TypePlan`): a number column's cells are parsed to float64, a text
+column's cells are dictionary-encoded by their bytes (each distinct cell once, in the order of
+first occurrence, with an int32 index per cell: no string per cell, and no second pass to
+encode them). The result is what pyarrow.csv gives for the same block under the same plan,
+float64 arrays and dictionary arrays of the same texts, so the reader types it as before.
+
+A number is parsed here only when its decimal value is exact in the arithmetic (at most 19
+significant digits, the mantissa below 2^53, a power of ten up to 10^22: one correctly rounded
+multiplication or division, Clinger's fast path); any other cell of the number grammar is
+handed to pyarrow's cast (correctly rounded, the conversion pyarrow.csv applies). A cell that
+is not a number of that grammar (optional spaces or tabs, sign, digits, decimal point,
+exponent) nor a missing-value token as written, a line with another field count, an empty or
+blank line: the block is refused (None) and pyarrow.csv splits it as before, which also
+demotes a column that holds text and leaves structural problems to the record scan.
+
+This module must not read files, decide a column's type from its cells, or type text cells:
+it only splits and parses what the plan says are numbers.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from ._handoff import Deferred
+
+pa = Deferred("pyarrow", globals(), "pa")
+pc = Deferred("pyarrow.compute", globals(), "pc")
+
+__all__ = ["split_plain"]
+
+SKIP, NUMBER, TEXT = 0, 1, 2
+_OK, _UNSURE, _OTHER = 0, 1, 2
+
+# 10^0 .. 10^22: each exact in float64
+_POW10 = np.array([10.0 ** k for k in range(23)])
+_TWO53 = np.uint64(1) << np.uint64(53)
+_FNV = np.uint64(14695981039346656037)
+_PRIME = np.uint64(1099511628211)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _parse_number(data, s, e, pow10):
+    """(status, value, start, end) of the cell ``data[s:e]``: _OK and its value when exact by
+    the fast path; _UNSURE when it is of the grammar but needs exact arithmetic (``start``,
+    ``end``: the number without its spaces); _OTHER when it is not a number of the grammar."""
+    while s < e and (data[s] == 32 or data[s] == 9):
+        s += 1
+    while e > s and (data[e - 1] == 32 or data[e - 1] == 9):
+        e -= 1
+    i = s
+    neg = False
+    if i < e and (data[i] == 43 or data[i] == 45):
+        neg = data[i] == 45
+        i += 1
+    m = np.uint64(0)
+    digits = 0               # all digits of the mantissa, leading zeros too
+    scale = 0                # digits after the decimal point
+    while i < e and 48 <= data[i] <= 57:
+        m = m * np.uint64(10) + np.uint64(data[i] - 48)      # wraps past 19 digits: unused
+        digits += 1
+        i += 1
+    if i < e and data[i] == 46:
+        i += 1
+        while i < e and 48 <= data[i] <= 57:
+            m = m * np.uint64(10) + np.uint64(data[i] - 48)
+            digits += 1
+            scale += 1
+            i += 1
+    if digits == 0:
+        return _OTHER, 0.0, s, e
+    ex = 0
+    if i < e and (data[i] == 101 or data[i] == 69):
+        i += 1
+        eneg = False
+        if i < e and (data[i] == 43 or data[i] == 45):
+            eneg = data[i] == 45
+            i += 1
+        if i >= e or not (48 <= data[i] <= 57):
+            return _OTHER, 0.0, s, e
+        while i < e and 48 <= data[i] <= 57:
+            if ex < 100000:
+                ex = ex * 10 + (data[i] - 48)
+            i += 1
+        if eneg:
+            ex = -ex
+    if i != e:
+        return _OTHER, 0.0, s, e
+    if digits > 19 or m >= _TWO53:       # (leading zeros count: then pyarrow's cast decides)
+        return _UNSURE, 0.0, s, e
+    if m == 0:
+        return _OK, -0.0 if neg else 0.0, s, e
+    p = ex - scale
+    v = float(m)
+    if 0 <= p <= 22:
+        v = v * pow10[p]
+    elif -22 <= p < 0:
+        v = v / pow10[-p]
+    else:
+        return _UNSURE, 0.0, s, e
+    return _OK, -v if neg else v, s, e
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _is_na(data, s, e, na_data, na_offsets):
+    for t in range(na_offsets.shape[0] - 1):
+        a, b = na_offsets[t], na_offsets[t + 1]
+        if b - a != e - s:
+            continue
+        same = True
+        for k in range(e - s):
+            if data[s + k] != na_data[a + k]:
+                same = False
+                break
+        if same:
+            return True
+    return False
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _maybe_blank(data, s, e):
+    """Whether a text cell may be blank once trimmed: ASCII white space only, or a byte of a
+    non-ASCII character (a Unicode space: left to pyarrow's check)."""
+    for k in range(s, e):
+        b = data[k]
+        if not (b == 32 or 9 <= b <= 13 or 28 <= b <= 31 or b >= 128):
+            return False
+    return True
+
+
+@njit(cache=True, nogil=True)
+def _grow(slots, ent_start, ent_end, ent_hash, n_ent):
+    """The hash tables twice as large, every column's entries inserted again."""
+    size = slots.shape[1] * 2
+    new = np.zeros((slots.shape[0], size), np.int32)
+    mask = np.uint64(size - 1)
+    for t in range(slots.shape[0]):
+        for k in range(n_ent[t]):
+            h = np.int64(ent_hash[t, k] & mask)
+            while new[t, h] != 0:
+                h = (h + 1) & (size - 1)
+            new[t, h] = k + 1
+    cap = size // 2
+    s2 = np.empty((slots.shape[0], cap), np.int64)
+    e2 = np.empty((slots.shape[0], cap), np.int64)
+    h2 = np.empty((slots.shape[0], cap), np.uint64)
+    s2[:, :ent_start.shape[1]] = ent_start
+    e2[:, :ent_start.shape[1]] = ent_end
+    h2[:, :ent_start.shape[1]] = ent_hash
+    return new, s2, e2, h2
+
+
+@njit(cache=True, nogil=True)
+def _rows(data, pos, row, delim, kinds, col_of, n, na_data, na_offsets, pow10, nums, codes,
+          slots, ent_start, ent_end, ent_hash, n_ent, unsure, n_unsure):
+    """Split the records of ``data`` from ``pos`` (record ``row``) on: (status, pos, row,
+    unsure cells). status 0: done; 1: refused; 2 (a text column's distinct cells) or 3 (the
+    unsure cells): that table is full, grow it and go on from ``pos`` (a record's start). No
+    array is made or replaced here, so the loop keeps its arrays in registers."""
+    ncols = kinds.shape[0]
+    L = data.shape[0]
+    mask = slots.shape[1] - 1
+    cap = ent_start.shape[1]
+    while pos < L:
+        if row >= n:
+            return 1, pos, row, n_unsure
+        line, line_unsure = pos, n_unsure
+        j = 0
+        blank = True
+        while True:
+            if j >= ncols:
+                return 1, pos, row, n_unsure
+            kind = kinds[j]
+            s = pos
+            h = _FNV
+            if kind == 2:               # the cell's hash on the way: 8 bytes to a multiply
+                w = np.uint64(0)
+                while pos < L and data[pos] != delim and data[pos] != 10:
+                    w = (w << np.uint64(8)) | np.uint64(data[pos])
+                    pos += 1
+                    if (pos - s) & 7 == 0:
+                        h = (h ^ w) * _PRIME
+                        w = np.uint64(0)
+                h = (h ^ w ^ np.uint64(pos - s)) * _PRIME
+                h ^= h >> np.uint64(29)
+            else:
+                while pos < L and data[pos] != delim and data[pos] != 10:
+                    pos += 1
+            e = pos
+            if kind == 1:
+                c = col_of[j]
+                st, v, a, b = _parse_number(data, s, e, pow10)
+                if st == 0:
+                    nums[c, row] = v
+                    blank = False
+                elif st == 1:
+                    if n_unsure == unsure.shape[0]:
+                        return 3, line, row, line_unsure
+                    unsure[n_unsure, 0] = row
+                    unsure[n_unsure, 1] = c
+                    unsure[n_unsure, 2] = a
+                    unsure[n_unsure, 3] = b
+                    n_unsure += 1
+                    blank = False
+                elif _is_na(data, s, e, na_data, na_offsets):
+                    nums[c, row] = np.nan
+                else:
+                    return 1, pos, row, n_unsure
+            elif kind == 2:
+                t = col_of[j]
+                at = np.int64(h & np.uint64(mask))
+                k = -1
+                while slots[t, at] != 0:
+                    q = slots[t, at] - 1
+                    if ent_hash[t, q] == h and ent_end[t, q] - ent_start[t, q] == e - s:
+                        a = ent_start[t, q]
+                        same = True
+                        for r in range(e - s):
+                            if data[a + r] != data[s + r]:
+                                same = False
+                                break
+                        if same:
+                            k = q
+                            break
+                    at = (at + 1) & mask
+                if k < 0:                  # first met: a new entry
+                    k = n_ent[t]
+                    if k + 1 >= cap:
+                        return 2, line, row, line_unsure
+                    slots[t, at] = k + 1
+                    ent_start[t, k] = s
+                    ent_end[t, k] = e
+                    ent_hash[t, k] = h
+                    n_ent[t] = k + 1
+                codes[t, row] = k
+                if blank and not _maybe_blank(data, s, e):
+                    blank = False
+            j += 1
+            if pos >= L or data[pos] == 10:
+                pos += 1
+                break
+            pos += 1
+        if j != ncols or blank:
+            return 1, pos, row, n_unsure
+        row += 1
+    return (0 if row == n else 1), pos, row, n_unsure
+
+
+@njit(cache=True, nogil=True)
+def _split(data, delim, kinds, col_of, n, na_data, na_offsets, pow10):
+    """(status, numbers (number columns, n), codes (text columns, n), each text column's
+    distinct cells as (start, end) in ``data`` and their count, the unsure number cells as
+    (row, number column, start, end) and their count). status 0: split; 1: refused."""
+    n_num = 0
+    n_text = 0
+    for j in range(kinds.shape[0]):
+        if kinds[j] == 1:
+            n_num += 1
+        elif kinds[j] == 2:
+            n_text += 1
+    nums = np.empty((n_num, n))
+    codes = np.empty((n_text, n), np.int32)
+    size = 1024
+    slots = np.zeros((n_text, size), np.int32)         # entry + 1, 0: empty
+    ent_start = np.empty((n_text, size // 2), np.int64)
+    ent_end = np.empty((n_text, size // 2), np.int64)
+    ent_hash = np.empty((n_text, size // 2), np.uint64)
+    n_ent = np.zeros(n_text, np.int64)
+    unsure = np.empty((64, 4), np.int64)
+    pos, row, n_unsure = 0, 0, 0
+    while True:
+        status, pos, row, n_unsure = _rows(data, pos, row, delim, kinds, col_of, n, na_data,
+                                           na_offsets, pow10, nums, codes, slots, ent_start,
+                                           ent_end, ent_hash, n_ent, unsure, n_unsure)
+        if status < 2:
+            return status, nums, codes, ent_start, ent_end, n_ent, unsure, n_unsure
+        if status == 3:
+            more = np.empty((2 * unsure.shape[0], 4), np.int64)
+            more[:unsure.shape[0]] = unsure
+            unsure = more
+        else:
+            slots, ent_start, ent_end, ent_hash = _grow(slots, ent_start, ent_end, ent_hash,
+                                                        n_ent)
+
+
+@njit(cache=True, nogil=True)
+def _gather(data, starts, ends):
+    """The bytes ``data[starts[i]:ends[i]]`` one after the other, and their offsets (int32)."""
+    offsets = np.empty(starts.shape[0] + 1, np.int32)
+    offsets[0] = 0
+    for i in range(starts.shape[0]):
+        offsets[i + 1] = offsets[i] + (ends[i] - starts[i])
+    out = np.empty(offsets[-1], np.uint8)
+    for i in range(starts.shape[0]):
+        out[offsets[i]:offsets[i + 1]] = data[starts[i]:ends[i]]
+    return out, offsets
+
+
+def _strings(data, starts, ends):
+    """A pyarrow string array of the cells ``data[starts[i]:ends[i]]``."""
+    out, offsets = _gather(data, starts, ends)
+    return pa.StringArray.from_buffers(len(starts), pa.py_buffer(offsets), pa.py_buffer(out))
+
+
+def split_plain(data: np.ndarray, n: int, ncols: int, keep, numbers, delimiter: str,
+                na) -> dict | None:
+    """Column index -> its cells, for the columns ``keep`` of the ``n`` records in ``data``
+    (UTF-8 bytes of a plain block: no quote character, no carriage return): a pyarrow float64
+    array (NaN for a missing cell) for the columns in ``numbers``, a dictionary array of the
+    texts for the others; None when the block must be split by pyarrow.csv instead (see the
+    module docstring). ``na``: the missing-value tokens, matched as written."""
+    d = delimiter.encode("utf-8")
+    if len(d) != 1 or not len(keep) or n <= 0:
+        return None
+    kinds = np.zeros(ncols, np.int8)
+    col_of = np.zeros(ncols, np.int64)
+    nn = nt = 0
+    for j in keep:
+        j = int(j)
+        if j in numbers:
+            kinds[j], col_of[j] = NUMBER, nn
+            nn += 1
+        else:
+            kinds[j], col_of[j] = TEXT, nt
+            nt += 1
+    tokens = [t.encode("utf-8") for t in na]
+    na_offsets = np.cumsum([0] + [len(t) for t in tokens]).astype(np.int64)
+    na_data = np.frombuffer(b"".join(tokens), np.uint8) if tokens else np.empty(0, np.uint8)
+    status, nums, codes, ent_start, ent_end, n_ent, unsure, n_unsure = _split(
+        data, d[0], kinds, col_of, n, na_data, na_offsets, _POW10)
+    if status:
+        return None
+    if n_unsure:
+        u = unsure[:n_unsure]
+        try:
+            vals = pc.cast(_strings(data, u[:, 2], u[:, 3]), pa.float64())
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            return None
+        nums[u[:, 1], u[:, 0]] = vals.to_numpy(zero_copy_only=False)
+    cells = {}
+    for j in keep:
+        j = int(j)
+        c = int(col_of[j])
+        if kinds[j] == NUMBER:
+            cells[j] = pa.array(nums[c])
+        else:
+            k = int(n_ent[c])
+            dictionary = _strings(data, ent_start[c, :k], ent_end[c, :k])
+            cells[j] = pa.DictionaryArray.from_arrays(pa.array(codes[c]), dictionary)
+    return cells

@@ -1,0 +1,155 @@
+"""The numba splitter of plain blocks (rwtool.data._split) against pyarrow.csv (issue 26).
+
+The oracle is pyarrow.csv reading the same bytes under the same plan (float64 for the number
+columns, the missing-value tokens as nulls, text for the others), which is what the reader
+used for these blocks before: every number bit for bit (the sign of zero too), every text
+cell the same string. The splitter must refuse (None) what it does not split as pyarrow does:
+a cell of a number column that is not a plain number nor a missing-value token, a line of
+another field count, an empty or blank line. That read_csv's outcome is unchanged on the
+samples and on every awkward and office case is tests/data_/test_reader_equivalence.py's
+check (its files' later blocks take this path); here, that they do take it.
+"""
+
+import numpy as np
+import pytest
+
+import rwtool.data as D
+from rwtool.data import _read as R
+from rwtool.data._split import split_plain
+
+pa = pytest.importorskip("pyarrow")
+pacsv = pytest.importorskip("pyarrow.csv")
+
+NA = sorted(D.NA_VALUES)
+
+
+def _number(rng):
+    x = float(rng.standard_normal() * 10.0 ** int(rng.integers(-30, 30)))
+    k = int(rng.integers(0, 9))
+    if k == 0:
+        return repr(x)                                   # up to 17 digits: the unsure path
+    if k == 1:
+        return f"{x:.{int(rng.integers(1, 20))}g}"
+    if k == 2:
+        return str(int(rng.integers(-10**6, 10**6)))
+    if k == 3:
+        return f"{x:.{int(rng.integers(0, 8))}f}"
+    if k == 4:
+        return str(rng.choice(["1.", ".5", "+1", "-.5e-3", "1E+05", "00012", "-0", "+.5", "0.0",
+                               "1e-400", "1.5e308", "2e308", "123456789012345678901234567890",
+                               " 3", "4\t", " -2.5 ", "0e999", "1.e5", "-0.0e-5",
+                               "0.00000000000000000000001", "9007199254740993",
+                               "9007199254740992", "4.9406564584124654e-324"]))
+    if k == 5:
+        return str(rng.choice(NA))
+    if k == 6:
+        return f"{int(rng.integers(0, 10**18))}{int(rng.integers(0, 10))}.{int(rng.integers(0, 10**18))}"
+    if k == 7:
+        return f"{x:.17e}"
+    return str(int(rng.integers(0, 100)))
+
+
+def _text(rng, wide):
+    if wide:                                            # many distinct: the tables grow
+        return f"id{int(rng.integers(0, 50_000))}"
+    return str(rng.choice(["red", " blue", "green ", "#N/A", "", "NA", "é", "naïve", "7", "2.5",
+                           "#DIV/0!", "a b"]))
+
+
+def _arrow(text: bytes, kinds):
+    names = [f"f{j}" for j in range(len(kinds))]
+    types = {n: pa.float64() if k == "n" else pa.string() for n, k in zip(names, kinds)}
+    return pacsv.read_csv(
+        pa.py_buffer(text), read_options=pacsv.ReadOptions(column_names=names),
+        convert_options=pacsv.ConvertOptions(column_types=types, null_values=NA,
+                                             strings_can_be_null=False,
+                                             quoted_strings_can_be_null=False))
+
+
+def _check_same(cells, table, kinds):
+    for j, k in enumerate(kinds):
+        if k == "n":
+            ref = table.column(j).to_numpy(zero_copy_only=False)
+            got = cells[j].to_numpy(zero_copy_only=False)
+            assert got.dtype == np.float64
+            same = ((ref == got) | (np.isnan(ref) & np.isnan(got))) & \
+                (np.signbit(ref) == np.signbit(got))
+            assert same.all(), [(ref[i], got[i]) for i in np.flatnonzero(~same)][:5]
+        else:
+            assert cells[j].dictionary_decode().to_pylist() == table.column(j).to_pylist()
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_split_is_pyarrow(seed):
+    rng = np.random.default_rng(seed)
+    kinds = list(rng.choice(["n", "t"], size=int(rng.integers(1, 7))))
+    kinds[0] = "t"                      # a first cell that is never blank: no blank row
+    wide = seed % 4 == 0
+    n = int(rng.integers(1, 3000 if wide else 400))
+    rows = []
+    for _ in range(n):
+        cells = [_number(rng) if k == "n" else _text(rng, wide) for k in kinds]
+        if not (cells[0].strip() and cells[0].isascii()):
+            cells[0] = "x"          # (a non-ASCII cell may be a Unicode space: refused)
+        rows.append(",".join(cells))
+    text = ("\n".join(rows) + ("\n" if seed % 2 else "")).encode("utf-8")
+    cells = split_plain(np.frombuffer(text, np.uint8), n, len(kinds), list(range(len(kinds))),
+                        {j for j, k in enumerate(kinds) if k == "n"}, ",", NA)
+    assert cells is not None
+    _check_same(cells, _arrow(text, kinds), kinds)
+    for j, k in enumerate(kinds):       # each distinct text once, in order of first occurrence
+        if k == "t":
+            d = cells[j].dictionary.to_pylist()
+            assert len(set(d)) == len(d)
+            assert d == list(dict.fromkeys(cells[j].dictionary_decode().to_pylist()))
+
+
+def test_columns_not_kept_are_skipped():
+    text = b"1,a,x,2\n3,b,y,4\n"
+    cells = split_plain(np.frombuffer(text, np.uint8), 2, 4, [1, 3], {3}, ",", NA)
+    assert sorted(cells) == [1, 3]
+    assert cells[1].dictionary_decode().to_pylist() == ["a", "b"]
+    assert cells[3].to_pylist() == [2.0, 4.0]
+
+
+@pytest.mark.parametrize("text,n", [
+    (b"1,a\n\n2,b\n", 3),             # an empty line (pyarrow skips it: the scan locates it)
+    (b"1,a\n2,b,c\n", 2),             # a ragged row
+    (b"1,a\n2\n", 2),
+    (b"inf,a\n", 1),                  # not a plain number: pyarrow decides
+    (b"1_000,a\n", 1),
+    (b"$5,a\n", 1),
+    (b"#DIV/0!,a\n", 1),              # an Excel error in a number column: demoted by pyarrow
+    (b" NA,a\n", 1),                  # a missing-value token is matched as written
+    (b"NA,\n", 1),                    # a blank record: skipped by the scanning reader
+    (b"NA, \t\n", 1),
+    (b"1,a\n2,b\n", 1),               # more records than the block was said to hold
+    (b"1,a\n", 2),                    # fewer
+])
+def test_refused(text, n):
+    assert split_plain(np.frombuffer(text, np.uint8), n, 2, [0, 1], {0}, ",", NA) is None
+
+
+def test_plain_blocks_take_the_splitter(tmp_path, monkeypatch):
+    """A plain file read in blocks: every block after the first is split here, and the
+    outcome is the text path's (the reader before the plan and the splitter)."""
+    p = tmp_path / "m.csv"
+    rng = np.random.default_rng(0)
+    lines = ["id,x,k,y"] + [f"{i},{rng.standard_normal():.9g},{rng.choice(['a', 'b'])},"
+                            f"{rng.choice(['yes', 'no'])}" for i in range(3000)]
+    p.write_text("\n".join(lines) + "\n")
+    split, taken = R.split_plain, []
+    monkeypatch.setattr(R, "split_plain", lambda *a: taken.append(split(*a)) or taken[-1])
+    monkeypatch.setattr(R, "_FIRST_BLOCK", 2000)
+    monkeypatch.setattr(R, "_BLOCK_BYTES", 20000)
+    ds = D.read_csv(p, "y", missing="impute-most-frequent")
+    assert len(taken) > 3 and all(c is not None for c in taken)
+    monkeypatch.setattr(R, "split_plain", lambda *a: None)
+    ref = D.read_csv(p, "y", missing="impute-most-frequent")
+    np.testing.assert_array_equal(ds.X, ref.X)
+    np.testing.assert_array_equal(ds.y, ref.y)
+    assert ds.preprocessing.to_dict() == ref.preprocessing.to_dict()
+    monkeypatch.setattr(R, "typed_plan", lambda *a: None)
+    text = D.read_csv(p, "y", missing="impute-most-frequent")
+    np.testing.assert_array_equal(ds.X, text.X)
+    assert ds.preprocessing.to_dict() == text.preprocessing.to_dict()
