@@ -1322,6 +1322,9 @@ class TypePlan:
     def __init__(self, na):
         self.na = sorted(na)
         self.types: dict | None = None          # column -> pyarrow type; None: not learned
+        # rows -> the (kept columns, rows) matrix where the next block's numbers are to go
+        # (the reader's table: parsed there, not copied; see rwtool.data._split); None: anywhere
+        self.out = None
 
     def learn(self, cells, keep) -> None:
         """The types of the columns ``keep`` from their ``cells`` (text) in the first block
@@ -1398,7 +1401,8 @@ def _plain_block(buf, final, dialect, names, given, usecols, head_rows, line_bas
     lines = np.arange(first, first + n, dtype=np.int64)
     if plan is not None and plan.types is not None and head_rows <= 0 and \
             0 < len(keep) <= _TYPED_MAX:
-        cells = split_plain(data, n, ncols, keep, plan.types, dialect.delimiter, plan.na)
+        cells = split_plain(data, n, ncols, keep, plan.types, dialect.delimiter, plan.na,
+                            None if plan.out is None else plan.out(n))
         if cells is not None:
             return Block(names, lines, cells, []), consumed, n_breaks
     try:
@@ -1763,12 +1767,15 @@ def type_block(block, js, decimal, na, fast, column_of, out=None,
 
 def _copy_numbers(cells, out) -> None:
     """The float64 cells of a column (null: a missing-value token) into ``out``, NaN for
-    missing: chunk by chunk, with no whole-column temporary."""
+    missing: chunk by chunk, with no whole-column temporary; nothing to copy when they were
+    parsed into ``out`` (:class:`TypePlan`'s ``out``)."""
     at = 0
     for ch in (cells.chunks if isinstance(cells, pa.ChunkedArray) else [cells]):
         if ch.null_count:
             ch = pc.fill_null(ch, math.nan)
-        out[at:at + len(ch)] = ch.to_numpy(zero_copy_only=False)
+        src, dst = ch.to_numpy(zero_copy_only=False), out[at:at + len(ch)]
+        if src.ctypes.data != dst.ctypes.data:
+            dst[:] = src
         at += len(ch)
 
 
@@ -1789,6 +1796,12 @@ class TableBuilder:
         self.marks = np.zeros((len(keep), 2), bool)
         self.n = 0
         self.size, self.nbytes = size, 0
+
+    def block_out(self, rows: int) -> np.ndarray:
+        """Where the numbers of the next block, of ``rows`` records, are to go (see
+        :class:`TypePlan`'s ``out``): its columns of the number matrix."""
+        self._room(rows)
+        return self.V[:, self.n:self.n + rows]
 
     def column_of(self, j: int) -> Column:
         c = self.text.get(j)
@@ -1935,6 +1948,8 @@ def _parse_with(src, dialect, usecols, nrows, na_values, max_vocab, head_rows, n
                     else column_positions(block.names, usecols))    # the block's own array
             builder = TableBuilder(block.names, keep, max_vocab, fast,
                                    src.size if nrows is None else 0)
+            if plan is not None:
+                plan.out = builder.block_out
         builder.add(block, dialect.decimal, na)
         lines.append(block.lines)
         if block.head:

@@ -251,18 +251,15 @@ def _rows(data, pos, row, delim, kinds, col_of, n, na_data, na_offsets, pow10, n
 
 
 @njit(cache=True, nogil=True)
-def _split(data, delim, kinds, col_of, n, na_data, na_offsets, pow10):
-    """(status, numbers (number columns, n), codes (text columns, n), each text column's
-    distinct cells as (start, end) in ``data`` and their count, the unsure number cells as
-    (row, number column, start, end) and their count). status 0: split; 1: refused."""
-    n_num = 0
+def _split(data, delim, kinds, col_of, n, na_data, na_offsets, pow10, nums):
+    """(status, codes (text columns, n), each text column's distinct cells as (start, end) in
+    ``data`` and their count, the unsure number cells as (row, row of ``nums``, start, end)
+    and their count); number column j written in row ``col_of[j]`` of ``nums``. status 0:
+    split; 1: refused."""
     n_text = 0
     for j in range(kinds.shape[0]):
-        if kinds[j] == 1:
-            n_num += 1
-        elif kinds[j] == 2:
+        if kinds[j] == 2:
             n_text += 1
-    nums = np.empty((n_num, n))
     codes = np.empty((n_text, n), np.int32)
     size = 1024
     slots = np.zeros((n_text, size), np.int32)         # entry + 1, 0: empty
@@ -277,7 +274,7 @@ def _split(data, delim, kinds, col_of, n, na_data, na_offsets, pow10):
                                            na_offsets, pow10, nums, codes, slots, ent_start,
                                            ent_end, ent_hash, n_ent, unsure, n_unsure)
         if status < 2:
-            return status, nums, codes, ent_start, ent_end, n_ent, unsure, n_unsure
+            return status, codes, ent_start, ent_end, n_ent, unsure, n_unsure
         if status == 3:
             more = np.empty((2 * unsure.shape[0], 4), np.int64)
             more[:unsure.shape[0]] = unsure
@@ -307,22 +304,24 @@ def _strings(data, starts, ends):
 
 
 def split_plain(data: np.ndarray, n: int, ncols: int, keep, numbers, delimiter: str,
-                na) -> dict | None:
+                na, out: np.ndarray | None = None) -> dict | None:
     """Column index -> its cells, for the columns ``keep`` of the ``n`` records in ``data``
     (UTF-8 bytes of a plain block: no quote character, no carriage return): a pyarrow float64
     array (NaN for a missing cell) for the columns in ``numbers``, a dictionary array of the
     texts for the others; None when the block must be split by pyarrow.csv instead (see the
-    module docstring). ``na``: the missing-value tokens, matched as written."""
+    module docstring). ``na``: the missing-value tokens, matched as written. ``out``: a
+    (len(keep), n) float64 matrix to parse the numbers into (the row of a column's position
+    in ``keep``; the float64 arrays are then views of it), so they need no copy."""
     d = delimiter.encode("utf-8")
     if len(d) != 1 or not len(keep) or n <= 0:
         return None
     kinds = np.zeros(ncols, np.int8)
     col_of = np.zeros(ncols, np.int64)
     nn = nt = 0
-    for j in keep:
+    for kk, j in enumerate(keep):
         j = int(j)
         if j in numbers:
-            kinds[j], col_of[j] = NUMBER, nn
+            kinds[j], col_of[j] = NUMBER, (nn if out is None else kk)
             nn += 1
         else:
             kinds[j], col_of[j] = TEXT, nt
@@ -330,8 +329,9 @@ def split_plain(data: np.ndarray, n: int, ncols: int, keep, numbers, delimiter: 
     tokens = [t.encode("utf-8") for t in na]
     na_offsets = np.cumsum([0] + [len(t) for t in tokens]).astype(np.int64)
     na_data = np.frombuffer(b"".join(tokens), np.uint8) if tokens else np.empty(0, np.uint8)
-    status, nums, codes, ent_start, ent_end, n_ent, unsure, n_unsure = _split(
-        data, d[0], kinds, col_of, n, na_data, na_offsets, _POW10)
+    nums = np.empty((nn, n)) if out is None else out
+    status, codes, ent_start, ent_end, n_ent, unsure, n_unsure = _split(
+        data, d[0], kinds, col_of, n, na_data, na_offsets, _POW10, nums)
     if status:
         return None
     if n_unsure:
