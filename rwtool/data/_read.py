@@ -3,8 +3,9 @@
 The file is read in blocks of bytes. Each block is scanned once (rwtool.data._scan) for record
 boundaries, file lines, field counts and open quotes; structural problems (ragged rows, an
 unterminated quote) are refused there with their line. pyarrow.csv then splits the cells of the
-block's complete records (multi-threaded, as text), and each column is typed with pyarrow
-compute: a cell is a number when it is ASCII digits with an optional sign, decimal mark and
+block's complete records (multi-threaded, as text; a plainly clean block after the first, once
+its numbers are known, by one numba pass with the same result: rwtool.data._split), and each
+column is typed with pyarrow compute: a cell is a number when it is ASCII digits with an optional sign, decimal mark and
 exponent, or inf/nan (so neither "1_000" nor Arabic-Indic digits are numbers); a cell in
 ``na_values`` (after stripping spaces) or an Excel error value ("#DIV/0!") is missing; anything
 else is text, interned per column. In a decimal-comma file "1.234" is left as text for the
