@@ -4,7 +4,9 @@ Files of digits, ``rows`` x ``columns`` with a header ``c0,c1,...`` (the 500,000
 the issue's 5.9 MB one), written in a temporary folder. Each reader runs in a fresh child
 process: ``read_csv`` and the streaming reader (``scan_csv`` + ``iter_csv``, what ``rwtool
 train`` uses on big files), after a warm-up on a small file (thread pools, compiled kernels).
-The child reports its peak resident set (``ru_maxrss``), the address space it mapped above
+``stream`` gives ``iter_csv`` the scan (pass two then encodes the blocks pass one kept, as
+``rwtool train`` does); ``stream, record`` gives it the record alone, so the file is read
+again while the scan is held. The child reports its peak resident set (``ru_maxrss``), the address space it mapped above
 the warm-up (``VmPeak`` minus ``VmSize`` after it: what an address-space limit counts) and
 its CPU seconds; an empty child (imports and warm-up only) gives the fixed baseline. Each
 figure is the median of ``--repeat`` children (default 3).
@@ -40,6 +42,10 @@ t = time.process_time()
 if mode == "read_csv":
     D.read_csv(p, -1, task="regression").X
 elif mode == "stream":
+    s = D.scan_csv(p, -1, task="regression")
+    for c in D.iter_csv(p, s):
+        c.X
+elif mode == "stream, record":
     s = D.scan_csv(p, -1, task="regression")
     for c in D.iter_csv(p, s.preprocessing, dialect=s.dialect):
         c.X
@@ -85,7 +91,7 @@ def main(argv=None):
             p = os.path.join(tmp, f"w{shape}.csv")
             write_file(p, rows, cols)
             size = os.path.getsize(p)
-            for mode in ("read_csv", "stream"):
+            for mode in ("read_csv", "stream", "stream, record"):
                 r = run(p, mode, args.repeat)
                 extra = r["rss"] - base["rss"]
                 print(f"| {cols:,} x {rows} | {size / mb:.1f} MB | {mode} | "

@@ -729,13 +729,14 @@ class Table(NameLookup):
     def number_stats(self, names, fit_rows, kind_rows, policy):
         """For the record fitting, per named column: (whether it holds numbers only, its
         numbers among ``fit_rows``, among ``kind_rows``, the mean fill when ``policy`` is
-        "impute-mean" and one is computed here: NaN where the column must be asked)."""
+        "impute-mean" and one is computed here: NaN where the column must be asked; None
+        unless the policy imputes)."""
         pos = self.number_rows(names)
         dense = pos >= 0
         # every column of numbers (a wide file's usual case): the counts are the arrays made
         # here, with no copy of the positions or per-column zeros (8 bytes a column each)
         whole = bool(dense.all())
-        fill = np.full(len(names), np.nan)
+        fill = np.full(len(names), np.nan) if policy.startswith("impute") else None
         if not dense.any():
             none = np.zeros(len(names), np.int64)
             return dense, none, none, fill
@@ -820,7 +821,8 @@ def _distinct_hashes(names: list[str]) -> bool:
 class Block:
     """The complete records of one block of the file: ``lines`` (1-based file line of each
     record), ``cells`` (column index -> pyarrow string array, only the columns asked for) and
-    ``head`` (the first records as text, when asked)."""
+    ``head`` (the first records as text, when asked). A reader that has typed ``cells``
+    drops them (``block.cells = {}``): :func:`iter_blocks` holds none while it yields."""
 
     names: list[str]
     lines: np.ndarray
@@ -933,11 +935,14 @@ def iter_blocks(source, dialect: Dialect, *, usecols=None, nrows=None, head_rows
                 n_read += len(block.lines)
                 if learn:
                     plan.learn(block.cells, keep)
-                yield Block(names, block.lines, block.cells, head if block.head else [],
+                out = Block(names, block.lines, block.cells, head if block.head else [],
                             consumed)
+                del block, plain
+                yield out       # held only by the caller, who may drop its cells once typed
+                del out
                 line_base += n_lines
                 carry = buf[consumed:].copy()
-                del buf, block, plain
+                del buf
                 if final:
                     break
                 continue
@@ -990,7 +995,10 @@ def iter_blocks(source, dialect: Dialect, *, usecols=None, nrows=None, head_rows
                 n_read += len(starts)
                 if learn:
                     plan.learn(cells, keep)
-                yield Block(names, lines, cells, head if hd else [], int(sc["consumed"]))
+                out = Block(names, lines, cells, head if hd else [], int(sc["consumed"]))
+                del cells
+                yield out
+                del out
             if nrows is not None and n_read >= nrows:
                 break
             line_base += sc["n_lines"]
@@ -1952,6 +1960,7 @@ def _parse_with(src, dialect, usecols, nrows, na_values, max_vocab, head_rows, n
             if plan is not None:
                 plan.out = builder.block_out
         builder.add(block, dialect.decimal, na)
+        block.cells = {}        # typed: its text goes before the next block is split
         lines.append(block.lines)
         if block.head:
             head = block.head

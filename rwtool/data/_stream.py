@@ -307,7 +307,7 @@ class _StreamTable(NameLookup):
         return self.summary.column(j)
 
     def number_stats(self, names, fit_rows, kind_rows, policy):
-        """As :meth:`rwtool.data._read.Table.number_stats` (the fill is asked of the column)."""
+        """As :meth:`rwtool.data._read.Table.number_stats` (a fill is asked of the column)."""
         s = self.summary
         js = positions(self.names, names)
         kk = np.searchsorted(s.keep, js)
@@ -316,7 +316,7 @@ class _StreamTable(NameLookup):
         n_fit = s.n_num[s.key(fit_rows)][kk]
         same = s.key(kind_rows) == s.key(fit_rows)      # one array, not two alike
         return (dense, n_fit, n_fit if same else s.n_num[s.key(kind_rows)][kk],
-                np.full(len(names), np.nan))
+                np.full(len(names), np.nan) if policy.startswith("impute") else None)
 
 
 class _Kept:
@@ -530,7 +530,10 @@ def _summarise(src, dialect, target, features, ignore, categorical, numeric, na_
                              usecols=wanted, plan=typed_plan(dialect, na, fast)):
         if table is None:
             table, tname, feats, cat, num = roles["r"]
-            keep = roles["keep"]
+            # the block's own array of them where it has one (the same positions)
+            keep = (block.cells.columns() if isinstance(block.cells, ColumnCells)
+                    else roles["keep"])
+            del roles["keep"]
             jt = None if tname is None else table.position(tname)
             counted = None
             if not count_all and policy != "impute-most-frequent":
@@ -546,6 +549,7 @@ def _summarise(src, dialect, target, features, ignore, categorical, numeric, na_
             kept.drop()          # pass two yields an empty chunk here: it reads the file
             continue
         tb = type_block(block, summary.keep, dialect.decimal, na, fast, summary.column_of)
+        block.cells = {}        # typed: its text goes before the summaries are taken
         fit = (np.ones(n, bool) if tname is None else
                tb.codes_of(int(np.searchsorted(summary.keep, jt))) != -2)
         summary.add(tb, block.lines, fit)
@@ -616,6 +620,7 @@ def iter_csv(path, preprocessing: Preprocessing | CsvScan, *, dialect: Dialect |
                     else sorted(block.cells))
             builder = TableBuilder(names, cols, _MAX_VOCAB, fast)
             builder.add(block, dialect.decimal, na)
+            block.cells = {}
             table = builder.table(src.name, dialect, block.lines, [], None)
             yield pre._encode(table, np.arange(len(block.lines)), with_target=has_target,
                               allow_empty=True)
