@@ -432,12 +432,12 @@ class _RandomFeatureModel(CallbackSupport, BaseEstimator):
         features (``auto_block_size``: 32 MB and at least 2048 rows, unless ``block_size`` says
         otherwise), Phi^T Phi, its block product, the regularised copy and its Cholesky factor
         (4 T^2; the Gram matrix G of an RKHS weighting one more; dtype="float32" halves the
-        block and the block product, and the time of the products); reg="auto" holds the sums of three folds on
-        the T_s columns the search scores with (``search_features``) and the total of all T,
-        then during the search the leading model's copies of the folds, their total, a
-        training fold's and the regularised matrix (max((2 x 3 + 3) T_s^2 + T^2,
-        3 T_s^2 + 2 T^2), plus G; (3 + 4) T^2 when T_s = T), with the
-        features and a copy of one fold's rows at a time (one pass; the choice and the final
+        block and the block product, and the time of the products); reg="auto" holds the
+        sums of three folds on the T_s columns the search scores with (``search_features``)
+        and the total of all T, then during the search the leading model's copies of the
+        folds, their total, a training fold's and the regularised matrix
+        (max((2 x 3 + 3) T_s^2 + T^2, 3 T_s^2 + 2 T^2), plus G; (3 + 4) T^2 when T_s = T),
+        with the features and a copy of one fold's rows at a time (one pass; the choice and the final
         solve come from the sums), and a classifier's validation sample keeps its rows' leading
         features (S x T_s, ``search_features``); the Lasso holds Phi
         (n x T) in design mode (``lasso.fit_mode``: T > 3000 and n T <= 32e6), else a block

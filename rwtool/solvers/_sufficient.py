@@ -366,9 +366,9 @@ class SufficientStats:
 
     @property
     def nbytes(self) -> int:
-        return int(self.A.nbytes + self.B.nbytes + self.n.nbytes
-                   + (0 if self.A_total is None else self.A_total.nbytes) + self.w.nbytes + self.ysum.nbytes
-                   + self.yy.nbytes + (0 if self.sample is None else self.sample.nbytes))
+        return int(sum(getattr(self, name).nbytes for name in self._SUMS
+                       if getattr(self, name) is not None)
+                   + (0 if self.sample is None else self.sample.nbytes))
 
     # -- accumulation ------------------------------------------------------------------------
     def add(self, feature_map, X: np.ndarray, Y: np.ndarray, *, rows=None,
@@ -525,6 +525,7 @@ class SufficientStats:
         return A, self.B.sum(axis=0), float(self.w.sum())
 
     def _check_fold_columns(self, what: str) -> None:
+        """ValueError naming the fix when ``what`` needs every column's per-fold sums."""
         if self.A_total is not None:
             raise ValueError(f"{what} needs the per-fold sums of all {self.n_features} "
                              f"columns, but these keep {self.fold_features} per fold (the "
