@@ -106,13 +106,49 @@ def _erf_row(z, s, c):
                 zc[t] = cc[t] * verf(zc[t] * s)
 
 
-@njit(parallel=True, cache=True, nogil=True, **VEC_FLAGS)
-def _erf_features(Z, xsafe, c, k, A, D):
-    """Z[i, t] <- c[t] * erf(k * Z[i, t] / xsafe[i])  (sign-type closed forms), and
-    D[i] <- Z[i] A^T when A has rows (predict's Phi a while the row is in cache)."""
-    for i in prange(Z.shape[0]):
+@njit(cache=True, nogil=True, **VEC_FLAGS)
+def _erf_rows(Z, xsafe, c, k, A, D):
+    """Z[i, t] <- c[t] * erf(k Z[i, t] / xsafe[i]) (sign-type closed forms) and D[i] <- Z[i]
+    A^T when A has rows (predict's Phi a while the row is in cache), for every row of Z.
+    Sequential and without the GIL: the callers spread rows over threads
+    (_erf_features, _erf_predict). The feature pass and predict call this one
+    kernel, so a row's features are the same code in both, and numba compiles it once a
+    signature (as parallel=True kernels, each path's own copy took 3x as long: 23-28 s a
+    signature on a cold cache)."""
+    for i in range(Z.shape[0]):
         _erf_row(Z[i], k / xsafe[i], c)
         _dot_row(Z[i], A, D[i])
+
+
+@njit(cache=True, nogil=True, **VEC_FLAGS)
+def _relu_rows(Z, xnorm, xsafe, c, k, sd, A, D):
+    """Z[i, t] <- c[t] ||x_i|| [a Phi_N(a/sd) + sd phi_N(a/sd)], a = k Z[i, t] / xsafe[i],
+    and D[i] <- Z[i] A^T when A has rows, for every row of Z (as _erf_rows).
+
+    E[max(0, N(a, sd^2))] = a Phi_N(a/sd) + sd phi_N(a/sd): for |a/sd| < SMALL sqrt 2 by its
+    series (_relu_mean_small), else with Phi_N via erfc, which keeps the left tail."""
+    for i in range(Z.shape[0]):
+        _relu_row(Z[i], k / xsafe[i], xnorm[i], c, sd)
+        _dot_row(Z[i], A, D[i])
+
+
+#: (row, centre) pairs below which a feature pass runs on the calling thread alone (about a
+#: millisecond of work: starting a thread costs tens of microseconds)
+_PAIRS_PER_THREAD = 1 << 17
+
+
+def _on_row_shares(Z, rows):
+    """rows(a, b) for contiguous shares [a, b) of the rows of Z on up to
+    ``numba.get_num_threads()`` threads, one share for a small Z."""
+    m = Z.shape[0]
+    workers = max(1, min(numba.get_num_threads(), m * Z.shape[1] // _PAIRS_PER_THREAD))
+    run_shares(lambda p: rows(p * m // workers, (p + 1) * m // workers), workers)
+
+
+def _erf_features(Z, xsafe, c, k, A, D):
+    """_erf_rows over all rows of Z, on threads (a row's result does not depend on its
+    share)."""
+    _on_row_shares(Z, lambda a, b: _erf_rows(Z[a:b], xsafe[a:b], c, k, A, D[a:b]))
 
 
 #: coefficients c_k = (-1)^(k+1) / (k! (2k - 1)), k = 16 .. 0, of P(u) in the series below;
@@ -159,42 +195,35 @@ def _relu_row(z, s, cx, c, sd):
                 zc[t] = cc[t] * cx * (small if abs(q) < SMALL else big)
 
 
-@njit(parallel=True, cache=True, nogil=True, **VEC_FLAGS)
 def _relu_features(Z, xnorm, xsafe, c, k, sd, A, D):
-    """Z[i, t] <- c[t] ||x_i|| [a Phi_N(a/sd) + sd phi_N(a/sd)],  a = k Z[i, t] / ||x_i||, and
-    D[i] <- Z[i] A^T when A has rows (as _erf_features).
-
-    E[max(0, N(a, sd^2))] = a Phi_N(a/sd) + sd phi_N(a/sd): for |a/sd| < SMALL sqrt 2 by its
-    series (_relu_mean_small), else with Phi_N via erfc, which keeps the left tail.
-    """
-    for i in prange(Z.shape[0]):
-        _relu_row(Z[i], k / xsafe[i], xnorm[i], c, sd)
-        _dot_row(Z[i], A, D[i])
+    """_relu_rows over all rows of Z, on threads (as _erf_features)."""
+    _on_row_shares(Z, lambda a, b: _relu_rows(Z[a:b], xnorm[a:b], xsafe[a:b], c, k, sd, A,
+                                              D[a:b]))
 
 
 @njit(cache=True, nogil=True, **VEC_FLAGS)
-def _closed_form_predict(gemm, X, W, Wt, xnorm, xsafe, c, k, sd, relu, A, D, z, pair, q0, q1):
-    """D[i] <- Phi(x_i) A^T for the rows of chunks q0 .. q1 - 1 of X (chunks of z.shape[0]
-    rows): for each chunk X W^T into the caller's buffer z (one-thread BLAS or the fixed
-    order: rows_dot), the closed form (_relu_row if ``relu``, else _erf_row) and the row's
-    Phi a, while the chunk is in cache. Sequential and without the GIL: the caller's threads
-    each run a share of the chunks (RKHSWeighting._closed_form_predict). numba's parallel=True
-    here compiled for 23 s a signature on a cold cache against 8 s (a third of a cold
-    ``rwtool train``), for the same speed."""
+def _erf_predict(gemm, X, W, Wt, xsafe, c, k, A, D, z, pair, R, q0, q1):
+    """D[i] <- Phi(x_i) A^T for the rows of chunks q0 .. q1 - 1 of X (chunks of R rows; z
+    holds max(R, 2)), sign-type closed forms: for each chunk X W^T into the caller's buffer z
+    (one-thread BLAS or the fixed order: rows_dot), then _erf_rows while the chunk is in
+    cache. Sequential and without the GIL: the caller's threads each run a share of the
+    chunks (RKHSWeighting._closed_form_predict)."""
     m = X.shape[0]
-    R = z.shape[0]
     for q in range(q0, q1):
-        a = q * R
-        b = min(m, a + R)
-        zq = z[:max(b - a, 2)]
-        rows_dot(gemm, X[a:b], W, Wt, zq, pair)
-        for i in range(b - a):
-            s = k / xsafe[a + i]
-            if relu:
-                _relu_row(zq[i], s, xnorm[a + i], c, sd)
-            else:
-                _erf_row(zq[i], s, c)
-            _dot_row(zq[i], A, D[a + i])
+        a, b = q * R, min(m, q * R + R)
+        rows_dot(gemm, X[a:b], W, Wt, z[:max(b - a, 2)], pair)
+        _erf_rows(z[:b - a], xsafe[a:b], c, k, A, D[a:b])
+
+
+@njit(cache=True, nogil=True, **VEC_FLAGS)
+def _relu_predict(gemm, X, W, Wt, xnorm, xsafe, c, k, sd, A, D, z, pair, R, q0, q1):
+    """_erf_predict for the ReLU-type closed forms (_relu_rows). Two kernels rather than one
+    with a flag: numba would compile both closed forms for either."""
+    m = X.shape[0]
+    for q in range(q0, q1):
+        a, b = q * R, min(m, q * R + R)
+        rows_dot(gemm, X[a:b], W, Wt, z[:max(b - a, 2)], pair)
+        _relu_rows(z[:b - a], xnorm[a:b], xsafe[a:b], c, k, sd, A, D[a:b])
 
 
 @njit(parallel=True, cache=True, nogil=True, **VEC_FLAGS)
@@ -510,7 +539,7 @@ class _RWDot(RKHSWeighting):
         caller's and others started for the call: rwtool.threads.run_shares): each takes a
         share of the chunks of ``rows`` rows and computes X W^T for a chunk with BLAS held to
         one thread (rwtool.threads; a process-wide setting for the call's duration), then the
-        chunk's closed form and Phi a while the chunk is in cache (_closed_form_predict).
+        chunk's closed form and Phi a while the chunk is in cache (_erf_predict, _relu_predict).
         Before, X W^T ran on OpenBLAS's threads and
         the closed form on numba's, a block at a time, and each pool's threads spun while the
         other's worked: 1.65-1.79x the GEMM bound with two threads against 1.24-1.31x here
@@ -534,12 +563,15 @@ class _RWDot(RKHSWeighting):
         workers = max(1, min(numba.get_num_threads(), n_chunks))
         Z = np.empty((workers, max(rows, 2), self.n_output_), dtype=dtype)
         pair = np.empty((workers, 2, d), dtype=Xg.dtype)
-        relu = self._phi != "sign"
 
         def share(p):
-            _closed_form_predict(gemm, Xg, W, Wt, xnorm, xsafe, self._c, self._k, self._sd,
-                                 relu, A, D, Z[p], pair[p], p * n_chunks // workers,
-                                 (p + 1) * n_chunks // workers)
+            q0, q1 = p * n_chunks // workers, (p + 1) * n_chunks // workers
+            if self._phi == "sign":
+                _erf_predict(gemm, Xg, W, Wt, xsafe, self._c, self._k, A, D, Z[p], pair[p],
+                             rows, q0, q1)
+            else:
+                _relu_predict(gemm, Xg, W, Wt, xnorm, xsafe, self._c, self._k, self._sd, A, D,
+                              Z[p], pair[p], rows, q0, q1)
 
         with single_blas_thread():
             run_shares(share, workers)
