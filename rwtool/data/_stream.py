@@ -109,21 +109,23 @@ class _Summary:
     rows with a target (FIT). :meth:`column` answers for one column what the record fitting
     asks a parsed :class:`~rwtool.data._read.Column`."""
 
-    def __init__(self, names, keep, max_vocab, fast, max_distinct, counted=None):
+    def __init__(self, names, keep, max_vocab, fast, max_distinct, counted=None,
+                 sums=True):
         k = len(keep)
         self.names, self.keep = names, np.asarray(keep, np.int64)
         self.max_vocab, self.fast, self.max_distinct = max_vocab, fast, max_distinct
         # [ALL, FIT]: the FIT summaries are the ALL ones until a row lacks a target. A
         # column's text cells are counted by its text part, its missing ones are the rest of
         # the rows; the sum is of the FIT rows' finite numbers, used only where the FIT rows
-        # hold no infinite one (so their count is the numbers')
+        # hold no infinite one (so their count is the numbers'); kept only when ``sums`` (the
+        # mean fill's policy asks for it)
         self.rows = [0, 0]
         self.n_num = [np.zeros(k, np.int64)] * 2
         self.first_inf = [np.full(k, -1, np.int64)] * 2
         self.max_abs = [np.zeros(k)] * 2
         self.fraction = np.zeros(k, bool)
         self.marks = np.zeros((k, 2), bool)
-        self.sum = np.zeros(k)
+        self.sum = np.zeros(k) if sums else None
         self.distinct = [DistinctNumbers(k, max_distinct), None]
         # The distinct numbers are asked of the target, of a column declared categorical,
         # for most-frequent fills, and of a column holding text (it may be categorical):
@@ -164,7 +166,7 @@ class _Summary:
         narrow = len(V) <= 64           # sums column by column, as np.mean sums one
         cols = None if self.counted.all() else self.counted
         for key, m in ((0, None),) if self.fit_same else ((0, None), (1, fit)):
-            sums = key == 1 or self.fit_same
+            sums = (key == 1 or self.fit_same) and self.sum is not None
             n_rows = V.shape[1] if m is None else int(np.count_nonzero(m))
             self.rows[key] += n_rows
             if sums and narrow:
@@ -312,7 +314,8 @@ class _StreamTable(NameLookup):
         js = positions(self.names, names)
         kk = np.searchsorted(s.keep, js)
         del js
-        dense = ~np.isin(s.keep[kk], np.fromiter(s.text, np.int64, len(s.text)))
+        dense = (~np.isin(s.keep[kk], np.fromiter(s.text, np.int64, len(s.text))) if s.text
+                 else np.ones(len(kk), bool))       # numbers only: no positions gathered
         n_fit = s.n_num[s.key(fit_rows)][kk]
         same = s.key(kind_rows) == s.key(fit_rows)      # one array, not two alike
         return (dense, n_fit, n_fit if same else s.n_num[s.key(kind_rows)][kk],
@@ -541,7 +544,7 @@ def _summarise(src, dialect, target, features, ignore, categorical, numeric, na_
                                 [] if jt is None else [jt]).astype(np.int64)
                 counted = np.isin(keep, at)
             summary = table.summary = _Summary(table.names, keep, _MAX_VOCAB, fast, max_distinct,
-                                               counted)
+                                               counted, sums=policy == "impute-mean")
             table.spellings = partial(number_spellings, src, dialect, na,
                                       block_bytes=block_bytes, names=names)
         n = len(block.lines)
