@@ -349,7 +349,7 @@ def test_a_limit_reached_is_a_located_error(wide_file):
 # and below what the earlier readers took (24x and 31x).
 # With the wide records split by rwtool's own splitter (no pyarrow.csv table, no index per
 # cell), the summaries counted in place and no int64 array per column on the way: read_csv
-# about 37-38 MB (6.5x), scan_csv about 55 MB (9.3x; pass two then encodes the blocks it kept,
+# about 37-38 MB (6.5x), scan_csv about 52 MB (8.8x; pass two then encodes the blocks it kept,
 # 50 MB), scan_csv + iter_csv reading the file again while the scan is held 73 MB (12.4x).
 # The bounds keep the same room of 20-25 MB.
 PEAK = WARM + """try:
