@@ -439,9 +439,6 @@ class MainWindow(ExportActions, ImportanceActions, QMainWindow):
         self._next_id += 1
         return rid
 
-    def _list_run(self, run: Run) -> None:
-        self.run_list.add(run)
-        self.run_list.select([run.run_id])
 
     def train(self) -> None:
         self.settle()
@@ -487,9 +484,11 @@ class MainWindow(ExportActions, ImportanceActions, QMainWindow):
         self.training_panel.started(f"{run.name}: {run.class_name} on {train.n_samples} rows × "
                                     f"{train.n_features} features",
                                     warming_up=self._warming_up)
-        # the run's row and the Training tab, a step each (gui.widgets.steps)
-        self._steps.add(self._list_run, run)
+        # the run's row, the Training tab and the row's selection, a step each
+        # (gui.widgets.steps); the selection last, as its handler runs what is still queued
+        self._steps.add(self.run_list.add, run)
         self._steps.add(self.right_tabs.setCurrentWidget, self.training_panel.curves)
+        self._steps.add(self.run_list.select, [run.run_id])
         self.worker.submit(TrainJob(run.run_id, est, train.X, train.y,
                                     None if test is None else test.X,
                                     None if test is None else test.y, train.task,
@@ -564,7 +563,7 @@ class MainWindow(ExportActions, ImportanceActions, QMainWindow):
         # they were one pause of the window of 80-190 ms under load; gui.widgets.steps)
         if mc.get("curves"):
             self._steps.add(self.training_panel.show_model_curves, mc)
-        self._steps.add(self.run_list.update_run, run)
+        self._steps.add(self.run_list.update_steps, run)
         self._steps.add(self._show_run, run)
         self._steps.add(self.right_tabs.setCurrentWidget, self.results_panel)
         self._steps.add(self.run_finished.emit, run_id)

@@ -543,5 +543,9 @@ class ResultsPanel(QTabWidget):
         p.setLogMode(False, True)
         p.plot(np.arange(1, len(pos) + 1), pos, pen=pen(0, 2), name=f"{len(pos)} non-zero")
 
-    def _draw_importance(self, res) -> None:
-        self.importance_view.show_run(res, *self.importance_available)
+    def _draw_importance(self, res):
+        # two steps: the share's bars and labels, then the permutation plot (BKerNN's end of
+        # run drew both in one turn)
+        self.importance_view.show_share(res)
+        yield
+        self.importance_view.show_permutation(res, *self.importance_available)

@@ -112,13 +112,25 @@ class RunList(QWidget):
         self.table.setSortingEnabled(True)
 
     def update_run(self, run: Run) -> None:
+        """Show the run's new state in its row, its label and the comparison, now."""
+        for _ in self.update_steps(run):
+            pass
+
+    def update_steps(self, run: Run):
+        """:meth:`update_run` as a generator, a step up to each ``yield`` (gui.widgets.steps):
+        the row's cells, the labels of every row, the comparison (6-12 ms of the GUI thread
+        in one turn at the end of a run)."""
         r = self._row_of(run.run_id)
         if r is not None:
             self.table.setSortingEnabled(False)
             self._fill(r, run)
+            self.table.setSortingEnabled(True)
+            yield
+            self.table.setSortingEnabled(False)
             self._relabel()
             self.table.setSortingEnabled(True)
         if run.run_id in self.selected_ids():
+            yield
             self._overlay()
 
     def _row_of(self, run_id: int):
@@ -134,8 +146,9 @@ class RunList(QWidget):
     def _relabel(self) -> None:
         """The Method cells name what differs between the runs: a new run can change them."""
         col = self._FIELDS.index("method")
+        rows = {self.table.item(r, 0).data(Qt.UserRole): r for r in range(self.table.rowCount())}
         for rid, label in self.labels().items():
-            r = self._row_of(rid)
+            r = rows.get(rid)
             if r is not None:
                 item = self.table.item(r, col)
                 item.setText(label)
@@ -212,34 +225,30 @@ class RunList(QWidget):
 
     def _overlay(self) -> None:
         """Redraw the comparison: the axes now, then one run's curve per step
-        (gui.widgets.steps: six runs' curves and their legend took 15 ms in one go) while the
-        plot is hidden; a plot on screen gets its curves at once, to be painted once with the
-        tab it is shown in (in steps it was painted twice: bench_gui_load --load 4, median of
-        four sessions, longest gap of the overlay 211 ms at once, 297 ms in steps)."""
+        (gui.widgets.steps), on screen or not. The plot takes no paint until every curve is
+        in: painted after each step it cost its whole paint each time (17-19 ms); drawn in the
+        selection's turn, six curves, their legend and the paint were one turn of 27-39 ms
+        of CPU, a gap of 150-213 ms of the window under load (bench_gui_load --load 4)."""
         metric = self.metric_combo.currentText()
         ids = self.selected_ids()
         # the legend names each run by what differs among the runs overlaid
         labels = run_labels([self.runs[r] for r in ids])
         xl = {self.runs[r].x_label for r in ids if metric in self.runs[r].curves}
         self._steps.clear()
-        self.compare_plot.setUpdatesEnabled(True)
+        curves = [(i, rid) for i, rid in enumerate(ids) if metric in self.runs[rid].curves]
+        # no paint of the emptied plot while its curves are queued: one paint, at the end
+        self.compare_plot.setUpdatesEnabled(not curves)
         self.compare_plot.reset(f"Compare runs: {metric}" if metric else "Compare runs",
                                 " / ".join(sorted(xl)) or "iteration", metric)
-        curves = [(i, rid) for i, rid in enumerate(ids) if metric in self.runs[rid].curves]
         if not curves:
             self.compare_plot.message("Select runs with recorded curves to compare them"
                                       if ids else "Select two or more runs to compare them")
             return
         xs = [np.asarray(self.runs[rid].curves[metric][0], float) for _, rid in curves]
-        # painted once, when every curve is in, should the plot come on screen meanwhile: a
-        # visible plot painted after each step cost its whole paint each time (17-19 ms)
-        self.compare_plot.setUpdatesEnabled(False)
         for (i, rid), x in zip(curves, xs):
             y = np.asarray(self.runs[rid].curves[metric][1], float)
             self._steps.add(self._draw_curve, x, y, i, f"#{rid} {labels[rid]}")
         self._steps.add(self._drawn, xs)
-        if self.compare_plot.isVisible():
-            self._steps.flush()
 
     def _drawn(self, xs) -> None:
         self.compare_plot.fit_x(xs)

@@ -125,6 +125,11 @@ class ImportanceView(QWidget):
     def show_run(self, res: dict, can_compute: bool, why_not: str = "") -> None:
         """Draw what the run ``res`` holds: its share and its permutation importance, or say
         how to get the latter."""
+        self.show_share(res)
+        self.show_permutation(res, can_compute, why_not)
+
+    def show_share(self, res: dict) -> None:
+        """Draw the model's own share of the run ``res`` (hidden when it has none)."""
         share = res.get("importance")
         self.share_plot.setVisible(share is not None)
         if share is not None:
@@ -135,6 +140,10 @@ class ImportanceView(QWidget):
             self.share_plot.setToolTip(res.get("importance_label", ""))
             _bars(self.share_plot, [names[j] if j < len(names) else str(j) for j in order],
                   v[order])
+
+    def show_permutation(self, res: dict, can_compute: bool, why_not: str = "") -> None:
+        """Draw the permutation importance of the run ``res``, or say how to get it."""
+        share = res.get("importance")
         imp = res.get("permutation")
         if not self.running:
             self._idle(can_compute, imp is not None)

@@ -143,9 +143,24 @@ def test_the_comparison_draws_a_run_a_step(qtbot, window, tmp_path):
     assert len(items) == 3
     for item, run in zip(items, runs):
         np.testing.assert_array_equal(item.getData()[1], run.curves[name][1])
-    # on screen, the curves come at once: the plot is painted once, with its tab
+    # on screen too, a curve a step, and no paint of the plot until the last is in
     window.right_tabs.setCurrentWidget(rl)
+    qtbot.waitUntil(rl.compare_plot.isVisible, timeout=TIMEOUT)
+    counts = []
+    rl._steps._timer.timeout.connect(
+        lambda: counts.append((len(rl.compare_plot.listDataItems()),
+                               rl.compare_plot.updatesEnabled())))
+    rl.select([r.run_id for r in runs])
+    assert rl.drawing and not rl.compare_plot.listDataItems()
+    assert not rl.compare_plot.updatesEnabled()
+    qtbot.waitUntil(lambda: not rl.drawing, timeout=TIMEOUT)
+    # each tick adds at most one curve; the plot is painted again only with all of them
+    seen = [n for n, _ in counts]
+    assert seen[:4] == [1, 2, 3, 3], counts
+    assert [on for _, on in counts[:3]] == [False, False, False]
+    assert rl.compare_plot.updatesEnabled() and len(rl.compare_plot.listDataItems()) == 3
     rl.select([r.run_id for r in runs[:2]])
+    rl.flush()
     assert not rl.drawing and len(rl.compare_plot.listDataItems()) == 2
 
 
