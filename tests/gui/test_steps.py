@@ -198,3 +198,81 @@ def test_a_live_plot_makes_one_costly_change_a_redraw(qtbot, monkeypatch):
     q.append("b", 1, 2.0)
     q.flush()
     assert list(q._curves) == ["a", "b"] and not q.dirty
+
+
+def test_a_runs_row_update_is_a_step_each_and_ends_as_at_once(qtbot):
+    """A run's update in the Runs table: its cells, then the labels of every row, then the
+    comparison, each a step; the table ends as update_run leaves it in one call."""
+    from gui.app import create_app
+    from gui.logic.runs_table import Run
+    from gui.panels.run_list import RunList
+    create_app()
+
+    def table(rl):
+        return [[rl.table.item(r, c).text() for c in range(rl.table.columnCount())]
+                for r in range(rl.table.rowCount())]
+
+    def runs():
+        return [Run(i, "rw", "RKHS weighting", "RW", {"n_features": 10 * i, "reg": 0.1},
+                    curves={"loss": ([0, 1, 2], [3.0, 2.0, 1.0 + i])}) for i in (1, 2)]
+
+    lists = []
+    for _ in range(2):
+        rl = RunList()
+        qtbot.addWidget(rl)
+        for run in runs():
+            rl.add(run)
+        rl.select([1, 2])
+        rl.flush()
+        lists.append(rl)
+    at_once, stepped = lists
+    for rl in lists:
+        rl.runs[2].status = "done"
+        rl.runs[2].params["reg"] = 1.0
+    at_once.update_run(at_once.runs[2])
+    at_once.flush()
+    before = table(stepped)
+    gen = stepped.update_steps(stepped.runs[2])
+    next(gen)                                          # the row's cells only
+    after_cells = table(stepped)
+    assert after_cells != before and after_cells[0] == before[0]
+    assert after_cells != table(at_once)               # the labels (reg now differs) not yet
+    assert stepped.compare_plot.listDataItems()        # the comparison not redrawn yet
+    next(gen)                                          # the labels of every row
+    assert table(stepped) == table(at_once)
+    assert len(stepped.compare_plot.listDataItems()) == 2
+    with pytest.raises(StopIteration):
+        next(gen)                                      # the comparison, queued a curve a step
+    assert stepped.drawing and not stepped.compare_plot.listDataItems()
+    stepped.flush()
+    assert [i.name() for i in stepped.compare_plot.listDataItems()] == \
+        [i.name() for i in at_once.compare_plot.listDataItems()]
+
+
+def test_the_importance_tab_draws_the_share_then_the_permutation(qtbot):
+    """The Importance tab of a run holding both importances: the model's share in one step,
+    the permutation plot in the next; the end state is show_run's in one call."""
+    from gui.app import create_app
+    from gui.panels.results_panel import ResultsPanel
+    create_app()
+    res = {"importance": [0.2, 0.5, 0.3], "feature_names": ["a", "b", "c"],
+           "importance_label": "share",
+           "permutation": {"n_rows": 100, "on": "test", "measures": "error increase",
+                           "columns": ["b", "a", "c"], "mean": [0.3, 0.1, 0.0],
+                           "std": [0.01, 0.02, 0.0], "n_repeats": 5, "seed": 0,
+                           "baseline": 0.1}}
+    panels = [ResultsPanel(), ResultsPanel()]
+    for p in panels:
+        qtbot.addWidget(p)
+        p.importance_available = (True, "")
+    at_once, stepped = (p.importance_view for p in panels)
+    at_once.show_run(res, True)
+    gen = panels[1]._draw_importance(res)
+    next(gen)
+    assert len(stepped.share_plot.listDataItems()) + len(stepped.share_plot.items()) > 0
+    assert stepped.info.text() == "" and at_once.info.text() != ""
+    with pytest.raises(StopIteration):
+        next(gen)
+    assert stepped.info.text() == at_once.info.text()
+    assert len(stepped.perm_plot.items()) == len(at_once.perm_plot.items())
+    assert len(stepped.share_plot.items()) == len(at_once.share_plot.items())
