@@ -28,7 +28,8 @@ import threading
 from contextlib import contextmanager, nullcontext
 
 __all__ = ["SMALL_SOLVE_MAX", "blas_thread_counts", "single_blas_thread", "on_one_blas_thread",
-           "blas_threads_for", "openblas_paths", "run_shares"]
+           "blas_threads_for", "openblas_paths", "run_shares", "run_row_shares",
+           "PAIRS_PER_THREAD"]
 
 #: the order n of a dense n x n solve (or matrix-vector loop) up to which it runs on one BLAS
 #: thread (docs/BENCHMARKS.md, benchmarks/speed/bench_small_solves.py): on the loaded 2-core
@@ -159,3 +160,21 @@ def run_shares(share, n: int) -> None:
         t.join()
     if errors:
         raise errors[0]
+
+
+#: units of work (a row times its width: (row, centre) pairs, multiply-adds) below which
+#: :func:`run_row_shares` keeps to the calling thread: about a millisecond of work, where
+#: starting a thread costs tens of microseconds
+PAIRS_PER_THREAD = 1 << 17
+
+
+def run_row_shares(rows, m: int, width: int) -> None:
+    """``rows(a, b)`` for contiguous shares [a, b) of ``m`` rows of ``width`` units of work
+    each, on as many threads as ``numba.get_num_threads()`` (the numba setting users already
+    set for rwtool's kernels) and the work allows (:data:`PAIRS_PER_THREAD` a thread). For
+    sequential, GIL-free numba kernels in place of ``parallel=True`` ones, which compile
+    about three times as long on a cold cache for the same speed. A row's result must not
+    depend on its share."""
+    import numba                 # imported on use: this module sits below rwtool's kernels
+    workers = max(1, min(numba.get_num_threads(), m * max(1, width) // PAIRS_PER_THREAD))
+    run_shares(lambda p: rows(p * m // workers, (p + 1) * m // workers), workers)

@@ -24,8 +24,9 @@ import ctypes
 import os
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
+from ..threads import run_row_shares
 from ._vecmath import VEC_FLAGS, fma
 
 __all__ = ["FIXED_ORDER_COLUMNS", "fixed_order_dot", "numpy_gemm", "rows_dot"]
@@ -59,12 +60,20 @@ def _fixed_order_row(x, Wt, z):
         j += 1
 
 
-@njit(parallel=True, cache=True, nogil=True, **VEC_FLAGS)
-def fixed_order_dot(X, Wt, out):
-    """out[i, t] <- sum_j X[i, j] Wt[j, t], summed j = 0, 1, ... with fused multiply-adds (in
-    float64, stored in out's dtype)."""
-    for i in prange(X.shape[0]):
+@njit(cache=True, nogil=True, **VEC_FLAGS)
+def _fixed_order_rows(X, Wt, out):
+    """out[i, t] <- sum_j X[i, j] Wt[j, t] for every row of X, summed j = 0, 1, ... with fused
+    multiply-adds (in float64, stored in out's dtype). Sequential and without the GIL: one
+    kernel for fixed_order_dot's threads and predict's chunks (rows_dot)."""
+    for i in range(X.shape[0]):
         _fixed_order_row(X[i], Wt, out[i])
+
+
+def fixed_order_dot(X, Wt, out):
+    """out <- X Wt in the fixed order (_fixed_order_rows), the rows shared among threads
+    (rwtool.threads.run_row_shares; a row's sum does not depend on its share)."""
+    run_row_shares(lambda a, b: _fixed_order_rows(X[a:b], Wt, out[a:b]), X.shape[0],
+                   X.shape[1] * Wt.shape[1])
 
 
 def _find_gemm(names: tuple[str, ...]):
@@ -115,8 +124,7 @@ def rows_dot(gemm, X, W, Wt, out, pair):
     m, d = X.shape
     T = out.shape[1]
     if Wt.shape[0] > 0:
-        for i in range(m):
-            _fixed_order_row(X[i], Wt, out[i])
+        _fixed_order_rows(X, Wt, out[:m])
     elif m == 1:
         for j in range(d):       # a loop: an array assignment compiles numba's shape-error
             pair[0, j] = X[0, j]     # message (string formatting: 6 s on a cold cache)

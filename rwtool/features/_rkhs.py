@@ -30,7 +30,7 @@ from numba import njit, prange
 
 from .._base import check_scalar
 from .._params import Param, params_table
-from ..threads import run_shares, single_blas_thread
+from ..threads import run_row_shares, run_shares, single_blas_thread
 from ._base import (DTYPE, N_FEATURES, RANDOM_STATE, SIGMA, FeatureMap, RowMaxima, check_centres,
                     dot_into, predict_chunk_size, row_norms)
 from ._kernels import _gaussian_gram, _stump_gram
@@ -132,23 +132,10 @@ def _relu_rows(Z, xnorm, xsafe, c, k, sd, A, D):
         _dot_row(Z[i], A, D[i])
 
 
-#: (row, centre) pairs below which a feature pass runs on the calling thread alone (about a
-#: millisecond of work: starting a thread costs tens of microseconds)
-_PAIRS_PER_THREAD = 1 << 17
-
-
-def _on_row_shares(Z, rows):
-    """rows(a, b) for contiguous shares [a, b) of the rows of Z on up to
-    ``numba.get_num_threads()`` threads, one share for a small Z."""
-    m = Z.shape[0]
-    workers = max(1, min(numba.get_num_threads(), m * Z.shape[1] // _PAIRS_PER_THREAD))
-    run_shares(lambda p: rows(p * m // workers, (p + 1) * m // workers), workers)
-
-
 def _erf_features(Z, xsafe, c, k, A, D):
     """_erf_rows over all rows of Z, on threads (a row's result does not depend on its
     share)."""
-    _on_row_shares(Z, lambda a, b: _erf_rows(Z[a:b], xsafe[a:b], c, k, A, D[a:b]))
+    run_row_shares(lambda a, b: _erf_rows(Z[a:b], xsafe[a:b], c, k, A, D[a:b]), *Z.shape)
 
 
 #: coefficients c_k = (-1)^(k+1) / (k! (2k - 1)), k = 16 .. 0, of P(u) in the series below;
@@ -197,8 +184,8 @@ def _relu_row(z, s, cx, c, sd):
 
 def _relu_features(Z, xnorm, xsafe, c, k, sd, A, D):
     """_relu_rows over all rows of Z, on threads (as _erf_features)."""
-    _on_row_shares(Z, lambda a, b: _relu_rows(Z[a:b], xnorm[a:b], xsafe[a:b], c, k, sd, A,
-                                              D[a:b]))
+    run_row_shares(lambda a, b: _relu_rows(Z[a:b], xnorm[a:b], xsafe[a:b], c, k, sd, A,
+                                           D[a:b]), *Z.shape)
 
 
 @njit(cache=True, nogil=True, **VEC_FLAGS)
