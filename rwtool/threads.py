@@ -15,6 +15,11 @@ The count is a process-wide setting of OpenBLAS, not a thread's. While any threa
 come back when the last one leaves (a count of holders under a lock, so the app's threads can
 enter and leave in any order). With a BLAS other than OpenBLAS (or none found) it does nothing.
 
+:func:`run_shares` and :func:`run_row_shares` run a sequential, GIL-free numba kernel over
+shares of rows on threads started for the call: the closed forms' kernels use them instead of
+numba's ``parallel=True``, which compiled three times as long on a cold cache for the same
+speed (the cold start of a fresh install, docs/TESTING.md).
+
 This module must not import anything of rwtool: it sits at the bottom with resources.
 """
 

@@ -209,3 +209,23 @@ def test_run_shares_runs_each_share_once_and_raises_the_first_error():
     with pytest.raises(ValueError, match="share 2"):
         run_shares(failing, 3)
     assert sorted(done) == [0, 1]
+
+
+@pytest.mark.parametrize("m, width", [(0, 10), (1, 10), (7, 1), (1000, 1000), (12345, 77)])
+def test_run_row_shares_covers_every_row_once(m, width):
+    """The shares tile [0, m) without gap or overlap, on one thread below PAIRS_PER_THREAD
+    units of work (oracle: the rows each share marks)."""
+    import numba
+
+    from rwtool.threads import PAIRS_PER_THREAD, run_row_shares
+    seen = np.zeros(m, dtype=int)
+    shares = []
+
+    def rows(a, b):
+        seen[a:b] += 1
+        shares.append((a, b))
+
+    run_row_shares(rows, m, width)
+    assert np.all(seen == 1)
+    expected = max(1, min(numba.get_num_threads(), m * width // PAIRS_PER_THREAD))
+    assert len(shares) == expected
