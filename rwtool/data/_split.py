@@ -106,17 +106,19 @@ def _parse_number(data, s, e, pow10):
 
 
 @njit(cache=True, nogil=True, inline="always")
+def _same_bytes(x, i, y, j, n):
+    """Whether x[i:i + n] and y[j:j + n] hold the same bytes."""
+    for k in range(n):
+        if x[i + k] != y[j + k]:
+            return False
+    return True
+
+
+@njit(cache=True, nogil=True, inline="always")
 def _is_na(data, s, e, na_data, na_offsets):
     for t in range(na_offsets.shape[0] - 1):
         a, b = na_offsets[t], na_offsets[t + 1]
-        if b - a != e - s:
-            continue
-        same = True
-        for k in range(e - s):
-            if data[s + k] != na_data[a + k]:
-                same = False
-                break
-        if same:
+        if b - a == e - s and _same_bytes(data, s, na_data, a, e - s):
             return True
     return False
 
@@ -216,16 +218,10 @@ def _rows(data, pos, row, delim, kinds, col_of, n, na_data, na_offsets, pow10, n
                 k = -1
                 while slots[t, at] != 0:
                     q = slots[t, at] - 1
-                    if ent_hash[t, q] == h and ent_end[t, q] - ent_start[t, q] == e - s:
-                        a = ent_start[t, q]
-                        same = True
-                        for r in range(e - s):
-                            if data[a + r] != data[s + r]:
-                                same = False
-                                break
-                        if same:
-                            k = q
-                            break
+                    if (ent_hash[t, q] == h and ent_end[t, q] - ent_start[t, q] == e - s
+                            and _same_bytes(data, ent_start[t, q], data, s, e - s)):
+                        k = q
+                        break
                     at = (at + 1) & mask
                 if k < 0:                  # first met: a new entry
                     k = n_ent[t]
