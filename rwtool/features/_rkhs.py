@@ -526,11 +526,11 @@ class _RWDot(RKHSWeighting):
         caller's and others started for the call: rwtool.threads.run_shares): each takes a
         share of the chunks of ``rows`` rows and computes X W^T for a chunk with BLAS held to
         one thread (rwtool.threads; a process-wide setting for the call's duration), then the
-        chunk's closed form and Phi a while the chunk is in cache (_erf_predict, _relu_predict).
-        Before, X W^T ran on OpenBLAS's threads and
-        the closed form on numba's, a block at a time, and each pool's threads spun while the
-        other's worked: 1.65-1.79x the GEMM bound with two threads against 1.24-1.31x here
-        (adults, T = 2000; docs/bench/predict.md). A row's bits are the block path's for the
+        chunk's closed form and Phi a while the chunk is in cache (_erf_predict,
+        _relu_predict). Before, X W^T ran on OpenBLAS's threads and the closed form on
+        numba's, a block at a time, and each pool's threads spun while the other's worked:
+        1.65-1.79x the GEMM bound with two threads against 1.24-1.31x here (adults, T = 2000;
+        docs/bench/predict.md). A row's bits are the block path's for the
         same rows per chunk, whatever the thread count."""
         m, d = X.shape
         dtype = self.feature_dtype_
