@@ -264,7 +264,8 @@ def _split(data, delim, kinds, col_of, n, na_data, na_offsets, pow10, nums):
     ent_hash = np.empty((n_text, size // 2), np.uint64)
     n_ent = np.zeros(n_text, np.int64)
     unsure = np.empty((64, 4), np.int64)
-    pos, row, n_unsure = 0, 0, 0
+    # int64, not the literal 0: numba would compile _rows once more for literal arguments
+    pos, row, n_unsure = np.int64(0), np.int64(0), np.int64(0)
     while True:
         status, pos, row, n_unsure = _rows(data, pos, row, delim, kinds, col_of, n, na_data,
                                            na_offsets, pow10, nums, codes, slots, ent_start,
@@ -273,7 +274,9 @@ def _split(data, delim, kinds, col_of, n, na_data, na_offsets, pow10, nums):
             return status, codes, ent_start, ent_end, n_ent, unsure, n_unsure
         if status == 3:
             more = np.empty((2 * unsure.shape[0], 4), np.int64)
-            more[:unsure.shape[0]] = unsure
+            for i in range(unsure.shape[0]):   # a loop: an array assignment compiles numba's
+                for c in range(4):             # shape-error message (string formatting)
+                    more[i, c] = unsure[i, c]
             unsure = more
         else:
             slots, ent_start, ent_end, ent_hash = _grow(slots, ent_start, ent_end, ent_hash,
@@ -324,7 +327,13 @@ def split_plain(data: np.ndarray, n: int, ncols: int, keep, numbers, delimiter: 
             nt += 1
     tokens = [t.encode("utf-8") for t in na]
     na_offsets = np.cumsum([0] + [len(t) for t in tokens]).astype(np.int64)
-    na_data = np.frombuffer(b"".join(tokens), np.uint8) if tokens else np.empty(0, np.uint8)
+    na_data = np.frombuffer(b"".join(tokens), np.uint8)
+    if data.flags.writeable:
+        # numba compiles a kernel once per array type, and a read-only array is a type of
+        # its own: a read-only view of every block (and of the tokens, read-only as
+        # frombuffer gives them) halves the splitter's cold-cache compilations
+        data = data.view()
+        data.flags.writeable = False
     nums = np.empty((nn, n)) if out is None else out
     status, codes, ent_start, ent_end, n_ent, unsure, n_unsure = _split(
         data, d[0], kinds, col_of, n, na_data, na_offsets, _POW10, nums)
