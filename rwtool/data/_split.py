@@ -150,9 +150,11 @@ def _grow(slots, ent_start, ent_end, ent_hash, n_ent):
     s2 = np.empty((slots.shape[0], cap), np.int64)
     e2 = np.empty((slots.shape[0], cap), np.int64)
     h2 = np.empty((slots.shape[0], cap), np.uint64)
-    s2[:, :ent_start.shape[1]] = ent_start
-    e2[:, :ent_start.shape[1]] = ent_end
-    h2[:, :ent_start.shape[1]] = ent_hash
+    for t in range(slots.shape[0]):       # loops: an array assignment compiles numba's
+        for k in range(ent_start.shape[1]):  # shape-error message (docs/TESTING.md)
+            s2[t, k] = ent_start[t, k]
+            e2[t, k] = ent_end[t, k]
+            h2[t, k] = ent_hash[t, k]
     return new, s2, e2, h2
 
 
@@ -274,8 +276,8 @@ def _split(data, delim, kinds, col_of, n, na_data, na_offsets, pow10, nums):
             return status, codes, ent_start, ent_end, n_ent, unsure, n_unsure
         if status == 3:
             more = np.empty((2 * unsure.shape[0], 4), np.int64)
-            for i in range(unsure.shape[0]):   # a loop: an array assignment compiles numba's
-                for c in range(4):             # shape-error message (string formatting)
+            for i in range(unsure.shape[0]):   # a loop, as in _grow
+                for c in range(4):
                     more[i, c] = unsure[i, c]
             unsure = more
         else:
@@ -292,7 +294,9 @@ def _gather(data, starts, ends):
         offsets[i + 1] = offsets[i] + (ends[i] - starts[i])
     out = np.empty(offsets[-1], np.uint8)
     for i in range(starts.shape[0]):
-        out[offsets[i]:offsets[i + 1]] = data[starts[i]:ends[i]]
+        o, a = offsets[i], starts[i]
+        for k in range(ends[i] - a):
+            out[o + k] = data[a + k]
     return out, offsets
 
 
