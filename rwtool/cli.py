@@ -31,7 +31,7 @@ from .exceptions import FitCancelled, ModelFileError, NumericalError, human_byte
 from .persist import read_info, read_model, save, to_onnx
 from .report import (METHODS, SCORING_WORDS, Terms, apply_to_file, bound_meanings, bounds_table,
                      check_labels, defined_scores, evaluate, fit_summary, importance_on_file,
-                     phrase, prediction_columns, scoring_words, write_csv, write_predictions)
+                     metric_meaning, phrase, prediction_columns, scoring_words, write_csv, write_predictions)
 from .resources import MEMORY_FRACTION, available_memory
 from .scale import can_stream, train_csv
 
@@ -379,7 +379,7 @@ def _report_training(args, est, metrics, notes, preprocessing, data_summary,
               + (f", {n_test} test rows" if n_test else "")
               + f", {metrics['n_inputs']} input columns")
         meaning = {f"bound_{b.key}": b.meaning for b in bounds}
-        _table([(k, v) for k, v in metrics.items()
+        _table([(k, v, metric_meaning(k)) for k, v in metrics.items()
                 if k not in ("n_train", "n_test", "n_inputs") and k not in meaning])
         if bounds:
             print("  bounds of the training sample (squared loss in the model's units: +/-1 "
@@ -531,7 +531,7 @@ def cmd_evaluate(args) -> int:
         return EXIT_OK
     print(f"{type(est).__name__} on {os.path.basename(args.data)} ({task}, "
           f"{ds.n_samples} rows)")
-    _table(list(m.items()))
+    _table([(k, v, metric_meaning(k)) for k, v in m.items()])
     if conf is not None and len(conf["labels"]) <= 12:
         labels = conf["labels"]
         w = max(6, *(len(s) for s in labels))
@@ -573,7 +573,8 @@ def cmd_info(args) -> int:
     if info.get("metrics"):
         print("  metrics at training:")
         meaning = bound_meanings(info["metrics"])
-        _table([(f"  {k}", v, meaning.get(k, "")) for k, v in info["metrics"].items()])
+        _table([(f"  {k}", v, meaning.get(k) or metric_meaning(k))
+                for k, v in info["metrics"].items()])
     if info.get("notes"):
         print(f"  notes: {info['notes']}")
     return EXIT_OK

@@ -15,6 +15,7 @@ import os
 from dataclasses import dataclass, field
 
 from rwtool.persist import atomic_writer
+from rwtool.report import fit_summary
 
 from .formats import format_metric, format_param
 
@@ -51,8 +52,23 @@ class Run:
     def key_params(self) -> str:
         keys = ("instantiation", "base", "selector", "penalty", "variant", "solver",
                 "n_features", "n_particles", "reg", "sigma")
-        parts = [f"{k}={format_param(self.params[k])}" for k in keys if k in self.params]
+        parts = [f"{k}={self._reg_text() if k == 'reg' else format_param(self.params[k])}"
+                 for k in keys if k in self.params]
         return ", ".join(parts)
+
+    def _reg_text(self) -> str:
+        """reg as the fit used it: "auto (1e-07)" when cross-validation chose it, the value
+        with "(default)" when the form left it empty (None: the solver's default), which read
+        as "no regularisation" when shown as None."""
+        given = self.params.get("reg")
+        est = (self.result or {}).get("estimator")
+        s = fit_summary(est) if est is not None else {}
+        if "reg" in s and (s["reg_auto"] or given is None or given == "auto"):
+            chosen = format_param(s["reg"])
+            return f"auto ({chosen})" if s["reg_auto"] else f"{chosen} (default)"
+        if given is None:
+            return "default"
+        return format_param(given)
 
     def headline(self) -> str:
         m = (self.result or {}).get("metrics", {})

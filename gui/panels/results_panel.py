@@ -23,6 +23,8 @@ from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QFormLayout, QGroup
                                QHeaderView, QLabel, QPushButton, QSlider, QTableWidget,
                                QTableWidgetItem, QTabWidget, QVBoxLayout, QWidget)
 
+from rwtool.report import metric_meaning
+
 from ..logic.evaluate import Z90
 from ..logic.formats import format_metric
 from ..logic.terms import app_words
@@ -38,8 +40,8 @@ class _MetricsView(QWidget):
         super().__init__()
         self.title = QLabel("Train a model to see its metrics.")
         self.title.setWordWrap(True)
-        # the third column says what a number means (the bounds table of rwtool.report, the
-        # lines `rwtool train` prints beside the same numbers)
+        # the third column says what a number means (rwtool.report's metric and bound
+        # meanings, the lines `rwtool train` prints beside the same numbers)
         self.table = QTableWidget(0, 3)
         self.table.setHorizontalHeaderLabels(["Metric", "Value", "Meaning"])
         self.table.verticalHeader().setVisible(False)
@@ -106,7 +108,7 @@ class _MetricsView(QWidget):
             item = QTableWidgetItem(format_metric(v))
             item.setTextAlignment(Qt.AlignRight | Qt.AlignVCenter)
             self.table.setItem(i, 1, item)
-            meaning = (meanings or {}).get(k, "")
+            meaning = (meanings or {}).get(k) or metric_meaning(k)
             about = QTableWidgetItem(meaning)
             about.setToolTip(meaning)
             self.table.setItem(i, 2, about)

@@ -3,8 +3,8 @@
 What ``rwtool`` (the command) and the app both show about a model is computed here: which
 methods exist and their estimator classes (``METHODS``), a model scored on a file or on rows of
 a split (labels it never saw refused or flagged the same way everywhere), the metrics and the
-confusion matrix, the bounds table with one line saying what each number means, what the fit
-chose (model size, reg, theta), the permutation importance per CSV column, the predictions CSV,
+confusion matrix, the metrics and bounds tables with one line saying what each number means,
+what the fit chose (model size, reg, theta), the permutation importance per CSV column, the predictions CSV,
 and the bundled samples. An error of this layer names its fix in the caller's words
 (:class:`Terms`): the command line says its options, the app names its controls.
 
@@ -22,7 +22,7 @@ from .importance import (SCORING_WORDS, ImportanceRow, column_groups, importance
                          importance_rows, scoring_words)
 from .methods import METHODS, Method, method_of
 from .metrics import (check_finite_model, class_index, class_report, confusion_matrix,
-                      defined_scores, r2_score, scores)
+                      defined_scores, metric_meaning, r2_score, scores)
 from .predictions import prediction_columns, write_csv, write_predictions
 from .samples import available_samples
 from .terms import API_TERMS, Terms, phrase
@@ -31,7 +31,7 @@ __all__ = [
     "METHODS", "Method", "method_of",
     "Terms", "API_TERMS", "phrase",
     "class_index", "confusion_matrix", "class_report", "r2_score", "scores", "defined_scores",
-    "check_finite_model",
+    "check_finite_model", "metric_meaning",
     "Evaluation", "FileResult", "UnseenLabelsError", "check_labels", "evaluate",
     "apply_to_file", "fit_summary", "RowProgress", "SLICE_ROWS",
     "Bound", "BOUND_MEANINGS", "bounds_table", "bound_meanings",

@@ -10,12 +10,14 @@ never returned as NaN. This module computes with numpy only; it must not read fi
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
 from ..exceptions import NumericalError
 
 __all__ = ["class_index", "confusion_matrix", "class_report", "r2_score", "scores",
-           "defined_scores", "check_finite_model"]
+           "defined_scores", "check_finite_model", "metric_meaning"]
 
 
 def class_index(labels, classes) -> np.ndarray:
@@ -135,3 +137,74 @@ def check_finite_model(est, *arrays) -> None:
             bad = int(a.size - np.count_nonzero(np.isfinite(a)))
             raise NumericalError(f"the model's {what} contain {bad} non-finite value(s) of "
                                  f"{a.size}", solver=solver, fix=fix)
+
+
+# ---------------------------------------------------------------------------- what a metric means
+
+#: the rows a metric's first word names (the command line writes ``test_error``, the app
+#: ``test error``; both name their row sets the same way)
+_ROWS = {"train": "the training rows", "test": "the test rows", "file": "the file's rows",
+         "validation": "the validation rows", "fold": "each fold's held-out rows",
+         "cv": "each fold's held-out rows"}
+
+#: (pattern on the normalised name, meaning); ``{rows}`` is the row set the name starts with
+_MEANINGS = (
+    (r"baseline (\w+) error \(majority class\)",
+     "error of always predicting the training rows' most frequent class, on {rows}: the "
+     "error a model must beat"),
+    (r"baseline (\w+) mse \(training mean\)",
+     "MSE of always predicting the training rows' mean, on {rows}: the MSE a model must beat"),
+    (r"(\w+) error", "share of {rows} whose class is predicted wrong (0 is perfect)"),
+    (r"(\w+) accuracy", "share of {rows} whose class is predicted right (1 - error)"),
+    (r"(\w+) balanced accuracy",
+     "mean over the classes of the share of each class's rows predicted right, on {rows}: "
+     "1 / (number of classes) is chance, whatever the class sizes"),
+    (r"(\w+) cohen's kappa",
+     "agreement of predicted and true classes beyond chance, on {rows}: 0 is chance, "
+     "1 perfect"),
+    (r"(\w+) auc",
+     "area under the ROC curve on {rows}: the chance that a row of the positive class scores "
+     "above a row of the other (0.5 is chance, 1 perfect)"),
+    (r"(\w+) mse", "mean squared difference of prediction and target on {rows}, in the "
+                   "target's units squared"),
+    (r"(\w+) (?:r\^?2)", "1 - MSE / variance of the target on {rows}: 1 is perfect, 0 no "
+                          "better than predicting the mean"),
+    (r"(\w+) mae", "mean absolute difference of prediction and target on {rows}, in the "
+                   "target's units"),
+    (r"features used|n features", "features the model holds (after a prune, those it kept)"),
+    (r"fit time(?: \(s\)| s)", "seconds the fit took (wall clock)"),
+    (r"of which choosing reg \(s\)",
+     "seconds of the fit spent choosing the regularisation by cross-validation"),
+    (r"reg chosen \(auto\)|reg chosen by cv",
+     "regularisation chosen by cross-validation on the training rows (reg auto)"),
+    (r"reg", "regularisation the fit used"),
+    (r"theta(?: \(the instantiation's default\))?",
+     "target theta of the Gaussian kernel width's rule (003 Table 4): a smaller theta, a "
+     "narrower kernel and tighter bounds"),
+    (r"search: best cv score", "best mean cross-validated score among the tuning "
+                               "search's candidates"),
+    (r"n rows", "rows the model was scored on"),
+    (r"cancelled", "the fit was cancelled: the model is its last completed iterate"),
+)
+
+
+def metric_meaning(name: str) -> str:
+    """What the metric called ``name`` means, in a line, or "" for a name this layer does not
+    know. Both callers' spellings are read (``test_error`` of the command line, ``test error``
+    of the app); a cross-validated spread ``... (std over k folds)`` says so."""
+    key = str(name).strip().lower().replace("_", " ")
+    spread = re.fullmatch(r"(.*) \(std over (\d+) folds\)", key)
+    if spread:
+        key = spread.group(1)
+    for pattern, meaning in _MEANINGS:
+        m = re.fullmatch(pattern, key)
+        if m is None:
+            continue
+        rows = m.group(1) if m.groups() else None
+        if rows is not None and rows not in _ROWS:
+            continue
+        text = meaning.format(rows=_ROWS.get(rows, "the rows"))
+        if spread:
+            return f"standard deviation over the {spread.group(2)} folds of the {text}"
+        return f"mean over the folds of the {text}" if rows == "cv" else text
+    return ""

@@ -361,3 +361,39 @@ def test_predicted_vs_actual_draws_the_90_percent_intervals(qtbot, window, tmp_p
     assert "intervals" not in run.result
     assert not [item for item in rp.pva_plot.getPlotItem().items
                 if isinstance(item, pg.ErrorBarItem)]
+
+
+# the Metrics table says what each number means; the header says what reg the fit used -------
+
+def test_metrics_table_meanings_and_the_reg_the_fit_used(qtbot, tmp_path):
+    """Every row of the Metrics table has its meaning (it was empty for all but the bounds),
+    the same line `rwtool train` prints; a run's header shows reg as the fit used it, not
+    "reg=None" (the form's empty field, which read as no regularisation)."""
+    from rwtool import RWClassifier
+    from rwtool.report import metric_meaning
+
+    from gui.logic.evaluate import evaluate
+    from gui.logic.runs_table import Run
+    from gui.panels.results_panel import ResultsPanel
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((90, 2))
+    y = (X[:, 0] > 0).astype(int)
+    est = RWClassifier(n_features=20, random_state=0).fit(X[:60], y[:60])
+    res = dict(evaluate(est, X[:60], y[:60], X[60:], y[60:], task="binary", bounds=False,
+                        fit_time=0.1), estimator=est)
+    rp = ResultsPanel()
+    qtbot.addWidget(rp)
+    rp.show_result(res, "t")
+    qtbot.waitUntil(lambda: not rp.drawing, timeout=TIMEOUT)
+    t = rp.metrics_view.table
+    assert t.rowCount() == len(res["metrics"]) > 5
+    for i in range(t.rowCount()):
+        name = t.item(i, 0).text()
+        assert t.item(i, 2).text() == metric_meaning(name) != "", name
+    assert est.get_params()["reg"] is None and est.reg_search_ is not None
+    run = Run(1, "rw", "RKHS weighting", "RWClassifier", est.get_params(), result=res)
+    assert f"reg=auto ({est.reg_:g})" in run.key_params()
+    assert "reg=default" in Run(2, "rw", "t", "RWClassifier", est.get_params()).key_params()
+    fixed = RWClassifier(n_features=20, reg=0.01, random_state=0).fit(X, y)
+    run = Run(3, "rw", "t", "RWClassifier", fixed.get_params(), result={"estimator": fixed})
+    assert "reg=0.01" in run.key_params() and "auto" not in run.key_params()

@@ -22,8 +22,8 @@ from rwtool import cli
 from rwtool.persist import read_model
 from rwtool.report import (BOUND_MEANINGS, METHODS, UnseenLabelsError, apply_to_file,
                            bound_meanings, bounds_table, check_labels, class_report,
-                           confusion_matrix, evaluate, fit_summary, method_of, r2_score, scores,
-                           write_predictions)
+                           confusion_matrix, evaluate, fit_summary, method_of, metric_meaning,
+                           r2_score, scores, write_predictions)
 
 sk_metrics = pytest.importorskip("sklearn.metrics")
 
@@ -471,3 +471,41 @@ def test_the_app_lists_the_samples_rwtool_data_finds(qtbot, tmp_path, monkeypatc
         assert names == [s["name"] for s in manifest["samples"]]
     finally:
         win.worker.shutdown()
+
+
+# ----------------------------------------------------------------------------- metric meanings
+
+def test_every_metric_either_caller_shows_has_its_meaning(capsys, rng):
+    """Each metric `rwtool train` prints and each one the app's evaluation (holdout, k-fold,
+    a loaded model's file metrics) puts in its Metrics table has a line saying what it means,
+    the same line for the same metric in either caller's spelling. The oracle for the words
+    that carry numbers: the rows named are the rows scored."""
+    code, out, _ = run(capsys, "train", os.path.join(os.path.dirname(__file__), "..", "..",
+                                                     "samples", "moons.csv"),
+                       "--target", "label", "-T", 30, "--no-progress", "--no-bounds")
+    assert code == 0
+    rows = [ln.split(None, 2) for ln in out.splitlines()[1:] if ln.startswith("  ")
+            and not ln.startswith("  note")]
+    assert rows and all(len(r) == 3 and r[2] == metric_meaning(r[0]) for r in rows), rows
+    # both spellings, the rows named after the first word
+    assert metric_meaning("test_error") == metric_meaning("test error") != ""
+    assert "the test rows" in metric_meaning("test_error")
+    assert "the training rows" in metric_meaning("train R^2")
+    assert metric_meaning("test_r2") == metric_meaning("test R^2")
+    assert metric_meaning("cv error").startswith("mean over the folds of the share of each "
+                                                 "fold's held-out rows")
+    assert metric_meaning("cv R^2 (std over 5 folds)").startswith(
+        "standard deviation over the 5 folds")
+    assert metric_meaning("bound: theta") == "" and metric_meaning("nonsense error") == ""
+    pytest.importorskip("PySide6")
+    from gui.logic.evaluate import evaluate as app_evaluate
+    X = rng.standard_normal((120, 2))
+    yc, yr = (X[:, 0] > 0).astype(int), X[:, 0] + 0.1 * X[:, 1]
+    for task, y, est in (("binary", yc, rw.RWClassifier(n_features=20)),
+                         ("regression", yr, rw.RWRegressor(n_features=20))):
+        est.fit(X[:80], y[:80])
+        res = app_evaluate(est, X[:80], y[:80], X[80:], y[80:], task=task, fit_time=0.5)
+        # the Metrics table's third column: the bounds' meanings, else the metric's
+        missing = [k for k in res["metrics"] if not (res["meanings"].get(k)
+                                                     or metric_meaning(k))]
+        assert not missing
