@@ -23,8 +23,13 @@ it only splits and parses what the plan says are numbers.
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
-from numba import njit
+from llvmlite import ir
+from numba import njit, types
+from numba.cpython.unsafe.numbers import trailing_zeros
+from numba.extending import intrinsic
 
 from ._handoff import Deferred
 
@@ -39,8 +44,13 @@ _OK, _UNSURE, _OTHER = 0, 1, 2
 # 10^0 .. 10^22: each exact in float64
 _POW10 = np.array([10.0 ** k for k in range(23)])
 _TWO53 = np.uint64(1) << np.uint64(53)
-_FNV = np.uint64(14695981039346656037)
-_PRIME = np.uint64(1099511628211)
+_SEED = np.uint64(14695981039346656037)
+_PRIME = np.uint64(0x9E3779B97F4A7C15)      # odd, well mixed: a multiply spreads every bit up
+_ONES = np.uint64(0x0101010101010101)
+_HIGHS = np.uint64(0x8080808080808080)
+_NLW = np.uint64(0x0A0A0A0A0A0A0A0A)        # "\n" in every byte
+#: every bit of a text cell's hash is used; tests set 0 to make every cell collide
+_HASH_MASK = np.uint64(0xFFFFFFFFFFFFFFFF)
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -105,6 +115,139 @@ def _parse_number(data, s, e, pow10):
     return _OK, -v if neg else v, s, e
 
 
+@intrinsic
+def _load8(typingctx, data, i):
+    """The 8 bytes ``data[i:i + 8]`` as a little-endian uint64, in one unaligned load (the
+    caller makes sure they are inside the array)."""
+    if not (isinstance(data, types.Array) and data.dtype == types.uint8):
+        return None
+
+    def codegen(context, builder, sig, args):
+        arr = context.make_array(sig.args[0])(context, builder, args[0])
+        at = context.cast(builder, args[1], sig.args[1], types.intp)
+        ptr = builder.bitcast(builder.gep(arr.data, [at]), ir.IntType(64).as_pointer())
+        return builder.load(ptr, align=1)
+    return types.uint64(data, i), codegen
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _stops(w, dw):
+    """Nonzero where a byte of the word ``w`` is the delimiter (``dw``: it in every byte) or a
+    line break: its lowest set bit is exact (the high bit of the first such byte); bits above
+    it may be wrong (the borrow of the subtraction), and are not used."""
+    x = w ^ dw
+    y = w ^ _NLW
+    return (((x - _ONES) & ~x) | ((y - _ONES) & ~y)) & _HIGHS
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _cell_end(data, pos, L, delim, dw):
+    """Where the cell from ``pos`` ends: the offset of the next delimiter or line break, or L.
+    8 bytes at a time while they are inside ``data``, then byte by byte."""
+    while pos + 8 <= L:
+        m = _stops(_load8(data, pos), dw)
+        if m != 0:
+            return pos + (np.int64(trailing_zeros(m)) >> 3)
+        pos += 8
+    while pos < L and data[pos] != delim and data[pos] != 10:
+        pos += 1
+    return pos
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _text_cell(data, pos, L, delim, dw):
+    """(end, hash) of the text cell from ``pos``: the end as :func:`_cell_end` finds it, the
+    hash of its bytes on the way, one multiply per 8 bytes. The bytes are taken in words of
+    8 from the cell's start (the last one, of 0-7 bytes, padded with zeros) whether they are
+    read as words or, near the end of ``data``, byte by byte: equal cells hash equal."""
+    s = pos
+    h = _SEED
+    while pos + 8 <= L:
+        w = _load8(data, pos)
+        m = _stops(w, dw)
+        if m != 0:
+            k = np.uint64(trailing_zeros(m)) & np.uint64(0x38)     # 8 x the bytes before
+            h = (h ^ (w & ((np.uint64(1) << k) - np.uint64(1)))) * _PRIME
+            pos += np.int64(k >> np.uint64(3))
+            return pos, _fold(h, pos - s)
+        h = (h ^ w) * _PRIME
+        pos += 8
+    w = np.uint64(0)
+    sh = np.uint64(0)
+    while pos < L and data[pos] != delim and data[pos] != 10:
+        w |= np.uint64(data[pos]) << sh
+        sh += np.uint64(8)
+        pos += 1
+        if sh == np.uint64(64):
+            h = (h ^ w) * _PRIME
+            w = np.uint64(0)
+            sh = np.uint64(0)
+    h = (h ^ w) * _PRIME
+    return pos, _fold(h, pos - s)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _fold(h, n):
+    """The hash ``h`` of a cell of ``n`` bytes, its high bits folded down (a table's slot is
+    taken from the low bits, which the multiplies leave poorly mixed)."""
+    h = (h ^ np.uint64(n)) * _PRIME
+    return h ^ (h >> np.uint64(32))
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _same_cell(data, a, s, n, L):
+    """Whether data[a:a + n] and data[s:s + n] hold the same bytes (a <= s): 8 at a time, the
+    last word masked, while the words are inside ``data``."""
+    k = 0
+    while k + 8 <= n:
+        if _load8(data, a + k) != _load8(data, s + k):
+            return False
+        k += 8
+    if k == n:
+        return True
+    if s + k + 8 <= L:
+        x = _load8(data, a + k) ^ _load8(data, s + k)
+        return (x & ((np.uint64(1) << np.uint64(8 * (n - k))) - np.uint64(1))) == 0
+    for i in range(k, n):
+        if data[a + i] != data[s + i]:
+            return False
+    return True
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _number_cell(data, pos, L, delim, dw, pow10):
+    """(end, status, value) of the number cell from ``pos``, read on the way when it is
+    plainly written (optional sign, digits, optional decimal point and digits, nothing else)
+    and exact by the fast path: status 0 and its value, as :func:`_parse_number` gives it.
+    Otherwise status 1 and the cell's end only (the caller parses it whole)."""
+    s = pos
+    neg = False
+    if pos < L and (data[pos] == 45 or data[pos] == 43):
+        neg = data[pos] == 45
+        pos += 1
+    m = np.uint64(0)
+    digits = 0
+    while pos < L and np.uint8(data[pos] - 48) < 10:
+        m = m * np.uint64(10) + np.uint64(data[pos] - 48)
+        digits += 1
+        pos += 1
+    scale = 0
+    if pos < L and data[pos] == 46:
+        pos += 1
+        while pos < L and np.uint8(data[pos] - 48) < 10:
+            m = m * np.uint64(10) + np.uint64(data[pos] - 48)
+            digits += 1
+            scale += 1
+            pos += 1
+    if (pos == L or data[pos] == delim or data[pos] == 10) and 0 < digits <= 19 and \
+            m < _TWO53 and scale <= 22:
+        if m == 0:
+            return pos, 0, -0.0 if neg else 0.0
+        v = float(m) / pow10[scale] if scale else float(m)
+        return pos, 0, -v if neg else v
+    return _cell_end(data, s, L, delim, dw), 1, 0.0
+
+
 @njit(cache=True, nogil=True, inline="always")
 def _same_bytes(x, i, y, j, n):
     """Whether x[i:i + n] and y[j:j + n] hold the same bytes."""
@@ -160,7 +303,7 @@ def _grow(slots, ent_start, ent_end, ent_hash, n_ent):
 
 @njit(cache=True, nogil=True)
 def _rows(data, pos, row, delim, kinds, col_of, n, na_data, na_offsets, pow10, nums, codes,
-          slots, ent_start, ent_end, ent_hash, n_ent, unsure, n_unsure):
+          slots, ent_start, ent_end, ent_hash, n_ent, unsure, n_unsure, hmask):
     """Split the records of ``data`` from ``pos`` (record ``row``) on: (status, pos, row,
     unsure cells). status 0: done; 1: refused; 2 (a text column's distinct cells) or 3 (the
     unsure cells): that table is full, grow it and go on from ``pos`` (a record's start). No
@@ -169,6 +312,7 @@ def _rows(data, pos, row, delim, kinds, col_of, n, na_data, na_offsets, pow10, n
     L = data.shape[0]
     mask = slots.shape[1] - 1
     cap = ent_start.shape[1]
+    dw = _ONES * np.uint64(delim)
     while pos < L:
         if row >= n:
             return 1, pos, row, n_unsure
@@ -180,48 +324,41 @@ def _rows(data, pos, row, delim, kinds, col_of, n, na_data, na_offsets, pow10, n
                 return 1, pos, row, n_unsure
             kind = kinds[j]
             s = pos
-            h = _FNV
-            if kind == 2:               # the cell's hash on the way: 8 bytes to a multiply
-                w = np.uint64(0)
-                while pos < L and data[pos] != delim and data[pos] != 10:
-                    w = (w << np.uint64(8)) | np.uint64(data[pos])
-                    pos += 1
-                    if (pos - s) & 7 == 0:
-                        h = (h ^ w) * _PRIME
-                        w = np.uint64(0)
-                h = (h ^ w ^ np.uint64(pos - s)) * _PRIME
-                h ^= h >> np.uint64(29)
-            else:
-                while pos < L and data[pos] != delim and data[pos] != 10:
-                    pos += 1
-            e = pos
             if kind == 1:
                 c = col_of[j]
-                st, v, a, b = _parse_number(data, s, e, pow10)
+                pos, st, v = _number_cell(data, pos, L, delim, dw, pow10)
                 if st == 0:
                     nums[c, row] = v
                     blank = False
-                elif st == 1:
-                    if n_unsure == unsure.shape[0]:
-                        return 3, line, row, line_unsure
-                    unsure[n_unsure, 0] = row
-                    unsure[n_unsure, 1] = c
-                    unsure[n_unsure, 2] = a
-                    unsure[n_unsure, 3] = b
-                    n_unsure += 1
-                    blank = False
-                elif _is_na(data, s, e, na_data, na_offsets):
-                    nums[c, row] = np.nan
                 else:
-                    return 1, pos, row, n_unsure
+                    st, v, a, b = _parse_number(data, s, pos, pow10)
+                    if st == 0:
+                        nums[c, row] = v
+                        blank = False
+                    elif st == 1:
+                        if n_unsure == unsure.shape[0]:
+                            return 3, line, row, line_unsure
+                        unsure[n_unsure, 0] = row
+                        unsure[n_unsure, 1] = c
+                        unsure[n_unsure, 2] = a
+                        unsure[n_unsure, 3] = b
+                        n_unsure += 1
+                        blank = False
+                    elif _is_na(data, s, pos, na_data, na_offsets):
+                        nums[c, row] = np.nan
+                    else:
+                        return 1, pos, row, n_unsure
             elif kind == 2:
                 t = col_of[j]
+                pos, h = _text_cell(data, pos, L, delim, dw)
+                h &= hmask
+                w = pos - s
                 at = np.int64(h & np.uint64(mask))
                 k = -1
                 while slots[t, at] != 0:
                     q = slots[t, at] - 1
-                    if (ent_hash[t, q] == h and ent_end[t, q] - ent_start[t, q] == e - s
-                            and _same_bytes(data, ent_start[t, q], data, s, e - s)):
+                    if (ent_hash[t, q] == h and ent_end[t, q] - ent_start[t, q] == w
+                            and _same_cell(data, ent_start[t, q], s, w, L)):
                         k = q
                         break
                     at = (at + 1) & mask
@@ -231,12 +368,14 @@ def _rows(data, pos, row, delim, kinds, col_of, n, na_data, na_offsets, pow10, n
                         return 2, line, row, line_unsure
                     slots[t, at] = k + 1
                     ent_start[t, k] = s
-                    ent_end[t, k] = e
+                    ent_end[t, k] = pos
                     ent_hash[t, k] = h
                     n_ent[t] = k + 1
                 codes[t, row] = k
-                if blank and not _maybe_blank(data, s, e):
+                if blank and not _maybe_blank(data, s, pos):
                     blank = False
+            else:
+                pos = _cell_end(data, pos, L, delim, dw)
             j += 1
             if pos >= L or data[pos] == 10:
                 pos += 1
@@ -249,7 +388,7 @@ def _rows(data, pos, row, delim, kinds, col_of, n, na_data, na_offsets, pow10, n
 
 
 @njit(cache=True, nogil=True)
-def _split(data, delim, kinds, col_of, n, na_data, na_offsets, pow10, nums):
+def _split(data, delim, kinds, col_of, n, na_data, na_offsets, pow10, nums, hmask):
     """(status, codes (text columns, n), each text column's distinct cells as (start, end) in
     ``data`` and their count, the unsure number cells as (row, row of ``nums``, start, end)
     and their count); number column j written in row ``col_of[j]`` of ``nums``. status 0:
@@ -271,7 +410,7 @@ def _split(data, delim, kinds, col_of, n, na_data, na_offsets, pow10, nums):
     while True:
         status, pos, row, n_unsure = _rows(data, pos, row, delim, kinds, col_of, n, na_data,
                                            na_offsets, pow10, nums, codes, slots, ent_start,
-                                           ent_end, ent_hash, n_ent, unsure, n_unsure)
+                                           ent_end, ent_hash, n_ent, unsure, n_unsure, hmask)
         if status < 2:
             return status, codes, ent_start, ent_end, n_ent, unsure, n_unsure
         if status == 3:
@@ -316,8 +455,8 @@ def split_plain(data: np.ndarray, n: int, ncols: int, keep, numbers, delimiter: 
     (len(keep), n) float64 matrix to parse the numbers into (the row of a column's position
     in ``keep``; the float64 arrays are then views of it), so they need no copy."""
     d = delimiter.encode("utf-8")
-    if len(d) != 1 or not len(keep) or n <= 0:
-        return None
+    if len(d) != 1 or not len(keep) or n <= 0 or sys.byteorder != "little":
+        return None         # (the words of 8 bytes are read little-endian)
     kinds = np.zeros(ncols, np.int8)
     col_of = np.zeros(ncols, np.int64)
     nn = nt = 0
@@ -340,7 +479,7 @@ def split_plain(data: np.ndarray, n: int, ncols: int, keep, numbers, delimiter: 
         data.flags.writeable = False
     nums = np.empty((nn, n)) if out is None else out
     status, codes, ent_start, ent_end, n_ent, unsure, n_unsure = _split(
-        data, d[0], kinds, col_of, n, na_data, na_offsets, _POW10, nums)
+        data, d[0], kinds, col_of, n, na_data, na_offsets, _POW10, nums, _HASH_MASK)
     if status:
         return None
     if n_unsure:

@@ -153,3 +153,89 @@ def test_plain_blocks_take_the_splitter(tmp_path, monkeypatch):
     text = D.read_csv(p, "y", missing="impute-most-frequent")
     np.testing.assert_array_equal(ds.X, text.X)
     assert ds.preprocessing.to_dict() == text.preprocessing.to_dict()
+
+
+# ------------------------------------------------------------------ words of 8 bytes
+# The splitter reads 8 bytes at a time while they are inside the block (the delimiters and
+# line breaks found in a word, a text cell hashed and compared a word at a time), then byte by
+# byte: every cell length at every offset of a word, near the block's end and away from it.
+
+def _split_and_check(text: bytes, kinds):
+    n = text.count(b"\n") + (0 if text.endswith(b"\n") else 1)
+    cells = split_plain(np.frombuffer(text, np.uint8), n, len(kinds), list(range(len(kinds))),
+                        {j for j, k in enumerate(kinds) if k == "n"}, ",", NA)
+    assert cells is not None
+    _check_same(cells, _arrow(text, kinds), kinds)
+    for j, k in enumerate(kinds):
+        if k == "t":
+            d = cells[j].dictionary.to_pylist()
+            assert d == list(dict.fromkeys(cells[j].dictionary_decode().to_pylist()))
+    return cells
+
+
+@pytest.mark.parametrize("newline", [True, False])
+def test_every_cell_length_at_every_offset(newline):
+    """Cells of 0-20 bytes after a lead cell of 1-9 bytes: each delimiter and line break
+    falls at every position of a word; texts of one length differ in their first, middle or
+    last byte (the same 8 or 16 bytes first), numbers have 1-19 digits and a point."""
+    rows = []
+    for lead in range(1, 10):
+        for w in range(21):
+            base = "abcdefghijklmnopqrstu"[:w]
+            for var in range(3 if w else 1):
+                t = base
+                if w:
+                    at = (0, w // 2, w - 1)[var]
+                    t = base[:at] + "Z" + base[at + 1:]
+                digits = "123456789012345678901"[:max(1, min(w, 19))]
+                num = digits if w % 3 else digits[:1] + "." + digits[1:]
+                rows.append(f"{'x' * lead},{t},{num},{t}")
+    text = "\n".join(rows) + ("\n" if newline else "")
+    cells = _split_and_check(text.encode(), ["t", "t", "n", "t"])
+    assert len(cells[1].dictionary) == len({r.split(",")[1] for r in rows})
+
+
+@pytest.mark.parametrize("w", range(21))
+def test_a_cell_at_the_end_hashes_as_in_the_middle(w):
+    """The same text read as words (mid-block) and byte by byte (the block's last bytes):
+    one dictionary entry."""
+    t = ("abcdefghijklmnopqrstu"[:w]).encode()     # never "zz"
+    for tail in (b"", b"\n"):
+        text = b"a," + t + b"\nb,zz\nc," + t + tail
+        cells = _split_and_check(text, ["t", "t"])
+        assert cells[1].indices.to_pylist() == [0, 1, 0]
+
+
+@pytest.mark.parametrize("hash_mask", [0, 1, 3])
+def test_hash_collisions(monkeypatch, hash_mask):
+    """Every text cell's hash made equal (or one of 2, 4): the entries are told apart by
+    their bytes, the table grows with every cell in one chain, the result is pyarrow's."""
+    from rwtool.data import _split
+    monkeypatch.setattr(_split, "_HASH_MASK", np.uint64(hash_mask))
+    rng = np.random.default_rng(hash_mask)
+    words = ["shared-prefix-" + "x" * int(k) + str(int(i)) for i, k in
+             zip(rng.integers(0, 700, 3000), rng.integers(0, 12, 3000))]
+    rows = [f"{w},{i},{w[-9:]}" for i, w in enumerate(words)]
+    _split_and_check(("\n".join(rows)).encode(), ["t", "n", "t"])
+
+
+@pytest.mark.parametrize("cell", ["1.", ".5", "-0", "+.5", "00012", "-0.0", "1234567890123456789",
+                                  "12345678901234567890", "9007199254740993", "0.1234567890123",
+                                  "1" + "0" * 22 + ".5", "0." + "0" * 22 + "1", "+", "-", ".",
+                                  "1.2.3", "1e5", "1-2", "12 ", " 12", "NA", ""])
+def test_number_cells_read_on_the_way(cell):
+    """A number cell parsed while it is split (sign, digits, a point) or, when it is more than
+    that, whole as before: pyarrow's value, its missing cells, its refusals."""
+    for last in (False, True):
+        text = f"{cell},a\n7,b".encode() if not last else f"a,7\nb,{cell}".encode()
+        kinds = ["n", "t"] if not last else ["t", "n"]
+        n = 2
+        cells = split_plain(np.frombuffer(text, np.uint8), n, 2, [0, 1],
+                            {kinds.index("n")}, ",", NA)
+        try:
+            ref = _arrow(text, kinds)
+        except pa.ArrowInvalid:
+            assert cells is None
+            continue
+        assert cells is not None
+        _check_same(cells, ref, kinds)
