@@ -30,6 +30,7 @@ from ..logic.formats import format_metric
 from ..logic.terms import app_words
 from ..widgets.importance import ImportanceView
 from ..widgets.plots import PALETTE, ResultPlot, pen, scatter, thin_points
+from ..widgets.prepaint import prepare_page
 from ..widgets.steps import Steps
 
 __all__ = ["ResultsPanel"]
@@ -225,6 +226,10 @@ class ResultsPanel(QTabWidget):
         self.addTab(self.prune_view, "Pruning")
         self.result: dict | None = None
         self._steps = Steps(self)           # the plots of the shown run, one per step
+        # then the first paint of the tabs not on screen, prepared a step at a time; never
+        # run at once (flush): a tab shown before its turn paints as it would have
+        self._prepare = Steps(self)
+        self._unprepared = False            # drawn tabs wait for their preparation
         self.prune_view.preview_requested.connect(self.prune_requested)
         self.prune_view.keep_requested.connect(self.keep_pruned_requested)
         self.importance_view.compute_requested.connect(self.importance_requested)
@@ -319,9 +324,11 @@ class ResultsPanel(QTabWidget):
             f"{type(est).__name__ if est is not None else 'This model'} has no prune() in "
             f"this rwtool: pruning applies to the RKHS weightings and kitchen sinks.",
             cls_task)
+        self._prepare.clear()
         for _, on, draw in plan:
             if on and draw is not None:
                 self._steps.add(draw, res)
+        self._steps.add(self._prepare_tabs)
 
     @property
     def drawing(self) -> bool:
@@ -329,8 +336,41 @@ class ResultsPanel(QTabWidget):
         return self._steps.busy
 
     def flush(self) -> None:
-        """Draw the queued plots now."""
+        """Draw the queued plots now (their tabs' first paint is prepared later, a step at a
+        time, not now)."""
         self._steps.flush()
+
+    @property
+    def preparing(self) -> bool:
+        """True while the first paint of tabs not on screen is being prepared."""
+        return self._prepare.busy
+
+    def _prepare_tabs(self) -> None:
+        """Queue the preparation of every drawn tab not on screen (gui.widgets.prepaint), at
+        the geometry of the tab on screen; once the panel is on screen if it is not yet."""
+        self._unprepared = True
+        if not self.isVisible():
+            return
+        self._prepare.clear()
+        rect = self.currentWidget().geometry()
+        for i in range(self.count()):
+            page = self.widget(i)
+            if page is not self.currentWidget() and isinstance(page, (ResultPlot,
+                                                                      ImportanceView)):
+                self._prepare.add(prepare_page, page, rect)
+        self._prepare.add(setattr, self, "_unprepared", False)
+
+    def showEvent(self, ev) -> None:
+        super().showEvent(ev)
+        if self._unprepared and not self._steps.busy and not self._prepare.busy:
+            self._prepare.add(self._prepare_tabs)
+
+    def resizeEvent(self, ev) -> None:
+        super().resizeEvent(ev)
+        # the pages prepared at the old size are laid out again when shown: prepare again
+        if self.result is not None and not self._steps.busy:
+            self._prepare.clear()
+            self._prepare.add(self._prepare_tabs)
 
     def show_prune_preview(self, base: dict, pruned: dict) -> None:
         bm, pm = base.get("metrics", {}), pruned.get("metrics", {})

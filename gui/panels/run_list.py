@@ -18,6 +18,7 @@ from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QHBoxLayout, QHeade
 from ..logic.formats import format_metric, format_param
 from ..logic.runs_table import Run, run_labels, run_row, write_runs_csv
 from ..widgets.plots import ResultPlot, pen
+from ..widgets.prepaint import prepare_view
 from ..widgets.steps import Steps
 
 __all__ = ["RunList"]
@@ -248,11 +249,11 @@ class RunList(QWidget):
         for (i, rid), x in zip(curves, xs):
             y = np.asarray(self.runs[rid].curves[metric][1], float)
             self._steps.add(self._draw_curve, x, y, i, f"#{rid} {labels[rid]}")
-        self._steps.add(self._drawn, xs)
-
-    def _drawn(self, xs) -> None:
-        self.compare_plot.fit_x(xs)
-        self.compare_plot.setUpdatesEnabled(True)
+        self._steps.add(self.compare_plot.fit_x, xs)
+        # its axes and layout built a step at a time too (gui.widgets.prepaint): the one paint
+        # with every curve was 10-22 ms of the GUI thread, most of it the axes built twice
+        self._steps.add(prepare_view, self.compare_plot)
+        self._steps.add(self.compare_plot.setUpdatesEnabled, True)
 
     def _draw_curve(self, x, y, i: int, name: str) -> None:
         self.compare_plot.plot(x, y, pen=pen(i), name=name,
