@@ -16,6 +16,7 @@ from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QHBoxLayout, QHeade
                                QWidget)
 
 from ..logic.formats import format_metric, format_param
+from ..logic.overlay import overlay_x, run_range
 from ..logic.runs_table import Run, run_labels, run_row, write_runs_csv
 from ..widgets.plots import ResultPlot, pen
 from ..widgets.prepaint import prepare_view
@@ -234,21 +235,25 @@ class RunList(QWidget):
         ids = self.selected_ids()
         # the legend names each run by what differs among the runs overlaid
         labels = run_labels([self.runs[r] for r in ids])
-        xl = {self.runs[r].x_label for r in ids if metric in self.runs[r].curves}
         self._steps.clear()
         curves = [(i, rid) for i, rid in enumerate(ids) if metric in self.runs[rid].curves]
+        # runs of different lengths or units share the axis as fractions of their progress
+        # (gui.logic.overlay), each legend entry then giving the run's own range
+        own = [(np.asarray(self.runs[rid].curves[metric][0], float), self.runs[rid].x_label)
+               for _, rid in curves]
+        xs, xlabel, fractions = overlay_x(own)
         # no paint of the emptied plot while its curves are queued: one paint, at the end
         self.compare_plot.setUpdatesEnabled(not curves)
         self.compare_plot.reset(f"Compare runs: {metric}" if metric else "Compare runs",
-                                " / ".join(sorted(xl)) or "iteration", metric)
+                                xlabel, metric)
         if not curves:
             self.compare_plot.message("Select runs with recorded curves to compare them"
                                       if ids else "Select two or more runs to compare them")
             return
-        xs = [np.asarray(self.runs[rid].curves[metric][0], float) for _, rid in curves]
-        for (i, rid), x in zip(curves, xs):
+        for (i, rid), x, (x_own, unit) in zip(curves, xs, own):
             y = np.asarray(self.runs[rid].curves[metric][1], float)
-            self._steps.add(self._draw_curve, x, y, i, f"#{rid} {labels[rid]}")
+            name = f"#{rid} {labels[rid]}" + (f" ({run_range(x_own, unit)})" if fractions else "")
+            self._steps.add(self._draw_curve, x, y, i, name)
         self._steps.add(self.compare_plot.fit_x, xs)
         # its axes and layout built a step at a time too (gui.widgets.prepaint): the one paint
         # with every curve was 10-22 ms of the GUI thread, most of it the axes built twice
