@@ -47,6 +47,8 @@ ROOT = Path(__file__).resolve().parent.parent.parent
 OVER_MS = 50.0
 #: a tick this late (s) writes every thread's stack to the --trace file
 TRACE_S = 0.1
+#: --record-turns reports every turn of the app's GUI thread with more CPU than this (ms)
+TURN_MS = 8.0
 
 #: (family key, parameters, label): the methods trained, bounded so that a round of all of
 #: them takes minutes on 150,000 training rows (defaults of RFSGD and BKerNN take far longer)
@@ -189,11 +191,14 @@ def summary(gaps) -> dict:
 
 
 def run_app(data: str, target: str, configs, ticks: list, cpu: list, phases: list,
-            timeout: float, trace=None, fit_process: bool = True):
+            timeout: float, trace=None, fit_process: bool = True, turns: list | None = None,
+            turn_ms: float = TURN_MS):
     """Drive the main window through the phases, recording (name, t0, t1, status); ``ticks``
     and ``cpu`` get the time of each heartbeat and the GUI thread's (CPU time, wait for a core)
     then; ``trace``
-    (an open file) the stacks of every thread whenever a tick is late by TRACE_S."""
+    (an open file) the stacks of every thread whenever a tick is late by TRACE_S; ``turns``
+    (a list) the GUI thread's turns of more than ``turn_ms`` of CPU, with what ran in them
+    (benchmarks._common.turns)."""
     from PySide6.QtCore import QEventLoop, QSettings, QTimer
 
     from gui.app import create_app
@@ -223,6 +228,10 @@ def run_app(data: str, target: str, configs, ticks: list, cpu: list, phases: lis
     beat.timeout.connect(tick)
     beat.start()
     phases_now = ["start"]
+    recorder = None
+    if turns is not None:
+        from .._common.turns import TurnRecorder
+        recorder = TurnRecorder(app, turn_ms, label=lambda: phases_now[0])
 
     def pump(cond, limit=timeout):
         # an event loop that sleeps until its next event, as the app's app.exec() does (a loop
@@ -294,8 +303,29 @@ def run_app(data: str, target: str, configs, ticks: list, cpu: list, phases: lis
     beat.stop()
     if trace is not None:
         faulthandler.cancel_dump_traceback_later()
+    if recorder is not None:
+        recorder.stop()
+        turns.extend(recorder.turns)
     win.close()
     win.worker.shutdown()
+
+
+def write_turns(path: Path, turns: list[dict], phases: list, turn_ms: float = TURN_MS) -> None:
+    """The long turns recorded (benchmarks._common.turns): per phase their count and the
+    longest, then each turn with its events and sampled stacks."""
+    from .._common.turns import format_turns
+    t0 = phases[0][1] if phases else 0.0
+    lines = [f"# Turns of the app's GUI thread over {turn_ms:g} ms of CPU", "",
+             "| phase | turns over the threshold | the longest (ms of CPU) |", "|---|---:|---:|"]
+    for name, *_ in phases:
+        mine = [t["cpu"] for t in turns if t["label"] == name]
+        lines.append(f"| {name} | {len(mine)} | {1000 * max(mine, default=0.0):.1f} |")
+    lines += ["", "Times from the start of the first phase; an event's CPU runs from its start "
+              "to the next event's (nested events apart); `py` lines are the GUI thread's "
+              "sampled Python stacks, outermost first, weighted by its CPU.", "",
+              format_turns(turns, t0)]
+    path.write_text("\n".join(lines) + "\n")
+    print(f"turns: {path}", file=sys.stderr)
 
 
 def start_x() -> subprocess.Popen | None:
@@ -344,6 +374,13 @@ def main(argv=None) -> int:
     p.add_argument("--json", help="also write the ticks and phases as JSON to this file")
     p.add_argument("--trace", help="write every thread's Python stack at each gap over "
                                    "100 ms to this file (what ran while the window waited)")
+    p.add_argument("--record-turns", metavar="FILE",
+                   help=f"write every turn of the app's GUI thread over {TURN_MS:g} ms of CPU "
+                        f"to FILE, with the events and sampled Python stacks that ran in it "
+                        f"(benchmarks/_common/turns.py; a diagnostic that costs the GUI thread "
+                        f"an event filter call per event)")
+    p.add_argument("--turn-ms", type=float, default=TURN_MS,
+                   help="the threshold of --record-turns (ms of the GUI thread's CPU)")
     p.add_argument("--out", default=str(ROOT / "docs" / "bench" / "gui_load.md"))
     args = p.parse_args(argv)
     if hasattr(os, "setsid") and os.getsid(0) != os.getpid():
@@ -383,9 +420,10 @@ def main(argv=None) -> int:
     cpu: list[float] = []
     phases: list[tuple] = []
     trace = open(args.trace, "w") if args.trace else None
+    turns: list | None = [] if args.record_turns else None
     try:
         run_app(data, args.target, configs, ticks, cpu, phases, args.timeout, trace,
-                not args.fits_on_thread)
+                not args.fits_on_thread, turns, args.turn_ms)
     finally:
         if trace is not None:
             trace.close()
@@ -406,6 +444,8 @@ def main(argv=None) -> int:
         rows.append((name, t1 - t0, a, c, status, mem))
     t0, t1 = phases[1][1], phases[-1][2]       # after the warm-up: the user's session
     total = (summary(gaps_in(ticks, t0, t1, cpu)), summary(gaps_in(cticks, t0, t1, ccpu)))
+    if turns is not None:
+        write_turns(Path(args.record_turns), turns, phases, args.turn_ms)
     if args.json:
         Path(args.json).write_text(json.dumps({"app": ticks, "app_cpu": cpu,
                                                "control": cticks,
