@@ -121,6 +121,8 @@ class MethodPanel(QWidget):
         self._memory: dict[str, dict] = {}     # per family: values the user typed
         self._relevance: dict = {}
         self._building = False
+        self._quiet = False                    # set_method: one recomputation at its end
+        self._derived_rows: list | None = None
         self._shown_family: str | None = None
 
         self.method_combo = QComboBox()
@@ -273,7 +275,7 @@ class MethodPanel(QWidget):
         self._field_changed()
 
     def _field_changed(self, *args) -> None:
-        if self._building:
+        if self._building or self._quiet:
             return
         current = {n: self._fields[n].value() for n in ("instantiation", "mc_kernel")
                    if n in self._fields}          # choices: value() cannot fail on them
@@ -295,15 +297,20 @@ class MethodPanel(QWidget):
         self.changed.emit()
 
     def _update_derived(self) -> None:
-        self._clear_form(self.derived_form)
         fam = self.family()
         if fam is None:
+            self._clear_form(self.derived_form)
+            self._derived_rows = None
             return
         try:
             params = self.params(partial=True)
             rows = derived_quantities(fam.key, params, self._stats)
         except (ValueError, TypeError, OverflowError, ZeroDivisionError) as exc:
             rows = [("", f"<span style='color:#b3261e'>{exc}</span>")]
+        if rows == self._derived_rows:
+            return          # the same labels: not built and laid out again
+        self._derived_rows = rows
+        self._clear_form(self.derived_form)
         self.derived_box.setVisible(bool(rows))
         for label, text in rows:
             lab = QLabel(text)
@@ -328,12 +335,20 @@ class MethodPanel(QWidget):
         return custom_instantiation.fold(out)
 
     def set_method(self, family_key: str, params: dict | None = None) -> None:
-        i = self.method_combo.findData(family_key)
-        if i >= 0:
-            self.method_combo.setCurrentIndex(i)
-        for name, v in custom_instantiation.unfold(params or {}).items():
-            if name in self._fields:
-                self._fields[name].set_value(v)
+        # the form rebuilt and every value set without a recomputation each: the checks, the
+        # derived quantities and the listeners run once, at the end (one per value made
+        # choosing a method with three parameters one turn of 15-28 ms of the GUI thread
+        # under load, bench_gui_load --record-turns)
+        self._quiet = True
+        try:
+            i = self.method_combo.findData(family_key)
+            if i >= 0:
+                self.method_combo.setCurrentIndex(i)
+            for name, v in custom_instantiation.unfold(params or {}).items():
+                if name in self._fields:
+                    self._fields[name].set_value(v)
+        finally:
+            self._quiet = False
         self._field_changed()
 
     def set_param(self, name: str, value) -> None:

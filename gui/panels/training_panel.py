@@ -14,10 +14,11 @@ import math
 import time
 
 from PySide6.QtCore import QTimer, Signal
-from PySide6.QtWidgets import (QHBoxLayout, QLabel, QProgressBar, QPushButton, QSizePolicy,
-                               QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (QHBoxLayout, QLabel, QProgressBar, QPushButton, QVBoxLayout,
+                               QWidget)
 
 from ..widgets.curve_board import CurveBoard
+from ..widgets.phase_line import PhaseLine
 
 __all__ = ["TrainingPanel", "format_seconds", "split_metrics", "curve_x", "SHOW_MS"]
 
@@ -93,11 +94,9 @@ class TrainingPanel(QWidget):
         self.progress.setValue(0)
         self.progress.setTextVisible(True)
         self.progress.setFormat("idle")
-        self.stage_label = QLabel("")
-        # the phase line's width follows the window, never its text: a new text then repaints
-        # the line without laying out the window again (2 ms of the GUI thread per event)
-        self.stage_label.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Fixed)
-        self.stage_label.setFixedHeight(self.stage_label.fontMetrics().height() + 4)
+        # the phase line's width follows the window, never its text: a new text repaints the
+        # line and lays nothing out again (gui.widgets.phase_line)
+        self.stage_label = PhaseLine("")
         self.time_label = QLabel("")
         # a fixed size: the clock's new text every SHOW_MS repaints the label without laying
         # out the bar's row again

@@ -44,8 +44,9 @@ MARKED, MARKED_LIVE = 40, 3
 #: them): a redraw whose axes stay costs the GUI thread the curve's repaint alone, one whose axes
 #: move lays out and paints both axes' ticks and labels again and repaints the whole plot.
 #: The x axis then reaches FOLLOW_AHEAD of the data's span past the last point (a fit's x only
-#: grows), the y axis FOLLOW_MARGIN of it beyond both ends; when the run ends the axes fit the
-#: data exactly, the x axis from its first to its last point
+#: grows), the y axis FOLLOW_MARGIN of it beyond both ends, and FOLLOW_AHEAD beyond the side
+#: the points left it through when it moves; when the run ends the axes fit the data exactly,
+#: the x axis from its first to its last point
 FOLLOW_AHEAD, FOLLOW_MARGIN, FOLLOW_FILL = 0.5, 0.1, 0.4
 #: the levels of ticks (and grid lines) an axis draws: major and minor
 TICK_LEVELS = 2
@@ -142,6 +143,8 @@ class ResultPlot(pg.PlotWidget):
 
     #: grid lines behind the data (each axis then paints over the whole plot)
     GRID = True
+    #: a legend naming the curves
+    LEGEND = True
 
     def __init__(self, title: str = "", xlabel: str = "", ylabel: str = "", parent=None,
                  legend_offset=(-10, 10)):
@@ -158,12 +161,13 @@ class ResultPlot(pg.PlotWidget):
             # unlabelled, at a tenth of the major spacing, had most of the grid's lines): a
             # result plot's first paint under X 15-29 ms -> 10-13 ms, a repaint 6-18 -> 4-5 ms
             self.getAxis(ax).setStyle(maxTickLevel=TICK_LEVELS - 1)
-        self.legend = self.addLegend(offset=legend_offset)
+        self.legend = self.addLegend(offset=legend_offset) if self.LEGEND else None
 
     def reset(self, title: str | None = None, xlabel: str | None = None,
               ylabel: str | None = None) -> None:
         self.clear()
-        self.legend.clear()
+        if self.legend is not None:
+            self.legend.clear()
         self.setLogMode(False, False)
         self.showGrid(x=self.GRID, y=self.GRID, alpha=0.25)
         self.enableAutoRange()
@@ -216,9 +220,13 @@ class LivePlot(ResultPlot):
 
     No grid: under X a live plot's repaint after a new point cost the GUI thread 10.5 ms with
     pyqtgraph's grid and 2.3 ms without (the grid makes each axis repaint the whole plot), and
-    a fit's plots are repainted several times a second."""
+    a fit's plots are repainted several times a second. No legend: a live plot shows one
+    quantity, which its title names, and a legend entry is rich text laid out when its curve
+    is created and moved at every change of the plot's layout (1-3 ms of the GUI thread a
+    redraw under load, bench_gui_load --record-turns)."""
 
     GRID = False
+    LEGEND = False
 
     def __init__(self, title: str = "", xlabel: str = "", ylabel: str = "", parent=None):
         super().__init__(title, xlabel, ylabel, parent)
@@ -273,7 +281,6 @@ class LivePlot(ResultPlot):
         for c in self._curves.values():
             self.removeItem(c)
         self._curves.clear()
-        self.legend.clear()
 
     def curve_names(self) -> list[str]:
         return list(self._data)
@@ -304,8 +311,7 @@ class LivePlot(ResultPlot):
             return
         self._dirty = False
         # one costly change a turn (gui.widgets.steps): a new run's title and axes, then each
-        # new curve with its legend entry (rich text laid out, 3-7 ms each under X), each at a
-        # later redraw; the points of the curves drawn so far go with them
+        # new curve, each at a later redraw; the points of the curves drawn so far go with them
         if self._restart is not None:
             title, xlabel, log_x, log_y = self._restart
             self._restart = None
@@ -364,6 +370,8 @@ class LivePlot(ResultPlot):
                 x0, x1 = vx0, vx1
             if not moved(y, vy0, vy1, start=False):
                 y0, y1 = vy0, vy1
+            else:
+                y0, y1 = grow_range(y, vy0, vy1, y0, y1)
         if (x0, x1, y0, y1) != view:
             self._view = (x0, x1, y0, y1)
             self.setRange(xRange=(x0, x1), yRange=(y0, y1), padding=0)
@@ -392,6 +400,22 @@ def follow_range(v: np.ndarray, live: bool, ahead: bool) -> tuple[float, float]:
         return lo, (lo + span * (1 + FOLLOW_AHEAD) if live else (hi if hi > lo else lo + 1.0))
     pad = span * (FOLLOW_MARGIN if live else FOLLOW_MARGIN / 2)
     return lo - pad, hi + pad
+
+
+def grow_range(v: np.ndarray, lo: float, hi: float, new_lo: float, new_hi: float
+               ) -> tuple[float, float]:
+    """The live y range replacing [lo, hi] (the values ``v`` left it): ``(new_lo, new_hi)``
+    with FOLLOW_AHEAD of the values' span beyond the side they left through, so that a
+    quantity that keeps growing or falling (a norm, the number of non-zero coefficients, a
+    loss) moves its axis a few times in a run, not at every redraw (each move lays out both
+    axes' ticks again and paints the plot twice)."""
+    vlo, vhi = float(v.min()), float(v.max())
+    span = vhi - vlo if vhi > vlo else max(abs(vlo), 1.0)
+    if vhi > hi:
+        new_hi = vhi + span * FOLLOW_AHEAD
+    if vlo < lo:
+        new_lo = vlo - span * FOLLOW_AHEAD
+    return new_lo, new_hi
 
 
 def moved(v: np.ndarray, lo: float, hi: float, start: bool) -> bool:

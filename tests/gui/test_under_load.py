@@ -207,3 +207,112 @@ def test_result_plots_draw_two_levels_of_ticks(qtbot):
         for side in ("left", "bottom"):
             levels = plot.getAxis(side).tickValues(0.0, 1.0, 400)
             assert len(levels) == TICK_LEVELS == 2
+
+
+def test_a_new_phase_text_lays_nothing_out(qtbot):
+    """The phase line changes at every tick of the panel's clock during a run: a longer text
+    repaints it and posts no layout request to the panel (whose layout, laid out again, asked
+    its parents up to the window's splitter to lay out theirs)."""
+    from PySide6.QtCore import QEvent, QObject
+    from PySide6.QtWidgets import QVBoxLayout, QWidget
+
+    from gui.panels.training_panel import TrainingPanel
+    create_app()
+    host = QWidget()
+    qtbot.addWidget(host)
+    panel = TrainingPanel()
+    QVBoxLayout(host).addWidget(panel)
+    host.resize(600, 120)
+    host.show()
+    qtbot.waitExposed(host)
+    panel.started("a run")
+    qtbot.wait(50)
+    requests, painted = [], []
+
+    class Spy(QObject):
+        def eventFilter(self, obj, ev):
+            if ev.type() == QEvent.LayoutRequest:
+                requests.append(obj)
+            elif ev.type() == QEvent.Paint and obj is panel.stage_label:
+                painted.append(True)
+            return False
+    spy = Spy()
+    for w in (host, panel):
+        w.installEventFilter(spy)
+    panel.stage_label.installEventFilter(spy)
+    for i in range(1, 6):
+        # a longer phase line at each event
+        panel.on_progress({"stage": "sgd" + " and more" * i, "done": i, "total": 10,
+                           "metrics": {"loss": 0.5 / i}})
+        panel._tick()
+        qtbot.wait(20)
+    assert panel.stage_label.text() == panel.phase_text
+    assert panel.phase_text.startswith("sgd" + " and more" * 5)
+    assert painted and requests == []
+    panel.stopped("done")
+
+
+def test_a_growing_quantity_moves_its_live_axis_a_few_times(qtbot):
+    """A quantity that keeps growing (a norm, the features added) leaves the y axis at each
+    of its new highs: the axis then gets headroom on that side, so that it moves a few times
+    in a run (each move lays out both axes' ticks and paints the plot twice), always showing
+    every point."""
+    from gui.widgets.plots import LivePlot
+    create_app()
+    plot = LivePlot("norm", "iteration", "")
+    qtbot.addWidget(plot)
+    plot.restart("norm", "iteration")
+    plot.redraw()
+    views, ys = [], []
+    for i in range(300):
+        y = 2.0 * i + 0.01 * (i % 7)
+        ys.append(y)
+        plot.append("norm", i, y)
+        plot.flush()
+        (_, _), (y0, y1) = plot.viewRange()
+        assert y0 <= min(ys) and y1 >= max(ys)
+        views.append((y0, y1))
+    moves = sum(a != b for a, b in zip(views, views[1:]))
+    # with a margin of a tenth of the span the axis moved every tenth of the points so far
+    # (41 times in 300 points); with half the span ahead, about log(300) / log(1.5) = 14
+    assert moves <= 16, moves
+
+
+def test_live_plots_draw_no_legend(qtbot):
+    """A live plot shows one quantity, named by its title: no legend entry is laid out when
+    its curve is created, nor moved when the plot's layout changes."""
+    import pyqtgraph as pg
+
+    from gui.widgets.curve_board import CurveBoard
+    create_app()
+    board = CurveBoard()
+    qtbot.addWidget(board)
+    board.show()
+    for i in range(5):
+        for name, v in (("loss", 1.0 / (i + 1)), ("norm", 2.0 * i)):
+            board.append(name, "iteration", i, v)
+    board.flush()
+    plots = board.plots()
+    assert set(plots) == {"loss", "norm"}
+    for name, plot in plots.items():
+        assert plot.curve_names() == [name] and plot.legend is None
+        assert not [it for it in plot.scene().items() if isinstance(it, pg.LegendItem)]
+
+
+def test_choosing_a_method_with_its_parameters_recomputes_the_form_once(qtbot):
+    """Choosing a method with several parameters (a script, a search's best parameters)
+    rebuilds the form and sets every value before the checks, the derived quantities and the
+    listeners run, once (one run per value was one turn of 15-28 ms of the GUI thread)."""
+    from gui.panels.method_panel import MethodPanel
+    create_app()
+    panel = MethodPanel()
+    qtbot.addWidget(panel)
+    key = next(f.key for f in panel.families if f.key != panel.family().key)
+    seen = []
+    panel.changed.connect(lambda: seen.append(panel.params(partial=True)))
+    panel.set_method(key, {"random_state": 3, "n_features": 40})
+    assert panel.family().key == key and len(seen) == 1
+    assert seen[0]["random_state"] == 3 and seen[0]["n_features"] == 40
+    # a value the user types still recomputes at once
+    panel.set_param("random_state", 4)
+    assert len(seen) == 2 and seen[1]["random_state"] == 4
