@@ -89,6 +89,12 @@ class TrainingPanel(QWidget):
         self.cancel_button.setToolTip("Stop the fit at its next progress report (Esc); "
                                       "iterative solvers keep their last iterate")
         self.cancel_button.setEnabled(False)
+        # wide enough for "Cancelling…": the new text then lays nothing out again (a button
+        # whose size is not fixed asks the window's layouts to run when its text changes)
+        self.cancel_button.setFixedSize(
+            max(self.cancel_button.sizeHint().width(),
+                self.cancel_button.fontMetrics().horizontalAdvance("Cancelling…") + 24),
+            self.cancel_button.sizeHint().height())
         self.progress = QProgressBar()
         self.progress.setRange(0, 1000)
         self.progress.setValue(0)

@@ -316,3 +316,38 @@ def test_choosing_a_method_with_its_parameters_recomputes_the_form_once(qtbot):
     # a value the user types still recomputes at once
     panel.set_param("random_state", 4)
     assert len(seen) == 2 and seen[1]["random_state"] == 4
+
+
+def test_cancelling_lays_nothing_out(qtbot):
+    """Cancel changes the button's text to "Cancelling…" and back: the button keeps its size
+    and no layout request reaches the panel."""
+    from PySide6.QtCore import QEvent, QObject
+    from PySide6.QtWidgets import QVBoxLayout, QWidget
+
+    from gui.panels.training_panel import TrainingPanel
+    create_app()
+    host = QWidget()
+    qtbot.addWidget(host)
+    panel = TrainingPanel()
+    QVBoxLayout(host).addWidget(panel)
+    host.show()
+    qtbot.waitExposed(host)
+    panel.started("a run")
+    qtbot.wait(50)
+    size = panel.cancel_button.size()
+    requests = []
+
+    class Spy(QObject):
+        def eventFilter(self, obj, ev):
+            if ev.type() == QEvent.LayoutRequest:
+                requests.append(obj)
+            return False
+    spy = Spy()
+    for w in (host, panel):
+        w.installEventFilter(spy)
+    panel.mark_cancelling()
+    qtbot.wait(30)
+    assert panel.cancel_button.text() == "Cancelling…"
+    panel.stopped("cancelled")
+    qtbot.wait(30)
+    assert panel.cancel_button.size() == size and requests == []
