@@ -80,11 +80,12 @@ def learn_encoding(path, target=None, *, features=None, ignore=None, categorical
     """The encoding record of one CSV or Parquet file (what ``rwtool.read_csv`` would learn)."""
     path = os.fspath(path)
     if not _is_parquet(path):
-        # only the record is kept: no typed blocks held for a pass two that is not made here
+        # only the record is kept: no typed blocks held or spilled for a pass two not made here
         return scan_csv(path, target, features=features, ignore=ignore, categorical=categorical,
                         numeric=numeric, task=task, missing=missing,
                         max_categories=max_categories, handle_unknown=handle_unknown,
-                        moments=False, **{"keep_bytes": 0, **csv_options}).preprocessing
+                        moments=False,
+                        **{"keep_bytes": 0, "spill_dir": False, **csv_options}).preprocessing
     policy = _check_options(task, missing, max_categories, handle_unknown)
     table = _parquet_table(path)
     _require_rows(table)

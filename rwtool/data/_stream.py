@@ -18,13 +18,15 @@ target is dropped, as there).
     for chunk in iter_csv("big.csv", scan):
         est.partial_fit(chunk.X, chunk.y, classes=scan.classes)
 
-Given the scan (not only its record), pass two reuses pass one's work when the file is small
-enough: pass one keeps its typed blocks while their estimated total stays within
-``keep_bytes`` (64 MiB: 8 bytes per number cell and per row, 4 per cell of a column holding
-text, about 70 per Excel error value), and :func:`iter_csv` then encodes them instead of
-reading and typing the file again (the same chunks, bit for bit). A larger file keeps
-nothing (pass one drops what it kept as soon as the estimate passes the budget) and is read
-twice, so memory stays bounded by ``block_bytes`` plus at most ``keep_bytes``.
+Given the scan (not only its record), pass two reuses pass one's work: pass one keeps its
+typed blocks in memory while their estimated total stays within ``keep_bytes`` (64 MiB: 8
+bytes per number cell and per row, 4 per cell of a column holding text, about 70 per Excel
+error value); past it, it writes them to a temporary spill file (rwtool.data._spill) in
+``spill_dir`` instead. :func:`iter_csv` then encodes them instead of reading and typing the
+file again (the same chunks, bit for bit), so memory stays bounded by ``block_bytes`` plus at
+most ``keep_bytes``, and the disk holds about what the blocks take until the scan is closed.
+Without room on the disk (or with ``spill_dir=False``) a larger file keeps nothing and is read
+twice.
 
 Exact for: column kinds, categories, classes, counts, the mean imputation. Bounded: a column
 keeps at most ``max_distinct`` distinct numbers (100,000) for the categories of a numeric column
@@ -36,6 +38,9 @@ is taken over the values seen first. This module must not fit models.
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
+import weakref
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Iterator
@@ -45,9 +50,10 @@ import numpy as np
 from ._dialect import NA_VALUES, Dialect, Source, open_source, sniff_csv
 from ._read import (_STREAM_BLOCK_BYTES, Column, ColumnCells, NameLookup, Table, TableBuilder,
                     _BadUTF8, canon, check_guess, column_positions, excel_note, fast_cast_ok,
-                    TypedBlock, gc_paused, iter_blocks, legacy_dialect, number_spellings,
+                    Seen, TypedBlock, gc_paused, iter_blocks, legacy_dialect, number_spellings,
                     out_of_memory, positions, preamble_note, release_freed,
                     shows_decimal_point, type_block, typed_plan)
+from ..exceptions import Note, human_bytes
 from ._errors import MissingColumnError, MissingValueError
 from ._dataset import Dataset
 from ._colstats import block_stats
@@ -56,6 +62,7 @@ from ._encoding import (_DEFAULT_MAX_ABS, Preprocessing, _fit_columns, _fit_targ
                         format_note, _require_rows)
 from ._names import select
 from ._options import TARGET_POLICY_FIX, _check_options, _roles
+from ._spill import SpillFile
 
 __all__ = ["CsvScan", "scan_csv", "iter_csv"]
 
@@ -66,6 +73,9 @@ ALL, FIT = "all", "fit"        # row sets of a streamed column: every row, rows 
 
 
 _KEYS = {ALL: 0, FIT: 1}
+# id(record) -> its scan while the scan lives: a pass two given the record alone lets go of the
+# scan's in-memory blocks, which it does not use (see iter_csv)
+_SCANS: "weakref.WeakValueDictionary[int, CsvScan]" = weakref.WeakValueDictionary()
 
 
 class _TextPart:
@@ -323,24 +333,30 @@ class _StreamTable(NameLookup):
 
 
 class _Kept:
-    """Pass one's typed blocks, kept so that pass two serves them instead of reading and
-    typing the file again, when they all fit in ``budget`` bytes (numbers, text codes, file
-    lines). Pass one keeps them while those read so far, scaled to the whole input's size,
-    stay within the budget; past it they are dropped at once and none are kept after, so pass
-    one holds at most ``budget`` bytes more than without them, and a file larger than that is
-    read twice as before. Served only to a pass over the same input, unchanged (device, inode,
-    size and modification time of a file; the same in-memory input), with the same dialect
-    and block size, so the chunks are the ones a second read would give."""
+    """Pass one's typed blocks, kept so that pass two encodes them instead of reading and
+    typing the file again: in memory while those read so far, scaled to the whole input's
+    size, stay within ``budget`` bytes (numbers, text codes, file lines); past it, written to a
+    spill file in ``spill_dir`` (None: the system's temporary folder) and read back by pass
+    two, so pass one holds at most ``budget`` bytes more than without them. With
+    ``spill_dir=False``, when the disk lacks room (free space under twice the estimated
+    total) or a write fails, nothing is kept (``note`` says why) and pass two reads the file
+    again. Served only to a pass over the same input, unchanged (device, inode, size and
+    modification time of a file; the same in-memory input), with the same dialect and block
+    size, so the chunks are the ones a second read would give."""
 
-    def __init__(self, src, budget, block_bytes, dialect):
+    def __init__(self, src, budget, block_bytes, dialect, spill_dir=None):
         self.src, self.budget, self.block_bytes, self.dialect = src, budget, block_bytes, dialect
+        self.spill_dir = spill_dir
         self.stamp = _stamp(src)
-        self.blocks: list[tuple[np.ndarray, TypedBlock]] = []
+        # (lines, TypedBlock) in memory, or _OnDisk once spilled (``spill`` then set)
+        self.blocks: list = []
+        self.spill: SpillFile | None = None
         self.held = self.read = 0
         self.names = self.keep = None
         self.vocab: dict[int, list[str]] = {}
         self.fast = True
-        self.on = budget > 0
+        self.on = True
+        self.note: str | None = None
 
     def add(self, block, tb) -> None:
         if not self.on:
@@ -353,39 +369,143 @@ class _Kept:
         self.read += block.nbytes
         size = self.src.size
         whole = self.held * size / self.read if 0 < self.read < size else self.held
-        if max(self.held, whole) > self.budget:
-            self.drop()
-        else:
+        if self.spill is None and max(self.held, whole) > self.budget:
+            self._start_spill(max(self.held, whole))
+            if not self.on:
+                return
+        if self.spill is None:
             self.blocks.append((block.lines, tb))
+            return
+        try:
+            self.blocks.append(self._write(block.lines, tb))
+        except OSError as exc:
+            self._failed(exc)
 
-    def drop(self) -> None:
+    def _start_spill(self, whole) -> None:
+        """The blocks pass the budget: write those kept so far to a new spill file, or keep
+        none when not spilling or when the disk lacks room."""
+        if self.spill_dir is False:
+            self.drop()
+            return
+        folder = tempfile.gettempdir() if self.spill_dir is None else os.fspath(self.spill_dir)
+        try:
+            free = shutil.disk_usage(folder).free
+            if free < 2 * whole:
+                self.drop(_spill_note(f"were not written to {folder}: {human_bytes(free)} "
+                                      f"free there, under twice their estimated "
+                                      f"{human_bytes(whole)}"))
+                return
+            self.spill = SpillFile(folder, prefix="rwtool-scan-")
+            held, self.blocks = self.blocks, []
+            for lines, tb in held:
+                self.blocks.append(self._write(lines, tb))
+        except OSError as exc:
+            self._failed(exc, folder)
+
+    def _write(self, lines, tb) -> "_OnDisk":
+        sp = self.spill
+        sp.write(lines)
+        sp.write(tb.values)
+        codes = sorted(tb.codes.items())
+        for _, c in codes:
+            sp.write(c)
+        seen = []
+        for kk, sn in sorted(tb.seen.items()):
+            sp.write(sn.error_rows)
+            # Excel error values: a few distinct texts, one code a cell
+            texts = list(dict.fromkeys(sn.error_texts))
+            at = {t: i for i, t in enumerate(texts)}
+            sp.write(np.array([at[t] for t in sn.error_texts], np.int32))
+            seen.append((kk, sn.marks, len(sn.error_rows), sn.error_rows.dtype, texts,
+                         len(sn.error_texts), sn.no_values))
+        return _OnDisk(len(lines), lines.dtype, tb.values.shape,
+                       [(kk, c.dtype) for kk, c in codes], tb.marks, seen, tb.unwritten)
+
+    def _failed(self, exc, folder=None) -> None:
+        folder = folder or os.path.dirname(self.spill.path)
+        self.drop(_spill_note(f"could not be written to {folder} ({exc.strerror or exc})"))
+
+    def drop(self, note: str | None = None) -> None:
+        """Keep nothing (remove the spill file): pass two reads the file again."""
         self.blocks, self.vocab, self.on = [], {}, False
+        if self.spill is not None:
+            self.spill.close()
+            self.spill = None
+        if note is not None:
+            self.note = note
+
+    def in_memory(self) -> bool:
+        return self.on and self.spill is None and bool(self.blocks)
 
     def finish(self, names, keep, summary, fast) -> None:
         """After pass one's last block: the columns' names and texts the codes index (a column
         past ``_MAX_VOCAB`` distinct texts is read again: its codes share one slot)."""
         if any(t.col.n_distinct_text > t.col.max_vocab for t in summary.text.values()):
             self.drop()
+        if self.spill is not None:
+            try:
+                self.spill.finish()
+            except OSError as exc:
+                self._failed(exc)
         if self.on:
             self.names, self.keep, self.fast = names, keep, fast
             self.vocab = {j: t.col.vocab for j, t in summary.text.items()}
 
-    def serves(self, src, dialect, block_bytes) -> bool:
-        same = src is self.src if self.src.path is None else (
+    def same_source(self, src) -> bool:
+        return src is self.src if self.src.path is None else (
             src.path is not None and _stamp(src) == self.stamp)
-        return self.on and same and dialect == self.dialect and block_bytes == self.block_bytes
+
+    def serves(self, src, dialect, block_bytes) -> bool:
+        return (self.on and self.same_source(src) and dialect == self.dialect
+                and block_bytes == self.block_bytes
+                and (self.spill is None or self.spill.exists()))
 
     def tables(self, path, dialect) -> Iterator[Table]:
         """The :class:`Table` of each kept block, as pass two types it from the file."""
-        for lines, tb in self.blocks:
+        for lines, tb in self._typed():
             builder = TableBuilder(self.names, self.keep, _MAX_VOCAB, self.fast)
             builder.add_typed(tb, self._column)
             yield builder.table(path, dialect, lines, [], None)
+
+    def _typed(self) -> Iterator[tuple[np.ndarray, TypedBlock]]:
+        if self.spill is None:
+            yield from self.blocks
+            return
+        with self.spill.reader() as r:
+            for d in self.blocks:
+                lines = r.read(d.n, d.lines_dtype)
+                values = r.read(d.shape, np.float64)
+                codes = {kk: r.read(d.n, dt) for kk, dt in d.codes}
+                seen = {}
+                for kk, marks, n_err, rdt, texts, n_txt, no_values in d.seen:
+                    rows = r.read(n_err, rdt)
+                    at = r.read(n_txt, np.int32)
+                    seen[kk] = Seen(marks, rows, [texts[i] for i in at.tolist()], no_values)
+                yield lines, TypedBlock(values, codes, d.marks, seen, d.unwritten)
 
     def _column(self, j: int) -> Column:
         c = Column(self.names[j], j, _MAX_VOCAB, self.fast)
         c.vocab = self.vocab.get(j, [])        # pass one's texts, in the order interned
         return c
+
+
+def _spill_note(what: str) -> Note:
+    return Note(f"the file's typed blocks {Note.literal(what)}: pass two reads the file again "
+                f"({{0}} or the TMPDIR variable chooses another folder)", [("spill_dir", None)])
+
+
+@dataclass
+class _OnDisk:
+    """A spilled block: what reads it back (its arrays are in the spill file, in the order
+    :meth:`_Kept._write` wrote them) and its small parts."""
+
+    n: int
+    lines_dtype: np.dtype
+    shape: tuple
+    codes: list
+    marks: np.ndarray | None
+    seen: list
+    unwritten: tuple
 
 
 def _stamp(src):
@@ -410,8 +530,10 @@ class CsvScan:
     once, then held in memory), e.g. ``iter_csv(scan.source, scan)``.
 
     Given to :func:`iter_csv` in place of the record, the scan also hands it the typed blocks
-    pass one kept (when the whole file's fit in ``keep_bytes``, see :func:`scan_csv`), which
-    it then encodes without reading the file again; they are held as long as the scan is.
+    pass one kept (in memory when the whole file's fit in ``keep_bytes``, else in a spill
+    file, see :func:`scan_csv`), which it then encodes without reading the file again. They
+    are held until :meth:`close` (or the end of a ``with`` block, or the scan's collection, or
+    the interpreter's exit: the spill file is removed then).
     """
 
     preprocessing: Preprocessing
@@ -423,6 +545,24 @@ class CsvScan:
     notes: list[str] = field(default_factory=list)
     source: Source | None = field(default=None, repr=False)
     _kept: _Kept | None = field(default=None, repr=False, compare=False)
+
+    def close(self) -> None:
+        """Let go of the kept blocks (the spill file is removed): a later ``iter_csv(path,
+        scan)`` reads the file again."""
+        if self._kept is not None:
+            self._kept.drop()
+
+    def __enter__(self) -> "CsvScan":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    @property
+    def spill_bytes(self) -> int:
+        """Bytes of the spill file this scan holds (0: none)."""
+        k = self._kept
+        return 0 if k is None or k.spill is None else k.spill.nbytes
 
     @property
     def classes(self):
@@ -440,18 +580,26 @@ def scan_csv(path, target=None, *, features=None, ignore=None, categorical=None,
              header=None, na_values=NA_VALUES, max_abs: float = _DEFAULT_MAX_ABS,
              moments: bool = True, block_bytes: int = _STREAM_BLOCK_BYTES,
              max_distinct: int = _MAX_DISTINCT, max_bytes=None, names=None,
-             keep_bytes: int = _KEEP_BYTES) -> CsvScan:
+             keep_bytes: int = _KEEP_BYTES, spill_dir=None) -> CsvScan:
     """Pass one over a CSV file too large for memory: learn the encoding record.
 
     The options are those of :func:`rwtool.data.read_csv` (the record equals the one
     ``read_csv`` learns on the same file), plus ``moments`` (a second read computes the mean
     and standard deviation of each encoded column), ``block_bytes`` (bytes read at a time:
     memory is a small multiple of it), ``max_distinct`` (see the module docstring) and
-    ``keep_bytes``: when the file's typed blocks (8 bytes per number cell and per row, 4 per
-    cell of a column holding text, about 70 per Excel error value) come to at most this
-    (64 MiB), the scan keeps them and ``iter_csv(path, scan)`` encodes them instead of
-    reading the file again (0: keep none); a larger file is read again, and pass one never
-    holds more than ``keep_bytes`` of them.
+    ``keep_bytes`` and ``spill_dir``: when the file's typed blocks (8 bytes per number cell
+    and per row, 4 per cell of a column holding text, about 70 per Excel error value) come to
+    at most ``keep_bytes`` (64 MiB), the scan keeps them in memory; a larger file's are
+    written to a temporary file in ``spill_dir`` (None: ``tempfile.gettempdir()``, i.e.
+    TMPDIR) as pass one types them, and read back from it; either way ``iter_csv(path, scan)``
+    encodes them instead of reading and typing the file again (the same chunks), and pass one
+    never holds more than ``keep_bytes`` of them in memory. The spill takes what the blocks
+    take (about 1.3x the CSV's size for adults' mix of numbers and categories, 0.8x for
+    numbers printed with 10 digits); it is removed by :meth:`CsvScan.close`, when the scan is
+    collected, at the interpreter's exit, and at once when pass one fails or is interrupted.
+    With ``spill_dir=False``, or when the folder has less free space than twice the estimated
+    spill, or a write to it fails, nothing past the budget is kept: pass two reads the file
+    again (a note says so unless ``spill_dir=False``).
     ``max_bytes`` defaults to None here (no size limit: the file is never held whole).
     ``names`` names the columns as in ``read_csv``.
     Raises the same located :class:`~rwtool.data.DataError` subclasses as ``read_csv``.
@@ -462,41 +610,52 @@ def scan_csv(path, target=None, *, features=None, ignore=None, categorical=None,
                         header=header, na_values=na_values)
     dialect, notes = check_guess(src, dialect) if encoding is None else (dialect, [])
     notes += preamble_note(dialect)
+    made: list[_Kept] = []      # each pass one's kept blocks: dropped at once if the scan fails
     args = (target, features, ignore, categorical, numeric, na_values, policy, block_bytes,
-            max_distinct, names, keep_bytes)
+            max_distinct, names, keep_bytes, spill_dir, made)
     try:
-        table, n_rec, n_fit, tname, feats, cat, num, kept = _pass_one(src, dialect, *args)
-    except _BadUTF8 as bad:
-        if encoding is not None:
-            raise bad.error(dialect.encoding, src) from None
-        dialect, note = legacy_dialect(src, dialect, bad)
-        notes.append(note)
-        table, n_rec, n_fit, tname, feats, cat, num, kept = _pass_one(src, dialect, *args)
-    if n_rec == 0:
-        _require_rows(Table(src.name, dialect, table.names, np.empty(0, np.int64), {}, []))
-    notes += [excel_note(t.col.name, t.n_excel, t.excel_first, t.excel_texts)
-              for _, t in sorted(table.summary.text.items()) if t.n_excel]
-    if tname is not None:
-        tcol = table.col(tname)
-        n_miss = int(tcol.counts(ALL)[2])
-        if n_miss and policy == "error":
-            raise MissingValueError(f"missing target value ({n_miss} row(s))", file=src.name,
-                                    column=tname,
-                                    fix=TARGET_POLICY_FIX)
-        if n_miss:
-            notes.append(f"dropped {n_miss} row(s) with a missing target")
-    tspec = None if tname is None else _fit_target(table, tname, task, FIT)
-    specs = _fit_columns(table, feats, cat, num, policy, max_categories, FIT)
-    notes += table.notes + [format_note(specs[i]) for i in np.flatnonzero(specs.layout()[3])]
-    pre = Preprocessing(specs, tspec, policy, na_values, max_abs, handle_unknown,
-                        dialect.header, table.names)
-    scan = CsvScan(pre, dialect, n_fit, n_rec, notes=notes, source=src, _kept=kept)
-    table = tcol = None         # the summaries (about 100 bytes a column) go before pass two
-    release_freed()
-    if moments:
-        _moments(src, scan, block_bytes)
+        try:
+            table, n_rec, n_fit, tname, feats, cat, num, kept = _pass_one(src, dialect, *args)
+        except _BadUTF8 as bad:
+            if encoding is not None:
+                raise bad.error(dialect.encoding, src) from None
+            dialect, note = legacy_dialect(src, dialect, bad)
+            notes.append(note)
+            table, n_rec, n_fit, tname, feats, cat, num, kept = _pass_one(src, dialect, *args)
+        if n_rec == 0:
+            _require_rows(Table(src.name, dialect, table.names, np.empty(0, np.int64), {}, []))
+        notes += [excel_note(t.col.name, t.n_excel, t.excel_first, t.excel_texts)
+                  for _, t in sorted(table.summary.text.items()) if t.n_excel]
+        if tname is not None:
+            tcol = table.col(tname)
+            n_miss = int(tcol.counts(ALL)[2])
+            if n_miss and policy == "error":
+                raise MissingValueError(f"missing target value ({n_miss} row(s))",
+                                        file=src.name, column=tname, fix=TARGET_POLICY_FIX)
+            if n_miss:
+                notes.append(f"dropped {n_miss} row(s) with a missing target")
+        tspec = None if tname is None else _fit_target(table, tname, task, FIT)
+        specs = _fit_columns(table, feats, cat, num, policy, max_categories, FIT)
+        notes += table.notes + [format_note(specs[i])
+                                for i in np.flatnonzero(specs.layout()[3])]
+        if kept.note is not None:
+            notes.append(kept.note)
+        pre = Preprocessing(specs, tspec, policy, na_values, max_abs, handle_unknown,
+                            dialect.header, table.names)
+        scan = CsvScan(pre, dialect, n_fit, n_rec, notes=notes, source=src, _kept=kept)
+        _SCANS[id(pre)] = scan
+        table = tcol = None     # the summaries (about 100 bytes a column) go before pass two
         release_freed()
-    return scan
+        if moments:
+            _moments(src, scan, block_bytes)
+            release_freed()
+        return scan
+    except BaseException:
+        # a failed or interrupted scan removes its spill file now, not when the traceback's
+        # frames go
+        for k in made:
+            k.drop()
+        raise
 
 
 def _pass_one(src, *args):
@@ -504,6 +663,7 @@ def _pass_one(src, *args):
         out = _summarise(src, *args)
         summary = out[0].summary
         if summary is not None and len(summary.uncounted(args[7].startswith("impute"))):
+            out[-1].drop()
             out = summary = None          # free the first summaries before the second
             release_freed()
             out = _summarise(src, *args, count_all=True)
@@ -514,14 +674,17 @@ def _pass_one(src, *args):
 
 @gc_paused()
 def _summarise(src, dialect, target, features, ignore, categorical, numeric, na_values, policy,
-               block_bytes, max_distinct, names=None, keep_bytes=0, count_all=False):
+               block_bytes, max_distinct, names=None, keep_bytes=0, spill_dir=None, made=None,
+               count_all=False):
     na = frozenset(na_values)
     fast = fast_cast_ok(na)
     table = summary = None
     tname = None
     n_rec = n_fit = 0
     roles = {}
-    kept = _Kept(src, keep_bytes, block_bytes, dialect)
+    kept = _Kept(src, keep_bytes, block_bytes, dialect, spill_dir)
+    if made is not None:
+        made.append(kept)
 
     def wanted(all_names):        # resolve the roles on the header: type only those columns
         t = _StreamTable(src.name, dialect, all_names)
@@ -581,8 +744,11 @@ def iter_csv(path, preprocessing: Preprocessing | CsvScan, *, dialect: Dialect |
     """Pass two: the file encoded by ``preprocessing``, one :class:`Dataset` per block.
 
     ``preprocessing``: a record, or the :class:`CsvScan` of this file (its record and its
-    dialect; the blocks it kept are then encoded without reading the file again, when the
-    file is unchanged and ``dialect`` and ``block_bytes`` are the scan's: the same chunks).
+    dialect; the blocks it kept, in memory or spilled, are then encoded without reading the
+    file again, when the file is unchanged and ``dialect`` and ``block_bytes`` are the scan's:
+    the same chunks). Given the record alone, the file is read again; when that record is a
+    live scan's of this same file, the scan's in-memory blocks are let go of first (a later
+    ``iter_csv(path, scan)`` reads the file too; a spill file is kept).
     ``dialect``: the one :func:`scan_csv` detected (``scan.dialect``), so both passes read
     the file alike; None detects it again (or takes the scan's). Columns are matched by name
     as in :meth:`Preprocessing.apply_csv`; ``y`` is read when the target column is present
@@ -595,6 +761,12 @@ def iter_csv(path, preprocessing: Preprocessing | CsvScan, *, dialect: Dialect |
     if dialect is None:
         dialect = scan.dialect if scan is not None else sniff_csv(
             src, header=pre.header, na_values=pre.na_values)
+    if scan is None:
+        owner = _SCANS.get(id(pre))
+        if (owner is not None and owner.preprocessing is pre and owner._kept is not None
+                and owner._kept.in_memory() and owner._kept.same_source(src)):
+            owner._kept.drop()
+        owner = None
     kept = None if scan is None else scan._kept
     if kept is not None and kept.serves(src, dialect, block_bytes):
         yield from _served(pre, kept, src, dialect, require_target)

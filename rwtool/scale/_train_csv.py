@@ -139,83 +139,86 @@ def train_csv(path, target, estimator, *, test=None, test_size: float = 0.25, sp
     progress.start("reading (encoding)", 1)
     scan = scan_csv(path, target, moments=False, block_bytes=block_bytes, **read_options)
     progress.end()
-    pre, task = scan.preprocessing, scan.task
-    if task is None:
-        raise ValueError("no target column: pass the target column's name")
-    est = estimator if isinstance(estimator, BaseEstimator) else estimator(task)
-    if not can_stream(est):
-        raise ValueError(f"{type(est).__name__}(solver={getattr(est, 'solver', None)!r}) cannot "
-                         f"learn from a stream; the RW (solver 'lstsq') and RKS (solver "
-                         f"'ridge') estimators, or solver 'lasso', can")
-    holdout = test is None and test_size > 0
-    seconds["scan"] = time.perf_counter() - t0
+    try:
+        pre, task = scan.preprocessing, scan.task
+        if task is None:
+            raise ValueError("no target column: pass the target column's name")
+        est = estimator if isinstance(estimator, BaseEstimator) else estimator(task)
+        if not can_stream(est):
+            raise ValueError(f"{type(est).__name__}(solver={getattr(est, 'solver', None)!r}) "
+                             f"cannot learn from a stream; the RW (solver 'lstsq') and RKS "
+                             f"(solver 'ridge') estimators, or solver 'lasso', can")
+        holdout = test is None and test_size > 0
+        seconds["scan"] = time.perf_counter() - t0
 
-    def chunks(stage):
-        """(X, y, is_test) per block of the training file, with progress in rows."""
-        progress.start(stage, scan.n_rows)
-        pos = 0
-        # the scan: its record, its dialect, and the file's typed blocks when it kept them
-        for ds in iter_csv(path, scan, block_bytes=block_bytes):
-            n = ds.n_samples
-            is_test = (position_uniform(np.arange(pos, pos + n), _HOLDOUT_SEED + split_seed)
-                       < test_size) if holdout else np.zeros(n, bool)
-            pos += n
-            yield ds.X, ds.y, is_test
-            progress.update(pos)
-        progress.end()
-
-    classifier = task != "regression"
-    first = {"classes": scan.classes} if classifier else {}
-    if est.standardize:
-        t1 = time.perf_counter()
-        mx, my = Moments(pre.n_features_out), Moments(1)
-        for X, y, is_test in chunks("reading (statistics)"):
-            mx.add(X[~is_test])
-            if not classifier:
-                my.add(np.asarray(y[~is_test], dtype=float))
-        if mx.n == 0:
-            raise ValueError("no training row is left after the holdout; lower test_size")
-        first["x_scaler"] = mx
-        if not classifier:
-            first["y_scaler"] = my
-        seconds["statistics"] = time.perf_counter() - t1
-    t1 = time.perf_counter()
-    n_train = n_test = 0
-    for X, y, is_test in chunks("normal equations (streamed)"):
-        train = ~is_test
-        n_test += int(is_test.sum())
-        if train.any():
-            est.partial_fit(X[train], y[train], **first)
-            first = {}
-            n_train += int(train.sum())
-    if n_train == 0:
-        raise ValueError("no training row is left after the holdout; lower test_size")
-    progress.start("solve", 1)
-    est.coef_                       # the lazy solve, timed here  # noqa: B018
-    progress.end()
-    seconds["fit"] = time.perf_counter() - t1
-    metrics = {"n_train": n_train, "n_test": n_test, "n_inputs": pre.n_features_out}
-    if evaluate:
-        t1 = time.perf_counter()
-        tr, te = _Score(task), _Score(task)
-        for X, y, is_test in chunks("evaluating"):
-            tr.add(est, X[~is_test], y[~is_test])
-            te.add(est, X[is_test], y[is_test])
-        if test is not None:
-            te = _Score(task)
-            progress.start("evaluating (test file)", 0)
-            for ds in iter_csv(test, pre, require_target=True, block_bytes=block_bytes):
-                te.add(est, ds.X, ds.y)
+        def chunks(stage):
+            """(X, y, is_test) per block of the training file, with progress in rows."""
+            progress.start(stage, scan.n_rows)
+            pos = 0
+            # the scan: its record, its dialect, and the file's typed blocks when it kept them
+            for ds in iter_csv(path, scan, block_bytes=block_bytes):
+                n = ds.n_samples
+                is_test = (position_uniform(np.arange(pos, pos + n), _HOLDOUT_SEED + split_seed)
+                           < test_size) if holdout else np.zeros(n, bool)
+                pos += n
+                yield ds.X, ds.y, is_test
+                progress.update(pos)
             progress.end()
-            metrics["n_test"] = n_test = te.n
-        metrics.update(tr.metrics("train"))
-        metrics.update(te.metrics("test"))
-        seconds["evaluate"] = time.perf_counter() - t1
-    metrics["fit_time_s"] = float(seconds.get("statistics", 0.0) + seconds["fit"])
-    notes = list(scan.notes)
-    notes.append(f"streamed from {os.path.basename(str(path))} in blocks of "
-                 f"{block_bytes / 2**20:g} MiB"
-                 + (f"; {test_size:.0%} of the rows held out by a hash of their position"
-                    if holdout else ""))
-    return StreamTraining(est, pre, scan.dialect, task, pre.target["name"], scan.classes,
-                          n_train, n_test, metrics, notes, seconds)
+
+        classifier = task != "regression"
+        first = {"classes": scan.classes} if classifier else {}
+        if est.standardize:
+            t1 = time.perf_counter()
+            mx, my = Moments(pre.n_features_out), Moments(1)
+            for X, y, is_test in chunks("reading (statistics)"):
+                mx.add(X[~is_test])
+                if not classifier:
+                    my.add(np.asarray(y[~is_test], dtype=float))
+            if mx.n == 0:
+                raise ValueError("no training row is left after the holdout; lower test_size")
+            first["x_scaler"] = mx
+            if not classifier:
+                first["y_scaler"] = my
+            seconds["statistics"] = time.perf_counter() - t1
+        t1 = time.perf_counter()
+        n_train = n_test = 0
+        for X, y, is_test in chunks("normal equations (streamed)"):
+            train = ~is_test
+            n_test += int(is_test.sum())
+            if train.any():
+                est.partial_fit(X[train], y[train], **first)
+                first = {}
+                n_train += int(train.sum())
+        if n_train == 0:
+            raise ValueError("no training row is left after the holdout; lower test_size")
+        progress.start("solve", 1)
+        est.coef_                       # the lazy solve, timed here  # noqa: B018
+        progress.end()
+        seconds["fit"] = time.perf_counter() - t1
+        metrics = {"n_train": n_train, "n_test": n_test, "n_inputs": pre.n_features_out}
+        if evaluate:
+            t1 = time.perf_counter()
+            tr, te = _Score(task), _Score(task)
+            for X, y, is_test in chunks("evaluating"):
+                tr.add(est, X[~is_test], y[~is_test])
+                te.add(est, X[is_test], y[is_test])
+            if test is not None:
+                te = _Score(task)
+                progress.start("evaluating (test file)", 0)
+                for ds in iter_csv(test, pre, require_target=True, block_bytes=block_bytes):
+                    te.add(est, ds.X, ds.y)
+                progress.end()
+                metrics["n_test"] = n_test = te.n
+            metrics.update(tr.metrics("train"))
+            metrics.update(te.metrics("test"))
+            seconds["evaluate"] = time.perf_counter() - t1
+        metrics["fit_time_s"] = float(seconds.get("statistics", 0.0) + seconds["fit"])
+        notes = list(scan.notes)
+        notes.append(f"streamed from {os.path.basename(str(path))} in blocks of "
+                     f"{block_bytes / 2**20:g} MiB"
+                     + (f"; {test_size:.0%} of the rows held out by a hash of their position"
+                        if holdout else ""))
+        return StreamTraining(est, pre, scan.dialect, task, pre.target["name"], scan.classes,
+                              n_train, n_test, metrics, notes, seconds)
+    finally:
+        scan.close()       # its spill file, if pass one wrote one, goes now

@@ -56,8 +56,10 @@ def _same(a, b):
         assert na == nb and fa == fb
 
 
-def _both(path, options, block_bytes=None, expect_kept=None):
-    """Scan ``path``; pass two served and read again must agree. Returns (scan, outcome)."""
+def _both(path, options, block_bytes=None, expect_kept=None, min_kept=0):
+    """Scan ``path``; pass two served and read again must agree. Returns (scan, outcome).
+    ``expect_kept``, ``min_kept``: whether the scan kept blocks, how many at least (checked
+    before pass two: the read given the record lets go of those in memory)."""
     more = {} if block_bytes is None else {"block_bytes": block_bytes}
     try:
         scan = D.scan_csv(path, moments=False, **options, **more)
@@ -65,6 +67,7 @@ def _both(path, options, block_bytes=None, expect_kept=None):
         return None, _error(exc)
     if expect_kept is not None:
         assert bool(scan._kept.blocks) is expect_kept
+    assert len(scan._kept.blocks) >= min_kept
     served = _chunks(path, scan, True, **more)
     _same(served, _chunks(path, scan, False, **more))
     return scan, served
@@ -147,9 +150,7 @@ HOSTILE = [
 def test_hostile_files_in_many_blocks(tmp_path, name, extra, missing):
     p = _mixed(tmp_path / "m.csv", 1000, np.random.default_rng(3), extra)
     options = {"target": "y", "missing": missing}
-    scan, out = _both(p, options, block_bytes=997)
-    if scan is not None:
-        assert len(scan._kept.blocks) > 10
+    scan, out = _both(p, options, block_bytes=997, min_kept=11)
     if out[0] == "ok":
         assert len(out[1]) > 10
         _stacked_equals_read_csv(p, options, out)
@@ -159,25 +160,31 @@ def test_moments_from_the_kept_blocks(tmp_path):
     """scan_csv(moments=True) reads its moments from the kept blocks: the same bits."""
     p = _mixed(tmp_path / "m.csv", 3000, np.random.default_rng(4))
     a = D.scan_csv(p, "y", missing="impute-mean", block_bytes=2048)
-    b = D.scan_csv(p, "y", missing="impute-mean", block_bytes=2048, keep_bytes=0)
-    assert a._kept.blocks and not b._kept.blocks
-    assert a.mean.tobytes() == b.mean.tobytes() and a.std.tobytes() == b.std.tobytes()
+    b = D.scan_csv(p, "y", missing="impute-mean", block_bytes=2048, keep_bytes=0,
+                   spill_dir=False)
+    c = D.scan_csv(p, "y", missing="impute-mean", block_bytes=2048, keep_bytes=0,
+                   spill_dir=tmp_path)
+    assert a._kept.blocks and not b._kept.blocks and c.spill_bytes
+    for s in (b, c):
+        assert a.mean.tobytes() == s.mean.tobytes() and a.std.tobytes() == s.std.tobytes()
     X = D.read_csv(p, "y", missing="impute-mean").X
     np.testing.assert_allclose(a.mean, X.mean(axis=0), rtol=1e-12)
     np.testing.assert_allclose(a.std, X.std(axis=0), rtol=1e-10)
 
 
 def test_budget_bounds_what_pass_one_holds(tmp_path, monkeypatch):
-    """A file whose typed blocks exceed keep_bytes keeps none (read again, same chunks), and
-    pass one never holds more than keep_bytes of them, whatever the block size."""
+    """A file whose typed blocks exceed keep_bytes keeps none in memory (spilled, or with
+    spill_dir=False read again: the same chunks), and pass one never holds more than
+    keep_bytes of them in memory, whatever the block size."""
     p = _mixed(tmp_path / "m.csv", 5000, np.random.default_rng(5))
     held = []
     add = S._Kept.add
 
     def spy(self, block, tb):
         add(self, block, tb)
-        held.append(sum(lines.nbytes + t.values.nbytes
-                        + sum(c.nbytes for c in t.codes.values()) for lines, t in self.blocks))
+        held.append(sum(b[0].nbytes + b[1].values.nbytes
+                        + sum(c.nbytes for c in b[1].codes.values())
+                        for b in self.blocks if isinstance(b, tuple)))     # not spilled
 
     monkeypatch.setattr(S._Kept, "add", spy)
     options = {"target": "y", "missing": "impute-most-frequent"}
@@ -185,11 +192,13 @@ def test_budget_bounds_what_pass_one_holds(tmp_path, monkeypatch):
     need = max(held)                  # the whole file's typed blocks
     assert whole._kept.blocks and need > 5000 * 8 * 5
     for budget in (need // 7, need // 2, need - 1):
-        held.clear()
-        scan, out = _both(p, {**options, "keep_bytes": budget}, block_bytes=4096,
-                          expect_kept=False)
-        assert max(held) <= budget
-        _stacked_equals_read_csv(p, options, out)
+        for spill_dir in (tmp_path, False):
+            held.clear()
+            scan, out = _both(p, {**options, "keep_bytes": budget, "spill_dir": spill_dir},
+                              block_bytes=4096, expect_kept=bool(spill_dir))
+            assert max(held) <= budget
+            assert bool(scan.spill_bytes) is bool(spill_dir) and not scan._kept.in_memory()
+            _stacked_equals_read_csv(p, options, out)
     # kept while the blocks read so far, scaled to the file, fit: an early block's estimate
     # may overshoot the whole by its rows' share of the header and the bytes per row
     _both(p, {**options, "keep_bytes": 2 * need}, block_bytes=4096, expect_kept=True)

@@ -1,0 +1,345 @@
+"""The streaming reader's spill file (issue 26, target 2, files past the in-memory budget).
+
+``scan_csv`` writes the typed blocks past ``keep_bytes`` to a temporary file in ``spill_dir``
+and ``iter_csv(path, scan)`` reads them back instead of tokenising the file again. The oracle
+is the second read itself, ``iter_csv(path, scan.preprocessing, dialect=scan.dialect)``: both
+in this process, so the chunks must agree bit for bit (X, y, rows, notes) or raise the same
+located error, on numeric, text-category, missing-value, mean-imputed, Excel-error,
+decimal-comma and wide files with ``keep_bytes=1`` (every block spilled). The spill file must be
+gone after ``close``, a ``with`` block, the scan's collection, an error or an interrupt in
+either pass, and the interpreter's exit; no handle is held on it between passes; a disk without
+room, a failing write and a changed or removed file fall back to reading the file again, as
+the docstrings say.
+"""
+
+import errno
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import rwtool.data as D
+from rwtool.data import _spill
+from rwtool.data import _stream as S
+
+from .test_office_csv import CASES as OFFICE
+from .test_stream_kept import HOSTILE, _both, _chunks, _mixed, _same, _stacked_equals_read_csv
+
+
+def _spilled(path, options, folder, block_bytes=None):
+    """Scan with every block spilled to ``folder``; served and read again must agree."""
+    scan, out = _both(path, {**options, "keep_bytes": 1, "spill_dir": folder}, block_bytes)
+    if scan is not None:
+        assert scan.spill_bytes > 0 and not scan._kept.in_memory()
+        assert [f for f in os.listdir(folder) if f.endswith(".spill")]
+        scan.close()
+    assert not os.listdir(folder)
+    return scan, out
+
+
+@pytest.fixture
+def folder(tmp_path):
+    d = tmp_path / "spill"
+    d.mkdir()
+    return d
+
+
+def _numeric(path, n, k, rng):
+    X = rng.standard_normal((n, k))
+    X[rng.random((n, k)) < 0.05] *= 1e12            # large and small magnitudes
+    X[rng.random((n, k)) < 0.05] *= 1e-12
+    with open(path, "w") as fh:
+        fh.write(",".join(f"c{j}" for j in range(k)) + "\n")
+        np.savetxt(fh, X, delimiter=",", fmt="%.17g")
+    return path
+
+
+@pytest.mark.parametrize("name,extra", HOSTILE, ids=[h[0] for h in HOSTILE])
+@pytest.mark.parametrize("missing", ["error", "impute-mean", "impute-most-frequent",
+                                     "drop-rows"])
+def test_spilled_blocks_are_the_second_read(tmp_path, folder, name, extra, missing):
+    p = _mixed(tmp_path / "m.csv", 1000, np.random.default_rng(3), extra)
+    options = {"target": "y", "missing": missing}
+    scan, out = _spilled(p, options, folder, block_bytes=997)
+    if out[0] == "ok":
+        assert len(out[1]) > 10
+        _stacked_equals_read_csv(p, options, out)
+
+
+def test_numeric_file_spilled(tmp_path, folder):
+    p = _numeric(tmp_path / "n.csv", 3000, 4, np.random.default_rng(1))
+    for options in ({}, {"target": "c3", "task": "regression"}):
+        scan, out = _spilled(p, options, folder, block_bytes=4096)
+        assert out[0] == "ok" and len(out[1]) > 10
+        _stacked_equals_read_csv(p, options, out)
+
+
+def test_wide_file_spilled(tmp_path, folder):
+    """Past 1,024 columns the records are split by rwtool's own splitter."""
+    rng = np.random.default_rng(2)
+    p = _numeric(tmp_path / "w.csv", 40, 1500, rng)
+    text = p.read_text().splitlines()
+    text[7] = "#N/A," + text[7].split(",", 1)[1]                    # an Excel error value
+    text[9] = ",".join([""] + text[9].split(",")[1:])               # a missing cell
+    p.write_text("\n".join(text) + "\n")
+    for missing in ("impute-mean", "impute-most-frequent", "error"):
+        options = {"target": -1, "task": "regression", "missing": missing}
+        scan, out = _spilled(p, options, folder, block_bytes=20000)
+        if missing != "error":
+            assert out[0] == "ok" and len(out[1]) > 3
+            _stacked_equals_read_csv(p, options, out)
+        else:
+            assert out[0] == "error" and out[1] is D.MissingValueError
+
+
+@pytest.mark.parametrize("name,data,expect", OFFICE, ids=[c[0] for c in OFFICE])
+def test_office_cases_spilled(tmp_path, folder, name, data, expect):
+    """Excel error values, decimal commas, currency signs, legacy encodings."""
+    p = tmp_path / "case.csv"
+    p.write_bytes(data)
+    for options in ({"target": "y"}, {"target": "y", "missing": "impute-most-frequent"}):
+        _spilled(p, options, folder, block_bytes=64)
+
+
+def test_samples_spilled(folder):
+    for s in D.list_samples():
+        options = {"target": s["target"], **s["options"]}
+        scan, out = _spilled(s["path"], options, folder, block_bytes=4096)
+        assert out[0] == "ok"
+        _stacked_equals_read_csv(s["path"], options, out)
+
+
+def _spill_files(folder):
+    return sorted(f for f in os.listdir(folder) if f.endswith(".spill"))
+
+
+def _open_on(path):
+    """Whether this process holds a handle on ``path``."""
+    fds = "/proc/self/fd"
+    return any(os.path.realpath(os.path.join(fds, f)) == path for f in os.listdir(fds))
+
+
+def test_the_spill_file_goes_with_close_and_the_with_block(tmp_path, folder):
+    p = _mixed(tmp_path / "m.csv", 2000, np.random.default_rng(4))
+    scan = D.scan_csv(p, "y", missing="impute-mean", block_bytes=2048, keep_bytes=1,
+                      spill_dir=folder)
+    assert len(_spill_files(folder)) == 1 and scan.spill_bytes > 0
+    ref = _chunks(p, scan, True, block_bytes=2048)
+    scan.close()
+    assert not _spill_files(folder) and scan.spill_bytes == 0
+    _same(_chunks(p, scan, True, block_bytes=2048), ref)      # read again after the close
+    scan.close()                                              # twice: nothing
+    with D.scan_csv(p, "y", missing="impute-mean", block_bytes=2048, keep_bytes=1,
+                      spill_dir=folder) as scan:
+        assert len(_spill_files(folder)) == 1
+    assert not _spill_files(folder)
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="needs /proc/self/fd")
+def test_no_handle_between_passes_nor_after_a_broken_loop(tmp_path, folder):
+    p = _mixed(tmp_path / "m.csv", 2000, np.random.default_rng(4))
+    scan = D.scan_csv(p, "y", missing="impute-mean", moments=False, block_bytes=2048,
+                      keep_bytes=1, spill_dir=folder)
+    path = str(folder / _spill_files(folder)[0])
+    assert not _open_on(os.path.realpath(path))
+    it = D.iter_csv(p, scan, block_bytes=2048)
+    next(it)
+    assert _open_on(os.path.realpath(path))                    # the reading's own handle
+    it.close()
+    assert not _open_on(os.path.realpath(path)) and os.path.exists(path)
+    for _ in D.iter_csv(p, scan, block_bytes=2048):
+        break
+    assert not _open_on(os.path.realpath(path))
+    scan.close()
+
+
+class _Boom(Exception):
+    pass
+
+
+def test_the_spill_file_goes_with_an_error_mid_iteration(tmp_path, folder):
+    """A loop over the chunks that raises drops the scan with it: the file goes at once
+    (no collection of reference cycles waited for)."""
+    p = _mixed(tmp_path / "m.csv", 2000, np.random.default_rng(4))
+
+    def train():
+        scan = D.scan_csv(p, "y", missing="impute-mean", moments=False, block_bytes=2048,
+                          keep_bytes=1, spill_dir=folder)
+        assert _spill_files(folder)
+        for i, chunk in enumerate(D.iter_csv(p, scan, block_bytes=2048)):
+            if i == 3:
+                raise _Boom
+
+    with pytest.raises(_Boom):
+        train()
+    assert not _spill_files(folder)
+
+
+def test_the_spill_file_goes_with_the_scan(tmp_path, folder):
+    p = _mixed(tmp_path / "m.csv", 2000, np.random.default_rng(4))
+    scan = D.scan_csv(p, "y", missing="impute-mean", block_bytes=2048, keep_bytes=1,
+                      spill_dir=folder)
+    assert _spill_files(folder)
+    del scan
+    assert not _spill_files(folder)
+
+
+def test_the_spill_file_goes_when_pass_one_fails(tmp_path, folder, monkeypatch):
+    # a located error after many blocks were spilled: a ragged row near the end
+    p = _mixed(tmp_path / "m.csv", 2000, np.random.default_rng(4), ((1990, "1,2,3"),))
+    with pytest.raises(D.RaggedRowError):
+        D.scan_csv(p, "y", missing="impute-mean", block_bytes=2048, keep_bytes=1,
+                      spill_dir=folder)
+    assert not _spill_files(folder)
+    # after pass one, before pass two: the record's own error (a missing target)
+    q = _mixed(tmp_path / "q.csv", 2000, np.random.default_rng(4), ((1990, "9,0.5,red,1,"),))
+    with pytest.raises(D.MissingValueError):
+        D.scan_csv(q, "y", block_bytes=2048, keep_bytes=1, spill_dir=folder)
+    assert not _spill_files(folder)
+    # interrupted while writing
+    write, calls = _spill.SpillFile.write, []
+
+    def interrupted(self, a):
+        calls.append(1)
+        if len(calls) == 40:
+            raise KeyboardInterrupt
+        write(self, a)
+
+    monkeypatch.setattr(_spill.SpillFile, "write", interrupted)
+    p2 = _mixed(tmp_path / "m2.csv", 2000, np.random.default_rng(4))
+    with pytest.raises(KeyboardInterrupt):
+        D.scan_csv(p2, "y", missing="impute-mean", block_bytes=2048, keep_bytes=1,
+                   spill_dir=folder)
+    assert len(calls) >= 40 and not _spill_files(folder)
+
+
+def test_the_spill_file_goes_at_exit(tmp_path, folder):
+    p = _mixed(tmp_path / "m.csv", 2000, np.random.default_rng(4))
+    code = (f"import os, rwtool.data as D\n"
+            f"scan = D.scan_csv({str(p)!r}, 'y', missing='impute-mean', keep_bytes=1, "
+            f"spill_dir={str(folder)!r})\n"
+            f"assert os.listdir({str(folder)!r})\n"
+            f"print('spilled', scan.spill_bytes)\n")
+    env = dict(os.environ, PYTHONPATH=os.getcwd())
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                       timeout=600)
+    assert r.returncode == 0 and "spilled" in r.stdout, r.stderr[-2000:]
+    assert not os.listdir(folder)
+
+
+def test_no_room_on_the_disk_reads_the_file_again(tmp_path, folder, monkeypatch):
+    p = _mixed(tmp_path / "m.csv", 2000, np.random.default_rng(5))
+    options = {"target": "y", "missing": "impute-mean"}
+    ref = _both(p, {**options, "keep_bytes": 1, "spill_dir": False}, 2048)[1]
+    total = S.shutil.disk_usage
+
+    class Usage:
+        free = 50_000        # less than twice the file's typed blocks (about 100 kB)
+
+    monkeypatch.setattr(S.shutil, "disk_usage", lambda folder: Usage)
+    scan, out = _both(p, {**options, "keep_bytes": 1, "spill_dir": folder}, 2048)
+    assert scan.spill_bytes == 0 and not scan._kept.blocks and not os.listdir(folder)
+    assert any("were not written to" in n and "spill_dir" in n for n in scan.notes)
+    _same(out, ref)
+    monkeypatch.setattr(S.shutil, "disk_usage", total)
+
+    # the disk fills up while pass one writes: the same, the part written removed
+    write, calls = _spill.SpillFile.write, []
+
+    def full(self, a):
+        calls.append(1)
+        if len(calls) > 30:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        write(self, a)
+
+    monkeypatch.setattr(_spill.SpillFile, "write", full)
+    scan, out = _both(p, {**options, "keep_bytes": 1, "spill_dir": folder}, 2048)
+    assert len(calls) > 30 and scan.spill_bytes == 0 and not os.listdir(folder)
+    assert any(os.strerror(errno.ENOSPC) in n for n in scan.notes)
+    _same(out, ref)
+    # a folder that does not exist
+    scan, out = _both(p, {**options, "keep_bytes": 1, "spill_dir": tmp_path / "nowhere"},
+                      2048)
+    assert scan.spill_bytes == 0 and any("nowhere" in n for n in scan.notes)
+    _same(out, ref)
+
+
+def test_a_file_changed_or_a_spill_removed_between_passes(tmp_path, folder):
+    """Pass two serves the spill only for the unchanged file; a changed file, or a spill file
+    removed by someone else, is read again (the record's outcome, here a located error)."""
+    p = _mixed(tmp_path / "m.csv", 1000, np.random.default_rng(6))
+    scan = D.scan_csv(p, "y", moments=False, block_bytes=1024, keep_bytes=1, spill_dir=folder)
+    assert scan._kept.serves(S.open_source(p), scan.dialect, 1024)
+    text = p.read_text().replace("red", "rod")          # same size, new contents
+    p.write_text(text)
+    os.utime(p, ns=(1, 1))
+    assert not scan._kept.serves(S.open_source(p), scan.dialect, 1024)
+    out = _chunks(p, scan, True, block_bytes=1024)
+    assert out[0] == "error" and out[1] is D.UnseenCategoryError
+    _same(out, _chunks(p, scan, False, block_bytes=1024))
+    scan.close()
+
+    q = _mixed(tmp_path / "q.csv", 1000, np.random.default_rng(6))
+    scan = D.scan_csv(q, "y", moments=False, block_bytes=1024, keep_bytes=1, spill_dir=folder)
+    for f in _spill_files(folder):
+        os.remove(folder / f)
+    assert not scan._kept.serves(S.open_source(q), scan.dialect, 1024)
+    _same(_chunks(q, scan, True, block_bytes=1024), _chunks(q, scan, False, block_bytes=1024))
+
+
+def test_a_read_given_the_record_lets_go_of_the_blocks_in_memory(tmp_path, folder):
+    p = _mixed(tmp_path / "m.csv", 1000, np.random.default_rng(7))
+    q = _mixed(tmp_path / "q.csv", 1000, np.random.default_rng(8))
+    scan = D.scan_csv(p, "y", missing="drop-rows", moments=False, block_bytes=1024)
+    assert scan._kept.in_memory()
+    list(D.iter_csv(q, scan.preprocessing, dialect=scan.dialect, block_bytes=1024))
+    assert scan._kept.in_memory()                       # another file: kept
+    list(D.iter_csv(p, scan.preprocessing, dialect=scan.dialect, block_bytes=1024))
+    assert not scan._kept.blocks                        # this file, read again: let go
+    # a spill costs no memory: kept for a later pass given the scan
+    scan = D.scan_csv(p, "y", missing="drop-rows", moments=False, block_bytes=1024,
+                      keep_bytes=1, spill_dir=folder)
+    list(D.iter_csv(p, scan.preprocessing, dialect=scan.dialect, block_bytes=1024))
+    assert scan.spill_bytes and scan._kept.serves(S.open_source(p), scan.dialect, 1024)
+
+
+def test_train_streams_from_the_spill(tmp_path, folder, monkeypatch):
+    """``rwtool train`` on a big file (train_csv): pass one's spill serves its passes (the
+    file is tokenised once), the model is the one a second read gives, the file goes after."""
+    from rwtool import RWClassifier
+    from rwtool.scale import train_csv
+
+    p = _mixed(tmp_path / "m.csv", 3000, np.random.default_rng(9))
+    reads, readings = [], []
+    blocks, reader = S.iter_blocks, _spill.SpillFile.reader
+
+    def counted(*a, **k):
+        reads.append(1)
+        return blocks(*a, **k)
+
+    def counted_reader(self):
+        readings.append(1)
+        return reader(self)
+
+    monkeypatch.setattr(S, "iter_blocks", counted)
+    monkeypatch.setattr(_spill.SpillFile, "reader", counted_reader)
+
+    def fit(**options):
+        reads.clear()
+        readings.clear()
+        est = RWClassifier(n_features=20, random_state=0)
+        run = train_csv(p, "y", est, block_bytes=4096, ignore=["id"], missing="impute-mean",
+                        **options)
+        return run, len(reads), len(readings)
+
+    spilled, n_reads, n_readings = fit(keep_bytes=1, spill_dir=folder)
+    assert n_reads == 1 and n_readings >= 2 and not os.listdir(folder)
+    again, n_reads, n_readings = fit(keep_bytes=1, spill_dir=False)
+    assert n_reads >= 3 and n_readings == 0
+    a, b = spilled.estimator, again.estimator
+    assert a.coef_.tobytes() == b.coef_.tobytes()
+    timing = {"fit_time_s"}
+    assert ({k: v for k, v in spilled.metrics.items() if k not in timing}
+            == {k: v for k, v in again.metrics.items() if k not in timing})
