@@ -18,7 +18,7 @@ This module prepares drawings; it must not change what a plot shows.
 from __future__ import annotations
 
 import pyqtgraph as pg
-from PySide6.QtCore import QCoreApplication, QEvent, QRect, QSizeF
+from PySide6.QtCore import QCoreApplication, QEvent, QRect, Qt
 from PySide6.QtGui import QImage, QPainter, QResizeEvent
 from PySide6.QtWidgets import QGraphicsItem, QStyleOptionGraphicsItem, QWidget
 
@@ -38,8 +38,7 @@ def prepare_page(page: QWidget, rect: QRect):
         return
     if page.geometry() != rect:
         page.setGeometry(rect)
-    if page.layout() is not None:
-        page.layout().activate()
+    _lay_out(page)
     # (a page not on screen is hidden itself: only its plots hidden within it are skipped)
     views = [page] if isinstance(page, pg.GraphicsView) else \
         [v for v in page.findChildren(pg.GraphicsView) if not v.isHidden()]
@@ -57,7 +56,7 @@ def unprepared_axes(view: pg.GraphicsView) -> list:
 def prepare_view(view: pg.GraphicsView):
     """Lay out ``view`` at its size and build its items' drawing, a step up to each ``yield``
     (one axis, or the other items together: 0.3-1.5 ms)."""
-    _resize(view)
+    _lay_out(view)
     scratch = QImage(1, 1, QImage.Format_ARGB32_Premultiplied)
     for _ in range(ROUNDS):
         # the layout requests the last step left (an axis grown to fit its labels), then the
@@ -76,14 +75,19 @@ def prepare_view(view: pg.GraphicsView):
         yield
 
 
-def _resize(view: pg.GraphicsView) -> None:
-    """Give the view the resize events its own show would: pyqtgraph lays a plot out from
-    the resize of its viewport, which a page not on screen receives only when shown."""
-    if view.range.size() == QSizeF(view.size()):
-        return
-    QCoreApplication.sendEvent(view, QResizeEvent(view.size(), view.size()))
-    port = view.viewport()
-    QCoreApplication.sendEvent(port, QResizeEvent(port.size(), port.size()))
+def _lay_out(widget: QWidget) -> None:
+    """Deliver the resize events ``widget`` and its children wait for, parents first, as
+    their show would: a widget not on screen is only told its new size when shown, and
+    lays out its children then (a splitter, a scroll area's viewport, pyqtgraph's plot from
+    its viewport's resize)."""
+    if widget.testAttribute(Qt.WA_PendingResizeEvent):
+        widget.setAttribute(Qt.WA_PendingResizeEvent, False)
+        QCoreApplication.sendEvent(widget, QResizeEvent(widget.size(), widget.size()))
+    if widget.layout() is not None:
+        widget.layout().activate()
+    for child in widget.children():
+        if isinstance(child, QWidget) and not child.isWindow() and not child.isHidden():
+            _lay_out(child)
 
 
 def _paint(item: QGraphicsItem, view: pg.GraphicsView, scratch: QImage) -> None:

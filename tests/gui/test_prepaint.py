@@ -155,3 +155,36 @@ def test_the_comparison_paints_once_with_its_axes_built(qtbot, monkeypatch):
     built = count.n
     rl.compare_plot.viewport().repaint()
     assert built >= 2 and count.n == built
+
+
+def test_the_runs_tab_is_prepared_while_another_tab_is_shown(qtbot, monkeypatch):
+    """A run's update prepares the Runs tab when it is not on screen: shown later, its
+    comparison plot has the size it is shown with and builds no axis in its paint."""
+    from PySide6.QtWidgets import QLabel, QTabWidget
+
+    from gui.app import create_app
+    from gui.logic.runs_table import Run
+    from gui.panels.run_list import RunList
+    from gui.widgets.prepaint import unprepared_axes
+    create_app()
+    tabs = QTabWidget()
+    qtbot.addWidget(tabs)
+    tabs.resize(900, 700)
+    tabs.addTab(QLabel("results"), "Results")
+    rl = RunList()
+    tabs.addTab(rl, "Runs")
+    tabs.show()
+    qtbot.waitExposed(tabs)
+    run = Run(1, "rw", "RW", "RWClassifier", {"n_features": 10}, {})
+    run.curves = {"loss": ([1, 2, 3], [3.0, 2.0, 1.0])}
+    rl.add(run)
+    rl.update_run(run)
+    qtbot.waitUntil(lambda: not rl.preparing, timeout=TIMEOUT)
+    plot = rl.compare_plot
+    size = plot.size()
+    assert not unprepared_axes(plot)
+    count = _Count(monkeypatch)
+    tabs.setCurrentWidget(rl)
+    qtbot.waitExposed(plot)
+    plot.viewport().repaint()
+    assert plot.size() == size and count.n == 0
