@@ -46,11 +46,17 @@ _POW10 = np.array([10.0 ** k for k in range(23)])
 _TWO53 = np.uint64(1) << np.uint64(53)
 _SEED = np.uint64(14695981039346656037)
 _PRIME = np.uint64(0x9E3779B97F4A7C15)      # odd, well mixed: a multiply spreads every bit up
-_ONES = np.uint64(0x0101010101010101)
-_HIGHS = np.uint64(0x8080808080808080)
-_NLW = np.uint64(0x0A0A0A0A0A0A0A0A)        # "\n" in every byte
+_THREES = np.uint64(0x3333333333333333)
+_THREES_0 = np.uint64(0x3030303030303030)  # "0" in every byte
+_F0 = np.uint64(0xF0F0F0F0F0F0F0F0)
+_SIXES = np.uint64(0x0606060606060606)
+_LOW2 = np.uint64(0x000000FF000000FF)
+_MUL1 = np.uint64(0x000F424000000064)       # 100 + (1000000 << 32)
+_MUL2 = np.uint64(0x0000271000000001)       # 1 + (10000 << 32)
 #: every bit of a text cell's hash is used; tests set 0 to make every cell collide
 _HASH_MASK = np.uint64(0xFFFFFFFFFFFFFFFF)
+_ALL = np.uint64(0xFFFFFFFFFFFFFFFF)
+_WINDOW = 1024          # 64-byte chunks whose stops are found at once (64 KiB: in cache)
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -130,68 +136,51 @@ def _load8(typingctx, data, i):
     return types.uint64(data, i), codegen
 
 
-@njit(cache=True, nogil=True, inline="always")
-def _stops(w, dw):
-    """Nonzero where a byte of the word ``w`` is the delimiter (``dw``: it in every byte) or a
-    line break: its lowest set bit is exact (the high bit of the first such byte); bits above
-    it may be wrong (the borrow of the subtraction), and are not used."""
-    x = w ^ dw
-    y = w ^ _NLW
-    return (((x - _ONES) & ~x) | ((y - _ONES) & ~y)) & _HIGHS
+@njit(cache=True, nogil=True)
+def _fill_stops(data, c, delim, stops):
+    """``stops[k]``: bit i set where byte i of the block's 64-byte chunk c + k is the
+    delimiter or a line break (0 past the block's end). Apart from the cells' loop, so that
+    it vectorises: 64 bytes compared at once, no branch per byte (the indices unsigned: a
+    signed one would be checked for negative values, which stops the vectorising)."""
+    L = data.shape[0]
+    d = np.uint8(delim)
+    full = min(stops.shape[0], max(0, L // 64 - c))
+    for k in range(full):
+        base = np.uint64((c + k) * 64)
+        m = np.uint64(0)
+        for i in range(64):
+            b = data[base + np.uint64(i)]
+            m |= np.uint64((b == d) | (b == 10)) << np.uint64(i)
+        stops[k] = m
+    for k in range(full, stops.shape[0]):
+        base = (c + k) * 64
+        m = np.uint64(0)
+        for i in range(max(0, min(64, L - base))):
+            b = data[base + i]
+            m |= np.uint64((b == d) | (b == 10)) << np.uint64(i)
+        stops[k] = m
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _cell_end(data, pos, L, delim, dw):
-    """Where the cell from ``pos`` ends: the offset of the next delimiter or line break, or L.
-    8 bytes at a time while they are inside ``data``, then byte by byte."""
-    while pos + 8 <= L:
-        m = _stops(_load8(data, pos), dw)
-        if m != 0:
-            return pos + (np.int64(trailing_zeros(m)) >> 3)
-        pos += 8
-    while pos < L and data[pos] != delim and data[pos] != 10:
-        pos += 1
-    return pos
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _text_cell(data, pos, L, delim, dw):
-    """(end, hash) of the text cell from ``pos``: the end as :func:`_cell_end` finds it, the
-    hash of its bytes on the way, one multiply per 8 bytes. The bytes are taken in words of
-    8 from the cell's start (the last one, of 0-7 bytes, padded with zeros) whether they are
-    read as words or, near the end of ``data``, byte by byte: equal cells hash equal."""
-    s = pos
+def _hash(data, s, e, L):
+    """The hash of the text cell ``data[s:e]``: its bytes in words of 8 from its start (the
+    last, of 0-7 bytes, padded with zeros), one multiply each; the last word read whole when
+    its 8 bytes are inside ``data``, else byte by byte (the same word)."""
     h = _SEED
-    while pos + 8 <= L:
-        w = _load8(data, pos)
-        m = _stops(w, dw)
-        if m != 0:
-            k = np.uint64(trailing_zeros(m)) & np.uint64(0x38)     # 8 x the bytes before
-            h = (h ^ (w & ((np.uint64(1) << k) - np.uint64(1)))) * _PRIME
-            pos += np.int64(k >> np.uint64(3))
-            return pos, _fold(h, pos - s)
-        h = (h ^ w) * _PRIME
-        pos += 8
-    w = np.uint64(0)
-    sh = np.uint64(0)
-    while pos < L and data[pos] != delim and data[pos] != 10:
-        w |= np.uint64(data[pos]) << sh
-        sh += np.uint64(8)
-        pos += 1
-        if sh == np.uint64(64):
-            h = (h ^ w) * _PRIME
-            w = np.uint64(0)
-            sh = np.uint64(0)
+    p = s
+    while p + 8 <= e:
+        h = (h ^ _load8(data, p)) * _PRIME
+        p += 8
+    r = np.uint64(8 * (e - p))
+    if p + 8 <= L:
+        w = _load8(data, p) & ((np.uint64(1) << r) - np.uint64(1))
+    else:
+        w = np.uint64(0)
+        for k in range(e - p):
+            w |= np.uint64(data[p + k]) << np.uint64(8 * k)
     h = (h ^ w) * _PRIME
-    return pos, _fold(h, pos - s)
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _fold(h, n):
-    """The hash ``h`` of a cell of ``n`` bytes, its high bits folded down (a table's slot is
-    taken from the low bits, which the multiplies leave poorly mixed)."""
-    h = (h ^ np.uint64(n)) * _PRIME
-    return h ^ (h >> np.uint64(32))
+    h = (h ^ np.uint64(e - s)) * _PRIME          # the high bits folded down: a table's slot
+    return h ^ (h >> np.uint64(32))              # is taken from the low ones
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -215,37 +204,65 @@ def _same_cell(data, a, s, n, L):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _number_cell(data, pos, L, delim, dw, pow10):
-    """(end, status, value) of the number cell from ``pos``, read on the way when it is
-    plainly written (optional sign, digits, optional decimal point and digits, nothing else)
-    and exact by the fast path: status 0 and its value, as :func:`_parse_number` gives it.
-    Otherwise status 1 and the cell's end only (the caller parses it whole)."""
-    s = pos
+def _eight_digits(w):
+    """Whether the 8 bytes of ``w`` are all ASCII digits."""
+    return ((w & _F0) | (((w + _SIXES) & _F0) >> np.uint64(4))) == _THREES
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _eight_digits_value(w):
+    """The number the 8 ASCII digits of ``w`` write (the first in the lowest byte): three
+    multiplies, no loop (as fast_float and simdjson read them)."""
+    w = w - _THREES_0
+    w = w * np.uint64(10) + (w >> np.uint64(8))
+    return (((w & _LOW2) * _MUL1) + (((w >> np.uint64(16)) & _LOW2) * _MUL2)) >> np.uint64(32)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _fast_number(data, s, e, pow10):
+    """(status, value) of the number cell ``data[s:e]``: 0 and its value when it is plainly
+    written (optional sign, digits, optional decimal point and digits, nothing else) and
+    exact by the fast path, as :func:`_parse_number` gives it; otherwise 1 (the caller parses
+    it whole). Runs of 8 digits are read a word at a time."""
+    i = s
     neg = False
-    if pos < L and (data[pos] == 45 or data[pos] == 43):
-        neg = data[pos] == 45
-        pos += 1
+    if i < e and (data[i] == 45 or data[i] == 43):
+        neg = data[i] == 45
+        i += 1
     m = np.uint64(0)
     digits = 0
-    while pos < L and np.uint8(data[pos] - 48) < 10:
-        m = m * np.uint64(10) + np.uint64(data[pos] - 48)
+    while i + 8 <= e:
+        w = _load8(data, i)
+        if not _eight_digits(w):
+            break
+        m = m * np.uint64(100000000) + _eight_digits_value(w)      # wraps past 19 digits:
+        digits += 8                                                 # then unused
+        i += 8
+    while i < e and np.uint8(data[i] - 48) < 10:
+        m = m * np.uint64(10) + np.uint64(data[i] - 48)
         digits += 1
-        pos += 1
+        i += 1
     scale = 0
-    if pos < L and data[pos] == 46:
-        pos += 1
-        while pos < L and np.uint8(data[pos] - 48) < 10:
-            m = m * np.uint64(10) + np.uint64(data[pos] - 48)
-            digits += 1
-            scale += 1
-            pos += 1
-    if (pos == L or data[pos] == delim or data[pos] == 10) and 0 < digits <= 19 and \
-            m < _TWO53 and scale <= 22:
+    if i < e and data[i] == 46:
+        i += 1
+        f = i
+        while i + 8 <= e:
+            w = _load8(data, i)
+            if not _eight_digits(w):
+                break
+            m = m * np.uint64(100000000) + _eight_digits_value(w)
+            i += 8
+        while i < e and np.uint8(data[i] - 48) < 10:
+            m = m * np.uint64(10) + np.uint64(data[i] - 48)
+            i += 1
+        scale = i - f
+        digits += scale
+    if i == e and 0 < digits <= 19 and m < _TWO53 and scale <= 22:
         if m == 0:
-            return pos, 0, -0.0 if neg else 0.0
+            return 0, -0.0 if neg else 0.0
         v = float(m) / pow10[scale] if scale else float(m)
-        return pos, 0, -v if neg else v
-    return _cell_end(data, s, L, delim, dw), 1, 0.0
+        return 0, -v if neg else v
+    return 1, 0.0
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -303,7 +320,7 @@ def _grow(slots, ent_start, ent_end, ent_hash, n_ent):
 
 @njit(cache=True, nogil=True)
 def _rows(data, pos, row, delim, kinds, col_of, n, na_data, na_offsets, pow10, nums, codes,
-          slots, ent_start, ent_end, ent_hash, n_ent, unsure, n_unsure, hmask):
+          slots, ent_start, ent_end, ent_hash, n_ent, unsure, n_unsure, hmask, stops):
     """Split the records of ``data`` from ``pos`` (record ``row``) on: (status, pos, row,
     unsure cells). status 0: done; 1: refused; 2 (a text column's distinct cells) or 3 (the
     unsure cells): that table is full, grow it and go on from ``pos`` (a record's start). No
@@ -312,7 +329,12 @@ def _rows(data, pos, row, delim, kinds, col_of, n, na_data, na_offsets, pow10, n
     L = data.shape[0]
     mask = slots.shape[1] - 1
     cap = ent_start.shape[1]
-    dw = _ONES * np.uint64(delim)
+    # the cursor: the 64-byte chunk ``chunk`` and the bits ``m`` of its stops not yet taken
+    # (``stops`` holds the masks of the _WINDOW chunks of its window, see _fill_stops); a
+    # cell's end costs a trailing-zero count, not a branch per byte nor one per cell length
+    chunk = pos >> 6
+    _fill_stops(data, chunk - (chunk & (_WINDOW - 1)), delim, stops)
+    m = stops[chunk & (_WINDOW - 1)] & (_ALL << np.uint64(pos & 63))
     while pos < L:
         if row >= n:
             return 1, pos, row, n_unsure
@@ -324,9 +346,23 @@ def _rows(data, pos, row, delim, kinds, col_of, n, na_data, na_offsets, pow10, n
                 return 1, pos, row, n_unsure
             kind = kinds[j]
             s = pos
+            # the cell's end: the next stop of the cursor (written out here: as an inlined
+            # function, the loop ran five times slower)
+            while m == 0:
+                chunk += 1
+                if chunk * 64 >= L:
+                    break
+                if chunk & (_WINDOW - 1) == 0:
+                    _fill_stops(data, chunk, delim, stops)
+                m = stops[chunk & (_WINDOW - 1)]
+            if m == 0:
+                pos = L
+            else:
+                pos = chunk * 64 + np.int64(trailing_zeros(m))
+                m &= m - np.uint64(1)
             if kind == 1:
                 c = col_of[j]
-                pos, st, v = _number_cell(data, pos, L, delim, dw, pow10)
+                st, v = _fast_number(data, s, pos, pow10)
                 if st == 0:
                     nums[c, row] = v
                     blank = False
@@ -350,8 +386,7 @@ def _rows(data, pos, row, delim, kinds, col_of, n, na_data, na_offsets, pow10, n
                         return 1, pos, row, n_unsure
             elif kind == 2:
                 t = col_of[j]
-                pos, h = _text_cell(data, pos, L, delim, dw)
-                h &= hmask
+                h = _hash(data, s, pos, L) & hmask
                 w = pos - s
                 at = np.int64(h & np.uint64(mask))
                 k = -1
@@ -374,8 +409,6 @@ def _rows(data, pos, row, delim, kinds, col_of, n, na_data, na_offsets, pow10, n
                 codes[t, row] = k
                 if blank and not _maybe_blank(data, s, pos):
                     blank = False
-            else:
-                pos = _cell_end(data, pos, L, delim, dw)
             j += 1
             if pos >= L or data[pos] == 10:
                 pos += 1
@@ -405,12 +438,14 @@ def _split(data, delim, kinds, col_of, n, na_data, na_offsets, pow10, nums, hmas
     ent_hash = np.empty((n_text, size // 2), np.uint64)
     n_ent = np.zeros(n_text, np.int64)
     unsure = np.empty((64, 4), np.int64)
+    stops = np.empty(_WINDOW, np.uint64)
     # int64, not the literal 0: numba would compile _rows once more for literal arguments
     pos, row, n_unsure = np.int64(0), np.int64(0), np.int64(0)
     while True:
         status, pos, row, n_unsure = _rows(data, pos, row, delim, kinds, col_of, n, na_data,
                                            na_offsets, pow10, nums, codes, slots, ent_start,
-                                           ent_end, ent_hash, n_ent, unsure, n_unsure, hmask)
+                                           ent_end, ent_hash, n_ent, unsure, n_unsure, hmask,
+                                           stops)
         if status < 2:
             return status, codes, ent_start, ent_end, n_ent, unsure, n_unsure
         if status == 3:

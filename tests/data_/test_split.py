@@ -222,7 +222,10 @@ def test_hash_collisions(monkeypatch, hash_mask):
 @pytest.mark.parametrize("cell", ["1.", ".5", "-0", "+.5", "00012", "-0.0", "1234567890123456789",
                                   "12345678901234567890", "9007199254740993", "0.1234567890123",
                                   "1" + "0" * 22 + ".5", "0." + "0" * 22 + "1", "+", "-", ".",
-                                  "1.2.3", "1e5", "1-2", "12 ", " 12", "NA", ""])
+                                  "1.2.3", "1e5", "1-2", "12 ", " 12", "NA", "",
+                                  # runs of 8 digits read as a word, a byte next to "0"-"9"
+                                  "12345678", "-12345678.87654321", "1234567/", "12345678:9",
+                                  "0.1234567:", "/1234567", "99999999.9"])
 def test_number_cells_read_on_the_way(cell):
     """A number cell parsed while it is split (sign, digits, a point) or, when it is more than
     that, whole as before: pyarrow's value, its missing cells, its refusals."""
@@ -239,3 +242,14 @@ def test_number_cells_read_on_the_way(cell):
             continue
         assert cells is not None
         _check_same(cells, ref, kinds)
+
+
+def test_a_block_of_many_windows():
+    """A block of many 64 KiB windows of stops (their masks found a window at a time), with
+    the tables grown mid-window (many distinct texts, many numbers for pyarrow's cast)."""
+    rng = np.random.default_rng(7)
+    rows = [f"id{int(rng.integers(0, 10**9))},{_number(rng)},{_text(rng, False) or 'x'},"
+            f"{int(rng.integers(0, 10**int(rng.integers(1, 19))))}" for _ in range(20000)]
+    text = "\n".join(rows).encode()
+    assert len(text) > 10 * 65536
+    _split_and_check(text, ["t", "n", "t", "n"])
