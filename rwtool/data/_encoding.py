@@ -404,8 +404,10 @@ class Preprocessing:
         notes: list[str] = list(getattr(table, "notes", []))
         keep = np.ones(len(rows), dtype=bool)
         y = None
+        # asked once: each column's question would be a pass over the row indices
+        ordered = in_order(rows, table.n_rows)
         if with_target:
-            y, ymiss = _target_values(table, self.target, rows, self.max_abs)
+            y, ymiss = _target_values(table, self.target, rows, self.max_abs, ordered)
             if ymiss.any():
                 notes.append(f"dropped {int(ymiss.sum())} row(s) with a missing target")
                 keep &= ~ymiss
@@ -430,7 +432,7 @@ class Preprocessing:
         # not pay numpy's per-call overhead per column); a column with a NaN (missing or
         # text), a value over max_abs or a number format goes through the per-column path.
         pos = table.number_rows(numeric)
-        if bool(np.all(pos >= 0)) and in_order(rows, table.n_rows):
+        if bool(np.all(pos >= 0)) and ordered:
             # the table's own rows, not copied (copied below if a column is changed)
             V, vrow = table.numbers, pos
         else:
@@ -461,7 +463,7 @@ class Preprocessing:
                                                   table.lines, table.dialect.decimal)
             else:
                 ids[slot[i]], miss = _categorical_block(col, rows, spec, self.handle_unknown,
-                                                        path, table.lines)
+                                                        path, table.lines, ordered)
             if miss.any():
                 miss_cols[spec["name"]] = miss
         if miss_cols:
@@ -624,10 +626,10 @@ def _numeric_block(col: Column, rows, spec, max_abs, path, lines, decimal="."):
     return out, miss
 
 
-def _categorical_block(col: Column, rows, spec, handle_unknown, path, lines):
+def _categorical_block(col: Column, rows, spec, handle_unknown, path, lines, ordered=None):
     cats = spec["categories"]
     index = {k: i for i, k in enumerate(cats)}
-    ids = col.category_ids(index, rows)
+    ids = col.category_ids(index, rows, ordered)
     unknown = np.flatnonzero(ids == -2)
     if len(unknown) and handle_unknown == "error":
         i = int(unknown[0])
@@ -646,9 +648,12 @@ def _categorical_block(col: Column, rows, spec, handle_unknown, path, lines):
     return ids, miss             # -1 (missing) and -2 (unknown, ignored): all zeros
 
 
-def _target_values(table: Table, target: dict, rows, max_abs: float = _DEFAULT_MAX_ABS):
+def _target_values(table: Table, target: dict, rows, max_abs: float = _DEFAULT_MAX_ABS,
+                   ordered: bool | None = None):
+    """(the target per row of ``rows``, whether it is missing); ``ordered``: whether ``rows``
+    are all of the table's in order, when the caller knows (None: asked here)."""
     col = table.col(target["name"])
-    if in_order(rows, table.n_rows):            # every row: no gather of the cells
+    if in_order(rows, table.n_rows) if ordered is None else ordered:   # no gather of cells
         codes, values = col.codes, col.values
     else:
         codes, values = col.codes[rows], col.values[rows]

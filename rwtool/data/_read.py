@@ -223,9 +223,11 @@ class Column:
             return "empty"
         return "numeric" if n_num > n_text else "categorical"
 
-    def category_ids(self, categories: Mapping[str, int], rows) -> np.ndarray:
-        """Per row: index of the cell's category, -1 when missing, -2 when unknown (int32)."""
-        if in_order(rows, len(self.codes)):
+    def category_ids(self, categories: Mapping[str, int], rows,
+                     ordered: bool | None = None) -> np.ndarray:
+        """Per row: index of the cell's category, -1 when missing, -2 when unknown (int32).
+        ``ordered``: whether ``rows`` are all of them in order, when the caller knows."""
+        if in_order(rows, len(self.codes)) if ordered is None else ordered:
             codes, values = self.codes, self.values
         else:
             codes, values = self.codes[rows], self.values[rows]
@@ -1347,7 +1349,9 @@ class TypePlan:
         for j in keep:
             arr = cells[int(j)]
             rest = pc.filter(arr, pc.invert(pc.is_in(arr, value_set=na)))
-            if len(rest) and _casts(rest):
+            # the first cells first: a cast that fails costs pyarrow a pass over the whole
+            # column (2.5 ms for 8,000 cells of text, against 0.09 ms for 256)
+            if len(rest) and _casts(rest.slice(0, _SAMPLE)) and _casts(rest):
                 self.types[int(j)] = pa.float64()
 
     def failed(self, message: str):
