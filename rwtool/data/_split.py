@@ -229,6 +229,15 @@ def _fast_number(data, s, e, pow10):
     if i < e and (data[i] == 45 or data[i] == 43):
         neg = data[i] == 45
         i += 1
+    n = e - i
+    if 0 < n <= 8 and i + 8 <= data.shape[0]:
+        # 1-8 bytes: taken as one word, its bytes moved to the top and "0"s put before them
+        # (no loop, no branch on the length); whole when they are all digits
+        sh = np.uint64(8 * (8 - n))
+        w = (_load8(data, i) << sh) | ((_THREES_0 >> (sh ^ np.uint64(56))) >> np.uint64(8))
+        if _eight_digits(w):
+            v = float(_eight_digits_value(w))
+            return 0, -v if neg else v
     m = np.uint64(0)
     digits = 0
     while i + 8 <= e:
