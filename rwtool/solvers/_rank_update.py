@@ -13,11 +13,6 @@ per-entry arithmetic (each entry summed over the block's rows by one thread, wha
 number). Where it is not found (numpy built against another BLAS), a float32 block, or an
 array that is not laid out for it, the update is numpy's product and an add, as before.
 
-Either update may write into a sub-block of a larger sum (a view whose rows are a stride
-apart), and :func:`cross_update` adds a rectangular product P^T Q with dgemm (beta = 1): the
-per-fold sums of reg="auto" keep only the leading columns apart per fold, and the rest of each
-block goes, unsplit, to the one total (solvers._ridge.normal_equations ``joint``).
-
 This module holds the updates only; it knows nothing of feature maps or of the solve.
 """
 
@@ -29,9 +24,9 @@ import numpy as np
 
 from ._numpy_blas import numpy_blas_function
 
-__all__ = ["rank_update", "cross_update", "mirror_lower", "DIRECT"]
+__all__ = ["rank_update", "mirror_lower", "DIRECT"]
 
-_ROW_MAJOR, _LOWER, _NO_TRANS, _TRANS = 101, 122, 111, 112      # CBLAS enums
+_ROW_MAJOR, _LOWER, _TRANS = 101, 122, 112      # CBLAS enums
 _MIRROR_PANEL = 512                               # rows of A mirrored a step (cache-sized)
 
 
@@ -39,11 +34,6 @@ _DSYRK = numpy_blas_function(
     "scipy_cblas_dsyrk64_", [ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int64,
                              ctypes.c_int64, ctypes.c_double, ctypes.c_void_p, ctypes.c_int64,
                              ctypes.c_double, ctypes.c_void_p, ctypes.c_int64])
-_DGEMM = numpy_blas_function(
-    "scipy_cblas_dgemm64_", [ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int64,
-                             ctypes.c_int64, ctypes.c_int64, ctypes.c_double, ctypes.c_void_p,
-                             ctypes.c_int64, ctypes.c_void_p, ctypes.c_int64, ctypes.c_double,
-                             ctypes.c_void_p, ctypes.c_int64])
 #: whether float64 updates go to dsyrk directly (numpy's BLAS found)
 DIRECT = _DSYRK is not None
 
@@ -75,20 +65,6 @@ def rank_update(A: np.ndarray, Phi: np.ndarray, scratch: np.ndarray | None = Non
     np.matmul(Phi.T, Phi, out=scratch)          # numpy spots the transposed self-product: syrk
     A += scratch
     return False
-
-
-def cross_update(C: np.ndarray, P: np.ndarray, Q: np.ndarray) -> None:
-    """C += P^T Q (C of shape (P columns, Q columns), P and Q with the same rows), with dgemm
-    adding to C in place where all three are float64 row-major (views of a larger array
-    included); else numpy's product in P's dtype (float32 blocks: float32), then added."""
-    if (_DGEMM is not None and P.shape[0] == Q.shape[0] > 0
-            and C.shape == (P.shape[1], Q.shape[1]) and C.shape[0] > 0 and C.shape[1] > 0
-            and _rows_ok(C) and _rows_ok(P) and _rows_ok(Q) and C.flags.writeable):
-        _DGEMM(_ROW_MAJOR, _TRANS, _NO_TRANS, C.shape[0], C.shape[1], P.shape[0], 1.0,
-               P.ctypes.data, P.strides[0] // 8, Q.ctypes.data, Q.strides[0] // 8, 1.0,
-               C.ctypes.data, C.strides[0] // 8)
-        return
-    C += P.T @ Q
 
 
 def mirror_lower(A: np.ndarray) -> np.ndarray:
