@@ -55,10 +55,11 @@ def normal_equations(feature_map, X: np.ndarray, Y: np.ndarray, block_size: int 
         rwtool.solvers._sufficient); None starts from zero.
     weights : (m,) row weights >= 0, or None. Each block's rows are scaled by sqrt(w) (the
         targets by w), so Phi^T W Phi stays one symmetric rank-k update.
-    capture : ``(rows, into, at)`` or None: the first ``into.shape[1]`` columns of the
-        unweighted features of X's rows ``rows`` (increasing) are copied to the rows ``at`` of
-        ``into`` as the blocks pass -- rows featurised once for the sums and for a second use
-        (the validation sample of reg="auto", rwtool.solvers._sufficient).
+    capture : ``(rows, into)`` or None: the first ``into.shape[1]`` columns of the
+        unweighted features of X's rows ``rows`` (increasing) are copied to ``into``'s rows
+        in that order, one take a block, as the blocks pass -- rows featurised once for the
+        sums and for a second use (the validation sample of reg="auto",
+        rwtool.solvers._sufficient).
     bounds : increasing row offsets ``0 = b_0 <= ... <= b_F = m``, or None: rows
         ``b_f .. b_{f+1}`` are added to ``out[f]``, a list of F ``(A, B)`` pairs (the per-fold
         sums of rows sorted by fold, rwtool.solvers._sufficient). The blocks run over all m
@@ -108,9 +109,11 @@ def normal_equations(feature_map, X: np.ndarray, Y: np.ndarray, block_size: int 
                 Yb = Y if Y.dtype == Phi.dtype else Y.astype(Phi.dtype)
             Yr = Yb[start:stop]
             if capture is not None:
-                rows, into, at = capture
+                rows, into = capture
                 lo, hi = np.searchsorted(rows, (start, stop))
-                into[at[lo:hi]] = Phi[rows[lo:hi] - start, :into.shape[1]]
+                # mode "clip": no buffer for ``out`` (the rows are in the block)
+                np.take(Phi[:, :into.shape[1]], rows[lo:hi] - start, axis=0,
+                        out=into[lo:hi], mode="clip")
             if weights is not None:
                 root = np.sqrt(weights[start:stop]).astype(Phi.dtype)[:, None]
                 Phi = Phi * root
@@ -184,7 +187,7 @@ def regularised(A: np.ndarray, m: int, reg: float, R: np.ndarray | None = None,
         reg = 0.0
     else:
         M = A.copy()
-    M[np.diag_indices(A.shape[0])] += m * (reg + eps)
+    M.reshape(-1)[::A.shape[0] + 1] += m * (reg + eps)     # the diagonal, as a view of M
     return M
 
 

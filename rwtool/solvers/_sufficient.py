@@ -142,7 +142,9 @@ class ValidationSample:
     depends on the rows alone -- chunks and partitions merged in any order keep the same rows
     (a bottom-k sketch), and the copies of a row are in it together, as they are in one fold.
     It lets reg="auto" score classifiers by accuracy, which is not a function of the sums, in
-    every mode at the memory of ``size`` rows. Rows are kept in increasing (hash, position).
+    every mode at the memory of ``size`` rows. Rows are kept in increasing (hash, position),
+    except in a fresh sample that keeps every row offered: in the order offered (an in-memory
+    fit offers its rows grouped by fold, so that each fold's are one slice).
 
     With ``features`` > 0 (an in-memory fit, which knows the columns the search scores with
     before its pass: :func:`search_columns`) the sample keeps, instead of X, the first
@@ -204,7 +206,9 @@ class ValidationSample:
         gathered once -- not at all when the sample was empty and they come in its order."""
         old = len(self.key)
         key, pos = np.concatenate([self.key, key]), np.concatenate([self.pos, pos])
-        order = np.lexsort((pos, key))[:self.size]
+        # a fresh sample keeping every row offered keeps their order (no copy of their data)
+        order = (np.arange(len(key)) if not old and len(key) <= self.size
+                 else np.lexsort((pos, key))[:self.size])
         self.key, self.pos = key[order], pos[order]
         self.fold = np.concatenate([self.fold, fold]).astype(np.int64)[order]
         self.weight = np.concatenate([self.weight, weight])[order]
@@ -272,8 +276,13 @@ class FoldAccuracy:
         divided by ``scale`` (:func:`leading_model`)."""
         if j not in self._Phi:
             rows = np.flatnonzero(self.sample.fold == self.folds[j])
-            self._Phi[j] = (self.sample.Phi[rows] if self.sample.features else
-                            self.feature_map.transform(np.ascontiguousarray(self.sample.X[rows])))
+            if not self.sample.features:
+                self._Phi[j] = self.feature_map.transform(np.ascontiguousarray(
+                    self.sample.X[rows]))
+            elif len(rows) and rows[-1] - rows[0] + 1 == len(rows):
+                self._Phi[j] = self.sample.Phi[rows[0]:rows[-1] + 1]    # grouped by fold
+            else:
+                self._Phi[j] = self.sample.Phi[rows]
             self._truth[j] = class_of(self.sample.Y[rows])
             self._weight[j] = self.sample.weight[rows]
         if coefs.shape[0] > self._Phi[j].shape[1]:
@@ -412,6 +421,10 @@ class SufficientStats:
             if keys is None:
                 keys = row_keys(X if rows is None else rows)
             candidates = self.sample.candidates(keys, weights)
+            if self.sample.features:
+                # in the order the pass meets them (rows sorted by fold): their features are
+                # copied by one take a block, and each fold's are one slice for the search
+                candidates = candidates[np.lexsort((candidates, folds[candidates]))]
             features = None if not self.sample.features else np.empty(
                 (len(candidates), self.sample.features), dtype=feature_map.feature_dtype_)
         try:
@@ -456,7 +469,8 @@ class SufficientStats:
         gather, a fold's rows in their order), then one sequence of feature blocks split at
         the folds' bounds (normal_equations ``bounds``): as many blocks as a one-fold pass, not
         a partial block per fold. ``features``: the sample's rows ``candidates`` (positions in
-        X) get their leading features copied there as the blocks pass."""
+        X, in the order of the rows sorted by fold: :meth:`add`) get their leading features
+        copied there as the blocks pass."""
         F = self.n_folds
         counts = np.bincount(folds, minlength=F)
         bounds = np.concatenate([[0], np.cumsum(counts)])
@@ -466,10 +480,13 @@ class SufficientStats:
             X, Y = np.take(X, order, axis=0), np.take(Y, order, axis=0)
             weights = None if weights is None else weights[order]
         capture = None
-        if features is not None:
-            at = np.asarray(candidates) if order is None else np.argsort(order)[candidates]
-            rank = np.argsort(at)
-            capture = (at[rank], features, rank)
+        if features is not None:        # candidates in the order of the sorted rows
+            if order is None:
+                capture = (np.asarray(candidates), features)
+            else:
+                position = np.empty_like(order)
+                position[order] = np.arange(len(order))
+                capture = (position[candidates], features)
         normal_equations(feature_map, X, Y, block_size, progress,
                          out=[(self.A[f], self.B[f]) for f in range(F)], weights=weights,
                          capture=capture, bounds=bounds, joint=self.A_total)

@@ -343,8 +343,12 @@ def test_captured_sample_features_are_the_recomputed_ones(cls, kw, weighted):
     assert rec.sample.features == 0 and rec.sample.Phi is None and cap.sample.X is None
     assert cap.sample.Phi.shape == (len(cap.sample.pos), n)
     assert cap.sample.Phi.dtype == fmap.feature_dtype_
+    # the captured sample holds its rows grouped by fold (each fold's features one slice for
+    # the search), the sample of rows in (hash, position) order: the same rows
+    assert np.all(np.diff(cap.sample.fold) >= 0)
+    a, b = np.argsort(cap.sample.pos), np.argsort(rec.sample.pos)
     for name in ("pos", "fold", "weight", "Y"):
-        np.testing.assert_array_equal(getattr(cap.sample, name), getattr(rec.sample, name))
+        np.testing.assert_array_equal(getattr(cap.sample, name)[a], getattr(rec.sample, name)[b])
     np.testing.assert_array_equal(rec.sample.X, Xp[rec.sample.pos])
     if weighted:
         assert np.all(cap.sample.weight > 0)
@@ -413,11 +417,13 @@ def test_captured_features_follow_the_sample_through_merges():
     for i, j in [(0, 7), (7, 8), (8, 333), (333, 500)]:
         stream.add(fmap, X[i:j], Y[i:j])
     rows = stats(0, 500, n=0).sample
+    b = np.argsort(rows.pos)
     for s in (stream, stats(0, 500), stats(300, 500) + stats(0, 300),
               stats(0, 300) + stats(300, 500)):
-        np.testing.assert_array_equal(s.sample.pos, rows.pos)
-        np.testing.assert_array_equal(s.sample.Y, rows.Y)
-        np.testing.assert_array_equal(s.sample.Phi, fmap.transform(rows.X)[:, :5])
+        a = np.argsort(s.sample.pos)    # a fresh sample of features: rows grouped by fold
+        np.testing.assert_array_equal(s.sample.pos[a], rows.pos[b])
+        np.testing.assert_array_equal(s.sample.Y[a], rows.Y[b])
+        np.testing.assert_array_equal(s.sample.Phi[a], fmap.transform(rows.X[b])[:, :5])
     for other in (stats(300, 500, n=0), stats(300, 500, n=4)):
         with pytest.raises(ValueError, match="validation samples"):
             stats(0, 300) + other
