@@ -714,28 +714,41 @@ class _RandomFeatureModel(CallbackSupport, BaseEstimator):
         fmap.fit(Xp if weights is None or weights.all() else Xp[weights > 0])
         return Xp, fmap
 
-    def _warn_if_constant(self, Xp, Y, solver, n_rows=2000):
+    def _warn_if_constant(self, Xp, Y, solver, n_rows=2000, first_rows=200):
         """Say so when the model predicts one class (or one value) on every training row.
 
         Measured on at most ``n_rows`` evenly spaced rows. A first-order solver on features
         dominated by one common direction (RWRelu on wide inputs: docs/SOLVERS.md) can end at
         the majority rate with finite coefficients; that model must not pass for a fit.
+        A model that varies on some of these rows varies on all of them: about ``first_rows``
+        of them (every k-th) are predicted first, and the rest only when those are constant
+        (predicting 2000 rows cost 6% of a fixed-reg fit on 784 inputs at T = 2000).
         """
         m = Xp.shape[0]
         idx = np.unique(np.linspace(0, m - 1, min(m, n_rows)).astype(np.int64))
-        D = self.feature_map_.linear_predict(np.ascontiguousarray(Xp[idx]), self.coef_)
-        D, Ys = D.reshape(len(idx), -1), Y.reshape(m, -1)[idx]
-        if self._estimator_type == "classifier":
-            labels = (D[:, 0] > 0) if D.shape[1] == 1 else np.argmax(D, axis=1)
+        Ys = Y.reshape(m, -1)[idx]
+        classifier = self._estimator_type == "classifier"
+        if classifier:
             truth = (Ys[:, 0] > 0) if Ys.shape[1] == 1 else np.argmax(Ys, axis=1)
-            constant = len(np.unique(labels)) == 1 and len(np.unique(truth)) > 1
+            varied = len(np.unique(truth)) > 1
             what = "one class on every training row (the majority rate at best)"
         else:
             spread = np.ptp(Ys, axis=0)
-            constant = bool(np.all(np.ptp(D, axis=0) <= 1e-6 * np.where(spread > 0, spread, 1))
-                            and np.any(spread > 0))
+            varied = bool(np.any(spread > 0))
             what = "the same value for every training row"
-        if constant:
+        if not varied:
+            return
+
+        def is_constant(rows):
+            D = self.feature_map_.linear_predict(np.ascontiguousarray(Xp[rows]), self.coef_)
+            D = D.reshape(len(rows), -1)
+            if classifier:
+                labels = (D[:, 0] > 0) if D.shape[1] == 1 else np.argmax(D, axis=1)
+                return len(np.unique(labels)) == 1
+            return bool(np.all(np.ptp(D, axis=0) <= 1e-6 * np.where(spread > 0, spread, 1)))
+
+        step = max(1, len(idx) // first_rows)
+        if is_constant(idx[::step]) and (step == 1 or is_constant(idx)):
             hint = ("solver='lstsq' (or 'lasso'), or instantiation='rwsign'"
                     if solver in ("sfgd", "osd", "sgd") else
                     "a smaller reg, or another sigma/instantiation")

@@ -276,6 +276,28 @@ def test_a_model_that_predicts_one_class_is_not_silent():
         rw.RWRegressor(n_features=50, reg=1e12, random_state=0).fit(X, X[:, 0])
 
 
+def test_the_constant_model_check_sees_a_class_its_first_rows_miss():
+    """The check predicts every 10th of its 2000 rows first and the rest only when those show
+    one class: a model whose other class is on a single row outside those 200 is not called
+    constant, and one whose every row is one class is. Oracle: the model's own predictions of
+    the rows the check is given."""
+    rng = np.random.default_rng(1)
+    X = rng.standard_normal((400, 5))
+    est = rw.RWClassifier(n_features=50, reg=1e-6, random_state=0).fit(X, X[:, 0] > 0)
+    Xp = est._prepare_X(X)
+    pred = est.predict(X)
+    yes, no = np.flatnonzero(pred)[0], np.flatnonzero(~pred)[0]
+    rows = np.full(2000, yes)
+    rows[1] = no                      # in the check's rows, not in its first 200 (every 10th)
+    Y = np.where(np.arange(2000) % 2, 1.0, -1.0)[:, None]     # both classes in the truth
+    assert len(np.unique(est.predict(X[rows]))) == 2
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", rw.NumericalWarning)
+        est._warn_if_constant(Xp[rows], Y, "lstsq")
+    with pytest.warns(rw.NumericalWarning, match="one class on every training row"):
+        est._warn_if_constant(Xp[np.full(2000, yes)], Y, "lstsq")
+
+
 # ----------------------------------------------------------------------------- final model
 
 def _wine():
