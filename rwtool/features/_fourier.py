@@ -18,10 +18,11 @@ import dataclasses
 import math
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
 from .._base import check_choice
 from .._params import Param, params_table
+from ..threads import run_row_shares
 from ._base import DTYPE, N_FEATURES, RANDOM_STATE, SIGMA, FeatureMap, check_centres, dot_into
 
 __all__ = ["RandomFourierFeatures", "FOURIER_KERNELS", "shift_invariant_kernel"]
@@ -29,23 +30,30 @@ __all__ = ["RandomFourierFeatures", "FOURIER_KERNELS", "shift_invariant_kernel"]
 FOURIER_KERNELS = ("gaussian", "laplacian", "cauchy")
 
 
-@njit(parallel=True, cache=True, nogil=True)
-def _cos_phase_inplace(Z, b, scale):
-    m, M = Z.shape
-    for i in prange(m):
-        for t in range(M):
+@njit(cache=True, nogil=True)
+def _cos_phase_rows(Z, b, scale, r0, r1):
+    for i in range(r0, r1):
+        for t in range(Z.shape[1]):
             Z[i, t] = scale * math.cos(Z[i, t] + b[t])
 
 
-@njit(parallel=True, cache=True, nogil=True)
-def _cos_sin_pair_inplace(Z, M, scale):
-    """Z[:, :M] holds <w, x>; writes cos into Z[:, :M] and sin into Z[:, M:2M]."""
-    m = Z.shape[0]
-    for i in prange(m):
+@njit(cache=True, nogil=True)
+def _cos_sin_pair_rows(Z, M, scale, r0, r1):
+    """Z[i, :M] holds <w, x_i>; writes cos into Z[i, :M] and sin into Z[i, M:2M]."""
+    for i in range(r0, r1):
         for t in range(M):
             z = Z[i, t]
             Z[i, t] = scale * math.cos(z)
             Z[i, M + t] = scale * math.sin(z)
+
+
+def _cos_phase_inplace(Z, b, scale):
+    run_row_shares(lambda r0, r1: _cos_phase_rows(Z, b, scale, r0, r1), *Z.shape)
+
+
+def _cos_sin_pair_inplace(Z, M, scale):
+    """The rows of the sequential kernel above, shared among threads (rwtool.threads)."""
+    run_row_shares(lambda r0, r1: _cos_sin_pair_rows(Z, M, scale, r0, r1), *Z.shape)
 
 
 #: the entries the estimators on Fourier features share with the map (rwtool._params)

@@ -11,7 +11,9 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
+
+from ..threads import run_row_shares
 
 
 def _gaussian_gram(A: np.ndarray, B: np.ndarray, two_h2: float) -> np.ndarray:
@@ -25,15 +27,19 @@ def _gaussian_gram(A: np.ndarray, B: np.ndarray, two_h2: float) -> np.ndarray:
     return np.exp(D, out=D)
 
 
-@njit(parallel=True, cache=True, nogil=True)
-def _stump_gram(idx_a, thr_a, idx_b, thr_b, inv_two_g2):
-    """K(u, w) = 1[u1 = w1] exp(-(u2 - w2)^2 / (2 g^2)) between two sets of stumps."""
-    A = idx_a.shape[0]
-    B = idx_b.shape[0]
-    G = np.zeros((A, B))
-    for i in prange(A):
-        for j in range(B):
+@njit(cache=True, nogil=True)
+def _stump_gram_rows(idx_a, thr_a, idx_b, thr_b, inv_two_g2, G, a, b):
+    for i in range(a, b):
+        for j in range(idx_b.shape[0]):
             if idx_a[i] == idx_b[j]:
                 d = thr_a[i] - thr_b[j]
                 G[i, j] = math.exp(-d * d * inv_two_g2)
+
+
+def _stump_gram(idx_a, thr_a, idx_b, thr_b, inv_two_g2):
+    """K(u, w) = 1[u1 = w1] exp(-(u2 - w2)^2 / (2 g^2)) between two sets of stumps (the rows
+    shared among threads, rwtool.threads)."""
+    G = np.zeros((idx_a.shape[0], idx_b.shape[0]))
+    run_row_shares(lambda a, b: _stump_gram_rows(idx_a, thr_a, idx_b, thr_b, inv_two_g2, G,
+                                                 a, b), *G.shape)
     return G

@@ -12,44 +12,56 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
 from .._params import params_table
+from ..threads import run_row_shares
 from ._base import DTYPE, N_FEATURES, RANDOM_STATE, SIGMA, FeatureMap, check_centres, dot_into
 
 __all__ = ["KitchenSign", "KitchenRelu", "KitchenStumps", "sign_inplace", "relu_inplace",
            "stump_sign_into", "sample_gaussian", "sample_stumps"]
 
 
-@njit(parallel=True, cache=True, nogil=True)
-def sign_inplace(Z, scale):
-    """Z <- scale * sign(Z), element-wise (sign(0) = 0)."""
-    m, T = Z.shape
-    for i in prange(m):
-        for t in range(T):
+@njit(cache=True, nogil=True)
+def _sign_rows(Z, scale, a, b):
+    for i in range(a, b):
+        for t in range(Z.shape[1]):
             z = Z[i, t]
             Z[i, t] = scale if z > 0.0 else (-scale if z < 0.0 else 0.0)
 
 
-@njit(parallel=True, cache=True, nogil=True)
-def relu_inplace(Z, scale):
-    """Z <- scale * max(0, Z), element-wise."""
-    m, T = Z.shape
-    for i in prange(m):
-        for t in range(T):
+@njit(cache=True, nogil=True)
+def _relu_rows(Z, scale, a, b):
+    for i in range(a, b):
+        for t in range(Z.shape[1]):
             z = Z[i, t]
             Z[i, t] = scale * z if z > 0.0 else 0.0
 
 
-@njit(parallel=True, cache=True, nogil=True)
-def stump_sign_into(X, idx, thr, scale, out):
-    """out[i, t] <- scale * sign(X[i, idx[t]] - thr[t])."""
-    m = X.shape[0]
-    T = idx.shape[0]
-    for i in prange(m):
-        for t in range(T):
+@njit(cache=True, nogil=True)
+def _stump_sign_rows(X, idx, thr, scale, out, a, b):
+    for i in range(a, b):
+        for t in range(idx.shape[0]):
             d = X[i, idx[t]] - thr[t]
             out[i, t] = scale if d > 0.0 else (-scale if d < 0.0 else 0.0)
+
+
+# the kernels above are sequential; these share the rows among threads (rwtool.threads)
+
+def sign_inplace(Z, scale):
+    """Z <- scale * sign(Z), element-wise (sign(0) = 0)."""
+    run_row_shares(lambda a, b: _sign_rows(Z, scale, a, b), *Z.shape)
+
+
+def relu_inplace(Z, scale):
+    """Z <- scale * max(0, Z), element-wise."""
+    run_row_shares(lambda a, b: _relu_rows(Z, scale, a, b), *Z.shape)
+
+
+def stump_sign_into(X, idx, thr, scale, out):
+    """out[i, t] <- scale * sign(X[i, idx[t]] - thr[t])."""
+    run_row_shares(lambda a, b: _stump_sign_rows(X, idx, thr, scale, out, a, b),
+                   X.shape[0], idx.shape[0])
 
 
 def sample_gaussian(rng: np.random.Generator, T: int, n: int, sigma: float) -> np.ndarray:

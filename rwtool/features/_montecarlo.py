@@ -33,12 +33,13 @@ import re
 import warnings
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 from numba.core.registry import CPUDispatcher
 
 from .._base import BaseEstimator
 from .._params import Param
 from ..resources import FitEstimate, check_memory
+from ..threads import run_row_shares
 from ._base import dot_into
 from ._kernels import _gaussian_gram, _stump_gram
 from ._kitchen import sample_gaussian, sample_stumps, stump_sign_into
@@ -80,28 +81,44 @@ SAMPLING = Param("sampling", "choice", "auto", "qmc: scrambled Sobol points thro
 
 # ============================================================================ numba kernels
 
-@njit(parallel=True, nogil=True)
-def _user_base_into(phi, D, X, out):
-    """out[i, s] <- phi(D[s], X[i]) for a user's numba function (compiled per function)."""
-    m = X.shape[0]
-    S = D.shape[0]
-    for i in prange(m):
-        for s in range(S):
+# Not cached: a kernel taking a user's function is compiled for that function in every
+# process. Sequential, their rows shared among threads (rwtool.threads).
+
+@njit(nogil=True)
+def _user_base_rows(phi, D, X, out, a, b):
+    """out[i, s] <- phi(D[s], X[i]) for a user's numba function, rows a <= i < b."""
+    for i in range(a, b):
+        for s in range(D.shape[0]):
             out[i, s] = phi(D[s], X[i])
 
 
-@njit(parallel=True, nogil=True)
+@njit(nogil=True)
+def _user_kernel_rows(K, A, B, out, a, b):
+    """out[i, j] <- K(A[i], B[j]) for a user's numba kernel, rows a <= i < b."""
+    for i in range(a, b):
+        for j in range(B.shape[0]):
+            out[i, j] = K(A[i], B[j])
+
+
+@njit(nogil=True)
+def _user_kernel_diag_rows(K, A, out, a, b):
+    for i in range(a, b):
+        out[i] = K(A[i], A[i])
+
+
+def _user_base_into(phi, D, X, out):
+    run_row_shares(lambda a, b: _user_base_rows(phi, D, X, out, a, b), X.shape[0],
+                   D.shape[0] * D.shape[1])
+
+
 def _user_kernel_into(K, A, B, out):
-    """out[a, b] <- K(A[a], B[b]) for a user's numba kernel."""
-    for a in prange(A.shape[0]):
-        for b in range(B.shape[0]):
-            out[a, b] = K(A[a], B[b])
+    run_row_shares(lambda a, b: _user_kernel_rows(K, A, B, out, a, b), A.shape[0],
+                   B.shape[0] * A.shape[1])
 
 
-@njit(parallel=True, nogil=True)
 def _user_kernel_diag(K, A, out):
-    for a in prange(A.shape[0]):
-        out[a] = K(A[a], A[a])
+    run_row_shares(lambda a, b: _user_kernel_diag_rows(K, A, out, a, b), A.shape[0],
+                   A.shape[1])
 
 
 # ============================================================================ registry

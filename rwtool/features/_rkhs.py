@@ -26,7 +26,7 @@ import warnings
 
 import numba
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
 from .._base import check_scalar
 from .._params import Param, params_table
@@ -213,16 +213,24 @@ def _relu_predict(gemm, X, W, Wt, xnorm, xsafe, c, k, sd, A, D, z, pair, R, q0, 
         _relu_rows(z[:b - a], xnorm[a:b], xsafe[a:b], c, k, sd, A, D[a:b])
 
 
-@njit(parallel=True, cache=True, nogil=True, **VEC_FLAGS)
-def _stump_features(X, idx, shift, c, k, out):
-    """out[i, t] <- c[t] * erf(k * (X[i, idx[t]] - shift[t]))  (RWStumps, 003 Lemma B.17)."""
-    m = X.shape[0]
+@njit(cache=True, nogil=True, **VEC_FLAGS)
+def _stump_rows(X, idx, shift, c, k, out, a, b):
+    """out[i, t] <- c[t] * erf(k * (X[i, idx[t]] - shift[t])) for rows a <= i < b (RWStumps,
+    003 Lemma B.17)."""
     T = idx.shape[0]
-    for i in prange(m):
+    for i in range(a, b):
+        o = out[i]
         for t in range(T):      # the gather apart, so that the erf loop below vectorises
-            out[i, t] = k * (X[i, idx[t]] - shift[t])
+            o[t] = k * (X[i, idx[t]] - shift[t])
         for t in range(T):      # arguments of order 1: no short path (measured slower here)
-            out[i, t] = c[t] * verf(out[i, t])
+            o[t] = c[t] * verf(o[t])
+
+
+def _stump_features(X, idx, shift, c, k, out):
+    """_stump_rows over every row of X, on threads (a row's result does not depend on its
+    share)."""
+    run_row_shares(lambda a, b: _stump_rows(X, idx, shift, c, k, out, a, b), X.shape[0],
+                   idx.shape[0])
 
 
 # ----------------------------------------------------------------------------- gamma rules

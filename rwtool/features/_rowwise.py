@@ -24,7 +24,9 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
+
+from ..threads import run_row_shares
 
 __all__ = ["PHI", "phi_inplace", "dot_base_rows", "rows_times", "stump_prefix_rows",
            "pad_rows"]
@@ -34,7 +36,7 @@ PHI = ("sign", "relu", "tanh", "sigmoid")
 #: rows of one tile, columns of one tile (the 16 sums of ``_tile_dots``)
 _R = 4
 _C = 4
-#: rows per parallel task: its block of phi values (32 x S float32) stays in the L2 cache
+#: rows per task (a unit of the threads' shares): its block of phi values (32 x S float32) stays in the L2 cache
 _ROWS_PER_TASK = 32
 #: columns (centres) per cache tile: 64 rows of the S-long right factor, 512 KB at S = 2000
 _COLS_PER_TILE = 64
@@ -61,13 +63,17 @@ def _phi(code, z):
     return e / (1.0 + e)
 
 
-@njit(parallel=True, cache=True, nogil=True)
+@njit(cache=True, nogil=True)
+def _phi_rows(Z, code, a, b):
+    """Z[i] <- phi(Z[i]) for rows a <= i < b (the base predictor ``PHI[code]``)."""
+    for i in range(a, b):
+        for s in range(Z.shape[1]):
+            Z[i, s] = _phi(code, Z[i, s])
+
+
 def phi_inplace(Z, code):
     """Z <- phi(Z) element-wise for the base predictor ``PHI[code]``."""
-    m, S = Z.shape
-    for i in prange(m):
-        for s in range(S):
-            Z[i, s] = _phi(code, Z[i, s])
+    run_row_shares(lambda a, b: _phi_rows(Z, code, a, b), *Z.shape)
 
 
 @njit(fastmath={"reassoc", "contract"}, cache=True, nogil=True)
@@ -154,19 +160,13 @@ def _axpy_tiles(Xb, DT, Z):
                 z3[s] = z3[s] + a3 * d[s]
 
 
-@njit(parallel=True, cache=True, nogil=True)
-def dot_base_rows(X, DT, code, MT, linT, const, out):
-    """out[i] <- phi(x_i D^T) M (+ x_i lin) (+ const), each row in a fixed order.
-
-    X (m x n, any float), DT = D^T (n x S, the dtype of the phi block), MT = M^T and linT =
-    lin^T (T' x n, or 0 x n for none) in that dtype, padded to a multiple of 4 rows, const
-    (T, or empty).
-    """
+@njit(cache=True, nogil=True)
+def _dot_base_tasks(X, DT, code, MT, linT, const, out, t0, t1):
+    """dot_base_rows for the tasks t0 <= b < t1 (rows 32 b to 32 b + 31)."""
     m = X.shape[0]
     S = DT.shape[1]
     T = out.shape[1]
-    tasks = (m + _ROWS_PER_TASK - 1) // _ROWS_PER_TASK
-    for b in prange(tasks):
+    for b in range(t0, t1):
         r0 = b * _ROWS_PER_TASK
         nrows = min(m, r0 + _ROWS_PER_TASK) - r0
         Xb = _padded_rows(X, r0, nrows, DT.dtype)
@@ -188,31 +188,46 @@ def dot_base_rows(X, DT, code, MT, linT, const, out):
                     out[r, t] = out[r, t] + const[t]
 
 
-@njit(parallel=True, cache=True, nogil=True)
-def rows_times(B, MT, out):
-    """out <- B M row by row in a fixed order; MT = M^T padded to a multiple of 4 rows."""
+def _tasks(m: int) -> int:
+    return (m + _ROWS_PER_TASK - 1) // _ROWS_PER_TASK
+
+
+def dot_base_rows(X, DT, code, MT, linT, const, out):
+    """out[i] <- phi(x_i D^T) M (+ x_i lin) (+ const), each row in a fixed order.
+
+    X (m x n, any float), DT = D^T (n x S, the dtype of the phi block), MT = M^T and linT =
+    lin^T (T' x n, or 0 x n for none) in that dtype, padded to a multiple of 4 rows, const
+    (T, or empty). The tasks of 32 rows are shared among threads (a row's sums do not depend
+    on the task it is in).
+    """
+    n, S = DT.shape
+    run_row_shares(lambda a, b: _dot_base_tasks(X, DT, code, MT, linT, const, out, a, b),
+                   _tasks(X.shape[0]), _ROWS_PER_TASK * S * (n + MT.shape[0] + 1))
+
+
+@njit(cache=True, nogil=True)
+def _times_tasks(B, MT, out, t0, t1):
+    """rows_times for the tasks t0 <= b < t1."""
     m = B.shape[0]
-    tasks = (m + _ROWS_PER_TASK - 1) // _ROWS_PER_TASK
-    for b in prange(tasks):
+    for b in range(t0, t1):
         r0 = b * _ROWS_PER_TASK
         nrows = min(m, r0 + _ROWS_PER_TASK) - r0
         _times_rows(_padded_rows(B, r0, nrows, MT.dtype), MT, out, r0, nrows)
 
 
-@njit(parallel=True, cache=True, nogil=True)
-def stump_prefix_rows(X, column, thr, start, centres, cstart, pref, pstart, out):
-    """Stump features sum_s sign(x_j - thr_s) K[s, t] from prefix sums of sorted draws.
+def rows_times(B, MT, out):
+    """out <- B M row by row in a fixed order; MT = M^T padded to a multiple of 4 rows."""
+    run_row_shares(lambda a, b: _times_tasks(B, MT, out, a, b), _tasks(B.shape[0]),
+                   _ROWS_PER_TASK * B.shape[1] * MT.shape[0])
 
-    Group g holds the draws of input column ``column[g]``: thresholds ``thr[start[g]:start[g+1]]``
-    sorted ascending, and reaches centres ``centres[cstart[g]:cstart[g+1]]``; its table P (n_g + 1
-    rows, one column per centre, flat at ``pref[pstart[g]:]``) holds P[k] = sum of the first k
-    draws' sections. With lo = #{thr < x} and hi = #{thr <= x} the sum is P[lo] + P[hi] - P[n_g].
-    Each output element adds its groups in group order, so a row's features depend on the row only.
-    """
-    m = X.shape[0]
+
+@njit(cache=True, nogil=True)
+def _stump_prefix_rows(X, column, thr, start, centres, cstart, pref, pstart, out, a, b):
+    """stump_prefix_rows for rows a <= i < b."""
     groups = column.shape[0]
-    for i in prange(m):
-        out[i, :] = 0.0
+    for i in range(a, b):
+        for t in range(out.shape[1]):
+            out[i, t] = 0.0
         for g in range(groups):
             lo_s, hi_s = start[g], start[g + 1]
             x = X[i, column[g]]
@@ -226,3 +241,18 @@ def stump_prefix_rows(X, column, thr, start, centres, cstart, pref, pstart, out)
             for q in range(width):
                 t = centres[c0 + q]
                 out[i, t] = out[i, t] + ((pref[p_lo + q] + pref[p_hi + q]) - pref[p_end + q])
+
+
+def stump_prefix_rows(X, column, thr, start, centres, cstart, pref, pstart, out):
+    """Stump features sum_s sign(x_j - thr_s) K[s, t] from prefix sums of sorted draws.
+
+    Group g holds the draws of input column ``column[g]``: thresholds ``thr[start[g]:start[g+1]]``
+    sorted ascending, and reaches centres ``centres[cstart[g]:cstart[g+1]]``; its table P (n_g + 1
+    rows, one column per centre, flat at ``pref[pstart[g]:]``) holds P[k] = sum of the first k
+    draws' sections. With lo = #{thr < x} and hi = #{thr <= x} the sum is P[lo] + P[hi] - P[n_g].
+    Each output element adds its groups in group order, so a row's features depend on the row
+    only (and the rows are shared among threads).
+    """
+    run_row_shares(lambda a, b: _stump_prefix_rows(X, column, thr, start, centres, cstart,
+                                                   pref, pstart, out, a, b),
+                   X.shape[0], out.shape[1] + 2 * column.shape[0])

@@ -24,10 +24,11 @@ import itertools
 import math
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
 from .._base import check_array, check_feature_names, check_is_fitted
 from .._params import Param, params_table, validate_params
+from ..threads import run_row_shares
 from ._bandwidth import knn_sigma
 from ._base import SIGMA, FeatureMap, row_norms
 
@@ -37,27 +38,33 @@ __all__ = ["TaylorMultiKernelFeatures", "taylor_gaussian_kernel", "knn_sigma",
 _GAUSSIAN, _LINEAR = 0, 1
 
 
-@njit(parallel=True, cache=True, nogil=True)
-def _monomial_columns(X, env, vars_, kern, scale, cols, out):
-    """out[i, c] <- scale[j] x_i^alpha_j (times e(x_i) for Gaussian columns), j = cols[c].
+@njit(cache=True, nogil=True)
+def _monomial_rows(X, env, vars_, kern, scale, cols, out, a, b):
+    """out[i, c] <- scale[j] x_i^alpha_j (times e(x_i) for Gaussian columns), j = cols[c],
+    for rows a <= i < b.
 
     vars_[j] lists the variables of the monomial with repetition (x_1^2 x_3 -> 0, 0, 2),
     padded with -1.
     """
-    m = X.shape[0]
     K = vars_.shape[1]
-    for i in prange(m):
+    for i in range(a, b):
         for c in range(cols.shape[0]):
             j = cols[c]
             v = scale[j]
             for q in range(K):
-                a = vars_[j, q]
-                if a < 0:
+                p = vars_[j, q]
+                if p < 0:
                     break
-                v *= X[i, a]
+                v *= X[i, p]
             if kern[j] == 0:
                 v *= env[i]
             out[i, c] = v
+
+
+def _monomial_columns(X, env, vars_, kern, scale, cols, out):
+    """_monomial_rows over every row of X, the rows shared among threads (rwtool.threads)."""
+    run_row_shares(lambda a, b: _monomial_rows(X, env, vars_, kern, scale, cols, out, a, b),
+                   X.shape[0], cols.shape[0] * max(1, vars_.shape[1]))
 
 
 def taylor_gaussian_kernel(X, Y, sigma: float, order: int) -> np.ndarray:

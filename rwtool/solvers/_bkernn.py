@@ -35,7 +35,7 @@ from ._bkernn_cg import (BlockPreconditioner, SortedProjections, _threads_for, b
                          cg_ridge, lower_value, particle_slices, weighted_centring)
 from ..exceptions import FitCancelled, NumericalError, NumericalWarning
 from ..progress import make_progress
-from ..threads import on_one_blas_thread
+from ..threads import on_one_blas_thread, run_row_shares
 from ._ridge import cholesky_solve
 
 __all__ = ["PENALTIES", "KERNEL_SOLVERS", "CG_MIN_N", "CG_TOL", "choose_kernel_solver", "centred_kernel", "ridge_step", "particle_gradient", "penalty_value",
@@ -342,48 +342,60 @@ def prox(W: np.ndarray, tau: float, penalty: str, s: float = 1.0) -> np.ndarray:
 
 # ----------------------------------------------------------------------------- prediction (1.7)
 
-@njit(cache=True, parallel=True, nogil=True)
-def _tables(PT, alpha, knots, A, B):
-    m, n = PT.shape
+@njit(cache=True, nogil=True)
+def _table(p, order, alpha, knots, A, B):
+    """One particle's table: knots <- p in ``order``, A[t] and B[t] <- the sums of alpha_i and
+    alpha_i p_i over the first t of them, added in that order."""
     q = alpha.shape[1]
-    for j in prange(m):
-        order = np.argsort(PT[j], kind="mergesort")
+    for k in range(q):
+        A[0, k] = 0.0
+        B[0, k] = 0.0
+    for t in range(p.shape[0]):
+        i = order[t]
+        pi = p[i]
+        knots[t] = pi
         for k in range(q):
-            A[j, 0, k] = 0.0
-            B[j, 0, k] = 0.0
-        for t in range(n):
-            i = order[t]
-            p = PT[j, i]
-            knots[j, t] = p
-            for k in range(q):
-                A[j, t + 1, k] = A[j, t, k] + alpha[i, k]
-                B[j, t + 1, k] = B[j, t, k] + alpha[i, k] * p
+            A[t + 1, k] = A[t, k] + alpha[i, k]
+            B[t + 1, k] = B[t, k] + alpha[i, k] * pi
 
 
 def ridge_tables(PT: np.ndarray, alpha: np.ndarray):
-    """Sorted knots and prefix sums of alpha and alpha * p per particle (for O(log n) prediction)."""
+    """Sorted knots and prefix sums of alpha and alpha * p per particle (for O(log n)
+    prediction), the particles shared among threads (rwtool.threads.run_row_shares).
+
+    The sort is stable (numpy's, which releases the GIL): tied projections keep their row
+    order, so the prefix sums add the same terms in the same order on every machine and the
+    tables are the same bits from the same projections (a pickled model rebuilds them). An
+    unstable sort may order ties by its SIMD path, which numpy picks by the CPU."""
+    PT = np.ascontiguousarray(PT)
+    alpha = np.ascontiguousarray(alpha)
     m, n = PT.shape
     q = alpha.shape[1]
     knots = np.empty((m, n))
     A = np.empty((m, n + 1, q))
     B = np.empty((m, n + 1, q))
-    with _threads_for(m * n * (math.log2(n + 1) + q)):
-        _tables(np.ascontiguousarray(PT), np.ascontiguousarray(alpha), knots, A, B)
+
+    def particles(a, b):
+        for j in range(a, b):
+            _table(PT[j], np.argsort(PT[j], kind="stable"), alpha, knots[j], A[j], B[j])
+
+    run_row_shares(particles, m, int(n * (math.log2(n + 1) + q)))
     return knots, A, B
 
 
-#: element operations per slice of rows when a prediction reports progress: above the size
-#: from which numba runs in parallel (PARALLEL_MIN_WORK), about 0.15 s of one core at m = 50
+#: element operations per slice of rows when a prediction reports progress: about 0.15 s of
+#: one core at m = 50
 PREDICT_WORK = 1 << 22
 
 
-@njit(cache=True, parallel=True, nogil=True)
-def _decision(T, knots, A, B, out):
-    nt, m = T.shape
+@njit(cache=True, nogil=True)
+def _decision_rows(T, knots, A, B, out, a, b):
+    """ridge_decision's sums for rows a <= i < b of T."""
+    m = T.shape[1]
     n = knots.shape[1]
     q = A.shape[2]
     scale = -0.5 / m
-    for i in prange(nt):
+    for i in range(a, b):
         for k in range(q):
             out[i, k] = 0.0
         for j in range(m):
@@ -401,7 +413,8 @@ def ridge_decision(T: np.ndarray, knots, A, B, tick=None) -> np.ndarray:
     This is f(x) - c' in spec 1.7: a sum of m piecewise-linear ridge functions with knots at the
     projected training points, constant outside their range because sum_i alpha_i = 0.
     ``tick(rows_done)`` is called between slices of rows of about :data:`PREDICT_WORK` work
-    each (progress and cancellation); every row's value is the same with or without slices.
+    each (progress and cancellation); a slice's rows are shared among threads
+    (rwtool.threads.run_row_shares), and every row's value is the same in any slice or share.
     """
     T = np.ascontiguousarray(T)
     out = np.empty((T.shape[0], A.shape[2]))
@@ -409,8 +422,8 @@ def ridge_decision(T: np.ndarray, knots, A, B, tick=None) -> np.ndarray:
     step = max(1, T.shape[0] if tick is None else int(PREDICT_WORK // max(per_row, 1.0)))
     for a in range(0, T.shape[0], step):
         b = min(T.shape[0], a + step)
-        with _threads_for((b - a) * per_row):
-            _decision(T[a:b], knots, A, B, out[a:b])
+        run_row_shares(lambda r0, r1: _decision_rows(T, knots, A, B, out, a + r0, a + r1),
+                       b - a, int(per_row))
         if tick is not None:
             tick(b)
     return out

@@ -438,3 +438,52 @@ def test_parallel_and_single_thread_paths_agree(problem, monkeypatch):
                 core.ridge_decision(X @ W, *core.ridge_tables(PT, alpha)))
     for a, b in zip(serial, parallel):
         np.testing.assert_array_equal(a, b)
+
+
+def test_prediction_tables_and_sums_in_any_share_count(monkeypatch):
+    """ridge_tables and ridge_decision share particles and rows among threads: the same bits
+    with 1, 2 and 3 shares (numba's thread count read as that, a share as small as one unit
+    of work). Oracles: the tables are numpy's stable order of each particle's projections
+    (ties, here many, keep their row order) and its sequential cumulative sums, exactly; the
+    decision is the dense sum -(1/(2m)) sum_j sum_i alpha_i |t_j - p_ij| within the rounding
+    of the prefix-sum form, t (2 A_c - A_n) - (2 B_c - B_n): 4 (n + 2) eps (|t| sum |alpha| +
+    sum |alpha p|) a particle."""
+    import numba
+
+    import rwtool.threads
+    import rwtool.solvers._bkernn as core
+    rng = np.random.default_rng(8)
+    n, m, q, nt = 53, 7, 2, 41
+    PT = np.round(rng.standard_normal((m, n)), 1)                 # ties
+    alpha = rng.standard_normal((n, q))
+    alpha -= alpha.mean(axis=0)
+    T = np.vstack([np.round(rng.standard_normal((nt - 3, m)), 1),  # on knots, and beyond them
+                   PT[:, :2].T, np.full((1, m), 9.0)])
+    monkeypatch.setattr(rwtool.threads, "PAIRS_PER_THREAD", 1)
+    got = []
+    for shares in (1, 2, 3):
+        monkeypatch.setattr(numba, "get_num_threads", lambda: shares)
+        tables = core.ridge_tables(PT, alpha)
+        got.append((*tables, core.ridge_decision(T, *tables),
+                    core.ridge_decision(T, *tables, tick=lambda _: None)))
+    for other in got[1:]:
+        for a, b in zip(got[0], other):
+            np.testing.assert_array_equal(a, b)
+    knots, A, B, D, _ = got[0]
+    for j in range(m):
+        order = np.argsort(PT[j], kind="stable")
+        np.testing.assert_array_equal(knots[j], PT[j, order])
+        np.testing.assert_array_equal(A[j, 1:], np.cumsum(alpha[order], axis=0))
+        np.testing.assert_array_equal(B[j, 1:], np.cumsum(alpha[order] * PT[j, order, None],
+                                                          axis=0))
+        assert np.all(A[j, 0] == 0) and np.all(B[j, 0] == 0)
+    dense = np.zeros((nt, q))
+    bound = np.zeros((nt, q))
+    eps = np.finfo(float).eps
+    for j in range(m):
+        dist = np.abs(T[:, j][:, None] - PT[j][None, :])
+        dense += dist @ alpha
+        bound += 4 * (n + 2) * eps * (np.abs(T[:, j])[:, None] * np.abs(alpha).sum(0)
+                                      + np.abs(PT[j]) @ np.abs(alpha))
+    dense *= -0.5 / m
+    assert np.all(np.abs(D - dense) <= bound * 0.5 / m + m * eps * np.abs(dense))
