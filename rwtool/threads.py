@@ -20,6 +20,10 @@ shares of rows on threads started for the call: the closed forms' kernels use th
 numba's ``parallel=True``, which compiled three times as long on a cold cache for the same
 speed (the cold start of a fresh install, docs/TESTING.md).
 
+:func:`numpy_blas` finds a routine of numpy's own OpenBLAS (its dgemm for numba's kernels, its
+dsyrk and dpotrf called in place) under whichever prefix and suffix the build gave the names,
+with the integer width the build uses: the libraries that hold the thread counts hold these.
+
 This module must not import anything of rwtool: it sits at the bottom with resources.
 """
 
@@ -33,8 +37,8 @@ import threading
 from contextlib import contextmanager, nullcontext
 
 __all__ = ["SMALL_SOLVE_MAX", "blas_thread_counts", "single_blas_thread", "on_one_blas_thread",
-           "blas_threads_for", "openblas_paths", "run_shares", "run_row_shares",
-           "PAIRS_PER_THREAD"]
+           "blas_threads_for", "openblas_paths", "numpy_openblas_paths", "blas_function",
+           "numpy_blas", "run_shares", "run_row_shares", "PAIRS_PER_THREAD"]
 
 #: the order n of a dense n x n solve (or matrix-vector loop) up to which it runs on one BLAS
 #: thread (docs/BENCHMARKS.md, benchmarks/speed/bench_small_solves.py): on the loaded 2-core
@@ -50,8 +54,7 @@ _libraries = None          # [(get, set)] per OpenBLAS loaded, found on first us
 
 
 def openblas_paths() -> list[str]:
-    """Paths of the OpenBLAS libraries in this process (numpy's and scipy's); also where
-    solvers._rank_update finds numpy's dsyrk."""
+    """Paths of the OpenBLAS libraries in this process (numpy's and scipy's)."""
     import numpy  # noqa: F401  (loads numpy's BLAS)
     import scipy.linalg  # noqa: F401  (loads scipy's)
     try:
@@ -67,6 +70,22 @@ def openblas_paths() -> list[str]:
         return sorted(found)
 
 
+#: how OpenBLAS builds spell a routine's name: scipy-openblas's "scipy_" prefix (numpy's and
+#: scipy's wheels) or none, and the "64_" or "_64" suffix of builds with 64-bit integers
+#: (numpy's wheels) or none (scipy's wheels, most system libraries)
+_PREFIXES = ("scipy_", "")
+_SUFFIXES = ("64_", "_64", "")
+
+
+def _spellings(lib, stem: str):
+    """(prefix, suffix) of every spelling of ``stem`` that ``lib`` exports, in the order of
+    :data:`_PREFIXES` and :data:`_SUFFIXES`."""
+    for prefix in _PREFIXES:
+        for suffix in _SUFFIXES:
+            if getattr(lib, f"{prefix}{stem}{suffix}", None) is not None:
+                yield prefix, suffix
+
+
 def _find_libraries():
     libs = []
     for path in openblas_paths():
@@ -74,19 +93,65 @@ def _find_libraries():
             lib = ctypes.CDLL(path)
         except OSError:
             continue
-        for prefix in ("", "scipy_"):
-            for suffix in ("", "64_", "_64"):
-                get = getattr(lib, f"{prefix}openblas_get_num_threads{suffix}", None)
-                put = getattr(lib, f"{prefix}openblas_set_num_threads{suffix}", None)
-                if get is not None and put is not None:
-                    get.restype, get.argtypes = ctypes.c_int, []
-                    put.restype, put.argtypes = None, [ctypes.c_int]
-                    libs.append((get, put))
-                    break
-            else:
-                continue
-            break
+        for prefix, suffix in _spellings(lib, "openblas_get_num_threads"):
+            put = getattr(lib, f"{prefix}openblas_set_num_threads{suffix}", None)
+            if put is not None:
+                get = getattr(lib, f"{prefix}openblas_get_num_threads{suffix}")
+                get.restype, get.argtypes = ctypes.c_int, []
+                put.restype, put.argtypes = None, [ctypes.c_int]
+                libs.append((get, put))
+                break
     return libs
+
+
+def numpy_openblas_paths() -> list[str]:
+    """The OpenBLAS numpy itself calls: the one its wheel bundles (under numpy's folder), else
+    (numpy built against a system OpenBLAS) those not bundled with scipy."""
+    import numpy
+    import scipy
+    paths = openblas_paths()
+    mine = [p for p in paths if p.startswith(os.path.dirname(numpy.__file__))]
+    if mine:                                      # numpy.libs, numpy/.dylibs
+        return mine
+    return [p for p in paths if not p.startswith(os.path.dirname(scipy.__file__))]
+
+
+def blas_function(lib, stem: str, argtypes):
+    """The routine ``stem`` of the loaded library ``lib`` under the first spelling it exports
+    (:func:`_spellings`), with ``argtypes(integer)`` for the library's integer type and no
+    result, or None. The integer is ctypes.c_int64 where the build uses 64-bit integers (its
+    ``openblas_get_config`` names USE64BITINT; without that routine, a 64 suffix says so),
+    else ctypes.c_int; the function's ``blas_int`` holds it (for the integers a Fortran
+    routine takes by reference)."""
+    for prefix, suffix in _spellings(lib, stem):
+        config = getattr(lib, f"{prefix}openblas_get_config{suffix}", None)
+        if config is not None:
+            config.restype, config.argtypes = ctypes.c_char_p, []
+            wide = b"USE64BITINT" in (config() or b"")
+        else:
+            wide = suffix in ("64_", "_64")
+        integer = ctypes.c_int64 if wide else ctypes.c_int
+        fn = getattr(lib, f"{prefix}{stem}{suffix}")
+        fn.restype, fn.argtypes = None, argtypes(integer)
+        fn.blas_int = integer
+        return fn
+    return None
+
+
+def numpy_blas(stem: str, argtypes):
+    """numpy's own BLAS or LAPACK routine ``stem`` ("cblas_dgemm", "dpotrf_") as a ctypes
+    function (:func:`blas_function`; ctypes releases the GIL around the call, numba can call
+    it from a kernel), however numpy's OpenBLAS build spells it, or None where numpy's BLAS is
+    not an OpenBLAS found in this process (the callers then go through numpy)."""
+    for path in numpy_openblas_paths():
+        try:
+            lib = ctypes.CDLL(path)
+        except OSError:
+            continue
+        fn = blas_function(lib, stem, argtypes)
+        if fn is not None:
+            return fn
+    return None
 
 
 def _get_libraries():

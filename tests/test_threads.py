@@ -229,3 +229,73 @@ def test_run_row_shares_covers_every_row_once(m, width):
     assert np.all(seen == 1)
     expected = max(1, min(numba.get_num_threads(), m * width // PAIRS_PER_THREAD))
     assert len(shares) == expected
+
+
+# ----------------------------------------------------------------------------- numpy's routines
+
+def _gemm_args(n):
+    import ctypes
+    return [ctypes.c_int] * 3 + [n] * 3 + [ctypes.c_double, ctypes.c_void_p, n,
+                                           ctypes.c_void_p, n, ctypes.c_double,
+                                           ctypes.c_void_p, n]
+
+
+class _Library:
+    """A stand-in for a loaded OpenBLAS: attributes named as its exported symbols."""
+
+    def __init__(self, names, config=None):
+        for name in names:
+            setattr(self, name, lambda *args: None)
+        if config is not None:
+            name, text = config
+            setattr(self, name, lambda: text)
+
+
+@pytest.mark.parametrize("names, config, found, wide", [
+    (["scipy_cblas_dgemm64_", "scipy_cblas_dgemm"],                  # numpy's wheel
+     ("scipy_openblas_get_config64_", b"OpenBLAS USE64BITINT DYNAMIC_ARCH"),
+     "scipy_cblas_dgemm64_", True),
+    (["scipy_cblas_dgemm"], ("scipy_openblas_get_config", b"OpenBLAS DYNAMIC_ARCH"),
+     "scipy_cblas_dgemm", False),                                     # scipy's wheel
+    (["cblas_dgemm"], ("openblas_get_config", b"OpenBLAS 0.3.26 NO_AFFINITY"),
+     "cblas_dgemm", False),                                           # a system OpenBLAS
+    (["cblas_dgemm"], ("openblas_get_config", b"OpenBLAS USE64BITINT"),
+     "cblas_dgemm", True),                                            # ILP64, plain names
+    (["cblas_dgemm_64"], None, "cblas_dgemm_64", True),               # no config: the suffix
+    (["cblas_sgemm"], None, None, None),
+])
+def test_a_routine_is_found_under_its_builds_spelling_with_its_integer(names, config, found,
+                                                                       wide):
+    import ctypes
+
+    from rwtool.threads import blas_function
+    lib = _Library(names, config)
+    fn = blas_function(lib, "cblas_dgemm", _gemm_args)
+    if found is None:
+        assert fn is None
+        return
+    assert fn is getattr(lib, found)
+    integer = ctypes.c_int64 if wide else ctypes.c_int
+    assert fn.blas_int is integer and fn.argtypes == _gemm_args(integer) and fn.restype is None
+
+
+@needs_openblas
+def test_numpy_blas_dgemm_is_numpys_product():
+    """The dgemm found in numpy's OpenBLAS against numpy's product, within the rounding of a
+    sum of k terms (k eps sum |a b|); numpy's library is the one whose thread count its
+    products use."""
+    import ctypes
+
+    from rwtool.threads import numpy_blas, numpy_openblas_paths, openblas_paths
+    dgemm = numpy_blas("cblas_dgemm", _gemm_args)
+    if dgemm is None:
+        pytest.skip("numpy's BLAS is not an OpenBLAS of this process")
+    assert numpy_openblas_paths() and set(numpy_openblas_paths()) <= set(openblas_paths())
+    rng = np.random.default_rng(0)
+    m, n, k = 9, 7, 13
+    A, B = rng.standard_normal((m, k)), rng.standard_normal((n, k))
+    C = np.empty((m, n))
+    dgemm(101, 111, 112, m, n, k, 1.0, A.ctypes.data, k, B.ctypes.data, k, 0.0,
+          C.ctypes.data, n)
+    assert np.all(np.abs(C - A @ B.T) <= k * np.finfo(float).eps * (np.abs(A) @ np.abs(B).T))
+    assert dgemm.blas_int in (ctypes.c_int, ctypes.c_int64)

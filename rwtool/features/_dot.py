@@ -21,12 +21,11 @@ This module holds that product only; it knows nothing of feature maps.
 from __future__ import annotations
 
 import ctypes
-import os
 
 import numpy as np
 from numba import njit
 
-from ..threads import run_row_shares
+from ..threads import numpy_blas, run_row_shares
 from ._vecmath import VEC_FLAGS, fma
 
 __all__ = ["FIXED_ORDER_COLUMNS", "fixed_order_dot", "numpy_gemm", "rows_dot"]
@@ -76,41 +75,19 @@ def fixed_order_dot(X, Wt, out):
                    X.shape[1] * Wt.shape[1])
 
 
-def _find_gemm(names: tuple[str, ...]):
-    """The first of ``names`` (a function of CBLAS's gemm signature) in numpy's OpenBLAS, as
-    a ctypes function with the integer width of its suffix, or None."""
-    from ..threads import openblas_paths
-    base = os.path.dirname(np.__file__)
-    mine = [p for p in openblas_paths() if p.startswith(base)]    # numpy.libs, numpy/.dylibs
-    for path in mine:
-        try:
-            lib = ctypes.CDLL(path)
-        except OSError:
-            continue
-        for name in names:
-            fn = getattr(lib, name, None)
-            if fn is None:
-                continue
-            n = ctypes.c_int64 if name.endswith(("64_", "_64")) else ctypes.c_int
-            real = ctypes.c_float if "sgemm" in name else ctypes.c_double
-            fn.restype = None
-            fn.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int, n, n, n, real,
-                           ctypes.c_void_p, n, ctypes.c_void_p, n, real, ctypes.c_void_p, n]
-            return fn
-    return None
-
-
 _GEMMS: dict = {}
 
 
 def numpy_gemm(dtype) -> object | None:
     """CBLAS's dgemm (float64) or sgemm (float32) of numpy's OpenBLAS as a ctypes function
-    numba can call, or None when numpy's BLAS is not an OpenBLAS found in this process (the
-    callers then take BLAS through numpy)."""
+    numba can call (rwtool.threads.numpy_blas), or None when numpy's BLAS is not an OpenBLAS
+    found in this process (the callers then take BLAS through numpy)."""
     kind = "d" if np.dtype(dtype) == np.float64 else "s"
     if kind not in _GEMMS:
-        _GEMMS[kind] = _find_gemm(tuple(f"{p}cblas_{kind}gemm{s}" for p in ("scipy_", "")
-                                        for s in ("64_", "_64", "")))
+        real = ctypes.c_double if kind == "d" else ctypes.c_float
+        _GEMMS[kind] = numpy_blas(f"cblas_{kind}gemm", lambda n: [
+            ctypes.c_int, ctypes.c_int, ctypes.c_int, n, n, n, real, ctypes.c_void_p, n,
+            ctypes.c_void_p, n, real, ctypes.c_void_p, n])
     return _GEMMS[kind]
 
 

@@ -1,8 +1,9 @@
 """numpy's own BLAS and LAPACK routines, called in place through ctypes.
 
-numpy's wheels bundle scipy-openblas64 (ILP64: symbols with a ``64_`` suffix, which tells them
-from scipy's LP64 library in the same process). Two of its routines are worth calling
-directly, because numpy's wrappers around them cost more than the routine:
+numpy's wheels bundle scipy-openblas64 (ILP64: symbols with a ``64_`` suffix beside scipy's
+LP64 library in the same process); rwtool.threads.numpy_blas finds a routine of numpy's
+library however its build spells the name, with its integer width. Two of its routines are
+worth calling directly, because numpy's wrappers around them cost more than the routine:
 
 * ``cblas_dsyrk`` (solvers._rank_update): numpy's ``Phi.T @ Phi`` fills both triangles into a
   scratch matrix that the block loop then adds to its sum;
@@ -24,30 +25,15 @@ import ctypes
 import numpy as np
 from numpy.linalg import LinAlgError
 
-from ..threads import openblas_paths
+from ..threads import numpy_blas
 
-__all__ = ["numpy_blas_function", "cholesky_lower", "DIRECT_POTRF"]
+__all__ = ["cholesky_lower", "DIRECT_POTRF"]
 
-_P64 = ctypes.POINTER(ctypes.c_int64)
 _CLEAR_PANEL = 512                  # rows of a factor cleared a step (cache-sized)
 
 
-def numpy_blas_function(name: str, argtypes: list):
-    """The routine ``name`` (e.g. ``scipy_cblas_dsyrk64_``) of numpy's OpenBLAS with these
-    ctypes ``argtypes`` and no result, or None where no library in the process has it."""
-    for path in openblas_paths():
-        try:
-            fn = getattr(ctypes.CDLL(path), name)
-        except (OSError, AttributeError):
-            continue
-        fn.restype = None
-        fn.argtypes = argtypes
-        return fn
-    return None
-
-
-_DPOTRF = numpy_blas_function("scipy_dpotrf_64_",
-                              [ctypes.c_char_p, _P64, ctypes.c_void_p, _P64, _P64])
+_DPOTRF = numpy_blas("dpotrf_", lambda n: [ctypes.c_char_p, ctypes.POINTER(n), ctypes.c_void_p,
+                                           ctypes.POINTER(n), ctypes.POINTER(n)])
 #: whether float64 Cholesky factorisations run on numpy's dpotrf in place
 DIRECT_POTRF = _DPOTRF is not None
 
@@ -77,7 +63,7 @@ def cholesky_lower(M: np.ndarray, overwrite: bool = False, clean: bool = True) -
         return np.linalg.cholesky(M)
     L = M if overwrite and M.flags.c_contiguous and M.flags.writeable else np.array(
         M, order="C", copy=True)
-    n, info = ctypes.c_int64(L.shape[0]), ctypes.c_int64(0)
+    n, info = _DPOTRF.blas_int(L.shape[0]), _DPOTRF.blas_int(0)
     if n.value:
         # Fortran reads the C-order buffer as L^T; its upper factor U (M^T = M = U^T U) lands
         # in our lower triangle as L = U^T

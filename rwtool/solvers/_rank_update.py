@@ -6,8 +6,8 @@ block besides the product, and a T x T scratch matrix (at T = 4000, 1024 / 2048 
 0.336 / 0.651 CPU s against 0.308 / 0.615 for the update alone, one thread, 8% / 5.5%). Here a
 float64 block goes to dsyrk with beta = 1, which adds its product to the lower triangle of the
 sum directly; ``mirror_lower`` copies that triangle to the upper one once, after the last
-block. The call goes to the BLAS numpy itself uses (scipy-openblas64's ``cblas_dsyrk``, found
-by solvers._numpy_blas among the process's OpenBLAS libraries), through ctypes,
+block. The call goes to the BLAS numpy itself uses (its OpenBLAS's ``cblas_dsyrk``, found by
+rwtool.threads.numpy_blas however the build spells it), through ctypes,
 which releases the GIL like numpy does; the same library, so the same threads and the same
 per-entry arithmetic (each entry summed over the block's rows by one thread, whatever their
 number). Where it is not found (numpy built against another BLAS), a float32 block, or an
@@ -22,7 +22,7 @@ import ctypes
 
 import numpy as np
 
-from ._numpy_blas import numpy_blas_function
+from ..threads import numpy_blas
 
 __all__ = ["rank_update", "mirror_lower", "DIRECT"]
 
@@ -30,10 +30,9 @@ _ROW_MAJOR, _LOWER, _TRANS = 101, 122, 112      # CBLAS enums
 _MIRROR_PANEL = 512                               # rows of A mirrored a step (cache-sized)
 
 
-_DSYRK = numpy_blas_function(
-    "scipy_cblas_dsyrk64_", [ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int64,
-                             ctypes.c_int64, ctypes.c_double, ctypes.c_void_p, ctypes.c_int64,
-                             ctypes.c_double, ctypes.c_void_p, ctypes.c_int64])
+_DSYRK = numpy_blas("cblas_dsyrk", lambda n: [
+    ctypes.c_int, ctypes.c_int, ctypes.c_int, n, n, ctypes.c_double, ctypes.c_void_p, n,
+    ctypes.c_double, ctypes.c_void_p, n])
 #: whether float64 updates go to dsyrk directly (numpy's BLAS found)
 DIRECT = _DSYRK is not None
 
