@@ -34,16 +34,21 @@ def _result(task="binary"):
     return dict(evaluate(est, X[:150], y[:150], X[150:], y[150:], task=task), estimator=est)
 
 
-def _panel(qtbot):
+def _shown(qtbot, make, width=900, height=620):
+    """The widget ``make()`` builds, on screen at the given size."""
     from gui.app import create_app
-    from gui.panels.results_panel import ResultsPanel
     create_app()
-    rp = ResultsPanel()
-    qtbot.addWidget(rp)
-    rp.resize(900, 620)
-    rp.show()
-    qtbot.waitExposed(rp)
-    return rp
+    w = make()
+    qtbot.addWidget(w)
+    w.resize(width, height)
+    w.show()
+    qtbot.waitExposed(w)
+    return w
+
+
+def _panel(qtbot):
+    from gui.panels.results_panel import ResultsPanel
+    return _shown(qtbot, ResultsPanel)
 
 
 def _plot_pages(rp):
@@ -135,15 +140,9 @@ def test_flush_draws_the_plots_and_leaves_the_preparation_to_later_steps(qtbot):
 
 def test_the_comparison_paints_once_with_its_axes_built(qtbot, monkeypatch):
     """The comparison of runs builds its axes in its steps; its one paint replays them."""
-    from gui.app import create_app
     from gui.logic.runs_table import Run
     from gui.panels.run_list import RunList
-    create_app()
-    rl = RunList()
-    qtbot.addWidget(rl)
-    rl.resize(900, 700)
-    rl.show()
-    qtbot.waitExposed(rl)
+    rl = _shown(qtbot, RunList, 900, 700)
     for rid, n in ((1, 60), (2, 80)):
         run = Run(rid, "rw", "RW", "RWClassifier", {"n_features": 10 * rid}, {})
         run.curves = {"loss": (list(range(n)), list(np.linspace(1, 0.1, n)))}
@@ -162,19 +161,18 @@ def test_the_runs_tab_is_prepared_while_another_tab_is_shown(qtbot, monkeypatch)
     comparison plot has the size it is shown with and builds no axis in its paint."""
     from PySide6.QtWidgets import QLabel, QTabWidget
 
-    from gui.app import create_app
     from gui.logic.runs_table import Run
     from gui.panels.run_list import RunList
     from gui.widgets.prepaint import unprepared_axes
-    create_app()
-    tabs = QTabWidget()
-    qtbot.addWidget(tabs)
-    tabs.resize(900, 700)
-    tabs.addTab(QLabel("results"), "Results")
-    rl = RunList()
-    tabs.addTab(rl, "Runs")
-    tabs.show()
-    qtbot.waitExposed(tabs)
+    rl = None
+
+    def make():
+        nonlocal rl
+        tabs, rl = QTabWidget(), RunList()
+        tabs.addTab(QLabel("results"), "Results")
+        tabs.addTab(rl, "Runs")
+        return tabs
+    tabs = _shown(qtbot, make, 900, 700)
     run = Run(1, "rw", "RW", "RWClassifier", {"n_features": 10}, {})
     run.curves = {"loss": ([1, 2, 3], [3.0, 2.0, 1.0])}
     rl.add(run)
