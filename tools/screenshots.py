@@ -81,6 +81,9 @@ def _child(args) -> int:
 
     def shot(name, widget=None):
         n[0] += 1
+        # the drawing the window queues a step at a time (gui.widgets.steps) ends first: the
+        # comparison of runs takes no paint until its last step
+        wait(lambda: not (win.results_panel.drawing or win.run_list.drawing), "the drawing")
         pump(0.3)
         target = widget or win
         path = out / f"{args.size}-{n[0]:02d}-{name}.png"

@@ -14,7 +14,7 @@ from gui.logic.overlay import LENGTH_RATIO, overlay_x, run_range
 
 
 def test_runs_of_one_unit_and_similar_lengths_keep_their_own_x():
-    # spans 99 and 990: exactly LENGTH_RATIO apart, the largest ratio kept on one x
+    # lengths (last x) 99 and 990: exactly LENGTH_RATIO apart, the largest ratio on one x
     a, b = np.arange(0, 100.0), np.arange(0, 99 * LENGTH_RATIO + 1)
     xs, label, fractions = overlay_x([(a, "iteration"), (b, "iteration")])
     assert not fractions and label == "iteration"
@@ -27,19 +27,25 @@ def test_runs_of_one_unit_and_similar_lengths_keep_their_own_x():
 @pytest.mark.parametrize("second", [(np.linspace(0, 5_500_000, 1000), "iteration"),
                                     (np.arange(1, 61.0), "epoch")])
 def test_runs_of_different_lengths_or_units_are_fractions_of_their_progress(second):
-    # spans 59 and 5,500,000 (more than 10x apart), or 59 and 59 in another unit
+    # lengths 60 and 5,500,000 (more than 10x apart), or 60 and 60 in another unit
     first = (np.arange(1, 61.0), "iteration")
     xs, label, fractions = overlay_x([first, second])
     assert fractions and "fraction" in label
     assert ("units differ" in label) == (second[1] == "epoch")
     for (x, _), f in zip([first, second], xs):
-        np.testing.assert_allclose(f, (x - x.min()) / (x.max() - x.min()), rtol=0, atol=1e-15)
-        assert f[0] == 0.0 and f[-1] == 1.0
+        np.testing.assert_allclose(f, x / x.max(), rtol=1e-15, atol=0)
+        assert f[-1] == 1.0
 
 
-def test_a_run_of_one_point_is_at_the_end_of_its_progress():
-    xs, _, fractions = overlay_x([(np.array([7.0]), "iteration"), (np.arange(3.0), "epoch")])
+def test_a_run_of_one_point_counts_by_how_far_it_ran():
+    """A run whose curve has one point (at x = 18,000) beside one of 1,100,000 iterations: the
+    first is a dot at its end, 1, not a dot at the origin; below zero, the place between the
+    run's first and last x."""
+    xs, _, fractions = overlay_x([(np.array([18_000.0]), "iteration"),
+                                  (np.linspace(40_000, 1_100_000, 25), "iteration")])
     assert fractions and xs[0].tolist() == [1.0]
+    xs, _, _ = overlay_x([(np.array([-2.0, 0.0, 2.0]), "lambda"), (np.arange(3.0), "epoch")])
+    assert xs[0].tolist() == [0.0, 0.5, 1.0]
     assert run_range(np.linspace(0, 5_500_000, 11), "iteration") == "iteration 0–5,500,000"
 
 
@@ -70,9 +76,9 @@ def test_the_comparison_of_a_short_and_a_long_run_spans_both(qtbot):
     assert len(curves) == 2
     for c in curves:
         cx, _ = c.getData()
-        assert cx.min() == 0.0 and cx.max() == 1.0
+        assert cx.max() == 1.0 and cx.min() <= 1 / 60
     (x0, x1), _ = plot.getViewBox().viewRange()
-    assert (x0, x1) == (0.0, 1.0)
+    assert x0 <= 1 / 60 and x1 == 1.0
     names = [c.name() for c in curves]
     assert any("epoch 1–60" in n for n in names) and any("iteration 0–5,500,000" in n
                                                           for n in names)
