@@ -32,9 +32,10 @@ def _number(v: float) -> str:
 
 
 def run_range(x, label: str) -> str:
-    """A run's own x range, for its legend entry: ``"iteration 0-5,500,000"``."""
+    """A run's own x range, for its legend entry: ``"iteration 0–5,500,000"`` (one x:
+    ``"iteration 18,000"``)."""
     lo, hi = _span(np.asarray(x, float))
-    return f"{label} {_number(lo)}–{_number(hi)}"
+    return f"{label} {_number(lo)}" + (f"–{_number(hi)}" if hi > lo else "")
 
 
 def overlay_x(curves) -> tuple[list[np.ndarray], str, bool]:

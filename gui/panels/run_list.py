@@ -272,7 +272,10 @@ class RunList(QWidget):
             y = np.asarray(self.runs[rid].curves[metric][1], float)
             name = f"#{rid} {labels[rid]}" + (f" ({run_range(x_own, unit)})" if fractions else "")
             self._steps.add(self._draw_curve, x, y, i, name)
-        self._steps.add(self.compare_plot.fit_x, xs)
+        if fractions:       # the whole of every run, a run's last point inside the frame
+            self._steps.add(self.compare_plot.setXRange, 0.0, 1.0, 0.02)
+        else:
+            self._steps.add(self.compare_plot.fit_x, xs)
         # its axes and layout built a step at a time too (gui.widgets.prepaint): the one paint
         # with every curve was 10-22 ms of the GUI thread, most of it the axes built twice
         self._steps.add(prepare_view, self.compare_plot)
