@@ -207,7 +207,7 @@ class Column:
         the codes; kept for all rows, which the record asks about more than once)."""
         if self._all(rows) and self._full is not None:
             return self._full
-        out = np.bincount(self._pick(self.codes, rows) + 2, minlength=len(self.vocab) + 2)
+        out = _tally_codes(self._pick(self.codes, rows), len(self.vocab) + 2)
         if self._all(rows):
             self._full = out
         return out
@@ -235,7 +235,7 @@ class Column:
         vmap = np.array([-1, -2] + [categories.get(v, -2) for v in self.vocab], np.int32)
         if len(self.vocab) > self.max_vocab:
             vmap[self.max_vocab + 2] = -2
-        ids = np.take(vmap, codes + np.int32(2))
+        ids = _gather_codes(vmap, codes, 2)
         num = codes == -1
         if num.any():
             u, inv = np.unique(values[num], return_inverse=True)
@@ -320,6 +320,50 @@ def in_order(rows, n: int) -> bool:
         return rows == slice(None)
     return len(rows) == n and (n == 0 or (int(rows[0]) == 0 and int(rows[-1]) == n - 1
                                           and _counts_up(np.asarray(rows))))
+
+
+def _read_only(a: np.ndarray, dtype) -> np.ndarray:
+    """A read-only contiguous view of ``a`` as ``dtype`` (a copy only when it is not one):
+    numba compiles a kernel once per array type, and read-only is a type of its own."""
+    a = np.ascontiguousarray(a, dtype).view()
+    a.flags.writeable = False
+    return a
+
+
+def _tally_codes(codes: np.ndarray, size: int) -> np.ndarray:
+    """Cells per code + 2 of ``codes`` (-2: missing, -1: a number, k: text k), at least
+    ``size`` counts: ``np.bincount(codes + 2, minlength=size)`` in one pass with no
+    temporary (numpy's shifts the codes and widens them first)."""
+    out, ok = _tally(_read_only(codes, np.int32), np.int64(size))
+    return out if ok else np.bincount(codes + 2, minlength=size)
+
+
+@njit(cache=True, nogil=True)
+def _tally(codes, size):
+    out = np.zeros(size, np.int64)
+    for i in range(codes.shape[0]):
+        k = codes[i] + 2
+        if k < 0 or k >= size:
+            return out, False
+        out[k] += 1
+    return out, True
+
+
+def _gather_codes(table: np.ndarray, idx: np.ndarray, offset: int, out=None) -> np.ndarray:
+    """``table[idx + offset]`` (int32), an index past either end taken as that end (numpy's
+    take with mode="clip"), into ``out``: one pass with no temporary (numpy's take makes the
+    shifted indices first)."""
+    if out is None:
+        out = np.empty(len(idx), np.int32)
+    _gather(_read_only(table, np.int32), _read_only(idx, np.int32), np.int64(offset), out)
+    return out
+
+
+@njit(cache=True, nogil=True)
+def _gather(table, idx, offset, out):
+    last = table.shape[0] - 1
+    for i in range(idx.shape[0]):
+        out[i] = table[min(max(idx[i] + offset, 0), last)]
 
 
 @njit(cache=True, nogil=True)
@@ -491,7 +535,7 @@ def _type_dictionary(dictionary, parts, decimal, na, intern, out=None, fill=True
         vals.fill(np.nan)
     at = 0
     for ix in parts:
-        np.take(dcodes, ix, out=codes[at:at + len(ix)], mode="clip")
+        _gather_codes(dcodes, ix, 0, codes[at:at + len(ix)])
         if numbers:
             np.take(dvals, ix, out=vals[at:at + len(ix)], mode="clip")
         at += len(ix)
