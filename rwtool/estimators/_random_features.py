@@ -620,11 +620,16 @@ class _RandomFeatureModel(CallbackSupport, BaseEstimator):
         return bool(self.bias) and self._kind() in _DOT_PRODUCT
 
     def _prepare_X(self, X: np.ndarray) -> np.ndarray:
+        if not self.bias_:
+            return np.ascontiguousarray(self.x_scaler_.transform(X) if self.standardize else X)
+        # standardised straight into the array with the bias column: one array of X's size
+        out = np.empty((X.shape[0], X.shape[1] + 1))
+        out[:, -1] = 1.0
         if self.standardize:
-            X = self.x_scaler_.transform(X)
-        if self.bias_:
-            X = np.hstack([X, np.ones((X.shape[0], 1))])
-        return np.ascontiguousarray(X)
+            self.x_scaler_.transform(X, out=out[:, :-1])
+        else:
+            out[:, :-1] = X
+        return out
 
     # -- fit / predict ---------------------------------------------------------------------
     @reports_to_sklearn
