@@ -88,6 +88,15 @@ def predict_block_size(n_cols: int, itemsize: int = 8) -> int:
     return rows - rows % chunk
 
 
+def read_only(X: np.ndarray) -> np.ndarray:
+    """A read-only view of ``X`` for a kernel that only reads it. numba types a read-only array
+    apart from a writable one, so a kernel given both (scikit-learn's checks pass read-only
+    memory maps) compiled twice; given this view always, it compiles once."""
+    view = X.view()
+    view.flags.writeable = False
+    return view
+
+
 def row_norms(X: np.ndarray) -> np.ndarray:
     """Euclidean norm of each row (einsum avoids the m x n temporary of X**2)."""
     return np.sqrt(np.einsum("ij,ij->i", X, X))

@@ -16,7 +16,8 @@ from numba import njit
 
 from .._params import params_table
 from ..threads import run_row_shares
-from ._base import DTYPE, N_FEATURES, RANDOM_STATE, SIGMA, FeatureMap, check_centres, dot_into
+from ._base import (DTYPE, N_FEATURES, RANDOM_STATE, SIGMA, FeatureMap, check_centres, dot_into,
+                    read_only)
 
 __all__ = ["KitchenSign", "KitchenRelu", "KitchenStumps", "sign_inplace", "relu_inplace",
            "stump_sign_into", "sample_gaussian", "sample_stumps"]
@@ -60,6 +61,7 @@ def relu_inplace(Z, scale):
 
 def stump_sign_into(X, idx, thr, scale, out):
     """out[i, t] <- scale * sign(X[i, idx[t]] - thr[t])."""
+    X = read_only(X)
     run_row_shares(lambda a, b: _stump_sign_rows(X, idx, thr, scale, out, a, b),
                    X.shape[0], idx.shape[0])
 

@@ -32,7 +32,7 @@ from .._base import check_scalar
 from .._params import Param, params_table
 from ..threads import run_row_shares, run_shares, single_blas_thread
 from ._base import (DTYPE, N_FEATURES, RANDOM_STATE, SIGMA, FeatureMap, RowMaxima, check_centres,
-                    dot_into, predict_chunk_size, row_norms)
+                    dot_into, predict_chunk_size, read_only, row_norms)
 from ._kernels import _gaussian_gram, _stump_gram
 from ._kitchen import relu_inplace, sample_gaussian, sample_stumps, sign_inplace, stump_sign_into
 from ._montecarlo import (N_DRAWS, SAMPLING, SAMPLINGS, Integrator, MonteCarloDraws, check_state,
@@ -229,6 +229,7 @@ def _stump_rows(X, idx, shift, c, k, out, a, b):
 def _stump_features(X, idx, shift, c, k, out):
     """_stump_rows over every row of X, on threads (a row's result does not depend on its
     share)."""
+    X = read_only(X)
     run_row_shares(lambda a, b: _stump_rows(X, idx, shift, c, k, out, a, b), X.shape[0],
                    idx.shape[0])
 

@@ -27,6 +27,7 @@ import numpy as np
 from numba import njit
 
 from ..threads import run_row_shares
+from ._base import read_only
 
 __all__ = ["PHI", "phi_inplace", "dot_base_rows", "rows_times", "stump_prefix_rows",
            "pad_rows"]
@@ -201,6 +202,7 @@ def dot_base_rows(X, DT, code, MT, linT, const, out):
     on the task it is in).
     """
     n, S = DT.shape
+    X = read_only(X)
     run_row_shares(lambda a, b: _dot_base_tasks(X, DT, code, MT, linT, const, out, a, b),
                    _tasks(X.shape[0]), _ROWS_PER_TASK * S * (n + MT.shape[0] + 1))
 
@@ -253,6 +255,7 @@ def stump_prefix_rows(X, column, thr, start, centres, cstart, pref, pstart, out)
     Each output element adds its groups in group order, so a row's features depend on the row
     only (and the rows are shared among threads).
     """
+    X = read_only(X)
     run_row_shares(lambda a, b: _stump_prefix_rows(X, column, thr, start, centres, cstart,
                                                    pref, pstart, out, a, b),
                    X.shape[0], out.shape[1] + 2 * column.shape[0])

@@ -30,7 +30,7 @@ from .._base import check_array, check_feature_names, check_is_fitted
 from .._params import Param, params_table, validate_params
 from ..threads import run_row_shares
 from ._bandwidth import knn_sigma
-from ._base import SIGMA, FeatureMap, row_norms
+from ._base import SIGMA, FeatureMap, read_only, row_norms
 
 __all__ = ["TaylorMultiKernelFeatures", "taylor_gaussian_kernel", "knn_sigma",
            "dictionary_size", "auto_gauss_order"]
@@ -63,6 +63,7 @@ def _monomial_rows(X, env, vars_, kern, scale, cols, out, a, b):
 
 def _monomial_columns(X, env, vars_, kern, scale, cols, out):
     """_monomial_rows over every row of X, the rows shared among threads (rwtool.threads)."""
+    X = read_only(X)
     run_row_shares(lambda a, b: _monomial_rows(X, env, vars_, kern, scale, cols, out, a, b),
                    X.shape[0], cols.shape[0] * max(1, vars_.shape[1]))
 

@@ -140,3 +140,25 @@ def test_every_share_count_gives_the_same_bits_and_the_oracle(case, X, shares):
         got = [shares(lambda: compute(X), n) for n in (1, 2, 3)]
         assert np.array_equal(got[0], got[1]) and np.array_equal(got[0], got[2])
         assert np.all(np.abs(got[0] - want) <= tol), case
+
+
+def test_a_read_only_input_compiles_no_other_signature(X):
+    """The kernels that only read X are given a read-only view of it (numba types read-only
+    arrays apart): a read-only input, as scikit-learn's memory-map checks pass, gives the same
+    features without another compilation."""
+    from rwtool.features import _kitchen, _rkhs, _rowwise, _taylor
+    maps = [RWStumps(n_features=9, random_state=0), KitchenStumps(n_features=9, random_state=0),
+            TaylorMultiKernelFeatures(gauss_order=2),
+            MonteCarloRKHS(n_features=9, random_state=0, base="relu"),
+            MonteCarloRKHS(n_features=9, random_state=0, distribution="stumps",
+                           kernel="indicator-gaussian", base="stump")]
+    kernels = (_rkhs._stump_rows, _kitchen._stump_sign_rows, _taylor._monomial_rows,
+               _rowwise._dot_base_tasks, _rowwise._stump_prefix_rows)
+    frozen = X.copy()
+    frozen.flags.writeable = False
+    for f in maps:
+        f.fit(X)
+        want = f.transform(X)
+        before = [len(k.signatures) for k in kernels]
+        assert np.array_equal(f.transform(frozen), want)
+        assert [len(k.signatures) for k in kernels] == before, type(f).__name__
