@@ -86,7 +86,10 @@ class _Reader:
 
     def read(self, shape, dtype) -> np.ndarray:
         """The next array of this ``shape`` and ``dtype``, in a fresh array."""
-        a = np.empty(shape, dtype)
+        return self.fill(np.empty(shape, dtype))
+
+    def fill(self, a: np.ndarray) -> np.ndarray:
+        """Read the next ``a.nbytes`` bytes into ``a`` (C-contiguous: e.g. a row of a matrix)."""
         view = memoryview(a).cast("B") if a.nbytes else None
         got = 0
         while got < a.nbytes:

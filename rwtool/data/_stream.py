@@ -405,7 +405,12 @@ class _Kept:
     def _write(self, lines, tb) -> "_OnDisk":
         sp = self.spill
         sp.write(lines)
-        sp.write(tb.values)
+        # a column of categories with no number in the block has a row of NaN: not written,
+        # read back as unwritten (the table gives it NaN, as a second read's typing does)
+        blank = tuple(sorted(set(tb.unwritten) | {kk for kk, c in tb.codes.items()
+                                                  if not (c == -1).any()}))
+        for k in _written(len(tb.values), blank):
+            sp.write(tb.values[k])
         codes = sorted(tb.codes.items())
         for _, c in codes:
             sp.write(c)
@@ -419,7 +424,7 @@ class _Kept:
             seen.append((kk, sn.marks, len(sn.error_rows), sn.error_rows.dtype, texts,
                          len(sn.error_texts), sn.no_values))
         return _OnDisk(len(lines), lines.dtype, tb.values.shape,
-                       [(kk, c.dtype) for kk, c in codes], tb.marks, seen, tb.unwritten)
+                       [(kk, c.dtype) for kk, c in codes], tb.marks, seen, blank)
 
     def _failed(self, exc, folder=None) -> None:
         folder = folder or os.path.dirname(self.spill.path)
@@ -474,7 +479,9 @@ class _Kept:
         with self.spill.reader() as r:
             for d in self.blocks:
                 lines = r.read(d.n, d.lines_dtype)
-                values = r.read(d.shape, np.float64)
+                values = np.empty(d.shape)
+                for k in _written(d.shape[0], d.unwritten):
+                    r.fill(values[k])
                 codes = {kk: r.read(d.n, dt) for kk, dt in d.codes}
                 seen = {}
                 for kk, marks, n_err, rdt, texts, n_txt, no_values in d.seen:
@@ -487,6 +494,12 @@ class _Kept:
         c = Column(self.names[j], j, _MAX_VOCAB, self.fast)
         c.vocab = self.vocab.get(j, [])        # pass one's texts, in the order interned
         return c
+
+
+def _written(k: int, unwritten: tuple):
+    """The rows of a typed block's ``k`` rows of values that are spilled: all but those of
+    columns ``unwritten`` (categories none of which is a number: NaN, never read)."""
+    return sorted(set(range(k)) - set(unwritten))
 
 
 def _spill_note(what: str) -> Note:
