@@ -96,12 +96,15 @@ class _TextPart:
                 self.excel_first = int(lines[seen.error_rows[0]])
             self.n_excel += len(seen.error_rows)
             self.excel_texts.update(seen.error_texts)
-        for key, m in ((0, None), (1, fit_mask)):
+        every = bool(fit_mask.all())      # every row has a target: one count for both sets
+        bc = None
+        for key, m in ((0, None), (1, None if every else fit_mask)):
             c = codes if m is None else codes[m]
-            t = c[c >= 0]
-            if not len(t):
+            if bc is None or not every:
+                # codes >= -2 (-1 a number, -2 missing): counted shifted, no gather of the texts
+                bc = np.bincount(c + 2, minlength=len(self.col.vocab) + 2)[2:]
+            if not bc.any():
                 continue
-            bc = np.bincount(t, minlength=len(self.col.vocab))
             if len(self.text[key]) < len(bc):
                 self.text[key] = np.concatenate(
                     [self.text[key], np.zeros(len(bc) - len(self.text[key]), np.int64)])
@@ -606,13 +609,14 @@ def scan_csv(path, target=None, *, features=None, ignore=None, categorical=None,
     written to a temporary file in ``spill_dir`` (None: ``tempfile.gettempdir()``, i.e.
     TMPDIR) as pass one types them, and read back from it; either way ``iter_csv(path, scan)``
     encodes them instead of reading and typing the file again (the same chunks), and pass one
-    never holds more than ``keep_bytes`` of them in memory. The spill takes what the blocks
-    take (about 1.3x the CSV's size for adults' mix of numbers and categories, 0.8x for
-    numbers printed with 10 digits); it is removed by :meth:`CsvScan.close`, when the scan is
-    collected, at the interpreter's exit, and at once when pass one fails or is interrupted.
-    With ``spill_dir=False``, or when the folder has less free space than twice the estimated
-    spill, or a write to it fails, nothing past the budget is kept: pass two reads the file
-    again (a note says so unless ``spill_dir=False``).
+    never holds more than ``keep_bytes`` of them in memory. The spill takes 8 bytes per row and
+    per number cell and 4 per text cell (about 0.8x the CSV's size for adults' mix of numbers
+    and categories, and for numbers printed with 10 digits); it is removed by
+    :meth:`CsvScan.close`, when the scan is collected, at the interpreter's exit, and at once
+    when pass one fails or is interrupted. With ``spill_dir=False``, or when the folder has
+    less free space than twice the blocks' estimated size in memory, or a write to it fails,
+    nothing past the budget is kept: pass two reads the file again (a note says so unless
+    ``spill_dir=False``).
     ``max_bytes`` defaults to None here (no size limit: the file is never held whole).
     ``names`` names the columns as in ``read_csv``.
     Raises the same located :class:`~rwtool.data.DataError` subclasses as ``read_csv``.
