@@ -37,11 +37,14 @@ _SKIP = {"it", "iteration", "done"}
 FOLD_STAGE = "cross-validation"
 
 
-def format_seconds(s: float) -> str:
+def format_seconds(s: float, coarse: bool = False) -> str:
+    """``s`` seconds for a person; ``coarse``: whole seconds from 10 s on (a running clock's
+    text then changes once a second, not at each of the panel's ticks: each change repaints
+    it)."""
     if not math.isfinite(s) or s < 0:
         return "–"
     if s < 60:
-        return f"{s:.1f} s"
+        return f"{s:.0f} s" if coarse and s >= 10 else f"{s:.1f} s"
     m, sec = divmod(int(round(s)), 60)
     if m < 60:
         return f"{m} min {sec:02d} s"
@@ -121,6 +124,9 @@ class TrainingPanel(QWidget):
         self.board = CurveBoard()
         self.curves = self.board
 
+        # opaque: a label or the bar repainted repaints the panel's background under it, not
+        # the window's, the splitter's and their containers' (five paints more at each tick)
+        self.setAutoFillBackground(True)
         lay = QVBoxLayout(self)
         lay.setContentsMargins(4, 4, 4, 0)
         lay.addLayout(bar)
@@ -299,13 +305,13 @@ class TrainingPanel(QWidget):
             return
         now = time.perf_counter()
         elapsed = now - self._t0
-        text = f"elapsed {format_seconds(elapsed)}"
+        text = f"elapsed {format_seconds(elapsed, coarse=True)}"
         if self._cancel_t0 is not None:
-            self.time_label.setText(f"{text} · cancelling for "
-                                    f"{format_seconds(now - self._cancel_t0)}")
-            return
-        f = self._fraction
-        if 0.02 < f < 1.0 and self._stage_t0 is not None:
-            left = (now - self._stage_t0) * (1.0 - f) / f
-            text += f" · about {format_seconds(left)} left in this stage"
-        self.time_label.setText(text)
+            text += f" · cancelling for {format_seconds(now - self._cancel_t0)}"
+        else:
+            f = self._fraction
+            if 0.02 < f < 1.0 and self._stage_t0 is not None:
+                left = (now - self._stage_t0) * (1.0 - f) / f
+                text += f" · about {format_seconds(left, coarse=True)} left in this stage"
+        if text != self.time_label.text():
+            self.time_label.setText(text)

@@ -209,10 +209,11 @@ def test_result_plots_draw_two_levels_of_ticks(qtbot):
             assert len(levels) == TICK_LEVELS == 2
 
 
-def test_a_new_phase_text_lays_nothing_out(qtbot):
+def test_a_new_phase_text_lays_nothing_out_and_paints_the_panel_alone(qtbot):
     """The phase line changes at every tick of the panel's clock during a run: a longer text
     repaints it and posts no layout request to the panel (whose layout, laid out again, asked
-    its parents up to the window's splitter to lay out theirs)."""
+    its parents up to the window's splitter to lay out theirs), and the panel's background is
+    its own (the texts' repaints did not repaint the window's containers under them)."""
     from PySide6.QtCore import QEvent, QObject
     from PySide6.QtWidgets import QVBoxLayout, QWidget
 
@@ -227,7 +228,7 @@ def test_a_new_phase_text_lays_nothing_out(qtbot):
     qtbot.waitExposed(host)
     panel.started("a run")
     qtbot.wait(50)
-    requests, painted = [], []
+    requests, painted, host_painted = [], [], []
 
     class Spy(QObject):
         def eventFilter(self, obj, ev):
@@ -235,6 +236,8 @@ def test_a_new_phase_text_lays_nothing_out(qtbot):
                 requests.append(obj)
             elif ev.type() == QEvent.Paint and obj is panel.stage_label:
                 painted.append(True)
+            elif ev.type() == QEvent.Paint and obj is host:
+                host_painted.append(True)
             return False
     spy = Spy()
     for w in (host, panel):
@@ -248,7 +251,7 @@ def test_a_new_phase_text_lays_nothing_out(qtbot):
         qtbot.wait(20)
     assert panel.stage_label.text() == panel.phase_text
     assert panel.phase_text.startswith("sgd" + " and more" * 5)
-    assert painted and requests == []
+    assert painted and requests == [] and host_painted == []
     panel.stopped("done")
 
 
