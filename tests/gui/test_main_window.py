@@ -594,11 +594,13 @@ def test_curve_board_restarts_a_shown_plot_in_its_own_tick(qtbot):
     board.append("norm", "iteration", 0, 3.0)
     assert board.plots()["norm"] is plot and plot.isHidden()
     board._redraw_next()           # a hidden board too: the title is laid out in the tick
-    assert plot.plot_title.startswith("‖α‖") and not plot._curves and not plot.isHidden()
+    assert plot.plot_title.startswith("‖α‖") and not plot._curves
+    board._redraw_next()           # the curve; then the first paint prepared, and shown
+    qtbot.waitUntil(lambda: not plot.isHidden(), timeout=2000)
 
 
 def test_curve_board_shows_a_plot_in_its_tick_without_moving_the_others(qtbot):
-    """A run's plots come on screen one per redraw tick, each in a cell kept for it: no
+    """A run's plots come on screen one at a time, each in a cell kept for it: no
     plot on screen is moved or resized when another appears (the grid laid out again resized
     and repainted every plot in one turn); the cells of the plots the run did not use go when
     it has ended and the board is off screen."""
@@ -617,15 +619,18 @@ def test_curve_board_shows_a_plot_in_its_tick_without_moving_the_others(qtbot):
     board.append("norm", "iteration", 0, 5.0)
     loss, norm = board.plots()["loss"], board.plots()["norm"]
     assert loss.isHidden() and norm.isHidden()          # not in the progress handler
-    board._redraw_next()
+    board._redraw_next()           # loss's title and axes
+    board._redraw_next()           # norm's
+    board._redraw_next()           # loss's curve: its first paint prepared, then shown
+    qtbot.waitUntil(lambda: not loss.isHidden(), timeout=2000)
     qtbot.wait(50)                 # the layout settles
-    assert not loss.isHidden() and norm.isHidden()
+    assert norm.isHidden()
     geometry = loss.geometry()
     assert geometry.width() < 400 and geometry.height() < 400     # one cell of the 2 x 2 grid
     board._redraw_next()
-    board._redraw_next()
+    qtbot.waitUntil(lambda: not norm.isHidden(), timeout=2000)
     qtbot.wait(50)
-    assert not norm.isHidden() and loss.geometry() == geometry
+    assert loss.geometry() == geometry
     board.finish()
     qtbot.wait(50)
     assert loss.geometry() == geometry                   # on screen: the cells stay
