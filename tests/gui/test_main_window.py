@@ -599,19 +599,25 @@ def test_curve_board_restarts_a_shown_plot_in_its_own_tick(qtbot):
     qtbot.waitUntil(lambda: not plot.isHidden(), timeout=2000)
 
 
+def prepared_board(qtbot, n: int, width: int, height: int):
+    """A CurveBoard on screen with ``n`` plots created ahead and cleared for a run."""
+    from gui.widgets.curve_board import CurveBoard
+    board = CurveBoard()
+    qtbot.addWidget(board)
+    board.resize(width, height)
+    board.show()
+    board.prepare(n)
+    qtbot.waitUntil(lambda: len(board._pool) == n, timeout=2000)
+    board.clear()
+    return board
+
+
 def test_curve_board_shows_a_plot_in_its_tick_without_moving_the_others(qtbot):
     """A run's plots come on screen one at a time, each in a cell kept for it: no
     plot on screen is moved or resized when another appears (the grid laid out again resized
     and repainted every plot in one turn); the cells of the plots the run did not use go when
     it has ended and the board is off screen."""
-    from gui.widgets.curve_board import CurveBoard
-    board = CurveBoard()
-    qtbot.addWidget(board)
-    board.resize(600, 600)
-    board.show()
-    board.prepare(4)
-    qtbot.waitUntil(lambda: len(board._pool) == 4, timeout=2000)
-    board.clear()
+    board = prepared_board(qtbot, 4, 600, 600)
     board._redraws.stop()          # the ticks are driven by hand below
     while any(p.dirty for p in board._pool):
         board._redraw_next()

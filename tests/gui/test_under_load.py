@@ -362,16 +362,10 @@ def test_a_live_plot_comes_on_screen_with_its_first_paint_prepared(qtbot):
     the title and the plot's layout, it was one turn of 5-13 ms under load)."""
     from PySide6.QtCore import QEvent, QObject
 
-    from gui.widgets.curve_board import CurveBoard
     from gui.widgets.prepaint import unprepared_axes
+    from tests.gui.test_main_window import prepared_board
     create_app()
-    board = CurveBoard()
-    qtbot.addWidget(board)
-    board.resize(600, 500)
-    board.show()
-    board.prepare(2)
-    qtbot.waitUntil(lambda: len(board._pool) == 2, timeout=2000)
-    board.clear()
+    board = prepared_board(qtbot, 2, 600, 500)
     qtbot.waitUntil(lambda: not board._redraws.isActive(), timeout=5000)
     first_paint = {}
 
