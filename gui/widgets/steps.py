@@ -6,7 +6,8 @@ few milliseconds, then makes it wait behind the other sessions' tasks: 10-30 ms 
 thread's work in one go (the end of a run: the bar, the run's row, its metrics, its plots)
 became a pause of 80-190 ms of the window (bench_gui_load --load 4), and the same work queued
 back to back (QTimer.singleShot(0)) kept the thread running just the same. Steps of a few
-milliseconds, :data:`STEP_MS` apart, are served as they come. A step that is a generator
+milliseconds, :data:`STEP_MS` apart (from the end of one to the start of the next), are
+served as they come. A step that is a generator
 function runs up to its next ``yield`` a step (one costly change of a plot each: its title, a
 curve with its legend entry), before the steps queued after it.
 
@@ -65,6 +66,12 @@ class Steps(QObject):
             self._run_one()
         if not self._queue:
             self._timer.stop()
+        else:
+            # the next step STEP_MS after this one's end, not its start: on a loaded machine
+            # a step that waited for a core found the next one due already, and the steps ran
+            # back to back without a sleep, one turn of the thread (bench_gui_load
+            # --record-turns: 4-6 steps in one turn of 10-19 ms)
+            self._timer.start()
 
     def _run_one(self) -> None:
         fn, args = self._queue.popleft()

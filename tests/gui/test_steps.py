@@ -39,6 +39,23 @@ def test_steps_run_in_order_one_per_tick_and_flush(qtbot):
     assert seen == [0, 1, 2, 3] and not steps.busy
 
 
+def test_the_next_step_is_timed_from_the_end_of_the_last(qtbot):
+    """The step timer starts again when a step ends with steps still queued, so that the
+    thread sleeps STEP_MS between two steps even when a step waited for a core (a repeating
+    timer found the next step due already, and the steps ran back to back in one turn)."""
+    from gui.app import create_app
+    create_app()
+    steps = Steps(interval=1)
+    seen, starts = [], []
+    real = steps._timer.start
+    steps._timer.start = lambda *a: (starts.append(len(seen)), real(*a))
+    for i in range(3):
+        steps.add(seen.append, i)
+    qtbot.waitUntil(lambda: not steps.busy, timeout=TIMEOUT)
+    # the first add starts the timer, then each step that leaves steps queued starts it again
+    assert seen == [0, 1, 2] and starts == [0, 1, 2]
+
+
 def test_a_generator_step_runs_to_each_yield_in_a_tick_of_its_own(qtbot):
     """A step that is a generator function (a plot drawn one costly change at a time) runs
     up to its next yield in each tick, before the steps queued after it; flush and clear
