@@ -479,6 +479,8 @@ class _Kept:
         if self.spill is None:
             yield from self.blocks
             return
+        # fresh arrays, not one reused buffer: a chunk's encoded rows refer to its table's
+        # number matrix (not copied), and the caller may still hold the chunk
         with self.spill.reader() as r:
             for d in self.blocks:
                 lines = r.read(d.n, d.lines_dtype)
