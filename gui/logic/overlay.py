@@ -18,7 +18,7 @@ import numpy as np
 
 __all__ = ["LENGTH_RATIO", "overlay_x", "run_range"]
 
-#: runs whose x spans differ by more than this factor are compared by their fraction of progress
+#: runs whose lengths (last x) differ by more than this factor are compared by their progress
 LENGTH_RATIO = 10.0
 
 
