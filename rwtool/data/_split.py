@@ -17,6 +17,12 @@ exponent) nor a missing-value token as written, a line with another field count,
 blank line: the block is refused (None) and pyarrow.csv splits it as before, which also
 demotes a column that holds text and leaves structural problems to the record scan.
 
+The pass reads words: each 64-byte chunk's delimiters and line breaks are found as a bit mask
+(64 KiB of the block at a time, in a loop that vectorises), a cell's end is the mask's next set
+bit, a text cell is hashed and compared with its dictionary entry 8 bytes at a time, a number
+of 1-8 digits (and each run of 8 digits) is read as one word. The words are read
+little-endian: on a big-endian machine every block goes to pyarrow.csv.
+
 This module must not read files, decide a column's type from its cells, or type text cells:
 it only splits and parses what the plan says are numbers.
 """
