@@ -37,7 +37,8 @@ PHI = ("sign", "relu", "tanh", "sigmoid")
 #: rows of one tile, columns of one tile (the 16 sums of ``_tile_dots``)
 _R = 4
 _C = 4
-#: rows per task (a unit of the threads' shares): its block of phi values (32 x S float32) stays in the L2 cache
+#: rows per task (the unit the threads share): its block of phi values (32 x S float32) stays
+#: in the L2 cache
 _ROWS_PER_TASK = 32
 #: columns (centres) per cache tile: 64 rows of the S-long right factor, 512 KB at S = 2000
 _COLS_PER_TILE = 64

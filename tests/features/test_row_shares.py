@@ -17,7 +17,6 @@ import math
 import numba
 import numpy as np
 import pytest
-from numba import njit
 from scipy.special import erf, expit
 
 import rwtool.threads
