@@ -57,7 +57,7 @@ def normal_equations(feature_map, X: np.ndarray, Y: np.ndarray, block_size: int 
         targets by w), so Phi^T W Phi stays one symmetric rank-k update.
     capture : ``(rows, into)`` or None: the first ``into.shape[1]`` columns of the
         unweighted features of X's rows ``rows`` (increasing) are copied to ``into``'s rows
-        in that order, one take a block, as the blocks pass -- rows featurised once for the
+        in that order, one gather a block, as the blocks pass -- rows featurised once for the
         sums and for a second use (the validation sample of reg="auto",
         rwtool.solvers._sufficient).
     bounds : increasing row offsets ``0 = b_0 <= ... <= b_F = m``, or None: rows
@@ -111,9 +111,9 @@ def normal_equations(feature_map, X: np.ndarray, Y: np.ndarray, block_size: int 
             if capture is not None:
                 rows, into = capture
                 lo, hi = np.searchsorted(rows, (start, stop))
-                # mode "clip": no buffer for ``out`` (the rows are in the block)
-                np.take(Phi[:, :into.shape[1]], rows[lo:hi] - start, axis=0,
-                        out=into[lo:hi], mode="clip")
+                # an index of rows and a slice of columns: numpy gathers the columns alone
+                # (np.take would first copy the block's leading columns whole: 1.7x the time)
+                into[lo:hi] = Phi[rows[lo:hi] - start, :into.shape[1]]
             if weights is not None:
                 root = np.sqrt(weights[start:stop]).astype(Phi.dtype)[:, None]
                 Phi = Phi * root

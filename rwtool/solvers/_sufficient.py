@@ -423,7 +423,7 @@ class SufficientStats:
             candidates = self.sample.candidates(keys, weights)
             if self.sample.features:
                 # in the order the pass meets them (rows sorted by fold): their features are
-                # copied by one take a block, and each fold's are one slice for the search
+                # copied by one gather a block, and each fold's are one slice for the search
                 candidates = candidates[np.lexsort((candidates, folds[candidates]))]
             features = None if not self.sample.features else np.empty(
                 (len(candidates), self.sample.features), dtype=feature_map.feature_dtype_)
