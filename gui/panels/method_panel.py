@@ -10,6 +10,11 @@ as the user edits, by the estimators' own rules (``width_rule``, ``step_rule``, 
 what the form shows is what the fit uses. Those rules, and which field matters for which choice,
 are gui.logic.method_rules; this module draws the form.
 
+Each estimator class gets its form (a page) once, built a few fields a step (gui.widgets.steps)
+after the window starts or at once when chosen first, and kept: choosing a method shows its page
+and hides the previous one, so the values typed for a method stay on its page when the user
+switches away and back (docs/GUI.md).
+
 This widget builds estimators; it must not fit them.
 """
 
@@ -101,9 +106,56 @@ class _Field:
             self.error = None
         except ValueError as exc:
             self.error = str(exc)
-        if isinstance(self.widget, QLineEdit):
-            self.widget.setStyleSheet(_ERROR_STYLE if self.error else "")
+        style = _ERROR_STYLE if self.error else ""
+        # restyling polishes the editor again even when nothing changed: only on a change
+        if isinstance(self.widget, QLineEdit) and self.widget.styleSheet() != style:
+            self.widget.setStyleSheet(style)
         return self.error
+
+
+#: fields of a form built in one step of the background building
+_FIELDS_A_STEP = 4
+
+
+class _Page:
+    """The form of one estimator class: its editors, labels and rules, kept while the panel
+    lives."""
+
+    def __init__(self, fam, cls):
+        self.family = fam
+        self.cls = cls
+        self.specs = custom_instantiation.with_fields(param_specs(cls))
+        if fam.primary:
+            self.specs.sort(key=lambda s: s.name != fam.primary)
+        self.relevance = relevance_rules(self.specs)
+        self.fields: dict[str, _Field] = {}
+        self.labels: dict[str, QLabel] = {}
+        self.main = QWidget()
+        self.form = QFormLayout(self.main)
+        self.form.setFieldGrowthPolicy(QFormLayout.AllNonFixedFieldsGrow)
+        self.advanced = QWidget()
+        self.advanced_form = QFormLayout(self.advanced)
+        self.advanced_form.setFieldGrowthPolicy(QFormLayout.AllNonFixedFieldsGrow)
+        self.builds = 0          # editors created on this page (tests: once each)
+
+    @property
+    def complete(self) -> bool:
+        return len(self.fields) == len(self.specs)
+
+    def build(self, on_change):
+        """Create the editors not created yet, yielding every few (a generator)."""
+        for spec in self.specs:
+            if spec.name in self.fields:
+                continue
+            field = _Field(spec, on_change)
+            label = QLabel(spec.name)
+            label.setToolTip(spec.tooltip)
+            self.fields[spec.name] = field
+            self.labels[spec.name] = label
+            self.builds += 1
+            (self.advanced_form if spec.advanced else self.form).addRow(label, field.row)
+            if len(self.fields) % _FIELDS_A_STEP == 0 and not self.complete:
+                yield
 
 
 class MethodPanel(QWidget):
@@ -118,7 +170,7 @@ class MethodPanel(QWidget):
         self.X: np.ndarray | None = None
         self._stats: DataStats | None = None
         self._stats_steps = Steps(self)
-        self._fields: dict[str, _Field] = {}
+        self._fields: dict[str, _Field] = {}     # the shown page's
         self._labels: dict[str, QLabel] = {}
         self._memory: dict[str, dict] = {}     # per family: values the user typed
         self._relevance: dict = {}
@@ -135,9 +187,11 @@ class MethodPanel(QWidget):
         self.paper_label.setObjectName("paperLabel")
         self.paper_label.setWordWrap(True)
 
+        # the pages' forms stacked in two hosts, only the chosen page's shown: a hidden widget
+        # takes no room in a layout, so the scroll area is as tall as the form on screen
         self.form_host = QWidget()
-        self.form = QFormLayout(self.form_host)
-        self.form.setFieldGrowthPolicy(QFormLayout.AllNonFixedFieldsGrow)
+        self._form_stack = QVBoxLayout(self.form_host)
+        self._form_stack.setContentsMargins(0, 0, 0, 0)
         self.advanced_toggle = QToolButton()
         self.advanced_toggle.setText("Advanced parameters")
         self.advanced_toggle.setCheckable(True)
@@ -145,9 +199,12 @@ class MethodPanel(QWidget):
         self.advanced_toggle.setArrowType(Qt.RightArrow)
         self.advanced_toggle.setStyleSheet("QToolButton { border: none; font-weight: bold; }")
         self.advanced_host = QWidget()
-        self.advanced_form = QFormLayout(self.advanced_host)
-        self.advanced_form.setFieldGrowthPolicy(QFormLayout.AllNonFixedFieldsGrow)
+        self._advanced_stack = QVBoxLayout(self.advanced_host)
+        self._advanced_stack.setContentsMargins(0, 0, 0, 0)
         self.advanced_host.setVisible(False)
+        self._pages: dict[type, _Page] = {}
+        self._page: _Page | None = None
+        self._page_steps = Steps(self)
 
         self.derived_box = QGroupBox("Derived quantities")
         self.derived_form = QFormLayout(self.derived_box)
@@ -180,6 +237,7 @@ class MethodPanel(QWidget):
         self.method_combo.currentIndexChanged.connect(self._method_changed)
         self.advanced_toggle.toggled.connect(self._toggle_advanced)
         self._rebuild()
+        self._build_pages_later()
 
     # -- structure ----------------------------------------------------------------------------
     def _method_changed(self) -> None:
@@ -219,6 +277,7 @@ class MethodPanel(QWidget):
             self.method_combo.setCurrentIndex(first)   # triggers _rebuild
         else:
             self._rebuild()
+        self._build_pages_later()
 
     def set_data(self, X: np.ndarray | None) -> None:
         self.X = X
@@ -241,14 +300,15 @@ class MethodPanel(QWidget):
         return self._stats_steps.busy
 
     def _remember(self) -> None:
-        """Keep the values the user changed from the defaults, per family."""
+        """Keep the values the user changed from those the form starts at, per family (the
+        same family's page of the other task starts from them)."""
         if self._shown_family is None or not self._fields:
             return
         mem = self._memory.setdefault(self._shown_family, {})
         for name, f in self._fields.items():
             if f.check() is None:
                 v = f.value()
-                if v != f.spec.default:
+                if v != f.spec.initial:
                     mem[name] = v
                 else:
                     mem.pop(name, None)
@@ -257,39 +317,66 @@ class MethodPanel(QWidget):
         while form.rowCount():
             form.removeRow(0)
 
+    def _page_for(self, fam, cls) -> _Page:
+        page = self._pages.get(cls)
+        if page is None:
+            page = self._pages[cls] = _Page(fam, cls)
+            page.main.setVisible(False)
+            page.advanced.setVisible(False)
+            self._form_stack.addWidget(page.main)
+            self._advanced_stack.addWidget(page.advanced)
+        return page
+
+    def _build_pages_later(self) -> None:
+        """Queue the forms of the task's other methods, a few fields a step, so that the
+        first choice of each only shows its page (building one at once was a turn of the GUI
+        thread of 7-25 ms)."""
+        for fam in self.families:
+            cls = fam.estimator_class(self.task)
+            if cls is not None and not self._page_for(fam, cls).complete:
+                # an editor is connected after its starting value is set: building emits
+                # nothing the form would take for an edit
+                self._page_steps.add(self._pages[cls].build, self._field_changed)
+
     def _rebuild(self) -> None:
+        """Show the chosen method's page (building what it lacks) with the values kept for
+        the method."""
         if self._building:
             return
         self._building = True
         try:
-            self._clear_form(self.form)
-            self._clear_form(self.advanced_form)
-            self._fields.clear()
-            self._labels.clear()
             fam = self.family()
             cls = self.estimator_class()
-            self._shown_family = None if fam is None else fam.key
-            if fam is None or cls is None:
+            page = None if fam is None or cls is None else self._page_for(fam, cls)
+            if page is not self._page:
+                if self._page is not None:
+                    self._page.main.setVisible(False)
+                    self._page.advanced.setVisible(False)
+                self._page = page
+            self._shown_family = None if page is None else fam.key
+            if page is None:
+                self._fields, self._labels, self._relevance = {}, {}, {}
                 self.paper_label.setText("No estimator for this task.")
                 return
+            for _ in page.build(self._field_changed):
+                pass
+            self._fields, self._labels, self._relevance = page.fields, page.labels, \
+                page.relevance
+            self._restore(self._memory.get(fam.key, {}))
             self.paper_label.setText(f"<i>{cls.__name__}</i> · {fam.paper}")
-            specs = custom_instantiation.with_fields(param_specs(cls))
-            if fam.primary:
-                specs.sort(key=lambda s: s.name != fam.primary)
-            self._relevance = relevance_rules(specs)
-            memory = self._memory.get(fam.key, {})
-            for spec in specs:
-                field = _Field(spec, self._field_changed)
-                if spec.name in memory:
-                    field.set_value(memory[spec.name])
-                self._fields[spec.name] = field
-                label = QLabel(spec.name)
-                label.setToolTip(spec.tooltip)
-                self._labels[spec.name] = label
-                (self.advanced_form if spec.advanced else self.form).addRow(label, field.row)
+            page.main.setVisible(True)
+            page.advanced.setVisible(True)
         finally:
             self._building = False
         self._field_changed()
+
+    def _restore(self, memory: dict) -> None:
+        """Give the page the values kept for its method: the page keeps its own, but the same
+        method's page of the other task may have changed them since. A field that does not
+        parse keeps the text the user typed."""
+        for name, field in self._fields.items():
+            if field.check() is None and field.value() != memory.get(name, field.spec.initial):
+                field.set_value(memory.get(name, field.spec.initial))
 
     def _field_changed(self, *args) -> None:
         if self._building or self._quiet:
