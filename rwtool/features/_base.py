@@ -91,7 +91,8 @@ def predict_block_size(n_cols: int, itemsize: int = 8) -> int:
 def read_only(X: np.ndarray) -> np.ndarray:
     """A read-only view of ``X`` for a kernel that only reads it. numba types a read-only array
     apart from a writable one, so a kernel given both (scikit-learn's checks pass read-only
-    memory maps) compiled twice; given this view always, it compiles once."""
+    memory maps, a loaded model's arrays are read-only) compiled twice; given this view
+    always, it compiles once."""
     view = X.view()
     view.flags.writeable = False
     return view

@@ -61,7 +61,7 @@ def relu_inplace(Z, scale):
 
 def stump_sign_into(X, idx, thr, scale, out):
     """out[i, t] <- scale * sign(X[i, idx[t]] - thr[t])."""
-    X = read_only(X)
+    X, idx, thr = (read_only(v) for v in (X, idx, thr))
     run_row_shares(lambda a, b: _stump_sign_rows(X, idx, thr, scale, out, a, b),
                    X.shape[0], idx.shape[0])
 

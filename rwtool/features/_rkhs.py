@@ -229,7 +229,7 @@ def _stump_rows(X, idx, shift, c, k, out, a, b):
 def _stump_features(X, idx, shift, c, k, out):
     """_stump_rows over every row of X, on threads (a row's result does not depend on its
     share)."""
-    X = read_only(X)
+    X, idx, shift, c = (read_only(v) for v in (X, idx, shift, c))   # also a loaded model's
     run_row_shares(lambda a, b: _stump_rows(X, idx, shift, c, k, out, a, b), X.shape[0],
                    idx.shape[0])
 

@@ -142,9 +142,10 @@ def test_every_share_count_gives_the_same_bits_and_the_oracle(case, X, shares):
 
 
 def test_a_read_only_input_compiles_no_other_signature(X):
-    """The kernels that only read X are given a read-only view of it (numba types read-only
-    arrays apart): a read-only input, as scikit-learn's memory-map checks pass, gives the same
-    features without another compilation."""
+    """The kernels that only read X (and the stumps' fitted arrays) are given read-only views
+    (numba types read-only arrays apart): a read-only input, as scikit-learn's memory-map
+    checks pass, and a loaded model's read-only arrays give the same features without
+    another compilation."""
     from rwtool.features import _kitchen, _rkhs, _rowwise, _taylor
     maps = [RWStumps(n_features=9, random_state=0), KitchenStumps(n_features=9, random_state=0),
             TaylorMultiKernelFeatures(gauss_order=2),
@@ -160,4 +161,8 @@ def test_a_read_only_input_compiles_no_other_signature(X):
         want = f.transform(X)
         before = [len(k.signatures) for k in kernels]
         assert np.array_equal(f.transform(frozen), want)
+        for name in ("idx_", "thr_", "_shift", "_c"):      # as a loaded model's arrays
+            if isinstance(getattr(f, name, None), np.ndarray):
+                getattr(f, name).flags.writeable = False
+        assert np.array_equal(f.transform(X), want)
         assert [len(k.signatures) for k in kernels] == before, type(f).__name__
