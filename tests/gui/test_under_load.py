@@ -22,6 +22,23 @@ from tests.gui.test_main_window import window  # noqa: E402,F401
 TIMEOUT = 60_000
 
 
+def _record_events(kinds, *widgets):
+    """``(seen, spy)``: each ``(object, event type)`` of ``kinds`` that reaches ``widgets`` is
+    appended to ``seen`` while ``spy``, the event filter, is alive."""
+    from PySide6.QtCore import QObject
+    seen = []
+
+    class Spy(QObject):
+        def eventFilter(self, obj, ev):
+            if ev.type() in kinds:
+                seen.append((obj, ev.type()))
+            return False
+    spy = Spy()
+    for w in widgets:
+        w.installEventFilter(spy)
+    return seen, spy
+
+
 @pytest.mark.slow
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="sessions: os.setsid")
 def test_the_fit_process_runs_niced_in_a_session_of_its_own(qtbot):
@@ -142,7 +159,7 @@ def test_the_bar_is_not_repainted_inside_the_clock_tick(qtbot):
     """QProgressBar.setValue repaints at once; the clock's tick holds that repaint, so that
     the bar is painted with the labels in the window's next paint (no Paint event inside the
     tick, one after it)."""
-    from PySide6.QtCore import QEvent, QObject
+    from PySide6.QtCore import QEvent
 
     from gui.panels.training_panel import TrainingPanel
     create_app()
@@ -150,15 +167,7 @@ def test_the_bar_is_not_repainted_inside_the_clock_tick(qtbot):
     qtbot.addWidget(panel)
     panel.show()
     qtbot.waitExposed(panel)
-    painted = []
-
-    class Spy(QObject):
-        def eventFilter(self, obj, ev):
-            if ev.type() == QEvent.Paint:
-                painted.append(True)
-            return False
-    spy = Spy()
-    panel.progress.installEventFilter(spy)
+    painted, spy = _record_events((QEvent.Paint,), panel.progress)
     panel.started("a run")
     qtbot.wait(50)
     painted.clear()
@@ -214,7 +223,7 @@ def test_a_new_phase_text_lays_nothing_out_and_paints_the_panel_alone(qtbot):
     repaints it and posts no layout request to the panel (whose layout, laid out again, asked
     its parents up to the window's splitter to lay out theirs), and the panel's background is
     its own (the texts' repaints did not repaint the window's containers under them)."""
-    from PySide6.QtCore import QEvent, QObject
+    from PySide6.QtCore import QEvent
     from PySide6.QtWidgets import QVBoxLayout, QWidget
 
     from gui.panels.training_panel import TrainingPanel
@@ -228,21 +237,8 @@ def test_a_new_phase_text_lays_nothing_out_and_paints_the_panel_alone(qtbot):
     qtbot.waitExposed(host)
     panel.started("a run")
     qtbot.wait(50)
-    requests, painted, host_painted = [], [], []
-
-    class Spy(QObject):
-        def eventFilter(self, obj, ev):
-            if ev.type() == QEvent.LayoutRequest:
-                requests.append(obj)
-            elif ev.type() == QEvent.Paint and obj is panel.stage_label:
-                painted.append(True)
-            elif ev.type() == QEvent.Paint and obj is host:
-                host_painted.append(True)
-            return False
-    spy = Spy()
-    for w in (host, panel):
-        w.installEventFilter(spy)
-    panel.stage_label.installEventFilter(spy)
+    seen, spy = _record_events((QEvent.LayoutRequest, QEvent.Paint), host, panel,
+                               panel.stage_label)
     for i in range(1, 6):
         # a longer phase line at each event
         panel.on_progress({"stage": "sgd" + " and more" * i, "done": i, "total": 10,
@@ -251,7 +247,9 @@ def test_a_new_phase_text_lays_nothing_out_and_paints_the_panel_alone(qtbot):
         qtbot.wait(20)
     assert panel.stage_label.text() == panel.phase_text
     assert panel.phase_text.startswith("sgd" + " and more" * 5)
-    assert painted and requests == [] and host_painted == []
+    requests = [o for o, kind in seen if kind == QEvent.LayoutRequest]
+    painted = [o for o, kind in seen if kind == QEvent.Paint]
+    assert panel.stage_label in painted and requests == [] and host not in painted
     panel.stopped("done")
 
 
@@ -324,7 +322,7 @@ def test_choosing_a_method_with_its_parameters_recomputes_the_form_once(qtbot):
 def test_cancelling_lays_nothing_out(qtbot):
     """Cancel changes the button's text to "Cancelling…" and back: the button keeps its size
     and no layout request reaches the panel."""
-    from PySide6.QtCore import QEvent, QObject
+    from PySide6.QtCore import QEvent
     from PySide6.QtWidgets import QVBoxLayout, QWidget
 
     from gui.panels.training_panel import TrainingPanel
@@ -338,16 +336,7 @@ def test_cancelling_lays_nothing_out(qtbot):
     panel.started("a run")
     qtbot.wait(50)
     size = panel.cancel_button.size()
-    requests = []
-
-    class Spy(QObject):
-        def eventFilter(self, obj, ev):
-            if ev.type() == QEvent.LayoutRequest:
-                requests.append(obj)
-            return False
-    spy = Spy()
-    for w in (host, panel):
-        w.installEventFilter(spy)
+    requests, spy = _record_events((QEvent.LayoutRequest,), host, panel)
     panel.mark_cancelling()
     qtbot.wait(30)
     assert panel.cancel_button.text() == "Cancelling…"
