@@ -491,9 +491,8 @@ class ResultsPanel(QTabWidget):
         # sample does not show), never added to the plot
         p.legend.addItem(pg.PlotDataItem(pen=pg.mkPen(PALETTE[1 if test else 0], width=2)),
                          "90% predictive interval")
-        p.plot_title += (f"; 90% intervals hold {100 * iv['coverage']:.1f}% of the "
-                         f"{iv['n']:,} {iv['set']} rows drawn")
-        p.getPlotItem().setTitle(p.plot_title, size="11pt")
+        p.set_title(p.plot_title + f"; 90% intervals hold {100 * iv['coverage']:.1f}% of "
+                                   f"the {iv['n']:,} {iv['set']} rows drawn")
 
     def _draw_curve(self, res):
         """One input: the rows and the model's prediction along that input."""

@@ -15,7 +15,7 @@ import math
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QRectF, Qt
-from PySide6.QtGui import QColor, QPainter
+from PySide6.QtGui import QColor, QFont, QFontMetrics, QPainter
 
 from ..logic.evaluate import MAX_SCATTER, drawn_rows
 
@@ -150,8 +150,8 @@ class ResultPlot(pg.PlotWidget):
                  legend_offset=(-10, 10)):
         super().__init__(parent=parent)
         self.setMinimumHeight(160)
-        self.plot_title = title
-        self.getPlotItem().setTitle(title, size="11pt")
+        self._shown_title = None
+        self.set_title(title)
         self.setLabel("bottom", xlabel)
         self.setLabel("left", ylabel)
         self.showGrid(x=self.GRID, y=self.GRID, alpha=0.25)
@@ -162,6 +162,46 @@ class ResultPlot(pg.PlotWidget):
             # result plot's first paint under X 15-29 ms -> 10-13 ms, a repaint 6-18 -> 4-5 ms
             self.getAxis(ax).setStyle(maxTickLevel=TICK_LEVELS - 1)
         self.legend = self.addLegend(offset=legend_offset) if self.LEGEND else None
+
+    def set_title(self, title: str) -> None:
+        """Show ``title`` above the plot, elided to the plot's width (the whole title in the
+        tooltip and in exports)."""
+        self.plot_title = title
+        self._shown_title = None
+        self._fit_title()
+
+    def _fit_title(self, width: int | None = None) -> None:
+        # pyqtgraph's title takes its text's width as its minimum width: a title wider than
+        # the widget made the plot wider than the widget, its right part (axis, last tick
+        # label) cut off; the text is plain, so it is elided rather than wrapped
+        title = self.plot_title or ""
+        font = QFont(self.font())
+        font.setPointSizeF(11)
+        item = self.getPlotItem()
+        if item is None:                # (closing)
+            return
+        width = self.width() if width is None else width
+        room = max(width - 60, 60)
+        for _ in range(3):
+            shown = QFontMetrics(font).elidedText(title, Qt.ElideRight, room)
+            if shown == self._shown_title:
+                return
+            self._shown_title = shown
+            item.setTitle(shown, size="11pt")
+            self.setToolTip(title if shown != title else "")
+            # the title sits over the view's column, beside the left axis, and its rich text
+            # has margins of its own: what the plot then needs beyond the width comes off the
+            # room once more
+            over = item.effectiveSizeHint(Qt.MinimumSize).width() - width
+            if over <= 0 or room <= 60:
+                return
+            room = max(int(room - over - 2), 60)
+
+    def resizeEvent(self, ev) -> None:
+        # the title first: the view then lays the plot out at the new width with it
+        if getattr(self, "plot_title", None):      # (PlotWidget's own init resizes first)
+            self._fit_title(ev.size().width())
+        super().resizeEvent(ev)
 
     def reset(self, title: str | None = None, xlabel: str | None = None,
               ylabel: str | None = None) -> None:
@@ -175,8 +215,7 @@ class ResultPlot(pg.PlotWidget):
         # thread under X each): only what changed is set
         if title is not None and (title != self.plot_title
                                   or not self.getPlotItem().titleLabel.isVisible()):
-            self.plot_title = title
-            self.getPlotItem().setTitle(title, size="11pt")
+            self.set_title(title)
         for side, text in (("bottom", xlabel), ("left", ylabel)):
             axis = self.getAxis(side)
             if text is not None and (text != axis.labelText or not axis.label.isVisible()):

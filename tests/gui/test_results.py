@@ -397,3 +397,27 @@ def test_metrics_table_meanings_and_the_reg_the_fit_used(qtbot, tmp_path):
     fixed = RWClassifier(n_features=20, reg=0.01, random_state=0).fit(X, y)
     run = Run(3, "rw", "t", "RWClassifier", fixed.get_params(), result={"estimator": fixed})
     assert "reg=0.01" in run.key_params() and "auto" not in run.key_params()
+
+
+def test_a_long_title_is_elided_and_the_plot_keeps_its_width(qtbot):
+    """pyqtgraph's title takes its text's width as its minimum: the live plot "validation
+    error (sample of ≤ 2000 held-out rows)" in a 355-pixel cell of a 1400 x 900 window was
+    laid out wider than its widget, its right axis end and last tick label cut off. The title
+    is elided to the plot's width (the whole of it in the tooltip) and the plot fits."""
+    from gui.widgets.plots import LivePlot, ResultPlot
+    long = "validation error (sample of ≤ 2000 held-out rows), a title longer than its plot"
+    for cls in (ResultPlot, LivePlot):
+        p = cls(long, "iterations", "")
+        qtbot.addWidget(p)
+        p.resize(300, 240)
+        p.show()
+        qtbot.waitExposed(p)
+        qtbot.wait(20)
+        item = p.getPlotItem()
+        assert item.geometry().width() <= p.viewport().width() + 1
+        shown = item.titleLabel.text
+        assert shown.endswith("…") and long.startswith(shown[:-1]) and p.toolTip() == long
+        assert p.plot_title == long
+        p.resize(1200, 240)
+        qtbot.wait(20)
+        assert item.titleLabel.text == long and p.toolTip() == ""
