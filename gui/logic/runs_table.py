@@ -52,9 +52,11 @@ class Run:
     def key_params(self) -> str:
         keys = ("instantiation", "base", "selector", "penalty", "variant", "solver",
                 "n_features", "n_particles", "reg", "sigma")
-        parts = [f"{k}={self._reg_text() if k == 'reg' else format_param(self.params[k])}"
-                 for k in keys if k in self.params]
-        return ", ".join(parts)
+        return ", ".join(f"{k}={self.param_text(k)}" for k in keys if k in self.params)
+
+    def param_text(self, key: str) -> str:
+        """The parameter ``key`` as the run's labels show it (reg as the fit used it)."""
+        return self._reg_text() if key == "reg" else format_param(self.params[key])
 
     def _reg_text(self) -> str:
         """reg as the fit used it: "auto (1e-07)" when cross-validation chose it, the value
@@ -104,8 +106,7 @@ def run_labels(runs) -> dict[int, str]:
     out = {}
     for r in runs:
         parts = [format_param(r.params[k]) for k in VARIANT_KEYS if k in r.params]
-        parts += [f"{k}={format_param(r.params[k])}" for k in diff if k in r.params][
-            :MAX_DIFFERING]
+        parts += [f"{k}={r.param_text(k)}" for k in diff if k in r.params][:MAX_DIFFERING]
         if len(evals) > 1:
             parts.append(r.data.get("evaluation", "holdout"))
         if len(files) > 1 and r.data.get("path"):

@@ -397,6 +397,11 @@ def test_metrics_table_meanings_and_the_reg_the_fit_used(qtbot, tmp_path):
     fixed = RWClassifier(n_features=20, reg=0.01, random_state=0).fit(X, y)
     run = Run(3, "rw", "t", "RWClassifier", fixed.get_params(), result={"estimator": fixed})
     assert "reg=0.01" in run.key_params() and "auto" not in run.key_params()
+    # the labels that tell runs apart say it the same way
+    from gui.logic.runs_table import run_labels
+    auto = Run(4, "rw", "RKHS weighting", "RWClassifier", est.get_params(), result=res)
+    labels = run_labels([auto, run])
+    assert f"reg=auto ({est.reg_:g})" in labels[4] and "reg=0.01" in labels[3]
 
 
 def test_a_long_title_is_elided_and_the_plot_keeps_its_width(qtbot):
