@@ -24,6 +24,9 @@ a cold cache for the same speed (the cold start of a fresh install, docs/TESTING
 dsyrk and dpotrf called in place) under whichever prefix and suffix the build gave the names,
 with the integer width the build uses: the libraries that hold the thread counts hold these.
 
+:func:`read_only` gives the kernels' inputs one array type (numba compiles a kernel again for
+a read-only array), for the feature maps and the CSV reader alike.
+
 This module must not import anything of rwtool: it sits at the bottom with resources.
 """
 
@@ -38,7 +41,7 @@ from contextlib import contextmanager, nullcontext
 
 __all__ = ["SMALL_SOLVE_MAX", "blas_thread_counts", "single_blas_thread", "on_one_blas_thread",
            "blas_threads_for", "openblas_paths", "numpy_openblas_paths", "blas_function",
-           "numpy_blas", "run_shares", "run_row_shares", "PAIRS_PER_THREAD"]
+           "numpy_blas", "run_shares", "run_row_shares", "PAIRS_PER_THREAD", "read_only"]
 
 #: the order n of a dense n x n solve (or matrix-vector loop) up to which it runs on one BLAS
 #: thread (docs/BENCHMARKS.md, benchmarks/speed/bench_small_solves.py): on the loaded 2-core
@@ -248,3 +251,13 @@ def run_row_shares(rows, m: int, width: int) -> None:
     import numba                 # imported on use: this module sits below rwtool's kernels
     workers = max(1, min(numba.get_num_threads(), m * max(1, width) // PAIRS_PER_THREAD))
     run_shares(lambda p: rows(p * m // workers, (p + 1) * m // workers), workers)
+
+
+def read_only(X):
+    """A read-only view of ``X`` for a kernel that only reads it. numba types a read-only array
+    apart from a writable one, so a kernel given both (scikit-learn's checks pass read-only
+    memory maps, a loaded model's arrays are read-only, pyarrow's buffers are) compiled twice;
+    given this view always, it compiles once."""
+    view = X.view()
+    view.flags.writeable = False
+    return view

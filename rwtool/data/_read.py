@@ -46,6 +46,7 @@ import numpy as np
 from numba import njit
 
 from ..exceptions import Note
+from ..threads import read_only
 from ._charset import encoding_name, guess_legacy
 from ._dialect import _DOT_GROUPS, NA_VALUES, Dialect, Source, open_source
 from ._scan import (BLANK, NEWLINE_IN_QUOTES, TRAILING_EMPTY, compact_records, scan_records,
@@ -323,11 +324,8 @@ def in_order(rows, n: int) -> bool:
 
 
 def _read_only(a: np.ndarray, dtype) -> np.ndarray:
-    """A read-only contiguous view of ``a`` as ``dtype`` (a copy only when it is not one):
-    numba compiles a kernel once per array type, and read-only is a type of its own."""
-    a = np.ascontiguousarray(a, dtype).view()
-    a.flags.writeable = False
-    return a
+    """A read-only contiguous view of ``a`` as ``dtype`` (a copy only when it is not one)."""
+    return read_only(np.ascontiguousarray(a, dtype))
 
 
 def _tally_codes(codes: np.ndarray, size: int) -> np.ndarray:

@@ -67,7 +67,7 @@ class SpillFile:
     def reader(self) -> Iterator["_Reader"]:
         """A reading from the start, its handle closed when the block ends."""
         try:
-            fh = open(self.path, "rb", buffering=0)
+            fh = open(self.path, "rb")     # buffered: a large readinto goes straight through
         except FileNotFoundError:
             raise SpillError(f"the spill file {self.path} was removed") from None
         try:

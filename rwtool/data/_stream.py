@@ -52,7 +52,7 @@ from ._read import (_STREAM_BLOCK_BYTES, Column, ColumnCells, NameLookup, Table,
                     _BadUTF8, canon, check_guess, column_positions, excel_note, fast_cast_ok,
                     Seen, TypedBlock, gc_paused, iter_blocks, legacy_dialect, number_spellings,
                     out_of_memory, positions, preamble_note, release_freed,
-                    shows_decimal_point, type_block, typed_plan)
+                    shows_decimal_point, type_block, typed_plan, _tally_codes)
 from ..exceptions import Note, human_bytes
 from ._errors import MissingColumnError, MissingValueError
 from ._dataset import Dataset
@@ -102,7 +102,7 @@ class _TextPart:
             c = codes if m is None else codes[m]
             if bc is None or not every:
                 # codes >= -2 (-1 a number, -2 missing): counted shifted, no gather of the texts
-                bc = np.bincount(c + 2, minlength=len(self.col.vocab) + 2)[2:]
+                bc = _tally_codes(c, len(self.col.vocab) + 2)[2:]
             if not bc.any():
                 continue
             if len(self.text[key]) < len(bc):
@@ -412,8 +412,8 @@ class _Kept:
         # read back as unwritten (the table gives it NaN, as a second read's typing does)
         blank = tuple(sorted(set(tb.unwritten) | {kk for kk, c in tb.codes.items()
                                                   if not (c == -1).any()}))
-        for k in _written(len(tb.values), blank):
-            sp.write(tb.values[k])
+        for a, b in _written(len(tb.values), blank):
+            sp.write(tb.values[a:b])
         codes = sorted(tb.codes.items())
         for _, c in codes:
             sp.write(c)
@@ -485,8 +485,8 @@ class _Kept:
             for d in self.blocks:
                 lines = r.read(d.n, d.lines_dtype)
                 values = np.empty(d.shape)
-                for k in _written(d.shape[0], d.unwritten):
-                    r.fill(values[k])
+                for a, b in _written(d.shape[0], d.unwritten):
+                    r.fill(values[a:b])
                 codes = {kk: r.read(d.n, dt) for kk, dt in d.codes}
                 seen = {}
                 for kk, marks, n_err, rdt, texts, n_txt, no_values in d.seen:
@@ -502,9 +502,16 @@ class _Kept:
 
 
 def _written(k: int, unwritten: tuple):
-    """The rows of a typed block's ``k`` rows of values that are spilled: all but those of
-    columns ``unwritten`` (categories none of which is a number: NaN, never read)."""
-    return sorted(set(range(k)) - set(unwritten))
+    """The runs ``(a, b)`` of a typed block's ``k`` rows of values that are spilled, each
+    written and read as one array: all rows but those of columns ``unwritten`` (categories
+    none of which is a number: NaN, never read); ``unwritten`` is sorted."""
+    a = 0
+    for u in unwritten:
+        if u > a:
+            yield a, u
+        a = max(a, u + 1)
+    if a < k:
+        yield a, k
 
 
 def _spill_note(what: str) -> Note:

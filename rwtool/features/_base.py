@@ -24,6 +24,7 @@ import numpy as np
 from .._base import (BaseEstimator, check_array, check_choice, check_feature_names,
                      check_is_fitted, check_random_state)
 from .._params import Param, params_table, validate_params
+from ..threads import read_only  # noqa: F401  (the feature maps' kernels import it from here)
 from ._dot import FIXED_ORDER_COLUMNS, fixed_order_dot
 
 __all__ = ["FeatureMap", "RowMaxima", "row_norms", "dot_into", "auto_block_size",
@@ -86,16 +87,6 @@ def predict_block_size(n_cols: int, itemsize: int = 8) -> int:
     rows = max(PREDICT_BLOCK_ROWS, int(PREDICT_BLOCK_BYTES // (itemsize * max(1, n_cols))))
     chunk = predict_chunk_size(n_cols, itemsize)
     return rows - rows % chunk
-
-
-def read_only(X: np.ndarray) -> np.ndarray:
-    """A read-only view of ``X`` for a kernel that only reads it. numba types a read-only array
-    apart from a writable one, so a kernel given both (scikit-learn's checks pass read-only
-    memory maps, a loaded model's arrays are read-only) compiled twice; given this view
-    always, it compiles once."""
-    view = X.view()
-    view.flags.writeable = False
-    return view
 
 
 def row_norms(X: np.ndarray) -> np.ndarray:
