@@ -139,10 +139,9 @@ def normal_equations(feature_map, X: np.ndarray, Y: np.ndarray, block_size: int 
                 with single_blas_thread():
                     B_g += part.T @ Yr[lo:hi]
                 if joint is not None and bounds[g + 1] <= stop:      # the group's last rows
-                    after = joint[:t, :t].copy()
-                    A_g += after
+                    A_g += joint[:t, :t]
                     A_g -= before
-                    before = after
+                    np.copyto(before, joint[:t, :t])          # one t x t buffer, reused
             progress.update(stop)
     progress.end()
     if joint is not None:
@@ -187,7 +186,9 @@ def regularised(A: np.ndarray, m: int, reg: float, R: np.ndarray | None = None,
         reg = 0.0
     else:
         M = A.copy()
-    M.reshape(-1)[::A.shape[0] + 1] += m * (reg + eps)     # the diagonal, as a view of M
+    # (any layout: R's order carries over to M, and a reshape of a Fortran-ordered M would
+    # be a copy, its diagonal added to nothing)
+    M[np.diag_indices_from(M)] += m * (reg + eps)
     return M
 
 

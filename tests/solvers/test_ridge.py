@@ -97,3 +97,17 @@ def test_overflowing_features_give_a_clear_error(rng):
     fmap = RWRelu(n_features=5, sigma=1.0, gamma=1.0, random_state=0).fit(X)
     with pytest.raises(NumericalError, match="lower sigma or standardise"):
         normal_equations(fmap, X, np.ones((20, 1)))
+
+
+def test_regularised_adds_the_diagonal_whatever_the_penalty_layout():
+    """A + m reg R + m eps I against the dense sum, with R in C and in Fortran order: the
+    result keeps R's layout, and the diagonal added through a reshape of a Fortran-ordered
+    matrix went to a copy (the eps term lost without an error)."""
+    from rwtool.solvers._ridge import regularised
+    rng = np.random.default_rng(0)
+    A = rng.standard_normal((5, 5))
+    for R in (rng.standard_normal((5, 5)), np.asfortranarray(rng.standard_normal((5, 5))),
+              None):
+        M = regularised(A, 7, 0.3, R, eps=0.2)
+        ref = A + 7 * 0.3 * (np.eye(5) if R is None else R) + 7 * 0.2 * np.eye(5)
+        np.testing.assert_allclose(M, ref, rtol=1e-15, atol=1e-15)   # a few roundings
