@@ -211,13 +211,17 @@ def test_run_shares_runs_each_share_once_and_raises_the_first_error():
     assert sorted(done) == [0, 1]
 
 
-@pytest.mark.parametrize("m, width", [(0, 10), (1, 10), (7, 1), (1000, 1000), (12345, 77)])
-def test_run_row_shares_covers_every_row_once(m, width):
-    """The shares tile [0, m) without gap or overlap, on one thread below PAIRS_PER_THREAD
-    units of work (oracle: the rows each share marks)."""
+@pytest.mark.parametrize("m, width, threads", [(0, 10, 1), (1, 10, 1), (7, 1, 1),
+                                               (300, 1000, 2), (1000, 1000, 3),
+                                               (12345, 77, 3)])
+def test_run_row_shares_covers_every_row_once(m, width, threads, monkeypatch):
+    """The shares tile [0, m) without gap or overlap (oracle: the rows each share marks), one
+    share per 2^17 units of work up to numba's thread count (3 here), at least one."""
     import numba
 
     from rwtool.threads import PAIRS_PER_THREAD, run_row_shares
+    assert PAIRS_PER_THREAD == 1 << 17           # the counts below are worked out for it
+    monkeypatch.setattr(numba, "get_num_threads", lambda: 3)
     seen = np.zeros(m, dtype=int)
     shares = []
 
@@ -227,8 +231,7 @@ def test_run_row_shares_covers_every_row_once(m, width):
 
     run_row_shares(rows, m, width)
     assert np.all(seen == 1)
-    expected = max(1, min(numba.get_num_threads(), m * width // PAIRS_PER_THREAD))
-    assert len(shares) == expected
+    assert len(shares) == threads
 
 
 # ----------------------------------------------------------------------------- numpy's routines
