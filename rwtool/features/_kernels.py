@@ -13,7 +13,7 @@ import math
 import numpy as np
 from numba import njit
 
-from ..threads import run_row_shares
+from ..threads import read_only, run_row_shares
 
 
 def _gaussian_gram(A: np.ndarray, B: np.ndarray, two_h2: float) -> np.ndarray:
@@ -40,6 +40,9 @@ def _stump_gram(idx_a, thr_a, idx_b, thr_b, inv_two_g2):
     """K(u, w) = 1[u1 = w1] exp(-(u2 - w2)^2 / (2 g^2)) between two sets of stumps (the rows
     shared among threads, rwtool.threads)."""
     G = np.zeros((idx_a.shape[0], idx_b.shape[0]))
+    # read-only views: a loaded model's centres are read-only, a fitted one's not (one
+    # signature either way)
+    idx_a, thr_a, idx_b, thr_b = map(read_only, (idx_a, thr_a, idx_b, thr_b))
     run_row_shares(lambda a, b: _stump_gram_rows(idx_a, thr_a, idx_b, thr_b, inv_two_g2, G,
                                                  a, b), *G.shape)
     return G
