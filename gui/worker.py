@@ -336,14 +336,13 @@ class TrainWorker(QObject):
         return None
 
     def _died(self, job) -> tuple:
-        code = self.fits.proc.exitcode if self.fits.proc is not None else None
+        proc = self.fits.proc
         # its pipe closed as it exited; the exit code comes from the fork server, which reaps
         # it when it next runs: on a machine busy compiling that took more than a second once
         # (the error then said "exit code None")
-        deadline = time.monotonic() + 5.0
-        while code is None and time.monotonic() < deadline:
-            self.fits.proc.join(0.25)
-            code = self.fits.proc.exitcode
+        if proc is not None and proc.exitcode is None:
+            proc.join(5.0)
+        code = None if proc is None else proc.exitcode
         self._restart()
         err = {"message": f"the fit process stopped unexpectedly (exit code {code}) before "
                           f"the job ended; the data and the previous runs are unchanged",
