@@ -337,7 +337,7 @@ def evaluate(est, X_train, y_train, X_test=None, y_test=None, *, task: str,
         m[f"baseline {on} MSE (training mean)"] = float(np.mean((ye - ytr.mean()) ** 2))
         if with_std:
             res["intervals"] = _intervals(est, Xe, ye, np.asarray(pt, float), on, rows)
-    fit = fit_summary(est)
+    res["fit"] = fit = fit_summary(est)       # (the runs' labels read it too)
     size = fit.get("n_features_out")
     if size is not None:
         m["features used"] = size

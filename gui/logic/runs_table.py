@@ -63,8 +63,15 @@ class Run:
         with "(default)" when the form left it empty (None: the solver's default), which read
         as "no regularisation" when shown as None."""
         given = self.params.get("reg")
-        est = (self.result or {}).get("estimator")
-        s = fit_summary(est) if est is not None else {}
+        res = self.result or {}
+        s = res.get("fit")
+        if s is None:
+            # once per run (labels are made again at each update of the table; the summary
+            # counts the model's non-zero coefficients)
+            est = res.get("estimator")
+            s = fit_summary(est) if est is not None else {}
+            if self.result is not None and est is not None:
+                self.result["fit"] = s
         if "reg" in s and (s["reg_auto"] or given is None or given == "auto"):
             chosen = format_param(s["reg"])
             return f"auto ({chosen})" if s["reg_auto"] else f"{chosen} (default)"

@@ -136,6 +136,10 @@ class RunList(QWidget):
         if run.run_id in self.selected_ids():
             yield
             self._overlay()
+            # after the comparison's own steps, which prepare its plot: the tab's preparation
+            # then finds the plot's axes built (run beside them, it built them twice)
+            self._steps.add(self._prepare_tab)
+            return
         self._prepare_tab()
 
     def _prepare_tab(self) -> None:
