@@ -439,7 +439,6 @@ class MainWindow(ExportActions, ImportanceActions, QMainWindow):
         self._next_id += 1
         return rid
 
-
     def train(self) -> None:
         self.settle()
         if self.training_panel.running:

@@ -277,7 +277,7 @@ def run_app(data: str, target: str, configs, ticks: list, cpu: list, phases: lis
         # the run's end includes the preparation of its result tabs' first paint
         phase(f"train + results: {label}", win.train,
               lambda: len(done_ids) > n and not win.results_panel.drawing
-              and not getattr(win.results_panel, "preparing", False))
+              and not win.results_panel.preparing)
         if len(done_ids) > n:
             run = win.run_list.runs[done_ids[-1]]
             name, t0, t1, _, mem = phases[-1]
