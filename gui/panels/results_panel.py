@@ -17,7 +17,7 @@ import math
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QRectF, Qt, Signal
+from PySide6.QtCore import QRectF, Qt, QTimer, Signal
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QFormLayout, QGroupBox, QHBoxLayout,
                                QHeaderView, QLabel, QPushButton, QSlider, QTableWidget,
@@ -230,6 +230,12 @@ class ResultsPanel(QTabWidget):
         # run at once (flush): a tab shown before its turn paints as it would have
         self._prepare = Steps(self)
         self._unprepared = False            # drawn tabs wait for their preparation
+        # a resize prepares the tabs again once the resizing has stopped (each event of a
+        # dragged splitter or window restarted the preparation, thrown away at the next)
+        self._resized = QTimer(self)
+        self._resized.setSingleShot(True)
+        self._resized.setInterval(200)
+        self._resized.timeout.connect(self._prepare_after_resize)
         self.prune_view.preview_requested.connect(self.prune_requested)
         self.prune_view.keep_requested.connect(self.keep_pruned_requested)
         self.importance_view.compute_requested.connect(self.importance_requested)
@@ -342,8 +348,9 @@ class ResultsPanel(QTabWidget):
 
     @property
     def preparing(self) -> bool:
-        """True while the first paint of tabs not on screen is being prepared."""
-        return self._prepare.busy
+        """True while the first paint of tabs not on screen is being prepared (or waits for
+        a resize to end)."""
+        return self._prepare.busy or self._resized.isActive()
 
     def _prepare_tabs(self) -> None:
         """Queue the preparation of every drawn tab not on screen (gui.widgets.prepaint), at
@@ -370,6 +377,10 @@ class ResultsPanel(QTabWidget):
         # the pages prepared at the old size are laid out again when shown: prepare again
         if self.result is not None and not self._steps.busy:
             self._prepare.clear()
+            self._resized.start()
+
+    def _prepare_after_resize(self) -> None:
+        if self.result is not None and not self._steps.busy:
             self._prepare.add(self._prepare_tabs)
 
     def show_prune_preview(self, base: dict, pruned: dict) -> None:
