@@ -31,7 +31,6 @@ of the app's own path: the benchmarks install it on the app they drive.
 from __future__ import annotations
 
 import gc
-import os
 import resource
 import sys
 import threading
@@ -39,6 +38,8 @@ import time
 from collections import defaultdict
 
 from PySide6.QtCore import QAbstractEventDispatcher, QEvent, QObject, QTimer
+
+from .procmem import ThreadWait
 
 __all__ = ["TurnRecorder", "format_turns"]
 
@@ -79,11 +80,7 @@ class TurnRecorder(QObject):
         self.turns: list[dict] = []          # the long turns
         self._ident = threading.get_ident()
         self._clock = time.pthread_getcpuclockid(self._ident)
-        try:
-            self._fd = os.open(f"/proc/self/task/{threading.get_native_id()}/schedstat",
-                               os.O_RDONLY)
-        except OSError:
-            self._fd = None
+        self._wait = ThreadWait(missing=0.0)
         self._app = app
         self._busy = False                   # the thread dispatches (the sampler samples)
         # the iteration's events, collector passes and samples, until its end says whether
@@ -105,12 +102,7 @@ class TurnRecorder(QObject):
 
     def _queued(self) -> float:
         """The GUI thread's time waiting for a core while runnable so far (s; 0 off Linux)."""
-        if self._fd is None:
-            return 0.0
-        try:
-            return int(os.pread(self._fd, 128, 0).split()[1]) / 1e9
-        except (OSError, IndexError, ValueError):
-            return 0.0
+        return self._wait.seconds()
 
     # -- the GUI thread ----------------------------------------------------------------------
     def _block(self) -> None:
@@ -212,8 +204,7 @@ class TurnRecorder(QObject):
         if self._gc in gc.callbacks:
             gc.callbacks.remove(self._gc)
         self._sampler.join(1.0)
-        if self._fd is not None:
-            os.close(self._fd)
+        self._wait.close()
 
 
 def _short_stack(stack, depth: int = 7) -> str:

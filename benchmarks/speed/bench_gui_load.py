@@ -36,11 +36,10 @@ import signal
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
-from .._common.procmem import proc_mb
+from .._common.procmem import ThreadWait, proc_mb
 from .bench_gui import write_report
 
 ROOT = Path(__file__).resolve().parent.parent.parent
@@ -149,19 +148,10 @@ class Heartbeat:
     def __init__(self):
         self.ticks: list[float] = []
         self.cpu: list[tuple[float, float]] = []
-        try:
-            self._fd = os.open(f"/proc/self/task/{threading.get_native_id()}/schedstat",
-                               os.O_RDONLY)
-        except (OSError, AttributeError):
-            self._fd = None
+        self._wait = ThreadWait()
 
     def queued_s(self) -> float:
-        if self._fd is None:
-            return float("nan")
-        try:
-            return int(os.pread(self._fd, 128, 0).split()[1]) / 1e9
-        except (OSError, IndexError, ValueError):
-            return float("nan")
+        return self._wait.seconds()
 
     def tick(self) -> None:
         self.ticks.append(time.monotonic())
