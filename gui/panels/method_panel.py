@@ -408,7 +408,11 @@ class MethodPanel(QWidget):
             return
         try:
             params = self.params(partial=True)
-            rows = derived_quantities(fam.key, params, self._stats)
+            if self._stats is None and self.computing:
+                # the passes over the training rows are queued: not "load data"
+                rows = [("", "Computing from the training rows…")]
+            else:
+                rows = derived_quantities(fam.key, params, self._stats)
         except (ValueError, TypeError, OverflowError, ZeroDivisionError) as exc:
             rows = [("", f"<span style='color:#b3261e'>{exc}</span>")]
         if rows == self._derived_rows:

@@ -49,6 +49,8 @@ def test_the_method_form_computes_in_steps_not_in_the_loading_turn(qtbot):
     X = np.random.default_rng(0).normal(size=(4 * STEP_ROWS, 3))
     panel.set_data(X)
     assert panel.computing and panel._stats is None
+    # meanwhile the form says so (it said "Load data to see the derived quantities.")
+    assert panel._derived_rows == [("", "Computing from the training rows…")]
     qtbot.waitUntil(lambda: not panel.computing, timeout=60_000)
     assert panel._stats.ready and panel._stats.n_rows == len(X)
     # what the form shows is what the rows give at once (whose passes the test above checks
