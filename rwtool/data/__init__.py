@@ -30,6 +30,7 @@ import numpy as np
 from ._dialect import _DEFAULT_MAX_BYTES, NA_VALUES, Dialect, open_source, sniff_csv
 from ._notes import note_guesses
 from ._read import parse
+from ._split import load_kernels
 from ._errors import (AllMissingError, ColumnNotFoundError, DataError, DuplicateColumnError,
                       EmptyFileError, EncodingError, FileTooLargeError, HeaderError,
                       HeaderOnlyError, HighCardinalityError, MissingColumnError, MissingValueError,
@@ -53,7 +54,7 @@ __all__ = [
     "DuplicateColumnError", "FileTooLargeError", "HighCardinalityError",
     "UnseenCategoryError", "MissingColumnError", "ColumnNotFoundError", "EncodingError",
     "TargetError", "QuoteError", "HeaderError", "ScaleError", "NA_VALUES", "MISSING_POLICIES",
-    "TASKS", "samples_dir", "list_samples", "read_files",
+    "TASKS", "samples_dir", "list_samples", "read_files", "load_kernels",
 ]
 
 # ============================================================================ preview

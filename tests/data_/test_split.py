@@ -253,3 +253,41 @@ def test_a_block_of_many_windows():
     text = "\n".join(rows).encode()
     assert len(text) > 10 * 65536
     _split_and_check(text, ["t", "n", "t", "n"])
+
+
+_LOADED = r"""
+import sys
+import rwtool.data as D
+from rwtool.data import _read as R, _split as S
+D.load_kernels()
+before = list(S._split.signatures)
+R._FIRST_BLOCK, R._BLOCK_BYTES = 40, 300      # every file below has several blocks
+for path in sys.argv[1:]:
+    D.read_csv(path, "label", missing="impute-most-frequent")
+    D.preview_csv(path)
+print(len(before), len(S._split.signatures))
+"""
+
+
+def test_load_kernels_loads_what_a_big_file_uses(tmp_path):
+    """load_kernels (which the app calls while it waits for its user) must load every kernel
+    signature that the later blocks of a file of realistic size use: in a fresh process
+    (numba's dispatcher holds no signature yet), reading such files after it adds none. A
+    kernel it missed would be compiled on the user's first big file (3-5 s on a cold cache)."""
+    import subprocess
+    import sys
+    rng = np.random.default_rng(0)
+    files = []
+    for name, cols in (("wide", "a,b,t,label"), ("one", "a,label")):
+        lines = [cols]
+        for i in range(400):
+            row = [f"{rng.standard_normal():.4f}", str(i)] if name == "wide" else \
+                  [f"{rng.standard_normal():.3f}"]
+            if name == "wide":
+                row.append("xyz"[i % 3] if i % 17 else "NA")
+            lines.append(",".join(row + [str(i % 2)]))
+        files.append(tmp_path / f"{name}.csv")
+        files[-1].write_text("\n".join(lines) + "\n")
+    out = subprocess.run([sys.executable, "-c", _LOADED, *map(str, files)], check=True,
+                         capture_output=True, text=True).stdout.split()
+    assert int(out[0]) >= 2 and out[0] == out[1], out
