@@ -55,8 +55,21 @@ class Run:
         return ", ".join(f"{k}={self.param_text(k)}" for k in keys if k in self.params)
 
     def param_text(self, key: str) -> str:
-        """The parameter ``key`` as the run's labels show it (reg as the fit used it)."""
-        return self._reg_text() if key == "reg" else format_param(self.params[key])
+        """The parameter ``key`` as the run's labels show it (reg as the fit used it, an empty
+        field as what it means)."""
+        if key == "reg":
+            return self._reg_text()
+        value = self.params[key]
+        return self._none_text(key) if value is None else format_param(value)
+
+    def _none_text(self, key: str) -> str:
+        """What an empty field means for ``key``: the parameter table's words when they are
+        short ("min(500, rows)", "a fresh draw"), else "default"; "None" read as no value
+        at all (max_iter=None: no limit?)."""
+        import rwtool
+        param = getattr(getattr(rwtool, self.class_name, None), "_parameters", {}).get(key)
+        words = getattr(param, "none", None)
+        return words if words and len(words) <= 20 else "default"
 
     def _reg_text(self) -> str:
         """reg as the fit used it: "auto (1e-07)" when cross-validation chose it, the value

@@ -418,6 +418,24 @@ def test_runs_are_named_by_what_differs():
     assert "name" in cols and rows[0]["name"] == labels[7]
 
 
+def test_an_empty_field_is_labelled_by_what_it_means():
+    """A parameter left empty (None) differs from a run that set it: the label says what the
+    empty field means (the parameter table's words, or "default"), never "None"."""
+    from gui.logic.runs_table import Run, run_labels
+    from rwtool import RWClassifier
+    runs = [Run(i, "rw", "RKHS weighting", "RWClassifier",
+                {"solver": "sfgd", "batch_size": b, "random_state": s, "max_iter": m})
+            for i, (b, s, m) in enumerate([(None, None, None), (64, 0, 7)])]
+    labels = run_labels(runs)
+    assert "None" not in labels[0], labels
+    params = RWClassifier._parameters
+    assert f"batch_size={params['batch_size'].none}" in labels[0]     # min(500, rows)
+    assert f"random_state={params['random_state'].none}" in labels[0]
+    assert f"max_iter={params['max_iter'].none}" in labels[0] and "max_iter=7" in labels[1]
+    runs[0].class_name = "NoSuchEstimator"        # a run of a class the table does not know
+    assert "batch_size=default" in run_labels(runs)[0]
+
+
 @pytest.mark.slow
 def test_runs_table_and_legend_tell_runs_apart(qtbot, window, tmp_path):
     load(qtbot, window, moons_csv(tmp_path / "m.csv", n=300))
