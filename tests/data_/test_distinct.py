@@ -88,3 +88,49 @@ def test_copy_is_independent():
 def test_cap_out_of_range_is_refused():
     with pytest.raises(ValueError, match="max_distinct"):
         DistinctNumbers(3, -1)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_whole_numbers_tallied_equal_np_unique(seed):
+    # columns of whole numbers in short ranges (tallied: ages, codes, the -0.0 and NaN cells
+    # among them), in a range of exactly 16 per cell and one past it (cell by cell), large
+    # magnitudes, one non-whole cell or an infinity (cell by cell), row masks, and blocks where
+    # a column is tallied in one and probed cell by cell in the next: counts as np.unique's
+    rng = np.random.default_rng(seed)
+    k, n = 9, 3000
+    x = rng.integers(0, 90, (k, n)).astype(float)
+    x[1] = rng.integers(-40, 40, n)
+    x[1][x[1] == 0] = np.where(rng.random(int((x[1] == 0).sum())) < 0.5, -0.0, 0.0)
+    x[2][rng.random(n) < 0.3] = np.nan
+    x[3] = 2.0**52 - 1 - rng.integers(0, 50, n)       # whole, near the largest exact offset
+    x[4, 100] = 0.5                                    # one block of this row is not whole
+    x[5, 2000] = np.inf
+    x[6] = rng.integers(0, 16 * 500, n)               # width about 16 per cell of a block
+    x[6, :500], x[6, 0], x[6, 1] = rng.integers(0, 16 * 500, 500), 0, 16 * 500 - 1
+    x[6, 500:1000] = rng.integers(0, 16 * 500 + 1, 500)
+    x[6, 500], x[6, 501] = 0, 16 * 500                 # one past: cell by cell
+    x[7] = np.where(rng.random(n) < 0.5, rng.integers(-5, 5, n), rng.standard_normal(n))
+    x[8] = np.nan
+    fit = rng.random(n) < 0.7
+    d, e = DistinctNumbers(k, n), DistinctNumbers(k, n)
+    for part in np.array_split(np.arange(n), 6):
+        d.add(x[:, part])
+        e.add(x[:, part], 0, None, fit[part])
+    _check(d, x)
+    _check(e, np.where(fit, x, np.nan))
+    assert np.signbit(d.of(1)[0]).sum() == np.sum(np.unique(x[1][~np.isnan(x[1])]) < 0)
+    assert not d._tally.any()                          # left all zeros for the next call
+
+
+def test_a_column_near_its_cap_is_counted_cell_by_cell():
+    # a block that could pass the cap is probed cell by cell, so the column stops where it
+    # passes it (the numbers met first kept), as without the tally
+    cap = 6
+    x = np.array([[1.0, 2, 3, 1, 2, 3, 4, 5, 9, 6, 7, 8, 1]])
+    d = DistinctNumbers(1, cap)
+    d.add(x[:, :6])           # 3 distinct, tallied
+    d.add(x[:, 6:])           # could pass: 4, 5, 9 counted, then 6 passes the cap
+    assert d.overflowed(0)
+    u, c = d.of(0)
+    np.testing.assert_array_equal(u, [1, 2, 3, 4, 5, 9])
+    np.testing.assert_array_equal(c, [2, 2, 2, 1, 1, 1])
