@@ -6,7 +6,10 @@ The file is created private to the user (``tempfile.mkstemp``) and removed when 
 closes it or is collected, and at interpreter exit (``weakref.finalize``); the writer's handle is
 closed once the last array is written and each reading opens and closes its own, so nothing is
 held open between passes. Plain binary writes of the arrays' bytes and ``readinto`` into fresh
-arrays: the bits come back as they went. This module must not know what the arrays mean.
+arrays: the bits come back as they went. An array may be written as a narrower type that holds
+each of its values exactly (:func:`narrow_rows`, :func:`narrowest_int`: whole numbers as
+int32, small codes as int8) and is widened back on reading, the same bits again: less to write
+and read. This module must not know what the arrays mean.
 """
 
 from __future__ import annotations
@@ -18,8 +21,48 @@ from contextlib import contextmanager
 from typing import Iterator
 
 import numpy as np
+from numba import njit
 
-__all__ = ["SpillFile", "SpillError"]
+__all__ = ["SpillFile", "SpillError", "narrow_rows", "narrowest_int"]
+
+_I32_LO, _I32_HI = float(np.iinfo(np.int32).min), float(np.iinfo(np.int32).max)
+
+
+@njit(cache=True, nogil=True)
+def _narrow_rows(V, out):
+    bits = V.view(np.uint64)
+    for r in range(V.shape[0]):
+        ok = True
+        for i in range(V.shape[1]):
+            v = V[r, i]
+            # NaN fails the range test; -0.0 would come back as 0.0
+            if not (_I32_LO <= v <= _I32_HI and v == np.floor(v)) or (
+                    bits[r, i] == np.uint64(0x8000000000000000)):
+                ok = False
+                break
+        out[r] = ok
+
+
+def narrow_rows(V: np.ndarray) -> np.ndarray:
+    """Per row of the float64 matrix ``V`` (C order): whether int32 holds each of its values
+    exactly (whole numbers within int32's range; no NaN, no -0.0), so that the row written as
+    int32 reads back as the same bits."""
+    out = np.zeros(V.shape[0], bool)
+    if V.size:
+        _narrow_rows(np.ascontiguousarray(V), out)
+    return out
+
+
+def narrowest_int(a: np.ndarray) -> np.dtype:
+    """The smallest signed integer type holding every value of the integer array ``a``."""
+    if not a.size:
+        return a.dtype
+    lo, hi = int(a.min()), int(a.max())
+    for t in (np.int8, np.int16, np.int32):
+        i = np.iinfo(t)
+        if i.min <= lo and hi <= i.max:
+            return np.dtype(t) if np.dtype(t).itemsize < a.dtype.itemsize else a.dtype
+    return a.dtype
 
 
 class SpillError(OSError):
@@ -49,9 +92,11 @@ class SpillFile:
         self.nbytes = 0
         self._finalizer = weakref.finalize(self, _remove, self.path, self._out)
 
-    def write(self, a: np.ndarray) -> None:
-        """Append ``a``'s bytes (in C order)."""
-        a = np.ascontiguousarray(a)
+    def write(self, a: np.ndarray, stored=None) -> None:
+        """Append ``a``'s bytes (in C order), converted to the type ``stored`` when given (one
+        that holds each value exactly: read back with the same ``stored``)."""
+        a = np.ascontiguousarray(a) if stored is None or stored == a.dtype else \
+            a.astype(stored)
         if a.nbytes:
             self._out.write(memoryview(a).cast("B"))
             self.nbytes += a.nbytes
@@ -84,12 +129,20 @@ class _Reader:
     def __init__(self, fh, path):
         self.fh, self.path = fh, path
 
-    def read(self, shape, dtype) -> np.ndarray:
-        """The next array of this ``shape`` and ``dtype``, in a fresh array."""
-        return self.fill(np.empty(shape, dtype))
+    def read(self, shape, dtype, stored=None) -> np.ndarray:
+        """The next array of this ``shape`` and ``dtype`` (written as ``stored``), in a fresh
+        array."""
+        return self.fill(np.empty(shape, dtype), stored)
 
-    def fill(self, a: np.ndarray) -> np.ndarray:
-        """Read the next ``a.nbytes`` bytes into ``a`` (C-contiguous: e.g. a row of a matrix)."""
+    def fill(self, a: np.ndarray, stored=None) -> np.ndarray:
+        """Read the next array into ``a`` (C-contiguous: e.g. rows of a matrix), written as
+        ``stored`` (None: ``a``'s own type)."""
+        if stored is not None and stored != a.dtype:
+            a[...] = self._fill(np.empty(a.shape, stored))
+            return a
+        return self._fill(a)
+
+    def _fill(self, a: np.ndarray) -> np.ndarray:
         view = memoryview(a).cast("B") if a.nbytes else None
         got = 0
         while got < a.nbytes:

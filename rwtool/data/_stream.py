@@ -52,7 +52,7 @@ from ._read import (_STREAM_BLOCK_BYTES, Column, ColumnCells, NameLookup, Table,
                     _BadUTF8, canon, check_guess, column_positions, excel_note, fast_cast_ok,
                     Seen, TypedBlock, gc_paused, iter_blocks, legacy_dialect, number_spellings,
                     out_of_memory, positions, preamble_note, release_freed,
-                    shows_decimal_point, type_block, typed_plan, _tally_codes)
+                    shows_decimal_point, type_block, typed_plan, _counts_up, _tally_codes)
 from ..exceptions import Note, human_bytes
 from ._errors import MissingColumnError, MissingValueError
 from ._dataset import Dataset
@@ -62,7 +62,7 @@ from ._encoding import (_DEFAULT_MAX_ABS, Preprocessing, _fit_columns, _fit_targ
                         format_note, _require_rows)
 from ._names import select
 from ._options import TARGET_POLICY_FIX, _check_options, _roles
-from ._spill import SpillFile
+from ._spill import SpillFile, narrow_rows, narrowest_int
 
 __all__ = ["CsvScan", "scan_csv", "iter_csv"]
 
@@ -407,16 +407,23 @@ class _Kept:
 
     def _write(self, lines, tb) -> "_OnDisk":
         sp = self.spill
-        sp.write(lines)
+        # the file lines of a block without a multi-line record or a blank line count up by
+        # one: their first is enough
+        first = int(lines[0]) if len(lines) and _counts_up(lines) else None
+        if first is None:
+            sp.write(lines)
         # a column of categories with no number in the block has a row of NaN: not written,
         # read back as unwritten (the table gives it NaN, as a second read's typing does)
         blank = tuple(sorted(set(tb.unwritten) | {kk for kk, c in tb.codes.items()
                                                   if not (c == -1).any()}))
-        for a, b in _written(len(tb.values), blank):
-            sp.write(tb.values[a:b])
-        codes = sorted(tb.codes.items())
-        for _, c in codes:
-            sp.write(c)
+        # rows of whole numbers as int32 (the same bits back): adults' 8 bytes a cell halved
+        whole = narrow_rows(tb.values)
+        for a, b, small in _written(len(tb.values), blank, whole):
+            sp.write(tb.values[a:b], np.int32 if small else None)
+        # codes index at most _MAX_VOCAB texts: 1 or 2 bytes a cell instead of 4
+        codes = [(kk, c, narrowest_int(c)) for kk, c in sorted(tb.codes.items())]
+        for _, c, stored in codes:
+            sp.write(c, stored)
         seen = []
         for kk, sn in sorted(tb.seen.items()):
             sp.write(sn.error_rows)
@@ -426,8 +433,9 @@ class _Kept:
             sp.write(np.array([at[t] for t in sn.error_texts], np.int32))
             seen.append((kk, sn.marks, len(sn.error_rows), sn.error_rows.dtype, texts,
                          len(sn.error_texts), sn.no_values))
-        return _OnDisk(len(lines), lines.dtype, tb.values.shape,
-                       [(kk, c.dtype) for kk, c in codes], tb.marks, seen, blank)
+        return _OnDisk(len(lines), lines.dtype, first, tb.values.shape,
+                       [(kk, c.dtype, stored) for kk, c, stored in codes], tb.marks, seen,
+                       blank, whole)
 
     def _failed(self, exc, folder=None) -> None:
         folder = folder or os.path.dirname(self.spill.path)
@@ -483,11 +491,12 @@ class _Kept:
         # number matrix (not copied), and the caller may still hold the chunk
         with self.spill.reader() as r:
             for d in self.blocks:
-                lines = r.read(d.n, d.lines_dtype)
+                lines = (r.read(d.n, d.lines_dtype) if d.first_line is None else
+                         np.arange(d.first_line, d.first_line + d.n, dtype=d.lines_dtype))
                 values = np.empty(d.shape)
-                for a, b in _written(d.shape[0], d.unwritten):
-                    r.fill(values[a:b])
-                codes = {kk: r.read(d.n, dt) for kk, dt in d.codes}
+                for a, b, small in _written(d.shape[0], d.unwritten, d.whole):
+                    r.fill(values[a:b], np.int32 if small else None)
+                codes = {kk: r.read(d.n, dt, stored) for kk, dt, stored in d.codes}
                 seen = {}
                 for kk, marks, n_err, rdt, texts, n_txt, no_values in d.seen:
                     rows = r.read(n_err, rdt)
@@ -501,17 +510,19 @@ class _Kept:
         return c
 
 
-def _written(k: int, unwritten: tuple):
-    """The runs ``(a, b)`` of a typed block's ``k`` rows of values that are spilled, each
-    written and read as one array: all rows but those of columns ``unwritten`` (categories
-    none of which is a number: NaN, never read); ``unwritten`` is sorted."""
+def _written(k: int, unwritten: tuple, whole: np.ndarray):
+    """The runs ``(a, b, whole)`` of a typed block's ``k`` rows of values that are spilled,
+    each written and read as one array: all rows but those of columns ``unwritten``
+    (categories none of which is a number: NaN, never read; sorted), cut where ``whole``
+    (the row is written as int32, :func:`~rwtool.data._spill.narrow_rows`) changes."""
+    cuts = np.flatnonzero(np.diff(whole)) + 1
     a = 0
-    for u in unwritten:
+    for u in sorted({*unwritten, *cuts.tolist()}):
         if u > a:
-            yield a, u
-        a = max(a, u + 1)
+            yield a, u, bool(whole[a])
+        a = max(a, u + 1) if u in unwritten else u
     if a < k:
-        yield a, k
+        yield a, k, bool(whole[a])
 
 
 def _spill_note(what: str) -> Note:
@@ -526,11 +537,13 @@ class _OnDisk:
 
     n: int
     lines_dtype: np.dtype
+    first_line: int | None      # the lines count up from it (not written), or None
     shape: tuple
-    codes: list
+    codes: list                 # (position, dtype, the type written)
     marks: np.ndarray | None
     seen: list
     unwritten: tuple
+    whole: np.ndarray           # per row of values: written as int32
 
 
 def _stamp(src):
@@ -618,9 +631,10 @@ def scan_csv(path, target=None, *, features=None, ignore=None, categorical=None,
     written to a temporary file in ``spill_dir`` (None: ``tempfile.gettempdir()``, i.e.
     TMPDIR) as pass one types them, and read back from it; either way ``iter_csv(path, scan)``
     encodes them instead of reading and typing the file again (the same chunks), and pass one
-    never holds more than ``keep_bytes`` of them in memory. The spill takes 8 bytes per row and
-    per number cell and 4 per text cell (about 0.8x the CSV's size for adults' mix of numbers
-    and categories, and for numbers printed with 10 digits); it is removed by
+    never holds more than ``keep_bytes`` of them in memory. The spill takes 8 bytes per number cell
+    (4 in a block where int32 holds the column's numbers exactly), 1 or 2 per text cell and
+    8 per row where the file lines do not count up (about 0.3x the CSV's size for adults' mix
+    of whole numbers and categories, 0.6x for numbers printed with 10 digits); it is removed by
     :meth:`CsvScan.close`, when the scan is collected, at the interpreter's exit, and at once
     when pass one fails or is interrupted. With ``spill_dir=False``, or when the folder has
     less free space than twice the blocks' estimated size in memory, or a write to it fails,

@@ -111,6 +111,78 @@ def test_samples_spilled(folder):
         _stacked_equals_read_csv(s["path"], options, out)
 
 
+def _narrowing(path, n, rng):
+    """Columns the spill writes narrower or not: whole numbers (int32 on disk) with -0.0,
+    int32's bounds and one past them in some blocks, fractions and missing cells in others;
+    300 categories (2-byte codes) beside 3 (1-byte); blank lines and quoted line breaks in
+    some blocks (their file lines written, the others' counted up from the first)."""
+    lines = ["w,edge,frac,many,few,y"]
+    for i in range(n):
+        w = str(int(rng.integers(-50, 50)))
+        if i % 97 == 3:
+            w = "-0"                       # parsed as -0.0: must come back as -0.0
+        edge = str(int(rng.integers(0, 9)))
+        if 400 <= i < 500:
+            edge = ["2147483647", "-2147483648", "5"][i % 3]
+        if 600 <= i < 700 and i % 5 == 0:
+            edge = ["2147483648", "-2147483649", "1e90"][i % 3]
+        frac = f"{rng.standard_normal():.5g}" if i >= 800 else str(i % 13)
+        if 200 <= i < 300 and i % 7 == 0:
+            frac = ""                      # missing: NaN, stays float64
+        many = f"t{int(rng.integers(0, 300))}"
+        few = ["a", "b", "c"][i % 3]
+        y = f'"{few}\n{few}"' if 1000 <= i < 1100 and i % 10 == 0 else few
+        lines.append(f"{w},{edge},{frac},{many},{few},{y}")
+        if 1200 <= i < 1300 and i % 9 == 0:
+            lines.append("")
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+@pytest.mark.parametrize("missing", ["error", "impute-most-frequent", "impute-mean"])
+def test_narrowed_spill_is_the_second_read(tmp_path, folder, missing):
+    # the spill writes whole numbers as int32, codes as int8/int16 and consecutive file
+    # lines as their first: served chunks equal a real second read bit for bit (-0.0 too)
+    p = _narrowing(tmp_path / "n.csv", 1500, np.random.default_rng(5))
+    options = {"target": "y", "missing": missing, "max_categories": 400}
+    scan, out = _spilled(p, options, folder, block_bytes=2048)
+    if missing == "error":
+        assert out[0] == "error" and out[1] is D.MissingValueError
+        return
+    assert out[0] == "ok" and len(out[1]) > 10
+    X = np.vstack([c[0] for c in out[1]])
+    assert np.signbit(X[:, 0][X[:, 0] == 0]).any()          # -0.0 kept as written
+    _stacked_equals_read_csv(p, options, out)
+
+
+def test_narrow_rows_and_codes_round_trip(tmp_path):
+    # the oracle: a row written as int32 and widened must give the same bytes, and
+    # narrow_rows must say so exactly for those rows
+    rows = [[1.0, -7, 3e5], [1, -0.0, 2], [1, np.nan, 2], [2**31 - 1, -2**31, 0],
+            [2**31, 0, 0], [0.5, 1, 2], [1, np.inf, 2], [-1, -2**31 - 1, 3], [0, 0, 0]]
+    V = np.array(rows)
+    with np.errstate(invalid="ignore"):
+        oracle = [r.astype(np.int32).astype(np.float64).tobytes() == r.tobytes() for r in V]
+    np.testing.assert_array_equal(_spill.narrow_rows(V), oracle)
+    assert [str(_spill.narrowest_int(np.array(a, np.int32))) for a in
+            ([-2, 127], [-2, 128], [-32768, 32767], [0, 2**31 - 1], [])] == \
+        ["int8", "int16", "int16", "int32", "int32"]
+    sp = _spill.SpillFile(str(tmp_path))
+    codes = np.array([-2, -1, 0, 299], np.int32)
+    sp.write(V[:1], np.int32)
+    sp.write(codes, _spill.narrowest_int(codes))
+    sp.write(V[1:3])
+    sp.finish()
+    assert sp.nbytes == 12 + 8 + 48
+    with sp.reader() as r:
+        a = r.read((1, 3), np.float64, np.int32)
+        b = r.read(4, np.int32, np.int16)
+        c = r.read((2, 3), np.float64)
+    assert a.tobytes() == V[:1].tobytes() and b.tobytes() == codes.tobytes()
+    assert c.tobytes() == V[1:3].tobytes()
+    sp.close()
+
+
 def _spill_files(folder):
     return sorted(f for f in os.listdir(folder) if f.endswith(".spill"))
 
@@ -201,11 +273,11 @@ def test_the_spill_file_goes_when_pass_one_fails(tmp_path, folder, monkeypatch):
     # interrupted while writing
     write, calls = _spill.SpillFile.write, []
 
-    def interrupted(self, a):
+    def interrupted(self, a, stored=None):
         calls.append(1)
         if len(calls) == 40:
             raise KeyboardInterrupt
-        write(self, a)
+        write(self, a, stored)
 
     monkeypatch.setattr(_spill.SpillFile, "write", interrupted)
     p2 = _mixed(tmp_path / "m2.csv", 2000, np.random.default_rng(4))
@@ -248,11 +320,11 @@ def test_no_room_on_the_disk_reads_the_file_again(tmp_path, folder, monkeypatch)
     # the disk fills up while pass one writes: the same, the part written removed
     write, calls = _spill.SpillFile.write, []
 
-    def full(self, a):
+    def full(self, a, stored=None):
         calls.append(1)
         if len(calls) > 30:
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
-        write(self, a)
+        write(self, a, stored)
 
     monkeypatch.setattr(_spill.SpillFile, "write", full)
     scan, out = _both(p, {**options, "keep_bytes": 1, "spill_dir": folder}, 2048)
