@@ -178,12 +178,16 @@ def cholesky_solve(M: np.ndarray, B: np.ndarray, factor: bool = False,
 
 
 def regularised(A: np.ndarray, m: int, reg: float, R: np.ndarray | None = None,
-                eps: float = 0.0) -> np.ndarray:
-    """A new matrix A + m reg R + m eps I (R = I when None): the system every solver here solves."""
+                eps: float = 0.0, out: np.ndarray | None = None) -> np.ndarray:
+    """A + m reg R + m eps I (R = I when None), the system every solver here solves: a new
+    matrix, or ``out`` (A's shape, C order; not A) overwritten with it."""
     if R is not None:          # one new matrix, two passes (the sum is the same either way)
-        M = np.multiply(R, m * reg)
+        M = np.multiply(R, m * reg, out=out)
         M += A
         reg = 0.0
+    elif out is not None:
+        M = out
+        np.copyto(M, A)
     else:
         M = A.copy()
     # (any layout: R's order carries over to M, and a reshape of a Fortran-ordered M would
@@ -193,13 +197,17 @@ def regularised(A: np.ndarray, m: int, reg: float, R: np.ndarray | None = None,
 
 
 def solve_normal_equations(A: np.ndarray, B: np.ndarray, m: int, reg: float,
-                           R: np.ndarray | None = None, eps: float = 0.0, factor: bool = True):
+                           R: np.ndarray | None = None, eps: float = 0.0, factor: bool = True,
+                           work: np.ndarray | None = None):
     """Solve (A + m reg R + m eps I) a = B by Cholesky, with jitter if needed.
 
     Returns ``(coef, info)`` where ``info`` records the jitter added (0.0 when none) and
     ``chol``, the lower Cholesky factor of the matrix solved (None after the pseudo-inverse,
     or with ``factor`` False: the search's solves, which would pay a quarter of a small
     factorisation's time to clear its upper triangle): the posterior's (solvers._posterior).
+    ``work``: a C-ordered matrix of A's shape (not A) that the first attempt regularises and
+    factors in, instead of a new one (the search's many solves of one size; with ``factor``,
+    ``chol`` is then ``work``).
     """
     T = A.shape[0]
     info = {"jitter": 0.0, "method": "cholesky", "chol": None}
@@ -210,7 +218,7 @@ def solve_normal_equations(A: np.ndarray, B: np.ndarray, m: int, reg: float,
         return cholesky_solve(M, B, factor=True, overwrite=True)
 
     try:        # one T x T copy (the regularised matrix), not two
-        coef, info["chol"] = solve(regularised(A, m, reg, R, eps))
+        coef, info["chol"] = solve(regularised(A, m, reg, R, eps, out=work))
         return coef, info
     except LinAlgError:
         pass

@@ -111,3 +111,31 @@ def test_regularised_adds_the_diagonal_whatever_the_penalty_layout():
         M = regularised(A, 7, 0.3, R, eps=0.2)
         ref = A + 7 * 0.3 * (np.eye(5) if R is None else R) + 7 * 0.2 * np.eye(5)
         np.testing.assert_allclose(M, ref, rtol=1e-15, atol=1e-15)   # a few roundings
+
+
+def test_regularised_into_out_is_the_new_matrix():
+    """regularised(..., out=) writes the same system into the caller's matrix (the search's
+    reused buffer): bit for bit the new matrix of the same call in this process (the same
+    operations in the same order), A untouched, a buffer that held another system overwritten
+    whole; and solve_normal_equations with ``work`` solves as without it (oracle: numpy's
+    dense solve; the system is well conditioned, cond below 1e3, so 1e-12)."""
+    from rwtool.solvers._ridge import regularised, solve_normal_equations
+    rng = np.random.default_rng(1)
+    P = rng.standard_normal((40, 6))
+    A, B = P.T @ P, rng.standard_normal((6, 2))
+    G = np.cov(rng.standard_normal((6, 30))) + np.eye(6)
+    for R in (G, None):
+        A0 = A.copy()
+        out = np.full((6, 6), 7.0)
+        M = regularised(A, 5, 0.3, R, eps=0.1, out=out)
+        assert M is out
+        np.testing.assert_array_equal(M, regularised(A, 5, 0.3, R, eps=0.1))
+        np.testing.assert_array_equal(A, A0)
+        work = np.full((6, 6), np.nan)
+        a, _ = solve_normal_equations(A, B, 5, 0.3, R, 0.1, factor=False, work=work)
+        b, _ = solve_normal_equations(A, B, 5, 0.3, R, 0.1, factor=False)
+        np.testing.assert_array_equal(a, b)
+        ref = np.linalg.solve(A + 5 * 0.3 * (np.eye(6) if R is None else R)
+                              + 5 * 0.1 * np.eye(6), B)
+        np.testing.assert_allclose(a, ref, rtol=1e-12, atol=1e-12)
+        np.testing.assert_array_equal(A, A0)

@@ -492,3 +492,45 @@ def test_copies_of_a_row_share_a_fold(cls):
     else:
         assert np.mean(est.predict(Xt) == ref.predict(Xt)) > 0.999
         assert est.score(Xt, yt) > 0.8 > max(np.mean(yt), 1 - np.mean(yt))
+
+
+@pytest.mark.parametrize("with_gram", [True, False])
+def test_fold_coefs_in_reused_work_buffers_are_the_new_matrices(with_gram):
+    """The search solves every candidate and fold in two buffers of its own (fold_coefs
+    ``work``) instead of new matrices: in one process, bit for bit the solutions without them,
+    whatever the buffers held before (a previous fold's system, NaN); the folds' sums are left
+    as they were; and against numpy's dense solve of (A - A_f + m_tr reg R + m_tr eps I) a =
+    B - B_f (relative 1e-8: these systems' condition numbers are below about 1e6 at the regs
+    used). A system made indefinite (a negative reg) goes to the jittered route with its
+    A - A_f intact: the same warning and solution with the buffers as without."""
+    from rwtool.exceptions import NumericalWarning
+    from rwtool.features import RWRelu
+    from rwtool.solvers._sufficient import SufficientStats
+    rng = np.random.default_rng(5)
+    X, Y = rng.normal(size=(300, 4)), rng.normal(size=(300, 1))
+    fmap = RWRelu(n_features=15, sigma=0.8, random_state=0).fit(X)
+    stats = SufficientStats(15, 1, 3).add(fmap, X, Y, block_size=64)
+    R = fmap.gram() if with_gram else None
+    A0 = stats.A.copy()
+    work = np.full((2, 15, 15), np.nan)
+    A, B, m = stats.total()
+    for f in (0, 1, 2, 0):
+        regs = [1e-4, 1e-2]
+        got = stats.fold_coefs(f, regs, R, 1e-3, work=work)
+        np.testing.assert_array_equal(got, stats.fold_coefs(f, regs, R, 1e-3))
+        m_tr = m - stats.w[f]
+        for j, reg in enumerate(regs):
+            M = (A - stats.A[f] + m_tr * reg * (np.eye(15) if R is None else R)
+                 + m_tr * 1e-3 * np.eye(15))
+            ref = np.linalg.solve(M, B - stats.B[f])
+            np.testing.assert_allclose(got[:, j:j + 1], ref, rtol=1e-8,
+                                       atol=1e-8 * np.abs(ref).max())
+    np.testing.assert_array_equal(stats.A, A0)
+    # a negative reg larger than the smallest eigenvalues of A - A_f: not positive definite
+    bad = -1e-6 if R is None else -1e-6 / np.linalg.eigvalsh(R).max()
+    with pytest.warns(NumericalWarning) as caught:
+        got = stats.fold_coefs(1, [bad], R, 0.0, work=work)
+    with pytest.warns(NumericalWarning) as again:
+        ref = stats.fold_coefs(1, [bad], R, 0.0)
+    assert [str(w.message) for w in caught] == [str(w.message) for w in again]
+    np.testing.assert_array_equal(got, ref)
