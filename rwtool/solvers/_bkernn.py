@@ -28,11 +28,11 @@ import time
 import warnings
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 from scipy.linalg import LinAlgError
 
-from ._bkernn_cg import (BlockPreconditioner, SortedProjections, _threads_for, block_count,
-                         cg_ridge, lower_value, particle_slices, weighted_centring)
+from ._bkernn_cg import (BlockPreconditioner, SortedProjections, block_count, cg_ridge, folded,
+                         lower_value, particle_slices, sort_projections, weighted_centring)
 from ..exceptions import FitCancelled, NumericalError, NumericalWarning
 from ..progress import make_progress
 from ..threads import on_one_blas_thread, run_row_shares
@@ -51,18 +51,21 @@ KERNEL_SOLVERS = ("auto", "dense", "cg")
 
 # ----------------------------------------------------------------------------- kernel (Lemma 7)
 
-@njit(cache=True, parallel=True, nogil=True)
-def _centred_distance_kernel(PT, shift, v, out):
-    """out <- P_v V (-D/2) V P_v + shift I with D_{ii'} = (1/m) sum_j |p_ji - p_ji'| (PT is
-    m x n), V = diag(v), P_v = I - v v^T / (v^T v); v = 1 gives Pi (-D/2) Pi + shift I.
+@njit(cache=True, nogil=True)
+def _distance_rows(PT, v, out, r0, r1):
+    """out[i, k] = out[k, i] <- -(1/(2m)) v_i v_k sum_j |p_ji - p_jk| for k >= i, for the
+    r0-th to (r1-1)-th rows i taken from both ends (:func:`folded`: row i costs n - i).
 
     The Brownian kernel k(a, b) = (|a| + |b| - |a - b|)/2 differs from -|a - b|/2 by terms of the
     form u_i + u_i', which the double centring removes: both give the same K~ (spec 2.1, 6.1).
     """
     m, n = PT.shape
     scale = -0.5 / m
-    for i in prange(n):
-        acc = np.zeros(n - i)
+    acc = np.empty(n)
+    for r in range(r0, r1):
+        i = folded(r, 0, n)
+        for k in range(n - i):
+            acc[k] = 0.0
         j = 0
         # four particles per sweep: the accumulator row is loaded and stored a quarter as often
         # (5x faster than one particle per sweep at n = 1000, m = 50)
@@ -82,28 +85,57 @@ def _centred_distance_kernel(PT, shift, v, out):
             e = scale * acc[k - i] * v[i] * v[k]
             out[i, k] = e
             out[k, i] = e
-    # The O(n^2) centring runs on one thread: a second and third parallel region would cost
-    # more in barriers than they save. With v = 1 every product by v is exact: the plain
-    # double centring, bit for bit.
-    S = 0.0
-    for i in range(n):
-        S += v[i] * v[i]
-    rowmean = np.empty(n)
-    for i in range(n):
+
+
+@njit(cache=True, nogil=True)
+def _row_means(out, v, S, rowmean, r0, r1):
+    """rowmean[i] <- (sum_k out[i, k] v_k) / S for r0 <= i < r1, k in order."""
+    n = out.shape[1]
+    for i in range(r0, r1):
         s = 0.0
         for k in range(n):
             s += out[i, k] * v[k]
         rowmean[i] = s / S
-    mu = 0.0
-    for i in range(n):
-        mu += rowmean[i] * v[i]
-    mu /= S
-    for i in range(n):
+
+
+@njit(cache=True, nogil=True)
+def _dot_in_order(a, b):
+    """sum_i a_i b_i, i = 0, 1, ... in turn (the same bits however the caller's rows were
+    shared)."""
+    s = 0.0
+    for i in range(a.shape[0]):
+        s += a[i] * b[i]
+    return s
+
+
+@njit(cache=True, nogil=True)
+def _centre_rows(out, v, rowmean, mu, shift, r0, r1):
+    """out[i] <- out[i] + mu v_i v - rowmean_i v - v_i rowmean, out[i, i] += shift, for
+    r0 <= i < r1: P_v out P_v + shift I from the row means of out."""
+    n = out.shape[1]
+    for i in range(r0, r1):
         ri = rowmean[i]
         vi = v[i]
         for k in range(n):
             out[i, k] += mu * vi * v[k] - ri * v[k] - vi * rowmean[k]
         out[i, i] += shift
+
+
+def _centred_distance_kernel(PT, shift, v, out):
+    """out <- P_v V (-D/2) V P_v + shift I with D_{ii'} = (1/m) sum_j |p_ji - p_ji'| (PT is
+    m x n), V = diag(v), P_v = I - v v^T / (v^T v); v = 1 gives Pi (-D/2) Pi + shift I.
+
+    Three passes over rows shared among threads (rwtool.threads.run_row_shares); each element
+    is computed by one row's loop in a fixed order, so the bits do not depend on the share
+    count. With v = 1 every product by v is exact: the plain double centring, bit for bit.
+    """
+    m, n = PT.shape
+    run_row_shares(lambda a, b: _distance_rows(PT, v, out, a, b), n, (n * m) // 2)
+    S = _dot_in_order(v, v)
+    rowmean = np.empty(n)
+    run_row_shares(lambda a, b: _row_means(out, v, S, rowmean, a, b), n, n)
+    mu = _dot_in_order(rowmean, v) / S
+    run_row_shares(lambda a, b: _centre_rows(out, v, rowmean, mu, shift, a, b), n, n)
 
 
 def centred_kernel(PT: np.ndarray, shift: float = 0.0, out: np.ndarray | None = None,
@@ -113,8 +145,7 @@ def centred_kernel(PT: np.ndarray, shift: float = 0.0, out: np.ndarray | None = 
     n = PT.shape[1]
     if out is None:
         out = np.empty((n, n))
-    with _threads_for(0.5 * n * n * PT.shape[0]):
-        _centred_distance_kernel(PT, float(shift), np.ones(n) if v is None else v, out)
+    _centred_distance_kernel(PT, float(shift), np.ones(n) if v is None else v, out)
     return out
 
 
@@ -187,17 +218,19 @@ def _jittered_solve(PT, Yc, lam, v=None):
 
 # ----------------------------------------------------------------------------- gradient (Lemma 8)
 
-@njit(cache=True, parallel=True, nogil=True)
-def _signed_sums(PT, order_all, Z, RT):
-    """RT[j, i] = sum_k Z[i, k] r_{jk}(i),  r_{jk}(i) = sum_{i'} Z[i', k] sign(p_ji - p_ji').
+@njit(cache=True, nogil=True)
+def _signed_sums(PT, order_all, Z, RT, r0, r1):
+    """RT[j, i] = sum_k Z[i, k] r_{jk}(i),  r_{jk}(i) = sum_{i'} Z[i', k] sign(p_ji - p_ji'),
+    for particles r0 <= j < r1.
 
     Sorting the projections of particle j gives r by prefix sums: the sum of z below p_i minus
-    the sum above it; tied projections contribute sign(0) = 0 to each other. O(n log n + n q)
+    the sum above it; tied projections contribute sign(0) = 0 to each other (their sum is
+    taken in ``order_all``'s order: a stable one, :func:`sort_projections`). O(n log n + n q)
     per particle instead of the O(n^2) double sum.
     """
-    m, n = PT.shape
+    n = PT.shape[1]
     q = Z.shape[1]
-    for j in prange(m):
+    for j in range(r0, r1):
         p = PT[j]
         order = order_all[j]
         total = np.zeros(q)
@@ -237,21 +270,24 @@ def particle_gradient(X: np.ndarray, PT: np.ndarray, alpha: np.ndarray, lam: flo
         dG/dw_j = (lam/(2m)) X^T (z .* r_j),   z = alpha,
 
     (the pairwise form (lam/(4m)) sum_{i,i'} z_i z_i' sign(w_j^T (x_i - x_i')) (x_i - x_i')).
-    ``order`` (m x n) sorts each particle's projections when the caller already has it;
+    ``order`` (m x n) sorts each particle's projections stably when the caller already has it
+    (:func:`rwtool.solvers._bkernn_cg.sort_projections`);
     ``tick(0)`` is called between slices of particles (progress).
     Cost O(m (n log n + n d)) (spec section 2.2).
     """
     m, n = PT.shape
     if order is None:
-        order = np.argsort(PT, axis=1)
+        order = np.empty((m, n), dtype=np.int64)
+        sort_projections(PT, order, 0, m)
     RT = np.empty((m, n))
     # On u = n lam alpha (the residual, O(|Y|)): z_i r_i itself is O(|Y|^2 / (n lam)^2), which
     # overflows when the inputs are on a 1e-200 scale (lam ~ |x| / n).
     scale = n * lam
     Z = np.ascontiguousarray(alpha * scale)
-    with _threads_for(m * n * (math.log2(n + 1) + alpha.shape[1])):
-        for a, b in particle_slices(m, n * (1 + alpha.shape[1]), tick=tick):
-            _signed_sums(PT[a:b], order[a:b], Z, RT[a:b])
+    width = n * (1 + alpha.shape[1])
+    for a, b in particle_slices(m, width, tick=tick):
+        run_row_shares(lambda r0, r1: _signed_sums(PT, order, Z, RT, a + r0, a + r1),
+                       b - a, width)
     return (RT @ X).T * (1.0 / (2.0 * m * alpha.shape[1] * n * scale))
 
 

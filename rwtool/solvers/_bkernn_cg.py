@@ -25,48 +25,68 @@ from __future__ import annotations
 
 import math
 import warnings
-from contextlib import contextmanager
 
-import numba
 import numpy as np
-from numba import njit, prange
+from numba import njit
 from scipy.linalg import cho_solve
 
 from ..exceptions import NumericalWarning
+from ..threads import run_row_shares
 
 __all__ = ["SortedProjections", "kernel_product", "cg_ridge", "lower_value", "BlockPreconditioner",
-           "weighted_centring"]
-
-#: element operations below which the parallel kernels run on the calling thread only: waking a
-#: thread team costs more than the work, and on a loaded machine the spinning team also slows the
-#: BLAS calls that follow (measured here: about 50x slower on a 150-point fit)
-PARALLEL_MIN_WORK = 4_000_000
-
-
-@contextmanager
-def _threads_for(work: float):
-    if work >= PARALLEL_MIN_WORK:
-        yield
-        return
-    previous = numba.get_num_threads()
-    numba.set_num_threads(1)
-    try:
-        yield
-    finally:
-        numba.set_num_threads(previous)
-
+           "weighted_centring", "sort_projections", "folded"]
 
 #: particles are split into this many interleaved groups, each with its own accumulator; the
-#: groups run in parallel and are summed in a fixed order, so a product does not depend on the
-#: thread count
+#: groups are shared among threads (rwtool.threads.run_row_shares) and summed in a fixed order,
+#: so a product does not depend on the thread count
 N_GROUPS = 4
+
+
+def _argsort_rows(A: np.ndarray) -> np.ndarray:
+    """numpy's default (unstable) argsort of each row of ``A``: ties in an order that depends
+    on the sort's SIMD path (the tests put another tie order here)."""
+    return np.argsort(A, axis=1)
+
+
+def sort_projections(PT: np.ndarray, order: np.ndarray, a: int, b: int) -> None:
+    """order[j] <- the stable sorting order of PT[j] for a <= j < b: ascending projections,
+    tied ones in increasing row index, the one order a machine cannot change.
+
+    The sums over the sorted rows (the gradient's and the product's prefix sums, the
+    preconditioner's blocks at ties) take the rows in this order, so the order of ties moves
+    their last bits and, through the line search's decisions, the particles. numpy's unstable
+    argsort orders ties by its SIMD path, which it picks by the CPU; its stable one costs 1.7x
+    as much at 128,000 rows (docs/bench/bkernn.md). So the unstable sort runs first and only a
+    particle with tied projections is sorted again, stably (the same order, nothing to redo
+    for continuous inputs). The particles are shared among threads (numpy's sort releases the
+    GIL)."""
+    n = PT.shape[1]
+
+    def particles(r0, r1):
+        o = _argsort_rows(PT[a + r0:a + r1])
+        ties = np.take_along_axis(PT[a + r0:a + r1], o, axis=1)
+        ties = (ties[:, 1:] == ties[:, :-1]).any(axis=1)
+        for t in np.flatnonzero(ties):
+            o[t] = np.argsort(PT[a + r0 + t], kind="stable")
+        order[a + r0:a + r1] = o
+
+    run_row_shares(particles, b - a, int(n * math.log2(n + 1)))
+
+
+@njit(cache=True, nogil=True)
+def folded(t, a, b):
+    """The t-th of a..b - 1 taken from both ends in turn (a, b - 1, a + 1, b - 2, ...): a
+    contiguous share of t then holds as many cheap as costly items of a triangular loop (item
+    j's work falling with j), so the threads of run_row_shares finish together."""
+    return a + t // 2 if t % 2 == 0 else b - 1 - t // 2
 
 
 class SortedProjections:
     """The projections of one set of particles, sorted per particle (O(m n log n), O(m n) memory).
 
-    ``order[j]`` sorts particle j's projections (ties in any order: they contribute nothing to
-    each other); ``values[j]`` holds them in that order, shifted by their mean.
+    ``order[j]`` sorts particle j's projections stably (:func:`sort_projections`; ties would
+    contribute nothing to each other in exact arithmetic, but their order moves the last bits);
+    ``values[j]`` holds them in that order, shifted by their mean.
     """
 
     __slots__ = ("order", "values")
@@ -76,10 +96,9 @@ class SortedProjections:
         self.order = np.empty((m, n), dtype=np.int64)
         self.values = np.empty((m, n))
         # in slices of particles with a progress tick between them (a sort of 50 x 100k rows
-        # takes seconds on a loaded machine); numpy's unstable argsort is 3x faster here than
-        # numba's stable one
+        # takes seconds on a loaded machine)
         for a, b in particle_slices(m, n * math.log2(n + 1), tick=tick):
-            self.order[a:b] = np.argsort(PT[a:b], axis=1)
+            sort_projections(PT, self.order, a, b)
             self.values[a:b] = np.take_along_axis(PT[a:b], self.order[a:b], axis=1)
             # |p_i - p_i'| is shift invariant: centring keeps the prefix-sum form free of
             # cancellation when the projections sit far from 0
@@ -90,20 +109,21 @@ class SortedProjections:
         return self.values.shape
 
 
-@njit(cache=True, parallel=True, nogil=True)
-def _distance_products(order, qs, U, acc):
-    """acc[g] += sum over the particles j = g, g + G, ... of sum_i' |q_ji - q_ji'| U[i', :]."""
+@njit(cache=True, nogil=True)
+def _distance_products(order, qs, U, acc, j0, j1, g0, g1):
+    """acc[g] += sum over the particles j = j0 + g, j0 + g + G, ... below j1 of
+    sum_i' |q_ji - q_ji'| U[i', :], for the groups g0 <= g < g1 (j0 a multiple of G)."""
     G = acc.shape[0]
-    m, n = qs.shape
+    n = qs.shape[1]
     q = U.shape[1]
-    for g in prange(G):
+    for g in range(g0, g1):
         out = acc[g]
         S = np.empty(q)
         T = np.empty(q)
         Sb = np.empty(q)
         Tb = np.empty(q)
         us = np.empty((n, q))
-        for j in range(g, m, G):
+        for j in range(j0 + g, j1, G):
             o = order[j]
             v = qs[j]
             S[:] = 0.0
@@ -162,8 +182,8 @@ def kernel_product(sp: SortedProjections, U: np.ndarray, shift: float = 0.0,
     With ``v`` (the square roots of the row weights): K~_w = P_v V (-D/2) V P_v.
 
     Runs in slices of particles with ``tick(0)`` after each (progress and cancellation); the
-    slices and the accumulator groups are fixed by the shapes, so the result does not depend on
-    the thread count.
+    slices and the accumulator groups are fixed by the shapes and the groups are summed in
+    order, so the result does not depend on the thread count.
     """
     m, n = sp.shape
     U = np.ascontiguousarray(U, dtype=np.float64)
@@ -175,9 +195,10 @@ def kernel_product(sp: SortedProjections, U: np.ndarray, shift: float = 0.0,
     Uc = weighted_centring(U, v)
     if v is not None:
         Uc *= v[:, None]
-    with _threads_for(m * n * q):
-        for a, b in particle_slices(m, n * q, G, tick):
-            _distance_products(sp.order[a:b], sp.values[a:b], Uc, acc)
+    for a, b in particle_slices(m, n * q, G, tick):
+        run_row_shares(lambda g0, g1: _distance_products(sp.order, sp.values, Uc, acc, a, b,
+                                                         g0, g1),
+                       G, -(-(b - a) // G) * n * q)
     R = acc[0].copy()
     for g in range(1, acc.shape[0]):
         R += acc[g]
@@ -191,12 +212,13 @@ def kernel_product(sp: SortedProjections, U: np.ndarray, shift: float = 0.0,
     return R
 
 
-@njit(cache=True, parallel=True, nogil=True)
-def _bin_index(order, starts, beta):
-    """beta[j, i] = the block of particle j holding row i (blocks start at ranks starts[j])."""
-    m, n = order.shape
+@njit(cache=True, nogil=True)
+def _bin_index(order, starts, beta, r0, r1):
+    """beta[j, i] = the block of particle j holding row i (blocks start at ranks starts[j]),
+    for particles r0 <= j < r1."""
+    n = order.shape[1]
     B = starts.shape[1]
-    for j in prange(m):
+    for j in range(r0, r1):
         b = 0
         for t in range(n):
             while b + 1 < B and starts[j, b + 1] <= t:
@@ -204,21 +226,25 @@ def _bin_index(order, starts, beta):
             beta[j, order[j, t]] = b
 
 
-@njit(cache=True, parallel=True, nogil=True)
-def _step_gram(beta, above, total, w, scale, tail, j0, j1, C):
-    """Rows j0 <= j < j1 of the step features' Gram matrix, and their mirror:
+@njit(cache=True, nogil=True)
+def _step_gram(beta, above, total, w, scale, tail, j0, j1, r0, r1, C):
+    """Rows j of the step features' Gram matrix, and their mirror, for the r0-th to (r1-1)-th
+    of the particles j0 <= j < j1 taken from both ends (:func:`folded`; row j pairs particle j
+    with the m - j particles from j on):
 
     C[(j, b), (j', b')] = scale_jb scale_j'b' (N_jj'bb' - S tail_jb tail_j'b'),
     N_jj'bb' = sum of w_i over {i : beta_j(i) > b, beta_j'(i) > b'} (j' >= j), from the
     pairwise block sums of the row weights (O(n) per pair of particles); ``above[j, b]`` is
-    the weight of the rows in blocks >= b of particle j, S = ``total``. ``w`` is an integer
-    array of ones without weights (the sums are then counts, as exact and faster).
+    the weight of the rows in blocks >= b of particle j, S = ``total``. ``w`` is float64, ones
+    without weights (the sums are then counts, exact; int64 counts were 5% faster here, 5 ms
+    a build at 128,000 rows, and compiled the kernel a second time for 0.7 s).
     """
     m, n = beta.shape
     B = above.shape[1]
     K = B - 1
-    for j in prange(j0, j1):
-        h = np.empty((B, B), dtype=w.dtype)
+    for r in range(r0, r1):
+        j = folded(r, j0, j1)
+        h = np.empty((B, B))
         bj = beta[j]
         for b in range(K):
             for bb in range(K):
@@ -245,12 +271,12 @@ def _step_gram(beta, above, total, w, scale, tail, j0, j1, C):
                     C[jj * K + bb, j * K + b] = v
 
 
-@njit(cache=True, parallel=True, nogil=True)
-def _bin_sums(beta, B, V, out):
-    """out[j, b, :] = sum of V over the rows in block b of particle j."""
-    m, n = beta.shape
+@njit(cache=True, nogil=True)
+def _bin_sums(beta, V, out, r0, r1):
+    """out[j, c, :] = sum of V over the rows in block c of particle j, for r0 <= j < r1."""
+    n = beta.shape[1]
     q = V.shape[1]
-    for j in prange(m):
+    for j in range(r0, r1):
         o = out[j]
         o[:, :] = 0.0
         bj = beta[j]
@@ -287,13 +313,14 @@ def block_count(n: int) -> int:
     return int(min(32, max(8, round(math.sqrt(n) / 7))))
 
 
-@njit(cache=True, parallel=True, nogil=True)
-def _energy_starts(values, starts):
+@njit(cache=True, nogil=True)
+def _energy_starts(values, starts, r0, r1):
     """starts[j, b] = the first rank t with sum_{s < t} sqrt(gap_s) >= (b / B) * total, per
-    particle (0 for a particle whose projections are all equal: the caller spreads those)."""
-    m, n = values.shape
+    particle r0 <= j < r1 (0 for a particle whose projections are all equal: the caller spreads
+    those)."""
+    n = values.shape[1]
     B = starts.shape[1]
-    for j in prange(m):
+    for j in range(r0, r1):
         v = values[j]
         total = 0.0
         for t in range(n - 1):
@@ -331,8 +358,7 @@ def block_starts(values: np.ndarray, B: int, spacing: str = "energy") -> np.ndar
     if spacing == "count":
         return np.tile(even, (m, 1))
     starts = np.empty((m, B), dtype=np.int64)
-    with _threads_for(m * n):
-        _energy_starts(values, starts)
+    run_row_shares(lambda a, b: _energy_starts(values, starts, a, b), m, n)
     flat = starts[:, -1] == 0
     starts[flat] = even
     # at least one row per block (ties make equal boundaries)
@@ -370,30 +396,30 @@ class BlockPreconditioner:
         # them per pair of particles (uint8 builds 30% faster than int16 at 128000 rows)
         kind = np.uint8 if B <= 256 else (np.int16 if B <= 32768 else np.int32)
         self.beta = np.empty((m, n), dtype=kind)
-        with _threads_for(m * n):
-            _bin_index(sp.order, starts, self.beta)
+        run_row_shares(lambda a, b: _bin_index(sp.order, starts, self.beta, a, b), m, n)
         ends = np.concatenate([starts[:, 1:], np.full((m, 1), n)], axis=1)
         mids = np.minimum((starts + ends) // 2, n - 1)
         G = np.maximum(np.take_along_axis(v, mids[:, 1:], axis=1)
                        - np.take_along_axis(v, mids[:, :-1], axis=1), 0.0)   # (m, B - 1)
         self.scale = np.sqrt(G / m)                          # feature weights sqrt(G_jb / m)
         if self.v is None:
-            w, total, above = np.ones(n, dtype=np.int64), float(n), (n - starts).astype(float)
+            w, total, above = np.ones(n), float(n), (n - starts).astype(float)
         else:
             w = self.v * self.v
             total = float(w.sum())
             per_block = np.empty((m, B, 1))
-            _bin_sums(self.beta, B, w[:, None], per_block)
+            self._bin_sums(w[:, None], per_block)
             above = per_block[:, ::-1, 0].cumsum(axis=1)[:, ::-1]
         self.tail = above[:, 1:] / total                     # (weighted) mean of 1{block >= b}
         if tick is not None:
             tick(0)
         M = m * (B - 1)
         C = np.empty((M, M))
-        with _threads_for(m * m * n / 2):
-            # a count increment costs about a sixteenth of a product element (measured)
-            for j0, j1 in particle_slices(m, (m - 1) * n / 16, tick=tick):
-                _step_gram(self.beta, above, total, w, self.scale, self.tail, j0, j1, C)
+        # a count increment costs about a sixteenth of a product element (measured)
+        for j0, j1 in particle_slices(m, (m - 1) * n / 16, tick=tick):
+            run_row_shares(lambda a, b: _step_gram(self.beta, above, total, w, self.scale,
+                                                   self.tail, j0, j1, a, b, C),
+                           j1 - j0, (m - (j0 + j1) // 2) * n // 16)
         C[np.diag_indices(M)] += self.shift
         L = np.linalg.cholesky(C)
         del C
@@ -401,13 +427,17 @@ class BlockPreconditioner:
         # every apply (each CG iteration), a third matrix of that size at the memory peak
         self.L = np.asfortranarray(L)
 
+    def _bin_sums(self, V, out):
+        """out[j, c, :] = sum of V over the rows in block c of particle j."""
+        m, n = self.beta.shape
+        run_row_shares(lambda a, b: _bin_sums(self.beta, V, out, a, b), m, n * V.shape[1])
+
     def _Ft(self, V):
         m = self.beta.shape[0]
         if self.v is not None:
             V = V * self.v[:, None]
         S = np.empty((m, self.B, V.shape[1]))
-        with _threads_for(V.size * m):
-            _bin_sums(self.beta, self.B, np.ascontiguousarray(V), S)
+        self._bin_sums(np.ascontiguousarray(V), S)
         # sum over blocks >= b, b = 1..B-1; V is centred, so the step means drop out
         up = S[:, ::-1].cumsum(axis=1)[:, ::-1][:, 1:]
         return (up * self.scale[:, :, None]).reshape(-1, V.shape[1])

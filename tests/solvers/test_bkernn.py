@@ -424,20 +424,36 @@ def test_sklearn_estimator_checks(Est):
     assert not failed
 
 
-def test_parallel_and_single_thread_paths_agree(problem, monkeypatch):
-    import rwtool.solvers._bkernn_cg
-    import rwtool.solvers._bkernn as core
+def test_kernel_and_gradient_in_any_share_count(problem, monkeypatch):
+    """The dense path's kernel and the gradient share rows (particles) among threads: the same
+    bits with 1, 2 and 3 shares (numba's thread count read as that, a share as small as one
+    unit of work), with and without row weights; the oracles check the values."""
+    import numba
+
+    import rwtool.threads
     X, Y, W, lam = problem
     Yc = Y - Y.mean()
     PT = _pt(X, W)
     alpha, _ = ridge_step(PT, Yc, lam)
-    serial = (centred_kernel(PT, 0.3), particle_gradient(X, PT, alpha, lam),
-              core.ridge_decision(X @ W, *core.ridge_tables(PT, alpha)))
-    monkeypatch.setattr(rwtool.solvers._bkernn_cg, "PARALLEL_MIN_WORK", 0)
-    parallel = (centred_kernel(PT, 0.3), particle_gradient(X, PT, alpha, lam),
-                core.ridge_decision(X @ W, *core.ridge_tables(PT, alpha)))
-    for a, b in zip(serial, parallel):
-        np.testing.assert_array_equal(a, b)
+    v = np.sqrt(np.random.default_rng(3).uniform(0.2, 2.0, len(X)))
+    monkeypatch.setattr(rwtool.threads, "PAIRS_PER_THREAD", 1)
+    got = []
+    for shares in (1, 2, 3):
+        monkeypatch.setattr(numba, "get_num_threads", lambda: shares)
+        got.append((centred_kernel(PT, 0.3), centred_kernel(PT, 0.3, v=v),
+                    particle_gradient(X, PT, alpha, lam)))
+    for other in got[1:]:
+        for a, b in zip(got[0], other):
+            np.testing.assert_array_equal(a, b)
+    K = brownian_gram(X, W)
+    Pi = np.eye(len(X)) - 1.0 / len(X)
+    want = Pi @ K @ Pi + 0.3 * np.eye(len(X))
+    np.testing.assert_allclose(got[0][0], want, rtol=0, atol=1e-12 * np.abs(want).max())
+    Pv = np.eye(len(X)) - np.outer(v, v) / (v @ v)
+    want = Pv @ (v[:, None] * K * v[None, :]) @ Pv + 0.3 * np.eye(len(X))
+    np.testing.assert_allclose(got[0][1], want, rtol=0, atol=1e-12 * np.abs(want).max())
+    want = naive_gradient(X, W, alpha, lam)
+    np.testing.assert_allclose(got[0][2], want, rtol=0, atol=1e-10 * np.abs(want).max())
 
 
 def test_prediction_tables_and_sums_in_any_share_count(monkeypatch):

@@ -71,14 +71,33 @@ def test_fast_product_single_particle_and_constant_projections():
         np.testing.assert_allclose(got, want, rtol=0, atol=1e-12 * max(1.0, np.abs(want).max()))
 
 
-def test_thread_count_does_not_change_the_product(monkeypatch):
+def test_share_count_does_not_change_the_product_or_the_preconditioner(monkeypatch):
+    """The kernels share particles (the product: groups of them) among threads: the same bits
+    with 1, 2 and 3 shares (numba's thread count read as that, a share as small as one unit of
+    work), weighted or not; the product also equals the dense oracle."""
+    import numba
+
+    import rwtool.threads
     rng = np.random.default_rng(2)
     X, W = awkward_inputs(rng)
-    sp = SortedProjections(np.ascontiguousarray((X @ W).T))
+    PT = np.ascontiguousarray((X @ W).T)
     U = rng.standard_normal((len(X), 2))
-    serial = kernel_product(sp, U, 1.0)
-    monkeypatch.setattr(cgmod, "PARALLEL_MIN_WORK", 0)
-    np.testing.assert_array_equal(kernel_product(sp, U, 1.0), serial)
+    v = np.sqrt(rng.uniform(0.2, 2.0, len(X)))
+    monkeypatch.setattr(rwtool.threads, "PAIRS_PER_THREAD", 1)
+    got = []
+    for shares in (1, 2, 3):
+        monkeypatch.setattr(numba, "get_num_threads", lambda: shares)
+        sp = SortedProjections(PT)
+        out = [sp.order, sp.values, kernel_product(sp, U, 1.0)]
+        for w in (None, v):
+            pre = BlockPreconditioner(sp, 0.5, 6, v=w)
+            out += [pre.beta, pre.L, pre.apply(U), kernel_product(sp, U, 1.0, v=w)]
+        got.append(out)
+    for other in got[1:]:
+        for a, b in zip(got[0], other):
+            np.testing.assert_array_equal(a, b)
+    want = centred_brownian(X, W) @ U + U
+    np.testing.assert_allclose(got[0][2], want, rtol=0, atol=1e-12 * np.abs(want).max())
 
 
 @pytest.mark.parametrize("blocks", [0, 6])
@@ -403,12 +422,15 @@ def test_progress_gaps_with_a_fake_clock(monkeypatch):
         return run
 
     monkeypatch.setattr(cgmod, "_distance_products", charged(
-        cgmod._distance_products, lambda o, v, U, acc: v.size * U.shape[1]))
+        cgmod._distance_products, lambda o, v, U, acc, j0, j1, g0, g1:
+        sum(g0 <= (j - j0) % len(acc) < g1 for j in range(j0, j1)) * v.shape[1] * U.shape[1]))
     monkeypatch.setattr(cgmod, "_step_gram", charged(
-        cgmod._step_gram, lambda beta, above, total, w, scale, tail, j0, j1, C:
-        sum(beta.shape[0] - 1 - j for j in range(j0, j1)) * beta.shape[1] / 16))
+        cgmod._step_gram, lambda beta, above, total, w, scale, tail, j0, j1, r0, r1, C:
+        sum(beta.shape[0] - 1 - cgmod.folded(r, j0, j1) for r in range(r0, r1))
+        * beta.shape[1] / 16))
     monkeypatch.setattr(core, "_signed_sums", charged(
-        core._signed_sums, lambda PT, order, Z, RT: PT.size * (1 + Z.shape[1])))
+        core._signed_sums, lambda PT, order, Z, RT, r0, r1:
+        (r1 - r0) * PT.shape[1] * (1 + Z.shape[1])))
     X, Yc, W0, lam = _problem(n=400)
     times = []
     fit_particles(X, Yc, W0, lam, "concave_feature", step_size=500.0, max_iter=4,

@@ -1,0 +1,136 @@
+"""BKerNN's fit gives the same bits whatever the thread count and whatever the order of ties.
+
+The fit kernels share rows or particles among threads (rwtool.threads.run_row_shares), each
+share writing its own outputs, combined in a fixed order; the sort of the projections is
+numpy's stable order (ties in increasing row index), which no machine's sort can change.
+Bit-for-bit comparisons here are between fits computed now, on this machine.
+"""
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import rwtool.solvers._bkernn as core
+import rwtool.solvers._bkernn_cg as cgmod
+from rwtool.solvers._bkernn import fit_particles
+
+#: the checkout whose rwtool the child processes import
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _tied_problem(n, seed=0):
+    """Inputs on {-1, 0, 1}^3 (27 distinct rows among n: every projection is tied with many
+    others) and a target with noise."""
+    rng = np.random.default_rng(seed)
+    X = rng.integers(-1, 2, (n, 3)).astype(float)
+    y = np.abs(np.sin(X[:, 0] + 0.5 * X[:, 1])) + 0.1 * rng.standard_normal(n)
+    W0 = rng.standard_normal((3, 6)) / np.sqrt(3)
+    return X, (y - y.mean())[:, None], W0, 1.0 / n
+
+
+def _ties_reversed(A):
+    """A sorting order of each row with tied entries in decreasing row index: what another
+    machine's unstable sort may return."""
+    index = np.arange(A.shape[1])
+    return np.stack([np.lexsort((-index, row)) for row in A])
+
+
+def test_sorted_order_is_numpys_stable_order_in_any_share_count(monkeypatch):
+    import numba
+
+    import rwtool.threads
+    rng = np.random.default_rng(1)
+    PT = np.vstack([np.round(rng.standard_normal((5, 200)), 1),       # many ties
+                    rng.standard_normal((3, 200)),                     # none
+                    np.zeros((1, 200)),                                # one run of 200
+                    np.where(rng.random(200) < 0.5, 0.0, -0.0)[None]])  # signed zeros tie
+    want = np.argsort(PT, axis=1, kind="stable")
+    monkeypatch.setattr(rwtool.threads, "PAIRS_PER_THREAD", 1)
+    for argsort in (cgmod._argsort_rows, _ties_reversed):
+        monkeypatch.setattr(cgmod, "_argsort_rows", argsort)
+        for shares in (1, 2, 3):
+            monkeypatch.setattr(numba, "get_num_threads", lambda: shares)
+            order = np.empty(PT.shape, dtype=np.int64)
+            cgmod.sort_projections(PT, order, 0, len(PT))
+            np.testing.assert_array_equal(order, want)
+            # a range of particles only
+            order[:] = -1
+            cgmod.sort_projections(PT, order, 2, 7)
+            np.testing.assert_array_equal(order[2:7], want[2:7])
+            assert np.all(order[:2] == -1) and np.all(order[7:] == -1)
+
+
+@pytest.mark.parametrize("kind", ["dense", "cg"])
+def test_the_order_of_ties_cannot_change_a_fit(kind, monkeypatch):
+    """The same bits when the underlying sort returns ties in another order. Without the
+    stable re-sort of tied particles the fit's bits do change (checked: the data's ties
+    matter, else this test would prove nothing): the prefix sums over tied rows, and the
+    preconditioner's blocks where a boundary falls inside a run of ties, take the rows in the
+    sort's order."""
+    X, Yc, W0, lam = _tied_problem(240)
+
+    def fit():
+        res = fit_particles(X, Yc, W0, lam, "concave_feature", max_iter=4, kernel_solver=kind)
+        return res["W"], res["alpha"]
+
+    base = fit()
+    monkeypatch.setattr(cgmod, "_argsort_rows", _ties_reversed)
+    for a, b in zip(base, fit()):
+        np.testing.assert_array_equal(a, b)
+
+    def raw_order(PT, order, a, b):
+        order[a:b] = _ties_reversed(PT[a:b])
+
+    monkeypatch.setattr(cgmod, "sort_projections", raw_order)
+    monkeypatch.setattr(core, "sort_projections", raw_order)
+    assert any(not np.array_equal(a, b) for a, b in zip(base, fit()))
+
+
+def test_same_model_bits_whatever_the_thread_count(tmp_path):
+    """A fit on the dense path (n below CG_MIN_N) and one on the CG path (above it), with and
+    without row weights and with tied inputs, in a process started with NUMBA_NUM_THREADS=1
+    and one started with 3 that fits on 3 and then 2 threads, every kernel call split as far
+    as it goes (PAIRS_PER_THREAD = 1): particles, dual coefficients, intercepts and
+    predictions the same bits in all three."""
+    script = textwrap.dedent("""
+        import sys
+        import numba, numpy as np
+        import rwtool.threads
+        from rwtool.estimators._bkernn import BKerNNRegressor
+        from rwtool.solvers._bkernn import CG_MIN_N
+        rwtool.threads.PAIRS_PER_THREAD = 1
+        rng = np.random.default_rng(0)
+        out = []
+        for n, kind in ((300, "dense"), (CG_MIN_N + 100, "cg")):
+            X = rng.standard_normal((n, 4))
+            X[: n // 2, 3] = np.round(X[: n // 2, 3])              # ties
+            y = np.abs(np.sin(X[:, 0] + X[:, 1])) + 0.1 * rng.standard_normal(n)
+            w = rng.uniform(0.2, 2.0, n)
+            for weights in (None, w):
+                for threads in [int(t) for t in sys.argv[2:]]:
+                    numba.set_num_threads(threads)
+                    est = BKerNNRegressor(n_particles=12, max_iter=4, random_state=3)
+                    est.fit(X, y, sample_weight=weights)
+                    assert est.kernel_solver_ == kind
+                    out.append(np.concatenate([est.particles_.ravel(), est.dual_coef_.ravel(),
+                                               est.intercept_.ravel(), est.predict(X)]))
+        np.savez(sys.argv[1], *out)
+    """)
+    runs = []
+    for count, threads in (("1", ["1"]), ("3", ["3", "2"])):
+        env = dict(os.environ, NUMBA_NUM_THREADS=count, OPENBLAS_NUM_THREADS=count)
+        path = tmp_path / f"t{count}.npz"
+        subprocess.run([sys.executable, "-c", script, str(path), *threads], env=env,
+                       check=True, cwd=ROOT)
+        with np.load(path) as saved:
+            runs.append([saved[f"arr_{i}"] for i in range(len(saved.files))])
+    one, more = runs
+    assert len(one) == 4 and len(more) == 8
+    for k in range(4):
+        np.testing.assert_array_equal(more[2 * k], one[k])
+        np.testing.assert_array_equal(more[2 * k + 1], one[k])
