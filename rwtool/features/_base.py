@@ -95,24 +95,27 @@ def row_norms(X: np.ndarray) -> np.ndarray:
 
 
 def dot_into(X: np.ndarray, W: np.ndarray, out: np.ndarray) -> np.ndarray:
-    """out <- X W^T, written in place (``out`` may be a column slice of a larger block), in the
-    precision of ``out``. Up to ``FIXED_ORDER_COLUMNS`` input columns each entry is summed in
-    one fixed order (``_dot``): a row's entries do not depend on the rows computed with it.
-    Above, BLAS (a float32 block: one SGEMM of X and W rounded to float32), whose rounding of
-    a row may depend on the rows around it when the product is small (OpenBLAS's small-matrix
-    kernels: T = 203 here) and not otherwise (T = 2000, blocks of 2 rows or more); a single
-    row is computed as a row of a two-row product, as BLAS's GEMV path would sum in another
-    order."""
+    """out <- X W^T, written in place, in the precision of ``out``; returns the product's
+    columns of ``out``. ``out`` may be a column slice of a larger block, or have more than
+    len(W) columns: its first len(W) then get the product (a C-contiguous block is written
+    without the copy a column slice takes on the fixed-order path). Up to
+    ``FIXED_ORDER_COLUMNS`` input columns each entry is summed in one fixed order (``_dot``):
+    a row's entries do not depend on the rows computed with it. Above, BLAS (a float32 block:
+    one SGEMM of X and W rounded to float32), whose rounding of a row may depend on the rows
+    around it when the product is small (OpenBLAS's small-matrix kernels: T = 203 here) and
+    not otherwise (T = 2000, blocks of 2 rows or more); a single row is computed as a row of a
+    two-row product, as BLAS's GEMV path would sum in another order."""
+    product = out if out.shape[1] == len(W) else out[:, :len(W)]
     if X.shape[1] <= FIXED_ORDER_COLUMNS and X.shape[1] > 0:
         fixed_order_dot(X, np.ascontiguousarray(W.T), out)
-        return out
+        return product
     if out.dtype != X.dtype:
         X, W = X.astype(out.dtype), W.astype(out.dtype)
     if X.shape[0] == 1:
-        out[...] = np.matmul(np.vstack([X, X]), W.T)[:1]
+        product[...] = np.matmul(np.vstack([X, X]), W.T)[:1]
     else:
-        np.matmul(X, W.T, out=out)
-    return out
+        np.matmul(X, W.T, out=product)
+    return product
 
 
 class RowMaxima:

@@ -60,19 +60,29 @@ def _fixed_order_row(x, Wt, z):
 
 
 @njit(cache=True, nogil=True, **VEC_FLAGS)
-def _fixed_order_rows(X, Wt, out):
-    """out[i, t] <- sum_j X[i, j] Wt[j, t] for every row of X, summed j = 0, 1, ... with fused
-    multiply-adds (in float64, stored in out's dtype). Sequential and without the GIL: one
-    kernel for fixed_order_dot's threads and predict's chunks (rows_dot)."""
-    for i in range(X.shape[0]):
+def _fixed_order_rows(X, Wt, out, r0, r1):
+    """out[i, t] <- sum_j X[i, j] Wt[j, t] for rows r0 <= i < r1 of X and t < Wt.shape[1] (out
+    may have more columns: they are left alone), summed j = 0, 1, ... with fused multiply-adds
+    (in float64, stored in out's dtype). Sequential and without the GIL: one kernel for
+    fixed_order_dot's threads and predict's chunks (rows_dot). Compiled for X float64 and
+    C-contiguous arrays only, once per output dtype (a float32 X, widened exactly in the sum,
+    or a column slice for out compiled it twice more)."""
+    for i in range(r0, r1):
         _fixed_order_row(X[i], Wt, out[i])
 
 
 def fixed_order_dot(X, Wt, out):
-    """out <- X Wt in the fixed order (_fixed_order_rows), the rows shared among threads
-    (rwtool.threads.run_row_shares; a row's sum does not depend on its share)."""
-    run_row_shares(lambda a, b: _fixed_order_rows(X[a:b], Wt, out[a:b]), X.shape[0],
+    """out[:, :Wt.shape[1]] <- X Wt in the fixed order (_fixed_order_rows), the rows shared
+    among threads (rwtool.threads.run_row_shares; a row's sum does not depend on its share).
+    A float32 X is widened to float64 (what the sum does to each term anyway: the same bits);
+    an ``out`` that is not C-contiguous (a column slice of a larger block) is computed into a
+    C-contiguous block and copied in."""
+    X = np.ascontiguousarray(X, dtype=np.float64)
+    target = out if out.flags.c_contiguous else np.empty((out.shape[0], Wt.shape[1]), out.dtype)
+    run_row_shares(lambda a, b: _fixed_order_rows(X, Wt, target, a, b), X.shape[0],
                    X.shape[1] * Wt.shape[1])
+    if target is not out:
+        out[:, :Wt.shape[1]] = target
 
 
 _GEMMS: dict = {}
@@ -101,7 +111,7 @@ def rows_dot(gemm, X, W, Wt, out, pair):
     m, d = X.shape
     T = out.shape[1]
     if Wt.shape[0] > 0:
-        _fixed_order_rows(X, Wt, out[:m])
+        _fixed_order_rows(X, Wt, out, 0, m)
     elif m == 1:
         for j in range(d):       # a loop: an array assignment compiles numba's shape-error
             pair[0, j] = X[0, j]     # message (string formatting: 6 s on a cold cache)

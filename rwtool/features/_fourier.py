@@ -137,7 +137,7 @@ class RandomFourierFeatures(FeatureMap):
     def _features_into(self, X, out):
         M = self.W_.shape[0]
         if self.variant.lower() == "pair":
-            dot_into(X, self.W_, out[:, :M])
+            dot_into(X, self.W_, out)       # its first M columns; no copy of a column slice
             _cos_sin_pair_inplace(out, M, 1.0 / math.sqrt(M))
         else:
             dot_into(X, self.W_, out)

@@ -325,3 +325,14 @@ def test_fixed_order_product_is_x_w_and_a_row_alone_gives_the_same_bits(d, rng):
     assert np.array_equal(wide[:, 5:208], out) and not wide[:, :5].any()
     o32 = dot_into(X, W, np.empty((301, 203), dtype=np.float32))
     np.testing.assert_allclose(o32, out, rtol=0, atol=1e-6 * np.abs(out).max() * d)
+    wider = np.full((301, 210), 7.0)                   # the first 203 columns, no others
+    assert np.array_equal(dot_into(X, W, wider), out) and np.all(wider[:, 203:] == 7.0)
+    X32 = X.astype(np.float32)                         # widened exactly: float64's bits
+    assert np.array_equal(dot_into(X32, W, np.empty((301, 203))),
+                          dot_into(X32.astype(np.float64), W, np.empty((301, 203))))
+    # one compiled kernel per output dtype: X float64 and every array C-contiguous
+    from rwtool.features._dot import _fixed_order_rows
+    assert {str(sig[2].dtype) for sig in _fixed_order_rows.signatures} <= {"float64", "float32"}
+    assert all(sig[0].dtype.name == "float64" and sig[2].layout == "C"
+               for sig in _fixed_order_rows.signatures)
+    assert len(_fixed_order_rows.signatures) <= 2
