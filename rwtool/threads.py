@@ -16,9 +16,9 @@ come back when the last one leaves (a count of holders under a lock, so the app'
 enter and leave in any order). With a BLAS other than OpenBLAS (or none found) it does nothing.
 
 :func:`run_shares` and :func:`run_row_shares` run a sequential, GIL-free numba kernel over
-shares of rows on threads started for the call: the feature maps' kernels and BKerNN's
-prediction use them instead of numba's ``parallel=True``, which compiled three times as long on
-a cold cache for the same speed (the cold start of a fresh install, docs/TESTING.md).
+shares of rows on threads started for the call: the feature maps' kernels and BKerNN's fit
+and prediction use them instead of numba's ``parallel=True``, which compiled two to three times
+as long on a cold cache for the same speed (the cold start of a fresh install, docs/TESTING.md).
 
 :func:`numpy_blas` finds a routine of numpy's own OpenBLAS (its dgemm for numba's kernels, its
 dsyrk and dpotrf called in place) under whichever prefix and suffix the build gave the names,

@@ -278,7 +278,7 @@ def particle_gradient(X: np.ndarray, PT: np.ndarray, alpha: np.ndarray, lam: flo
     m, n = PT.shape
     if order is None:
         order = np.empty((m, n), dtype=np.int64)
-        sort_projections(PT, order, 0, m)
+        sort_projections(PT, order, np.empty((m, n)), 0, m)
     RT = np.empty((m, n))
     # On u = n lam alpha (the residual, O(|Y|)): z_i r_i itself is O(|Y|^2 / (n lam)^2), which
     # overflows when the inputs are on a 1e-200 scale (lam ~ |x| / n).

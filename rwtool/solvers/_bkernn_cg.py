@@ -48,27 +48,31 @@ def _argsort_rows(A: np.ndarray) -> np.ndarray:
     return np.argsort(A, axis=1)
 
 
-def sort_projections(PT: np.ndarray, order: np.ndarray, a: int, b: int) -> None:
-    """order[j] <- the stable sorting order of PT[j] for a <= j < b: ascending projections,
-    tied ones in increasing row index, the one order a machine cannot change.
+def sort_projections(PT: np.ndarray, order: np.ndarray, values: np.ndarray, a: int,
+                     b: int) -> None:
+    """order[j] <- the stable sorting order of PT[j] (ascending projections, tied ones in
+    increasing row index: the one order a machine cannot change) and values[j] <- PT[j] in
+    that order, for a <= j < b.
 
     The sums over the sorted rows (the gradient's and the product's prefix sums, the
     preconditioner's blocks at ties) take the rows in this order, so the order of ties moves
     their last bits and, through the line search's decisions, the particles. numpy's unstable
     argsort orders ties by its SIMD path, which it picks by the CPU; its stable one costs 1.7x
     as much at 128,000 rows (docs/bench/bkernn.md). So the unstable sort runs first and only a
-    particle with tied projections is sorted again, stably (the same order, nothing to redo
-    for continuous inputs). The particles are shared among threads (numpy's sort releases the
-    GIL)."""
+    particle with tied projections (equal neighbours in ``values``) is sorted again, stably
+    (the same order, nothing to redo for continuous inputs). The particles are shared among
+    threads (numpy's sort releases the GIL)."""
     n = PT.shape[1]
 
     def particles(r0, r1):
-        o = _argsort_rows(PT[a + r0:a + r1])
-        ties = np.take_along_axis(PT[a + r0:a + r1], o, axis=1)
-        ties = (ties[:, 1:] == ties[:, :-1]).any(axis=1)
-        for t in np.flatnonzero(ties):
-            o[t] = np.argsort(PT[a + r0 + t], kind="stable")
+        P = PT[a + r0:a + r1]
+        o = _argsort_rows(P)
+        v = np.take_along_axis(P, o, axis=1)
+        for t in np.flatnonzero((v[:, 1:] == v[:, :-1]).any(axis=1)):
+            o[t] = np.argsort(P[t], kind="stable")
+            v[t] = P[t, o[t]]
         order[a + r0:a + r1] = o
+        values[a + r0:a + r1] = v
 
     run_row_shares(particles, b - a, int(n * math.log2(n + 1)))
 
@@ -98,8 +102,7 @@ class SortedProjections:
         # in slices of particles with a progress tick between them (a sort of 50 x 100k rows
         # takes seconds on a loaded machine)
         for a, b in particle_slices(m, n * math.log2(n + 1), tick=tick):
-            sort_projections(PT, self.order, a, b)
-            self.values[a:b] = np.take_along_axis(PT[a:b], self.order[a:b], axis=1)
+            sort_projections(PT, self.order, self.values, a, b)
             # |p_i - p_i'| is shift invariant: centring keeps the prefix-sum form free of
             # cancellation when the projections sit far from 0
             self.values[a:b] -= PT[a:b].mean(axis=1, keepdims=True)
@@ -408,7 +411,7 @@ class BlockPreconditioner:
             w = self.v * self.v
             total = float(w.sum())
             per_block = np.empty((m, B, 1))
-            self._bin_sums(w[:, None], per_block)
+            self._block_sums(w[:, None], per_block)
             above = per_block[:, ::-1, 0].cumsum(axis=1)[:, ::-1]
         self.tail = above[:, 1:] / total                     # (weighted) mean of 1{block >= b}
         if tick is not None:
@@ -427,7 +430,7 @@ class BlockPreconditioner:
         # every apply (each CG iteration), a third matrix of that size at the memory peak
         self.L = np.asfortranarray(L)
 
-    def _bin_sums(self, V, out):
+    def _block_sums(self, V, out):
         """out[j, c, :] = sum of V over the rows in block c of particle j."""
         m, n = self.beta.shape
         run_row_shares(lambda a, b: _bin_sums(self.beta, V, out, a, b), m, n * V.shape[1])
@@ -437,7 +440,7 @@ class BlockPreconditioner:
         if self.v is not None:
             V = V * self.v[:, None]
         S = np.empty((m, self.B, V.shape[1]))
-        self._bin_sums(np.ascontiguousarray(V), S)
+        self._block_sums(np.ascontiguousarray(V), S)
         # sum over blocks >= b, b = 1..B-1; V is centred, so the step means drop out
         up = S[:, ::-1].cumsum(axis=1)[:, ::-1][:, 1:]
         return (up * self.scale[:, :, None]).reshape(-1, V.shape[1])

@@ -439,3 +439,14 @@ def test_progress_gaps_with_a_fake_clock(monkeypatch):
     gaps = np.diff(times)
     assert clock[0] > 20 * per_slice and len(times) > 20
     assert gaps.max() <= 0.1 + per_slice + 1e-9
+
+
+def test_folded_takes_every_item_once_and_balances_triangular_work():
+    """folded(t, a, b) for t < b - a is a permutation of a..b - 1 whose contiguous halves hold
+    (nearly) equal sums of a triangular loop's work b - j."""
+    for a, b in ((0, 1), (0, 2), (3, 10), (5, 56)):
+        items = [cgmod.folded(t, a, b) for t in range(b - a)]
+        assert sorted(items) == list(range(a, b))
+        half = (b - a) // 2
+        work = [b - j for j in items]
+        assert abs(sum(work[:half]) - sum(work[half:2 * half])) <= b - a

@@ -55,12 +55,13 @@ def test_sorted_order_is_numpys_stable_order_in_any_share_count(monkeypatch):
         monkeypatch.setattr(cgmod, "_argsort_rows", argsort)
         for shares in (1, 2, 3):
             monkeypatch.setattr(numba, "get_num_threads", lambda: shares)
-            order = np.empty(PT.shape, dtype=np.int64)
-            cgmod.sort_projections(PT, order, 0, len(PT))
+            order, values = np.empty(PT.shape, dtype=np.int64), np.empty(PT.shape)
+            cgmod.sort_projections(PT, order, values, 0, len(PT))
             np.testing.assert_array_equal(order, want)
+            np.testing.assert_array_equal(values, np.take_along_axis(PT, want, axis=1))
             # a range of particles only
             order[:] = -1
-            cgmod.sort_projections(PT, order, 2, 7)
+            cgmod.sort_projections(PT, order, values, 2, 7)
             np.testing.assert_array_equal(order[2:7], want[2:7])
             assert np.all(order[:2] == -1) and np.all(order[7:] == -1)
 
@@ -83,8 +84,9 @@ def test_the_order_of_ties_cannot_change_a_fit(kind, monkeypatch):
     for a, b in zip(base, fit()):
         np.testing.assert_array_equal(a, b)
 
-    def raw_order(PT, order, a, b):
+    def raw_order(PT, order, values, a, b):
         order[a:b] = _ties_reversed(PT[a:b])
+        values[a:b] = np.take_along_axis(PT[a:b], order[a:b], axis=1)
 
     monkeypatch.setattr(cgmod, "sort_projections", raw_order)
     monkeypatch.setattr(core, "sort_projections", raw_order)
