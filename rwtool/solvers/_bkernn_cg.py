@@ -42,10 +42,10 @@ __all__ = ["SortedProjections", "kernel_product", "cg_ridge", "lower_value", "Bl
 N_GROUPS = 4
 
 
-def _argsort_rows(A: np.ndarray) -> np.ndarray:
-    """numpy's default (unstable) argsort of each row of ``A``: ties in an order that depends
-    on the sort's SIMD path (the tests put another tie order here)."""
-    return np.argsort(A, axis=1)
+def _argsort(p: np.ndarray) -> np.ndarray:
+    """numpy's default (unstable) argsort of ``p``: ties in an order that depends on the sort's
+    SIMD path (the tests put another tie order here)."""
+    return np.argsort(p)
 
 
 def sort_projections(PT: np.ndarray, order: np.ndarray, values: np.ndarray, a: int,
@@ -65,14 +65,13 @@ def sort_projections(PT: np.ndarray, order: np.ndarray, values: np.ndarray, a: i
     n = PT.shape[1]
 
     def particles(r0, r1):
-        P = PT[a + r0:a + r1]
-        o = _argsort_rows(P)
-        v = np.take_along_axis(P, o, axis=1)
-        for t in np.flatnonzero((v[:, 1:] == v[:, :-1]).any(axis=1)):
-            o[t] = np.argsort(P[t], kind="stable")
-            v[t] = P[t, o[t]]
-        order[a + r0:a + r1] = o
-        values[a + r0:a + r1] = v
+        for j in range(a + r0, a + r1):
+            p, o, v = PT[j], order[j], values[j]
+            o[:] = _argsort(p)
+            np.take(p, o, out=v)
+            if (v[1:] == v[:-1]).any():
+                o[:] = np.argsort(p, kind="stable")
+                np.take(p, o, out=v)
 
     run_row_shares(particles, b - a, int(n * math.log2(n + 1)))
 

@@ -33,11 +33,10 @@ def _tied_problem(n, seed=0):
     return X, (y - y.mean())[:, None], W0, 1.0 / n
 
 
-def _ties_reversed(A):
-    """A sorting order of each row with tied entries in decreasing row index: what another
-    machine's unstable sort may return."""
-    index = np.arange(A.shape[1])
-    return np.stack([np.lexsort((-index, row)) for row in A])
+def _ties_reversed(p):
+    """A sorting order of ``p`` with tied entries in decreasing index: what another machine's
+    unstable sort may return."""
+    return np.lexsort((-np.arange(len(p)), p))
 
 
 def test_sorted_order_is_numpys_stable_order_in_any_share_count(monkeypatch):
@@ -51,8 +50,8 @@ def test_sorted_order_is_numpys_stable_order_in_any_share_count(monkeypatch):
                     np.where(rng.random(200) < 0.5, 0.0, -0.0)[None]])  # signed zeros tie
     want = np.argsort(PT, axis=1, kind="stable")
     monkeypatch.setattr(rwtool.threads, "PAIRS_PER_THREAD", 1)
-    for argsort in (cgmod._argsort_rows, _ties_reversed):
-        monkeypatch.setattr(cgmod, "_argsort_rows", argsort)
+    for argsort in (cgmod._argsort, _ties_reversed):
+        monkeypatch.setattr(cgmod, "_argsort", argsort)
         for shares in (1, 2, 3):
             monkeypatch.setattr(numba, "get_num_threads", lambda: shares)
             order, values = np.empty(PT.shape, dtype=np.int64), np.empty(PT.shape)
@@ -80,13 +79,14 @@ def test_the_order_of_ties_cannot_change_a_fit(kind, monkeypatch):
         return res["W"], res["alpha"]
 
     base = fit()
-    monkeypatch.setattr(cgmod, "_argsort_rows", _ties_reversed)
+    monkeypatch.setattr(cgmod, "_argsort", _ties_reversed)
     for a, b in zip(base, fit()):
         np.testing.assert_array_equal(a, b)
 
     def raw_order(PT, order, values, a, b):
-        order[a:b] = _ties_reversed(PT[a:b])
-        values[a:b] = np.take_along_axis(PT[a:b], order[a:b], axis=1)
+        for j in range(a, b):
+            order[j] = _ties_reversed(PT[j])
+            values[j] = PT[j, order[j]]
 
     monkeypatch.setattr(cgmod, "sort_projections", raw_order)
     monkeypatch.setattr(core, "sort_projections", raw_order)
