@@ -17,10 +17,12 @@ __all__ = ["block_stats"]
 
 
 @njit(cache=True, nogil=True)
-def _block_stats(V, lines, rows, first_inf, max_abs, n_num, n_fin, total, with_sums):
+def _block_stats(V, lines, rows, first_inf, max_abs, n_num, n_fin, total, with_sums, skip):
     all_rows = rows.shape[0] == 0
     with_fin = n_fin.shape[0] > 0
     for r in range(V.shape[0]):
+        if skip.shape[0] and skip[r]:
+            continue
         cnt = 0
         fin = 0
         top = max_abs[r]
@@ -51,15 +53,19 @@ def _block_stats(V, lines, rows, first_inf, max_abs, n_num, n_fin, total, with_s
             total[r] += s + c
 
 
-def block_stats(V, lines, first_inf, max_abs, n_num, total=None, rows=None, n_fin=None):
+def block_stats(V, lines, first_inf, max_abs, n_num, total=None, rows=None, n_fin=None,
+                skip=None):
     """Count the block ``V``'s numbers (of the cells where ``rows``, a bool mask; None: all)
     into per-column arrays, all updated in place (a wide file's summaries take no temporary
     per column): ``first_inf`` (file line of a column's first infinite number, -1 while
     none; ``lines``: each cell's file line), ``max_abs`` (largest finite magnitude), and
     added to: ``n_num`` the numbers, ``total`` (None: not summed) the sum of the finite ones
-    (the block's compensated sum), ``n_fin`` (None: not counted) the finite ones."""
+    (the block's compensated sum), ``n_fin`` (None: not counted) the finite ones. ``skip``
+    (a bool per column, None: none): columns left out, as if they held no number (their
+    rows of ``V`` are not read: they may be unwritten)."""
     nothing = np.empty(0)
     _block_stats(np.ascontiguousarray(V, np.float64), np.asarray(lines, np.int64),
                  np.empty(0, np.bool_) if rows is None else rows, first_inf, max_abs, n_num,
                  np.empty(0, np.int64) if n_fin is None else n_fin,
-                 nothing if total is None else total, total is not None)
+                 nothing if total is None else total, total is not None,
+                 np.empty(0, np.bool_) if skip is None else skip)

@@ -607,21 +607,25 @@ def _type_cells(arr, decimal, na, intern):
     return vals, codes, Seen(marks, err_rows, err_texts)
 
 
-def shows_decimal_point(x: np.ndarray, axis=None):
+def shows_decimal_point(x: np.ndarray, axis=None, skip=None):
     """Whether numbers read in a decimal-point file show that their dot is a decimal point: a
     fraction that is not three digits after a group of one to three ("0.25", "2.3456"; not
     "1.234", which may be a thousands dot, nor 2.5, which may have been written "2.500").
     NaN and infinities show nothing; ``axis=1`` answers for each row of a matrix (one pass,
-    stopping at a row's first such number: no temporary arrays over a block)."""
+    stopping at a row's first such number: no temporary arrays over a block); ``skip`` (a
+    bool per row, with ``axis=1``): rows not read (they may be unwritten), showing nothing."""
     m = np.ascontiguousarray(x, np.float64)
-    shows = _shows_point(m.reshape(1, -1) if axis is None else m)
+    shows = _shows_point(m.reshape(1, -1) if axis is None else m,
+                         np.empty(0, np.bool_) if skip is None else skip)
     return bool(shows[0]) if axis is None else shows
 
 
 @njit(cache=True, nogil=True)
-def _shows_point(x):
+def _shows_point(x, skip):
     out = np.zeros(x.shape[0], np.bool_)
     for r in range(x.shape[0]):
+        if skip.shape[0] and skip[r]:
+            continue
         for i in range(x.shape[1]):
             v = x[r, i]
             if not np.isfinite(v) or v == np.floor(v):

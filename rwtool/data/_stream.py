@@ -167,17 +167,23 @@ class _Summary:
             if not self.counted[kk]:
                 self.counted[kk] = True
                 self.late[kk] = self.n_num[0][kk] > 0      # numbers not counted before
-        self._add_numbers(tb.values, tb.codes, lines, fit)
+        self._add_numbers(tb.values, tb.unwritten, lines, fit)
 
-    def _add_numbers(self, V, codes, lines, fit):
+    def _add_numbers(self, V, unwritten, lines, fit):
         # one pass over the block per row set (block_stats, the distinct store), no temporary
-        # of the block's size; ``codes``: position -> codes of the columns holding text in this
-        # block. While every row has had a target, the FIT summaries are the ALL ones, kept once
+        # of the block's size; the rows ``unwritten`` (columns of categories with no number in
+        # this block) are never read. While every row has had a target, the FIT summaries
+        # are the ALL ones, kept once
         if self.fit_same and not fit.all():
             self._split_fit()
-        self.fraction |= shows_decimal_point(V, axis=1)
+        skip = None
+        if unwritten:
+            skip = np.zeros(len(V), bool)
+            skip[list(unwritten)] = True
+        self.fraction |= shows_decimal_point(V, axis=1, skip=skip)
         narrow = len(V) <= 64           # sums column by column, as np.mean sums one
-        cols = None if self.counted.all() else self.counted
+        cols = self.counted if skip is None else self.counted & ~skip
+        cols = None if cols.all() else cols
         for key, m in ((0, None),) if self.fit_same else ((0, None), (1, fit)):
             sums = (key == 1 or self.fit_same) and self.sum is not None
             n_rows = V.shape[1] if m is None else int(np.count_nonzero(m))
@@ -185,12 +191,13 @@ class _Summary:
             if sums and narrow:
                 n_fin = np.zeros(len(V), np.int64)
                 block_stats(V, lines, self.first_inf[key], self.max_abs[key], self.n_num[key],
-                            None, m, n_fin)
-                self.sum += [_finite_sum(x if m is None else x[m], f == n_rows)
-                             for x, f in zip(V, n_fin.tolist())]
+                            None, m, n_fin, skip)
+                self.sum += [0.0 if skip is not None and skip[kk] else
+                             _finite_sum(x if m is None else x[m], f == n_rows)
+                             for kk, (x, f) in enumerate(zip(V, n_fin.tolist()))]
             else:
                 block_stats(V, lines, self.first_inf[key], self.max_abs[key], self.n_num[key],
-                            self.sum if sums else None, m)
+                            self.sum if sums else None, m, None, skip)
             self.distinct[key].add(V, 0, cols, m)
 
     def _split_fit(self) -> None:
@@ -754,7 +761,10 @@ def _summarise(src, dialect, target, features, ignore, categorical, numeric, na_
         if not n:
             kept.drop()          # pass two yields an empty chunk here: it reads the file
             continue
-        tb = type_block(block, summary.keep, dialect.decimal, na, fast, summary.column_of)
+        # a column of categories with no number leaves its row of values unwritten (as
+        # read_csv's typing does): NaN written and read back for nothing
+        tb = type_block(block, summary.keep, dialect.decimal, na, fast, summary.column_of,
+                        fill=False)
         block.cells = {}        # typed: its text goes before the summaries are taken
         fit = (np.ones(n, bool) if tname is None else
                tb.codes_of(int(np.searchsorted(summary.keep, jt))) != -2)

@@ -54,3 +54,26 @@ def test_sums_skipped_and_magnitude_carried():
     assert num.tolist() == [3, 3] and fin.tolist() == [2, 1]
     assert first_inf.tolist() == [-1, 9]              # a line already found is kept
     assert max_abs.tolist() == [7.0, 2.0]             # the larger of before and this block
+
+
+def test_skipped_columns_are_not_read():
+    # a skipped row (an unwritten column of categories) counts as a row of NaN, whatever
+    # its memory holds
+    rng = np.random.default_rng(3)
+    V = rng.standard_normal((4, 50))
+    V[1, 7] = np.inf
+    skip = np.array([False, True, False, True])
+    W = V.copy()
+    W[skip] = np.nan
+    out = []
+    for M, s in ((V, skip), (W, None)):
+        first_inf, max_abs = np.full(4, -1, np.int64), np.zeros(4)
+        num, fin, total = np.zeros(4, np.int64), np.zeros(4, np.int64), np.zeros(4)
+        block_stats(M, np.arange(50) + 2, first_inf, max_abs, num, total, None, fin, s)
+        out.append((first_inf.tolist(), max_abs.tolist(), num.tolist(), fin.tolist(),
+                    total.tobytes()))
+    assert out[0] == out[1] and out[1][2] == [50, 0, 50, 0]
+    from rwtool.data._read import shows_decimal_point
+    V[:, 0] = 0.25                                     # every row shows a decimal point
+    assert shows_decimal_point(V, axis=1, skip=skip).tolist() == [True, False, True, False]
+    assert shows_decimal_point(V, axis=1).tolist() == [True] * 4
