@@ -292,19 +292,26 @@ class FeatureMap(BaseEstimator):
         index = X.index if isinstance(X, pd.DataFrame) else None
         return pd.DataFrame(out, columns=self.get_feature_names_out(), index=index)
 
-    def blocks(self, X: np.ndarray, block_size: int | None = None):
+    def blocks(self, X: np.ndarray, block_size: int | None = None, order=None):
         """Yield ``(start, stop, Phi)`` over blocks of rows of ``X``, Phi = features of the block.
 
         One buffer of the map's ``dtype`` serves every block (when ``block_size`` is None,
         :func:`auto_block_size`: 32 MB of features and at least 2048 rows), so the m x T feature
         matrix is never held whole; Phi is overwritten by the next block. ``X`` must already be
-        checked and preprocessed (the rows the map was fitted on).
+        checked and preprocessed (the rows the map was fitted on). ``order``: the rows of X in
+        this order (positions; start and stop count them), each block's gathered into one
+        buffer of its own, where a copy of X sorted whole was a fresh m x n array faulted in
+        (mnist 1-vs-7: 82 MB, 0.15 s of CPU of a 1.3 s default fit at T = 1000).
         """
         dtype = self.feature_dtype_
+        m = X.shape[0] if order is None else len(order)
         bs = block_size if block_size is not None else auto_block_size(
-            X.shape[0], self.n_output_, dtype.itemsize)
-        for start, stop, Phi in self._block_buffers(X.shape[0], bs):
-            self._features_into(X[start:stop], Phi)
+            m, self.n_output_, dtype.itemsize)
+        rows = None if order is None else np.empty((min(max(1, int(bs)), m), X.shape[1]),
+                                                   dtype=X.dtype)
+        for start, stop, Phi in self._block_buffers(m, bs):
+            self._features_into(X[start:stop] if order is None else np.take(
+                X, order[start:stop], axis=0, out=rows[:stop - start]), Phi)
             yield start, stop, Phi
 
     def _block_buffers(self, m: int, block_size: int):

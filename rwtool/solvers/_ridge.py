@@ -39,7 +39,8 @@ __all__ = ["auto_block_size", "normal_equations", "solve_normal_equations",
 
 def normal_equations(feature_map, X: np.ndarray, Y: np.ndarray, block_size: int | None = None,
                      progress=None, out=None, weights: np.ndarray | None = None,
-                     capture=None, bounds=None, joint: np.ndarray | None = None):
+                     capture=None, bounds=None, joint: np.ndarray | None = None,
+                     order: np.ndarray | None = None):
     """A = Phi^T W Phi (full symmetric) and B = Phi^T W Y, accumulated block by block
     (W = diag(weights), the identity when ``weights`` is None).
 
@@ -77,9 +78,12 @@ def normal_equations(feature_map, X: np.ndarray, Y: np.ndarray, block_size: int 
         rwtool.solvers._sufficient.) Each group's A is then a difference of two sums of many
         groups' rows, so its rounding is that of ``joint`` (about 1e-16 of the total's
         entries), as is that of the total minus the group, which the search solves.
+    order : (m,) positions, or None: the rows of X in this order (rows sorted by fold without
+        a sorted copy of X: FeatureMap.blocks gathers each block's); Y, ``weights``,
+        ``capture`` and ``bounds`` count the rows in that order.
     """
     progress = make_progress(progress)
-    m = X.shape[0]
+    m = X.shape[0] if order is None else len(order)
     T = feature_map.n_output_
     if out is None:
         out = (np.zeros((T, T)), np.zeros((T, Y.shape[1])))
@@ -102,7 +106,7 @@ def normal_equations(feature_map, X: np.ndarray, Y: np.ndarray, block_size: int 
     before = None if joint is None else joint[:t, :t].copy()
     progress.start("normal equations", m)
     with np.errstate(over="ignore", invalid="ignore"):   # an overflow is the error below
-        for start, stop, Phi in feature_map.blocks(X, block_size):
+        for start, stop, Phi in feature_map.blocks(X, block_size, order):
             if Yb is None:
                 # each block's products in the precision of its features (float32: SSYRK and
                 # SGEMM), added to the float64 sums

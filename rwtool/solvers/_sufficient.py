@@ -470,8 +470,8 @@ class SufficientStats:
 
     def _add_sorted(self, feature_map, X, Y, folds, block_size, progress, weights=None,
                     candidates=None, features=None):
-        """Add rows (X, Y) of ``folds`` to the per-fold sums: the rows sorted by fold (one
-        gather, a fold's rows in their order), then one sequence of feature blocks split at
+        """Add rows (X, Y) of ``folds`` to the per-fold sums: the rows taken in fold order (a
+        fold's rows in their order; X's gathered a block at a time), one sequence of feature blocks split at
         the folds' bounds (normal_equations ``bounds``): as many blocks as a one-fold pass, not
         a partial block per fold. ``features``: the sample's rows ``candidates`` (positions in
         X, in the order of the rows sorted by fold: :meth:`add`) get their leading features
@@ -482,7 +482,8 @@ class SufficientStats:
         order = None
         if counts.max() < len(X):       # rows of several folds: sorted, each fold's in order
             order = np.argsort(folds, kind="stable")
-            X, Y = np.take(X, order, axis=0), np.take(Y, order, axis=0)
+            # X's rows gathered a block at a time by the pass (normal_equations ``order``)
+            Y = np.take(Y, order, axis=0)
             weights = None if weights is None else weights[order]
         capture = None
         if features is not None:        # candidates in the order of the sorted rows
@@ -494,7 +495,7 @@ class SufficientStats:
                 capture = (position[candidates], features)
         normal_equations(feature_map, X, Y, block_size, progress,
                          out=[(self.A[f], self.B[f]) for f in range(F)], weights=weights,
-                         capture=capture, bounds=bounds, joint=self.A_total)
+                         capture=capture, bounds=bounds, joint=self.A_total, order=order)
         for f in np.flatnonzero(counts):
             rows = slice(bounds[f], bounds[f + 1])
             Yf = Y[rows]

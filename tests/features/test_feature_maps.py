@@ -336,3 +336,24 @@ def test_fixed_order_product_is_x_w_and_a_row_alone_gives_the_same_bits(d, rng):
     assert all(sig[0].dtype.name == "float64" and sig[2].layout == "C"
                for sig in _fixed_order_rows.signatures)
     assert len(_fixed_order_rows.signatures) <= 2
+
+
+@pytest.mark.parametrize("make", [lambda: INSTANTIATIONS["rwrelu"](n_features=30, sigma=0.8),
+                                  lambda: KitchenSign(n_features=30)])
+def test_blocks_in_an_order_are_the_features_of_the_reordered_rows(make):
+    """blocks(X, order=) gathers each block's rows of X in that order into a buffer of its own
+    (reg="auto"'s pass over rows sorted by fold, without a sorted copy of X). Oracle: the map's
+    transform of X[order], every block and the uneven last one; bit for bit against
+    blocks(X[order]) in this process (the same rows in the same blocks: X W^T is the same
+    products in the same order)."""
+    rng = np.random.default_rng(4)
+    X = rng.standard_normal((203, 20))
+    order = rng.permutation(203)
+    fmap = make().fit(X)
+    ref = fmap.transform(X[order])
+    got = [(a, b, P.copy()) for a, b, P in fmap.blocks(X, 64, order)]
+    assert [(a, b) for a, b, _ in got] == [(0, 64), (64, 128), (128, 192), (192, 203)]
+    for (a, b, P), (_, _, Q) in zip(got, fmap.blocks(X[order], 64)):
+        np.testing.assert_array_equal(P, Q)
+        # X W^T over 20 inputs in another grouping of rows than transform's: 1e-13
+        np.testing.assert_allclose(P, ref[a:b], rtol=1e-13, atol=1e-13)
