@@ -19,7 +19,7 @@ from PySide6.QtGui import QColor, QFont, QFontMetrics, QPainter
 
 from ..logic.evaluate import MAX_SCATTER, drawn_rows
 
-__all__ = ["configure", "LivePlot", "LIVE_CURVE", "ResultPlot", "PALETTE", "export_plot", "pen", "scatter",
+__all__ = ["configure", "CellTexts", "LivePlot", "LIVE_CURVE", "ResultPlot", "PALETTE", "export_plot", "pen", "scatter",
            "thin_points", "MAX_SCATTER"]
 
 #: a live plot is redrawn at most every REDRAW_MS while four wait (a tick every REDRAW_MS / 4,
@@ -132,6 +132,45 @@ class Dots(pg.GraphicsObject):
         painter.drawPoints(self._poly)
 
 
+class CellTexts(pg.GraphicsObject):
+    """Short texts centred on points of the view (a confusion matrix's counts), in the plot's
+    font at the screen's size whatever the view's scale, painted by one item.
+
+    A pyqtgraph TextItem per cell is a QGraphicsTextItem with a rich-text document laid out
+    when it is made and placed again at every change of the view (2-3 ms of the GUI thread a
+    row of cells under X, bench_gui_load --record-turns); a cell's text here is one drawText.
+    """
+
+    def __init__(self, cells, rect: QRectF):
+        """``cells``: (x, y, text, colour) each; ``rect``: the view area they lie in."""
+        super().__init__()
+        self.cells = [(float(x), float(y), str(text), QColor(color)) for x, y, text, color in cells]
+        self._rect = QRectF(rect)
+
+    def texts(self) -> list[str]:
+        return [text for _, _, text, _ in self.cells]
+
+    def dataBounds(self, ax, frac=1.0, orthoRange=None):
+        r = self._rect
+        return (r.left(), r.right()) if ax == 0 else (r.top(), r.bottom())
+
+    def boundingRect(self):
+        return QRectF(self._rect)
+
+    def paint(self, painter, *args):
+        # at the device's scale: the text keeps its size in pixels when the view zooms
+        to_device = painter.transform()
+        painter.save()
+        painter.resetTransform()
+        painter.setFont(self.scene().font() if self.scene() is not None else QFont())
+        for x, y, text, color in self.cells:
+            centre = to_device.map(pg.Point(x, y))
+            painter.setPen(color)
+            painter.drawText(QRectF(centre.x() - 100, centre.y() - 50, 200, 100),
+                             Qt.AlignCenter, text)
+        painter.restore()
+
+
 def scatter(x, y, brush, name: str | None = None, size: float = 5) -> Dots:
     """A scatter of round dots of the brush's colour (see :class:`Dots`)."""
     color = brush.color() if hasattr(brush, "color") else brush
@@ -204,10 +243,21 @@ class ResultPlot(pg.PlotWidget):
         super().resizeEvent(ev)
 
     def reset(self, title: str | None = None, xlabel: str | None = None,
-              ylabel: str | None = None) -> None:
-        self.clear()
-        if self.legend is not None:
-            self.legend.clear()
+              ylabel: str | None = None, keep_curves: bool = False) -> list:
+        """Empty the plot for a new drawing and set its title and labels (None: unchanged).
+        ``keep_curves``: the curves (PlotDataItems) and their legend entries stay, for the
+        caller to give them new data (:meth:`set_curve`) or remove them; returns them."""
+        kept = self.listDataItems() if keep_curves else []
+        if kept:
+            # only the rest goes (a message, an image): removing a curve and its legend entry
+            # and making one again cost 2-3 ms each of the GUI thread, the legend laid out
+            # again at each
+            for item in [it for it in self.getPlotItem().items if it not in kept]:
+                self.removeItem(item)
+        else:
+            self.clear()
+            if self.legend is not None:
+                self.legend.clear()
         self.setLogMode(False, False)
         self.showGrid(x=self.GRID, y=self.GRID, alpha=0.25)
         self.enableAutoRange()
@@ -220,6 +270,26 @@ class ResultPlot(pg.PlotWidget):
             axis = self.getAxis(side)
             if text is not None and (text != axis.labelText or not axis.label.isVisible()):
                 self.setLabel(side, text)
+        return kept
+
+    def set_curve(self, n: int, x, y, name: str | None = None, **style) -> pg.PlotDataItem:
+        """The ``n``-th curve (in the order they were added) gets ``x``, ``y``, ``style`` and
+        the legend entry ``name``; a new curve when the plot has ``n`` curves (the plot's
+        :meth:`plot`)."""
+        items = self.listDataItems()
+        if n >= len(items):
+            return self.plot(x, y, name=name, **style)
+        item = items[n]
+        item.setData(x, y, name=name, **style)
+        label = self.legend.getLabel(item) if self.legend is not None else None
+        if label is not None and label.text != name:
+            label.setText(name)
+        return item
+
+    def remove_curves(self, start: int) -> None:
+        """Remove the curves from the ``start``-th on, with their legend entries."""
+        for item in self.listDataItems()[start:]:
+            self.removeItem(item)
 
     def fit_x(self, xs) -> None:
         """The x axis spans exactly the data's x values (no padding: a curve of iterations,

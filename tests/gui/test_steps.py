@@ -11,13 +11,15 @@ Nothing here measures time.
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import pytest
 
 pytest.importorskip("pytestqt")
 pytest.importorskip("pyqtgraph")
 
-from gui.widgets.steps import Steps  # noqa: E402
+from gui.widgets.steps import Steps, scheduler  # noqa: E402
 from tests.gui.test_main_window import (  # noqa: E402,F401
     TIMEOUT, choose, load, moons_csv, regression_csv, train, window)
 
@@ -39,21 +41,104 @@ def test_steps_run_in_order_one_per_tick_and_flush(qtbot):
     assert seen == [0, 1, 2, 3] and not steps.busy
 
 
-def test_the_next_step_is_timed_from_the_end_of_the_last(qtbot):
-    """The step timer starts again when a step ends with steps still queued, so that the
-    thread sleeps STEP_MS between two steps even when a step waited for a core (a repeating
-    timer found the next step due already, and the steps ran back to back in one turn)."""
+def _iterations(qtbot, queues, make_step):
+    """Run ``make_step(q, i)`` as three steps of each queue; return (queue, step, the
+    event-loop iteration it ran in), in the order they ran."""
+    from PySide6.QtCore import QAbstractEventDispatcher
+    turn = [0]
+    dispatcher = QAbstractEventDispatcher.instance()
+    count = lambda: turn.__setitem__(0, turn[0] + 1)      # noqa: E731
+    dispatcher.aboutToBlock.connect(count)
+    ran = []
+    try:
+        for q, steps in enumerate(queues):
+            for i in range(3):
+                steps.add(make_step(q, i, lambda q=q, i=i: ran.append((q, i, turn[0]))))
+        qtbot.waitUntil(lambda: not any(s.busy for s in queues), timeout=TIMEOUT)
+    finally:
+        dispatcher.aboutToBlock.disconnect(count)
+    return ran
+
+
+def test_the_next_step_is_timed_from_the_end_of_what_the_last_caused(qtbot):
+    """What a step causes in the iterations after it (a paint, a layout: here an event that
+    keeps the thread busy for three step intervals) starts the next step's delay again when
+    it ends: counted from the step's end alone, the next step was due before the thread slept
+    and ran in the same turn under load."""
+    from PySide6.QtCore import QCoreApplication, QEvent, QObject
+
+    from gui.app import create_app
+    from gui.widgets.steps import scheduler
+    create_app()
+    seen = []
+
+    class Slow(QObject):
+        def event(self, ev):
+            if ev.type() == QEvent.User:
+                t = time.thread_time()
+                while time.thread_time() - t < 0.006:     # busy, as a paint is
+                    pass
+                seen.append("caused")
+                return True
+            return super().event(ev)
+    slow = Slow()
+
+    def step(i):
+        seen.append(f"step {i}")
+        QCoreApplication.postEvent(slow, QEvent(QEvent.User))
+    timer = scheduler()._timer
+    real = timer.start
+    timer.start = lambda *a: (seen.append("timer"), real(*a))
+    steps = Steps(interval=2)
+    try:
+        for i in range(3):
+            steps.add(step, i)
+        qtbot.waitUntil(lambda: not steps.busy, timeout=TIMEOUT)
+        qtbot.wait(20)
+    finally:
+        del timer.start
+    # between what a step caused and the next step, the timer started again
+    for i in (1, 2):
+        between = seen[seen.index(f"step {i - 1}"):seen.index(f"step {i}")]
+        assert "caused" in between, seen
+        assert "timer" in between[between.index("caused"):], seen
+
+
+def test_two_queues_never_run_two_steps_in_one_turn(qtbot):
+    """Steps of different queues (the window's, the results panel's, its preparation's) each
+    run in an event-loop iteration of their own, the thread asleep between two, the queues in
+    turn: with a timer per queue, every queue's timer was due when the thread woke up and 3-6
+    steps of different queues ran in one turn of 17-25 ms of CPU at the end of each run
+    (bench_gui_load --record-turns)."""
     from gui.app import create_app
     create_app()
-    steps = Steps(interval=1)
-    seen, starts = [], []
-    real = steps._timer.start
-    steps._timer.start = lambda *a: (starts.append(len(seen)), real(*a))
-    for i in range(3):
-        steps.add(seen.append, i)
-    qtbot.waitUntil(lambda: not steps.busy, timeout=TIMEOUT)
-    # the first add starts the timer, then each step that leaves steps queued starts it again
-    assert seen == [0, 1, 2] and starts == [0, 1, 2]
+    ran = _iterations(qtbot, [Steps(interval=2) for _ in range(3)],
+                      lambda q, i, record: record)
+    assert sorted((q, i) for q, i, _ in ran) == [(q, i) for q in range(3) for i in range(3)]
+    iterations = [t for _, _, t in ran]
+    assert len(set(iterations)) == len(iterations), ran
+    # the queues in turn, each in its own order
+    assert [q for q, _, _ in ran] == [0, 1, 2] * 3
+    assert all([i for q2, i, _ in ran if q2 == q] == [0, 1, 2] for q in range(3))
+
+
+def test_a_deleted_queue_leaves_the_scheduler(qtbot):
+    """A queue deleted with its owner (a window closed with steps waiting) is not run."""
+    from PySide6.QtCore import QObject
+
+    from gui.app import create_app
+    from gui.widgets.steps import scheduler
+    create_app()
+    owner = QObject()
+    steps = Steps(owner, interval=1)
+    seen = []
+    steps.add(seen.append, 1)
+    other = Steps(interval=1)
+    other.add(seen.append, 2)
+    owner.deleteLater()
+    qtbot.waitUntil(lambda: not other.busy, timeout=TIMEOUT)
+    qtbot.wait(10)
+    assert seen == [2] and all(s is not steps for s in scheduler()._waiting)
 
 
 def test_a_generator_step_runs_to_each_yield_in_a_tick_of_its_own(qtbot):
@@ -63,7 +148,6 @@ def test_a_generator_step_runs_to_each_yield_in_a_tick_of_its_own(qtbot):
     from gui.app import create_app
     create_app()
     steps = Steps(interval=1)
-    steps._timer.stop()
     seen = []
 
     def draw(name):
@@ -75,7 +159,7 @@ def test_a_generator_step_runs_to_each_yield_in_a_tick_of_its_own(qtbot):
 
     steps.add(draw, "a")
     steps.add(seen.append, "after")
-    steps._timer.stop()            # the ticks are driven by hand
+    scheduler()._timer.stop()      # the ticks are driven by hand
     steps._next()
     assert seen == ["a title"]
     steps._next()
@@ -87,13 +171,13 @@ def test_a_generator_step_runs_to_each_yield_in_a_tick_of_its_own(qtbot):
     seen.clear()
     steps.add(draw, "b")
     steps.add(draw, "c")
-    steps._timer.stop()
+    scheduler()._timer.stop()
     steps._next()
     steps.flush()
     assert seen == ["b title", "b curve", "b legend", "c title", "c curve", "c legend"]
     seen.clear()
     steps.add(draw, "d")
-    steps._timer.stop()
+    scheduler()._timer.stop()
     steps._next()
     steps.clear()
     steps.flush()
@@ -145,6 +229,12 @@ def test_a_run_drawn_in_steps_ends_as_drawn_at_once(qtbot, window, tmp_path, mak
 
 
 def test_the_comparison_draws_a_run_a_step(qtbot, window, tmp_path):
+    """A new selection gives the curves drawn the new runs' data, one run a step, the plot
+    painted once when the last is in; the curves and their legend entries are kept and given
+    the new data, styles and names (removed and made again they cost the selection's turn
+    3-4 ms and each step 2-3 ms more), and end as the selection drawn afresh would."""
+    from gui.logic.runs_table import run_labels
+    from gui.widgets.plots import PALETTE
     load(qtbot, window, moons_csv(tmp_path / "m.csv"))
     runs = []
     for reg in (0.01, 0.1, 1.0):
@@ -153,32 +243,56 @@ def test_the_comparison_draws_a_run_a_step(qtbot, window, tmp_path):
         runs.append(train(qtbot, window))
     rl = window.run_list
     rl.select([r.run_id for r in runs])
-    assert rl.drawing and not rl.compare_plot.listDataItems()
+    assert rl.drawing
     qtbot.waitUntil(lambda: not rl.drawing, timeout=TIMEOUT)
-    items = rl.compare_plot.listDataItems()
     name = rl.metric_combo.currentText()
-    assert len(items) == 3
-    for item, run in zip(items, runs):
-        np.testing.assert_array_equal(item.getData()[1], run.curves[name][1])
+
+    def check(chosen):
+        items = rl.compare_plot.listDataItems()
+        labels = run_labels(chosen)
+        assert len(items) == len(chosen) == len(rl.compare_plot.legend.items)
+        for k, (item, run) in enumerate(zip(items, chosen)):
+            np.testing.assert_array_equal(item.getData()[1], run.curves[name][1])
+            assert item.name() == f"#{run.run_id} {labels[run.run_id]}"
+            assert rl.compare_plot.legend.getLabel(item).text == item.name()
+            assert item.opts["pen"].color().name().lower() == PALETTE[k].lower()
+        return items
+    check(runs)
+    # fewer runs: the first curves kept, the rest removed with their legend entries
+    kept = rl.compare_plot.listDataItems()
+    rl.select([r.run_id for r in runs[1:]])
+    rl.flush()
+    items = check(runs[1:])
+    assert items == kept[:2]
     # on screen too, a curve a step, and no paint of the plot until the last is in
     window.right_tabs.setCurrentWidget(rl)
     qtbot.waitUntil(rl.compare_plot.isVisible, timeout=TIMEOUT)
     counts = []
-    rl._steps._timer.timeout.connect(
-        lambda: counts.append((len(rl.compare_plot.listDataItems()),
-                               rl.compare_plot.updatesEnabled())))
+
+    def done():
+        # how many curves, in order, hold the new selection's data
+        n = 0
+        for item, run in zip(rl.compare_plot.listDataItems(), runs):
+            if not np.array_equal(item.getData()[1], run.curves[name][1]):
+                break
+            n += 1
+        return n
+
+    def tick(steps):
+        if steps is rl._steps:
+            counts.append((done(), rl.compare_plot.updatesEnabled()))
+    scheduler().stepped.connect(tick)
     rl.select([r.run_id for r in runs])
-    assert rl.drawing and not rl.compare_plot.listDataItems()
+    assert rl.drawing and done() == 0
     assert not rl.compare_plot.updatesEnabled()
     qtbot.waitUntil(lambda: not rl.drawing, timeout=TIMEOUT)
-    # each tick adds at most one curve; the plot is painted again only with all of them
+    scheduler().stepped.disconnect(tick)
+    # each tick gives one curve its data; the plot is painted again only with all of them
     seen = [n for n, _ in counts]
     assert seen[:4] == [1, 2, 3, 3], counts
     assert [on for _, on in counts[:3]] == [False, False, False]
-    assert rl.compare_plot.updatesEnabled() and len(rl.compare_plot.listDataItems()) == 3
-    rl.select([r.run_id for r in runs[:2]])
-    rl.flush()
-    assert not rl.drawing and len(rl.compare_plot.listDataItems()) == 2
+    assert rl.compare_plot.updatesEnabled()
+    assert check(runs)[:2] == items
 
 
 def test_a_live_plot_makes_one_costly_change_a_redraw(qtbot, monkeypatch):
@@ -258,9 +372,12 @@ def test_a_runs_row_update_is_a_step_each_and_ends_as_at_once(qtbot):
     next(gen)                                          # the labels of every row
     assert table(stepped) == table(at_once)
     assert len(stepped.compare_plot.listDataItems()) == 2
+    old_names = [i.name() for i in stepped.compare_plot.listDataItems()]
     with pytest.raises(StopIteration):
         next(gen)                                      # the comparison, queued a curve a step
-    assert stepped.drawing and not stepped.compare_plot.listDataItems()
+    # the curves kept, given their new names in the queued steps
+    assert stepped.drawing and [i.name() for i in stepped.compare_plot.listDataItems()] == \
+        old_names != [i.name() for i in at_once.compare_plot.listDataItems()]
     stepped.flush()
     assert [i.name() for i in stepped.compare_plot.listDataItems()] == \
         [i.name() for i in at_once.compare_plot.listDataItems()]
@@ -293,3 +410,51 @@ def test_the_importance_tab_draws_the_share_then_the_permutation(qtbot):
     assert stepped.info.text() == at_once.info.text()
     assert len(stepped.perm_plot.items()) == len(at_once.perm_plot.items())
     assert len(stepped.share_plot.items()) == len(at_once.share_plot.items())
+
+
+def test_the_confusion_counts_are_one_item_painted_at_their_cells(qtbot):
+    """The confusion matrix's counts and row shares are one item (a TextItem a cell was a
+    rich-text document laid out and placed at each change of the view: 2-3 ms of the GUI
+    thread a row of cells), each text at its cell's centre in the plot's pixels: dark text
+    is painted around every light cell's centre and nowhere far from the centres."""
+    from PySide6.QtCore import QPointF
+    from PySide6.QtGui import QColor, QImage, QPainter
+
+    from gui.app import create_app
+    from gui.panels.results_panel import ResultsPanel
+    from gui.widgets.plots import CellTexts
+    create_app()
+    rp = ResultsPanel()
+    qtbot.addWidget(rp)
+    rp.resize(800, 600)
+    rp.show()
+    qtbot.waitExposed(rp)
+    cm = np.array([[50, 3, 0], [7, 40, 3], [0, 0, 12]])
+    rp.show_result({"task": "multiclass", "confusion": cm, "classes": ["a", "b", "c"],
+                    "metrics": {}})
+    rp.flush()
+    p = rp.confusion_plot
+    texts = [it for it in p.getPlotItem().items if isinstance(it, CellTexts)]
+    assert len(texts) == 1
+    rows = cm.sum(axis=1)
+    assert texts[0].texts() == [f"{cm[i, j]}\n{100 * cm[i, j] / rows[i]:.0f}%"
+                                for i in range(3) for j in range(3)]
+    rp.setCurrentWidget(p)
+    qtbot.waitUntil(p.isVisible, timeout=TIMEOUT)
+    img = QImage(p.viewport().size(), QImage.Format_RGB32)
+    img.fill(QColor("white"))
+    painter = QPainter(img)
+    p.render(painter, source=p.viewport().rect())
+    painter.end()
+    view = p.getPlotItem().getViewBox()
+
+    def dark_near(x, y, r):
+        c = p.mapFromScene(view.mapViewToScene(QPointF(x, y)))
+        return sum(QColor(img.pixel(c.x() + dx, c.y() + dy)).lightness() < 80
+                   for dx in range(-r, r + 1) for dy in range(-r, r + 1))
+    for i in range(3):
+        for j in range(3):
+            if cm[i, j] / rows[i] <= 0.6:           # dark text on a light cell
+                assert dark_near(j + 0.5, 3 - i - 0.5, 12) > 5, (i, j)
+    # between the cells' texts (a cell's corner) nothing is written
+    assert dark_near(1.0, 1.0, 3) == 0
