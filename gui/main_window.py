@@ -637,12 +637,16 @@ class MainWindow(ExportActions, ImportanceActions, QMainWindow):
         self._update_ready()
         self.run_finished.emit(run.run_id)
 
-    def _show_run(self, run: Run) -> None:
+    def _show_run(self, run: Run, later: bool = False) -> None:
+        """Show ``run`` in the results panel (``later``: its metrics and tabs too in a step
+        of their own, after the caller's turn)."""
         self.current_run = run
         if run.result is not None:
             self.results_panel.importance_available = self.importance_available(run)
-            self.results_panel.show_result(run.result, f"<b>{html.escape(run.name)}</b> · "
-                                                       f"{run.class_name} · {run.key_params()}")
+            show = self.results_panel.show_result_later if later else \
+                self.results_panel.show_result
+            show(run.result, f"<b>{html.escape(run.name)}</b> · {run.class_name} · "
+                             f"{run.key_params()}")
         self._update_ready()
 
     def _runs_selected(self, ids: list) -> None:
@@ -650,7 +654,10 @@ class MainWindow(ExportActions, ImportanceActions, QMainWindow):
         if len(ids) == 1:
             run = self.run_list.runs.get(ids[0])
             if run is not None and run.result is not None:
-                self._show_run(run)
+                # the selection's turn has the table's and the comparison's changes: the
+                # metrics table and the tab bar filled in it too were 4-6 ms more
+                # (bench_gui_load --record-turns)
+                self._show_run(run, later=True)
         self._update_ready()
 
     def _selected_model_run(self) -> Run | None:

@@ -308,10 +308,12 @@ def write_turns(path: Path, turns: list[dict], phases: list, turn_ms: float = TU
     from .._common.turns import format_turns
     t0 = phases[0][1] if phases else 0.0
     lines = [f"# Turns of the app's GUI thread over {turn_ms:g} ms of CPU", "",
-             "| phase | turns over the threshold | the longest (ms of CPU) |", "|---|---:|---:|"]
+             "| phase | turns over the threshold | the longest (ms of CPU) | each (ms of CPU, "
+             "longest first) |", "|---|---:|---:|---|"]
     for name, *_ in phases:
-        mine = [t["cpu"] for t in turns if t["label"] == name]
-        lines.append(f"| {name} | {len(mine)} | {1000 * max(mine, default=0.0):.1f} |")
+        mine = sorted((t["cpu"] for t in turns if t["label"] == name), reverse=True)
+        each = ", ".join(f"{1000 * c:.1f}" for c in mine)
+        lines.append(f"| {name} | {len(mine)} | {1000 * max(mine, default=0.0):.1f} | {each} |")
     lines += ["", "Times from the start of the first phase; an event's CPU runs from its start "
               "to the next event's (nested events apart); `py` lines are the GUI thread's "
               "sampled Python stacks, outermost first, weighted by its CPU.", "",

@@ -336,9 +336,15 @@ class ResultsPanel(QTabWidget):
                 self._steps.add(draw, res)
         self._steps.add(self._prepare_tabs)
 
+    def show_result_later(self, res: dict, title: str = "") -> None:
+        """:meth:`show_result` in a step of its own (gui.widgets.steps), the plots' steps
+        after it; :attr:`drawing` from now on, :meth:`flush` shows it at once."""
+        self._steps.clear()
+        self._steps.add(self.show_result, res, title)
+
     @property
     def drawing(self) -> bool:
-        """True while plots of the shown run are still queued."""
+        """True while the shown run or its plots are still queued."""
         return self._steps.busy
 
     def flush(self) -> None:

@@ -290,7 +290,7 @@ class RunList(QWidget):
         self._steps.add(self.compare_plot.setUpdatesEnabled, True)
 
     def _draw_curve(self, n: int, x, y, i: int, name: str) -> None:
-        self.compare_plot.set_curve(n, x, y, name, pen=pen(i),
+        self.compare_plot.put_curve(n, x, y, name, pen=pen(i),
                                     symbol="o" if len(x) < 30 else None, symbolSize=4)
 
     def flush(self) -> None:

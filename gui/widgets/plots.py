@@ -19,7 +19,8 @@ from PySide6.QtGui import QColor, QFont, QFontMetrics, QPainter
 
 from ..logic.evaluate import MAX_SCATTER, drawn_rows
 
-__all__ = ["configure", "CellTexts", "LivePlot", "LIVE_CURVE", "ResultPlot", "PALETTE", "export_plot", "pen", "scatter",
+__all__ = ["configure", "CellTexts", "LivePlot", "LIVE_CURVE", "ResultPlot", "PALETTE",
+           "export_plot", "pen", "scatter",
            "thin_points", "MAX_SCATTER"]
 
 #: a live plot is redrawn at most every REDRAW_MS while four wait (a tick every REDRAW_MS / 4,
@@ -144,7 +145,8 @@ class CellTexts(pg.GraphicsObject):
     def __init__(self, cells, rect: QRectF):
         """``cells``: (x, y, text, colour) each; ``rect``: the view area they lie in."""
         super().__init__()
-        self.cells = [(float(x), float(y), str(text), QColor(color)) for x, y, text, color in cells]
+        self.cells = [(float(x), float(y), str(text), QColor(color))
+                      for x, y, text, color in cells]
         self._rect = QRectF(rect)
 
     def texts(self) -> list[str]:
@@ -246,7 +248,7 @@ class ResultPlot(pg.PlotWidget):
               ylabel: str | None = None, keep_curves: bool = False) -> list:
         """Empty the plot for a new drawing and set its title and labels (None: unchanged).
         ``keep_curves``: the curves (PlotDataItems) and their legend entries stay, for the
-        caller to give them new data (:meth:`set_curve`) or remove them; returns them."""
+        caller to give them new data (:meth:`put_curve`) or remove them; returns them."""
         kept = self.listDataItems() if keep_curves else []
         if kept:
             # only the rest goes (a message, an image): removing a curve and its legend entry
@@ -272,7 +274,7 @@ class ResultPlot(pg.PlotWidget):
                 self.setLabel(side, text)
         return kept
 
-    def set_curve(self, n: int, x, y, name: str | None = None, **style) -> pg.PlotDataItem:
+    def put_curve(self, n: int, x, y, name: str | None = None, **style) -> pg.PlotDataItem:
         """The ``n``-th curve (in the order they were added) gets ``x``, ``y``, ``style`` and
         the legend entry ``name``; a new curve when the plot has ``n`` curves (the plot's
         :meth:`plot`)."""
