@@ -22,12 +22,14 @@ it is also timed with ``X`` asked for, beside pandas followed by the same one-ho
 per CPU-second against ``read_csv`` + ``X`` and against ``read_csv`` with ``X`` written by
 blocks of the stream's chunk size (adults' whole ``X`` is 0.85 GB of fresh pages, which flatters
 the stream), and beside the same stream reading the file twice. The load average is written
-beside. ``--one`` makes
+beside. ``--stream`` times the streaming clause alone (the stream and ``read_csv`` with ``X``
+by blocks, alternating, after a warm-up). ``--one`` makes
 one read in a fresh process (for a whole-process, paired timing of two readers; the files from
 ``--write-files``).
 
     python -m benchmarks.speed.bench_data --repeats 5 --files 400
     python -m benchmarks.speed.bench_data --issue26 /work/shared/datasets --repeats 3
+    python -m benchmarks.speed.bench_data --stream /work/shared/datasets --repeats 7
     python -m benchmarks.speed.bench_data --write-files /work/shared/datasets /tmp/f
     python -m benchmarks.speed.bench_data --one rwtool /tmp/f/m3.csv '{}'
 """
@@ -187,6 +189,24 @@ def issue26(tmp, datasets, repeats, rng):
     return rows
 
 
+def stream_rows(datasets, repeats, rng):
+    """The streaming clause alone: per file, a warm-up, then ``stream + X`` and ``rwtool + X
+    by blocks`` alternating ``repeats`` times in this process; their median CPU seconds and
+    the stream's rows per CPU-second over read_csv's (what to run, one process per tree, A B
+    A B, to compare two trees)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        for what, path, opts in issue26_files(tmp, datasets, rng):
+            fns = {k: v for k, v in readers(path, opts).items()
+                   if k in ("stream + X", "rwtool + X by blocks")}
+            for f in fns.values():
+                f()
+            load0 = os.getloadavg()[0]
+            t = _timed(fns, repeats, time.process_time)
+            print(f"| {what} | {t['stream + X']:.3f} | {t['rwtool + X by blocks']:.3f} | "
+                  f"{t['rwtool + X by blocks'] / t['stream + X']:.2f} | "
+                  f"{load0:.1f}-{os.getloadavg()[0]:.1f} |", flush=True)
+
+
 def one_read(reader, path, opts_json):
     """One read of ``path`` by ``reader`` (a key of :func:`readers`), its CPU seconds printed:
     the unit a whole-process timing (imports included) runs A against B."""
@@ -259,6 +279,9 @@ def main(argv=None):
     ap.add_argument("--out", default="docs/bench/data.md")
     ap.add_argument("--issue26", metavar="DATASETS", help="only the issue-26 rows, on the "
                     "adults file of this datasets folder")
+    ap.add_argument("--stream", metavar="DATASETS", help="only the streaming reader against "
+                    "read_csv with X by blocks on the issue-26 files, in rows per CPU-second "
+                    "(printed, not written)")
     ap.add_argument("--write-files", metavar="DATASETS FOLDER", nargs=2,
                     help="write the issue-26 files into FOLDER and print their paths")
     ap.add_argument("--one", nargs=3, metavar=("READER", "PATH", "OPTIONS_JSON"),
@@ -269,6 +292,11 @@ def main(argv=None):
     rng = np.random.default_rng(0)
     if args.one:
         one_read(*args.one)
+        return
+    if args.stream:
+        print("| file | stream + X s | read_csv + X by blocks s | stream / that | load |")
+        print("|---|---|---|---|---|")
+        stream_rows(args.stream, args.repeats, rng)
         return
     if args.write_files:
         for what, path, opts in issue26_files(args.write_files[1], args.write_files[0], rng):

@@ -739,8 +739,18 @@ def _summarise(src, dialect, target, features, ignore, categorical, numeric, na_
         roles["keep"] = _typed(t, roles["r"][2], roles["r"][1])
         return select(all_names, roles["keep"])      # by position: Names stay Names
 
+    plan = typed_plan(dialect, na, fast)
+    given: list[np.ndarray] = []      # the matrix the plan parsed this block's numbers into
+
+    def block_out(rows):
+        given.append(np.empty((len(summary.keep), rows)))
+        return given[-1]
+
     for block in iter_blocks(src, dialect, block_bytes=block_bytes, names=names,
-                             usecols=wanted, plan=typed_plan(dialect, na, fast)):
+                             usecols=wanted, plan=plan):
+        out = given.pop() if given else None
+        if out is not None and out.shape[1] != len(block.lines):
+            out = None             # the block was split another way after all
         if table is None:
             table, tname, feats, cat, num = roles["r"]
             # the block's own array of them where it has one (the same positions)
@@ -757,6 +767,10 @@ def _summarise(src, dialect, target, features, ignore, categorical, numeric, na_
                                                counted, sums=policy == "impute-mean")
             table.spellings = partial(number_spellings, src, dialect, na,
                                       block_bytes=block_bytes, names=names)
+            if plan is not None:
+                # the numbers of the next blocks parsed straight into their typed block's
+                # matrix, as read_csv parses them into its table's (no copy, no second array)
+                plan.out = block_out
         n = len(block.lines)
         if not n:
             kept.drop()          # pass two yields an empty chunk here: it reads the file
@@ -764,7 +778,8 @@ def _summarise(src, dialect, target, features, ignore, categorical, numeric, na_
         # a column of categories with no number leaves its row of values unwritten (as
         # read_csv's typing does): NaN written and read back for nothing
         tb = type_block(block, summary.keep, dialect.decimal, na, fast, summary.column_of,
-                        fill=False)
+                        out, fill=False)
+        out = None
         block.cells = {}        # typed: its text goes before the summaries are taken
         fit = (np.ones(n, bool) if tname is None else
                tb.codes_of(int(np.searchsorted(summary.keep, jt))) != -2)

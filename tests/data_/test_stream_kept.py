@@ -183,6 +183,28 @@ def test_pass_one_never_reads_an_unwritten_row(tmp_path, monkeypatch, missing):
     assert missing != "error" or ref[0] == "error"
 
 
+def test_pass_one_parses_numbers_into_the_kept_blocks(tmp_path, monkeypatch):
+    # past the first block, the splitter parses a plain block's numbers straight into the
+    # matrix pass one keeps (no copy); the chunks are a second read's, bit for bit
+    from rwtool.data import _read
+    p = _mixed(tmp_path / "m.csv", 3000, np.random.default_rng(7))
+    real, outs = _read.split_plain, []
+
+    def spy(*a, **k):
+        outs.append(a[-1] if len(a) == 8 else k.get("out"))
+        return real(*a, **k)
+
+    monkeypatch.setattr(_read, "split_plain", spy)
+    scan, out = _both(p, {"target": "y", "missing": "impute-mean"}, block_bytes=4096,
+                      min_kept=10)
+    assert out[0] == "ok"
+    given = [o for o in outs if o is not None]
+    assert len(given) >= 10
+    kept = [tb.values for _, tb in scan._kept.blocks]
+    assert sum(any(v is g for g in given) for v in kept) >= len(kept) - 1   # all but the first
+    _stacked_equals_read_csv(p, {"target": "y", "missing": "impute-mean"}, out)
+
+
 def test_moments_from_the_kept_blocks(tmp_path):
     """scan_csv(moments=True) reads its moments from the kept blocks: the same bits."""
     p = _mixed(tmp_path / "m.csv", 3000, np.random.default_rng(4))
