@@ -411,7 +411,8 @@ class BlockPreconditioner:
             total = float(w.sum())
             per_block = np.empty((m, B, 1))
             self._block_sums(w[:, None], per_block)
-            above = per_block[:, ::-1, 0].cumsum(axis=1)[:, ::-1]
+            # contiguous, as without weights: a reversed view compiled the Gram kernel again
+            above = np.ascontiguousarray(per_block[:, ::-1, 0].cumsum(axis=1)[:, ::-1])
         self.tail = above[:, 1:] / total                     # (weighted) mean of 1{block >= b}
         if tick is not None:
             tick(0)
