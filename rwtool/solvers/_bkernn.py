@@ -120,9 +120,9 @@ def _centred_distance_kernel(PT, shift, v, out):
 
     The triangle's rows are shared among threads (rwtool.threads.run_row_shares); each element
     is summed by one row's loop in a fixed order, so the bits do not depend on the share
-    count. The O(n^2) centring runs on the calling thread, as the O(n^2 m) triangle's share
-    does: more threads for a millisecond's work would wait longer for a core on a loaded
-    machine than they save.
+    count. The O(n^2) centring (about a millisecond at n = 1000) then runs on the calling
+    thread: another phase of threads would wait longer for a core on a loaded machine than it
+    saves.
     """
     m, n = PT.shape
     # an element of the triangle's sweeps costs about a 40th of run_row_shares's unit of
