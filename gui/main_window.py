@@ -39,6 +39,7 @@ from .panels.results_panel import ResultsPanel
 from .panels.run_list import RunList
 from .panels.training_panel import TrainingPanel, curve_x, split_metrics
 from .widgets.dialogs import Banner, PredictionsDialog, Welcome
+from .widgets.prepaint import settle_layouts
 from .widgets.steps import Steps
 from .worker import (CANCELLED, BoundsJob, CallJob, LoadProbe, PruneJob, TrainJob,
                      WorkerController)
@@ -109,6 +110,8 @@ class MainWindow(ExportActions, ImportanceActions, QMainWindow):
         self.right_tabs.addTab(self.training_panel.curves, "Training")
         self.right_tabs.addTab(self.results_panel, "Results")
         self.right_tabs.addTab(self.run_list, "Runs")
+        # a page shown is laid out before its first paint (gui.widgets.prepaint)
+        self.right_tabs.currentChanged.connect(lambda _: settle_layouts())
         right = QWidget()
         rv = QVBoxLayout(right)
         rv.setContentsMargins(0, 0, 0, 0)

@@ -30,7 +30,7 @@ from ..logic.formats import format_metric
 from ..logic.terms import app_words
 from ..widgets.importance import ImportanceView
 from ..widgets.plots import PALETTE, CellTexts, ResultPlot, pen, scatter, thin_points
-from ..widgets.prepaint import prepare_page
+from ..widgets.prepaint import prepare_page, settle_layouts
 from ..widgets.steps import Steps
 
 __all__ = ["ResultsPanel"]
@@ -244,6 +244,8 @@ class ResultsPanel(QTabWidget):
         #: whether the shown run's permutation importance can be measured, or why not
         self.importance_available: tuple[bool, str] = (False, "")
         self.metrics_view.bounds_button.clicked.connect(self.bounds_requested)
+        # a tab shown is laid out before its first paint (gui.widgets.prepaint)
+        self.currentChanged.connect(lambda _: settle_layouts())
         # Every tab the panel can show, in order; only the current run's are in the tab bar.
         self._all_tabs = [(self.widget(i), self.tabText(i)) for i in range(self.count())]
         self._set_tabs({self.metrics_view})

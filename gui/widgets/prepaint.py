@@ -22,7 +22,7 @@ from PySide6.QtCore import QCoreApplication, QEvent, QRect, Qt
 from PySide6.QtGui import QImage, QPainter, QResizeEvent
 from PySide6.QtWidgets import QGraphicsItem, QStyleOptionGraphicsItem, QWidget
 
-__all__ = ["prepare_page", "prepare_view", "unprepared_axes"]
+__all__ = ["prepare_page", "prepare_view", "settle_layouts", "unprepared_axes"]
 
 #: layout passes per view: an axis whose labels grew asks for one more (two sufficed in
 #: every plot of the app measured; the bound keeps a plot that never settles finite)
@@ -45,6 +45,18 @@ def prepare_page(page: QWidget, rect: QRect):
     for view in views:
         yield
         yield from prepare_view(view)
+
+
+def settle_layouts(rounds: int = ROUNDS) -> None:
+    """Run now the layout requests waiting in the event queue, and those their layouts post
+    in turn (a page just shown: its layouts and each parent's, up to the window's), so that
+    the page's first paint comes once with every layout done. Left to the event loop, each
+    request came in an iteration of its own with a paint of the window after it: the Results
+    tab shown at the end of a run was painted three times in one turn (bench_gui_load
+    --record-turns: 14-24 ms of the GUI thread; 12 -> 8 ms under Xvfb with the layouts
+    settled first)."""
+    for _ in range(rounds):
+        QCoreApplication.sendPostedEvents(None, QEvent.LayoutRequest)
 
 
 def unprepared_axes(view: pg.GraphicsView) -> list:

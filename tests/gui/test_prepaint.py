@@ -16,7 +16,7 @@ import pytest
 pytest.importorskip("pytestqt")
 pg = pytest.importorskip("pyqtgraph")
 
-from tests.gui.test_main_window import TIMEOUT  # noqa: E402
+from tests.gui.test_main_window import TIMEOUT, window  # noqa: E402,F401
 
 
 def _result(task="binary"):
@@ -186,3 +186,48 @@ def test_the_runs_tab_is_prepared_while_another_tab_is_shown(qtbot, monkeypatch)
     qtbot.waitExposed(plot)
     plot.viewport().repaint()
     assert plot.size() == size and count.n == 0
+
+
+def test_a_tab_shown_is_laid_out_before_its_first_paint(qtbot, window):
+    """Switching the right-hand tabs (and the result tabs) runs the layout requests the page's
+    show posts, and those their layouts post, in the switch: left to the event loop, each came
+    in an iteration of its own with a paint of the window after it (the Results tab was
+    painted three times in one turn at the end of every run). Oracle: the LayoutRequest
+    events Qt delivers from its queue, once the switch has returned, before the first paint
+    (those a paint causes come after it)."""
+    from PySide6.QtCore import QCoreApplication, QEvent, QObject
+    from PySide6.QtWidgets import QApplication
+
+    class Count(QObject):
+        """The layout requests delivered before the first paint."""
+        n, painted = 0, False
+
+        def eventFilter(self, obj, ev):
+            if ev.type() in (QEvent.Paint, QEvent.UpdateRequest):
+                Count.painted = True
+            elif ev.type() == QEvent.LayoutRequest and not Count.painted:
+                Count.n += 1
+            return False
+    qtbot.waitExposed(window)
+    window.results_panel.show_result(_result(), "a run")
+    window.results_panel.flush()
+    seen = {}
+    rp = window.results_panel
+    for tabs, pages, away in ((window.right_tabs, [rp, window.run_list,
+                                                   window.training_panel.curves],
+                               window.preview_stack),
+                              (rp, [rp.widget(i) for i in range(1, rp.count())], rp.widget(0))):
+        window.right_tabs.setCurrentWidget(rp if tabs is rp else away)
+        for page in pages:
+            tabs.setCurrentWidget(away)
+            qtbot.wait(30)
+            window.settle()
+            QCoreApplication.sendPostedEvents()
+            count = Count()
+            Count.n, Count.painted = 0, False
+            tabs.setCurrentWidget(page)
+            QApplication.instance().installEventFilter(count)
+            QCoreApplication.sendPostedEvents()
+            QApplication.instance().removeEventFilter(count)
+            seen[(type(tabs).__name__, type(page).__name__)] = Count.n
+    assert len(seen) >= 4 and not any(seen.values()), seen
