@@ -159,7 +159,9 @@ class MainWindow(ExportActions, ImportanceActions, QMainWindow):
         if self._warming_up:
             self.statusBar().showMessage("Preparing the numerical kernels in the background…")
             self.worker.warm_up(self.families)
-            QTimer.singleShot(0, PreviewTable.warm_up_painting)
+            # a step of its own (about 100 ms: Qt's caches for the first table of cells), not
+            # in the turn of the window's first paint (singleShot(0) ran it in that turn)
+            self._steps.add(PreviewTable.warm_up_painting)
             QTimer.singleShot(50, self.training_panel.board.prepare)
         # the objects of the start (modules, classes, widgets: 120,000) out of the collector's
         # full passes, once the window and its plots are built: a full pass over them took

@@ -89,16 +89,23 @@ class CurveBoard(QWidget):
         # a plot coming on screen: its first paint prepared off screen a step at a time, then
         # shown (its first paint, with its axes built, was one turn of 5-13 ms under load)
         self._arrivals = Steps(self)
+        self._ahead = Steps(self)           # plots created ahead of the first run
         self._arriving: set[int] = set()
         # opaque: a plot shown or repainted repaints the board's background under it, not the
         # tab widget's and its tab bar's
         self.setAutoFillBackground(True)
 
     def prepare(self, n: int = 4) -> None:
-        """Create ``n`` plots ahead (hidden), one per event-loop turn, before the first fit."""
-        if len(self._pool) < n:
+        """Create ``n`` plots ahead (hidden), one a step (gui.widgets.steps), before the first
+        fit: chained by singleShot(0), the four were one turn of 99-145 ms of the GUI thread
+        at the window's start (bench_gui_load --record-turns), the thread never asleep
+        between two."""
+        for _ in range(n - len(self._pool)):
+            self._ahead.add(self._new_hidden, n)
+
+    def _new_hidden(self, n: int) -> None:
+        if len(self._pool) < n:             # (a run may have made some already)
             self._new_plot().setVisible(False)
-            QTimer.singleShot(0, lambda: self.prepare(n))
 
     def _new_plot(self) -> LivePlot:
         i = len(self._pool)
