@@ -23,8 +23,11 @@ machine) are compared:
     available (MemAvailable; at T = 8000 the pipelines peak near 8 GB, three times RW's) and
     prints what it waited for.
 
-Each fit's CPU seconds are printed as it ends (a long run leaves its figures as it goes), then
-the medians of each T.
+Each fit's CPU seconds (and their system part) are printed as it ends (a long run leaves its
+figures as it goes), then the medians of each T, and beside auto / fixed the same ratio of
+user seconds alone: the system seconds are mostly page faults of fresh memory, which the
+default fit has more of (its validation sample's features, the per-fold sums) and which cost
+ten times more in one fit than in the next on the shared machine.
 
 ``--check`` also scores the chosen reg and the decades around it by 3-fold cross-validation of
 the full T-feature model (the same folds and validation sample, a Cholesky solve per fold and
@@ -45,9 +48,12 @@ import numpy as np
 
 
 def _cpu(fn):
-    c = time.process_time()
+    """``(cpu, system, out)``: the CPU seconds of ``fn()`` (user + system) and their system
+    part (the kernel's: page faults of fresh memory, which on a shared virtual machine cost
+    from 0.2 to 2 ms per MB from one fit to the next)."""
+    c, t = time.process_time(), os.times()
     out = fn()
-    return time.process_time() - c, out
+    return time.process_time() - c, os.times().system - t.system, out
 
 
 def available_gb() -> float:
@@ -148,13 +154,14 @@ def main(argv=None):
             getattr(rw, name)(n_features=50, random_state=0).fit(Xtr[:500], ytr[:500])
         for T in (int(v) for v in args.T.split(",")):
             load0 = os.getloadavg()
-            cpu, chosen, fitted = {}, {}, {}
+            cpu, user, chosen, fitted = {}, {}, {}, {}
 
             def timed(key, fn):
-                t, out = _cpu(fn)
+                t, system, out = _cpu(fn)
                 cpu.setdefault(key, []).append(t)
-                print(f"    round {rnd + 1} {key}: {t:.2f} s (load {os.getloadavg()[0]:.1f})",
-                      flush=True)
+                user.setdefault(key, []).append(t - system)
+                print(f"    round {rnd + 1} {key}: {t:.2f} s, system {system:.2f} s (load "
+                      f"{os.getloadavg()[0]:.1f})", flush=True)
                 return out
 
             for rnd in range(args.repeats):
@@ -177,6 +184,7 @@ def main(argv=None):
                     wait_for_memory(args.min_available_gb)
                     timed(key, lambda: pipe.fit(Xtr, ytr))
             med = {k: float(np.median(v)) for k, v in cpu.items()}
+            med_user = {k: float(np.median(v)) for k, v in user.items()}
             print(f"{data} n={len(Xtr)} d={d} T={T} (CPU s, medians of {args.repeats} "
                   f"interleaved; load {load0[0]:.1f} -> {os.getloadavg()[0]:.1f}):", flush=True)
             for k, v in med.items():
@@ -186,8 +194,9 @@ def main(argv=None):
                 err = float(np.mean(est.predict(Xte) != yte))
                 print(f"  {name}: reg_ {est.reg_:.0e} (searched on {est.reg_search_['features']}"
                       f" features), test error {err:.4f}, auto / fixed "
-                      f"{med[f'{name} auto'] / med[f'{name} fixed']:.2f} (target <= 1.3)",
-                      flush=True)
+                      f"{med[f'{name} auto'] / med[f'{name} fixed']:.2f} (target <= 1.3; "
+                      f"user seconds alone "
+                      f"{med_user[f'{name} auto'] / med_user[f'{name} fixed']:.2f})", flush=True)
                 if args.check:
                     verdict, rows = check_choice(est, Xtr, ytr)
                     print(f"    full-T 3-fold CV around reg_: {verdict}; " + "; ".join(rows),
