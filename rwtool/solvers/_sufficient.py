@@ -471,9 +471,9 @@ class SufficientStats:
     def _add_sorted(self, feature_map, X, Y, folds, block_size, progress, weights=None,
                     candidates=None, features=None):
         """Add rows (X, Y) of ``folds`` to the per-fold sums: the rows taken in fold order (a
-        fold's rows in their order; X's gathered a block at a time), one sequence of feature blocks split at
-        the folds' bounds (normal_equations ``bounds``): as many blocks as a one-fold pass, not
-        a partial block per fold. ``features``: the sample's rows ``candidates`` (positions in
+        fold's rows in their order; X's gathered a block at a time), one sequence of feature
+        blocks split at the folds' bounds (normal_equations ``bounds``): as many blocks as a
+        one-fold pass, not a partial block per fold. ``features``: the sample's rows ``candidates`` (positions in
         X, in the order of the rows sorted by fold: :meth:`add`) get their leading features
         copied there as the blocks pass."""
         F = self.n_folds
@@ -595,9 +595,8 @@ class SufficientStats:
         solve each is cheaper than the eigensolve. ``total``: :meth:`total`, if the caller has it.
         ``work``: two (t, t) float64 matrices in C order (t the columns kept per fold), A - A_f
         and the regularised system written into them instead of new ones: a caller solving
-        many folds and values reuses them (new t x t matrices at each solve were faulted in
-        again and again: up to 0.2 s of system time a default fit at T = 2000). The same
-        arithmetic either way.
+        many folds and values reuses them (two new t x t matrices a solve otherwise, each
+        freshly allocated and written). The same arithmetic either way.
         """
         self._check_fold_columns("fold_coefs")
         A, B, m = self.total() if total is None else total
