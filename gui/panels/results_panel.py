@@ -338,6 +338,11 @@ class ResultsPanel(QTabWidget):
                 self._steps.add(draw, res)
         self._steps.add(self._prepare_tabs)
 
+    def draw_permutation(self, res: dict, can_compute: bool, why_not: str = "") -> None:
+        """Draw the shown run's permutation importance (just measured) in a step of the
+        panel's drawing (gui.widgets.steps); :attr:`drawing` until it is drawn."""
+        self._steps.add(self.importance_view.show_permutation, res, can_compute, why_not)
+
     def show_result_later(self, res: dict, title: str = "") -> None:
         """:meth:`show_result` in a step of its own (gui.widgets.steps), the plots' steps
         after it; :attr:`drawing` from now on, :meth:`flush` shows it at once."""

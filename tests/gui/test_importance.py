@@ -39,6 +39,8 @@ def _compute(qtbot, win):
     win.results_panel.setCurrentWidget(view)
     qtbot.mouseClick(view.compute_button, Qt.LeftButton)
     qtbot.waitUntil(lambda: not view.running, timeout=TIMEOUT)
+    # the plot is drawn a step after the outcome (gui.widgets.steps)
+    qtbot.waitUntil(lambda: not win.results_panel.drawing, timeout=TIMEOUT)
     return view
 
 
