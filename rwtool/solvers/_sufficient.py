@@ -78,8 +78,9 @@ def _splitmix(positions, seed: int) -> np.ndarray:
 
 #: seed of the rows' content hash (independent of the folds' and the sample's)
 _ROW_SEED = 2
-#: float64 values hashed per block of rows
-_HASH_BLOCK = 1 << 20
+#: float64 values hashed per block of rows (512 KB: the block's temporaries stay in cache;
+#: 2^20 took 5.7 / 15.6 ms against 3.0 / 10.9 ms on the adults / mnist 1-vs-7 training rows)
+_HASH_BLOCK = 1 << 16
 
 
 def row_keys(X) -> np.ndarray:
