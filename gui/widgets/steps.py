@@ -98,22 +98,25 @@ class _Scheduler(QObject):
         self._postpone = POSTPONE
 
     def _tick(self) -> None:
-        while self._waiting:
-            steps = self._waiting.popleft()
-            if steps.busy:
-                try:
-                    steps._run_one()
-                finally:
-                    if steps.busy and steps not in self._waiting:
-                        self._waiting.append(steps)
-                self.stepped.emit(steps)
-                break
-        # the next step STEP_MS after this one's end, not its start: on a loaded machine a
-        # step that waited for a core found the next one due already, and the steps ran back
-        # to back without a sleep, one turn of the thread (bench_gui_load --record-turns: 4-6
-        # steps in one turn of 10-19 ms)
-        if self._waiting and not self._timer.isActive():
-            self._start()
+        try:
+            while self._waiting:
+                steps = self._waiting.popleft()
+                if steps.busy:
+                    try:
+                        steps._run_one()
+                    finally:
+                        if steps.busy and steps not in self._waiting:
+                            self._waiting.append(steps)
+                    self.stepped.emit(steps)
+                    break
+        finally:
+            # the next step STEP_MS after this one's end, not its start: on a loaded machine
+            # a step that waited for a core found the next one due already, and the steps ran
+            # back to back without a sleep, one turn of the thread (bench_gui_load
+            # --record-turns: 4-6 steps in one turn of 10-19 ms); after a step that raised
+            # too, so that the other steps still run
+            if self._waiting and not self._timer.isActive():
+                self._start()
 
     def _iteration_ended(self) -> None:
         cpu = time.thread_time()

@@ -481,3 +481,26 @@ def test_selecting_a_run_shows_it_a_step_later(qtbot, window, tmp_path):
     panel.show_result(runs[0].result, panel.metrics_view.title.text())
     panel.flush()
     assert _snapshot(panel) == stepped
+
+
+def test_a_step_that_raises_leaves_the_others_running(qtbot, monkeypatch):
+    """A step that raises (reported by Qt's handler of exceptions in slots) does not stop the
+    scheduler: the steps queued after it, in its queue and in others, still run (without
+    the postponing of the next step after busy iterations, which would start the timer
+    again by another way)."""
+    from gui.app import create_app
+    from gui.widgets import steps as steps_module
+    create_app()
+    monkeypatch.setattr(steps_module, "POSTPONE", 0)
+    seen = []
+
+    def boom():
+        raise RuntimeError("a step failed")
+    a, b = Steps(interval=1), Steps(interval=1)
+    with qtbot.capture_exceptions() as raised:
+        a.add(boom)
+        a.add(seen.append, "a after")
+        b.add(seen.append, "b")
+        qtbot.waitUntil(lambda: not a.busy and not b.busy, timeout=TIMEOUT)
+    assert sorted(seen) == ["a after", "b"]
+    assert [str(e[1]) for e in raised] == ["a step failed"]
