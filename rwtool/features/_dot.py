@@ -74,10 +74,12 @@ def _fixed_order_rows(X, Wt, out, r0, r1):
 def fixed_order_dot(X, Wt, out):
     """out[:, :Wt.shape[1]] <- X Wt in the fixed order (_fixed_order_rows), the rows shared
     among threads (rwtool.threads.run_row_shares; a row's sum does not depend on its share).
-    A float32 X is widened to float64 (what the sum does to each term anyway: the same bits);
-    an ``out`` that is not C-contiguous (a column slice of a larger block) is computed into a
+    A float32 X is widened to float64 (what the sum does to each term anyway: the same bits)
+    and a read-only one copied (numba types it apart, and predict's chunks pass a writable
+    X: one signature for both; the copy is of at most FIXED_ORDER_COLUMNS columns); an
+    ``out`` that is not C-contiguous (a column slice of a larger block) is computed into a
     C-contiguous block and copied in."""
-    X = np.ascontiguousarray(X, dtype=np.float64)
+    X = np.require(X, np.float64, ["C", "W"])
     target = out if out.flags.c_contiguous else np.empty((out.shape[0], Wt.shape[1]), out.dtype)
     run_row_shares(lambda a, b: _fixed_order_rows(X, Wt, target, a, b), X.shape[0],
                    X.shape[1] * Wt.shape[1])

@@ -143,17 +143,20 @@ def test_every_share_count_gives_the_same_bits_and_the_oracle(case, X, shares):
 
 def test_a_read_only_input_compiles_no_other_signature(X):
     """The kernels that only read X (and the stumps' fitted arrays) are given read-only views
-    (numba types read-only arrays apart): a read-only input, as scikit-learn's memory-map
+    (numba types read-only arrays apart; the fixed-order product X W^T, whose kernel predict's
+    writable chunks share, a writable copy): a read-only input, as scikit-learn's memory-map
     checks pass, and a loaded model's read-only arrays give the same features without
     another compilation."""
-    from rwtool.features import _kitchen, _rkhs, _rowwise, _taylor
+    from rwtool.features import _dot, _kitchen, _rkhs, _rowwise, _taylor
     maps = [RWStumps(n_features=9, random_state=0), KitchenStumps(n_features=9, random_state=0),
             TaylorMultiKernelFeatures(gauss_order=2),
             MonteCarloRKHS(n_features=9, random_state=0, base="relu"),
             MonteCarloRKHS(n_features=9, random_state=0, distribution="stumps",
-                           kernel="indicator-gaussian", base="stump")]
+                           kernel="indicator-gaussian", base="stump"),
+            RandomFourierFeatures(n_features=9, random_state=0),
+            RandomFourierFeatures(n_features=9, random_state=0, dtype="float32")]
     kernels = (_rkhs._stump_rows, _kitchen._stump_sign_rows, _taylor._monomial_rows,
-               _rowwise._dot_base_tasks, _rowwise._stump_prefix_rows)
+               _rowwise._dot_base_tasks, _rowwise._stump_prefix_rows, _dot._fixed_order_rows)
     frozen = X.copy()
     frozen.flags.writeable = False
     for f in maps:
