@@ -14,6 +14,7 @@ import io
 import os
 from dataclasses import dataclass, field
 
+import rwtool
 from rwtool.persist import atomic_writer
 from rwtool.report import fit_summary
 
@@ -66,9 +67,10 @@ class Run:
         """What an empty field means for ``key``: the parameter table's words when they are
         short ("min(500, rows)", "a fresh draw"), else "default"; "None" read as no value
         at all (max_iter=None: no limit?)."""
-        import rwtool
         param = getattr(getattr(rwtool, self.class_name, None), "_parameters", {}).get(key)
         words = getattr(param, "none", None)
+        # a label holds up to four such parameters: a sentence ("1 for sign/relu/stumps,
+        # sqrt(d / 2) for fourier") would push the others out of a table cell or a legend
         return words if words and len(words) <= 20 else "default"
 
     def _reg_text(self) -> str:

@@ -551,7 +551,7 @@ def split_plain(data: np.ndarray, n: int, ncols: int, keep, numbers, delimiter: 
 
 
 def load_kernels() -> None:
-    """Load the splitter's kernels (compile them on a cold numba cache: 3-5 s of CPU each) by
+    """Load the splitter's kernels (compile them on a cold numba cache: seconds of CPU, docs/DATA.md) by
     splitting a two-line block with a number, a text and a missing cell, once into its own
     matrix and once into a view of a larger one (the reader parses into its matrix's columns:
     the other array layout). Only the second and later blocks of a file are split here, so a

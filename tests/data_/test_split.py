@@ -10,6 +10,8 @@ samples and on every awkward and office case is tests/data_/test_reader_equivale
 check (its files' later blocks take this path); here, that they do take it.
 """
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -288,6 +290,7 @@ def test_load_kernels_loads_what_a_big_file_uses(tmp_path):
             lines.append(",".join(row + [str(i % 2)]))
         files.append(tmp_path / f"{name}.csv")
         files[-1].write_text("\n".join(lines) + "\n")
+    root = Path(__file__).resolve().parents[2]       # this checkout's rwtool, not another
     out = subprocess.run([sys.executable, "-c", _LOADED, *map(str, files)], check=True,
-                         capture_output=True, text=True).stdout.split()
+                         capture_output=True, text=True, cwd=root).stdout.split()
     assert int(out[0]) >= 2 and out[0] == out[1], out
