@@ -63,10 +63,10 @@ def _fixed_order_row(x, Wt, z):
 def _fixed_order_rows(X, Wt, out, r0, r1):
     """out[i, t] <- sum_j X[i, j] Wt[j, t] for rows r0 <= i < r1 of X and t < Wt.shape[1] (out
     may have more columns: they are left alone), summed j = 0, 1, ... with fused multiply-adds
-    (in float64, stored in out's dtype). Sequential and without the GIL: one kernel for
-    fixed_order_dot's threads and predict's chunks (rows_dot). Compiled for X float64 and
-    C-contiguous arrays only, once per output dtype (a float32 X, widened exactly in the sum,
-    or a column slice for out compiled it twice more)."""
+    (in float64, stored in out's dtype). Sequential and without the GIL: fixed_order_dot's
+    threads call it (predict's chunks, rows_dot, inline the same row sum). Compiled for X
+    float64 and C-contiguous arrays only, once per output dtype (a float32 X, widened exactly
+    in the sum, or a column slice for out compiled it twice more)."""
     for i in range(r0, r1):
         _fixed_order_row(X[i], Wt, out[i])
 
@@ -113,7 +113,10 @@ def rows_dot(gemm, X, W, Wt, out, pair):
     m, d = X.shape
     T = out.shape[1]
     if Wt.shape[0] > 0:
-        _fixed_order_rows(X, Wt, out, 0, m)
+        # the row's sum inlined, not _fixed_order_rows: called from here its row bounds type
+        # as literals and a float32 model's X as float32, two more compiled signatures of it
+        for i in range(m):
+            _fixed_order_row(X[i], Wt, out[i])
     elif m == 1:
         for j in range(d):       # a loop: an array assignment compiles numba's shape-error
             pair[0, j] = X[0, j]     # message (string formatting: 6 s on a cold cache)
