@@ -145,6 +145,7 @@ class Steps(QObject):
     def __init__(self, parent=None, interval: int = STEP_MS):
         super().__init__(parent)
         self._queue: deque = deque()
+        self._clears = 0                    # clear() calls so far (see _run_one)
         self.interval = int(interval)
         self._scheduler = scheduler()
         # a queue deleted with its owner (a closed window) leaves the scheduler's turn
@@ -158,6 +159,7 @@ class Steps(QObject):
 
     def clear(self) -> None:
         """Forget the steps not run yet."""
+        self._clears += 1
         self._queue.clear()
         self._scheduler.drop(self)
 
@@ -185,8 +187,12 @@ class Steps(QObject):
         # (generator, None): the rest of a generator step
         gen = fn if args is None else fn(*args)
         if inspect.isgenerator(gen):
+            clears = self._clears
             try:
                 next(gen)
             except StopIteration:
                 return
-            self._queue.appendleft((gen, None))
+            # a clear() inside the generator's own step (a new drawing replacing the one it
+            # belongs to) forgets its rest too: queued again, it ran after the new steps
+            if self._clears == clears:
+                self._queue.appendleft((gen, None))

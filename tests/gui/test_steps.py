@@ -183,6 +183,19 @@ def test_a_generator_step_runs_to_each_yield_in_a_tick_of_its_own(qtbot):
     steps.flush()
     assert seen == ["d title"] and not steps.busy
 
+    def replaced():
+        # a generator whose own step clears its queue (a new drawing replacing it)
+        seen.append("e title")
+        steps.clear()
+        steps.add(seen.append, "new")
+        yield
+        seen.append("e rest")
+    seen.clear()
+    steps.add(replaced)
+    scheduler()._timer.stop()
+    steps.flush()
+    assert seen == ["e title", "new"] and not steps.busy
+
 
 def _snapshot(panel):
     """What the results panel shows: its tabs, its metrics and every plot's title and data."""
