@@ -307,11 +307,18 @@ class FeatureMap(BaseEstimator):
         m = X.shape[0] if order is None else len(order)
         bs = block_size if block_size is not None else auto_block_size(
             m, self.n_output_, dtype.itemsize)
-        rows = None if order is None else np.empty((min(max(1, int(bs)), m), X.shape[1]),
-                                                   dtype=X.dtype)
+        rows = None
+        if order is not None:
+            order = np.asarray(order)
+            rows = np.empty((min(max(1, int(bs)), m), X.shape[1]), dtype=X.dtype)
+            n = X.shape[0]
+            if m and not (-n <= order.min() and order.max() < n):
+                raise IndexError(f"order holds positions outside X's {n} rows")
         for start, stop, Phi in self._block_buffers(m, bs):
+            # mode="wrap" (positions checked above): take's default mode copies ``out`` into a
+            # temporary and back at each call, twice the gather's time
             self._features_into(X[start:stop] if order is None else np.take(
-                X, order[start:stop], axis=0, out=rows[:stop - start]), Phi)
+                X, order[start:stop], axis=0, out=rows[:stop - start], mode="wrap"), Phi)
             yield start, stop, Phi
 
     def _block_buffers(self, m: int, block_size: int):

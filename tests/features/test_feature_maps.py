@@ -357,3 +357,7 @@ def test_blocks_in_an_order_are_the_features_of_the_reordered_rows(make):
         np.testing.assert_array_equal(P, Q)
         # X W^T over 20 inputs in another grouping of rows than transform's: 1e-13
         np.testing.assert_allclose(P, ref[a:b], rtol=1e-13, atol=1e-13)
+    # a position outside X is an error, as indexing X with it would be (not wrapped around)
+    for bad in (203, -204):
+        with pytest.raises(IndexError, match="outside"):
+            next(fmap.blocks(X, 64, np.r_[order[:5], bad]))
