@@ -551,12 +551,12 @@ def split_plain(data: np.ndarray, n: int, ncols: int, keep, numbers, delimiter: 
 
 
 def load_kernels() -> None:
-    """Load the splitter's kernels (compile them on a cold numba cache: seconds of CPU, docs/DATA.md) by
-    splitting a two-line block with a number, a text and a missing cell, once into its own
-    matrix and once into a view of a larger one (the reader parses into its matrix's columns:
-    the other array layout). Only the second and later blocks of a file are split here, so a
-    small file never loads them: an application calls this while it waits for its user, before
-    the first file of realistic size."""
+    """Load the splitter's kernels (compile them on a cold numba cache: seconds of CPU,
+    docs/DATA.md) by splitting a two-line block with a number, a text and a missing cell, once
+    into its own matrix and once into a view of a larger one (the reader parses into its
+    matrix's columns: the other array layout). Only the second and later blocks of a file are
+    split here, so a small file never loads them: an application calls this while it waits for
+    its user, before the first file of realistic size."""
     data = np.frombuffer(b"1.5,a,NA\n2,b,3\n", np.uint8)
     split_plain(data, 2, 3, [0, 1, 2], {0, 2}, ",", ["NA"])
     split_plain(data, 2, 3, [0, 1, 2], {0, 2}, ",", ["NA"], np.empty((3, 4))[:, 1:3])
