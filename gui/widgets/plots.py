@@ -150,6 +150,7 @@ class CellTexts(pg.GraphicsObject):
         self._rect = QRectF(rect)
 
     def texts(self) -> list[str]:
+        """The cells' texts, in the order given (what a test or an export reads)."""
         return [text for _, _, text, _ in self.cells]
 
     def dataBounds(self, ax, frac=1.0, orthoRange=None):

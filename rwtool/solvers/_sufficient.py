@@ -474,9 +474,9 @@ class SufficientStats:
         """Add rows (X, Y) of ``folds`` to the per-fold sums: the rows taken in fold order (a
         fold's rows in their order; X's gathered a block at a time), one sequence of feature
         blocks split at the folds' bounds (normal_equations ``bounds``): as many blocks as a
-        one-fold pass, not a partial block per fold. ``features``: the sample's rows ``candidates`` (positions in
-        X, in the order of the rows sorted by fold: :meth:`add`) get their leading features
-        copied there as the blocks pass."""
+        one-fold pass, not a partial block per fold. ``features``: the sample's rows
+        ``candidates`` (positions in X, in the order of the rows sorted by fold: :meth:`add`)
+        get their leading features copied there as the blocks pass."""
         F = self.n_folds
         counts = np.bincount(folds, minlength=F)
         bounds = np.concatenate([[0], np.cumsum(counts)])
