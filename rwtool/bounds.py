@@ -97,7 +97,7 @@ def _cross_kernel(feature_map, other):
     ostate = other.fitted_state()
     both = {}
     for key, value in state.items():
-        if isinstance(value, np.ndarray) and value.ndim >= 1 and value.shape[0] == T:
+        if feature_map.per_centre(key, value):
             value = np.concatenate([value, ostate[key]])
         both[key] = value
     params = feature_map.get_params(deep=False)

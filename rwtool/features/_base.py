@@ -25,11 +25,11 @@ from .._base import (BaseEstimator, check_array, check_choice, check_feature_nam
                      check_is_fitted, check_random_state)
 from .._params import Param, params_table, validate_params
 from ..threads import read_only  # noqa: F401  (the feature maps' kernels import it from here)
-from ._dot import FIXED_ORDER_COLUMNS, fixed_order_dot
+from ._dot import FIXED_ORDER_COLUMNS, fixed_order_dot, input_modes, sparse_dot, sparse_offsets
 
 __all__ = ["FeatureMap", "RowMaxima", "row_norms", "dot_into", "auto_block_size",
            "check_centres", "DTYPES", "DTYPE", "feature_dtype", "BLOCK_BYTES", "BLOCK_ROWS",
-           "PREDICT_BLOCK_ROWS", "predict_block_size", "predict_chunk_size"]
+           "PREDICT_BLOCK_ROWS", "predict_block_size", "predict_chunk_size", "PER_INPUT"]
 
 #: the precisions a map computes its features in (``dtype``): float32 halves the bytes of a
 #: block and runs the per-block products Phi^T Phi on SSYRK, about twice DSYRK's rate
@@ -94,7 +94,7 @@ def row_norms(X: np.ndarray) -> np.ndarray:
     return np.sqrt(np.einsum("ij,ij->i", X, X))
 
 
-def dot_into(X: np.ndarray, W: np.ndarray, out: np.ndarray) -> np.ndarray:
+def dot_into(X: np.ndarray, W: np.ndarray, out: np.ndarray, sparse=None) -> np.ndarray:
     """out <- X W^T, written in place, in the precision of ``out``; returns the product's
     columns of ``out``. ``out`` may be a column slice of a larger block, or have more than
     len(W) columns: its first len(W) then get the product (a C-contiguous block is written
@@ -104,8 +104,13 @@ def dot_into(X: np.ndarray, W: np.ndarray, out: np.ndarray) -> np.ndarray:
     one SGEMM of X and W rounded to float32), whose rounding of a row may depend on the rows
     around it when the product is small (OpenBLAS's small-matrix kernels: T = 203 here) and
     not otherwise (T = 2000, blocks of 2 rows or more); a single row is computed as a row of a
-    two-row product, as BLAS's GEMV path would sum in another order."""
+    two-row product, as BLAS's GEMV path would sum in another order. ``sparse``: a map's
+    (modes, W^T, c) (:meth:`FeatureMap._prepare_projection`; float64 ``out``): the product
+    around the inputs' modes (``_dot.sparse_dot``), each entry in one fixed order too."""
     product = out if out.shape[1] == len(W) else out[:, :len(W)]
+    if sparse is not None:
+        sparse_dot(X, *sparse, out)
+        return product
     if X.shape[1] <= FIXED_ORDER_COLUMNS and X.shape[1] > 0:
         fixed_order_dot(X, np.ascontiguousarray(W.T), out)
         return product
@@ -116,6 +121,11 @@ def dot_into(X: np.ndarray, W: np.ndarray, out: np.ndarray) -> np.ndarray:
     else:
         np.matmul(X, W.T, out=product)
     return product
+
+
+#: fitted arrays of a map with one entry per input column, not per centre (subsets and joins
+#: of centres leave them whole: :meth:`FeatureMap.per_centre`)
+PER_INPUT = ("input_modes_",)
 
 
 class RowMaxima:
@@ -161,6 +171,9 @@ class FeatureMap(BaseEstimator):
     _estimator_type = None
     #: True for the RKHS weightings: the map also supplies the Gram matrix G (the regulariser).
     has_gram = False
+    #: True for a map whose features start with X W_^T (:meth:`_project`): its fit records
+    #: ``input_modes_``, and X W_^T skips the inputs at them when the inputs are mostly so
+    _projects = False
 
     def __init__(self, n_features: int = 1000, random_state=None, dtype: str = "float64"):
         self.n_features = n_features
@@ -207,8 +220,14 @@ class FeatureMap(BaseEstimator):
         self._validate_params(X.shape[1])
         self.n_features_in_ = X.shape[1]
         self._sample(check_random_state(self.random_state), X.shape[1], X)
+        if self._projects:
+            # chosen once, from the training rows (none: the dense product), so that a row's
+            # features are the same bits in fit, in partial_fit's blocks and in predict
+            self.input_modes_ = (input_modes(X) if self.feature_dtype_ == np.float64
+                                 else None)
         self.set_constants(self.row_maxima(X))
         self._prepare()
+        self._prepare_projection()
         self.fitted_ = True
         return self
 
@@ -225,6 +244,24 @@ class FeatureMap(BaseEstimator):
     def _prepare(self) -> None:
         """Derive the private constants of the closed form from the fitted attributes."""
 
+    def _prepare_projection(self) -> None:
+        """``_sparse``: (modes, W^T, c) of ``_dot.sparse_offsets`` when the fit recorded
+        ``input_modes_`` (a float64 map), else None: X W_^T by BLAS. A map loaded from a file
+        written before input_modes_ existed has none: the dense product, as it was fitted."""
+        modes = getattr(self, "input_modes_", None) if self._projects else None
+        self._sparse = None if modes is None else sparse_offsets(self.W_, modes)
+
+    def _project(self, X: np.ndarray, out: np.ndarray) -> np.ndarray:
+        """out <- X W_^T (:func:`dot_into`, around the inputs' modes when the fit chose so)."""
+        return dot_into(X, self.W_, out, getattr(self, "_sparse", None))
+
+    def per_centre(self, name: str, value) -> bool:
+        """Whether the fitted attribute ``name`` (of value ``value``) holds one row per centre:
+        an array whose first axis is n_features, not one of ``PER_INPUT`` (one entry per input
+        column, which may be as many). What subsets and joins of centres index."""
+        return (name not in PER_INPUT and isinstance(value, np.ndarray) and value.ndim >= 1
+                and value.shape[0] == int(self.n_features))
+
     def fitted_state(self) -> dict:
         """The fitted attributes (trailing underscore) that, with the parameters, define the map."""
         return {k: v for k, v in vars(self).items() if k.endswith("_") and not k.startswith("_")}
@@ -236,6 +273,7 @@ class FeatureMap(BaseEstimator):
         for key, value in state.items():
             setattr(obj, key, value)
         obj._prepare()
+        obj._prepare_projection()
         return obj
 
     def transform(self, X):
@@ -377,8 +415,14 @@ def check_centres(fmap) -> None:
     T = fmap.n_features
     if not isinstance(T, int) or T < 1:
         raise ValueError("feature map without a valid n_features")
+    modes = getattr(fmap, "input_modes_", None)
+    if modes is not None and not (
+            isinstance(modes, np.ndarray) and modes.shape == (n_in,) and modes.dtype.kind == "f"
+            and np.isfinite(modes).all() and fmap.feature_dtype_ == np.float64):
+        raise ValueError(f"{type(fmap).__name__}.input_modes_ must be None or {n_in} finite "
+                         f"floats of a float64 map")
     for name, v in fmap.fitted_state().items():
-        if not isinstance(v, np.ndarray):
+        if not isinstance(v, np.ndarray) or name in PER_INPUT:
             continue
         if v.ndim not in (1, 2) or v.shape[0] != T or (v.ndim == 2 and v.shape[1] != n_in):
             raise ValueError(f"{type(fmap).__name__}.{name} has shape {v.shape}, inconsistent "

@@ -23,7 +23,7 @@ from numba import njit
 from .._base import check_choice
 from .._params import Param, params_table
 from ..threads import run_row_shares
-from ._base import DTYPE, N_FEATURES, RANDOM_STATE, SIGMA, FeatureMap, check_centres, dot_into
+from ._base import DTYPE, N_FEATURES, RANDOM_STATE, SIGMA, FeatureMap, check_centres
 
 __all__ = ["RandomFourierFeatures", "FOURIER_KERNELS", "shift_invariant_kernel"]
 
@@ -94,6 +94,7 @@ class RandomFourierFeatures(FeatureMap):
         VARIANT, RANDOM_STATE, DTYPE)
 
     _check_fitted_state = check_centres
+    _projects = True
 
     def __init__(self, n_features: int = 1000, kernel: str = "gaussian", sigma: float = 1.0,
                  variant: str = "pair", random_state=None,
@@ -137,10 +138,10 @@ class RandomFourierFeatures(FeatureMap):
     def _features_into(self, X, out):
         M = self.W_.shape[0]
         if self.variant.lower() == "pair":
-            dot_into(X, self.W_, out)       # its first M columns; no copy of a column slice
+            self._project(X, out)       # its first M columns; no copy of a column slice
             _cos_sin_pair_inplace(out, M, 1.0 / math.sqrt(M))
         else:
-            dot_into(X, self.W_, out)
+            self._project(X, out)
             _cos_phase_inplace(out, self.b_, math.sqrt(2.0 / M))
 
     def _onnx(self, g, x):

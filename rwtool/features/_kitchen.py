@@ -16,7 +16,7 @@ from numba import njit
 
 from .._params import params_table
 from ..threads import run_row_shares
-from ._base import (DTYPE, N_FEATURES, RANDOM_STATE, SIGMA, FeatureMap, check_centres, dot_into,
+from ._base import (DTYPE, N_FEATURES, RANDOM_STATE, SIGMA, FeatureMap, check_centres,
                     read_only)
 
 __all__ = ["KitchenSign", "KitchenRelu", "KitchenStumps", "sign_inplace", "relu_inplace",
@@ -97,18 +97,20 @@ class _Kitchen(FeatureMap):
 
 
 class _KitchenDot(_Kitchen):
+    _projects = True
+
     def _sample(self, rng, n_in, X):
         self.W_ = sample_gaussian(rng, int(self.n_features), n_in, float(self.sigma))
 
     def base_predictor(self, X: np.ndarray) -> np.ndarray:
         """phi(w_t, x_i) without the 1/sqrt(T) scaling."""
         out = np.empty((X.shape[0], self.n_output_))
-        dot_into(X, self.W_, out)
+        self._project(X, out)
         self._kernel(out, 1.0)
         return out
 
     def _features_into(self, X, out):
-        dot_into(X, self.W_, out)
+        self._project(X, out)
         self._kernel(out, 1.0 / math.sqrt(self.n_output_))
 
     def _onnx(self, g, x):

@@ -32,7 +32,7 @@ from .._base import check_scalar
 from .._params import Param, params_table
 from ..threads import run_row_shares, run_shares, single_blas_thread
 from ._base import (DTYPE, N_FEATURES, RANDOM_STATE, SIGMA, FeatureMap, RowMaxima, check_centres,
-                    dot_into, predict_chunk_size, read_only, row_norms)
+                    predict_chunk_size, read_only, row_norms)
 from ._kernels import _gaussian_gram, _stump_gram
 from ._kitchen import relu_inplace, sample_gaussian, sample_stumps, sign_inplace, stump_sign_into
 from ._montecarlo import (N_DRAWS, SAMPLING, SAMPLINGS, Integrator, MonteCarloDraws, check_state,
@@ -189,27 +189,29 @@ def _relu_features(Z, xnorm, xsafe, c, k, sd, A, D):
 
 
 @njit(cache=True, nogil=True, **VEC_FLAGS)
-def _erf_predict(gemm, X, W, Wt, xsafe, c, k, A, D, z, pair, R, q0, q1):
+def _erf_predict(gemm, X, W, Wt, modes, cm, xsafe, c, k, A, D, z, pair, R, q0, q1):
     """D[i] <- Phi(x_i) A^T for the rows of chunks q0 .. q1 - 1 of X (chunks of R rows; z
     holds max(R, 2)), sign-type closed forms: for each chunk X W^T into the caller's buffer z
-    (one-thread BLAS or the fixed order: rows_dot), then _erf_rows while the chunk is in
+    (one-thread BLAS, the fixed order or around the inputs' modes ``modes`` with offsets
+    ``cm``: rows_dot), then _erf_rows while the chunk is in
     cache. Sequential and without the GIL: the caller's threads each run a share of the
     chunks (RKHSWeighting._closed_form_predict)."""
     m = X.shape[0]
     for q in range(q0, q1):
         a, b = q * R, min(m, q * R + R)
-        rows_dot(gemm, X[a:b], W, Wt, z[:max(b - a, 2)], pair)
+        rows_dot(gemm, X[a:b], W, Wt, modes, cm, z[:max(b - a, 2)], pair)
         _erf_rows(z[:b - a], xsafe[a:b], c, k, A, D[a:b])
 
 
 @njit(cache=True, nogil=True, **VEC_FLAGS)
-def _relu_predict(gemm, X, W, Wt, xnorm, xsafe, c, k, sd, A, D, z, pair, R, q0, q1):
+def _relu_predict(gemm, X, W, Wt, modes, cm, xnorm, xsafe, c, k, sd, A, D, z, pair, R, q0,
+                  q1):
     """_erf_predict for the ReLU-type closed forms (_relu_rows). Two kernels rather than one
     with a flag: numba would compile both closed forms for either."""
     m = X.shape[0]
     for q in range(q0, q1):
         a, b = q * R, min(m, q * R + R)
-        rows_dot(gemm, X[a:b], W, Wt, z[:max(b - a, 2)], pair)
+        rows_dot(gemm, X[a:b], W, Wt, modes, cm, z[:max(b - a, 2)], pair)
         _relu_rows(z[:b - a], xnorm[a:b], xsafe[a:b], c, k, sd, A, D[a:b])
 
 
@@ -450,6 +452,11 @@ class _RWDot(RKHSWeighting):
     _phi = "sign"              # or "relu"
     _check_fitted_state = check_centres
 
+    @property
+    def _projects(self) -> bool:
+        """The closed form starts with X W_^T (the Monte Carlo estimates read other draws)."""
+        return bool(getattr(self, "closed_form", True))
+
     def _validate_params(self, n_in):
         super()._validate_params(n_in)
         if self._kernel_kind == "exponential":
@@ -549,7 +556,11 @@ class _RWDot(RKHSWeighting):
             return D
         xnorm = row_norms(X)
         xsafe = np.where(xnorm > 0.0, xnorm, 1.0)
-        if d <= FIXED_ORDER_COLUMNS:
+        modes = cm = np.empty(0)
+        if getattr(self, "_sparse", None) is not None:
+            modes, Wt, cm = self._sparse
+            Xg, W = np.ascontiguousarray(X, dtype=np.float64), np.empty((0, d), dtype)
+        elif d <= FIXED_ORDER_COLUMNS:
             Xg, W, Wt = np.ascontiguousarray(X, dtype=np.float64), np.empty((0, d), dtype), \
                 np.ascontiguousarray(self.W_.T)
         else:
@@ -563,11 +574,11 @@ class _RWDot(RKHSWeighting):
         def share(p):
             q0, q1 = p * n_chunks // workers, (p + 1) * n_chunks // workers
             if self._phi == "sign":
-                _erf_predict(gemm, Xg, W, Wt, xsafe, self._c, self._k, A, D, Z[p], pair[p],
-                             rows, q0, q1)
+                _erf_predict(gemm, Xg, W, Wt, modes, cm, xsafe, self._c, self._k, A, D, Z[p],
+                             pair[p], rows, q0, q1)
             else:
-                _relu_predict(gemm, Xg, W, Wt, xnorm, xsafe, self._c, self._k, self._sd, A, D,
-                              Z[p], pair[p], rows, q0, q1)
+                _relu_predict(gemm, Xg, W, Wt, modes, cm, xnorm, xsafe, self._c, self._k,
+                              self._sd, A, D, Z[p], pair[p], rows, q0, q1)
 
         with single_blas_thread():
             run_shares(share, workers)
@@ -583,7 +594,7 @@ class _RWDot(RKHSWeighting):
     def _closed_form_into(self, X, out, coef_t, dec):
         """out <- the features of the rows of X; dec <- out coef_t^T (coef_t with no rows:
         nothing)."""
-        dot_into(X, self.W_, out)
+        self._project(X, out)
         xnorm = row_norms(X)
         xsafe = np.where(xnorm > 0.0, xnorm, 1.0)  # r(u, 0) := <u, 0> / 1 = 0 (spec notation)
         if self._phi == "sign":
@@ -612,7 +623,7 @@ class _RWDot(RKHSWeighting):
     def base_predictor(self, X: np.ndarray) -> np.ndarray:
         """phi(w_t, x_i) for the sampled centres (the RKS feature before 1/sqrt(T))."""
         out = np.empty((X.shape[0], self.W_.shape[0]))
-        dot_into(X, self.W_, out)
+        self._project(X, out)
         (sign_inplace if self._phi == "sign" else relu_inplace)(out, 1.0)
         return out
 

@@ -66,7 +66,7 @@ def subset_map(feature_map, keep):
     params["n_features"] = int(len(keep))
     state = {}
     for key, value in feature_map.fitted_state().items():
-        if isinstance(value, np.ndarray) and value.ndim >= 1 and value.shape[0] == T:
+        if feature_map.per_centre(key, value):
             value = np.ascontiguousarray(value[keep])
         state[key] = value
     return type(feature_map).from_fitted_state(params, state)
