@@ -69,10 +69,12 @@ def _fit_lstsq(est, fmap, X, Y, progress, weights=None):
     """Least squares (003 Algorithm 4) / ridge (003 Algorithm 1), blocked (solvers/_ridge.py).
     Weighted fits go through the sums (``_fit_from_sums``), not here."""
     eps = est.eps if est._family == "rw" else 0.0
+    regressor = est._estimator_type == "regressor"
+    # a classifier keeps no posterior: its system is formed and factored in the sums' memory
     coef, info = ridge_fit(fmap, X, Y, reg=float(est._fit_reg), eps=float(eps),
-                           block_size=est.block_size, progress=progress)
+                           block_size=est.block_size, progress=progress, keep_sums=regressor)
     out = {"jitter": info["jitter"], "method": info["method"]}
-    if est._estimator_type == "regressor" and info["chol"] is not None:
+    if regressor and info["chol"] is not None:
         out["posterior"] = (info["chol"], noise_variance(
             info["A"], info["B"], np.einsum("ij,ij->j", Y, Y), info["m"], coef, info["chol"]))
     return coef, out

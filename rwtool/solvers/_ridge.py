@@ -182,9 +182,25 @@ def cholesky_solve(M: np.ndarray, B: np.ndarray, factor: bool = False,
 
 
 def regularised(A: np.ndarray, m: int, reg: float, R: np.ndarray | None = None,
-                eps: float = 0.0, out: np.ndarray | None = None) -> np.ndarray:
+                eps: float = 0.0, out: np.ndarray | None = None,
+                lower: bool = False) -> np.ndarray:
     """A + m reg R + m eps I (R = I when None), the system every solver here solves: a new
-    matrix, or ``out`` (A's shape, C order; not A) overwritten with it."""
+    matrix, or ``out`` (A's shape, C order; not A) overwritten with it. ``lower``: only the
+    lower triangle with the diagonal is formed (what the Cholesky factorisation reads), the
+    strict upper triangle left as it was, and ``out`` may be A itself (formed in place: a
+    fresh T x T matrix costs its pages' first touch, 1.2 s of CPU at T = 8000 against 0.08 s
+    for the sums into memory already touched); the same bits where formed."""
+    if lower:
+        M = np.empty_like(A, order="C") if out is None else out
+        scaled = np.empty(A.shape[1])
+        for i in range(A.shape[0]):       # a row at a time: A's upper triangle is not touched
+            if R is not None:
+                np.multiply(R[i, :i + 1], m * reg, out=scaled[:i + 1])
+                np.add(scaled[:i + 1], A[i, :i + 1], out=M[i, :i + 1])
+            elif M is not A:
+                M[i, :i + 1] = A[i, :i + 1]
+        M[np.diag_indices_from(M)] += m * ((0.0 if R is not None else reg) + eps)
+        return M
     if R is not None:          # one new matrix, two passes (the sum is the same either way)
         M = np.multiply(R, m * reg, out=out)
         M += A
@@ -202,7 +218,7 @@ def regularised(A: np.ndarray, m: int, reg: float, R: np.ndarray | None = None,
 
 def solve_normal_equations(A: np.ndarray, B: np.ndarray, m: int, reg: float,
                            R: np.ndarray | None = None, eps: float = 0.0, factor: bool = True,
-                           work: np.ndarray | None = None):
+                           work: np.ndarray | None = None, overwrite_a: bool = False):
     """Solve (A + m reg R + m eps I) a = B by Cholesky, with jitter if needed.
 
     Returns ``(coef, info)`` where ``info`` records the jitter added (0.0 when none) and
@@ -211,7 +227,11 @@ def solve_normal_equations(A: np.ndarray, B: np.ndarray, m: int, reg: float,
     factorisation's time to clear its upper triangle): the posterior's (solvers._posterior).
     ``work``: a C-ordered matrix of A's shape (not A) that the first attempt regularises and
     factors in, instead of a new one (the search's many solves of one size; with ``factor``,
-    ``chol`` is then ``work``).
+    ``chol`` is then ``work``). ``overwrite_a`` (with ``factor`` False; A symmetric and
+    C-ordered): the first attempt forms and factors the system in A's lower triangle, whose
+    strict upper triangle still holds A, from which A is restored if the factorisation fails;
+    after a success A's lower triangle holds the factor (a caller that needs A no more: the
+    fixed-reg fit of a classifier).
     """
     T = A.shape[0]
     info = {"jitter": 0.0, "method": "cholesky", "chol": None}
@@ -221,11 +241,16 @@ def solve_normal_equations(A: np.ndarray, B: np.ndarray, m: int, reg: float,
             return cholesky_solve(M, B, overwrite=True), None
         return cholesky_solve(M, B, factor=True, overwrite=True)
 
-    try:        # one T x T copy (the regularised matrix), not two
-        coef, info["chol"] = solve(regularised(A, m, reg, R, eps, out=work))
+    in_place = overwrite_a and not factor and A.flags.c_contiguous and A.flags.writeable
+    diagonal = np.diag(A).copy() if in_place else None
+    try:        # one T x T copy (the regularised matrix), or none
+        coef, info["chol"] = solve(regularised(A, m, reg, R, eps, out=A if in_place else work,
+                                               lower=in_place))
         return coef, info
     except LinAlgError:
-        pass
+        if in_place:            # A again, from its upper triangle and the saved diagonal
+            mirror_lower(A.T)
+            A[np.diag_indices(T)] = diagonal
     M = regularised(A, m, reg, R, eps)
     scale = max(float(np.mean(np.abs(np.diag(M)))), np.finfo(float).tiny)
     for power in range(-12, -3):
@@ -315,14 +340,17 @@ class RegPath:
 
 
 def ridge_fit(feature_map, X, Y, reg: float, eps: float = 0.0, use_gram: bool | None = None,
-              block_size: int | None = None, progress=None, weights: np.ndarray | None = None):
+              block_size: int | None = None, progress=None, weights: np.ndarray | None = None,
+              keep_sums: bool = True):
     """Blocked least squares for a fitted feature map (R = G when the map has one, else I).
     With row ``weights`` it minimises (1 / sum w) sum_i w_i (f(x_i) - y_i)^2 / 2 plus the same
     regulariser: m becomes sum w, so integer weights fit the model of the repeated rows.
 
     Returns ``(coef, info)``; ``info`` has the jitter, the method, the Gram matrix used, the
     Cholesky factor ``chol`` of the system and its sums ``A``, ``B`` and weight sum ``m``
-    (what the posterior needs: solvers._posterior).
+    (what the posterior needs: solvers._posterior). ``keep_sums`` False (a caller that needs
+    none of them): the system is formed and factored in A's memory, and ``chol`` and ``A``
+    are None.
     """
     progress = make_progress(progress)
     use_gram = feature_map.has_gram if use_gram is None else use_gram
@@ -335,7 +363,8 @@ def ridge_fit(feature_map, X, Y, reg: float, eps: float = 0.0, use_gram: bool | 
     m = X.shape[0] if weights is None else float(np.sum(weights))
     progress.start("solve", 1)
     with single_blas_thread():      # the model's factor, whatever the BLAS thread count
-        coef, info = solve_normal_equations(A, B, m, reg, R, eps)
+        coef, info = solve_normal_equations(A, B, m, reg, R, eps, factor=keep_sums,
+                                            overwrite_a=not keep_sums)
     progress.end()
-    info.update(gram=R, A=A, B=B, m=m)
+    info.update(gram=R, A=A if keep_sums else None, B=B, m=m)
     return coef, info

@@ -139,3 +139,51 @@ def test_regularised_into_out_is_the_new_matrix():
                               + 5 * 0.1 * np.eye(6), B)
         np.testing.assert_allclose(a, ref, rtol=1e-12, atol=1e-12)
         np.testing.assert_array_equal(A, A0)
+
+
+def test_the_system_formed_in_the_sums_memory_solves_as_a_copy_does(rng):
+    """overwrite_a: the same solution bits as the system formed in a new matrix (the same
+    sums, factored by the same dpotrf), A's upper triangle untouched; and against numpy's
+    dense solve of A + m reg R (condition below 1e4 here: 1e-10 relative)."""
+    T, m, reg = 60, 200, 1e-3
+    Phi = rng.standard_normal((m, T))
+    A = Phi.T @ Phi
+    R = RWRelu(n_features=T, random_state=0).fit(rng.standard_normal((5, 3))).gram()
+    B = Phi.T @ rng.standard_normal((m, 2))
+    copy, _ = solve_normal_equations(A, B, m, reg, R, factor=False)
+    work = A.copy()
+    inplace, info = solve_normal_equations(work, B, m, reg, R, factor=False, overwrite_a=True)
+    np.testing.assert_array_equal(inplace, copy)
+    assert info["chol"] is None
+    upper = np.triu_indices(T, 1)
+    np.testing.assert_array_equal(work[upper], A[upper])
+    oracle = np.linalg.solve(A + m * reg * R, B)
+    np.testing.assert_allclose(inplace, oracle, rtol=1e-10, atol=1e-10 * np.abs(oracle).max())
+
+
+def test_a_failed_factorisation_in_the_sums_memory_restores_them(rng):
+    """An indefinite system (negative directions, reg 0): the in-place attempt fails, A is
+    restored from its upper triangle and the jitter path then solves what it solves from a
+    copy, bit for bit, with its warning."""
+    T = 30
+    Q, _ = np.linalg.qr(rng.standard_normal((T, T)))
+    A = (Q * np.r_[np.linspace(1.0, 2.0, T - 2), -1e-9, -2e-9]) @ Q.T
+    A = (A + A.T) / 2
+    B = rng.standard_normal((T, 1))
+    with pytest.warns(NumericalWarning):
+        copy, info_copy = solve_normal_equations(A, B, 10, 0.0, factor=False)
+    work = A.copy()
+    with pytest.warns(NumericalWarning):
+        inplace, info = solve_normal_equations(work, B, 10, 0.0, factor=False, overwrite_a=True)
+    np.testing.assert_array_equal(work, A)
+    np.testing.assert_array_equal(inplace, copy)
+    assert info["jitter"] == info_copy["jitter"] > 0
+
+
+def test_ridge_fit_without_the_sums_gives_the_same_coefficients(problem):
+    X, Y = problem
+    fmap = RWRelu(n_features=40, random_state=0).fit(X)
+    kept, info = ridge_fit(fmap, X, Y, reg=1e-3)
+    dropped, info2 = ridge_fit(fmap, X, Y, reg=1e-3, keep_sums=False)
+    np.testing.assert_array_equal(dropped, kept)
+    assert info["A"] is not None and info2["A"] is None and info2["chol"] is None
