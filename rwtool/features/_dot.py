@@ -46,9 +46,11 @@ __all__ = ["FIXED_ORDER_COLUMNS", "SPARSE_FRACTION", "fixed_order_dot", "input_m
 #: input columns (with the bias column) up to which X W^T is computed here, not by BLAS
 FIXED_ORDER_COLUMNS = 16
 #: the largest fraction of input entries differing from their column's mode for which
-#: sparse_dot runs X W^T (its time grows with the differing entries, BLAS's does not; the
-#: crossover measured in docs/SOLVERS.md, "Sparse inputs")
-SPARSE_FRACTION = 0.25
+#: sparse_dot runs X W^T: its time grows with the differing entries, BLAS's does not. Time
+#: against DGEMM on 2048 rows (one thread), at 10 / 20 / 25 / 30% differing: 0.34 / 0.70 /
+#: 0.90 / 1.12 at d = 785, T = 8000; 0.36 / 0.68 / 0.76 / 0.96 at T = 2000; 0.44 / 0.70 /
+#: 0.75 / 1.01 at d = 109, T = 8000; 0.63 / 0.92 / 1.07 / 1.00 at d = 40, T = 1000
+SPARSE_FRACTION = 0.2
 #: training rows (evenly spaced) whose columns' modes and differing fraction choose the path
 MODE_SAMPLE_ROWS = 1024
 #: columns of W^T one pass of sparse_dot over a block's rows covers: the d x 512 slice stays

@@ -16,12 +16,14 @@ from numba import njit
 from ..threads import read_only, run_row_shares
 
 
-def _gaussian_gram(A: np.ndarray, B: np.ndarray, two_h2: float) -> np.ndarray:
-    """exp(-||a_i - b_j||^2 / two_h2) with the cross product on BLAS."""
+def _gaussian_gram(A: np.ndarray, B: np.ndarray, two_h2: float, sq_a=None,
+                   sq_b=None) -> np.ndarray:
+    """exp(-||a_i - b_j||^2 / two_h2) with the cross product on BLAS; ``sq_a``, ``sq_b``: the
+    rows' squared norms (einsum of each row with itself) when the caller has them."""
     D = A @ B.T
     D *= -2.0
-    D += np.einsum("ij,ij->i", A, A)[:, None]
-    D += np.einsum("ij,ij->i", B, B)[None, :]
+    D += (np.einsum("ij,ij->i", A, A) if sq_a is None else sq_a)[:, None]
+    D += (np.einsum("ij,ij->i", B, B) if sq_b is None else sq_b)[None, :]
     np.maximum(D, 0.0, out=D)  # rounding can make ||a - b||^2 slightly negative
     D *= -1.0 / two_h2
     return np.exp(D, out=D)

@@ -436,6 +436,13 @@ class RKHSWeighting(FeatureMap):
         with single_blas_thread():
             return self.kernel_matrix()
 
+    def gram_rows(self, start: int, stop: int) -> np.ndarray:
+        """Rows start..stop - 1 of G over its columns 0..stop - 1: a panel of its lower
+        triangle, from which a solve forms its system without G held whole (solvers._ridge);
+        on one BLAS thread, as :meth:`gram`."""
+        with single_blas_thread():
+            return self.kernel_matrix(slice(start, stop), slice(0, stop))
+
     def rkhs_norm(self, coef: np.ndarray) -> np.ndarray:
         """||alpha||_H = sqrt(a^T G a) for coefficients on this map's features (one per column)."""
         coef = np.asarray(coef, dtype=float)
@@ -489,7 +496,7 @@ class _RWDot(RKHSWeighting):
         s, g = float(self.sigma), self.gamma_
         s2, g2 = s * s, g * g
         n = self.W_.shape[1]
-        sq = np.einsum("ij,ij->i", self.W_, self.W_)
+        sq = self._sq = np.einsum("ij,ij->i", self.W_, self.W_)
         if self._kernel_kind == "gaussian":
             zeta = s * g / math.sqrt(s2 + g2)
             logc = -0.5 * n * math.log1p(s2 / g2) - sq / (2.0 * (s2 + g2))
@@ -631,12 +638,16 @@ class _RWDot(RKHSWeighting):
         """K(w_r, w_c) for centre index sets ``rows``/``cols`` (all when None), in the map's basis."""
         A = self.W_ if rows is None else self.W_[rows]
         B = self.W_ if cols is None else self.W_[cols]
+        # the centres' squared norms of _prepare: a panel of rows (gram_rows) does not sum them
+        # again
+        sa = self._sq if rows is None else self._sq[rows]
+        sb = self._sq if cols is None else self._sq[cols]
         g2 = self.gamma_ ** 2
         if self._kernel_kind == "gaussian":
-            return _gaussian_gram(A, B, 2.0 * g2)
+            return _gaussian_gram(A, B, 2.0 * g2, sa, sb)
         if self.normalized_:
             # d_i d_j exp(<u_i, u_j>/(2g^2)) = exp(-||u_i - u_j||^2 / (4 g^2))
-            return _gaussian_gram(A, B, 4.0 * g2)
+            return _gaussian_gram(A, B, 4.0 * g2, sa, sb)
         return np.exp((A @ B.T) / (2.0 * g2))
 
 

@@ -181,6 +181,27 @@ def cholesky_solve(M: np.ndarray, B: np.ndarray, factor: bool = False,
     return (a, L) if factor else a
 
 
+class GramRows:
+    """A map's Gram matrix R = G given a panel of its lower triangle's rows at a time
+    (``rows(start, stop)``: rows start..stop - 1 over columns 0..stop - 1, the map's
+    ``gram_rows``), for ``regularised(lower=True)``, which forms the system from them: G is
+    never held whole (a fresh T x T matrix: 512 MB at T = 8000, whose pages' first touch cost
+    0.4-1.0 s of CPU beside the product's 1.1 s). ``full()`` computes it whole, for the jitter
+    path."""
+
+    #: rows of G a panel (64 x 8000 doubles at T = 8000: 4 MB)
+    PANEL = 64
+
+    def __init__(self, feature_map):
+        self.feature_map = feature_map
+
+    def rows(self, start: int, stop: int) -> np.ndarray:
+        return self.feature_map.gram_rows(start, stop)
+
+    def full(self) -> np.ndarray:
+        return self.feature_map.gram()
+
+
 def regularised(A: np.ndarray, m: int, reg: float, R: np.ndarray | None = None,
                 eps: float = 0.0, out: np.ndarray | None = None,
                 lower: bool = False) -> np.ndarray:
@@ -191,16 +212,25 @@ def regularised(A: np.ndarray, m: int, reg: float, R: np.ndarray | None = None,
     fresh T x T matrix costs its pages' first touch, 1.2 s of CPU at T = 8000 against 0.08 s
     for the sums into memory already touched); the same bits where formed."""
     if lower:
+        T = A.shape[0]
         M = np.empty_like(A, order="C") if out is None else out
         scaled = np.empty(A.shape[1])
-        for i in range(A.shape[0]):       # a row at a time: A's upper triangle is not touched
-            if R is not None:
-                np.multiply(R[i, :i + 1], m * reg, out=scaled[:i + 1])
-                np.add(scaled[:i + 1], A[i, :i + 1], out=M[i, :i + 1])
-            elif M is not A:
-                M[i, :i + 1] = A[i, :i + 1]
+        panels = isinstance(R, GramRows)
+        step = GramRows.PANEL if panels else T
+        for b in range(0, T, step):
+            e = min(T, b + step)
+            # R's rows b..e - 1: a panel computed now, or views of the matrix's
+            rows = R.rows(b, e) if panels else (None if R is None else R[b:e])
+            for i in range(b, e):   # a row at a time: A's upper triangle is not touched
+                if rows is not None:
+                    np.multiply(rows[i - b, :i + 1], m * reg, out=scaled[:i + 1])
+                    np.add(scaled[:i + 1], A[i, :i + 1], out=M[i, :i + 1])
+                elif M is not A:
+                    M[i, :i + 1] = A[i, :i + 1]
         M[np.diag_indices_from(M)] += m * ((0.0 if R is not None else reg) + eps)
         return M
+    if isinstance(R, GramRows):
+        R = R.full()
     if R is not None:          # one new matrix, two passes (the sum is the same either way)
         M = np.multiply(R, m * reg, out=out)
         M += A
@@ -227,7 +257,8 @@ def solve_normal_equations(A: np.ndarray, B: np.ndarray, m: int, reg: float,
     factorisation's time to clear its upper triangle): the posterior's (solvers._posterior).
     ``work``: a C-ordered matrix of A's shape (not A) that the first attempt regularises and
     factors in, instead of a new one (the search's many solves of one size; with ``factor``,
-    ``chol`` is then ``work``). ``overwrite_a`` (with ``factor`` False; A symmetric and
+    ``chol`` is then ``work``). ``R``: a matrix, None (I) or a :class:`GramRows`.
+    ``overwrite_a`` (with ``factor`` False; A symmetric and
     C-ordered): the first attempt forms and factors the system in A's lower triangle, whose
     strict upper triangle still holds A, from which A is restored if the factorisation fails;
     after a success A's lower triangle holds the factor (a caller that needs A no more: the
@@ -251,6 +282,8 @@ def solve_normal_equations(A: np.ndarray, B: np.ndarray, m: int, reg: float,
         if in_place:            # A again, from its upper triangle and the saved diagonal
             mirror_lower(A.T)
             A[np.diag_indices(T)] = diagonal
+    if isinstance(R, GramRows):
+        R = R.full()
     M = regularised(A, m, reg, R, eps)
     scale = max(float(np.mean(np.abs(np.diag(M)))), np.finfo(float).tiny)
     for power in range(-12, -3):
@@ -349,13 +382,15 @@ def ridge_fit(feature_map, X, Y, reg: float, eps: float = 0.0, use_gram: bool | 
     Returns ``(coef, info)``; ``info`` has the jitter, the method, the Gram matrix used, the
     Cholesky factor ``chol`` of the system and its sums ``A``, ``B`` and weight sum ``m``
     (what the posterior needs: solvers._posterior). ``keep_sums`` False (a caller that needs
-    none of them): the system is formed and factored in A's memory, and ``chol`` and ``A``
-    are None.
+    none of them): the system is formed and factored in A's memory, G a panel of rows at a
+    time into it (:class:`GramRows`), and ``chol``, ``A`` and ``gram`` are None.
     """
     progress = make_progress(progress)
     use_gram = feature_map.has_gram if use_gram is None else use_gram
     R = None
-    if use_gram:
+    if use_gram and not keep_sums and hasattr(feature_map, "gram_rows"):
+        R = GramRows(feature_map)       # G's rows formed into the system a panel at a time
+    elif use_gram:
         progress.start("features", 1)
         R = feature_map.gram()
         progress.end()
@@ -366,5 +401,6 @@ def ridge_fit(feature_map, X, Y, reg: float, eps: float = 0.0, use_gram: bool | 
         coef, info = solve_normal_equations(A, B, m, reg, R, eps, factor=keep_sums,
                                             overwrite_a=not keep_sums)
     progress.end()
-    info.update(gram=R, A=A if keep_sums else None, B=B, m=m)
+    info.update(gram=None if isinstance(R, GramRows) else R, A=A if keep_sums else None,
+                B=B, m=m)
     return coef, info

@@ -180,10 +180,42 @@ def test_a_failed_factorisation_in_the_sums_memory_restores_them(rng):
     assert info["jitter"] == info_copy["jitter"] > 0
 
 
-def test_ridge_fit_without_the_sums_gives_the_same_coefficients(problem):
+def test_ridge_fit_without_the_sums_solves_the_same_system(problem):
+    """keep_sums=False forms A + m reg G from panels of G's rows (GramRows), whose products
+    round apart from gram()'s one symmetric product (entries within 1e-12: G <= 1, its
+    exponent's cancellation a few eps of ||w||^2 / (2 g^2) here); the solution within 1e-9
+    of its size (the system's condition below 1e3 at reg = 1e-3)."""
     X, Y = problem
-    fmap = RWRelu(n_features=40, random_state=0).fit(X)
+    fmap = RWRelu(n_features=150, random_state=0).fit(X)
+    G = fmap.gram()
+    for b in range(0, 150, 64):
+        e = min(150, b + 64)
+        np.testing.assert_allclose(fmap.gram_rows(b, e), G[b:e, :e], rtol=0, atol=1e-12)
     kept, info = ridge_fit(fmap, X, Y, reg=1e-3)
     dropped, info2 = ridge_fit(fmap, X, Y, reg=1e-3, keep_sums=False)
-    np.testing.assert_array_equal(dropped, kept)
-    assert info["A"] is not None and info2["A"] is None and info2["chol"] is None
+    np.testing.assert_allclose(dropped, kept, rtol=0, atol=1e-9 * np.abs(kept).max())
+    assert info["A"] is not None and info["gram"] is not None
+    assert info2["A"] is None and info2["chol"] is None and info2["gram"] is None
+    oracle = np.linalg.solve(info["A"] + len(X) * 1e-3 * G, info["B"])
+    np.testing.assert_allclose(dropped, oracle, rtol=0, atol=1e-9 * np.abs(oracle).max())
+
+
+def test_the_jitter_path_of_gram_panels_uses_the_whole_gram(rng):
+    """A failed in-place attempt with G in panels: A restored, then the jitter path on the
+    whole G (GramRows.full), bit for bit what the same path gives from gram() itself."""
+    from rwtool.solvers._ridge import GramRows
+    T = 40
+    fmap = RWRelu(n_features=T, random_state=0).fit(rng.standard_normal((5, 3)))
+    Q, _ = np.linalg.qr(rng.standard_normal((T, T)))
+    A = (Q * np.r_[np.linspace(1.0, 2.0, T - 1), -1e-6]) @ Q.T
+    A = (A + A.T) / 2
+    B = rng.standard_normal((T, 1))
+    with pytest.warns(NumericalWarning):
+        whole, info_whole = solve_normal_equations(A, B, 10, 1e-12, fmap.gram(), factor=False)
+    work = A.copy()
+    with pytest.warns(NumericalWarning):
+        panels, info = solve_normal_equations(work, B, 10, 1e-12, GramRows(fmap),
+                                              factor=False, overwrite_a=True)
+    np.testing.assert_array_equal(work, A)
+    np.testing.assert_array_equal(panels, whole)
+    assert info["jitter"] == info_whole["jitter"] > 0
