@@ -91,7 +91,8 @@ def _whole_range(x, all_rows, rows):
 
 
 @njit(cache=True, nogil=True)
-def _count(x, a, cols, rows, slots, lg, ecol, ebits, ecnt, n, n_distinct, cap, tally):
+def _count(x, a, cols, rows, slots, lg, ecol, ebits, ecnt, n, n_distinct, cap, tally,
+           ranges):
     """Count the numbers of ``x`` (rows: the columns a, a+1, ...; NaN: no number) into the
     table, of the columns where ``cols`` (or every column if empty) and the cells where
     ``rows`` (or every cell if empty); returns (slots, lg, ecol, ebits, ecnt, n, tally), grown
@@ -99,14 +100,19 @@ def _count(x, a, cols, rows, slots, lg, ecol, ebits, ecnt, n, n_distinct, cap, t
     (and ``_TALLY_MAX``), which cannot pass the cap here, are tallied in ``tally`` (all zeros,
     and left so) and each distinct number then counted in the table once; the others cell by
     cell. The entries and counts are the same either way (only their order in the list,
-    which :meth:`DistinctNumbers.of` sorts, differs)."""
+    which :meth:`DistinctNumbers.of` sorts, differs). ``ranges`` (empty: found here): each
+    row's (count, smallest, largest) of its whole numbers, count -1 when one is not whole,
+    as :func:`_whole_range` gives them (rwtool.data._colstats finds them in its pass)."""
     bits = x.view(np.uint64)
     all_cols, all_rows = cols.shape[0] == 0, rows.shape[0] == 0
     for r in range(x.shape[0]):
         col = a + r
         if n_distinct[col] > cap or not (all_cols or cols[r]):
             continue
-        m, lo, hi = _whole_range(x[r], all_rows, rows)
+        if ranges.shape[0]:
+            m, lo, hi = np.int64(ranges[r, 0]), ranges[r, 1], ranges[r, 2]
+        else:
+            m, lo, hi = _whole_range(x[r], all_rows, rows)
         if m == 0:
             continue
         width = hi - lo + 1.0
@@ -182,10 +188,12 @@ class DistinctNumbers:
         """Whether column ``kk`` has more than ``cap`` distinct numbers."""
         return bool(self.n_distinct[kk] > self.cap)
 
-    def add(self, x: np.ndarray, a: int = 0, cols=None, rows=None) -> None:
+    def add(self, x: np.ndarray, a: int = 0, cols=None, rows=None, ranges=None) -> None:
         """Count the numbers of ``x`` (one row per column, from column ``a`` on; NaN: a cell
         holding no number), of the columns where ``cols`` and the cells where ``rows`` (bool
-        arrays; None: all)."""
+        arrays; None: all). ``ranges``: each row's (count, smallest, largest) of its whole
+        numbers in those cells, count -1 when one is not whole (rwtool.data._colstats'
+        ``ranges``, found in its pass over the block; None: found here)."""
         if not x.size:
             return
         none = np.empty(0, np.bool_)
@@ -193,7 +201,8 @@ class DistinctNumbers:
          self._tally) = _count(
             np.ascontiguousarray(x, np.float64), a, none if cols is None else cols,
             none if rows is None else rows, self._slots, self._lg, self._col, self._bits,
-            self._cnt, self._n, self.n_distinct, self.cap, self._tally)
+            self._cnt, self._n, self.n_distinct, self.cap, self._tally,
+            np.empty((0, 3)) if ranges is None else ranges)
         self._sorted = None
 
     def copy(self) -> "DistinctNumbers":

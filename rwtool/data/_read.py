@@ -465,7 +465,7 @@ class Seen:
 
 
 def type_cells(cells, decimal: str, na: frozenset, fast: bool, intern, out=None,
-               fill: bool = True):
+               fill: bool = True, known: dict | None = None):
     """(values, codes, :class:`Seen`) of a chunk of cells (a pyarrow string array or a list of
     str); text cells get their codes from ``intern(list of distinct texts) -> codes``. Excel
     error values are missing cells (code -2), reported in ``Seen``. In a decimal-comma file a
@@ -478,15 +478,17 @@ def type_cells(cells, decimal: str, na: frozenset, fast: bool, intern, out=None,
     types only its dictionary, and any other chunk is typed cell by cell, vectorised.
     ``out``: where to write the values (returned as them); ``fill`` False: a chunk of
     categories none of which is a number may leave ``out`` unwritten (``seen.no_values``),
-    its values all NaN (writing them is a pass over fresh memory)."""
-    vals, codes, seen = _type_any(cells, decimal, na, fast, intern, out, fill)
+    its values all NaN (writing them is a pass over fresh memory). ``known``: the column's
+    texts typed in its earlier chunks and its ``max_vocab`` (see :func:`_type_known`), or
+    None."""
+    vals, codes, seen = _type_any(cells, decimal, na, fast, intern, out, fill, known)
     if out is not None and vals is not out:
         out[:] = vals
         vals = out
     return vals, codes, seen
 
 
-def _type_any(cells, decimal, na, fast, intern, out, fill=True):
+def _type_any(cells, decimal, na, fast, intern, out, fill=True, known=None):
     arr = cells if isinstance(cells, (pa.Array, pa.ChunkedArray)) else pa.array(
         list(cells), pa.string())
     if pa.types.is_floating(arr.type):        # converted while split (TypePlan)
@@ -495,7 +497,7 @@ def _type_any(cells, decimal, na, fast, intern, out, fill=True):
         return vals, number_codes(vals), Seen(set(), _NOTHING, [])
     if pa.types.is_dictionary(arr.type):      # encoded while split (rwtool.data._split)
         return _type_dictionary(arr.dictionary, [arr.indices.to_numpy()], decimal, na, intern,
-                                out, fill)
+                                out, fill, known)
     n = len(arr)
     sample = _sample(arr) if n > 2 * _SAMPLE else None
     # the cast and the dictionary take the tokeniser's chunks as they are (joining a
@@ -512,19 +514,22 @@ def _type_any(cells, decimal, na, fast, intern, out, fill=True):
         chunks = enc.chunks if isinstance(enc, pa.ChunkedArray) else [enc]
         return _type_dictionary(chunks[-1].dictionary,
                                 [c.indices.to_numpy(zero_copy_only=False) for c in chunks],
-                                decimal, na, intern, out, fill)
+                                decimal, na, intern, out, fill, known)
     if isinstance(arr, pa.ChunkedArray):
         arr = arr.combine_chunks()
     return _type_cells(arr, decimal, na, intern)
 
 
-def _type_dictionary(dictionary, parts, decimal, na, intern, out=None, fill=True):
+def _type_dictionary(dictionary, parts, decimal, na, intern, out=None, fill=True,
+                     known=None):
     """:func:`type_cells` of the cells ``dictionary[idx]``, ``idx`` given in ``parts`` (index
     arrays, one after the other): each distinct text typed once (the dictionary in the order
-    of first occurrence, so the texts are interned in that order). The values and codes are
-    written part by part (no joined index array); the values only gathered when a dictionary
-    entry is a number (else every value is NaN: written only when ``fill``)."""
-    dvals, dcodes, dseen = _type_cells(dictionary, decimal, na, intern)
+    of first occurrence, so the texts are interned in that order), or looked up in ``known``
+    (:func:`_type_known`). The values and codes are written part by part (no joined index
+    array); the values only gathered when a dictionary entry is a number (else every value
+    is NaN: written only when ``fill``)."""
+    typed = None if known is None else _type_known(dictionary, decimal, na, intern, known)
+    dvals, dcodes, dseen = typed or _type_cells(dictionary, decimal, na, intern)
     n = sum(len(ix) for ix in parts)
     vals = np.empty(n) if out is None else out
     codes = np.empty(n, np.int32)
@@ -543,6 +548,58 @@ def _type_dictionary(dictionary, parts, decimal, na, intern, out=None, fill=True
         seen.error_rows = np.flatnonzero(np.isin(idx, dseen.error_rows))
         text_of = dict(zip(dseen.error_rows.tolist(), dseen.error_texts))
         seen.error_texts = [text_of[k] for k in idx[seen.error_rows].tolist()]
+    return vals, codes, seen
+
+
+_KNOWN_MAX = 1024         # texts of a column remembered by _type_known
+
+
+class KnownTexts:
+    """The texts of each column typed in its earlier blocks (see :func:`_type_known`), for
+    :func:`type_block`: ``column(j)`` is column j's (text -> value, code, Excel error's text
+    or None); ``max_vocab`` is the columns' (a code at it is the shared overflow slot)."""
+
+    def __init__(self, max_vocab: int):
+        self.max_vocab, self._of = max_vocab, {}
+
+    def column(self, j: int) -> tuple[dict, int]:
+        return self._of.setdefault(j, {}), self.max_vocab
+
+
+def _type_known(dictionary, decimal, na, intern, known):
+    """:func:`_type_cells` of ``dictionary`` (distinct texts) from ``known`` (a column's
+    texts typed in its earlier blocks and its ``max_vocab``: :meth:`KnownTexts.column`),
+    typing only the texts not in it (in their order, so that new texts are interned in the
+    order of first occurrence) and adding them: a block's dictionary of categories is typed
+    by a lookup instead of a dozen pyarrow calls. Each cell is typed by its text alone and a
+    text interned before gets its code again, so the result is :func:`_type_cells`'; a text
+    past the column's interned ones (it shares the overflow slot, and counts again each time
+    it is met) is never remembered. None (type the whole dictionary) in a decimal-comma
+    file (its decimal marks are of the whole chunk), with a null entry, or when the column
+    has more than ``_KNOWN_MAX`` texts."""
+    known, max_vocab = known
+    if decimal != "." or dictionary.null_count:
+        return None
+    texts = dictionary.to_pylist()
+    new = [i for i, t in enumerate(texts) if t not in known]
+    if len(known) + len(new) > _KNOWN_MAX:
+        return None
+    fresh = {}
+    if new:
+        sub = dictionary.take(pa.array(new)) if len(new) < len(texts) else dictionary
+        vals, codes, seen = _type_cells(sub, decimal, na, intern)
+        err = dict(zip(seen.error_rows.tolist(), seen.error_texts))
+        for i, t, v, c in zip(range(len(new)), (texts[i] for i in new), vals.tolist(),
+                              codes.tolist()):
+            fresh[t] = (v, c, err.get(i))
+            if c < max_vocab:
+                known[t] = fresh[t]
+    entries = [fresh[t] if t in fresh else known[t] for t in texts]
+    vals = np.array([e[0] for e in entries], np.float64)
+    codes = np.array([e[1] for e in entries], np.int32)
+    rows = [i for i, e in enumerate(entries) if e[2] is not None]
+    seen = Seen(set(), np.array(rows, np.int64) if rows else _NOTHING,
+                [entries[i][2] for i in rows])
     return vals, codes, seen
 
 
@@ -630,14 +687,21 @@ def _shows_point(x, skip):
             v = x[r, i]
             if not np.isfinite(v) or v == np.floor(v):
                 continue
-            a = abs(v)
-            if 1.0 <= a < 1000.0:
-                k = a * 1000.0
-                if abs(k - np.floor(k + 0.5)) <= 1e-9 * k:      # three digits: maybe grouped
-                    continue
-            out[r] = True
-            break
+            if _shows(abs(v)):
+                out[r] = True
+                break
     return out
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _shows(a):
+    """Whether the magnitude ``a`` of a finite number that is not whole shows a decimal
+    point (see :func:`shows_decimal_point`)."""
+    if 1.0 <= a < 1000.0:
+        k = a * 1000.0
+        if abs(k - np.floor(k + 0.5)) <= 1e-9 * k:      # three digits: maybe grouped
+            return False
+    return True
 
 
 def excel_note(name: str, n: int, first_line: int, texts) -> str:
@@ -1767,7 +1831,7 @@ class TypedBlock:
 
 
 def type_block(block, js, decimal, na, fast, column_of, out=None,
-               fill: bool = True) -> TypedBlock:
+               fill: bool = True, known: KnownTexts | None = None) -> TypedBlock:
     """Type the cells of columns ``js`` of a block (each cell by its text alone, as
     :func:`type_cells`), with no Python object per column unless it holds text:
     ``column_of(j)`` gives the :class:`Column` interning column j's text, called only for a
@@ -1776,7 +1840,9 @@ def type_block(block, js, decimal, na, fast, column_of, out=None,
     then typed again one by one; a narrow block is typed column by column (a column the
     tokeniser converted to numbers, see :class:`TypePlan`, is copied in). ``out``: the
     (len(js), rows) matrix to write the values in; ``fill`` False: a column of categories
-    none of which is a number leaves its row unwritten (``TypedBlock.unwritten``)."""
+    none of which is a number leaves its row unwritten (``TypedBlock.unwritten``);
+    ``known``: the texts typed in the earlier blocks, looked up instead of typed again (and
+    added to)."""
     n, k = len(block.lines), len(js)
     if not n:
         return TypedBlock(np.empty((k, 0)), {}, None, {})
@@ -1809,7 +1875,8 @@ def type_block(block, js, decimal, na, fast, column_of, out=None,
             _copy_numbers(cells, V[kk])
             continue
         _, c, sn = type_cells(cells, decimal, na, fast,
-                              lambda texts, j=j: column_of(j)._intern(texts), V[kk], fill)
+                              lambda texts, j=j: column_of(j)._intern(texts), V[kk], fill,
+                              None if known is None else known.column(j))
         if c.max(initial=-1) >= 0:
             codes[int(kk)] = c
             if sn.no_values:
@@ -1855,6 +1922,7 @@ class TableBuilder:
         self.marks = np.zeros((len(keep), 2), bool)
         self.n = 0
         self.size, self.nbytes = size, 0
+        self.known = KnownTexts(max_vocab)
 
     def block_out(self, rows: int) -> np.ndarray:
         """Where the numbers of the next block, of ``rows`` records, are to go (see
@@ -1889,7 +1957,7 @@ class TableBuilder:
         self.nbytes += block.nbytes
         self._room(nb)
         tb = type_block(block, self.keep, decimal, na, self.fast, self.column_of,
-                        self.V[:, self.n:self.n + nb], fill=False)
+                        self.V[:, self.n:self.n + nb], fill=False, known=self.known)
         self._count(tb, nb)
 
     def add_typed(self, tb: TypedBlock, text_column) -> None:

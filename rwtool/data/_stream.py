@@ -49,10 +49,10 @@ import numpy as np
 
 from ._dialect import NA_VALUES, Dialect, Source, open_source, sniff_csv
 from ._read import (_STREAM_BLOCK_BYTES, Column, ColumnCells, NameLookup, Table, TableBuilder,
-                    _BadUTF8, canon, check_guess, column_positions, excel_note, fast_cast_ok,
+                    KnownTexts, _BadUTF8, canon, check_guess, column_positions, excel_note, fast_cast_ok,
                     Seen, TypedBlock, gc_paused, iter_blocks, legacy_dialect, number_spellings,
                     out_of_memory, positions, preamble_note, release_freed,
-                    shows_decimal_point, type_block, typed_plan, _counts_up, _tally_codes)
+                    type_block, typed_plan, _counts_up, _tally_codes)
 from ..exceptions import Note, human_bytes
 from ._errors import MissingColumnError, MissingValueError
 from ._dataset import Dataset
@@ -157,8 +157,11 @@ class _Summary:
             t = self.text[j] = _TextPart(self.names[j], j, self.max_vocab, self.fast)
         return t.col
 
-    def add(self, tb, lines, fit) -> None:
-        """Count a typed block (:func:`~rwtool.data._read.type_block`) in."""
+    def add(self, tb, lines, fit) -> np.ndarray:
+        """Count a typed block (:func:`~rwtool.data._read.type_block`) in; returns per row of
+        its values whether int32 holds each cell exactly (see
+        :func:`~rwtool.data._spill.narrow_rows`; False for an unwritten row), found in the
+        same pass."""
         if tb.marks is not None:
             self.marks |= tb.marks
         for j, t in self.text.items():
@@ -167,38 +170,46 @@ class _Summary:
             if not self.counted[kk]:
                 self.counted[kk] = True
                 self.late[kk] = self.n_num[0][kk] > 0      # numbers not counted before
-        self._add_numbers(tb.values, tb.unwritten, lines, fit)
+        return self._add_numbers(tb.values, tb.unwritten, lines, fit)
 
     def _add_numbers(self, V, unwritten, lines, fit):
-        # one pass over the block per row set (block_stats, the distinct store), no temporary
-        # of the block's size; the rows ``unwritten`` (columns of categories with no number in
-        # this block) are never read. While every row has had a target, the FIT summaries
-        # are the ALL ones, kept once
+        # one pass over the block per row set (block_stats: the counts, sums, decimal points,
+        # whole-number ranges and int32 rows together), then the distinct store, which takes
+        # those ranges instead of a pass of its own; no temporary of the block's size. The
+        # rows ``unwritten`` (columns of categories with no number in this block) are never
+        # read. While every row has had a target, the FIT summaries are the ALL ones, kept
+        # once
         if self.fit_same and not fit.all():
             self._split_fit()
         skip = None
         if unwritten:
             skip = np.zeros(len(V), bool)
             skip[list(unwritten)] = True
-        self.fraction |= shows_decimal_point(V, axis=1, skip=skip)
-        narrow = len(V) <= 64           # sums column by column, as np.mean sums one
+        by_column = len(V) <= 64        # sums column by column, as np.mean sums one
         cols = self.counted if skip is None else self.counted & ~skip
+        counted = bool(cols.any())
         cols = None if cols.all() else cols
+        narrow = np.zeros(len(V), bool)
         for key, m in ((0, None),) if self.fit_same else ((0, None), (1, fit)):
             sums = (key == 1 or self.fit_same) and self.sum is not None
             n_rows = V.shape[1] if m is None else int(np.count_nonzero(m))
             self.rows[key] += n_rows
-            if sums and narrow:
+            ranges = np.empty((len(V), 3)) if counted else None
+            # decimal points and int32 rows are of every cell: asked in the ALL pass
+            every = {} if m is not None else {"narrow": narrow, "shows": self.fraction}
+            if sums and by_column:
                 n_fin = np.zeros(len(V), np.int64)
                 block_stats(V, lines, self.first_inf[key], self.max_abs[key], self.n_num[key],
-                            None, m, n_fin, skip)
+                            None, m, n_fin, skip, ranges, **every)
                 self.sum += [0.0 if skip is not None and skip[kk] else
                              _finite_sum(x if m is None else x[m], f == n_rows)
                              for kk, (x, f) in enumerate(zip(V, n_fin.tolist()))]
             else:
                 block_stats(V, lines, self.first_inf[key], self.max_abs[key], self.n_num[key],
-                            self.sum if sums else None, m, None, skip)
-            self.distinct[key].add(V, 0, cols, m)
+                            self.sum if sums else None, m, None, skip, ranges, **every)
+            if counted:
+                self.distinct[key].add(V, 0, cols, m, ranges)
+        return narrow
 
     def _split_fit(self) -> None:
         """A row without a target is met: the FIT summaries start as copies of the ALL ones."""
@@ -368,7 +379,9 @@ class _Kept:
         self.on = True
         self.note: str | None = None
 
-    def add(self, block, tb) -> None:
+    def add(self, block, tb, narrow=None) -> None:
+        """Keep the typed block ``tb`` of ``block`` (``narrow``: its rows that int32 holds
+        exactly, when known: see :func:`~rwtool.data._spill.narrow_rows`)."""
         if not self.on:
             return
         self.held += (block.lines.nbytes + tb.values.nbytes
@@ -387,7 +400,7 @@ class _Kept:
             self.blocks.append((block.lines, tb))
             return
         try:
-            self.blocks.append(self._write(block.lines, tb))
+            self.blocks.append(self._write(block.lines, tb, narrow))
         except OSError as exc:
             self._failed(exc)
 
@@ -412,7 +425,7 @@ class _Kept:
         except OSError as exc:
             self._failed(exc, folder)
 
-    def _write(self, lines, tb) -> "_OnDisk":
+    def _write(self, lines, tb, narrow=None) -> "_OnDisk":
         sp = self.spill
         # the file lines of a block without a multi-line record or a blank line count up by
         # one: their first is enough
@@ -424,7 +437,7 @@ class _Kept:
         blank = tuple(sorted(set(tb.unwritten) | {kk for kk, c in tb.codes.items()
                                                   if not (c == -1).any()}))
         # rows of whole numbers as int32 (the same bits back): adults' 8 bytes a cell halved
-        whole = narrow_rows(tb.values)
+        whole = narrow_rows(tb.values) if narrow is None else narrow
         for a, b, small in _written(len(tb.values), blank, whole):
             sp.write(tb.values[a:b], np.int32 if small else None)
         # codes index at most _MAX_VOCAB texts: 1 or 2 bytes a cell instead of 4
@@ -765,6 +778,7 @@ def _summarise(src, dialect, target, features, ignore, categorical, numeric, na_
                 counted = np.isin(keep, at)
             summary = table.summary = _Summary(table.names, keep, _MAX_VOCAB, fast, max_distinct,
                                                counted, sums=policy == "impute-mean")
+            known = KnownTexts(_MAX_VOCAB)
             table.spellings = partial(number_spellings, src, dialect, na,
                                       block_bytes=block_bytes, names=names)
             if plan is not None:
@@ -778,13 +792,13 @@ def _summarise(src, dialect, target, features, ignore, categorical, numeric, na_
         # a column of categories with no number leaves its row of values unwritten (as
         # read_csv's typing does): NaN written and read back for nothing
         tb = type_block(block, summary.keep, dialect.decimal, na, fast, summary.column_of,
-                        out, fill=False)
+                        out, fill=False, known=known)
         out = None
         block.cells = {}        # typed: its text goes before the summaries are taken
         fit = (np.ones(n, bool) if tname is None else
                tb.codes_of(int(np.searchsorted(summary.keep, jt))) != -2)
-        summary.add(tb, block.lines, fit)
-        kept.add(block, tb)
+        narrow = summary.add(tb, block.lines, fit)
+        kept.add(block, tb, narrow)
         del tb
         n_rec += n
         n_fit += int(fit.sum())

@@ -77,3 +77,68 @@ def test_skipped_columns_are_not_read():
     V[:, 0] = 0.25                                     # every row shows a decimal point
     assert shows_decimal_point(V, axis=1, skip=skip).tolist() == [True, False, True, False]
     assert shows_decimal_point(V, axis=1).tolist() == [True] * 4
+
+
+def _shows_oracle(v):
+    """Whether a finite number that is not whole shows a decimal point, from its decimal
+    digits: not a fraction of exactly three digits after one to three (a thousands dot)."""
+    if not np.isfinite(v) or v == np.floor(v):
+        return False
+    text = repr(abs(float(v)))
+    if "e" in text:
+        return True
+    whole, frac = text.split(".")
+    return not (len(frac) == 3 and 1 <= len(whole) <= 3 and whole != "0")
+
+
+@pytest.mark.parametrize("masked", [False, True])
+def test_ranges_narrow_and_points_in_the_same_pass(rng, masked):
+    # what the distinct store, the spill and the decimal marks each read a block for, found
+    # in block_stats' pass: against numpy's range, an int32 round trip of the bits and the
+    # numbers' decimal digits
+    k, n = 12, 400
+    V = rng.integers(-50, 50, (k, n)).astype(float)
+    V[1] = rng.integers(-2**31, 2**31, n)                        # int32's whole range
+    V[1, :2] = -2.0**31, 2.0**31 - 1
+    V[2, 7] = 2.0**31                                             # one past int32
+    V[3, 9] = -0.0                                                # whole, but not int32's bits
+    V[4, 3] = np.nan                                              # no number here
+    V[5, 5] = np.inf
+    V[6, 11] = 0.5                                                # one fraction
+    V[7] = rng.standard_normal(n)
+    V[8] = 2.0**52 + rng.integers(0, 9, n)                        # whole, past exact offsets
+    V[9, ::3] = 1.234                                             # a thousands dot, maybe
+    V[10] = np.nan
+    V[11, 17] = -2.0**52                                          # exactly 2**52 in magnitude
+    lines = np.arange(n) + 2
+    rows = rng.random(n) < 0.6 if masked else None
+    ranges = np.full((k, 3), 7.0)
+    narrow = None if masked else np.zeros(k, bool)
+    shows = None if masked else np.zeros(k, bool)
+    block_stats(V, lines, np.full(k, -1, np.int64), np.zeros(k), np.zeros(k, np.int64),
+                rows=rows, ranges=ranges, narrow=narrow, shows=shows)
+    for j in range(k):
+        x = V[j] if rows is None else V[j][rows]
+        x = x[~np.isnan(x)]
+        whole = bool(np.all(np.isfinite(x)) and np.all(x == np.floor(x))
+                     and np.all(np.abs(x) < 2.0**52))
+        assert ranges[j, 0] == (len(x) if whole else -1), j
+        if whole and len(x):
+            assert (ranges[j, 1], ranges[j, 2]) == (x.min(), x.max())
+        if narrow is not None:
+            with np.errstate(invalid="ignore"):
+                back = V[j].astype(np.int32).astype(np.float64)
+            assert narrow[j] == (back.tobytes() == V[j].tobytes()), j
+            assert shows[j] == any(_shows_oracle(v) for v in V[j]), j
+    assert narrow is None or narrow[0] and narrow[1] and not narrow[2:].any()
+
+
+def test_shows_once_set_stays_and_rows_must_be_all():
+    V = np.array([[1.0, 2.0], [0.25, 3.0]])
+    shows = np.array([True, False])                   # a block before showed column 0's
+    block_stats(V, np.arange(2), np.full(2, -1), np.zeros(2), np.zeros(2, np.int64),
+                shows=shows)
+    assert shows.tolist() == [True, True]
+    with pytest.raises(ValueError, match="rows must be None"):
+        block_stats(V, np.arange(2), np.full(2, -1), np.zeros(2), np.zeros(2, np.int64),
+                    rows=np.array([True, False]), narrow=np.zeros(2, bool))

@@ -134,3 +134,41 @@ def test_a_column_near_its_cap_is_counted_cell_by_cell():
     u, c = d.of(0)
     np.testing.assert_array_equal(u, [1, 2, 3, 4, 5, 9])
     np.testing.assert_array_equal(c, [2, 2, 2, 1, 1, 1])
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_ranges_from_the_stats_pass_count_as_np_unique(seed):
+    # the streaming summaries hand the store each column's whole-number range found by
+    # block_stats (no pass of its own): counts as np.unique's, over blocks and row masks, a
+    # column tallied in one block and probed cell by cell in another, and one passing its cap
+    from rwtool.data._colstats import block_stats
+    rng = np.random.default_rng(seed)
+    k, n = 6, 4000
+    x = rng.integers(0, 90, (k, n)).astype(float)
+    x[1] = rng.choice(rng.integers(12_000, 1_500_000, 1000), n)   # wide: cell by cell
+    x[2, 1500] = 0.5                                     # one block not whole
+    x[3][rng.random(n) < 0.2] = np.nan
+    x[3][x[3] == 0] = -0.0
+    x[4, 3000] = -np.inf
+    x[5] = np.arange(n)                                  # all distinct: passes the cap
+    fit = rng.random(n) < 0.8
+    cap = 1500
+    d, e, plain = DistinctNumbers(k, cap), DistinctNumbers(k, cap), DistinctNumbers(k, cap)
+    for part in np.array_split(np.arange(n), 5):
+        b = np.ascontiguousarray(x[:, part])
+        for store, rows in ((d, None), (e, fit[part])):
+            ranges = np.empty((k, 3))
+            block_stats(b, part, np.full(k, -1), np.zeros(k), np.zeros(k, np.int64),
+                        rows=rows, ranges=ranges)
+            store.add(b, 0, None, rows, ranges)
+        plain.add(b)
+    for j in range(k - 1):
+        for store, m in ((d, np.ones(n, bool)), (e, fit)):
+            u, c = _oracle(np.where(m, x[j], np.nan))
+            np.testing.assert_array_equal(store.of(j)[0], u)
+            np.testing.assert_array_equal(store.of(j)[1], c)
+    # the column past its cap stops at the same cell as without the ranges
+    assert d.overflowed(k - 1) and plain.overflowed(k - 1)
+    np.testing.assert_array_equal(d.of(k - 1)[0], plain.of(k - 1)[0])
+    np.testing.assert_array_equal(d.of(k - 1)[1], plain.of(k - 1)[1])
+    np.testing.assert_array_equal(d.of(k - 1)[0], np.arange(cap))

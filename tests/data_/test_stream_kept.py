@@ -229,8 +229,8 @@ def test_budget_bounds_what_pass_one_holds(tmp_path, monkeypatch):
     held = []
     add = S._Kept.add
 
-    def spy(self, block, tb):
-        add(self, block, tb)
+    def spy(self, block, tb, *narrow):
+        add(self, block, tb, *narrow)
         held.append(sum(b[0].nbytes + b[1].values.nbytes
                         + sum(c.nbytes for c in b[1].codes.values())
                         for b in self.blocks if isinstance(b, tuple)))     # not spilled
