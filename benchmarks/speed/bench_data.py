@@ -22,14 +22,17 @@ it is also timed with ``X`` asked for, beside pandas followed by the same one-ho
 per CPU-second against ``read_csv`` + ``X`` and against ``read_csv`` with ``X`` written by
 blocks of the stream's chunk size (adults' whole ``X`` is 0.85 GB of fresh pages, which flatters
 the stream), and beside the same stream reading the file twice. The load average is written
-beside. ``--stream`` times the streaming clause alone (the stream and ``read_csv`` with ``X``
-by blocks, alternating, after a warm-up). ``--one`` makes
+beside. ``--stream`` times the streaming clause alone: the stream against ``read_csv`` with
+``X`` by blocks in four orders (alternating in one process after a warm-up; each in a fresh
+process; right after pandas' one-hot in one process, the stream first or ``read_csv``
+first: the order in which ``--issue26`` runs them), with each repeat's ratio, as the target
+is to hold in every order. ``--one`` makes
 one read in a fresh process (for a whole-process, paired timing of two readers; the files from
 ``--write-files``).
 
     python -m benchmarks.speed.bench_data --repeats 5 --files 400
     python -m benchmarks.speed.bench_data --issue26 /work/shared/datasets --repeats 3
-    python -m benchmarks.speed.bench_data --stream /work/shared/datasets --repeats 7
+    python -m benchmarks.speed.bench_data --stream /work/shared/datasets --repeats 5
     python -m benchmarks.speed.bench_data --write-files /work/shared/datasets /tmp/f
     python -m benchmarks.speed.bench_data --one rwtool /tmp/f/m3.csv '{}'
 """
@@ -189,22 +192,69 @@ def issue26(tmp, datasets, repeats, rng):
     return rows
 
 
-def stream_rows(datasets, repeats, rng):
-    """The streaming clause alone: per file, a warm-up, then ``stream + X`` and ``rwtool + X
-    by blocks`` alternating ``repeats`` times in this process; their median CPU seconds and
-    the stream's rows per CPU-second over read_csv's (what to run, one process per tree, A B
-    A B, to compare two trees)."""
+_STREAM, _BY_BLOCKS = "stream + X", "rwtool + X by blocks"
+
+
+def _cpu(fn) -> float:
+    t0 = time.process_time()
+    fn()
+    return time.process_time() - t0
+
+
+def stream_orders(path, opts, repeats):
+    """The stream's rows per CPU-second over ``read_csv`` + ``X`` by blocks (the second's
+    CPU seconds over the first's), each repeat's, in four orders: ``alternating`` (both in
+    this process after a warm-up, one after the other), ``processes`` (each in a fresh
+    process of its own: a warm-up, then the median of 3 runs; the pairs alternating), and
+    after pandas' one-hot in this process (it frees and faults about 2 GB on adults),
+    ``stream first`` (one-hot, stream, read_csv) and ``read_csv first`` (one-hot, read_csv,
+    stream): the process's history the two meet differs, and with it their page faults."""
+    import subprocess
+    import sys
+    fns = readers(path, opts)
+    stream, ref, onehot = fns[_STREAM], fns[_BY_BLOCKS], fns["pandas + one-hot"]
+    stream(), ref()
+    out = {k: [] for k in ("alternating", "processes", "stream first", "read_csv first")}
+    for _ in range(repeats):
+        s = _cpu(stream)
+        out["alternating"].append(_cpu(ref) / s)
+        cpu = {}
+        for reader in (_STREAM, _BY_BLOCKS):
+            run = subprocess.run([sys.executable, "-m", "benchmarks.speed.bench_data",
+                                  "--warm", reader, path, json.dumps(opts)],
+                                 capture_output=True, text=True, check=True)
+            cpu[reader] = float(run.stdout.split()[-1])
+        out["processes"].append(cpu[_BY_BLOCKS] / cpu[_STREAM])
+        onehot()
+        s = _cpu(stream)
+        out["stream first"].append(_cpu(ref) / s)
+        onehot()
+        r = _cpu(ref)
+        out["read_csv first"].append(r / _cpu(stream))
+    return out
+
+
+def stream_rows(datasets, repeats, rng, only=None):
+    """The streaming clause alone, per file (``only``: those whose description holds it):
+    :func:`stream_orders`' ratios, their medians and each repeat's range."""
     with tempfile.TemporaryDirectory() as tmp:
         for what, path, opts in issue26_files(tmp, datasets, rng):
-            fns = {k: v for k, v in readers(path, opts).items()
-                   if k in ("stream + X", "rwtool + X by blocks")}
-            for f in fns.values():
-                f()
+            if only and only not in what:
+                continue
             load0 = os.getloadavg()[0]
-            t = _timed(fns, repeats, time.process_time)
-            print(f"| {what} | {t['stream + X']:.3f} | {t['rwtool + X by blocks']:.3f} | "
-                  f"{t['rwtool + X by blocks'] / t['stream + X']:.2f} | "
-                  f"{load0:.1f}-{os.getloadavg()[0]:.1f} |", flush=True)
+            out = stream_orders(path, opts, repeats)
+            cells = [f"{statistics.median(v):.2f} ({min(v):.2f}-{max(v):.2f})"
+                     for v in out.values()]
+            print(f"| {what} | {' | '.join(cells)} | {load0:.1f}-{os.getloadavg()[0]:.1f} |",
+                  flush=True)
+
+
+def warm_read(reader, path, opts_json, runs=3):
+    """In this (fresh) process: a warm-up read by ``reader``, then the median CPU seconds of
+    ``runs`` more, printed: :func:`stream_orders`' ``processes``."""
+    fn = readers(path, json.loads(opts_json))[reader]
+    fn()
+    print(statistics.median(_cpu(fn) for _ in range(runs)))
 
 
 def one_read(reader, path, opts_json):
@@ -282,6 +332,10 @@ def main(argv=None):
     ap.add_argument("--stream", metavar="DATASETS", help="only the streaming reader against "
                     "read_csv with X by blocks on the issue-26 files, in rows per CPU-second "
                     "(printed, not written)")
+    ap.add_argument("--only", metavar="WORD", help="with --stream: only the files whose "
+                    "description holds WORD (e.g. adults)")
+    ap.add_argument("--warm", nargs=3, metavar=("READER", "PATH", "OPTIONS_JSON"),
+                    help=argparse.SUPPRESS)
     ap.add_argument("--write-files", metavar="DATASETS FOLDER", nargs=2,
                     help="write the issue-26 files into FOLDER and print their paths")
     ap.add_argument("--one", nargs=3, metavar=("READER", "PATH", "OPTIONS_JSON"),
@@ -293,10 +347,17 @@ def main(argv=None):
     if args.one:
         one_read(*args.one)
         return
+    if args.warm:
+        warm_read(*args.warm)
+        return
     if args.stream:
-        print("| file | stream + X s | read_csv + X by blocks s | stream / that | load |")
-        print("|---|---|---|---|---|")
-        stream_rows(args.stream, args.repeats, rng)
+        print(f"Command: `python -m benchmarks.speed.bench_data --stream DATASETS --repeats "
+              f"{args.repeats}`; rows per CPU-second of the stream over read_csv + X by "
+              f"blocks, median of {args.repeats} (each repeat's range)\n")
+        print("| file | alternating | each in its own process | after one-hot, stream "
+              "first | after one-hot, read_csv first | load |")
+        print("|---|---|---|---|---|---|")
+        stream_rows(args.stream, args.repeats, rng, args.only)
         return
     if args.write_files:
         for what, path, opts in issue26_files(args.write_files[1], args.write_files[0], rng):

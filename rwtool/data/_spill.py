@@ -53,11 +53,12 @@ def narrow_rows(V: np.ndarray) -> np.ndarray:
     return out
 
 
-def narrowest_int(a: np.ndarray) -> np.dtype:
-    """The smallest signed integer type holding every value of the integer array ``a``."""
+def narrowest_int(a: np.ndarray, bounds=None) -> np.dtype:
+    """The smallest signed integer type holding every value of the integer array ``a``
+    (``bounds``: (smallest, largest) that its values may be, when known: no pass over it)."""
     if not a.size:
         return a.dtype
-    lo, hi = int(a.min()), int(a.max())
+    lo, hi = (int(a.min()), int(a.max())) if bounds is None else bounds
     for t in (np.int8, np.int16, np.int32):
         i = np.iinfo(t)
         if i.min <= lo and hi <= i.max:

@@ -375,6 +375,7 @@ class _Kept:
         self.held = self.read = 0
         self.names = self.keep = None
         self.vocab: dict[int, list[str]] = {}
+        self.texts = None       # position in keep -> the texts its codes index so far
         self.fast = True
         self.on = True
         self.note: str | None = None
@@ -440,8 +441,11 @@ class _Kept:
         whole = narrow_rows(tb.values) if narrow is None else narrow
         for a, b, small in _written(len(tb.values), blank, whole):
             sp.write(tb.values[a:b], np.int32 if small else None)
-        # codes index at most _MAX_VOCAB texts: 1 or 2 bytes a cell instead of 4
-        codes = [(kk, c, narrowest_int(c)) for kk, c in sorted(tb.codes.items())]
+        # codes index at most _MAX_VOCAB texts: 1 or 2 bytes a cell instead of 4, from the
+        # texts interned so far (-2 missing, -1 a number, at most one less than their count)
+        codes = [(kk, c, narrowest_int(c, None if self.texts is None else
+                                        (-2, len(self.texts(kk)) - 1)))
+                 for kk, c in sorted(tb.codes.items())]
         for _, c, stored in codes:
             sp.write(c, stored)
         seen = []
@@ -463,7 +467,7 @@ class _Kept:
 
     def drop(self, note: str | None = None) -> None:
         """Keep nothing (remove the spill file): pass two reads the file again."""
-        self.blocks, self.vocab, self.on = [], {}, False
+        self.blocks, self.vocab, self.on, self.texts = [], {}, False, None
         if self.spill is not None:
             self.spill.close()
             self.spill = None
@@ -476,6 +480,7 @@ class _Kept:
     def finish(self, names, keep, summary, fast) -> None:
         """After pass one's last block: the columns' names and texts the codes index (a column
         past ``_MAX_VOCAB`` distinct texts is read again: its codes share one slot)."""
+        self.texts = None       # the summaries go before pass two
         if any(t.col.n_distinct_text > t.col.max_vocab for t in summary.text.values()):
             self.drop()
         if self.spill is not None:
@@ -779,6 +784,7 @@ def _summarise(src, dialect, target, features, ignore, categorical, numeric, na_
             summary = table.summary = _Summary(table.names, keep, _MAX_VOCAB, fast, max_distinct,
                                                counted, sums=policy == "impute-mean")
             known = KnownTexts(_MAX_VOCAB)
+            kept.texts = lambda kk: summary.column_of(int(summary.keep[kk])).vocab
             table.spellings = partial(number_spellings, src, dialect, na,
                                       block_bytes=block_bytes, names=names)
             if plan is not None:

@@ -167,6 +167,9 @@ def test_narrow_rows_and_codes_round_trip(tmp_path):
     assert [str(_spill.narrowest_int(np.array(a, np.int32))) for a in
             ([-2, 127], [-2, 128], [-32768, 32767], [0, 2**31 - 1], [])] == \
         ["int8", "int16", "int16", "int32", "int32"]
+    # bounds the values may reach (a column's interned texts so far): the type they need
+    assert str(_spill.narrowest_int(np.array([0, 1], np.int32), (-2, 200))) == "int16"
+    assert str(_spill.narrowest_int(np.array([0, 1], np.int32), (-2, 127))) == "int8"
     sp = _spill.SpillFile(str(tmp_path))
     codes = np.array([-2, -1, 0, 299], np.int32)
     sp.write(V[:1], np.int32)
