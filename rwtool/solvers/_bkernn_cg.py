@@ -158,6 +158,13 @@ def _distance_products(order, qs, U, acc, j0, j1, g0, g1):
 #: the process gets a fraction of a core
 TICK_WORK = 1 << 20
 
+#: one element of the kernel product (particle x row x column) in TICK_WORK's unit: 9-13 ns on
+#: one core at 32,000-128,000 rows, so a slice of TICK_WORK / 4 elements takes about 0.05 s.
+#: Smaller slices cost more than their ticks: each slice starts every group's accumulator
+#: (n x q) anew, and one beyond the caches is filled at random by the next particle (at
+#: 128,000 rows a product took 0.083 s in slices of 8 particles, 0.057 s in slices of 32)
+PRODUCT_WORK = 0.25
+
 
 def particle_slices(m: int, work_per_particle: float, multiple: int = 1, tick=None):
     """Consecutive particle ranges (a, b) of at most :data:`TICK_WORK` work each (at least one
@@ -198,7 +205,7 @@ def kernel_product(sp: SortedProjections, U: np.ndarray, shift: float = 0.0,
     Uc = weighted_centring(U, v)
     if v is not None:
         Uc *= v[:, None]
-    for a, b in particle_slices(m, n * q, G, tick):
+    for a, b in particle_slices(m, n * q * PRODUCT_WORK, G, tick):
         run_row_shares(lambda g0, g1: _distance_products(sp.order, sp.values, Uc, acc, a, b,
                                                          g0, g1),
                        G, -(-(b - a) // G) * n * q)

@@ -390,12 +390,12 @@ def test_kernel_product_ticks_between_slices_of_particles(monkeypatch):
     sp = SortedProjections(np.ascontiguousarray((X @ W).T))
     U = rng.standard_normal((300, 2))
     whole = kernel_product(sp, U, 0.5)
-    monkeypatch.setattr(cgmod, "TICK_WORK", 4 * 300 * 2)
+    monkeypatch.setattr(cgmod, "TICK_WORK", 4 * 300 * 2 * cgmod.PRODUCT_WORK)
     ticks = []
     sliced = kernel_product(sp, U, 0.5, tick=ticks.append)
     assert len(ticks) == 4                       # 13 particles in slices of 4, 4, 4, 1
     np.testing.assert_allclose(sliced, whole, rtol=0, atol=1e-12 * np.abs(whole).max())
-    assert [b - a for a, b in cgmod.particle_slices(13, 600, 4)] == [4, 4, 4, 1]
+    assert [b - a for a, b in cgmod.particle_slices(13, 150, 4)] == [4, 4, 4, 1]
     assert [b - a for a, b in cgmod.particle_slices(5, 10**9, 4)] == [1] * 5
 
 
@@ -406,7 +406,9 @@ def test_progress_gaps_with_a_fake_clock(monkeypatch):
     import rwtool.progress as progmod
     clock = [0.0]
     per_slice = 0.25                              # fake seconds for TICK_WORK operations
-    monkeypatch.setattr(cgmod, "TICK_WORK", 800)  # a whole product (3200) would take 1 s
+    # a whole product (32 particles x 400 rows, 3200 units of work) would take 1 s; one
+    # particle of the gradient (800) fits in a slice
+    monkeypatch.setattr(cgmod, "TICK_WORK", 800)
 
     class FakeTime:
         @staticmethod
@@ -423,7 +425,8 @@ def test_progress_gaps_with_a_fake_clock(monkeypatch):
 
     monkeypatch.setattr(cgmod, "_distance_products", charged(
         cgmod._distance_products, lambda o, v, U, acc, j0, j1, g0, g1:
-        sum(g0 <= (j - j0) % len(acc) < g1 for j in range(j0, j1)) * v.shape[1] * U.shape[1]))
+        sum(g0 <= (j - j0) % len(acc) < g1 for j in range(j0, j1)) * v.shape[1] * U.shape[1]
+        * cgmod.PRODUCT_WORK))
     monkeypatch.setattr(cgmod, "_step_gram", charged(
         cgmod._step_gram, lambda beta, above, total, w, scale, tail, j0, j1, r0, r1, C:
         sum(beta.shape[0] - 1 - cgmod.folded(r, j0, j1) for r in range(r0, r1))
