@@ -42,10 +42,82 @@ __all__ = ["SortedProjections", "kernel_product", "cg_ridge", "lower_value", "Bl
 N_GROUPS = 4
 
 
-def _argsort(p: np.ndarray) -> np.ndarray:
-    """numpy's default (unstable) argsort of ``p``: ties in an order that depends on the sort's
-    SIMD path (the tests put another tie order here)."""
-    return np.argsort(p)
+#: rows per bucket of :func:`_distribution_sort` on average: 0.034 / 0.145 s for 50 particles of
+#: 32,000 / 128,000 rows at 2, 0.031 / 0.135 at 1 (twice the bucket bounds) and 0.040 / 0.164
+#: at 4 (one core, Gaussian projections)
+ROWS_PER_BUCKET = 2
+
+#: buckets of at most this many rows are sorted by insertion; larger ones (ties, outliers,
+#: heavy tails put many rows in one bucket) by numba's merge sort, stable too
+INSERTION_MAX = 64
+
+
+@njit(cache=True, nogil=True)
+def _distribution_sort(PT, order, values, r0, r1):
+    """order[j] <- the stable ascending order of PT[j] (ties in increasing row index: numpy's
+    ``argsort(kind="stable")``) and values[j] <- PT[j] in that order, for r0 <= j < r1.
+
+    A distribution sort in O(n) for spread-out values: row i goes to bucket
+    floor((p_i - min) n_b / (max - min)), a non-decreasing function of p_i in floating point
+    (every step rounds monotonically), so the buckets come in the order of their values and
+    equal values share one; the rows enter their bucket in increasing index and each bucket is
+    sorted stably. The buckets' writes stay within a few cache lines each, where a comparison
+    sort of 128,000 rows walks the whole row (1 MB) log n times past the caches. Rows whose
+    range overflows (max - min = inf) or underflows (n_b / (max - min) = inf) are merge-sorted
+    whole. The projections are finite (the
+    fit checks them first)."""
+    n = PT.shape[1]
+    nb = max(1, n // ROWS_PER_BUCKET)
+    bounds = np.empty(nb + 1, dtype=np.int64)
+    fill = np.empty(nb, dtype=np.int64)
+    for j in range(r0, r1):
+        p, o, v = PT[j], order[j], values[j]
+        lo = p[0]
+        hi = p[0]
+        for i in range(n):
+            lo = min(lo, p[i])
+            hi = max(hi, p[i])
+        width = hi - lo
+        scale = nb / width if width > 0.0 else 0.0
+        if not (width < math.inf and 0.0 < scale < math.inf):
+            # all equal (the identity order), a range beyond float64 or too narrow to divide
+            idx = np.argsort(p, kind="mergesort")
+            for t in range(n):
+                o[t] = idx[t]
+                v[t] = p[idx[t]]
+            continue
+        bounds[:] = 0
+        for i in range(n):
+            bounds[min(nb - 1, int((p[i] - lo) * scale)) + 1] += 1
+        for b in range(nb):
+            bounds[b + 1] += bounds[b]
+            fill[b] = bounds[b]
+        for i in range(n):
+            b = min(nb - 1, int((p[i] - lo) * scale))
+            t = fill[b]
+            o[t] = i
+            v[t] = p[i]
+            fill[b] = t + 1
+        for b in range(nb):
+            s, e = bounds[b], bounds[b + 1]
+            if e - s <= INSERTION_MAX:
+                for t in range(s + 1, e):
+                    x = v[t]
+                    k = o[t]
+                    u = t
+                    while u > s and v[u - 1] > x:       # strict: ties keep their order
+                        v[u] = v[u - 1]
+                        o[u] = o[u - 1]
+                        u -= 1
+                    v[u] = x
+                    o[u] = k
+            else:
+                idx = np.argsort(v[s:e], kind="mergesort")
+                ob = o[s:e].copy()
+                vb = v[s:e].copy()
+                for t in range(e - s):
+                    o[s + t] = ob[idx[t]]
+                    v[s + t] = vb[idx[t]]
 
 
 def sort_projections(PT: np.ndarray, order: np.ndarray, values: np.ndarray, a: int,
@@ -56,25 +128,14 @@ def sort_projections(PT: np.ndarray, order: np.ndarray, values: np.ndarray, a: i
 
     The sums over the sorted rows (the gradient's and the product's prefix sums, the
     preconditioner's blocks at ties) take the rows in this order, so the order of ties moves
-    their last bits and, through the line search's decisions, the particles. numpy's unstable
-    argsort orders ties by its SIMD path, which it picks by the CPU; its stable one costs 1.7x
-    as much at 128,000 rows (docs/bench/bkernn.md). So the unstable sort runs first and only a
-    particle with tied projections (equal neighbours in ``values``) is sorted again, stably
-    (the same order, nothing to redo for continuous inputs). The particles are shared among
-    threads (numpy's sort releases the GIL)."""
+    their last bits and, through the line search's decisions, the particles. The sort is
+    :func:`_distribution_sort` (numpy's unstable argsort orders ties by its SIMD path, which
+    it picks by the CPU; its stable one costs 1.7x as much, and both grow faster than n past
+    the caches: docs/bench/bkernn.md). The particles are shared among threads."""
     n = PT.shape[1]
-
-    def particles(r0, r1):
-        for j in range(a + r0, a + r1):
-            p, o, v = PT[j], order[j], values[j]
-            o[:] = _argsort(p)
-            np.take(p, o, out=v)
-            if (v[1:] == v[:-1]).any():
-                o[:] = np.argsort(p, kind="stable")
-                np.take(p, o, out=v)
-
-    # n log n of a sort cost about half of run_row_shares's unit of work (3-4 ns, measured)
-    run_row_shares(particles, b - a, int(n * math.log2(n + 1)) // 2)
+    # about 15-20 ns a row at 128,000 rows, two of run_row_shares's units (measured)
+    run_row_shares(lambda r0, r1: _distribution_sort(PT, order, values, a + r0, a + r1),
+                   b - a, 2 * n)
 
 
 @njit(cache=True, nogil=True)
@@ -100,8 +161,8 @@ class SortedProjections:
         self.order = np.empty((m, n), dtype=np.int64)
         self.values = np.empty((m, n))
         # in slices of particles with a progress tick between them (a sort of 50 x 100k rows
-        # takes seconds on a loaded machine)
-        for a, b in particle_slices(m, n * math.log2(n + 1), tick=tick):
+        # takes a second on a loaded machine); a row costs about two product elements
+        for a, b in particle_slices(m, 2 * n, tick=tick):
             sort_projections(PT, self.order, self.values, a, b)
             # |p_i - p_i'| is shift invariant: centring keeps the prefix-sum form free of
             # cancellation when the projections sit far from 0

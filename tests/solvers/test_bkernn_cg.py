@@ -434,7 +434,10 @@ def test_progress_gaps_with_a_fake_clock(monkeypatch):
     monkeypatch.setattr(core, "_signed_sums", charged(
         core._signed_sums, lambda PT, order, Z, RT, r0, r1:
         (r1 - r0) * PT.shape[1] * (1 + Z.shape[1])))
-    X, Yc, W0, lam = _problem(n=400)
+    monkeypatch.setattr(cgmod, "_distribution_sort", charged(
+        cgmod._distribution_sort, lambda PT, order, values, r0, r1:
+        (r1 - r0) * PT.shape[1] * 2))
+    X, Yc, W0, lam = _problem(n=400, m=32)
     times = []
     fit_particles(X, Yc, W0, lam, "concave_feature", step_size=500.0, max_iter=4,
                   kernel_solver="cg", callback=Progress(lambda ev: times.append(clock[0]),

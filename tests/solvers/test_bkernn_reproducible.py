@@ -34,44 +34,61 @@ def _tied_problem(n, seed=0):
 
 
 def _ties_reversed(p):
-    """A sorting order of ``p`` with tied entries in decreasing index: what another machine's
-    unstable sort may return."""
+    """A sorting order of ``p`` with tied entries in decreasing index: what an unstable sort
+    may return on another machine."""
     return np.lexsort((-np.arange(len(p)), p))
 
 
-def test_sorted_order_is_numpys_stable_order_in_any_share_count(monkeypatch):
+def _awkward_rows(n, rng):
+    """Rows that stress a sort by value buckets: many ties, one run, signed zeros, heavy
+    tails, outliers that put nearly every row in one bucket, a range beyond float64, a range
+    too narrow to divide by, two values one ulp apart, presorted and reversed rows."""
+    return np.vstack([
+        np.round(rng.standard_normal((5, n)), 1),
+        rng.standard_normal((3, n)),
+        np.zeros((1, n)),
+        np.where(rng.random(n) < 0.5, 0.0, -0.0)[None],
+        rng.standard_cauchy((1, n)),
+        np.r_[rng.standard_normal(n - 2) * 1e-3, 1e6, -1e6][None],
+        np.r_[rng.standard_normal(n - 2), 1e300, -1e300][None],
+        np.r_[np.zeros(n - 1), 5e-324][None],
+        np.r_[np.ones(n - 1), np.nextafter(1.0, 2.0)][None],
+        rng.integers(0, 3, (1, n)).astype(float),
+        np.arange(n, dtype=float)[None],
+        np.arange(n, 0, -1, dtype=float)[None]])
+
+
+@pytest.mark.parametrize("n", [3, 200, 3000])
+def test_sorted_order_is_numpys_stable_order_in_any_share_count(monkeypatch, n):
+    """sort_projections gives numpy's argsort(kind="stable") (the oracle) and the values in
+    that order, the same bits in every share count and for any range of particles."""
     import numba
 
     import rwtool.threads
-    rng = np.random.default_rng(1)
-    PT = np.vstack([np.round(rng.standard_normal((5, 200)), 1),       # many ties
-                    rng.standard_normal((3, 200)),                     # none
-                    np.zeros((1, 200)),                                # one run of 200
-                    np.where(rng.random(200) < 0.5, 0.0, -0.0)[None]])  # signed zeros tie
+    PT = _awkward_rows(n, np.random.default_rng(n))
     want = np.argsort(PT, axis=1, kind="stable")
     monkeypatch.setattr(rwtool.threads, "PAIRS_PER_THREAD", 1)
-    for argsort in (cgmod._argsort, _ties_reversed):
-        monkeypatch.setattr(cgmod, "_argsort", argsort)
-        for shares in (1, 2, 3):
-            monkeypatch.setattr(numba, "get_num_threads", lambda: shares)
-            order, values = np.empty(PT.shape, dtype=np.int64), np.empty(PT.shape)
-            cgmod.sort_projections(PT, order, values, 0, len(PT))
-            np.testing.assert_array_equal(order, want)
-            np.testing.assert_array_equal(values, np.take_along_axis(PT, want, axis=1))
-            # a range of particles only
-            order[:] = -1
-            cgmod.sort_projections(PT, order, values, 2, 7)
-            np.testing.assert_array_equal(order[2:7], want[2:7])
-            assert np.all(order[:2] == -1) and np.all(order[7:] == -1)
+    for shares in (1, 2, 3):
+        monkeypatch.setattr(numba, "get_num_threads", lambda: shares)
+        order, values = np.empty(PT.shape, dtype=np.int64), np.empty(PT.shape)
+        cgmod.sort_projections(PT, order, values, 0, len(PT))
+        np.testing.assert_array_equal(order, want)
+        # bits, signed zeros included
+        assert np.array_equal(values.view(np.int64),
+                              np.take_along_axis(PT, want, axis=1).view(np.int64))
+        # a range of particles only
+        order[:] = -1
+        cgmod.sort_projections(PT, order, values, 2, 7)
+        np.testing.assert_array_equal(order[2:7], want[2:7])
+        assert np.all(order[:2] == -1) and np.all(order[7:] == -1)
 
 
 @pytest.mark.parametrize("kind", ["dense", "cg"])
 def test_the_order_of_ties_cannot_change_a_fit(kind, monkeypatch):
-    """The same bits when the underlying sort returns ties in another order. Without the
-    stable re-sort of tied particles the fit's bits do change (checked: the data's ties
-    matter, else this test would prove nothing): the prefix sums over tied rows, and the
-    preconditioner's blocks where a boundary falls inside a run of ties, take the rows in the
-    sort's order."""
+    """The fit's sort gives the bits of numpy's stable sort, and the order of ties matters
+    (else this test would prove nothing): under a sort that returns ties reversed the bits
+    change, through the prefix sums over tied rows and the preconditioner's blocks where a
+    boundary falls inside a run of ties."""
     X, Yc, W0, lam = _tied_problem(240)
 
     def fit():
@@ -79,18 +96,19 @@ def test_the_order_of_ties_cannot_change_a_fit(kind, monkeypatch):
         return res["W"], res["alpha"]
 
     base = fit()
-    monkeypatch.setattr(cgmod, "_argsort", _ties_reversed)
-    for a, b in zip(base, fit()):
+
+    def with_order(sort):
+        def sort_rows(PT, order, values, a, b):
+            for j in range(a, b):
+                order[j] = sort(PT[j])
+                values[j] = PT[j, order[j]]
+        monkeypatch.setattr(cgmod, "sort_projections", sort_rows)
+        monkeypatch.setattr(core, "sort_projections", sort_rows)
+        return fit()
+
+    for a, b in zip(base, with_order(lambda p: np.argsort(p, kind="stable"))):
         np.testing.assert_array_equal(a, b)
-
-    def raw_order(PT, order, values, a, b):
-        for j in range(a, b):
-            order[j] = _ties_reversed(PT[j])
-            values[j] = PT[j, order[j]]
-
-    monkeypatch.setattr(cgmod, "sort_projections", raw_order)
-    monkeypatch.setattr(core, "sort_projections", raw_order)
-    assert any(not np.array_equal(a, b) for a, b in zip(base, fit()))
+    assert any(not np.array_equal(a, b) for a, b in zip(base, with_order(_ties_reversed)))
 
 
 def test_same_model_bits_whatever_the_thread_count(tmp_path):
