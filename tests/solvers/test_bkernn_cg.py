@@ -424,8 +424,8 @@ def test_progress_gaps_with_a_fake_clock(monkeypatch):
         return run
 
     monkeypatch.setattr(cgmod, "_distance_products", charged(
-        cgmod._distance_products, lambda o, v, U, acc, j0, j1, g0, g1:
-        sum(g0 <= (j - j0) % len(acc) < g1 for j in range(j0, j1)) * v.shape[1] * U.shape[1]
+        cgmod._distance_products, lambda o, v, UA, S, j0, j1, g0, g1:
+        sum(g0 <= (j - j0) % len(UA) < g1 for j in range(j0, j1)) * v.shape[1] * len(S)
         * cgmod.PRODUCT_WORK))
     monkeypatch.setattr(cgmod, "_step_gram", charged(
         cgmod._step_gram, lambda beta, above, total, w, scale, tail, j0, j1, r0, r1, C:
