@@ -17,6 +17,7 @@ from rwtool.estimators._bkernn import BKerNNClassifier, BKerNNRegressor
 from rwtool.solvers._bkernn_cg import (BlockPreconditioner, SortedProjections, cg_ridge,
                                        kernel_product)
 from rwtool.solvers._bkernn import PENALTIES, fit_particles
+from rwtool.exceptions import NumericalWarning
 from rwtool.progress import FitCancelled, Progress
 
 
@@ -121,6 +122,46 @@ def test_cg_ridge_solves_the_dense_system(blocks):
     # warm start from the solution: nothing left to do
     _, _, its0 = cg_ridge(sp, Yc, shift, x0=A, tol=1e-8, precond=pre)
     assert its0 == 0
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_warm_start_is_scaled_to_its_best_multiple(weighted):
+    """cg_ridge starts from c x0 with c the minimiser of phi on x0's line (per column): in
+    M's norm no further from the dense solution than x0 itself or 0, however poor x0 (here
+    further than 0), and as near as the best multiple on a grid; the solve from it still
+    reaches the dense solution."""
+    rng = np.random.default_rng(8)
+    X, W = awkward_inputs(rng)
+    n = len(X)
+    sp = SortedProjections(np.ascontiguousarray((X @ W).T))
+    v = np.sqrt(rng.uniform(0.2, 2.0, n)) if weighted else None
+    V = np.diag(v) if weighted else np.eye(n)
+    Pv = np.eye(n) - (np.outer(v, v) / (v @ v) if weighted else 1.0 / n)
+    Yc = Pv @ V @ rng.standard_normal((n, 2))
+    shift = 0.5
+    M = Pv @ V @ centred_brownian(X, W) @ V @ Pv + shift * np.eye(n)
+    want = np.linalg.solve(M, Yc)
+
+    def energy(E):
+        return np.einsum("ij,ij->j", E, M @ E)
+
+    # the solution plus an error with twice its energy (in the range of P_v)
+    delta = Pv @ rng.standard_normal((n, 2))
+    x0 = want + delta * np.sqrt(2 * energy(want) / energy(delta))
+
+    with pytest.warns(NumericalWarning):             # no iteration allowed: the start itself
+        start, R, its = cg_ridge(sp, Yc, shift, x0=x0, max_iter=0, v=v)
+    assert its == 0
+    assert np.all(energy(x0 - want) > energy(-want))  # x0 itself is worse than 0
+    err = energy(start - want)
+    assert np.all(err <= energy(x0 - want) * (1 + 1e-9))
+    assert np.all(err <= energy(-want) * (1 + 1e-9))
+    grid = np.linspace(0.0, 2.0, 401)
+    best = [min(energy(c * x0[:, [k]] - want[:, [k]])[0] for c in grid) for k in range(2)]
+    assert np.all(err <= np.array(best) * (1 + 1e-9))
+    np.testing.assert_allclose(R, Yc - M @ start, atol=1e-10 * np.abs(Yc).max())
+    A, _, _ = cg_ridge(sp, Yc, shift, x0=x0, tol=1e-12, v=v)
+    np.testing.assert_allclose(A, want, rtol=0, atol=1e-9 * np.abs(want).max())
 
 
 def test_preconditioner_with_one_block_per_point_is_the_exact_inverse():
@@ -335,11 +376,11 @@ def test_cg_gives_up_only_when_the_exact_value_exceeds_the_threshold():
     pre = BlockPreconditioner(sp, shift, 8)
     A, R, full = cg_ridge(sp, Yc, shift, tol=1e-10, precond=pre)
     exact = cgmod.lower_value(Yc, A, R)           # Yc^T M^{-1} Yc / 2 to ~1e-20 relative
-    x0 = 0.2 * A
+    x0 = 0.2 * A + 0.2 * np.roll(A, 7, axis=0)     # not on the solution's line
     for frac in (0.9, 0.99):
         A1, R1, its = cg_ridge(sp, Yc, shift, x0=x0, tol=1e-10, precond=pre,
                                give_up_above=frac * exact)
-        assert its < full
+        assert 0 < its < full
         got = cgmod.lower_value(Yc, A1, R1)
         assert frac * exact < got <= exact * (1 + 1e-12)
         np.testing.assert_allclose(R1, Yc - kernel_product(sp, A1, shift), atol=1e-12 * n)
