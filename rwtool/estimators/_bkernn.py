@@ -282,10 +282,11 @@ class _BKerNN(CallbackSupport, BaseEstimator):
           iterates, the current one's projections and sort order and the trial's projections,
           sort order and sorted values (5 m n); the trial's block indices (m n bytes); the
           preconditioner's Gram matrix and Cholesky factor (2 (m (B - 1))^2); targets,
-          coefficients and CG vectors (16 n q). The dense path holds the iterates'
-          projections, the gradient's sort order and signed sums instead (4 m n) and adds the
-          n x n kernel and its Cholesky factor (2 n^2: LAPACK reads the factor's transpose
-          in place, no Fortran copy);
+          coefficients and CG vectors (20 n q; the product's 4 groups of rows, each with a
+          copy of the vector and its sums, are 8 n q of it). The dense path holds the
+          iterates' projections, the gradient's sort order and signed sums instead (4 m n)
+          and adds the n x n kernel and its Cholesky factor (2 n^2: LAPACK reads the
+          factor's transpose in place, no Fortran copy);
         * the fitted model being built: X (n d), the last projections, their stored transpose,
           the sorted knots (3 m n), the prediction tables (2 m (n + 1) q) and targets,
           coefficients and training decisions (5 n q).
@@ -303,7 +304,7 @@ class _BKerNN(CallbackSupport, BaseEstimator):
             trial = 8 * (2 * n * d + 4 * m * n + 16 * n * q + 2 * n * n)
         else:
             M = m * (block_count(n) - 1)
-            trial = 8 * (2 * n * d + 5 * m * n + 16 * n * q + 2 * M * M) + m * n
+            trial = 8 * (2 * n * d + 5 * m * n + 20 * n * q + 2 * M * M) + m * n
         total = max(trial, model) * 23 // 20
         work = self._work(n, d, q, dense)
         if dense:
