@@ -1,8 +1,10 @@
-"""BKerNN at scale: time per iteration of the CG and dense paths, a 100,000-row default fit, the
-regressor against scikit-learn's MLPRegressor on the same data and time budget, and what the CG
-tolerance ``cg_tol`` costs and buys in default fits.
+"""BKerNN at scale: time per iteration of the CG and dense paths (and the CG fit's phases with the
+spectrum of its ridge system), a 100,000-row default fit, the regressor against scikit-learn's
+MLPRegressor on the same data and time budget, and what the CG tolerance ``cg_tol`` costs and
+buys in default fits.
 
     OPENBLAS_NUM_THREADS=1 NUMBA_NUM_THREADS=1 python -m benchmarks.speed.bench_bkernn_scale periter
+    OPENBLAS_NUM_THREADS=1 NUMBA_NUM_THREADS=1 python -m benchmarks.speed.bench_bkernn_scale profile --sizes 32000,128000
     OPENBLAS_NUM_THREADS=1 NUMBA_NUM_THREADS=1 python -m benchmarks.speed.bench_bkernn_scale gaps --n 128000
     OPENBLAS_NUM_THREADS=1 NUMBA_NUM_THREADS=1 python -m benchmarks.speed.bench_bkernn_scale fit100k
     OPENBLAS_NUM_THREADS=1 NUMBA_NUM_THREADS=1 python -m benchmarks.speed.bench_bkernn_scale mlp
@@ -47,17 +49,19 @@ def peak_rss_mb():
 
 # ----------------------------------------------------------------------------- per iteration
 
+def periter_problem(n, d):
+    """Standardised X, standardised centred targets and the defaults' lambda = max||x_i|| / n."""
+    X, y = noisy_data(n, d)
+    X = (X - X.mean(axis=0)) / X.std(axis=0)
+    Yc = ((y - y.mean()) / y.std())[:, None]
+    return X, Yc, float(np.max(np.linalg.norm(X, axis=1))) / n
+
+
 def periter(sizes, d, m, iters, dense_max, repeats=1):
     """Time per iteration (CPU and wall) of the CG and dense paths; the sizes are run in turn
     ``repeats`` times (interleaved, so a change of machine load hits every size) and the median
     is kept."""
-    problems = {}
-    for n in sizes:
-        X, y = noisy_data(n, d)
-        X = (X - X.mean(axis=0)) / X.std(axis=0)
-        Yc = ((y - y.mean()) / y.std())[:, None]
-        lam = float(np.max(np.linalg.norm(X, axis=1))) / n
-        problems[n] = (X, Yc, lam)
+    problems = {n: periter_problem(n, d) for n in sizes}
     W0 = np.random.default_rng(0).standard_normal((d, m)) / math.sqrt(d)
     for kind in ("cg", "dense"):            # compile (or load) the numba kernels first
         fit_particles(*problems[sizes[0]][:2], W0, problems[sizes[0]][2], "concave_feature",
@@ -103,6 +107,89 @@ def periter(sizes, d, m, iters, dense_max, repeats=1):
             lines.append(f"| {n} | {kind} | {cpu:.3f} | {growth} | {wall:.3f} | {solved} / "
                          f"{res['skipped_trials']} / {res['certified_trials']} | {cgits} | "
                          f"{blocks} | {parts} |")
+    return "\n".join(lines + [""])
+
+
+# ----------------------------------------------------------------------------- phase profile
+
+def _lanczos_extremes(apply_M, apply_P, b, steps):
+    """Smallest and largest eigenvalue of P^-1 M estimated from ``steps`` preconditioned CG
+    steps on b (the Lanczos tridiagonal their coefficients give)."""
+    x, r = np.zeros_like(b), b.copy()
+    z = apply_P(r)
+    p, rz = z.copy(), float(np.sum(r * z))
+    alphas, betas = [], []
+    for _ in range(steps):
+        Mp = apply_M(p)
+        a = rz / float(np.sum(p * Mp))
+        x += a * p
+        r -= a * Mp
+        z = apply_P(r)
+        rz_new = float(np.sum(r * z))
+        alphas.append(a)
+        betas.append(rz_new / rz)
+        p, rz = z + betas[-1] * p, rz_new
+    T = np.diag([1 / a + (betas[i - 1] / alphas[i - 1] if i else 0.0)
+                 for i, a in enumerate(alphas)])
+    off = [math.sqrt(betas[i]) / alphas[i] for i in range(steps - 1)]
+    T += np.diag(off, 1) + np.diag(off, -1)
+    ev = np.linalg.eigvalsh(T)
+    return ev[0], ev[-1]
+
+
+def profile(sizes, d, m, iters):
+    """Per phase CPU seconds of one ``iters``-iteration CG fit per size (the fit's own timings
+    read from the process's CPU clock, all threads), the CG iterations of each solve and the
+    spectrum of the ridge system at the initial particles: (K~ + n lam I) / (n lam) and
+    P^-1 (K~ + n lam I) with the fit's preconditioner (40 Lanczos steps from a random vector)."""
+    import types
+
+    import rwtool.solvers._bkernn as core
+    import rwtool.solvers._bkernn_cg as cg
+    W0 = np.random.default_rng(0).standard_normal((d, m)) / math.sqrt(d)
+    its, solve = [], core.cg_ridge
+
+    def counted(*args, **kw):
+        out = solve(*args, **kw)
+        its.append(out[2])
+        return out
+
+    core.cg_ridge = counted
+    clock = core.time
+    core.time = types.SimpleNamespace(perf_counter=time.process_time)
+    try:
+        X, Yc, lam = periter_problem(sizes[0], d)
+        fit_particles(X, Yc, W0, lam, "concave_feature", max_iter=1, kernel_solver="cg")
+        lines = [f"#### Phases of a {iters}-iteration CG fit (CPU s of the process), d = {d}, "
+                 f"m = {m}; spectrum at the initial particles", "",
+                 "| n | CPU s / iteration | phases (CPU s) | CG iterations per solve | "
+                 "blocks | cond(K~ + n lam I) | P^-1 (K~ + n lam I): [min, max] |",
+                 "|---|---|---|---|---|---|---|"]
+        for n in sizes:
+            X, Yc, lam = periter_problem(n, d)
+            tm = {}
+            its.clear()
+            c0 = time.process_time()
+            fit_particles(X, Yc, W0, lam, "concave_feature", max_iter=iters, kernel_solver="cg",
+                          timings=tm)
+            cpu = time.process_time() - c0
+            shift = n * lam
+            sp = cg.SortedProjections(np.ascontiguousarray((X @ W0).T))
+            pre = cg.BlockPreconditioner(sp, shift, block_count(n))
+            b = np.random.default_rng(1).standard_normal((n, 1))
+            b -= b.mean()
+
+            def M(U):
+                return cg.kernel_product(sp, U, shift)
+
+            lo, hi = _lanczos_extremes(M, lambda R: R / shift, b, 40)
+            plo, phi = _lanczos_extremes(M, pre.apply, b, 40)
+            parts = ", ".join(f"{k} {v:.2f}" for k, v in sorted(tm.items(), key=lambda kv: -kv[1])
+                              if v >= 0.005)
+            lines.append(f"| {n} | {cpu / iters:.3f} | {parts} | {' '.join(map(str, its))} | "
+                         f"{block_count(n)} | {hi / lo:.0f} | [{plo:.2f}, {phi:.2f}] |")
+    finally:
+        core.cg_ridge, core.time = solve, clock
     return "\n".join(lines + [""])
 
 
@@ -342,7 +429,7 @@ def cgtol(datasets_root, tols, seeds, dense_max, large):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("what", choices=["periter", "gaps", "fit100k", "mlp", "cgtol"])
+    ap.add_argument("what", choices=["periter", "profile", "gaps", "fit100k", "mlp", "cgtol"])
     ap.add_argument("--sizes", default="2000,8000,32000,128000")
     ap.add_argument("--d", type=int, default=20)
     ap.add_argument("--m", type=int, default=50)
@@ -363,6 +450,8 @@ def main(argv=None):
     if args.what == "periter":
         print(periter([int(s) for s in args.sizes.split(",")], args.d, args.m, args.iters,
                       args.dense_max, args.repeats))
+    elif args.what == "profile":
+        print(profile([int(s) for s in args.sizes.split(",")], args.d, args.m, args.iters))
     elif args.what == "gaps":
         gaps(args.n, args.d, args.iters)
     elif args.what == "fit100k":
