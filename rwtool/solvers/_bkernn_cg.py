@@ -374,9 +374,10 @@ def block_count(n: int) -> int:
     3-iteration default fits at d = 20, m = 50 (CPU seconds per iteration, one thread, medians
     of 2-3 interleaved runs): n = 8000: B = 8 / 11 / 13 / 16 / 24 / 32 give 0.21 / 0.154 /
     0.151 / 0.167 / 0.25 / 0.32; n = 32000: B = 16 / 22 / 26 / 32 give 0.67 / 0.65 / 0.68 /
-    0.76; n = 128000: B = 8 / 16 / 24 / 32 give 5.4 / 3.7 / 3.6 / 3.2. More blocks cost more
-    than they save at 128000 rows: the (m B)^3 factorisation grows faster than the iterations
-    fall (and runs without a progress tick).
+    0.76; n = 128000: B = 8 / 16 / 24 / 32 give 5.4 / 3.7 / 3.6 / 3.2, and after the one-pass
+    product and the bucket sort B = 24 / 32 / 40 / 48 give 1.77-1.80 / 1.73-1.81 / 1.83-1.85 /
+    1.94-2.12. More blocks cost more than they save at 128000 rows: the (m B)^3 factorisation
+    grows faster than the iterations fall (and runs without a progress tick).
     """
     return int(min(32, max(8, round(math.sqrt(n) / 7))))
 
