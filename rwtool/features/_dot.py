@@ -1,4 +1,4 @@
-"""X W^T: for few input columns each entry a sum in one fixed order; else BLAS, also from numba.
+"""X W^T: a sum in one fixed order for few input columns or mostly-constant ones; else BLAS.
 
 BLAS rounds an entry of X W^T differently depending on the rows it is given with when the
 inner dimension is small (OpenBLAS's small-matrix and edge kernels: at 5 input columns 595 of
@@ -19,7 +19,7 @@ multiply-adds over the differing columns in order (the same bits in any block, s
 thread; a column constant in the training rows is never read). Its rounding is the dense
 sum's kind: the terms are the dense ones rearranged around the mode, so no cancellation
 beyond the dense sum's own. Where at most ``SPARSE_FRACTION`` of the entries differ it
-costs under half of BLAS's product (mnist 1-vs-7 standardised, 13.7% differing, a block of
+costs less than BLAS's product (mnist 1-vs-7 standardised, 13.7% differing, a block of
 2048 x 785 against W of 8000 rows: 0.21 s against 0.47 s of DGEMM, CPU s, one thread).
 
 Predict's kernels run X W^T on their own threads, a chunk of rows per call (``rows_dot``), so
