@@ -356,3 +356,16 @@ def test_a_float32_model_exports_as_float32(data, tmp_path):
     out = sess.run(None, {"X": Xnew.astype(np.float32)})[0]
     close(out.astype(float), est.predict(Xnew), rtol=1e-3)
     close(run(est, Xnew, tmp_path, dtype="float64")["prediction"], est.predict(Xnew), rtol=1e-3)
+
+
+@pytest.mark.parametrize("inst", ["rwsign", "rwrelu"])
+def test_maps_on_sparse_inputs_export_the_dense_product(inst, tmp_path):
+    """A map whose X W^T skips the inputs at their columns' modes (features._dot.sparse_dot):
+    the graph computes the dense product, which agrees to rounding (same tolerance)."""
+    rng = np.random.default_rng(4)
+    X = rng.standard_normal((300, 30)) * (rng.random((300, 30)) < 0.1)
+    y = np.where(X[:, 0] + X[:, 1] + 0.3 * rng.standard_normal(300) > 0, "a", "b")
+    est = rw.RWClassifier(instantiation=inst, n_features=80, random_state=1).fit(X, y)
+    assert est.feature_map_.input_modes_ is not None
+    Xnew = rng.standard_normal((120, 30)) * (rng.random((120, 30)) < 0.1)
+    check_classifier(est, Xnew, tmp_path)
