@@ -324,8 +324,9 @@ class _BKerNN(CallbackSupport, BaseEstimator):
 
         CG path: each iteration sorts the m projections of the n rows and runs warm-started
         CG on sorted prefix sums for each line-search trial, O(m n log n) in all (docs/BKERNN.md
-        "Scale": 3.9-4.7x per 4x rows from 8,000 to 128,000 rows on a quiet machine, 4.8-5.0x
-        at load 3; m n log2 n grows 4.3-4.6x there); the kernel ``bkernn_iteration`` counts m n log2 n per iteration and
+        "Scale": 3.9-4.7x per 4x rows from 8,000 to 128,000 rows on a quiet machine, 4.3-5.0x
+        from 32,000 to 128,000 over seven runs at load up to 3.9; m n log2 n grows 4.3-4.6x
+        there); the kernel ``bkernn_iteration`` counts m n log2 n per iteration and
         output column, its rate folds in the trials and CG steps an iteration takes. Dense
         path: per trial the n x n kernel (n^2 m) and its Cholesky factor (n^3 / 3), about two
         trials an iteration."""
