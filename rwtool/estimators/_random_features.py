@@ -434,7 +434,9 @@ class _RandomFeatureModel(CallbackSupport, BaseEstimator):
         features (``auto_block_size``: 32 MB and at least 2048 rows, unless ``block_size`` says
         otherwise), Phi^T Phi, its block product, the regularised copy and its Cholesky factor
         (4 T^2; the Gram matrix G of an RKHS weighting one more; dtype="float32" halves the
-        block and the block product, and the time of the products); reg="auto" holds the
+        block and the block product, and the time of the products), a classifier's Phi^T Phi
+        and its block product alone (its system is formed and factored in the sums' memory,
+        G a panel of rows at a time: solvers._ridge.ridge_fit's keep_sums); reg="auto" holds the
         sums of three folds on the T_s columns the search scores with (``search_features``)
         and the total of all T, then during the search the leading model's copies of the
         folds, their total, a training fold's and the regularised matrix
@@ -494,7 +496,8 @@ class _RandomFeatureModel(CallbackSupport, BaseEstimator):
                                                   else AUTO_FOLDS * R * T * T * k)
         if solver in ("lstsq", "ridge"):
             if not auto:
-                words += block * T * half + (3 + half + rw_gram) * T * T
+                words += block * T * half + ((1 + half) if classifier else
+                                             (3 + half + rw_gram)) * T * T
                 blas += n * T * T * half + T ** 3 / 3 + T * T * k
                 per_class = 3 * T
             detail = (f"the {T} x {T} normal equations" + (" of three folds and the reg path"
