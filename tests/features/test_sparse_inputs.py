@@ -83,6 +83,34 @@ def test_sparse_dot_is_the_dense_product_with_cancellation(T):
         assert abs(Fraction(float(out[i, t])) - exact) <= (d + 2) * EPS * scale[i, t]
 
 
+def test_rows_far_from_the_modes_round_on_the_modes_scale():
+    """A row far from the modes (raw columns mostly 1e6, the row near 0 there) cancels c_t's
+    m_j w_tj against (x_j - m_j) w_tj: against exact sums, within (d + 2) eps
+    sum_j (|x_j| + 2 |m_j|) |w_tj| (c_t's rounding and that of each difference), where the
+    dense sum's own bound, (d + 2) eps sum_j |x_j w_tj|, does not hold (the row's terms are
+    1e8 times smaller than the modes' here)."""
+    rng = np.random.default_rng(11)
+    X = sparse_data(rng, m=300)
+    X[:, 5:10] += 1e6
+    modes = input_modes(X)
+    assert modes is not None and np.all(modes[5:10] == 1e6)
+    d, T = X.shape[1], 60
+    W = rng.standard_normal((T, d))
+    Z = 0.01 * rng.standard_normal((4, d))
+    out = np.empty((len(Z), T))
+    sparse_dot(Z, *sparse_offsets(W, modes), out)
+    bound = (d + 2) * EPS * ((np.abs(Z) + 2 * np.abs(modes)) @ np.abs(W).T)
+    dense_kind = (d + 2) * EPS * (np.abs(Z) @ np.abs(W).T)
+    worst = 0.0
+    for i in range(len(Z)):
+        for t in range(0, T, 7):
+            exact = sum(Fraction(float(x)) * Fraction(float(w)) for x, w in zip(Z[i], W[t]))
+            err = abs(Fraction(float(out[i, t])) - exact)
+            assert err <= bound[i, t]
+            worst = max(worst, float(err) / dense_kind[i, t])
+    assert worst > 1.0
+
+
 def test_estimator_projection_against_numpy_standardised_product():
     """The fitted map's X W^T on the estimator's standardised rows against numpy's
     (X - mu) / sd @ W.T with the bias column, mu and sd by numpy. Tolerance: the products'
