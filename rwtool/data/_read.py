@@ -347,19 +347,28 @@ def _tally(codes, size):
     return out, True
 
 
-def _gather_codes(table: np.ndarray, idx: np.ndarray, offset: int, out=None) -> np.ndarray:
+def _gather_codes(table: np.ndarray, idx: np.ndarray, offset: int, out=None,
+                  per_entry=None) -> np.ndarray:
     """``table[idx + offset]`` (int32), an index past either end taken as that end (numpy's
     take with mode="clip"), into ``out``: one pass with no temporary (numpy's take makes the
-    shifted indices first)."""
+    shifted indices first). ``per_entry`` (int64, one per entry of ``table``): how many
+    cells took each entry, added to in the same pass."""
     if out is None:
         out = np.empty(len(idx), np.int32)
-    _gather(_read_only(table, np.int32), _read_only(idx, np.int32), np.int64(offset), out)
+    _gather(_read_only(table, np.int32), _read_only(idx, np.int32), np.int64(offset), out,
+            np.empty(0, np.int64) if per_entry is None else per_entry)
     return out
 
 
 @njit(cache=True, nogil=True)
-def _gather(table, idx, offset, out):
+def _gather(table, idx, offset, out, per_entry):
     last = table.shape[0] - 1
+    if per_entry.shape[0]:
+        for i in range(idx.shape[0]):
+            k = min(max(idx[i] + offset, 0), last)
+            out[i] = table[k]
+            per_entry[k] += 1
+        return
     for i in range(idx.shape[0]):
         out[i] = table[min(max(idx[i] + offset, 0), last)]
 
@@ -462,6 +471,8 @@ class Seen:
     error_rows: np.ndarray
     error_texts: list
     no_values: bool = False     # the values were not written: no cell is a number (all NaN)
+    # cells per code + 2 (as _tally_codes counts them), when typing counted them on its way
+    counts: np.ndarray | None = None
 
 
 def type_cells(cells, decimal: str, na: frozenset, fast: bool, intern, out=None,
@@ -537,12 +548,14 @@ def _type_dictionary(dictionary, parts, decimal, na, intern, out=None, fill=True
     if not numbers and fill:
         vals.fill(np.nan)
     at = 0
+    per_entry = np.zeros(len(dcodes), np.int64)     # cells of each entry, in the gather
     for ix in parts:
-        _gather_codes(dcodes, ix, 0, codes[at:at + len(ix)])
+        _gather_codes(dcodes, ix, 0, codes[at:at + len(ix)], per_entry)
         if numbers:
             np.take(dvals, ix, out=vals[at:at + len(ix)], mode="clip")
         at += len(ix)
-    seen = Seen(dseen.marks, _NOTHING, [], not numbers and not fill)
+    seen = Seen(dseen.marks, _NOTHING, [], not numbers and not fill,
+                np.bincount(dcodes + 2, per_entry).astype(np.int64) if len(dcodes) else None)
     if len(dseen.error_rows):
         idx = np.concatenate(parts) if len(parts) != 1 else parts[0]
         seen.error_rows = np.flatnonzero(np.isin(idx, dseen.error_rows))
@@ -1810,13 +1823,16 @@ class TypedBlock:
     whether a number cell shows a decimal comma / a dot (decimal-comma files; None
     otherwise), ``seen``: position in ``js`` -> :class:`Seen` of the columns that hold an
     Excel error value; ``unwritten``: positions in ``js`` of the columns of categories whose
-    values were left unwritten (all NaN: see ``fill`` of :func:`type_block`)."""
+    values were left unwritten (all NaN: see ``fill`` of :func:`type_block`); ``counts``:
+    position in ``js`` -> cells per code + 2 (``_tally_codes``'), of the columns of ``codes``
+    whose typing counted them (a dictionary's)."""
 
     values: np.ndarray
     codes: dict
     marks: np.ndarray | None
     seen: dict
     unwritten: tuple = ()
+    counts: dict = field(default_factory=dict)
 
     def codes_of(self, k: int) -> np.ndarray:
         c = self.codes.get(k)
@@ -1854,6 +1870,7 @@ def type_block(block, js, decimal, na, fast, column_of, out=None,
     marks = np.zeros((k, 2), bool) if decimal == "," else None
     seen = {}
     unwritten = []
+    counts = {}
     if k > 64 and n:
         run = _run(block, js)
         v, c, s = _type_cells(run, decimal, na, lambda texts: np.zeros(len(texts), np.int32))
@@ -1879,6 +1896,8 @@ def type_block(block, js, decimal, na, fast, column_of, out=None,
                               None if known is None else known.column(j))
         if c.max(initial=-1) >= 0:
             codes[int(kk)] = c
+            if sn.counts is not None:
+                counts[int(kk)] = sn.counts
             if sn.no_values:
                 unwritten.append(int(kk))
         elif sn.no_values:          # missing cells only: their codes are read from the NaN
@@ -1888,7 +1907,7 @@ def type_block(block, js, decimal, na, fast, column_of, out=None,
         if len(sn.error_rows):
             column_of(j)
             seen[int(kk)] = sn
-    return TypedBlock(V, codes, marks, seen, tuple(unwritten))
+    return TypedBlock(V, codes, marks, seen, tuple(unwritten), counts)
 
 
 def _copy_numbers(cells, out) -> None:

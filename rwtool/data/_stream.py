@@ -90,19 +90,21 @@ class _TextPart:
         self.excel_first: int | None = None
         self.excel_texts: set[str] = set()
 
-    def add(self, codes, seen, lines, fit_mask) -> None:
+    def add(self, codes, seen, lines, fit_mask, every, counts=None) -> None:
+        # every: every row has a target (fit_mask all True): one count for both sets;
+        # counts: the cells per code + 2 when typing counted them
         if seen is not None and len(seen.error_rows):
             if self.excel_first is None:
                 self.excel_first = int(lines[seen.error_rows[0]])
             self.n_excel += len(seen.error_rows)
             self.excel_texts.update(seen.error_texts)
-        every = bool(fit_mask.all())      # every row has a target: one count for both sets
         bc = None
         for key, m in ((0, None), (1, None if every else fit_mask)):
             c = codes if m is None else codes[m]
             if bc is None or not every:
                 # codes >= -2 (-1 a number, -2 missing): counted shifted, no gather of the texts
-                bc = _tally_codes(c, len(self.col.vocab) + 2)[2:]
+                bc = (counts if m is None and counts is not None else
+                      _tally_codes(c, len(self.col.vocab) + 2))[2:]
             if not bc.any():
                 continue
             if len(self.text[key]) < len(bc):
@@ -164,9 +166,10 @@ class _Summary:
         same pass."""
         if tb.marks is not None:
             self.marks |= tb.marks
+        every = bool(fit.all())
         for j, t in self.text.items():
             kk = int(np.searchsorted(self.keep, j))
-            t.add(tb.codes_of(kk), tb.seen.get(kk), lines, fit)
+            t.add(tb.codes_of(kk), tb.seen.get(kk), lines, fit, every, tb.counts.get(kk))
             if not self.counted[kk]:
                 self.counted[kk] = True
                 self.late[kk] = self.n_num[0][kk] > 0      # numbers not counted before
@@ -436,7 +439,8 @@ class _Kept:
         # a column of categories with no number in the block has a row of NaN: not written,
         # read back as unwritten (the table gives it NaN, as a second read's typing does)
         blank = tuple(sorted(set(tb.unwritten) | {kk for kk, c in tb.codes.items()
-                                                  if not (c == -1).any()}))
+                                                  if kk not in tb.unwritten
+                                                  and not (c == -1).any()}))
         # rows of whole numbers as int32 (the same bits back): adults' 8 bytes a cell halved
         whole = narrow_rows(tb.values) if narrow is None else narrow
         for a, b, small in _written(len(tb.values), blank, whole):

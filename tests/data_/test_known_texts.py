@@ -80,3 +80,20 @@ def test_streamed_record_and_chunks_unchanged(tmp_path, monkeypatch, missing):
     with_known = _stream(p, options)
     monkeypatch.setattr(R, "_KNOWN_MAX", 0)          # every dictionary typed whole
     assert _stream(p, options) == with_known
+
+
+@pytest.mark.parametrize("known", [False, True])
+def test_dictionary_counts_its_codes_on_the_way(known):
+    # the cells per code that the streaming summaries count, from the gather that writes
+    # the codes (parts one after the other): np.bincount of the codes written
+    rng = np.random.default_rng(3)
+    column = R.Column("c", 0, 100)
+    memo = R.KnownTexts(100).column(0) if known else None
+    for texts in _DICTS:
+        parts = [rng.integers(0, len(texts), n) for n in (0, 17, 300)]
+        _, codes, seen = R._type_dictionary(pa.array(texts, pa.string()), parts, ".", _NA,
+                                            column._intern, known=memo)
+        want = np.bincount(codes + 2)
+        assert seen.counts.dtype == np.int64
+        np.testing.assert_array_equal(seen.counts[:len(want)], want)
+        assert not seen.counts[len(want):].any()
