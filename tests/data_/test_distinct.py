@@ -172,3 +172,68 @@ def test_ranges_from_the_stats_pass_count_as_np_unique(seed):
     np.testing.assert_array_equal(d.of(k - 1)[0], plain.of(k - 1)[0])
     np.testing.assert_array_equal(d.of(k - 1)[1], plain.of(k - 1)[1])
     np.testing.assert_array_equal(d.of(k - 1)[0], np.arange(cap))
+
+
+def _in_order(x, blocks, cap, rows=None):
+    """The oracle of a column's counts under a cap: its cells in file order, counted in a
+    dict until the one that would be the (cap + 1)-th distinct number (that cell and every
+    later one not counted); -0.0 as 0.0, NaN never."""
+    counts, stopped = {}, False
+    for part in blocks:
+        for i in part:
+            v = x[i]
+            if stopped or v != v or (rows is not None and not rows[i]):
+                continue
+            v = 0.0 if v == 0 else float(v)
+            if v in counts:
+                counts[v] += 1
+            elif len(counts) == cap:
+                stopped = True
+            else:
+                counts[v] = 1
+    keys = sorted(counts)
+    return np.array(keys), np.array([counts[k] for k in keys], np.int64), stopped
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_blocks_against_the_cells_in_order(seed):
+    # columns whose blocks are tallied in one and probed in another, whose range moves,
+    # whose numbers met again were first counted the other way, with a block not whole,
+    # and which pass the cap in the middle of a block: the counts of the cells in order
+    rng = np.random.default_rng(seed)
+    sizes = [40, 300, 300, 300, 300]
+    n = sum(sizes)
+    blocks = np.split(np.arange(n), np.cumsum(sizes)[:-1])
+    x = np.empty((7, n))
+    x[0] = np.concatenate([rng.integers(0, 10, 40), rng.integers(-50, 60, 300),
+                           rng.integers(100, 200, 300), rng.integers(-60, 200, 600)])
+    x[1] = np.concatenate([rng.integers(0, 100_000, 40), rng.integers(0, 2000, 1200)])
+    x[1, 40:80] = x[1, :40]                      # the table's numbers met again in a tally
+    x[2] = rng.integers(0, 30, n)
+    x[2, 700] = 0.25                             # a block not whole: its tally goes first
+    x[3] = rng.integers(0, 3000, n)              # passes the cap inside a tallied block
+    x[4] = np.concatenate([rng.integers(0, 100_000, 40), rng.integers(0, 3000, 1200)])
+    x[5] = rng.integers(-3, 4, n).astype(float)
+    x[5][x[5] == 0] = np.where(rng.random(int((x[5] == 0).sum())) < 0.5, -0.0, 0.0)
+    x[5][rng.random(n) < 0.2] = np.nan
+    x[6] = rng.integers(0, 2**20, n)             # too wide for 16 per cell: cell by cell
+    fit = rng.random(n) < 0.7
+    cap = 700
+    for rows in (None, fit):
+        d = DistinctNumbers(7, cap)
+        for part in blocks:
+            d.add(x[:, part], 0, None, None if rows is None else rows[part])
+        for j in range(7):
+            u, c, stopped = _in_order(x[j], blocks, cap, rows)
+            assert d.overflowed(j) is stopped, j
+            np.testing.assert_array_equal(d.of(j)[0], u)
+            np.testing.assert_array_equal(d.of(j)[1], c)
+        assert d.overflowed(3) and d.overflowed(4) and not d.overflowed(0)
+    # more blocks after the numbers were asked for: counted on
+    d = DistinctNumbers(1, 10**6)
+    d.add(x[:1, :640])
+    d.of(0)
+    d.add(x[:1, 640:])
+    u, c = _oracle(x[0])
+    np.testing.assert_array_equal(d.of(0)[0], u)
+    np.testing.assert_array_equal(d.of(0)[1], c)
