@@ -476,7 +476,7 @@ class Seen:
 
 
 def type_cells(cells, decimal: str, na: frozenset, fast: bool, intern, out=None,
-               fill: bool = True, known: dict | None = None):
+               fill: bool = True, known: dict | None = None, count: bool = False):
     """(values, codes, :class:`Seen`) of a chunk of cells (a pyarrow string array or a list of
     str); text cells get their codes from ``intern(list of distinct texts) -> codes``. Excel
     error values are missing cells (code -2), reported in ``Seen``. In a decimal-comma file a
@@ -491,15 +491,16 @@ def type_cells(cells, decimal: str, na: frozenset, fast: bool, intern, out=None,
     categories none of which is a number may leave ``out`` unwritten (``seen.no_values``),
     its values all NaN (writing them is a pass over fresh memory). ``known``: the column's
     texts typed in its earlier chunks and its ``max_vocab`` (see :func:`_type_known`), or
-    None."""
-    vals, codes, seen = _type_any(cells, decimal, na, fast, intern, out, fill, known)
+    None; ``count``: a chunk typed by its dictionary gives its cells per code in
+    ``Seen.counts``."""
+    vals, codes, seen = _type_any(cells, decimal, na, fast, intern, out, fill, known, count)
     if out is not None and vals is not out:
         out[:] = vals
         vals = out
     return vals, codes, seen
 
 
-def _type_any(cells, decimal, na, fast, intern, out, fill=True, known=None):
+def _type_any(cells, decimal, na, fast, intern, out, fill=True, known=None, count=False):
     arr = cells if isinstance(cells, (pa.Array, pa.ChunkedArray)) else pa.array(
         list(cells), pa.string())
     if pa.types.is_floating(arr.type):        # converted while split (TypePlan)
@@ -508,7 +509,7 @@ def _type_any(cells, decimal, na, fast, intern, out, fill=True, known=None):
         return vals, number_codes(vals), Seen(set(), _NOTHING, [])
     if pa.types.is_dictionary(arr.type):      # encoded while split (rwtool.data._split)
         return _type_dictionary(arr.dictionary, [arr.indices.to_numpy()], decimal, na, intern,
-                                out, fill, known)
+                                out, fill, known, count)
     n = len(arr)
     sample = _sample(arr) if n > 2 * _SAMPLE else None
     # the cast and the dictionary take the tokeniser's chunks as they are (joining a
@@ -525,20 +526,21 @@ def _type_any(cells, decimal, na, fast, intern, out, fill=True, known=None):
         chunks = enc.chunks if isinstance(enc, pa.ChunkedArray) else [enc]
         return _type_dictionary(chunks[-1].dictionary,
                                 [c.indices.to_numpy(zero_copy_only=False) for c in chunks],
-                                decimal, na, intern, out, fill, known)
+                                decimal, na, intern, out, fill, known, count)
     if isinstance(arr, pa.ChunkedArray):
         arr = arr.combine_chunks()
     return _type_cells(arr, decimal, na, intern)
 
 
 def _type_dictionary(dictionary, parts, decimal, na, intern, out=None, fill=True,
-                     known=None):
+                     known=None, count=False):
     """:func:`type_cells` of the cells ``dictionary[idx]``, ``idx`` given in ``parts`` (index
     arrays, one after the other): each distinct text typed once (the dictionary in the order
     of first occurrence, so the texts are interned in that order), or looked up in ``known``
     (:func:`_type_known`). The values and codes are written part by part (no joined index
     array); the values only gathered when a dictionary entry is a number (else every value
-    is NaN: written only when ``fill``)."""
+    is NaN: written only when ``fill``). With ``count``, the gather also counts each entry's
+    cells, giving the cells per code + 2 (``Seen.counts``)."""
     typed = None if known is None else _type_known(dictionary, decimal, na, intern, known)
     dvals, dcodes, dseen = typed or _type_cells(dictionary, decimal, na, intern)
     n = sum(len(ix) for ix in parts)
@@ -548,14 +550,15 @@ def _type_dictionary(dictionary, parts, decimal, na, intern, out=None, fill=True
     if not numbers and fill:
         vals.fill(np.nan)
     at = 0
-    per_entry = np.zeros(len(dcodes), np.int64)     # cells of each entry, in the gather
+    per_entry = np.zeros(len(dcodes) if count else 0, np.int64)    # cells of each entry
     for ix in parts:
-        _gather_codes(dcodes, ix, 0, codes[at:at + len(ix)], per_entry)
+        _gather_codes(dcodes, ix, 0, codes[at:at + len(ix)], per_entry if count else None)
         if numbers:
             np.take(dvals, ix, out=vals[at:at + len(ix)], mode="clip")
         at += len(ix)
     seen = Seen(dseen.marks, _NOTHING, [], not numbers and not fill,
-                np.bincount(dcodes + 2, per_entry).astype(np.int64) if len(dcodes) else None)
+                np.bincount(dcodes + 2, per_entry).astype(np.int64) if len(per_entry)
+                else None)
     if len(dseen.error_rows):
         idx = np.concatenate(parts) if len(parts) != 1 else parts[0]
         seen.error_rows = np.flatnonzero(np.isin(idx, dseen.error_rows))
@@ -1847,7 +1850,8 @@ class TypedBlock:
 
 
 def type_block(block, js, decimal, na, fast, column_of, out=None,
-               fill: bool = True, known: KnownTexts | None = None) -> TypedBlock:
+               fill: bool = True, known: KnownTexts | None = None,
+               count: bool = False) -> TypedBlock:
     """Type the cells of columns ``js`` of a block (each cell by its text alone, as
     :func:`type_cells`), with no Python object per column unless it holds text:
     ``column_of(j)`` gives the :class:`Column` interning column j's text, called only for a
@@ -1858,7 +1862,8 @@ def type_block(block, js, decimal, na, fast, column_of, out=None,
     (len(js), rows) matrix to write the values in; ``fill`` False: a column of categories
     none of which is a number leaves its row unwritten (``TypedBlock.unwritten``);
     ``known``: the texts typed in the earlier blocks, looked up instead of typed again (and
-    added to)."""
+    added to); ``count``: the cells per code of the columns typed by their dictionary, in
+    ``TypedBlock.counts``."""
     n, k = len(block.lines), len(js)
     if not n:
         return TypedBlock(np.empty((k, 0)), {}, None, {})
@@ -1893,7 +1898,7 @@ def type_block(block, js, decimal, na, fast, column_of, out=None,
             continue
         _, c, sn = type_cells(cells, decimal, na, fast,
                               lambda texts, j=j: column_of(j)._intern(texts), V[kk], fill,
-                              None if known is None else known.column(j))
+                              None if known is None else known.column(j), count)
         if c.max(initial=-1) >= 0:
             codes[int(kk)] = c
             if sn.counts is not None:

@@ -802,7 +802,7 @@ def _summarise(src, dialect, target, features, ignore, categorical, numeric, na_
         # a column of categories with no number leaves its row of values unwritten (as
         # read_csv's typing does): NaN written and read back for nothing
         tb = type_block(block, summary.keep, dialect.decimal, na, fast, summary.column_of,
-                        out, fill=False, known=known)
+                        out, fill=False, known=known, count=True)
         out = None
         block.cells = {}        # typed: its text goes before the summaries are taken
         fit = (np.ones(n, bool) if tname is None else

@@ -92,7 +92,9 @@ def test_dictionary_counts_its_codes_on_the_way(known):
     for texts in _DICTS:
         parts = [rng.integers(0, len(texts), n) for n in (0, 17, 300)]
         _, codes, seen = R._type_dictionary(pa.array(texts, pa.string()), parts, ".", _NA,
-                                            column._intern, known=memo)
+                                            column._intern, known=memo, count=True)
+        assert R._type_dictionary(pa.array(texts, pa.string()), parts, ".", _NA,
+                                  column._intern)[2].counts is None      # not asked: none
         want = np.bincount(codes + 2)
         assert seen.counts.dtype == np.int64
         np.testing.assert_array_equal(seen.counts[:len(want)], want)
