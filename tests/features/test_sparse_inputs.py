@@ -38,13 +38,18 @@ def test_input_modes_are_the_columns_most_frequent_values():
     X = sparse_data(rng, m=500)
     X[:250, 7] = 2.5            # a tie between 2.5 and 0 would pick the smaller; here 2.5 wins
     X[250:, 7] = np.where(rng.random(250) < 0.5, 0.0, 1.0)
+    X[:, 9] = rng.uniform(1e3, 2e3, 500)       # all distinct: no value most rows share
+    X[:, 10] = np.where(np.arange(500) < 50, 3.0, rng.standard_normal(500))
+    X[:, 11] = np.where(np.arange(500) < 49, 3.0, rng.standard_normal(500))
     modes = input_modes(X)
     oracle = []
     for col in X.T:
         values, counts = np.unique(col, return_counts=True)
-        oracle.append(values[np.argmax(counts)])        # np.unique sorts: the smallest of ties
+        # np.unique sorts: the smallest of ties; 0 where the value holds under a tenth of rows
+        oracle.append(values[np.argmax(counts)] if 10 * counts.max() >= len(col) else 0.0)
     np.testing.assert_array_equal(modes, oracle)
     assert modes[7] == 2.5 and modes[3] == 7.0 and modes[4] == 1e6
+    assert modes[9] == 0.0 and modes[10] == 3.0 and modes[11] == 0.0
 
 
 def test_input_modes_none_when_dense_or_few_columns():
