@@ -16,6 +16,7 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QRectF, Qt
 from PySide6.QtGui import QColor, QFont, QFontMetrics, QPainter
+from shiboken6 import isValid
 
 from ..logic.evaluate import MAX_SCATTER, drawn_rows
 
@@ -78,6 +79,21 @@ def thin_points(x: np.ndarray, y: np.ndarray, limit: int | None = None, seed: in
         return x, y, n, None
     return x[idx], y[idx], n, idx
 
+
+
+class _Legend(pg.LegendItem):
+    """pyqtgraph's legend, whose anchor does nothing once its ViewBox is deleted.
+
+    A plot deleted with its window or tab deletes its ViewBox before the legend in it; the
+    legend's last change of geometry then asked the deleted ViewBox for its rectangle and
+    raised in the event loop (RuntimeError: Internal C++ object (ViewBox) already deleted).
+    """
+
+    def _GraphicsWidgetAnchor__geometryChanged(self):
+        parent = self._GraphicsWidgetAnchor__parent
+        if parent is not None and not isValid(parent):
+            return
+        super()._GraphicsWidgetAnchor__geometryChanged()
 
 class Dots(pg.GraphicsObject):
     """Round dots of one colour, painted by one QPainter.drawPoints call.
@@ -203,7 +219,12 @@ class ResultPlot(pg.PlotWidget):
             # unlabelled, at a tenth of the major spacing, had most of the grid's lines): a
             # result plot's first paint under X 15-29 ms -> 10-13 ms, a repaint 6-18 -> 4-5 ms
             self.getAxis(ax).setStyle(maxTickLevel=TICK_LEVELS - 1)
-        self.legend = self.addLegend(offset=legend_offset) if self.LEGEND else None
+        self.legend = None
+        if self.LEGEND:
+            # PlotItem.addLegend, with a legend that outlives its ViewBox quietly
+            item = self.getPlotItem()
+            item.legend = self.legend = _Legend(offset=legend_offset)
+            self.legend.setParentItem(item.vb)
 
     def set_title(self, title: str) -> None:
         """Show ``title`` above the plot, elided to the plot's width (the whole title in the

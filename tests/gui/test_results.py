@@ -426,3 +426,32 @@ def test_a_long_title_is_elided_and_the_plot_keeps_its_width(qtbot):
         p.resize(1200, 240)
         qtbot.wait(20)
         assert item.titleLabel.text == long and p.toolTip() == ""
+
+
+
+@pytest.mark.parametrize("stock", [False, True])
+def test_a_legend_outlives_its_view_box_quietly(qtbot, stock):
+    """A plot deleted with its tab or window deletes its ViewBox before the legend in it; the
+    legend's anchor then asked the deleted ViewBox for its rectangle and raised in the event
+    loop (RuntimeError: Internal C++ object (ViewBox) already deleted: a CI run's cancel
+    test). The plots' legend stays quiet; pyqtgraph's LegendItem, the oracle, raises."""
+    import pyqtgraph as pg
+    import shiboken6
+
+    from gui.widgets.plots import ResultPlot, _Legend
+    assert type(ResultPlot("t", "x", "y").legend) is _Legend
+    view = pg.ViewBox()
+    legend = (pg.LegendItem if stock else _Legend)(offset=(-10, 10))
+    legend.setParentItem(view)                  # anchored to the view, as addLegend does
+    legend.addItem(pg.PlotDataItem([0, 1], [0, 1]), "a run")
+    # the state the deletion passes through: the legend alive, its anchor's view gone
+    holder = pg.GraphicsWidget()
+    pg.GraphicsWidget.setParentItem(legend, holder)
+    shiboken6.delete(view)
+    with qtbot.capture_exceptions() as raised:
+        legend.resize(120, 40)                  # a change of its geometry calls the anchor
+        qtbot.wait(10)
+    if stock:
+        assert raised and "already deleted" in str(raised[0][1])
+    else:
+        assert not raised
