@@ -2,14 +2,19 @@
 streaming reader's pass one puts the typed blocks that do not fit in its memory budget, so that
 pass two reads them instead of tokenising the CSV file again (rwtool.data._stream).
 
-The file is created private to the user (``tempfile.mkstemp``) and removed when its owner
-closes it or is collected, and at interpreter exit (``weakref.finalize``); the writer's handle is
-closed once the last array is written and each reading opens and closes its own, so nothing is
-held open between passes. Plain binary writes of the arrays' bytes and ``readinto`` into fresh
-arrays: the bits come back as they went. An array may be written as a narrower type that holds
-each of its values exactly (:func:`narrow_rows`, :func:`narrowest_int`: whole numbers as
-int32, small codes as int8) and is widened back on reading, the same bits again: less to write
-and read. This module must not know what the arrays mean.
+The file is created private to the user (``tempfile.mkstemp``). On POSIX its name is removed at
+once and the file lives only as the one descriptor its owner holds (each reading dups it and
+reads by offset, ``os.preadv``): the kernel frees the space when the last descriptor closes,
+however the process ends (a SIGKILL, a crash, the OOM killer leave nothing in the
+folder). On Windows, where an open file cannot be removed, the named file is removed when its
+owner closes it or is collected and at interpreter exit (``weakref.finalize``), but a killed
+process leaves it behind; there the writer's handle is closed once the last array is written
+and each reading opens and closes its own, so nothing is held open between passes. Plain binary
+writes of the arrays' bytes and reads into fresh arrays: the bits come back as they went. An
+array may be written as a narrower type that holds each of its values exactly
+(:func:`narrow_rows`, :func:`narrowest_int`: whole numbers as int32, small codes as int8) and is
+widened back on reading, the same bits again: less to write and read. This module must not
+know what the arrays mean.
 """
 
 from __future__ import annotations
@@ -70,28 +75,55 @@ class SpillError(OSError):
     """The spill file cannot be read back as written (removed or cut short meanwhile)."""
 
 
-def _remove(path: str, out) -> None:
-    if out is not None and not out.closed:
-        out.close()
+# POSIX lets an open file lose its name: the descriptor is then the file's only hold
+_UNLINK = os.name == "posix"
+_PREADV = hasattr(os, "preadv")
+
+
+def _remove(path, out, fd) -> None:
     try:
-        os.remove(path)
-    except FileNotFoundError:
-        pass
+        if not out.closed:
+            out.close()
+    except OSError:
+        pass                # a flush failing (disk full): the bytes are being thrown away
+    finally:
+        if fd is not None:
+            os.close(fd)
+        if path is not None:
+            try:
+                os.remove(path)
+            except FileNotFoundError:
+                pass
 
 
 class SpillFile:
-    """Arrays appended with :meth:`write`, read back in order with :meth:`reader`."""
+    """Arrays appended with :meth:`write`, read back in order with :meth:`reader`. ``path`` is
+    None where the file has no name (POSIX: removed from ``folder`` when created)."""
 
     def __init__(self, folder: str, prefix: str = "rwtool-"):
-        fd, self.path = tempfile.mkstemp(prefix=prefix, suffix=".spill", dir=folder)
+        self.folder = folder
+        fd, path = tempfile.mkstemp(prefix=prefix, suffix=".spill", dir=folder)
         try:
-            self._out = open(fd, "wb")      # buffered: a large write goes straight through
+            if _UNLINK:
+                os.remove(path)
+                path = None
+            # buffered: a large write goes straight through; the descriptor outlives the
+            # writer where it is the file
+            self._out = open(fd, "wb", closefd=path is not None)
         except BaseException:
             os.close(fd)
-            os.remove(self.path)
+            if path is not None:
+                os.remove(path)
             raise
+        self.path = path
+        self._fd = None if path is not None else fd
         self.nbytes = 0
-        self._finalizer = weakref.finalize(self, _remove, self.path, self._out)
+        self._finalizer = weakref.finalize(self, _remove, path, self._out, self._fd)
+
+    def __str__(self) -> str:
+        return (f"the spill file {self.path}" if self.path is not None else
+                f"the spill file in {self.folder} (nameless: removed from the folder when "
+                f"created)")
 
     def write(self, a: np.ndarray, stored=None) -> None:
         """Append ``a``'s bytes (in C order), converted to the type ``stored`` when given (one
@@ -103,21 +135,43 @@ class SpillFile:
             self.nbytes += a.nbytes
 
     def finish(self) -> None:
-        """The last array is written: the writer's handle is closed."""
+        """The last array is written: the writer's handle is closed (flushed, where the
+        descriptor is the file)."""
         self._out.close()
 
     def exists(self) -> bool:
-        return self._finalizer.alive and os.path.exists(self.path)
+        """Whether the file is still there and, once finished, whole (removed or cut short by
+        someone else: not)."""
+        if not self._finalizer.alive:
+            return False
+        try:
+            size = (os.fstat(self._fd).st_size if self.path is None else
+                    os.path.getsize(self.path))
+        except OSError:
+            return False
+        return size >= self.nbytes or not self._out.closed
 
     @contextmanager
     def reader(self) -> Iterator["_Reader"]:
-        """A reading from the start, its handle closed when the block ends."""
+        """A reading from the start, its handle (if any) closed when the block ends."""
+        if not self._finalizer.alive:
+            raise SpillError(f"{self} was removed (closed)")
+        if self.path is None:
+            # a descriptor of the reading's own: the file stays whole if the owner closes
+            # meanwhile, as a named file's open reading does (its closed number could be
+            # another file's by then)
+            fd = os.dup(self._fd)
+            try:
+                yield _Reader(str(self), fd=fd)
+            finally:
+                os.close(fd)
+            return
         try:
             fh = open(self.path, "rb")     # buffered: a large readinto goes straight through
         except FileNotFoundError:
-            raise SpillError(f"the spill file {self.path} was removed") from None
+            raise SpillError(f"{self} was removed") from None
         try:
-            yield _Reader(fh, self.path)
+            yield _Reader(str(self), fh=fh)
         finally:
             fh.close()
 
@@ -127,8 +181,21 @@ class SpillFile:
 
 
 class _Reader:
-    def __init__(self, fh, path):
-        self.fh, self.path = fh, path
+    def __init__(self, name, fh=None, fd=None):
+        self.name, self.fh, self.fd = name, fh, fd
+        self.at = 0         # by offset: no shared position to move (a fork, another reading)
+
+    def _readinto(self, view) -> int:
+        if self.fh is not None:
+            return self.fh.readinto(view)
+        if _PREADV:
+            n = os.preadv(self.fd, [view], self.at)
+        else:
+            b = os.pread(self.fd, len(view), self.at)
+            n = len(b)
+            view[:n] = b
+        self.at += n
+        return n
 
     def read(self, shape, dtype, stored=None) -> np.ndarray:
         """The next array of this ``shape`` and ``dtype`` (written as ``stored``), in a fresh
@@ -147,9 +214,9 @@ class _Reader:
         view = memoryview(a).cast("B") if a.nbytes else None
         got = 0
         while got < a.nbytes:
-            n = self.fh.readinto(view[got:])
+            n = self._readinto(view[got:])
             if not n:
-                raise SpillError(f"the spill file {self.path} ends early ({got} of {a.nbytes} "
+                raise SpillError(f"{self.name} ends early ({got} of {a.nbytes} "
                                  f"bytes of an array)")
             got += n
         return a

@@ -466,7 +466,7 @@ class _Kept:
                        blank, whole)
 
     def _failed(self, exc, folder=None) -> None:
-        folder = folder or os.path.dirname(self.spill.path)
+        folder = folder or self.spill.folder
         self.drop(_spill_note(f"could not be written to {folder} ({exc.strerror or exc})"))
 
     def drop(self, note: str | None = None) -> None:
