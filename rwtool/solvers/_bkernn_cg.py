@@ -66,8 +66,10 @@ def _distribution_sort(PT, order, values, r0, r1):
     sorted stably. 2.3-2.7x faster than numpy's argsort at 32,000-128,000 rows, and growing
     like n where the comparison sort grew 5-5.7x per 4x rows. Rows whose range overflows
     (max - min = inf) or underflows (n_b / (max - min) = inf) are merge-sorted whole. The
-    projections are finite (the fit checks them first)."""
+    projections are finite (the fit checks them first). No rows: the empty order."""
     n = PT.shape[1]
+    if n == 0:
+        return          # the range below starts from p[0]: out of bounds, unchecked in numba
     nb = max(1, n // ROWS_PER_BUCKET)
     bounds = np.empty(nb + 1, dtype=np.int64)
     fill = np.empty(nb, dtype=np.int64)

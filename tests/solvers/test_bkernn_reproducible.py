@@ -83,6 +83,39 @@ def test_sorted_order_is_numpys_stable_order_in_any_share_count(monkeypatch, n):
         assert np.all(order[:2] == -1) and np.all(order[7:] == -1)
 
 
+def _few_rows(n):
+    """Particles of ``n`` rows for n = 0, 1, 2 (finite projections, as the fit checks): each
+    order, a tie, signed zeros, a range beyond float64 and one too narrow to divide by."""
+    pairs = [[1.0, 2.0], [2.0, 1.0], [3.0, 3.0], [0.0, -0.0], [-0.0, 0.0], [1e300, -1e300],
+             [5e-324, 0.0], [np.nextafter(1.0, 2.0), 1.0], [-7.5, 1e-3]]
+    return np.array([r[:n] for r in pairs]).reshape(len(pairs), n)
+
+
+@pytest.mark.parametrize("n", [0, 1, 2])
+def test_sorted_order_of_no_one_or_two_rows(monkeypatch, n):
+    """numpy's argsort(kind="stable") is the oracle. No rows: the empty order, nothing read
+    (the kernel's first value came from p[0], out of bounds and unchecked when jitted: its
+    Python body is run too, which indexes with checks)."""
+    import numba
+
+    import rwtool.threads
+    PT = _few_rows(n)
+    want = np.argsort(PT, axis=1, kind="stable")
+    monkeypatch.setattr(rwtool.threads, "PAIRS_PER_THREAD", 1)
+    for shares in (1, 2):
+        monkeypatch.setattr(numba, "get_num_threads", lambda: shares)
+        order, values = np.full(PT.shape, -1, dtype=np.int64), np.empty(PT.shape)
+        cgmod.sort_projections(PT, order, values, 0, len(PT))
+        np.testing.assert_array_equal(order, want)
+        assert np.array_equal(values.view(np.int64),
+                              np.take_along_axis(PT, want, axis=1).view(np.int64))
+    order, values = np.full(PT.shape, -1, dtype=np.int64), np.empty(PT.shape)
+    cgmod._distribution_sort.py_func(PT, order, values, 0, len(PT))
+    np.testing.assert_array_equal(order, want)
+    assert np.array_equal(values.view(np.int64),
+                          np.take_along_axis(PT, want, axis=1).view(np.int64))
+
+
 @pytest.mark.parametrize("kind", ["dense", "cg"])
 def test_the_order_of_ties_cannot_change_a_fit(kind, monkeypatch):
     """The fit's sort gives the bits of numpy's stable sort, and the order of ties matters
