@@ -19,10 +19,16 @@ share of a core the machine leaves the run (rwtool.resources.cpu_share), so the 
 gives the CPU seconds of the app's two processes (the window's apart) against the CPU part of
 the estimate, and the share of a core the estimate planned against the one the fit process got
 (its CPU over the wall time). ``--set NAME=VALUE`` sets a parameter on top of each
-configuration's. ``--calibrate ROWS`` measures
-the kernels' rates instead (the figures KERNEL_RATES records). The CSV (skin resampled to 200,000 rows:
-``benchmarks.speed.bench_gui_load.skin_200k``) is the caller's; nothing is written beside
-``--out``. Nothing is asserted: the numbers go into a markdown table with the load average,
+configuration's. ``--calibrate ROWS [ROWS ...]`` measures
+the kernels' rates instead (the figures KERNEL_RATES records) on each of those numbers of rows,
+``--kernels`` only the ones named (the others' time taken off at KERNEL_RATES)::
+
+    OPENBLAS_NUM_THREADS=1 NUMBA_NUM_THREADS=1 flock /tmp/bench.lock \
+        python -m benchmarks.speed.bench_estimate --csv /tmp/skin200k.csv --target label \
+        --calibrate 20000 80000 --kernels bkernn_iteration
+
+The CSV (skin resampled to 200,000 rows: ``benchmarks.speed.bench_gui_load.skin_200k``) is the
+caller's; nothing is written beside ``--out``. Nothing is asserted: the numbers go into a markdown table with the load average,
 because on a shared machine the wall time of a slice of work grows with the load.
 """
 
@@ -183,11 +189,15 @@ def _cpu(fn):
     return time.thread_time() - t
 
 
-def calibrate(csv: str, target: str | None, rows: int = 20_000) -> dict:
-    """The CPU rate of every kernel of rwtool.resources.KERNEL_RATES, measured on the first
-    ``rows`` rows of the CSV with one numba and one BLAS thread (the app's worker runs one numba
-    thread): each measurement has one kernel whose rate is not known yet, the others' time is
-    taken off with the rates measured before it. Returns {kernel: units per CPU second}."""
+def calibrate(csv: str, target: str | None, rows: int = 20_000, kernels=None) -> dict:
+    """The CPU rate of every kernel of rwtool.resources.KERNEL_RATES (``kernels``: of those
+    named), measured on the first ``rows`` rows of the CSV with one numba and one BLAS thread
+    (the app's worker runs one numba thread): each measurement has one kernel whose rate is not
+    known yet, the others' time is taken off with the rates measured before it (KERNEL_RATES'
+    for a kernel not measured). A timed fit follows an untimed one on the same rows: a fit's
+    kernels can depend on its size (BKerNN's CG path from 800 rows, compiled or loaded from
+    numba's cache on its first use), and none of that belongs in a rate. Returns {kernel: units
+    per CPU second}."""
     import warnings
 
     import numba
@@ -207,7 +217,8 @@ def calibrate(csv: str, target: str | None, rows: int = 20_000) -> dict:
 
     def solve(kernel, work, cpu):
         """rate of ``kernel`` from a run of ``work`` that took ``cpu`` s."""
-        known = sum(u / rates[k] for k, u in work.items() if k != kernel and u)
+        known = sum(u / rates.get(k, KERNEL_RATES[k].value)
+                    for k, u in work.items() if k != kernel and u)
         rates[kernel] = work[kernel] / max(cpu - known, 0.05 * cpu)
         print(f"{kernel:18s} {rates[kernel]:10.3g} {KERNEL_RATES[kernel].unit} / s  "
               f"({cpu:.2f} s of CPU, {known:.2f} s of it other kernels')", flush=True)
@@ -218,39 +229,62 @@ def calibrate(csv: str, target: str | None, rows: int = 20_000) -> dict:
 
     def fit_work(est, m=None):
         m = n if m is None else m
-        est.fit(X[:500], y[:500])                   # compiled before the timing
+        est.fit(X[:m], y[:m])                       # every kernel of this size's path ready
         cpu = _cpu(lambda: est.fit(X[:m], y[:m]))
         return rw.estimate_fit(est, m, d, 1).work, cpu
 
+    def wanted(kernel):
+        return kernels is None or kernel in kernels
+
     with threadpool_limits(1):
-        P = np.random.default_rng(0).standard_normal((n, 500))
-        P.T @ P
-        solve("blas", {"blas": n * 500.0 * 500.0}, min(_cpu(lambda: P.T @ P) for _ in range(3)))
+        if wanted("blas"):
+            P = np.random.default_rng(0).standard_normal((n, 500))
+            P.T @ P
+            solve("blas", {"blas": n * 500.0 * 500.0},
+                  min(_cpu(lambda: P.T @ P) for _ in range(3)))
         for kernel, est in (("rw_features", rw.RWClassifier(n_features=1000, random_state=0)),
                             ("rff_features", rw.RKSClassifier(n_features=1000, random_state=0)),
                             ("rff_pair_features", rw.RFSGDClassifier(random_state=0))):
-            est = fitted(est)
-            est.decision_function(X[:100])
-            solve(kernel, est._estimate_predict(n, d, 1), _cpu(lambda: est.decision_function(X)))
+            if wanted(kernel):
+                est = fitted(est)
+                est.decision_function(X[:100])
+                solve(kernel, est._estimate_predict(n, d, 1),
+                      _cpu(lambda: est.decision_function(X)))
         for kernel, est in (
                 ("sfgd_step", rw.RWClassifier(solver="sfgd", random_state=0)),
                 ("rks_sgd_step", rw.RKSClassifier(solver="sgd", random_state=0)),
                 ("asgd_step", rw.RFSGDClassifier(random_state=0)),
                 ("lasso_cd", rw.RWClassifier(solver="lasso", random_state=0))):
-            solve(kernel, *fit_work(est))
-        Xs = (X - X.mean(0)) / X.std(0)
-        knn_sigma(Xs[:500], k=50, n_queries=100, random_state=0)
-        solve("knn", {"knn": 2000.0 * n},
-              _cpu(lambda: knn_sigma(Xs, k=50, n_queries=2000, random_state=0)))
-        solve("mfga_gradient", *fit_work(rw.GreedyMKClassifier(n_features=90, random_state=0)))
+            if wanted(kernel):
+                solve(kernel, *fit_work(est))
+        if wanted("knn"):
+            Xs = (X - X.mean(0)) / X.std(0)
+            knn_sigma(Xs[:500], k=50, n_queries=100, random_state=0)
+            solve("knn", {"knn": 2000.0 * n},
+                  _cpu(lambda: knn_sigma(Xs, k=50, n_queries=2000, random_state=0)))
+        if wanted("mfga_gradient"):
+            solve("mfga_gradient",
+                  *fit_work(rw.GreedyMKClassifier(n_features=90, random_state=0)))
         est = rw.GreedyMKClassifier(selector="rks", random_state=0)
-        solve("newton", *fit_work(est))
-        solve("greedy_columns", est._estimate_predict(n, d, 1),
-              _cpu(lambda: est.decision_function(X)))
-        est = rw.BKerNNClassifier(max_iter=5, random_state=0)
-        solve("bkernn_iteration", *fit_work(est))
-        solve("bkernn_predict", est._estimate_predict(n, d, 1),
-              _cpu(lambda: est.decision_function(X)))
+        if wanted("newton") or wanted("greedy_columns"):
+            work, cpu = fit_work(est)
+            if wanted("newton"):
+                solve("newton", work, cpu)
+            if wanted("greedy_columns"):
+                solve("greedy_columns", est._estimate_predict(n, d, 1),
+                      _cpu(lambda: est.decision_function(X)))
+        # at its default 40 iterations, as the app fits it: the first few cost about twice a
+        # later one (no warm start for CG, more line-search trials), so a rate from
+        # max_iter=5 put the default fit's estimate 1.5x (20,000 rows) to 1.8x (60,000) high
+        est = rw.BKerNNClassifier(random_state=0)
+        if wanted("bkernn_iteration") or wanted("bkernn_predict"):
+            work, cpu = fit_work(est)
+            if wanted("bkernn_iteration"):
+                solve("bkernn_iteration", work, cpu)
+            if wanted("bkernn_predict"):
+                est.decision_function(X[:100])
+                solve("bkernn_predict", est._estimate_predict(n, d, 1),
+                      _cpu(lambda: est.decision_function(X)))
     return rates
 
 
@@ -312,12 +346,23 @@ def main(argv=None) -> int:
     ap.add_argument("--set", nargs="*", default=[], metavar="NAME=VALUE",
                     help="parameters set on top of each configuration's (a Python literal, "
                          "else a string): --set n_epochs=150000")
-    ap.add_argument("--calibrate", type=int, metavar="ROWS", default=None,
-                    help="measure the kernels' CPU rates on the first ROWS rows instead")
+    ap.add_argument("--calibrate", type=int, nargs="+", metavar="ROWS", default=None,
+                    help="measure the kernels' CPU rates on the first ROWS rows instead (each "
+                         "number of rows in turn)")
+    ap.add_argument("--kernels", nargs="+", default=None, metavar="KERNEL",
+                    help="with --calibrate: only these kernels (e.g. bkernn_iteration)")
     args = ap.parse_args(argv)
     if args.calibrate:
-        rates = calibrate(args.csv, args.target, args.calibrate)
-        print("\n".join(f"{k}: {v:.3g}" for k, v in rates.items()))
+        from rwtool.resources import KERNEL_RATES
+        unknown = set(args.kernels or ()) - set(KERNEL_RATES)
+        if unknown:
+            ap.error(f"--kernels: no such kernel {sorted(unknown)}; the kernels are "
+                     f"{sorted(KERNEL_RATES)}")
+        for rows in args.calibrate:
+            print(f"-- {rows} rows; load {os.getloadavg()[0]:.2f}", flush=True)
+            rates = calibrate(args.csv, args.target, rows, args.kernels)
+            print("\n".join(f"{k}: {v:.3g}" for k, v in rates.items()), flush=True)
+            print(f"-- load {os.getloadavg()[0]:.2f}", flush=True)
         return 0
     rows = measure(args.csv, args.target, args.only, args.modes,
                    overrides=dict(_setting(ap, s) for s in args.set))
