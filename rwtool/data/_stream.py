@@ -506,10 +506,20 @@ class _Kept:
                 and (self.spill is None or self.spill.exists()))
 
     def tables(self, path, dialect) -> Iterator[Table]:
-        """The :class:`Table` of each kept block, as pass two types it from the file."""
+        """The :class:`Table` of each kept block, as pass two types it from the file. A
+        :meth:`drop` (the scan closed) while the tables are being read does not cut them
+        short: the reading holds what it needs (the block list, the texts, its own handle
+        of the spill file)."""
+        names, keep, fast, vocab = self.names, self.keep, self.fast, self.vocab
+
+        def column(j: int) -> Column:
+            c = Column(names[j], j, _MAX_VOCAB, fast)
+            c.vocab = vocab.get(j, [])          # pass one's texts, in the order interned
+            return c
+
         for lines, tb in self._typed():
-            builder = TableBuilder(self.names, self.keep, _MAX_VOCAB, self.fast)
-            builder.add_typed(tb, self._column)
+            builder = TableBuilder(names, keep, _MAX_VOCAB, fast)
+            builder.add_typed(tb, column)
             yield builder.table(path, dialect, lines, [], None)
 
     def _typed(self) -> Iterator[tuple[np.ndarray, TypedBlock]]:
@@ -532,11 +542,6 @@ class _Kept:
                     at = r.read(n_txt, np.int32)
                     seen[kk] = Seen(marks, rows, [texts[i] for i in at.tolist()], no_values)
                 yield lines, TypedBlock(values, codes, d.marks, seen, d.unwritten)
-
-    def _column(self, j: int) -> Column:
-        c = Column(self.names[j], j, _MAX_VOCAB, self.fast)
-        c.vocab = self.vocab.get(j, [])        # pass one's texts, in the order interned
-        return c
 
 
 def _written(k: int, unwritten: tuple, whole: np.ndarray):

@@ -279,6 +279,30 @@ def test_the_handles_between_passes_and_after_a_broken_loop(tmp_path, folder, na
     assert not _handles(folder) and not os.listdir(folder)
 
 
+@pytest.mark.parametrize("keep_bytes", [1, 1 << 30], ids=["spilled", "in-memory"])
+def test_closing_the_scan_mid_iteration_finishes_the_reading(tmp_path, folder, named,
+                                                             keep_bytes):
+    """scan.close() between two chunks lets go of the blocks for later readings; the reading
+    under way still yields every chunk, the same as a reading left alone, and the spill file
+    goes when it ends."""
+    p = _mixed(tmp_path / "m.csv", 2000, np.random.default_rng(4))
+    options = dict(missing="impute-mean", moments=False, block_bytes=2048,
+                   keep_bytes=keep_bytes, spill_dir=folder)
+    ref = _chunks(p, D.scan_csv(p, "y", **options), True, block_bytes=2048)
+    assert ref[0] == "ok" and len(ref[1]) > 5
+    scan = D.scan_csv(p, "y", **options)
+    assert bool(_spill_files(folder)) == (keep_bytes == 1)
+    got = []
+    for i, c in enumerate(D.iter_csv(p, scan, dialect=scan.dialect, block_bytes=2048)):
+        got.append((c.X, c.y, c.rows, [str(n) for n in c.notes], c.feature_names))
+        if i == 2:
+            scan.close()
+            assert scan.spill_bytes == 0 and not os.listdir(folder)
+    _same(("ok", got), ref)
+    assert not _spill_files(folder)
+    _same(_chunks(p, scan, True, block_bytes=2048), ref)      # and a later one reads again
+
+
 class _Boom(Exception):
     pass
 
