@@ -6,10 +6,12 @@ One open-addressing table over (column, number) pairs for all the columns: a den
 entries (column, the number's bits, count) in the order first seen, and a table of slots
 holding an entry's position, so a file of 500,000 columns of few values pays for its entries,
 not for a table per column. A cell costs one probe (a run of equal cells one comparison),
-except in a block's column of whole numbers in a short range, which is tallied in an array
-first (two passes of a few nanoseconds a cell, where a probe costs about ten: most numeric
-columns of real files, ages, counts, codes) and then probes once per distinct number;
-nothing is sorted until a column's numbers are asked for, and then once. -0.0 is counted as
+except in a block's column of whole numbers in a short range (most numeric columns of real
+files: ages, counts, codes, ids), which is tallied in an array in file order, noting each
+number's first cell (a few nanoseconds a cell, where a probe costs ten to twenty), and then
+probes once per distinct number, in the order first met, so a column passing its cap in the
+block stops at the same cell as cell by cell; nothing is sorted until a column's numbers are
+asked for, and then once. -0.0 is counted as
 0.0, as ``np.unique`` counts it; NaN marks a cell that holds no number (text or missing), so
 it is never counted. A column past ``cap`` distinct numbers is marked overflowed and counted
 no further (the numbers seen first keep their counts as they were then). This module must not
@@ -92,17 +94,20 @@ def _whole_range(x, all_rows, rows):
 
 @njit(cache=True, nogil=True)
 def _count(x, a, cols, rows, slots, lg, ecol, ebits, ecnt, n, n_distinct, cap, tally,
-           ranges):
+           ranges, first, entry):
     """Count the numbers of ``x`` (rows: the columns a, a+1, ...; NaN: no number) into the
     table, of the columns where ``cols`` (or every column if empty) and the cells where
-    ``rows`` (or every cell if empty); returns (slots, lg, ecol, ebits, ecnt, n, tally), grown
-    when full. A column's cells that are whole numbers in a range of at most 16 per cell
-    (and ``_TALLY_MAX``), which cannot pass the cap here, are tallied in ``tally`` (all zeros,
-    and left so) and each distinct number then counted in the table once; the others cell by
-    cell. The entries and counts are the same either way (only their order in the list,
-    which :meth:`DistinctNumbers.of` sorts, differs). ``ranges`` (empty: found here): each
-    row's (count, smallest, largest) of its whole numbers, count -1 when one is not whole,
-    as :func:`_whole_range` gives them (rwtool.data._colstats finds them in its pass)."""
+    ``rows`` (or every cell if empty); returns (slots, lg, ecol, ebits, ecnt, n, tally,
+    first, entry), grown when full. A column's cells that are whole numbers in a range of at
+    most 16 per cell (and ``_TALLY_MAX``) are tallied in ``tally`` (all zeros, and left so)
+    noting each number's offset and first cell (``first``, ``entry``: scratch), then each
+    distinct number finds or adds its entry once, in the order first met; at the cap the
+    cells from that number's first one on are taken back, so the column stops at the same
+    cell as counted cell by cell. The others are counted cell by cell. The entries and
+    counts are the same either way (only their order in the list, which
+    :meth:`DistinctNumbers.of` sorts, differs). ``ranges`` (empty: found here): each row's
+    (count, smallest, largest) of its whole numbers, count -1 when one is not whole, as
+    :func:`_whole_range` gives them (rwtool.data._colstats finds them in its pass)."""
     bits = x.view(np.uint64)
     all_cols, all_rows = cols.shape[0] == 0, rows.shape[0] == 0
     for r in range(x.shape[0]):
@@ -116,29 +121,67 @@ def _count(x, a, cols, rows, slots, lg, ecol, ebits, ecnt, n, n_distinct, cap, t
         if m == 0:
             continue
         width = hi - lo + 1.0
-        if (m > 0 and width <= min(16.0 * m, _TALLY_MAX) and m < 2**31
-                and n_distinct[col] + min(m, width) <= cap):
+        if m > 0 and width <= min(16.0 * m, _TALLY_MAX) and m < 2**31:
             w = np.int64(width)
             if tally.shape[0] < w:
                 tally = np.zeros(max(w, 2 * tally.shape[0]), np.int32)
+            k = min(m, w)
+            if first.shape[0] < k:
+                first = np.empty(max(k, 2 * first.shape[0]), np.int64)
+                entry = np.empty(first.shape[0], np.int64)
+            # first[q], entry[q]: the offset of the q-th distinct number met in the block and
+            # the cell where it was first met (then its entry in the table)
+            d = 0
             for i in range(x.shape[1]):
                 v = x[r, i]
-                if v == v and (all_rows or rows[i]):
-                    tally[np.int64(v - lo)] += 1
-            for k in range(w):
-                cnt = tally[k]
-                if cnt == 0:
+                if v != v or not (all_rows or rows[i]):
                     continue
-                tally[k] = 0
-                v = lo + k + 0.0                  # + 0.0: -0.0 is 0.0
-                b = np.float64(v).view(np.uint64)
+                t = np.int64(v - lo)
+                c = tally[t]
+                if c == 0:
+                    first[d], entry[d] = t, i
+                    d += 1
+                tally[t] = c + 1
+            stop = -1
+            for q in range(d):            # in the order first met: the cap where cells meet it
+                b = np.float64(lo + first[q] + 0.0).view(np.uint64)    # + 0.0: -0.0 is 0.0
                 j = _find(col, b, slots, lg, ecol, ebits)
+                cnt = tally[first[q]]
                 if slots[j] >= 0:
+                    entry[q] = slots[j]
                     ecnt[slots[j]] += cnt
                     continue
+                if n_distinct[col] == cap:    # one more would pass the cap: stop at its cell
+                    n_distinct[col] = cap + 1
+                    stop = q
+                    break
                 n_distinct[col] += 1
-                slots, lg, ecol, ebits, ecnt, n = _insert(col, b, j, slots, lg, ecol, ebits,
-                                                          ecnt, n, cnt)
+                entry[q] = n
+                if n < ecol.shape[0] and 2 * (n + 1) <= slots.shape[0]:    # room: no call
+                    ecol[n], ebits[n], ecnt[n] = col, b, cnt
+                    slots[j] = n
+                    n += 1
+                else:
+                    slots, lg, ecol, ebits, ecnt, n = _insert(col, b, j, slots, lg, ecol,
+                                                              ebits, ecnt, n, cnt)
+            if stop >= 0:
+                # the cells from the stopping one on are not counted: take back those of the
+                # numbers met before it (tally marks them -1 - q), then clear
+                at = entry[stop]
+                for q in range(d):
+                    tally[first[q]] = -1 - q if q < stop else 0
+                for i in range(at, x.shape[1]):
+                    v = x[r, i]
+                    if v != v or not (all_rows or rows[i]):
+                        continue
+                    c = tally[np.int64(v - lo)]
+                    if c < 0:
+                        ecnt[entry[-1 - c]] -= 1
+                for q in range(stop):
+                    tally[first[q]] = 0
+            else:
+                for q in range(d):
+                    tally[first[q]] = 0
             continue
         last = np.nan
         at = -1
@@ -161,10 +204,34 @@ def _count(x, a, cols, rows, slots, lg, ecol, ebits, ecnt, n, n_distinct, cap, t
                 break
             n_distinct[col] += 1
             at = n
-            slots, lg, ecol, ebits, ecnt, n = _insert(col, b, j, slots, lg, ecol, ebits,
-                                                      ecnt, n, 1)
+            if n < ecol.shape[0] and 2 * (n + 1) <= slots.shape[0]:
+                ecol[n], ebits[n], ecnt[n] = col, b, 1
+                slots[j] = n
+                n += 1
+            else:
+                slots, lg, ecol, ebits, ecnt, n = _insert(col, b, j, slots, lg, ecol, ebits,
+                                                          ecnt, n, 1)
             last = v
-    return slots, lg, ecol, ebits, ecnt, n, tally
+    return slots, lg, ecol, ebits, ecnt, n, tally, first, entry
+
+
+# _count's tally (all zeros between calls) and scratch, kept for the next count: every scan
+# would otherwise fault in a fresh tally of up to 8 MB (adults' fnlwgt: 1,400 pages). Taken
+# out while a count uses it, so counts in other threads never share one
+_SCRATCH: list = []
+_SCRATCH_MAX = 1 << 21      # scratch entries kept (16 MB each array past it: let go)
+
+
+def _take() -> list:
+    try:
+        return _SCRATCH.pop()
+    except IndexError:
+        return [np.zeros(0, np.int32), np.empty(0, np.int64), np.empty(0, np.int64)]
+
+
+def _give(scratch: list) -> None:
+    if len(scratch[1]) <= _SCRATCH_MAX and not _SCRATCH:
+        _SCRATCH.append(scratch)
 
 
 class DistinctNumbers:
@@ -181,7 +248,6 @@ class DistinctNumbers:
         self._bits = np.empty(len(self._col), np.uint64)
         self._cnt = np.empty(len(self._col), np.int64)
         self._n = 0
-        self._tally = np.zeros(0, np.int32)      # all zeros between calls
         self._sorted = None          # (columns, numbers, counts, first entry of each column)
 
     def overflowed(self, kk: int) -> bool:
@@ -197,12 +263,14 @@ class DistinctNumbers:
         if not x.size:
             return
         none = np.empty(0, np.bool_)
+        scratch = _take()
         (self._slots, self._lg, self._col, self._bits, self._cnt, self._n,
-         self._tally) = _count(
+         *scratch) = _count(
             np.ascontiguousarray(x, np.float64), a, none if cols is None else cols,
             none if rows is None else rows, self._slots, self._lg, self._col, self._bits,
-            self._cnt, self._n, self.n_distinct, self.cap, self._tally,
-            np.empty((0, 3)) if ranges is None else ranges)
+            self._cnt, self._n, self.n_distinct, self.cap, scratch[0],
+            np.empty((0, 3)) if ranges is None else ranges, *scratch[1:])
+        _give(scratch)          # returned all zeros (a failed call's is not reused)
         self._sorted = None
 
     def copy(self) -> "DistinctNumbers":
@@ -210,7 +278,7 @@ class DistinctNumbers:
         d.k, d.cap, d.n_distinct, d._lg = self.k, self.cap, self.n_distinct.copy(), self._lg
         d._slots, d._col, d._bits, d._cnt = (a.copy() for a in (self._slots, self._col,
                                                                  self._bits, self._cnt))
-        d._n, d._sorted, d._tally = self._n, None, np.zeros(0, np.int32)
+        d._n, d._sorted = self._n, None
         return d
 
     def of(self, kk: int) -> tuple[np.ndarray, np.ndarray]:

@@ -14,6 +14,11 @@ def _oracle(row):
     return np.unique(v, return_counts=True)       # -0.0 and 0.0 are one value here
 
 
+def _tally_left_zero():
+    from rwtool.data import _distinct
+    assert all(not t.any() for t, *_ in _distinct._SCRATCH)    # all zeros for the next count
+
+
 def _check(d, x):
     for j in range(x.shape[0]):
         u, c = _oracle(x[j])
@@ -119,12 +124,12 @@ def test_whole_numbers_tallied_equal_np_unique(seed):
     _check(d, x)
     _check(e, np.where(fit, x, np.nan))
     assert np.signbit(d.of(1)[0]).sum() == np.sum(np.unique(x[1][~np.isnan(x[1])]) < 0)
-    assert not d._tally.any()                          # left all zeros for the next call
+    _tally_left_zero()
 
 
-def test_a_column_near_its_cap_is_counted_cell_by_cell():
-    # a block that could pass the cap is probed cell by cell, so the column stops where it
-    # passes it (the numbers met first kept), as without the tally
+def test_a_column_near_its_cap_stops_where_it_passes_it():
+    # a tallied block that passes the cap stops the column where its cells pass it (the
+    # numbers met first kept), as counted cell by cell
     cap = 6
     x = np.array([[1.0, 2, 3, 1, 2, 3, 4, 5, 9, 6, 7, 8, 1]])
     d = DistinctNumbers(1, cap)
@@ -237,3 +242,34 @@ def test_blocks_against_the_cells_in_order(seed):
     u, c = _oracle(x[0])
     np.testing.assert_array_equal(d.of(0)[0], u)
     np.testing.assert_array_equal(d.of(0)[1], c)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_cap_met_inside_a_tallied_block(seed):
+    # a block of whole numbers in a short range (tallied) whose new numbers pass the cap in
+    # its middle: the cells from the stopping one on are not counted, also those of numbers
+    # counted before it in that block or met in earlier blocks (the tally's counts taken
+    # back), -0.0 as 0.0, row masks: the counts of the cells in file order
+    rng = np.random.default_rng(seed)
+    n = 3000
+    x = np.empty((4, n))
+    x[0] = rng.integers(0, 400, n)                   # about 400 distinct: passes cap 250
+    x[1] = rng.integers(-20, 20, n)
+    x[1][x[1] == 0] = np.where(rng.random(int((x[1] == 0).sum())) < 0.5, -0.0, 0.0)
+    x[2] = np.concatenate([rng.integers(0, 50, 500), rng.integers(0, 1000, n - 500)])
+    x[3] = rng.integers(0, 300, n)
+    x[3][rng.random(n) < 0.3] = np.nan
+    blocks = np.split(np.arange(n), [500, 1700])
+    rows = rng.random(n) < 0.6
+    for cap in (0, 1, 25, 250, 260):
+        for mask in (None, rows):
+            d = DistinctNumbers(4, cap)
+            for part in blocks:
+                d.add(x[:, part], 0, None, None if mask is None else mask[part])
+            for j in range(4):
+                u, c, stopped = _in_order(x[j], blocks, cap, mask)
+                assert d.overflowed(j) is stopped, (cap, j)
+                np.testing.assert_array_equal(d.of(j)[0], u)
+                np.testing.assert_array_equal(d.of(j)[1], c)
+                assert not np.signbit(d.of(j)[0][d.of(j)[0] == 0]).any()
+            _tally_left_zero()
