@@ -23,8 +23,8 @@ machine) are compared:
     available (MemAvailable; at T = 8000 the pipelines peak near 8 GB, three times RW's) and
     prints what it waited for.
 
-Each fit's CPU seconds (and their system part) are printed as it ends (a long run leaves its
-figures as it goes), then the medians of each T, and beside auto / fixed the same ratio of
+Each fit's CPU seconds (their system part, its minor page faults) are printed as it ends (a
+long run leaves its figures as it goes), then the medians of each T, and beside auto / fixed the same ratio of
 user seconds alone: the system seconds are mostly page faults of fresh memory, which the
 default fit has more of (its validation sample's features, the per-fold sums) and which cost
 ten times more in one fit than in the next on the shared machine.
@@ -48,12 +48,22 @@ import numpy as np
 
 
 def _cpu(fn):
-    """``(cpu, system, out)``: the CPU seconds of ``fn()`` (user + system) and their system
-    part (the kernel's: page faults of fresh memory, which on a shared virtual machine cost
-    from 0.2 to 2 ms per MB from one fit to the next)."""
-    c, t = time.process_time(), os.times()
+    """``(cpu, system, minflt, out)``: the CPU seconds of ``fn()`` (user + system), their
+    system part (the kernel's: page faults of fresh memory, which on a shared virtual machine
+    cost from 0.2 to 2 ms per MB from one fit to the next) and the minor page faults it took
+    (each a first touch of a fresh 4 KB page)."""
+    c, t, f = time.process_time(), os.times(), _minflt()
     out = fn()
-    return time.process_time() - c, os.times().system - t.system, out
+    return time.process_time() - c, os.times().system - t.system, _minflt() - f, out
+
+
+def _minflt() -> int:
+    """This process's minor page faults so far (0 where getrusage has none)."""
+    try:
+        import resource
+    except ImportError:      # Windows
+        return 0
+    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
 
 
 def available_gb() -> float:
@@ -154,14 +164,15 @@ def main(argv=None):
             getattr(rw, name)(n_features=50, random_state=0).fit(Xtr[:500], ytr[:500])
         for T in (int(v) for v in args.T.split(",")):
             load0 = os.getloadavg()
-            cpu, user, chosen, fitted = {}, {}, {}, {}
+            cpu, user, faults, chosen, fitted = {}, {}, {}, {}, {}
 
             def timed(key, fn):
-                t, system, out = _cpu(fn)
+                t, system, minflt, out = _cpu(fn)
                 cpu.setdefault(key, []).append(t)
                 user.setdefault(key, []).append(t - system)
-                print(f"    round {rnd + 1} {key}: {t:.2f} s, system {system:.2f} s (load "
-                      f"{os.getloadavg()[0]:.1f})", flush=True)
+                faults.setdefault(key, []).append(minflt)
+                print(f"    round {rnd + 1} {key}: {t:.2f} s, system {system:.2f} s, "
+                      f"{minflt} minor faults (load {os.getloadavg()[0]:.1f})", flush=True)
                 return out
 
             for rnd in range(args.repeats):
@@ -188,7 +199,8 @@ def main(argv=None):
             print(f"{data} n={len(Xtr)} d={d} T={T} (CPU s, medians of {args.repeats} "
                   f"interleaved; load {load0[0]:.1f} -> {os.getloadavg()[0]:.1f}):", flush=True)
             for k, v in med.items():
-                print(f"  {k}: {v:.2f} s", flush=True)
+                print(f"  {k}: {v:.2f} s (user {med_user[k]:.2f} s, "
+                      f"{int(np.median(faults[k]))} minor faults)", flush=True)
             for name in names:
                 est = fitted[name]
                 err = float(np.mean(est.predict(Xte) != yte))

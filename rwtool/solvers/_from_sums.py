@@ -126,9 +126,10 @@ def solve_from_stats(est, fmap, stats: SufficientStats, callback=None):
                                 tol=float(est.tol), max_iter=max_iter)
         info["mode"] = "gram"
     else:
-        coef, solved = stats.solve(reg, R, eps)
+        # a classifier keeps no posterior: its system formed and factored in the sums' memory
+        coef, solved = stats.solve(reg, R, eps, spend=classifier)
         info = {"jitter": solved["jitter"], "method": solved["method"]}
-        if est._estimator_type == "regressor" and solved["chol"] is not None:
+        if not classifier and solved["chol"] is not None:
             info["posterior"] = (solved["chol"], noise_variance(   # predict's return_std
                 solved["A"], solved["B"], stats.yy.sum(axis=0), solved["m"], coef,
                 solved["chol"]))

@@ -69,9 +69,9 @@ def normal_equations(feature_map, X: np.ndarray, Y: np.ndarray, block_size: int 
     joint : (T, T) array, or None. When given, the groups' A are t x t (t <= T) and each
         block goes whole, split only at the groups' bounds, into ``joint``, one rank-k update
         of all T columns: ``joint`` receives the total A of all the rows, and each group's A
-        gets the growth of ``joint``'s leading t x t block over its rows (the block's value
-        when the group's last row is in, minus its value before the group's first: a t x t
-        copy at each bound). The flops and the BLAS shapes are those of a one-group pass,
+        gets the growth of ``joint``'s leading t x t block over its rows (minus the block's
+        value before the group's first row, plus its value when the group's last row is in:
+        no copy of it). The flops and the BLAS shapes are those of a one-group pass,
         where per-group products of the t columns beside products of the rest cost 8-24%
         more (smaller dsyrk and dgemm calls, measured at T = 1000-2000 with t = T / 2).
         (reg="auto" keeps its folds apart on the columns it searches with only:
@@ -102,8 +102,6 @@ def normal_equations(feature_map, X: np.ndarray, Y: np.ndarray, block_size: int 
     AtA = Yb = None
     lower_only = [False] * len(groups)      # updated by dsyrk: mirrored after the last block
     lower_joint = False
-    # joint's leading block before the current group's rows (joint mode)
-    before = None if joint is None else joint[:t, :t].copy()
     progress.start("normal equations", m)
     with np.errstate(over="ignore", invalid="ignore"):   # an overflow is the error below
         for start, stop, Phi in feature_map.blocks(X, block_size, order):
@@ -135,6 +133,11 @@ def normal_equations(feature_map, X: np.ndarray, Y: np.ndarray, block_size: int 
                 # up to SMALL_SOLVE_MAX features syrk rounds differently on two OpenBLAS
                 # threads; Phi^T Y (a matrix-vector product over the rows) at any size
                 A_g, B_g = groups[g]
+                if joint is not None and bounds[g] >= start:     # the group's first rows
+                    # minus joint's leading block before them, plus it after the last (below):
+                    # no t x t copy of it (a fresh 24-61 MB at T = 4000-8000); on zero sums
+                    # (a fresh pass) the same bits as (after - before)
+                    A_g -= joint[:t, :t]
                 with blas_threads_for(T):
                     if joint is None:
                         lower_only[g] |= rank_update(A_g, part, AtA)
@@ -144,8 +147,6 @@ def normal_equations(feature_map, X: np.ndarray, Y: np.ndarray, block_size: int 
                     B_g += part.T @ Yr[lo:hi]
                 if joint is not None and bounds[g + 1] <= stop:      # the group's last rows
                     A_g += joint[:t, :t]
-                    A_g -= before
-                    np.copyto(before, joint[:t, :t])          # one t x t buffer, reused
             progress.update(stop)
     progress.end()
     if joint is not None:

@@ -546,6 +546,9 @@ class SufficientStats:
     def total(self):
         """(A, B, m) summed over the folds, m the weight sum (the rows without weights). A is
         ``A_total`` itself when the folds keep fewer columns than T (read it, do not modify)."""
+        if getattr(self, "_spent", False):
+            raise ValueError("these statistics were spent by solve(spend=True) (their total "
+                             "holds the factored system); accumulate them again")
         A = self.A.sum(axis=0) if self.A_total is None else self.A_total
         return A, self.B.sum(axis=0), float(self.w.sum())
 
@@ -557,15 +560,29 @@ class SufficientStats:
                              f"search's); make the statistics with fold_features=None, or "
                              f"use leading_model() on at most {self.fold_features} columns")
 
-    def solve(self, reg: float, R: np.ndarray | None = None, eps: float = 0.0):
+    def solve(self, reg: float, R: np.ndarray | None = None, eps: float = 0.0,
+              spend: bool = False):
         """``(coef, info)`` of (A + m reg R + m eps I) a = B on all rows (ridge.py); ``info``
         also has the totals ``A``, ``B`` and ``m`` solved, as ridge's (the posterior needs
-        them)."""
+        them).
+
+        ``spend`` (a caller that needs neither the factor nor these statistics afterwards: a
+        classifier's in-memory fit): the system is formed and factored in the total's own
+        memory (ridge.solve_normal_equations ``overwrite_a``), as the fixed-reg fit does,
+        instead of in a fresh T x T matrix (512 MB at T = 8000, whose first touch cost 0.5-2 s
+        of system CPU on the shared machine); the same coefficients to the bit. ``info``'s
+        ``chol`` and ``A`` are then None, and when the folds keep fewer columns than T the
+        statistics are spent (``A_total`` is overwritten: anything but this solve raises).
+        A total summed over the folds is a new matrix, so the statistics of a stream
+        (``partial_fit``) stay whole either way."""
         A, B, m = self.total()
         self._check_rows(m)
+        if spend and self.A_total is not None:
+            self._spent = True
         with single_blas_thread():  # the model's factor, whatever the BLAS thread count
-            coef, info = solve_normal_equations(A, B, m, float(reg), R, eps)
-        info.update(A=A, B=B, m=m)
+            coef, info = solve_normal_equations(A, B, m, float(reg), R, eps, factor=not spend,
+                                                overwrite_a=spend)
+        info.update(A=None if spend else A, B=B, m=m)
         return coef, info
 
     def gram_form(self, fold: int | None = None):
