@@ -24,6 +24,7 @@ from ..progress import make_progress
 from ._lasso import lasso_gram
 from ._lasso_cv import lasso_cv
 from ._posterior import noise_variance
+from ._ridge import GramRows
 from ._sufficient import SufficientStats, search_columns, select_reg
 
 __all__ = ["FROM_SUMS_SOLVERS", "AUTO_FOLDS", "SMALL_DATA_REG", "MIN_FOLD_ROWS", "VALIDATION_ROWS", "empty_stats",
@@ -95,9 +96,14 @@ def solve_from_stats(est, fmap, stats: SufficientStats, callback=None):
     solver = est._validate()
     progress = make_progress(callback)
     lasso = solver == "lasso"
-    R = fmap.gram() if fmap.has_gram and not lasso else None
     eps = float(est.eps) if est._family == "rw" and not lasso else 0.0
     classifier = est._estimator_type == "classifier"
+    R = None
+    if fmap.has_gram and not lasso:
+        # a classifier keeps no posterior: G's leading block for the search and G's rows a
+        # panel at a time into the final system, as the fixed-reg fit (never G whole: a fresh
+        # T x T, 512 MB at T = 8000, and exp of its upper triangle)
+        R = (GramRows(fmap) if classifier and hasattr(fmap, "gram_rows") else fmap.gram())
     t0 = time.perf_counter()
     auto = est._auto_reg()
     table, coef = None, None

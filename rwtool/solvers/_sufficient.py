@@ -53,7 +53,7 @@ from numpy.linalg import LinAlgError
 from ..exceptions import NumericalError
 from ..progress import make_progress
 from ..threads import single_blas_thread
-from ._ridge import RegPath, normal_equations, solve_normal_equations
+from ._ridge import GramRows, RegPath, normal_equations, solve_normal_equations
 
 __all__ = ["SufficientStats", "ValidationSample", "row_keys", "fold_of", "position_uniform",
            "select_reg", "search_features", "search_columns", "leading_model", "SEARCH_COST", "SEARCH_MIN_FEATURES",
@@ -815,7 +815,9 @@ def leading_model(stats: SufficientStats, R: np.ndarray | None, feature_map, n_k
     Fourier features scale every column by 1/sqrt(T); RKHS weightings, whose R = G is then the
     leading block of G, do not: c = 1); every other sum (rows or weights per fold, target sums)
     and the sample are shared, not copied. None when the map has no one-to-one centres and
-    columns (Fourier "pair")."""
+    columns (Fourier "pair"). ``R``: G, None or a :class:`GramRows` (a classifier's fit, which
+    never holds G whole: the leading block is the map's kernel on its first ``n_keep`` centres
+    alone, ``gram_rows(0, n_keep)``, the same symmetric product as G's)."""
     from ._prune import subset_map      # _prune imports the Lasso: keep it lazy
     T = stats.n_features
     if (feature_map is None or feature_map.n_output_ != T
@@ -833,7 +835,8 @@ def leading_model(stats: SufficientStats, R: np.ndarray | None, feature_map, n_k
              else stats.A[:, :n_keep, :n_keep] * (1.0 / (c * c)))
     out.A_total = None
     out.B = stats.B[:, :n_keep] if c == 1.0 else stats.B[:, :n_keep] * (1.0 / c)
-    R = None if R is None else np.ascontiguousarray(R[:n_keep, :n_keep])
+    R = (None if R is None else R.rows(0, n_keep) if isinstance(R, GramRows)
+         else np.ascontiguousarray(R[:n_keep, :n_keep]))
     return out, R, subset_map(feature_map, np.arange(n_keep))
 
 
@@ -882,6 +885,8 @@ def select_reg(stats: SufficientStats, values, classifier: bool, R: np.ndarray |
     top = T if feature_map is None else search_columns(feature_map, stats.w.sum(), n_search)
     if top < T:
         stats, R, feature_map = leading_model(stats, R, feature_map, top)
+    if isinstance(R, GramRows):         # the whole model searched: G whole, formed once
+        R = R.full()
     # the sample's features captured with the sums (the full map's leading columns) serve
     # every model, each rescaled to the full map's columns (c = subset_scale)
     captured = accuracy and stats.sample.features > 0

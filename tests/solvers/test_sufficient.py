@@ -540,15 +540,21 @@ def test_fold_coefs_in_reused_work_buffers_are_the_new_matrices(with_gram):
                                        (rw.RWClassifier, "multiclass")])
 def test_classifier_final_solve_in_the_sums_memory_is_the_fresh_matrix_solve(monkeypatch, cls,
                                                                              kind):
-    """A classifier's default fit forms and factors its final system in the total's memory
-    (SufficientStats.solve ``spend``) instead of a fresh T x T matrix: in one process, bit for
-    bit the coefficients of the fresh-matrix solve of the same sums (the route before), the
-    same reg, and against numpy's dense solve of (A + m reg R + m eps I) a = B from the sums
-    (relative 1e-8: the systems' condition numbers stay below about 1e6 here). The spent
-    statistics refuse a second use; a total summed over the folds (every column per fold, as
-    a stream's) is a new matrix, left whole."""
+    """A classifier's default fit never holds G whole: the search takes G's leading block
+    (GramRows.rows(0, T_s)) and the final system is formed and factored in the total's memory
+    with G's rows a panel at a time (SufficientStats.solve ``spend``, the fixed-reg fit's
+    route), instead of G and the system in two fresh T x T matrices. In one process: the
+    search's table (candidates, fold scores) and reg are those with G whole, bit for bit; the
+    coefficients are bit for bit the panels' solve of the same sums (the fixed fit's
+    arithmetic), those of the fresh-matrix solve to the bit without G (kitchen sinks) and to
+    1e-12 relative with it (G's panels are products of other shapes than G's symmetric one:
+    3e-14 measured on mnist 1-vs-7 at T = 8000), and numpy's dense solve of
+    (A + m reg R + m eps I) a = B to 1e-8 (the systems' condition numbers stay below about 1e6
+    here). The spent statistics refuse a second use; a total summed over the folds (every
+    column per fold, as a stream's) is a new matrix, left whole."""
     from rwtool.solvers import _sufficient
     from rwtool.solvers._from_sums import empty_stats
+    from rwtool.solvers._ridge import GramRows
     from rwtool.solvers._sufficient import SufficientStats, select_reg
     monkeypatch.setattr(_sufficient, "COARSE_FEATURES", 8)
     monkeypatch.setattr(_sufficient, "search_features", lambda m, T: 40)
@@ -556,24 +562,28 @@ def test_classifier_final_solve_in_the_sums_memory_is_the_fresh_matrix_solve(mon
     est = cls(n_features=120, random_state=0)
     Xc, Y = est._fit_targets(X, y, None)
     Xp, fmap = est._start_fit(Xc, Y, None)
-    R = fmap.gram() if fmap.has_gram else None
+    G = fmap.gram() if fmap.has_gram else None
+    rows = GramRows(fmap) if fmap.has_gram else None
     eps = float(est.eps) if est._family == "rw" else 0.0
     stats = [empty_stats(est, fmap, Y.shape[1], weight_sum=len(Xc)).add(
         fmap, Xp, Y, rows=Xc, start=0) for _ in range(2)]
     assert stats[0].A_total is not None
-    reg, _ = select_reg(stats[0], est._auto_grid(est._validate()), True, R, eps,
-                        feature_map=fmap)
+    grid = est._auto_grid(est._validate())
+    reg, table = select_reg(stats[0], grid, True, G, eps, feature_map=fmap)
+    assert select_reg(stats[1], grid, True, rows, eps, feature_map=fmap) == (reg, table)
     A, B, m = (a.copy() if isinstance(a, np.ndarray) else a for a in stats[0].total())
-    ref, info = stats[0].solve(reg, R, eps)              # a fresh matrix, factored
+    ref, info = stats[0].solve(reg, G, eps)               # a fresh matrix, factored
     assert info["chol"] is not None
-    np.testing.assert_array_equal(stats[0].A_total, A)   # left whole
-    got, info = stats[1].solve(reg, R, eps, spend=True)
+    np.testing.assert_array_equal(stats[0].A_total, A)    # left whole
+    got, info = stats[1].solve(reg, rows, eps, spend=True)
     assert info["chol"] is None and info["A"] is None
-    np.testing.assert_array_equal(got, ref)
+    if G is None:
+        np.testing.assert_array_equal(got, ref)
+    np.testing.assert_allclose(got, ref, rtol=0, atol=1e-12 * np.abs(ref).max())
     fitted = cls(n_features=120, random_state=0).fit(X, y)
-    assert fitted.reg_ == reg
-    np.testing.assert_array_equal(fitted.coef_, ref)
-    M = A + m * reg * (np.eye(120) if R is None else R) + m * eps * np.eye(120)
+    assert fitted.reg_ == reg and fitted.reg_search_ == table
+    np.testing.assert_array_equal(fitted.coef_, got)
+    M = A + m * reg * (np.eye(120) if G is None else G) + m * eps * np.eye(120)
     dense = np.linalg.solve(M, B)
     np.testing.assert_allclose(got, dense, rtol=1e-8, atol=1e-8 * np.abs(dense).max())
     with pytest.raises(ValueError, match="spent"):
@@ -581,6 +591,7 @@ def test_classifier_final_solve_in_the_sums_memory_is_the_fresh_matrix_solve(mon
     # every column per fold (a stream's sums): the total is a sum, solved in its own memory
     whole = SufficientStats(120, Y.shape[1], 3).add(fmap, Xp, Y, rows=Xc, start=0)
     A0 = whole.A.copy()
-    got, _ = whole.solve(reg, R, eps, spend=True)
-    np.testing.assert_array_equal(got, whole.solve(reg, R, eps)[0])
+    got, _ = whole.solve(reg, rows, eps, spend=True)
+    ref = whole.solve(reg, G, eps)[0]
+    np.testing.assert_allclose(got, ref, rtol=0, atol=1e-12 * np.abs(ref).max())
     np.testing.assert_array_equal(whole.A, A0)
