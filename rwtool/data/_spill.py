@@ -12,8 +12,8 @@ process leaves it behind; there the writer's handle is closed once the last arra
 and each reading opens and closes its own, so nothing is held open between passes. Plain binary
 writes of the arrays' bytes and reads into fresh arrays: the bits come back as they went. An
 array may be written as a narrower type that holds each of its values exactly
-(:func:`narrow_rows`, :func:`narrowest_int`: whole numbers as int32, small codes as int8) and is
-widened back on reading, the same bits again: less to write and read. This module must not
+(:func:`narrow_rows`, :func:`narrowest_int`: whole numbers as int8, int16 or int32, small codes
+as int8) and is widened back on reading, the same bits again: less to write and read. This module must not
 know what the arrays mean.
 """
 
@@ -28,34 +28,71 @@ from typing import Iterator
 import numpy as np
 from numba import njit
 
-__all__ = ["SpillFile", "SpillError", "narrow_rows", "narrowest_int"]
+__all__ = ["SpillFile", "SpillError", "narrow_rows", "narrowest_int", "int_bytes",
+           "int_type"]
 
 _I32_LO, _I32_HI = float(np.iinfo(np.int32).min), float(np.iinfo(np.int32).max)
+
+
+_INT_DTYPES = {1: np.dtype(np.int8), 2: np.dtype(np.int16), 4: np.dtype(np.int32)}
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _int_bytes(lo, hi):
+    """The bytes of the narrowest of int8, int16, int32 holding the whole numbers from ``lo``
+    to ``hi``, 0 when none does."""
+    if -128.0 <= lo and hi <= 127.0:
+        return 1
+    if -32768.0 <= lo and hi <= 32767.0:
+        return 2
+    if _I32_LO <= lo and hi <= _I32_HI:
+        return 4
+    return 0
 
 
 @njit(cache=True, nogil=True)
 def _narrow_rows(V, out):
     bits = V.view(np.uint64)
     for r in range(V.shape[0]):
-        ok = True
+        lo, hi = np.inf, -np.inf
         for i in range(V.shape[1]):
             v = V[r, i]
             # NaN fails the range test; -0.0 would come back as 0.0
             if not (_I32_LO <= v <= _I32_HI and v == np.floor(v)) or (
                     bits[r, i] == np.uint64(0x8000000000000000)):
-                ok = False
+                lo = np.nan
                 break
-        out[r] = ok
+            lo, hi = min(lo, v), max(hi, v)
+        out[r] = _int_bytes(lo, hi) if lo == lo else 0
 
 
 def narrow_rows(V: np.ndarray) -> np.ndarray:
-    """Per row of the float64 matrix ``V`` (C order): whether int32 holds each of its values
-    exactly (whole numbers within int32's range; no NaN, no -0.0), so that the row written as
-    int32 reads back as the same bits."""
-    out = np.zeros(V.shape[0], bool)
+    """Per row of the float64 matrix ``V`` (C order): the bytes of the narrowest of int8,
+    int16, int32 that holds each of its values exactly (whole numbers within its range; no
+    NaN, no -0.0), so that the row written as that type reads back as the same bits; 0 when
+    none does (see :func:`int_type`)."""
+    out = np.zeros(V.shape[0], np.int8)
     if V.size:
         _narrow_rows(np.ascontiguousarray(V), out)
     return out
+
+
+def int_bytes(ok: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """Per row, as :func:`narrow_rows` says it, from what is known of the rows: ``ok``
+    (int32 holds the row exactly) and its smallest and largest numbers ``lo``, ``hi`` (read
+    only where ``ok``)."""
+    out = np.where(ok, 4, 0).astype(np.int8)
+    if ok.any():
+        with np.errstate(invalid="ignore"):         # (NaN or garbage where not ok)
+            out[ok & (lo >= -32768.0) & (hi <= 32767.0)] = 2
+            out[ok & (lo >= -128.0) & (hi <= 127.0)] = 1
+    return out
+
+
+def int_type(nbytes: int):
+    """The signed integer type of ``nbytes`` bytes (1, 2, 4), None for 0: how
+    :func:`narrow_rows` says a row is written."""
+    return _INT_DTYPES.get(int(nbytes))
 
 
 def narrowest_int(a: np.ndarray, bounds=None) -> np.dtype:

@@ -62,7 +62,7 @@ from ._encoding import (_DEFAULT_MAX_ABS, Preprocessing, _fit_columns, _fit_targ
                         format_note, _require_rows)
 from ._names import select
 from ._options import TARGET_POLICY_FIX, _check_options, _roles
-from ._spill import SpillFile, narrow_rows, narrowest_int
+from ._spill import SpillFile, int_bytes, int_type, narrow_rows, narrowest_int
 
 __all__ = ["CsvScan", "scan_csv", "iter_csv"]
 
@@ -161,9 +161,9 @@ class _Summary:
 
     def add(self, tb, lines, fit) -> np.ndarray:
         """Count a typed block (:func:`~rwtool.data._read.type_block`) in; returns per row of
-        its values whether int32 holds each cell exactly (see
-        :func:`~rwtool.data._spill.narrow_rows`; False for an unwritten row), found in the
-        same pass."""
+        its values the bytes of the narrowest integer type holding each cell exactly (see
+        :func:`~rwtool.data._spill.narrow_rows`; 0 for an unwritten row), found in the same
+        pass."""
         if tb.marks is not None:
             self.marks |= tb.marks
         every = bool(fit.all())
@@ -177,7 +177,7 @@ class _Summary:
 
     def _add_numbers(self, V, unwritten, lines, fit):
         # one pass over the block per row set (block_stats: the counts, sums, decimal points,
-        # whole-number ranges and int32 rows together), then the distinct store, which takes
+        # whole-number ranges and integer rows together), then the distinct store, which takes
         # those ranges instead of a pass of its own; no temporary of the block's size. The
         # rows ``unwritten`` (columns of categories with no number in this block) are never
         # read. While every row has had a target, the FIT summaries are the ALL ones, kept
@@ -197,8 +197,11 @@ class _Summary:
             sums = (key == 1 or self.fit_same) and self.sum is not None
             n_rows = V.shape[1] if m is None else int(np.count_nonzero(m))
             self.rows[key] += n_rows
-            ranges = np.empty((len(V), 3)) if counted else None
-            # decimal points and int32 rows are of every cell: asked in the ALL pass
+            # (the ALL pass's ranges also say how narrow an int32 row can be written)
+            ranges = np.empty((len(V), 3)) if counted or m is None else None
+            if m is None:
+                every_ranges = ranges
+            # decimal points and integer rows are of every cell: asked in the ALL pass
             every = {} if m is not None else {"narrow": narrow, "shows": self.fraction}
             if sums and by_column:
                 n_fin = np.zeros(len(V), np.int64)
@@ -212,7 +215,7 @@ class _Summary:
                             self.sum if sums else None, m, None, skip, ranges, **every)
             if counted:
                 self.distinct[key].add(V, 0, cols, m, ranges)
-        return narrow
+        return int_bytes(narrow, every_ranges[:, 1], every_ranges[:, 2])
 
     def _split_fit(self) -> None:
         """A row without a target is met: the FIT summaries start as copies of the ALL ones."""
@@ -384,8 +387,8 @@ class _Kept:
         self.note: str | None = None
 
     def add(self, block, tb, narrow=None) -> None:
-        """Keep the typed block ``tb`` of ``block`` (``narrow``: its rows that int32 holds
-        exactly, when known: see :func:`~rwtool.data._spill.narrow_rows`)."""
+        """Keep the typed block ``tb`` of ``block`` (``narrow``: the integer type of its rows'
+        bytes on disk, when known: see :func:`~rwtool.data._spill.narrow_rows`)."""
         if not self.on:
             return
         self.held += (block.lines.nbytes + tb.values.nbytes
@@ -441,10 +444,11 @@ class _Kept:
         blank = tuple(sorted(set(tb.unwritten) | {kk for kk, c in tb.codes.items()
                                                   if kk not in tb.unwritten
                                                   and not (c == -1).any()}))
-        # rows of whole numbers as int32 (the same bits back): adults' 8 bytes a cell halved
+        # rows of whole numbers as int8/16/32 (the same bits back): adults' 8 bytes a cell
+        # down to 2.4 on average
         whole = narrow_rows(tb.values) if narrow is None else narrow
-        for a, b, small in _written(len(tb.values), blank, whole):
-            sp.write(tb.values[a:b], np.int32 if small else None)
+        for a, b, size in _written(len(tb.values), blank, whole):
+            sp.write(tb.values[a:b], int_type(size))
         # codes index at most _MAX_VOCAB texts: 1 or 2 bytes a cell instead of 4, from the
         # texts interned so far (-2 missing, -1 a number, at most one less than their count)
         codes = [(kk, c, narrowest_int(c, None if self.texts is None else
@@ -533,8 +537,8 @@ class _Kept:
                 lines = (r.read(d.n, d.lines_dtype) if d.first_line is None else
                          np.arange(d.first_line, d.first_line + d.n, dtype=d.lines_dtype))
                 values = np.empty(d.shape)
-                for a, b, small in _written(d.shape[0], d.unwritten, d.whole):
-                    r.fill(values[a:b], np.int32 if small else None)
+                for a, b, size in _written(d.shape[0], d.unwritten, d.whole):
+                    r.fill(values[a:b], int_type(size))
                 codes = {kk: r.read(d.n, dt, stored) for kk, dt, stored in d.codes}
                 seen = {}
                 for kk, marks, n_err, rdt, texts, n_txt, no_values in d.seen:
@@ -545,18 +549,19 @@ class _Kept:
 
 
 def _written(k: int, unwritten: tuple, whole: np.ndarray):
-    """The runs ``(a, b, whole)`` of a typed block's ``k`` rows of values that are spilled,
+    """The runs ``(a, b, size)`` of a typed block's ``k`` rows of values that are spilled,
     each written and read as one array: all rows but those of columns ``unwritten``
     (categories none of which is a number: NaN, never read; sorted), cut where ``whole``
-    (the row is written as int32, :func:`~rwtool.data._spill.narrow_rows`) changes."""
+    (the bytes of the integer type a row is written as, 0 for float64:
+    :func:`~rwtool.data._spill.narrow_rows`) changes."""
     cuts = np.flatnonzero(np.diff(whole)) + 1
     a = 0
     for u in sorted({*unwritten, *cuts.tolist()}):
         if u > a:
-            yield a, u, bool(whole[a])
+            yield a, u, int(whole[a])
         a = max(a, u + 1) if u in unwritten else u
     if a < k:
-        yield a, k, bool(whole[a])
+        yield a, k, int(whole[a])
 
 
 def _spill_note(what: str) -> Note:
@@ -577,7 +582,7 @@ class _OnDisk:
     marks: np.ndarray | None
     seen: list
     unwritten: tuple
-    whole: np.ndarray           # per row of values: written as int32
+    whole: np.ndarray           # per row of values: the bytes of its integer type (0: float64)
 
 
 def _stamp(src):
@@ -665,9 +670,10 @@ def scan_csv(path, target=None, *, features=None, ignore=None, categorical=None,
     written to a temporary file in ``spill_dir`` (None: ``tempfile.gettempdir()``, i.e.
     TMPDIR) as pass one types them, and read back from it; either way ``iter_csv(path, scan)``
     encodes them instead of reading and typing the file again (the same chunks), and pass one
-    never holds more than ``keep_bytes`` of them in memory. The spill takes 8 bytes per number cell
-    (4 in a block where int32 holds the column's numbers exactly), 1 or 2 per text cell and
-    8 per row where the file lines do not count up (about 0.3x the CSV's size for adults' mix
+    never holds more than ``keep_bytes`` of them in memory. The spill takes 8 bytes per number
+    cell (1, 2 or 4 in a block where int8, int16 or int32 holds the column's numbers exactly),
+    1 or 2 per text cell and 8 per row where the file lines do not count up (about 0.2x the
+    CSV's size for adults' mix
     of whole numbers and categories, 0.6x for numbers printed with 10 digits); it is removed by
     :meth:`CsvScan.close`, when the scan is collected, at the interpreter's exit, and at once
     when pass one fails or is interrupted. With ``spill_dir=False``, or when the folder has

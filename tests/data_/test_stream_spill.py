@@ -20,6 +20,8 @@ import signal
 import subprocess
 import sys
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -153,8 +155,8 @@ def test_samples_spilled(folder):
 
 
 def _narrowing(path, n, rng):
-    """Columns the spill writes narrower or not: whole numbers (int32 on disk) with -0.0,
-    int32's bounds and one past them in some blocks, fractions and missing cells in others;
+    """Columns the spill writes narrower or not: whole numbers (int8 on disk) with -0.0,
+    int8's, int16's and int32's bounds and one past them in some blocks, fractions and missing cells in others;
     300 categories (2-byte codes) beside 3 (1-byte); blank lines and quoted line breaks in
     some blocks (their file lines written, the others' counted up from the first)."""
     lines = ["w,edge,frac,many,few,y"]
@@ -165,6 +167,11 @@ def _narrowing(path, n, rng):
         edge = str(int(rng.integers(0, 9)))
         if 400 <= i < 500:
             edge = ["2147483647", "-2147483648", "5"][i % 3]
+        if i in (1150, 1350, 1450):         # one past a type, alone in its block
+            edge = {1150: "-129", 1350: "128", 1450: "32768"}[i]
+        if 300 <= i < 400:
+            edge = ["127", "-128", "128", "-129", "32767", "-32768", "32768", "-32769"][
+                (i // 10) % 8] if i % 10 == 0 else edge
         if 600 <= i < 700 and i % 5 == 0:
             edge = ["2147483648", "-2147483649", "1e90"][i % 3]
         frac = f"{rng.standard_normal():.5g}" if i >= 800 else str(i % 13)
@@ -182,7 +189,7 @@ def _narrowing(path, n, rng):
 
 @pytest.mark.parametrize("missing", ["error", "impute-most-frequent", "impute-mean"])
 def test_narrowed_spill_is_the_second_read(tmp_path, folder, missing, named):
-    # the spill writes whole numbers as int32, codes as int8/int16 and consecutive file
+    # the spill writes whole numbers as int8/16/32, codes as int8/int16 and consecutive file
     # lines as their first: served chunks equal a real second read bit for bit (-0.0 too)
     p = _narrowing(tmp_path / "n.csv", 1500, np.random.default_rng(5))
     options = {"target": "y", "missing": missing, "max_categories": 400}
@@ -197,14 +204,33 @@ def test_narrowed_spill_is_the_second_read(tmp_path, folder, missing, named):
 
 
 def test_narrow_rows_and_codes_round_trip(tmp_path, named):
-    # the oracle: a row written as int32 and widened must give the same bytes, and
-    # narrow_rows must say so exactly for those rows
+    # the oracle: the narrowest of int8, int16, int32 such that the row written as it and
+    # widened gives the same bytes (0: none), which narrow_rows must say exactly
     rows = [[1.0, -7, 3e5], [1, -0.0, 2], [1, np.nan, 2], [2**31 - 1, -2**31, 0],
-            [2**31, 0, 0], [0.5, 1, 2], [1, np.inf, 2], [-1, -2**31 - 1, 3], [0, 0, 0]]
+            [2**31, 0, 0], [0.5, 1, 2], [1, np.inf, 2], [-1, -2**31 - 1, 3], [0, 0, 0],
+            [-128, 127, 0], [-129, 0, 0], [128, 1, 1], [-32768, 32767, 5], [32768, 0, 0],
+            [-32769, 1, 1], [127.5, 0, 0]]
     V = np.array(rows)
-    with np.errstate(invalid="ignore"):
-        oracle = [r.astype(np.int32).astype(np.float64).tobytes() == r.tobytes() for r in V]
-    np.testing.assert_array_equal(_spill.narrow_rows(V), oracle)
+
+    def oracle(r):
+        for t in (np.int8, np.int16, np.int32):
+            with np.errstate(invalid="ignore"), warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                if r.astype(t).astype(np.float64).tobytes() == r.tobytes():
+                    return np.dtype(t).itemsize
+        return 0
+    got = _spill.narrow_rows(V)
+    np.testing.assert_array_equal(got, [oracle(r) for r in V])
+    # from what block_stats knows of a row (int32 holds it, its range): the same
+    with np.errstate(invalid="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ok = np.array([r.astype(np.int32).astype(np.float64).tobytes() == r.tobytes()
+                       for r in V])
+    lo = np.where(ok, np.nanmin(V, axis=1), np.nan)
+    hi = np.where(ok, np.nanmax(V, axis=1), -7.0)
+    np.testing.assert_array_equal(_spill.int_bytes(ok, lo, hi), got)
+    assert [_spill.int_type(b) for b in got[[0, 1, 8, 10, 3]]] == [
+        np.dtype(np.int32), None, np.dtype(np.int8), np.dtype(np.int16), np.dtype(np.int32)]
     assert [str(_spill.narrowest_int(np.array(a, np.int32))) for a in
             ([-2, 127], [-2, 128], [-32768, 32767], [0, 2**31 - 1], [])] == \
         ["int8", "int16", "int16", "int32", "int32"]
