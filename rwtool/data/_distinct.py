@@ -217,9 +217,10 @@ def _count(x, a, cols, rows, slots, lg, ecol, ebits, ecnt, n, n_distinct, cap, t
 
 # _count's tally (all zeros between calls) and scratch, kept for the next count: every scan
 # would otherwise fault in a fresh tally of up to 8 MB (adults' fnlwgt: 1,400 pages). Taken
-# out while a count uses it, so counts in other threads never share one
+# out while a count uses it, so counts in other threads never share one. One set is kept for
+# the process, at most the tally's 8 MB and 2 x 2 MB of scratch (larger scratch is let go)
 _SCRATCH: list = []
-_SCRATCH_MAX = 1 << 21      # scratch entries kept (16 MB each array past it: let go)
+_SCRATCH_MAX = 1 << 18      # scratch entries kept (a block's distinct numbers of a column)
 
 
 def _take() -> list:
