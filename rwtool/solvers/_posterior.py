@@ -22,6 +22,8 @@ from __future__ import annotations
 import numpy as np
 from scipy.linalg import cho_solve, solve_triangular
 
+from ..threads import single_blas_thread
+
 __all__ = ["noise_variance", "predictive_variance"]
 
 
@@ -29,9 +31,13 @@ def noise_variance(A: np.ndarray, B: np.ndarray, yy: np.ndarray, m: float, coef:
                    chol: np.ndarray) -> np.ndarray:
     """s2 per output (k,): RSS / (m - df) from the sums A = Phi^T W Phi, B = Phi^T W Y,
     yy = sum w y^2 (per output), the weight sum m, the solution ``coef`` (T, k) and the
-    lower Cholesky factor ``chol`` of M. df = tr(M^-1 A) costs one O(T^3) solve."""
-    rss = yy - 2.0 * np.einsum("ij,ij->j", coef, B) + np.einsum("ij,ij->j", coef, A @ coef)
-    df = float(np.trace(cho_solve((chol, True), A, check_finite=False)))
+    lower Cholesky factor ``chol`` of M. df = tr(M^-1 A) costs one O(T^3) solve. On one BLAS
+    thread, as the factor is: OpenBLAS's threaded A @ coef and triangular solves split their
+    sums by the thread count (with its Haswell kernels s2 moved in its last bits between one
+    and two threads), and s2 is a fitted attribute (``noise_var_``)."""
+    with single_blas_thread():
+        rss = yy - 2.0 * np.einsum("ij,ij->j", coef, B) + np.einsum("ij,ij->j", coef, A @ coef)
+        df = float(np.trace(cho_solve((chol, True), A, check_finite=False)))
     # a model with as many effective parameters as rows has no residual to estimate s2 from:
     # keep one degree of freedom (s2 is then the RSS itself, an underestimate it says nothing of)
     return np.maximum(rss, 0.0) / max(float(m) - df, 1.0)
