@@ -80,15 +80,16 @@ def test_skipped_columns_are_not_read():
 
 
 def _shows_oracle(v):
-    """Whether a finite number that is not whole shows a decimal point, from its decimal
-    digits: not a fraction of exactly three digits after one to three (a thousands dot)."""
+    """Whether a number shows that its dot is a decimal point, from its decimal digits: not
+    whole, and not at most three fraction digits after one to three whole ones ("1.234" may
+    be a thousands dot, "2.5" may have been written "2.500")."""
     if not np.isfinite(v) or v == np.floor(v):
         return False
     text = repr(abs(float(v)))
     if "e" in text:
         return True
     whole, frac = text.split(".")
-    return not (len(frac) == 3 and 1 <= len(whole) <= 3 and whole != "0")
+    return not (len(frac) <= 3 and 1 <= len(whole) <= 3 and whole != "0")
 
 
 @pytest.mark.parametrize("masked", [False, True])

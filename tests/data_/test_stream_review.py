@@ -21,6 +21,8 @@ from rwtool.data._colstats import block_stats
 from rwtool.data._dialect import NA_VALUES
 from rwtool.data._distinct import DistinctNumbers
 
+from .test_colstats import _shows_oracle
+
 _NA = frozenset(NA_VALUES)
 
 HOSTILE_TEXTS = ["a", " a", "a ", "A", "\u00e9", "e\u0301", "\u00a0a", "a\t", "", " ",
@@ -103,19 +105,6 @@ def test_each_text_typed_alone_equals_its_typing_among_others():
 HOSTILE_NUMBERS = [0.0, -0.0, 1.0, -1.0, 0.5, 2.5, 1.234, 0.25, 1e3, 1e-2, 2.0**31 - 1,
                    -2.0**31, 2.0**31, -2.0**31 - 1, 2.0**52 - 1, -(2.0**52 - 1), 2.0**52,
                    2.0**53 + 2, 1e308, -1e308, 5e-324, np.inf, -np.inf, np.nan, 7.0, 123.0]
-
-
-def _shows_oracle(v):
-    """Whether a number shows that its dot is a decimal point, from its decimal digits: not
-    whole, and not at most three fraction digits after one to three whole ones ("1.234" may
-    be a thousands dot, "2.5" may have been written "2.500")."""
-    if not np.isfinite(v) or v == np.floor(v):
-        return False
-    text = repr(abs(float(v)))
-    if "e" in text:
-        return True
-    whole, frac = text.split(".")
-    return not (len(frac) <= 3 and 1 <= len(whole) <= 3 and whole != "0")
 
 
 @st.composite
