@@ -13,8 +13,8 @@ and each reading opens and closes its own, so nothing is held open between passe
 writes of the arrays' bytes and reads into fresh arrays: the bits come back as they went. An
 array may be written as a narrower type that holds each of its values exactly
 (:func:`narrow_rows`, :func:`narrowest_int`: whole numbers as int8, int16 or int32, small codes
-as int8) and is widened back on reading, the same bits again: less to write and read. This module must not
-know what the arrays mean.
+as int8) and is widened back on reading, the same bits again: less to write and read. This
+module must not know what the arrays mean.
 """
 
 from __future__ import annotations
@@ -31,19 +31,20 @@ from numba import njit
 __all__ = ["SpillFile", "SpillError", "narrow_rows", "narrowest_int", "int_bytes",
            "int_type"]
 
-_I32_LO, _I32_HI = float(np.iinfo(np.int32).min), float(np.iinfo(np.int32).max)
-
-
 _INT_DTYPES = {1: np.dtype(np.int8), 2: np.dtype(np.int16), 4: np.dtype(np.int32)}
+# each type's range as floats: the bounds the numba kernel and int_bytes both test
+_I8_LO, _I8_HI = float(np.iinfo(np.int8).min), float(np.iinfo(np.int8).max)
+_I16_LO, _I16_HI = float(np.iinfo(np.int16).min), float(np.iinfo(np.int16).max)
+_I32_LO, _I32_HI = float(np.iinfo(np.int32).min), float(np.iinfo(np.int32).max)
 
 
 @njit(cache=True, nogil=True, inline="always")
 def _int_bytes(lo, hi):
     """The bytes of the narrowest of int8, int16, int32 holding the whole numbers from ``lo``
     to ``hi``, 0 when none does."""
-    if -128.0 <= lo and hi <= 127.0:
+    if _I8_LO <= lo and hi <= _I8_HI:
         return 1
-    if -32768.0 <= lo and hi <= 32767.0:
+    if _I16_LO <= lo and hi <= _I16_HI:
         return 2
     if _I32_LO <= lo and hi <= _I32_HI:
         return 4
@@ -84,8 +85,8 @@ def int_bytes(ok: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
     out = np.where(ok, 4, 0).astype(np.int8)
     if ok.any():
         with np.errstate(invalid="ignore"):         # (NaN or garbage where not ok)
-            out[ok & (lo >= -32768.0) & (hi <= 32767.0)] = 2
-            out[ok & (lo >= -128.0) & (hi <= 127.0)] = 1
+            out[ok & (lo >= _I16_LO) & (hi <= _I16_HI)] = 2
+            out[ok & (lo >= _I8_LO) & (hi <= _I8_HI)] = 1
     return out
 
 

@@ -193,14 +193,13 @@ class _Summary:
         counted = bool(cols.any())
         cols = None if cols.all() else cols
         narrow = np.zeros(len(V), bool)
+        # the ALL pass's ranges: for the distinct store and the integer type a row is spilled as
+        all_ranges = np.empty((len(V), 3))
         for key, m in ((0, None),) if self.fit_same else ((0, None), (1, fit)):
             sums = (key == 1 or self.fit_same) and self.sum is not None
             n_rows = V.shape[1] if m is None else int(np.count_nonzero(m))
             self.rows[key] += n_rows
-            # (the ALL pass's ranges also say how narrow an int32 row can be written)
-            ranges = np.empty((len(V), 3)) if counted or m is None else None
-            if m is None:
-                every_ranges = ranges
+            ranges = all_ranges if m is None else np.empty((len(V), 3)) if counted else None
             # decimal points and integer rows are of every cell: asked in the ALL pass
             every = {} if m is not None else {"narrow": narrow, "shows": self.fraction}
             if sums and by_column:
@@ -215,7 +214,7 @@ class _Summary:
                             self.sum if sums else None, m, None, skip, ranges, **every)
             if counted:
                 self.distinct[key].add(V, 0, cols, m, ranges)
-        return int_bytes(narrow, every_ranges[:, 1], every_ranges[:, 2])
+        return int_bytes(narrow, all_ranges[:, 1], all_ranges[:, 2])
 
     def _split_fit(self) -> None:
         """A row without a target is met: the FIT summaries start as copies of the ALL ones."""
