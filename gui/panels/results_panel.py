@@ -298,9 +298,7 @@ class ResultsPanel(QTabWidget):
         """
         self.result = res
         self._steps.clear()
-        notes = []
-        if res.get("cancelled"):
-            notes.append("<b>Cancelled:</b> the model is the last completed iterate.")
+        notes = []          # a cancelled run's own note says so (logic.jobs._partial)
         for w in res.get("warnings", []):
             notes.append(f"<span style='color:#8a5a00'>warning: {html.escape(w)}</span>")
         notes += [html.escape(app_words(n)) for n in res.get("notes", [])]

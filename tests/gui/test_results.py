@@ -121,6 +121,31 @@ def test_results_tab_bar_survives_switching_task(qtbot):
         assert rects[-1].right() >= min(bar.width(), sum(x.width() for x in rects)) - 60
 
 
+def test_a_cancelled_run_says_so_once(qtbot):
+    """The metrics' notes of a cancelled run's partial model (logic.jobs._partial) say that it
+    is the last completed iterate once: the panel added a line of its own beside the job's."""
+    from types import SimpleNamespace
+
+    from rwtool import RWClassifier
+
+    from gui.logic.jobs import _partial
+    from gui.panels.results_panel import ResultsPanel
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((60, 2))
+    est = RWClassifier(n_features=20, random_state=0).fit(X, (X[:, 0] > 0).astype(int))
+    _, _, res = _partial(SimpleNamespace(task="binary", run_id=1), est, 1.5, [])
+    assert res["cancelled"]
+    rp = ResultsPanel()
+    qtbot.addWidget(rp)
+    rp.show_result(res)
+    qtbot.waitUntil(lambda: not rp.drawing, timeout=TIMEOUT)
+    doc = QTextDocument()
+    doc.setHtml(rp.metrics_view.notes.text())
+    text = doc.toPlainText()
+    assert text.count("last completed iterate") == 1, text
+    assert text.startswith("Cancelled:"), text
+
+
 # 4 ----------------------------------------------------------------------------------------------
 
 def _many_classes_csv(path, n=400, k=200):
