@@ -183,6 +183,7 @@ class DataPanel(QWidget):
         self.status_label.setWordWrap(True)
         self.status_label.setObjectName("dataStatus")
         self.exclusion_label = QLabel("")
+        self.exclusion_label.setTextFormat(Qt.RichText)     # escaped names ("R&amp;D")
         self.exclusion_label.setWordWrap(True)
         self.exclusion_label.setObjectName("dataExclusions")
         self.exclusion_label.setVisible(False)

@@ -52,6 +52,9 @@ class _MetricsView(QWidget):
         self.table.horizontalHeader().setSectionResizeMode(1, QHeaderView.ResizeToContents)
         self.table.horizontalHeader().setSectionResizeMode(2, QHeaderView.Stretch)
         self.notes = QLabel("")
+        # always rich text (escaped notes): left to guess, a note without a tag is shown as
+        # plain text, its escapes as written ("fit&#x27;s")
+        self.notes.setTextFormat(Qt.RichText)
         self.notes.setWordWrap(True)
         self.notes.setTextInteractionFlags(Qt.TextSelectableByMouse)
         # the bounds take two passes over the training rows, often longer than the fit: they

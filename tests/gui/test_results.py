@@ -143,7 +143,9 @@ def test_a_cancelled_run_says_so_once(qtbot):
     doc.setHtml(rp.metrics_view.notes.text())
     text = doc.toPlainText()
     assert text.count("last completed iterate") == 1, text
-    assert text.startswith("Cancelled:"), text
+    assert text.startswith("Cancelled:") and "fit's" in text, text
+    # the note has no tag: the label must not guess plain text and show "fit&#x27;s"
+    assert rp.metrics_view.notes.textFormat() == Qt.RichText
 
 
 # 4 ----------------------------------------------------------------------------------------------
