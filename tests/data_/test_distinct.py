@@ -200,6 +200,20 @@ def _in_order(x, blocks, cap, rows=None):
     return np.array(keys), np.array([counts[k] for k in keys], np.int64), stopped
 
 
+def _counted_as_in_order(x, blocks, cap, rows):
+    """The store fed ``x``'s columns block by block (``rows``: a row mask or None), each
+    column's numbers, counts and overflow checked against the cells counted in file order."""
+    d = DistinctNumbers(len(x), cap)
+    for part in blocks:
+        d.add(x[:, part], 0, None, None if rows is None else rows[part])
+    for j in range(len(x)):
+        u, c, stopped = _in_order(x[j], blocks, cap, rows)
+        assert d.overflowed(j) is stopped, (cap, j)
+        np.testing.assert_array_equal(d.of(j)[0], u)
+        np.testing.assert_array_equal(d.of(j)[1], c)
+    return d
+
+
 @pytest.mark.parametrize("seed", range(4))
 def test_blocks_against_the_cells_in_order(seed):
     # columns whose blocks are tallied in one and probed in another, whose range moves,
@@ -225,14 +239,7 @@ def test_blocks_against_the_cells_in_order(seed):
     fit = rng.random(n) < 0.7
     cap = 700
     for rows in (None, fit):
-        d = DistinctNumbers(7, cap)
-        for part in blocks:
-            d.add(x[:, part], 0, None, None if rows is None else rows[part])
-        for j in range(7):
-            u, c, stopped = _in_order(x[j], blocks, cap, rows)
-            assert d.overflowed(j) is stopped, j
-            np.testing.assert_array_equal(d.of(j)[0], u)
-            np.testing.assert_array_equal(d.of(j)[1], c)
+        d = _counted_as_in_order(x, blocks, cap, rows)
         assert d.overflowed(3) and d.overflowed(4) and not d.overflowed(0)
     # more blocks after the numbers were asked for: counted on
     d = DistinctNumbers(1, 10**6)
@@ -263,13 +270,7 @@ def test_cap_met_inside_a_tallied_block(seed):
     rows = rng.random(n) < 0.6
     for cap in (0, 1, 25, 250, 260):
         for mask in (None, rows):
-            d = DistinctNumbers(4, cap)
-            for part in blocks:
-                d.add(x[:, part], 0, None, None if mask is None else mask[part])
+            d = _counted_as_in_order(x, blocks, cap, mask)
             for j in range(4):
-                u, c, stopped = _in_order(x[j], blocks, cap, mask)
-                assert d.overflowed(j) is stopped, (cap, j)
-                np.testing.assert_array_equal(d.of(j)[0], u)
-                np.testing.assert_array_equal(d.of(j)[1], c)
                 assert not np.signbit(d.of(j)[0][d.of(j)[0] == 0]).any()
             _tally_left_zero()
