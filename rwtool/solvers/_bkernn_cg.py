@@ -530,6 +530,25 @@ class BlockPreconditioner:
         return (R - self._F(W)) / self.shift
 
 
+def _unit_columns(A: np.ndarray) -> np.ndarray:
+    """A with each column scaled by a power of two to a largest entry in [0.5, 1), in place:
+    the warm start's line is the same, its centring is not done in subnormals and its
+    x0^T M x0 neither overflows (columns of 1e160 were dropped for 0) nor underflows (those of
+    1e-160), and c x0 keeps its bits (power-of-two scalings are exact). A column holding a
+    NaN or an infinity becomes 0: start from 0 (the start gave a NaN solution and no
+    warning)."""
+    with np.errstate(invalid="ignore"):
+        top = np.max(np.abs(A), axis=0, initial=0.0)
+    bad = ~np.isfinite(top)
+    A[:, bad] = 0.0
+    _, e = np.frexp(np.where(bad | (top == 0.0), 1.0, top))
+    # two steps: 2^-e alone underflows for columns of subnormals (e down to -1073)
+    h = e // 2
+    A *= np.ldexp(1.0, -h)
+    A *= np.ldexp(1.0, h - e)
+    return A
+
+
 def cg_ridge(sp: SortedProjections, Yc: np.ndarray, shift: float, x0: np.ndarray | None = None,
              tol: float = 1e-8, max_iter: int = 2000, precond: BlockPreconditioner | None = None,
              tick=None, give_up_above: float | None = None, v=None):
@@ -537,8 +556,9 @@ def cg_ridge(sp: SortedProjections, Yc: np.ndarray, shift: float, x0: np.ndarray
     (K~_w with the square roots ``v`` of the row weights; Yc then in the range of P_v).
 
     Stops each column when ||r_k|| <= tol ||Yc_k||; ``x0`` is the warm start (CG starts from
-    c x0, c per column the minimum of phi on x0's line), ``tick(it)`` is called after every
-    iteration (progress and cancellation).
+    c x0, c per column the minimum of phi on x0's line, whatever x0's scale; from 0 for a
+    column that is 0 once centred or holds a NaN or an infinity), ``tick(it)`` is called after
+    every iteration (progress and cancellation).
     Returns ``(A, R, n_iter)`` with R the true residual Yc - (K~ + shift I) A of the returned A.
     A warning is issued (and the last iterate returned) if ``max_iter`` iterations do not reach
     the tolerance.
@@ -555,15 +575,17 @@ def cg_ridge(sp: SortedProjections, Yc: np.ndarray, shift: float, x0: np.ndarray
         A = np.zeros((n, q))
         R = np.array(Yc, dtype=np.float64)
     else:
-        A = weighted_centring(np.array(x0, dtype=np.float64), v)
+        A = weighted_centring(_unit_columns(np.array(x0, dtype=np.float64)), v)
         MA = kernel_product(sp, A, shift, acc, tick, v)
         # the warm start scaled by c = Yc^T x0 / x0^T M x0 per column, the minimum of phi on
         # the line through x0: never further from the solution in M's norm than x0 or 0. The
         # previous particles' coefficients alone were further than 0 at 128,000 rows
         # (relative residual 2-77 against 0.08-22 at 8000: M's change between two particles
-        # grows with n, docs/bench/bkernn.md)
+        # grows with n, docs/bench/bkernn.md). M is positive definite for shift > 0, so
+        # x0^T M x0 > 0 unless the column is 0 (then c = 0)
         xMx = np.einsum("ij,ij->j", A, MA)
         c = np.where(xMx > 0, np.einsum("ij,ij->j", Yc, A) / np.where(xMx > 0, xMx, 1.0), 0.0)
+        c = np.where(np.isfinite(c), c, 0.0)
         A *= c
         R = Yc - MA * c
         if tick is not None:

@@ -7,9 +7,12 @@ memory of prediction.
 
 import math
 import tracemalloc
+import warnings
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import rwtool.solvers._bkernn_cg as cgmod
 import rwtool.solvers._bkernn as core
@@ -162,6 +165,121 @@ def test_warm_start_is_scaled_to_its_best_multiple(weighted):
     np.testing.assert_allclose(R, Yc - M @ start, atol=1e-10 * np.abs(Yc).max())
     A, _, _ = cg_ridge(sp, Yc, shift, x0=x0, tol=1e-12, v=v)
     np.testing.assert_allclose(A, want, rtol=0, atol=1e-9 * np.abs(want).max())
+
+
+def _weighted_system(seed, weighted, n=90, q=2):
+    """A system of awkward_inputs by the dense oracle: M = P_v V K~ V P_v + shift I (with
+    some weights 0), Y~ = P_v V Y, the CG objective phi(a) = a^T M a / 2 - Y~^T a per column."""
+    rng = np.random.default_rng(seed)
+    X, W = awkward_inputs(rng, n=n)
+    sp = SortedProjections(np.ascontiguousarray((X @ W).T))
+    v = None
+    w = np.ones(n)
+    if weighted:
+        w = np.sqrt(rng.uniform(0.2, 2.0, n))
+        w[::7] = 0.0
+        v = w
+    Pv = np.eye(n) - np.outer(w, w) / (w @ w)
+    Yc = Pv @ (w[:, None] * rng.standard_normal((n, q)))
+    shift = 0.5
+    M = Pv @ np.diag(w) @ centred_brownian(X, W) @ np.diag(w) @ Pv + shift * np.eye(n)
+
+    def phi(A):
+        return 0.5 * np.einsum("ij,ij->j", A, M @ A) - np.einsum("ij,ij->j", Yc, A)
+
+    return sp, Yc, shift, v, M, Pv, phi
+
+
+def _best_on_line(x0, M, Pv, Yc):
+    """The minimiser c u of phi on the line of u = P_v x0 (scaled to a largest entry of 1
+    first, so that u^T M u neither overflows nor underflows), densely; 0 for u = 0 (a
+    constant x0 without weights: the dense P_v leaves rounding noise there)."""
+    out = np.zeros_like(Yc)
+    for k in range(Yc.shape[1]):
+        top = np.max(np.abs(x0[:, k]))
+        if not (np.isfinite(top) and top > 0):
+            continue
+        u = Pv @ (x0[:, k] / top)
+        if np.max(np.abs(u)) <= 1e-12:
+            continue
+        uMu = u @ M @ u
+        if uMu > 0:
+            out[:, k] = (Yc[:, k] @ u / uMu) * u
+    return out
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_warm_start_edge_cases_against_the_dense_objective(weighted):
+    """The scaled start for starts of no direction (0, constants, which the centring makes 0),
+    NaN or inf entries, scales whose x0^T M x0 overflows or underflows (1e200, 1e-200,
+    subnormals), the opposite direction: finite, phi(start) <= phi(0) = 0, <= phi(x0) where
+    x0 is finite, and phi at the dense best multiple (the columns of 1e200 / 1e-200 fell back
+    to 0 before, NaN ones gave a NaN solution with no warning)."""
+    sp, Yc, shift, v, M, Pv, phi = _weighted_system(4, weighted)
+    n = len(Yc)
+    want = np.linalg.solve(M, Yc)
+    rng = np.random.default_rng(5)
+    good = want + 0.3 * Pv @ rng.standard_normal(want.shape) * np.abs(want).max()
+    one_nan = good.copy()
+    one_nan[3] = np.nan
+    starts = {"zero": np.zeros((n, 2)), "constant": np.full((n, 2), 7.0),
+              "nan": np.full((n, 2), np.nan), "inf": np.c_[good[:, 0], np.full(n, -np.inf)],
+              "one nan": one_nan, "1e200": 1e200 * good, "1e-200": 1e-200 * good,
+              "subnormal": 1e-320 * np.sign(good), "opposite": -good,
+              "mixed": np.c_[1e250 * good[:, 0], 1e-250 * good[:, 1]]}
+    scale = np.abs(phi(want)).max()
+    for name, x0 in starts.items():
+        with pytest.warns(NumericalWarning):             # no iteration allowed: the start
+            start, R, its = cg_ridge(sp, Yc, shift, x0=x0, max_iter=0, v=v)
+        assert its == 0
+        assert np.all(np.isfinite(start)) and np.all(np.isfinite(R)), name
+        got = phi(start)
+        assert np.all(got <= 1e-12 * scale), name
+        with np.errstate(all="ignore"):
+            old = phi(x0)
+        finite = np.isfinite(old)
+        assert np.all(got[finite] <= old[finite] + 1e-12 * scale), name
+        np.testing.assert_allclose(got, phi(_best_on_line(x0, M, Pv, Yc)), rtol=0,
+                                   atol=1e-12 * scale, err_msg=name)
+        # the residual returned is the start's own
+        np.testing.assert_allclose(R, Yc - M @ start, rtol=0, atol=1e-10 * np.abs(Yc).max())
+        # and the solve from it reaches the dense solution
+        A, _, _ = cg_ridge(sp, Yc, shift, x0=x0, tol=1e-12, v=v)
+        np.testing.assert_allclose(A, want, rtol=0, atol=1e-9 * np.abs(want).max(),
+                                   err_msg=name)
+
+
+@settings(max_examples=60, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(a=st.floats(-3, 3), b=st.floats(0, 3), e=st.integers(-300, 300),
+       weighted=st.booleans(), seed=st.integers(0, 3))
+def test_scaled_start_is_no_worse_than_the_start_or_zero(a, b, e, weighted, seed):
+    """x0 = 10^e (a x* + b noise), x* the dense solution: the start's phi is at most phi(0),
+    phi(x0) and phi on a dense grid of multiples of x0 (the objective evaluated densely)."""
+    sp, Yc, shift, v, M, Pv, phi = _SYSTEMS[(weighted, seed)]
+    want = np.linalg.solve(M, Yc)
+    noise = np.random.default_rng(seed).standard_normal(want.shape) * np.abs(want).max()
+    x0 = (a * want + b * noise) * 10.0 ** e
+    with warnings.catch_warnings():              # no iteration allowed: the start itself
+        warnings.simplefilter("ignore", NumericalWarning)
+        start, _, _ = cg_ridge(sp, Yc, shift, x0=x0, max_iter=0, v=v)
+    got = phi(start)
+    tol = 1e-11 * np.abs(phi(want)).max()
+    assert np.all(got <= tol)
+    with np.errstate(all="ignore"):
+        old = phi(x0)
+    assert np.all(got[np.isfinite(old)] <= old[np.isfinite(old)] + tol)
+    top = np.max(np.abs(x0), axis=0)
+    if np.all(top > 0):
+        unit = x0 / top
+        lo = phi(_best_on_line(x0, M, Pv, Yc))
+        assert np.all(np.abs(got - lo) <= tol)
+        for c in np.linspace(-40.0, 40.0, 801):
+            assert np.all(got <= phi(c * unit) + tol)
+
+
+#: the systems of the property test, built once (a dense n x n oracle each)
+_SYSTEMS = {(w, s): _weighted_system(10 + s, w, n=60) for w in (False, True) for s in range(4)}
 
 
 def test_preconditioner_with_one_block_per_point_is_the_exact_inverse():
