@@ -26,13 +26,19 @@ beside. ``--stream`` times the streaming clause alone: the stream against ``read
 ``X`` by blocks in four orders (alternating in one process after a warm-up; each in a fresh
 process; right after pandas' one-hot in one process, the stream first or ``read_csv``
 first: the order in which ``--issue26`` runs them), with each repeat's ratio, as the target
-is to hold in every order. ``--one`` makes
+is to hold in every order. ``--stream --stream-pairs N`` decides it in fresh processes: N
+pairs (the stream, ``read_csv`` + ``X`` by blocks; which goes first alternates), each process
+importing rwtool, warming up on the file's first 20,000 rows, then timing one read with
+getrusage (user and system apart), and N fresh processes of ``pandas.read_csv`` (C engine);
+the per-pair ratio's median with the sign test's distribution-free interval. ``--one`` makes
 one read in a fresh process (for a whole-process, paired timing of two readers; the files from
 ``--write-files``).
 
     python -m benchmarks.speed.bench_data --repeats 5 --files 400
     python -m benchmarks.speed.bench_data --issue26 /work/shared/datasets --repeats 3
     python -m benchmarks.speed.bench_data --stream /work/shared/datasets --repeats 5
+    python -m benchmarks.speed.bench_data --stream /work/shared/datasets --stream-pairs 15 \
+        --only adults
     python -m benchmarks.speed.bench_data --write-files /work/shared/datasets /tmp/f
     python -m benchmarks.speed.bench_data --one rwtool /tmp/f/m3.csv '{}'
 """
@@ -119,19 +125,23 @@ def _write_adults(path, datasets, n_rows):
         fh.write("".join(f"{i},{rest[i % len(rest)]}\n" for i in range(n_rows)))
 
 
-def issue26_files(tmp, datasets, rng):
-    """(what, path, read_csv options) of the three issue-26 files, written in ``tmp``."""
+def issue26_files(tmp, datasets, rng, only=None):
+    """(what, path, read_csv options) of the three issue-26 files, written in ``tmp`` (with
+    ``only``: those whose description holds it; the others are not written)."""
     files = []
-    p = os.path.join(tmp, "adults1m.csv")
-    _write_adults(p, datasets, 10**6)
-    files.append(("adults replicated to 10^6 rows (text categories)", p,
-                  {"target": -1, "missing": "impute-most-frequent"}))
-    p = os.path.join(tmp, "m3.csv")
-    _write_numeric(p, 10**6, 3, rng)
-    files.append(("10^6 rows x 3 numeric columns", p, {}))
-    p = os.path.join(tmp, "w30k.csv")
-    _write_numeric(p, 5, 30000, rng)
-    files.append(("5 rows x 30,000 numeric columns", p, {}))
+    for what, name, opts, write in (
+            ("adults replicated to 10^6 rows (text categories)", "adults1m.csv",
+             {"target": -1, "missing": "impute-most-frequent"},
+             lambda p: _write_adults(p, datasets, 10**6)),
+            ("10^6 rows x 3 numeric columns", "m3.csv", {},
+             lambda p: _write_numeric(p, 10**6, 3, rng)),
+            ("5 rows x 30,000 numeric columns", "w30k.csv", {},
+             lambda p: _write_numeric(p, 5, 30000, rng))):
+        if only and only not in what:
+            continue
+        p = os.path.join(tmp, name)
+        write(p)
+        files.append((what, p, opts))
     return files
 
 
@@ -146,8 +156,10 @@ def readers(path, opts):
     pandas followed by the one-hot encoding read_csv's ``X`` holds, and the streaming reader
     as ``rwtool train`` uses it on a big file (``scan_csv(moments=False)``, then
     ``iter_csv(path, scan)`` with every chunk's ``X``; its typed blocks kept in memory up to
-    64 MiB, spilled to a temporary file past it), and the same reading the file twice
-    (``keep_bytes=0, spill_dir=False``: the streaming reader before the kept blocks)."""
+    64 MiB, spilled to a temporary file past it), the same without ``X`` (every chunk
+    encoded, its dense ``X`` never written: beside ``read_csv`` and pandas, which write none
+    either), and the same reading the file twice (``keep_bytes=0, spill_dir=False``: the
+    streaming reader before the kept blocks)."""
     import pandas as pd
 
     import rwtool.data as D
@@ -164,18 +176,19 @@ def readers(path, opts):
         for i in range(0, ds.n_samples, _STREAM_ROWS):
             ds.subset(np.arange(i, min(i + _STREAM_ROWS, ds.n_samples))).X
 
-    def stream(**more):
+    def stream(with_x=True, **more):
         def run():
             scan = D.scan_csv(path, moments=False, **opts, **more)
             for chunk in D.iter_csv(path, scan):
-                chunk.X
+                if with_x:
+                    chunk.X
             scan.close()
         return run
 
     return {"rwtool": lambda: D.read_csv(path, **opts), "rwtool + X": rwtool_x,
             "rwtool + X by blocks": rwtool_x_by_blocks,
             "pandas": lambda: pd.read_csv(path), "pandas + one-hot": pandas_encoded,
-            "stream + X": stream(),
+            "stream + X": stream(), "stream": stream(with_x=False),
             "stream read twice + X": stream(keep_bytes=0, spill_dir=False)}
 
 
@@ -238,9 +251,7 @@ def stream_rows(datasets, repeats, rng, only=None):
     """The streaming clause alone, per file (``only``: those whose description holds it):
     :func:`stream_orders`' ratios, their medians and each repeat's range."""
     with tempfile.TemporaryDirectory() as tmp:
-        for what, path, opts in issue26_files(tmp, datasets, rng):
-            if only and only not in what:
-                continue
+        for what, path, opts in issue26_files(tmp, datasets, rng, only):
             load0 = os.getloadavg()[0]
             out = stream_orders(path, opts, repeats)
             cells = [f"{statistics.median(v):.2f} ({min(v):.2f}-{max(v):.2f})"
@@ -264,6 +275,122 @@ def one_read(reader, path, opts_json):
     t0 = time.process_time()
     fn()
     print(f"{reader} {path} {time.process_time() - t0:.3f}")
+
+
+_PANDAS, _STREAM_NO_X, _READ = "pandas", "stream", "rwtool"
+_WARM_ROWS = 20_000
+
+
+def _head(path, out, n_lines):
+    """The first ``n_lines`` lines of ``path`` (its header and rows) written to ``out``: the
+    small file a fresh process warms up on, read by the same code paths as ``path``."""
+    with open(path, "rb") as src, open(out, "wb") as dst:
+        for i, line in enumerate(src):
+            if i >= n_lines:
+                break
+            dst.write(line)
+
+
+def fresh_read(reader, path, opts_json, warm):
+    """In this (fresh) process: one untimed read of the small file ``warm`` by ``reader`` (the
+    stream twice, kept in memory and spilled, so both paths' compiled code is loaded), then one
+    read of ``path``; its CPU seconds printed as JSON (user and system apart, from getrusage,
+    all threads) with its page faults: :func:`stream_pairs`' unit."""
+    opts = json.loads(opts_json)
+    readers(warm, opts)[reader]()
+    if reader in (_STREAM, _STREAM_NO_X):
+        readers(warm, dict(opts, keep_bytes=0))[reader]()
+    fn = readers(path, opts)[reader]
+    r0 = resource.getrusage(resource.RUSAGE_SELF)
+    fn()
+    r1 = resource.getrusage(resource.RUSAGE_SELF)
+    print(json.dumps({"user": r1.ru_utime - r0.ru_utime, "sys": r1.ru_stime - r0.ru_stime,
+                      "minflt": r1.ru_minflt - r0.ru_minflt}))
+
+
+def _fresh(reader, path, opts, warm) -> dict:
+    import subprocess
+    import sys
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="1", NUMBA_NUM_THREADS="1")
+    run = subprocess.run([sys.executable, "-m", "benchmarks.speed.bench_data", "--fresh",
+                          reader, path, json.dumps(opts), warm],
+                         capture_output=True, text=True, check=True, env=env)
+    out = json.loads(run.stdout.splitlines()[-1])
+    out["cpu"] = out["user"] + out["sys"]
+    return out
+
+
+def median_interval(x, level=0.95):
+    """The median of ``x`` and a distribution-free interval for it (the sign test's: order
+    statistics k and n + 1 - k, k the largest with P(Binomial(n, 1/2) < k) <= (1 - level) / 2),
+    and the interval's own coverage."""
+    from math import comb
+    x = sorted(x)
+    n = len(x)
+    cdf, k = 0.0, 0
+    while True:      # cdf = P(B <= k - 1)
+        nxt = cdf + comb(n, k) / 2 ** n
+        if nxt > (1 - level) / 2:
+            break
+        cdf, k = nxt, k + 1
+    if k == 0:
+        return statistics.median(x), x[0], x[-1], 1.0
+    return statistics.median(x), x[k - 1], x[n - k], 1 - 2 * cdf
+
+
+def stream_pairs(path, opts, n_pairs, warm):
+    """``n_pairs`` pairs of fresh processes, the stream and ``read_csv`` + ``X`` by blocks (the
+    first of each pair alternating), then the same two without ``X`` (the stream's chunks
+    encoded, ``read_csv``'s table read: neither writes the dense matrix, as pandas does not)
+    in the same order, then pandas.read_csv (C engine): each a fresh process of
+    :func:`fresh_read`. Returns the records per reader."""
+    out = {_STREAM: [], _BY_BLOCKS: [], _STREAM_NO_X: [], _READ: [], _PANDAS: []}
+    for i in range(n_pairs):
+        order = ((_STREAM, _BY_BLOCKS, _STREAM_NO_X, _READ) if i % 2 == 0 else
+                 (_BY_BLOCKS, _STREAM, _READ, _STREAM_NO_X))
+        for reader in order + (_PANDAS,):
+            out[reader].append(_fresh(reader, path, opts, warm))
+    return out
+
+
+def stream_pairs_rows(datasets, n_pairs, rng, only=None):
+    """:func:`stream_pairs` per issue-26 file, printed: each reader's median CPU seconds (user
+    + system), and per pair the ratio of rows per CPU-second (the other's CPU over the
+    stream's; above 1 the stream is faster) with its median's sign-test interval, on CPU and
+    on user time alone: the stream + ``X`` against ``read_csv`` + ``X`` by blocks (the
+    clause), the two without ``X``, and each reader's CPU over pandas' (the process of its
+    round)."""
+    lines = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for what, path, opts in issue26_files(tmp, datasets, rng, only):
+            warm = os.path.join(tmp, "warm.csv")
+            _head(path, warm, _WARM_ROWS + 1)
+            load0 = os.getloadavg()[0]
+            out = stream_pairs(path, opts, n_pairs, warm)
+            load = f"{load0:.1f}-{os.getloadavg()[0]:.1f}"
+            for name, recs in out.items():
+                cpu, user, sys_ = (statistics.median(r[k] for r in recs)
+                                   for k in ("cpu", "user", "sys"))
+                flt = statistics.median(r["minflt"] for r in recs)
+                row = (f"| {what} | {name} | {cpu:.3f} ({user:.3f} + {sys_:.3f}) | {flt:.0f} "
+                       f"| {_interval([r['cpu'] / p['cpu'] for r, p in zip(recs, out[_PANDAS])])} |")
+                lines.append(row)
+                print(row, flush=True)
+            for a, b in ((_STREAM, _BY_BLOCKS), (_STREAM_NO_X, _READ)):
+                wins = sum(y["cpu"] > x["cpu"] for x, y in zip(out[a], out[b]))
+                row = (f"| {what} | {a} / {b}, rows per CPU-s | "
+                       f"**{_interval([y['cpu'] / x['cpu'] for x, y in zip(out[a], out[b])])}**"
+                       f"; the stream faster in {wins} of {n_pairs} | user alone: "
+                       f"{_interval([y['user'] / x['user'] for x, y in zip(out[a], out[b])])} "
+                       f"| {load} |")
+                lines.append(row)
+                print(row, flush=True)
+    return lines
+
+
+def _interval(ratios) -> str:
+    m, lo, hi, cover = median_interval(ratios)
+    return f"{m:.3f} ({lo:.3f}-{hi:.3f}, {cover:.0%})"
 
 
 # ---------------------------------------------------------------------------- campaign
@@ -334,6 +461,12 @@ def main(argv=None):
                     "(printed, not written)")
     ap.add_argument("--only", metavar="WORD", help="with --stream: only the files whose "
                     "description holds WORD (e.g. adults)")
+    ap.add_argument("--stream-pairs", type=int, metavar="N", help="with --stream: N pairs of "
+                    "fresh processes (the stream, read_csv + X by blocks, alternating which "
+                    "goes first; each after a warm-up read of the file's first 20,000 rows) "
+                    "and N fresh pandas.read_csv processes, in CPU seconds")
+    ap.add_argument("--fresh", nargs=4, metavar=("READER", "PATH", "OPTIONS_JSON", "WARM"),
+                    help=argparse.SUPPRESS)
     ap.add_argument("--warm", nargs=3, metavar=("READER", "PATH", "OPTIONS_JSON"),
                     help=argparse.SUPPRESS)
     ap.add_argument("--write-files", metavar="DATASETS FOLDER", nargs=2,
@@ -349,6 +482,20 @@ def main(argv=None):
         return
     if args.warm:
         warm_read(*args.warm)
+        return
+    if args.fresh:
+        fresh_read(*args.fresh)
+        return
+    if args.stream and args.stream_pairs:
+        print(f"Command: `python -m benchmarks.speed.bench_data --stream DATASETS --stream-pairs "
+              f"{args.stream_pairs}{' --only ' + args.only if args.only else ''}`; machine: "
+              f"{machine()}; each read in a fresh process after a warm-up read "
+              f"(OPENBLAS_NUM_THREADS=1 NUMBA_NUM_THREADS=1), CPU seconds from getrusage, "
+              f"medians of {args.stream_pairs}; ratios per pair or round (median, the sign "
+              f"test's interval and its coverage)\n")
+        print("| file | reader | CPU s (user + system) | minor faults | CPU / pandas' |")
+        print("|---|---|---|---|---|")
+        stream_pairs_rows(args.stream, args.stream_pairs, rng, args.only)
         return
     if args.stream:
         print(f"Command: `python -m benchmarks.speed.bench_data --stream DATASETS --repeats "
