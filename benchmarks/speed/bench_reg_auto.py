@@ -3,7 +3,7 @@
     python -m benchmarks.speed.bench_reg_auto [--datasets PATH] [--data adults,mnist17]
         [--T 1000,2000,4000] [--repeats 3] [--estimators RWClassifier,RKSClassifier]
         [--no-sklearn] [--sklearn-repeats N] [--cv-repeats N] [--min-available-gb G]
-        [--check]
+        [--check] [--peaks]
 
 On the training rows of each ``--data`` set (benchmarks/_common/datasets.py, at most 20000 rows as
 in benchmarks/calibration/defaults.py), for each T, the fits below run interleaved, ``--repeats``
@@ -28,6 +28,11 @@ long run leaves its figures as it goes), then the medians of each T, and beside 
 user seconds alone: the system seconds are mostly page faults of fresh memory, which the
 default fit has more of (its validation sample's features, the per-fold sums) and which cost
 ten times more in one fit than in the next on the shared machine.
+
+``--peaks`` fits each estimator once more each way under tracemalloc and prints the two peaks
+and their difference (the memory the default fit touches beyond the fixed one: on the shared
+virtual machine each MB of it costs 0.1-2.7 ms of system time, by how long ago it was freed;
+benchmarks/speed/bench_fresh_memory.py).
 
 ``--check`` also scores the chosen reg and the decades around it by 3-fold cross-validation of
 the full T-feature model (the same folds and validation sample, a Cholesky solve per fold and
@@ -76,6 +81,19 @@ def available_gb() -> float:
     except OSError:
         pass
     return float("nan")
+
+
+def peak_mb(fn) -> float:
+    """The peak of the memory ``fn()`` allocates through Python and numpy (tracemalloc), in MB:
+    what a fit needs beyond the one before it is what its system seconds are made of on this
+    machine (benchmarks/speed/bench_fresh_memory.py)."""
+    import tracemalloc
+    tracemalloc.start()
+    try:
+        fn()
+        return tracemalloc.get_traced_memory()[1] / 1e6
+    finally:
+        tracemalloc.stop()
 
 
 def wait_for_memory(gb: float, poll: float = 10.0) -> None:
@@ -148,6 +166,7 @@ def main(argv=None):
     ap.add_argument("--cv-repeats", type=int, default=None)
     ap.add_argument("--min-available-gb", type=float, default=0.0)
     ap.add_argument("--check", action="store_true")
+    ap.add_argument("--peaks", action="store_true")
     args = ap.parse_args(argv)
     from sklearn.kernel_approximation import RBFSampler
     from sklearn.linear_model import RidgeClassifier, RidgeClassifierCV
@@ -209,6 +228,12 @@ def main(argv=None):
                       f"{med[f'{name} auto'] / med[f'{name} fixed']:.2f} (target <= 1.3; "
                       f"user seconds alone "
                       f"{med_user[f'{name} auto'] / med_user[f'{name} fixed']:.2f})", flush=True)
+                if args.peaks:
+                    auto_mb, fixed_mb = (peak_mb(lambda: getattr(rw, name)(
+                        n_features=T, random_state=0, **kw).fit(Xtr, ytr))
+                        for kw in ({}, {"reg": est.reg_}))
+                    print(f"    peak (tracemalloc) auto {auto_mb:.1f} MB, fixed {fixed_mb:.1f} "
+                          f"MB: {auto_mb - fixed_mb:.1f} MB more", flush=True)
                 if args.check:
                     verdict, rows = check_choice(est, Xtr, ytr)
                     print(f"    full-T 3-fold CV around reg_: {verdict}; " + "; ".join(rows),
