@@ -64,6 +64,69 @@ def test_fast_product_equals_dense_centred_kernel(q):
         assert np.max(np.abs(got - want)) <= 1e-12 * np.max(np.abs(want))
 
 
+def _dense_brownian_product(PT, U, shift, v):
+    """P_v V K V P_v U + shift U with the full Brownian kernel (|a| + |b| - |a - b|) / 2 of
+    the projections PT (m x n) and P_v = I - v v^T / v^T v (v = 1: Pi): numpy, n x n."""
+    m, n = PT.shape
+    K = np.zeros((n, n))
+    for p in PT:
+        K += (np.abs(p)[:, None] + np.abs(p)[None, :] - np.abs(p[:, None] - p[None, :])) / 2
+    K /= m
+    w = np.ones(n) if v is None else v
+    Pv = np.eye(n) - np.outer(w, w) / (w @ w)
+    return Pv @ (w[:, None] * (K @ (w[:, None] * (Pv @ U)))) + shift * U
+
+
+@st.composite
+def _projections(draw):
+    """Projections of n = 1, 2, 3, 5, 17 or 64 rows: Gaussian, on a few values (ties), with
+    repeated rows, a constant particle (a constant input column), a dead one (all 0, signed
+    zeros), any scale from 1e-150 to 1e150 and an offset far from 0; row weights None or in
+    [0, 3] with some 0."""
+    n = draw(st.sampled_from([1, 2, 3, 5, 17, 64]))
+    m = draw(st.integers(1, 7))
+    q = draw(st.integers(1, 3))
+    rng = np.random.default_rng(draw(st.integers(0, 2 ** 32 - 1)))
+    PT = rng.standard_normal((m, n))
+    if draw(st.booleans()):
+        PT = np.round(PT * draw(st.sampled_from([0.5, 2.0])))          # ties
+    if n > 1 and draw(st.booleans()):
+        PT[:, rng.integers(0, n, n // 2 + 1)] = PT[:, [0]]              # repeated rows
+    if draw(st.booleans()):
+        PT[rng.integers(0, m)] = draw(st.sampled_from([3.0, -1.5]))     # constant
+    if draw(st.booleans()):
+        PT[rng.integers(0, m)] = np.where(rng.random(n) < 0.5, 0.0, -0.0)   # dead
+    PT *= 10.0 ** draw(st.integers(-150, 150))
+    if draw(st.booleans()):
+        PT += 1e3 * np.abs(PT).max()
+    v = None
+    if draw(st.booleans()):
+        v = np.sqrt(rng.uniform(0.0, 3.0, n))
+        v[rng.random(n) < 0.3] = 0.0
+        v[rng.integers(0, n)] = 1.0                       # not all 0
+    U = rng.standard_normal((n, q))
+    return np.ascontiguousarray(PT), U, v, draw(st.sampled_from([0.0, 0.7]))
+
+
+@settings(max_examples=300, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(case=_projections())
+def test_one_pass_product_equals_the_dense_brownian_product(case):
+    """The one-pass product (the total T_j left out for the centring to remove) against the
+    full Brownian kernel matrix centred densely, P_v V K V P_v U + shift U, on ties, repeated
+    rows, n = 1 and 2, constant and dead particles, weights of 0, scales 1e-150 to 1e150:
+    within 1e-13 of |p| |v|^2 |U| (the dense form's own rounding at an offset far from 0)."""
+    PT, U, v, shift = case
+    got = kernel_product(SortedProjections(PT), U, shift, v=v)
+    want = _dense_brownian_product(PT, U, shift, v)
+    vmax = 1.0 if v is None else float(np.max(v)) ** 2
+    ref = max(np.abs(PT).max() * vmax * len(U), shift) * np.abs(U).max()
+    assert np.all(np.isfinite(got))
+    np.testing.assert_allclose(got, want, rtol=0, atol=1e-13 * ref + 1e-300)
+    if len(U) == 1:                               # Pi = 0: the shift alone, exactly
+        np.testing.assert_array_equal(got, shift * U)
+
+
 def test_fast_product_single_particle_and_constant_projections():
     rng = np.random.default_rng(1)
     X = rng.standard_normal((50, 2))

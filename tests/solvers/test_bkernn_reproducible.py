@@ -145,6 +145,18 @@ def test_the_order_of_ties_cannot_change_a_fit(kind, monkeypatch):
     assert any(not np.array_equal(a, b) for a, b in zip(base, with_order(_ties_reversed)))
 
 
+def _child_arrays(tmp_path, script, count, args=()):
+    """The arrays ``script`` saves with np.savez to its first argument (its further arguments
+    ``args``), run in a child process started with NUMBA_NUM_THREADS = OPENBLAS_NUM_THREADS =
+    ``count`` that imports this checkout's rwtool, in the order saved."""
+    env = dict(os.environ, NUMBA_NUM_THREADS=count, OPENBLAS_NUM_THREADS=count)
+    path = tmp_path / f"t{count}.npz"
+    subprocess.run([sys.executable, "-c", script, str(path), *args], env=env, check=True,
+                   cwd=ROOT, timeout=600)
+    with np.load(path) as saved:
+        return [saved[f"arr_{i}"] for i in range(len(saved.files))]
+
+
 def test_same_model_bits_whatever_the_thread_count(tmp_path):
     """A fit on the dense path (n below CG_MIN_N) and one on the CG path (above it), with and
     without row weights and with tied inputs, in a process started with NUMBA_NUM_THREADS=1
@@ -175,16 +187,67 @@ def test_same_model_bits_whatever_the_thread_count(tmp_path):
                                                est.intercept_.ravel(), est.predict(X)]))
         np.savez(sys.argv[1], *out)
     """)
-    runs = []
-    for count, threads in (("1", ["1"]), ("3", ["3", "2"])):
-        env = dict(os.environ, NUMBA_NUM_THREADS=count, OPENBLAS_NUM_THREADS=count)
-        path = tmp_path / f"t{count}.npz"
-        subprocess.run([sys.executable, "-c", script, str(path), *threads], env=env,
-                       check=True, cwd=ROOT)
-        with np.load(path) as saved:
-            runs.append([saved[f"arr_{i}"] for i in range(len(saved.files))])
-    one, more = runs
+    one = _child_arrays(tmp_path, script, "1", ["1"])
+    more = _child_arrays(tmp_path, script, "3", ["3", "2"])
     assert len(one) == 4 and len(more) == 8
     for k in range(4):
         np.testing.assert_array_equal(more[2 * k], one[k])
         np.testing.assert_array_equal(more[2 * k + 1], one[k])
+
+
+@pytest.mark.slow           # two child processes, each importing rwtool
+def test_sort_product_and_warm_solve_bits_on_one_and_two_numba_threads(tmp_path):
+    """The CG path's parts called directly in a process started with NUMBA_NUM_THREADS=1 and
+    one with 2, every kernel call split as far as it goes (PAIRS_PER_THREAD = 1): the bucket
+    sort of rows that overflow its buckets (ties, outliers, signed zeros), the one-pass
+    product with and without row weights (some 0), the preconditioner and a warm-started
+    solve (the scaled start), the same bits; the sort also numpy's stable order and the
+    product the dense Brownian product (the oracles, in this process)."""
+    rng = np.random.default_rng(11)
+    n = 3000
+    PT = _awkward_rows(n, rng)
+    P = np.ascontiguousarray(PT[np.max(np.abs(PT), axis=1) < 1e100])   # the fit's range
+    U = rng.standard_normal((n, 2))
+    v = np.sqrt(rng.uniform(0.0, 2.0, n))
+    v[::5] = 0.0
+    np.savez(tmp_path / "in.npz", PT=PT, P=P, U=U, v=v)
+    script = textwrap.dedent("""
+        import sys
+        import numpy as np
+        import rwtool.threads
+        from rwtool.solvers._bkernn_cg import (BlockPreconditioner, SortedProjections,
+                                               cg_ridge, kernel_product, sort_projections)
+        rwtool.threads.PAIRS_PER_THREAD = 1
+        with np.load(sys.argv[2]) as f:
+            PT, P, U, v = f["PT"], f["P"], f["U"], f["v"]
+        order, values = np.empty(PT.shape, dtype=np.int64), np.empty(PT.shape)
+        sort_projections(PT, order, values, 0, len(PT))
+        out = [order, values]
+        sp = SortedProjections(P)
+        for w in (None, v):
+            Yc = kernel_product(sp, U, 0.0, v=w)           # in the range of P_v
+            pre = BlockPreconditioner(sp, 3.0, 8, v=w)
+            A, R, its = cg_ridge(sp, Yc, 3.0, x0=U + 1e200 * U[::-1], tol=1e-6, precond=pre,
+                                 v=w)
+            out += [kernel_product(sp, U, 3.0, v=w), pre.apply(U), A, R, np.array([its])]
+        np.savez(sys.argv[1], *out)
+    """)
+    one = _child_arrays(tmp_path, script, "1", [str(tmp_path / "in.npz")])
+    two = _child_arrays(tmp_path, script, "2", [str(tmp_path / "in.npz")])
+    assert len(one) == len(two) == 12
+    for a, b in zip(one, two):
+        np.testing.assert_array_equal(a, b)
+        assert np.array_equal(a.view(np.int64), b.view(np.int64))     # signed zeros too
+    np.testing.assert_array_equal(one[0], np.argsort(PT, axis=1, kind="stable"))
+    # the products against the dense Brownian kernel, K's rows built 300 at a time
+    for w, got in ((None, one[2]), (v, one[7])):
+        c = np.ones(n) if w is None else w
+        Z = c[:, None] * (U - np.outer(c, c @ U) / (c @ c))               # V P_v U
+        KZ = np.empty_like(Z)
+        for r in range(0, n, 300):
+            K = sum((np.abs(p[r:r + 300, None]) + np.abs(p)[None] -
+                     np.abs(p[r:r + 300, None] - p[None])) / 2 for p in P) / len(P)
+            KZ[r:r + 300] = K @ Z
+        VKZ = c[:, None] * KZ
+        want = VKZ - np.outer(c, c @ VKZ) / (c @ c) + 3.0 * U
+        np.testing.assert_allclose(got, want, rtol=0, atol=1e-12 * np.abs(want).max())
