@@ -49,7 +49,7 @@ from ..solvers._ridge import ridge_fit
 from ..solvers._sfgd import sfgd_fit
 from ..solvers._sgd_rks import sgd_fit
 from ..solvers._sufficient import (REG_LIMITS, SufficientStats, best_index, grow_grid,
-                                   search_features)
+                                   search_features, search_work)
 from ..solvers._from_sums import (AUTO_FOLDS, FROM_SUMS_SOLVERS, SMALL_DATA_REG, VALIDATION_ROWS,
                                   empty_stats, solve_from_stats)
 from ._scale_hooks import ScaleClassifierHooks, ScaleHooks
@@ -440,7 +440,8 @@ class _RandomFeatureModel(CallbackSupport, BaseEstimator):
         sums of three folds on the T_s columns the search scores with (``search_features``)
         and the total of all T, then during the search the leading model's copies of the
         folds, their total, a training fold's and the regularised matrix
-        (max((2 x 3 + 3) T_s^2 + T^2, 3 T_s^2 + 2 T^2), plus G; (3 + 4) T^2 when T_s = T),
+        (max((2 x 3 + 3) T_s^2 + T^2, 3 T_s^2 + 2 T^2), plus G -- a classifier's search its
+        leading T_s x T_s block alone; (3 + 4) T^2 when T_s = T),
         with the features and a copy of one fold's rows at a time (one pass; the choice and the final
         solve come from the sums), and a classifier's validation sample keeps its rows' leading
         features (S x T_s, ``search_features``); the Lasso holds Phi
@@ -456,7 +457,8 @@ class _RandomFeatureModel(CallbackSupport, BaseEstimator):
         products with the fold sums (2 T R); for the Lasso by sums the fold forms and paths
         (3 x 3 T, and up to N_LAMS T for the final path). Measured against tracemalloc's peak
         in tests/estimators/test_numerical_errors.py (within a factor 2). Time: the features of
-        the n T (row, centre) pairs (their d-term products in BLAS) plus the solver's operations (n T^2 and T^3 / 3 for the normal equations, b T^2 / 2
+        the n T (row, centre) pairs (their d-term products in BLAS) plus the solver's operations (n T^2 and T^3 / 3 for the normal equations, and for reg="auto"
+        the search's factorisations and scores, solvers._sufficient.search_work; b T^2 / 2
         (row, centre) pairs for SFGD/OSD, a coordinate-descent path per class for the Lasso, ...),
         counted per kernel in ``work`` and timed at rwtool.resources.KERNEL_RATES.
         """
@@ -484,16 +486,25 @@ class _RandomFeatureModel(CallbackSupport, BaseEstimator):
             t = search_features(n, T)          # the columns the folds keep apart
             sums = ((AUTO_FOLDS + 4) * T * T if t >= T else
                     max((2 * AUTO_FOLDS + 3) * t * t + T * T, AUTO_FOLDS * t * t + 2 * T * T))
-            words += min(block, fold) * T * half + sums + rw_gram * T * T + fold * (d + k)
+            # G: a classifier's search takes its leading t x t block and its final system
+            # reads G a panel of rows at a time; a regressor keeps G whole (its posterior)
+            gram = rw_gram * (t * t if classifier else T * T)
+            words += min(block, fold) * T * half + sums + gram + fold * (d + k)
             if classifier:
                 # the validation sample's captured leading features (solvers._from_sums
                 # .sample_columns), kept for the search after the pass
-                words += S * search_features(n, T)
-            blas += n * T * T * half + T ** 3 / 3 + AUTO_FOLDS * 10 * T ** 3
+                words += S * t
+            # the pass and the final solve as a fixed reg's, and the search: a t x t Cholesky
+            # per fold and candidate of each step, and the candidates' decision values on the
+            # sample (solvers._sufficient.search_work; was 10 T^3 per fold, the eigendecompositions
+            # of the search before it went coarse to fine: 5x the fit at T = 4000)
+            factor, score = search_work(n, T, AUTO_FOLDS, S if classifier else 0)
+            blas += n * T * T * half + T ** 3 / 3 + factor + score * k
             per_class = (AUTO_FOLDS + 4) * T + 2 * T * R + (
                 2 * S + -(-S // AUTO_FOLDS) * R if classifier else 2 * T * R)
-            blas += AUTO_FOLDS * R * T * T * k + (S * T * R * k if classifier
-                                                  else AUTO_FOLDS * R * T * T * k)
+            # each candidate's triangular solves on the folds (2 t^2 a column), and a
+            # regressor's scores from the fold sums (t^2 a column)
+            blas += AUTO_FOLDS * R * t * t * k * (2 if classifier else 3)
         if solver in ("lstsq", "ridge"):
             if not auto:
                 words += block * T * half + ((1 + half) if classifier else

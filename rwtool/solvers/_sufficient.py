@@ -59,7 +59,7 @@ __all__ = ["SufficientStats", "ValidationSample", "row_keys", "fold_of", "positi
            "select_reg", "search_features", "search_columns", "leading_model", "SEARCH_COST", "SEARCH_MIN_FEATURES",
            "COARSE_FEATURES",
            "class_of", "coded_accuracy", "block_accuracies", "FoldAccuracy",
-           "scored_folds", "best_index", "extension", "grow_grid", "COARSE_STRIDE",
+           "scored_folds", "search_steps", "search_work", "TYPICAL_CANDIDATES", "best_index", "extension", "grow_grid", "COARSE_STRIDE",
            "PATH_MIN_REGS", "EXTEND_MAX", "REG_LIMITS", "REG_TIE", "REG_TIE_ABS"]
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
@@ -786,6 +786,35 @@ def search_features(n_samples: int, n_features: int) -> int:
     return int(min(n_features, max(SEARCH_MIN_FEATURES, min(n_features // 2, t))))
 
 
+def search_steps(top: int) -> list:
+    """The sizes of the leading models :func:`select_reg` scores candidates on, in order: T_0 =
+    max(COARSE_FEATURES, T_s / 4), then T_s = ``top``; ``top`` alone when it is under twice
+    COARSE_FEATURES."""
+    return [top] if top < 2 * COARSE_FEATURES else [max(COARSE_FEATURES, top // 4), top]
+
+
+#: the candidates :func:`select_reg` scores at each step of :func:`search_steps` on typical data,
+#: for the cost model: every COARSE_STRIDE-th value of the grid and the best's neighbours, 7-8
+#: (adults and mnist 1-vs-7, T = 1000-4000, and tests/test_time_estimates.py's data); then from
+#: the coarse choice and the next value up to a local best, 3 there and 5 on the tests' data.
+#: A count, not a bound: a grid that extends past its ends scores more
+TYPICAL_CANDIDATES = (8, 4)
+
+
+def search_work(n_samples: int, n_features: int, n_folds: int, sample_rows: int = 0):
+    """``(factor, score)``: the multiply-adds of :func:`select_reg`'s work on ``n_samples`` rows
+    and ``n_features`` features for the cost model (rwtool.resources), ``TYPICAL_CANDIDATES``
+    at each step: a Cholesky factorisation (t^3 / 3) per fold and candidate of each step's t
+    columns, and the decision values of a classifier's ``sample_rows`` validation rows (t per
+    row and candidate; 0 rows for a regressor, scored from the sums). Per output column for
+    ``score``; the T x T final solve is not in it."""
+    t = search_features(n_samples, n_features)
+    steps = list(zip(TYPICAL_CANDIDATES, search_steps(t)))
+    factor = n_folds * sum(c * s ** 3 / 3.0 for c, s in steps)
+    score = sum(c * s for c, s in steps) * float(sample_rows)
+    return factor, score
+
+
 def search_columns(feature_map, weight_sum: float, n_search: int | None = None) -> int:
     """The leading features of ``feature_map`` :func:`select_reg` scores its candidates with,
     on rows of total weight ``weight_sum`` (a row of weight c counts as its c copies):
@@ -896,8 +925,7 @@ def select_reg(stats: SufficientStats, values, classifier: bool, R: np.ndarray |
     progress = make_progress(progress)
     progress.start("search", len(values))
     count, start, coarse = [0], None, None
-    sizes = [top] if feature_map is None or top < 2 * COARSE_FEATURES else [
-        max(COARSE_FEATURES, top // 4), top]
+    sizes = [top] if feature_map is None else search_steps(top)
     for size in sizes:
         model = (stats, R, feature_map) if size == top else leading_model(
             stats, R, feature_map, size)
