@@ -3,7 +3,7 @@
     python -m benchmarks.speed.bench_reg_auto [--datasets PATH] [--data adults,mnist17]
         [--T 1000,2000,4000] [--repeats 3] [--estimators RWClassifier,RKSClassifier]
         [--no-sklearn] [--sklearn-repeats N] [--cv-repeats N] [--min-available-gb G]
-        [--check] [--peaks]
+        [--check] [--peaks] [--order abba|ab]
 
 On the training rows of each ``--data`` set (benchmarks/_common/datasets.py, at most 20000 rows as
 in benchmarks/calibration/defaults.py), for each T, the fits below run interleaved, ``--repeats``
@@ -28,6 +28,15 @@ long run leaves its figures as it goes), then the medians of each T, and beside 
 user seconds alone: the system seconds are mostly page faults of fresh memory, which the
 default fit has more of (its validation sample's features, the per-fold sums) and which cost
 ten times more in one fit than in the next on the shared machine.
+
+The rounds run in ABBA order (``--order abba``, the default): auto then fixed, then fixed then
+auto, and so on, so that each kind of fit follows each kind equally often. A fit's system
+seconds depend on the fit before it -- memory it freed a moment ago is cheap to touch again,
+memory freed seconds before cost up to 25 times more on the shared virtual machine
+(benchmarks/speed/bench_fresh_memory.py) -- and in the order auto, fixed, auto, fixed
+(``--order ab``, the figures before 28 Nov 11:40) every default fit followed a fixed one, whose
+footprint is 47-111 MB smaller, and every fixed fit followed a default one: the default paid
+for its extra memory in every round, the fixed fit never.
 
 ``--peaks`` fits each estimator once more each way under tracemalloc and prints the two peaks
 and their difference (the memory the default fit touches beyond the fixed one: on the shared
@@ -167,6 +176,7 @@ def main(argv=None):
     ap.add_argument("--min-available-gb", type=float, default=0.0)
     ap.add_argument("--check", action="store_true")
     ap.add_argument("--peaks", action="store_true")
+    ap.add_argument("--order", choices=("abba", "ab"), default="abba")
     args = ap.parse_args(argv)
     from sklearn.kernel_approximation import RBFSampler
     from sklearn.linear_model import RidgeClassifier, RidgeClassifierCV
@@ -196,11 +206,19 @@ def main(argv=None):
 
             for rnd in range(args.repeats):
                 for name in names:
-                    est = timed(f"{name} auto", lambda: getattr(rw, name)(
-                        n_features=T, random_state=0).fit(Xtr, ytr))
-                    chosen[name], fitted[name] = est.reg_, est
-                    timed(f"{name} fixed", lambda: getattr(rw, name)(
-                        n_features=T, random_state=0, reg=chosen[name]).fit(Xtr, ytr))
+                    def auto():
+                        est = timed(f"{name} auto", lambda: getattr(rw, name)(
+                            n_features=T, random_state=0).fit(Xtr, ytr))
+                        chosen[name], fitted[name] = est.reg_, est
+
+                    def fixed():
+                        timed(f"{name} fixed", lambda: getattr(rw, name)(
+                            n_features=T, random_state=0, reg=chosen[name]).fit(Xtr, ytr))
+                    # ABBA: each fit follows a fit of each kind equally often (the first
+                    # round's auto chooses the reg the fixed fits use)
+                    swap = args.order == "abba" and rnd % 2 == 1
+                    for step in ((fixed, auto) if swap else (auto, fixed)):
+                        step()
                 sk_rounds = args.repeats if args.sklearn_repeats is None else args.sklearn_repeats
                 cv_rounds = sk_rounds if args.cv_repeats is None else args.cv_repeats
                 if args.no_sklearn or rnd >= sk_rounds:
@@ -216,7 +234,7 @@ def main(argv=None):
             med = {k: float(np.median(v)) for k, v in cpu.items()}
             med_user = {k: float(np.median(v)) for k, v in user.items()}
             print(f"{data} n={len(Xtr)} d={d} T={T} (CPU s, medians of {args.repeats} "
-                  f"interleaved; load {load0[0]:.1f} -> {os.getloadavg()[0]:.1f}):", flush=True)
+                  f"interleaved, {args.order.upper()}; load {load0[0]:.1f} -> {os.getloadavg()[0]:.1f}):", flush=True)
             for k, v in med.items():
                 print(f"  {k}: {v:.2f} s (user {med_user[k]:.2f} s, "
                       f"{int(np.median(faults[k]))} minor faults)", flush=True)
