@@ -289,6 +289,7 @@ class TrainWorker(QObject):
                     if sent:
                         # the job did not stop by itself: stop its process, start a fresh one
                         self._restart()
+                        return cancelled_outcome(job, stopped=self.grace)
                     return cancelled_outcome(job)
                 timeout = cancelled_at + self.grace - now + 0.001
             if fits.ready and not sent:

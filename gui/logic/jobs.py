@@ -165,13 +165,19 @@ def _is_fitted(est) -> bool:
         hasattr(est, "coef_") or hasattr(est, "particles_") or hasattr(est, "dual_coef_"))
 
 
-def cancelled_outcome(job, message: str | None = None) -> tuple:
-    """The outcome of ``job`` stopped by a Cancel before it produced a model."""
+def cancelled_outcome(job, message: str | None = None, stopped: float | None = None) -> tuple:
+    """The outcome of ``job`` stopped by a Cancel before it produced a model; ``stopped``: the
+    grace in seconds after which its process was stopped (the job had not reached a progress
+    report, where an iterative fit hands back its last iterate: the note says none was kept)."""
     default = ("cancelled" if isinstance(job, (CallJob, WarmUpJob)) else
                "pruning cancelled" if isinstance(job, PruneJob) else
                "computing the bounds cancelled" if isinstance(job, BoundsJob) else
                "training cancelled")
-    return failure(job, {"message": message or default, "kind": CANCELLED, "details": ""})
+    message = message or default
+    if stopped is not None:
+        message += (f": it did not reach its next progress report within {stopped:g} s of "
+                     f"the Cancel, so its process was stopped and no partial model was kept")
+    return failure(job, {"message": message, "kind": CANCELLED, "details": ""})
 
 
 def run_job(job, callback: Callable | None, stop=None) -> tuple:

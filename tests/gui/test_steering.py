@@ -23,18 +23,20 @@ from tests.gui.test_main_window import (  # noqa: E402,F401
 
 class CancelAt:
     """Sets the worker's cancel flag, on the worker thread, at the first event of ``stage``
-    (as a click landing while that phase runs), and counts the events that still follow."""
+    (as a click landing while that phase runs), and counts the events that still follow.
+    ``started=True``: at its first event with ``done > 0`` (the phase has run its kernels
+    once, so the next report is one chunk away, whatever loading them cost)."""
 
-    def __init__(self, window, stage):
+    def __init__(self, window, stage, started: bool = False):
         self.worker = window.worker.worker
-        self.stage, self.seen, self.after = stage, [], None
+        self.stage, self.started, self.seen, self.after = stage, started, [], None
         self.worker.progress.connect(self, Qt.DirectConnection)
 
     def __call__(self, run_id, ev):
         self.seen.append(ev.get("stage"))
         if self.after is not None:
             self.after += 1
-        elif ev.get("stage") == self.stage:
+        elif ev.get("stage") == self.stage and not (self.started and not ev.get("done")):
             self.after = 0
             self.worker.cancel_flag.set()
 
