@@ -172,6 +172,12 @@ class Rate:
 KERNEL_RATES = {
     "blas": Rate(4.4e10, "multiply-add of a dense product or factorisation (BLAS, LAPACK)",
                  "Phi^T Phi of 20,000 x 500 Gaussian numbers"),
+    "input": Rate(5.0e7, "(row, input column) element of X in a fit's checks, standardisation "
+                  "and copies", "RWClassifier(n_features=10).fit (all but the input negligible) "
+                  "on 20,000 adults rows x 108, mnist 1-vs-7's 13,007 x 784 and 20,000 mnist "
+                  "rows x 784: 18.5-23 ns an element, user and system (the copies' fresh "
+                  "pages, 0.03-0.05 s of 0.2-0.3), benchmarks/speed/bench_estimate_defaults.py, "
+                  "2026-11-28, load 1.0"),
     "rw_features": Rate(1.6e8, "(row, centre) pair of an RKHS weighting's closed-form feature",
                         "decision_function of RWClassifier(n_features=1000) on 100,000 rows: "
                         "1.63-1.65e8 in three runs after the closed forms' predictions moved "

@@ -59,6 +59,11 @@ from ._weights import present_rows
 __all__ = ["RWClassifier", "RWRegressor", "RKSClassifier", "RKSRegressor", "SOLVERS",
            "RKS_BASES"]
 
+#: the posterior's T x T Cholesky solve (solvers._posterior.noise_variance) in the cost model's
+#: "blas" units per T^3: LAPACK's dpotrs with T right-hand sides ran at 1.7-1.8e10 multiply-adds
+#: a CPU second at T = 1000-2000 (one thread, 28 Nov), the unit's rate 4.4e10
+POSTERIOR_SOLVE = 2.5
+
 #: base predictors of the random kitchen sinks (plus random Fourier features)
 RKS_BASES = tuple(KITCHEN_BASES) + ("fourier",)
 #: instantiations/bases whose base predictor reads <w, x>: they get the constant bias column
@@ -460,7 +465,9 @@ class _RandomFeatureModel(CallbackSupport, BaseEstimator):
         the n T (row, centre) pairs (their d-term products in BLAS) plus the solver's operations (n T^2 and T^3 / 3 for the normal equations, and for reg="auto"
         the search's factorisations and scores, solvers._sufficient.search_work; b T^2 / 2
         (row, centre) pairs for SFGD/OSD, a coordinate-descent path per class for the Lasso, ...),
-        counted per kernel in ``work`` and timed at rwtool.resources.KERNEL_RATES.
+        a regressor's posterior (a Cholesky solve of the T x T sums, POSTERIOR_SOLVE T^3, and
+        its T x T result), and every fit's checks and standardisation of X's n d elements
+        ("input"), counted per kernel in ``work`` and timed at rwtool.resources.KERNEL_RATES.
         """
         solver = self._validate()
         n, d, T = int(n_samples), int(n_features_in) + 1, int(self.n_features)
@@ -511,6 +518,15 @@ class _RandomFeatureModel(CallbackSupport, BaseEstimator):
                                              (3 + half + rw_gram)) * T * T
                 blas += n * T * T * half + T ** 3 / 3 + T * T * k
                 per_class = 3 * T
+            if not classifier:
+                # the posterior's degrees of freedom, tr(M^-1 A) (solvers._posterior
+                # .noise_variance): a Cholesky solve of the T x T sums, T^3 multiply-adds at
+                # LAPACK's triangular-solve rate, 1.8e10 a second on one thread, a 2.5th of the
+                # "blas" unit's (which counts Phi^T Phi's n T^2 for its n T^2 / 2), and its T x T
+                # result. Was uncounted: 0.46 of the 1.12 s of RWRegressor's default fit on
+                # abalone at T = 2000 (estimated 0.41 s)
+                blas += POSTERIOR_SOLVE * T ** 3
+                words += T * T
             detail = (f"the {T} x {T} normal equations" + (" of three folds and the reg path"
                                                            if auto else "")
                       + f", features in blocks of {block} rows")
@@ -570,7 +586,10 @@ class _RandomFeatureModel(CallbackSupport, BaseEstimator):
                                                    if auto else ""))
             fix = (f"fewer {what} (merge the rare ones), fewer features (n_features)"
                    + (", or a number for reg (no candidates to validate)" if auto else ""))
-        work = {elem: pairs * refits, "blas": blas * refits,
+        # every fit's checks, standardisation and copies of X: a few passes over its n d
+        # elements and their fresh pages (the "input" rate); uncounted, they were 0.19-0.30 s of
+        # the 0.6-1.8 s default fits on mnist's 784 columns
+        work = {elem: pairs * refits, "blas": blas * refits, "input": n * (d - 1) * refits,
                 {"sfgd": "sfgd_step", "osd": "sfgd_step"}.get(solver, "rks_sgd_step"):
                 ops * refits}
         if solver == "lasso":
