@@ -650,8 +650,8 @@ class MainWindow(ExportActions, ImportanceActions, QMainWindow):
             self.results_panel.importance_available = self.importance_available(run)
             show = self.results_panel.show_result_later if later else \
                 self.results_panel.show_result
-            show(run.result, f"<b>{html.escape(run.name)}</b> · {run.class_name} · "
-                             f"{run.key_params()}")
+            show(run.result, f"<b>{html.escape(run.name)}</b> · "
+                             f"{html.escape(f'{run.class_name} · {run.key_params()}')}")
         self._update_ready()
 
     def _runs_selected(self, ids: list) -> None:

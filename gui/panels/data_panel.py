@@ -125,6 +125,7 @@ class DataPanel(QWidget):
         self.file_label = QLabel("No file loaded. Open a CSV (Ctrl+O), drop one on the window, "
                                  "or pick a sample in File > Samples.")
         self.file_label.setWordWrap(True)
+        self.file_label.setTextFormat(Qt.RichText)     # the file's name escaped ("R&amp;D")
         self.file_label.setObjectName("fileLabel")
         self.open_button = QPushButton("Open CSV…")
 
@@ -180,6 +181,8 @@ class DataPanel(QWidget):
         sel.addWidget(self.none_button)
 
         self.status_label = QLabel("")
+        # always rich text: a message with a tag beside one without, names and errors escaped
+        self.status_label.setTextFormat(Qt.RichText)
         self.status_label.setWordWrap(True)
         self.status_label.setObjectName("dataStatus")
         self.exclusion_label = QLabel("")
@@ -232,7 +235,7 @@ class DataPanel(QWidget):
         read = self.read_box.remembered(path) if read is None else dict(read)
         self._loading = True
         self.busy.emit(True)
-        self.status_label.setText(f"Reading {os.path.basename(path)}…")
+        self.status_label.setText(f"Reading {html.escape(os.path.basename(path))}…")
 
         def done(preview):
             self._loading = False
@@ -278,8 +281,9 @@ class DataPanel(QWidget):
         try:
             d = preview.dialect
             self.file_label.setText(
-                f"<b>{os.path.basename(preview.path)}</b><br>{preview.n_rows} rows × "
-                f"{len(preview.names)} columns · {d.describe() if hasattr(d, 'describe') else ''}")
+                f"<b>{html.escape(os.path.basename(preview.path))}</b><br>{preview.n_rows} "
+                f"rows × {len(preview.names)} columns · "
+                f"{html.escape(d.describe()) if hasattr(d, 'describe') else ''}")
             self.file_label.setToolTip(preview.path)
             self.target_combo.clear()
             self.target_combo.addItems(preview.names)

@@ -41,6 +41,7 @@ class _MetricsView(QWidget):
         super().__init__()
         self.title = QLabel("Train a model to see its metrics.")
         self.title.setWordWrap(True)
+        self.title.setTextFormat(Qt.RichText)       # the run's name escaped, in bold
         # the third column says what a number means (rwtool.report's metric and bound
         # meanings, the lines `rwtool train` prints beside the same numbers)
         self.table = QTableWidget(0, 3)
@@ -146,6 +147,7 @@ class _PruneView(QWidget):
         self.keep_button.setEnabled(False)
         self.result = QLabel("")
         self.result.setWordWrap(True)
+        self.result.setTextFormat(Qt.RichText)      # figures in bold, an error escaped
         form = QFormLayout()
         row = QHBoxLayout()
         row.addWidget(self.slider, 1)
@@ -404,13 +406,14 @@ class ResultsPanel(QTabWidget):
         size_b, size_p = bm.get("features used"), pm.get("features used")
         text = f"Pruned model: <b>{size_p}</b> features (was {size_b})"
         if key:
-            text += f"; {key} <b>{format_metric(pm[key])}</b> (was {format_metric(bm.get(key))})"
+            text += (f"; {html.escape(key)} <b>{format_metric(pm[key])}</b> "
+                     f"(was {format_metric(bm.get(key))})")
         rep = getattr(pruned.get("estimator"), "prune_report_", None)
         if isinstance(rep, dict):
             bits = [f"{k} {format_metric(rep[k])}" for k in ("lam", "norm_diff", "steps")
                     if isinstance(rep.get(k), (int, float))]
             if bits:
-                text += " · " + ", ".join(bits).replace("norm_diff", "‖α − β‖_H")
+                text += " · " + html.escape(", ".join(bits).replace("norm_diff", "‖α − β‖_H"))
         self.prune_view.result.setText(text + ".")
         self.prune_view.keep_button.setEnabled(True)
 

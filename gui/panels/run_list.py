@@ -7,6 +7,7 @@ chosen quantity in the comparison plot. """
 
 from __future__ import annotations
 
+import html
 import os
 
 import numpy as np
@@ -199,13 +200,16 @@ class RunList(QWidget):
 
     @staticmethod
     def _tooltip(run: Run) -> str:
-        lines = [f"<b>{run.name}</b> ({run.class_name})"]
+        # a tooltip is rich text when it looks like it (the <b> ensures it): every name, the
+        # file's, the target's and the note, escaped
+        esc = html.escape
+        lines = [f"<b>{esc(run.name)}</b> ({esc(run.class_name)})"]
         if run.data.get("path"):
-            lines.append(f"data: {os.path.basename(run.data['path'])}, target "
-                         f"{run.data.get('target')!r}")
-        lines += [f"{k} = {format_param(v)}" for k, v in run.params.items()]
+            lines.append(esc(f"data: {os.path.basename(run.data['path'])}, target "
+                             f"{run.data.get('target')!r}"))
+        lines += [esc(f"{k} = {format_param(v)}") for k, v in run.params.items()]
         if run.note:
-            lines.append(f"<i>{run.note}</i>")
+            lines.append(f"<i>{esc(run.note)}</i>")
         return "<br>".join(lines)
 
     def selected_ids(self) -> list[int]:

@@ -167,11 +167,13 @@ class PredictionsDialog(QDialog):
         if len(out["pred"]) > self.SHOW:
             text += f" (first {self.SHOW} shown; save to get all)"
         if out.get("metrics"):
-            text += "<br>" + ", ".join(f"{k}: {format_metric(v)}" for k, v in
-                                       out["metrics"].items() if not k.startswith("fit"))
+            text += "<br>" + html.escape(", ".join(
+                f"{k}: {format_metric(v)}" for k, v in out["metrics"].items()
+                if not k.startswith("fit")))
         if out.get("notes"):
             text += "<br><i>" + html.escape("; ".join(out["notes"])) + "</i>"
         label = QLabel(text)
+        label.setTextFormat(Qt.RichText)            # line breaks; the notes escaped
         label.setWordWrap(True)
         buttons = QDialogButtonBox(QDialogButtonBox.Close)
         save = buttons.addButton("Save predictions…", QDialogButtonBox.ActionRole)

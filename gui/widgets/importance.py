@@ -15,7 +15,7 @@ import html
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Signal
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (QHBoxLayout, QLabel, QProgressBar, QPushButton, QVBoxLayout,
                                QWidget)
 
@@ -69,6 +69,7 @@ class ImportanceView(QWidget):
         self.bar.setTextVisible(True)
         self.info = QLabel("")
         self.info.setWordWrap(True)
+        self.info.setTextFormat(Qt.RichText)        # measures and errors escaped
         row = QHBoxLayout()
         row.addWidget(self.compute_button)
         row.addWidget(self.bar, 1)
@@ -104,7 +105,7 @@ class ImportanceView(QWidget):
         self.cancel_button.setEnabled(True)
         self.bar.setVisible(True)
         self.bar.setRange(0, 0)         # busy until the first event gives the total
-        self.info.setText(f"Measuring the permutation importance on {what}…")
+        self.info.setText(f"Measuring the permutation importance on {html.escape(what)}…")
 
     def on_progress(self, ev: dict) -> None:
         total, done = int(ev.get("total", 0)), int(ev.get("done", 0))
@@ -119,7 +120,7 @@ class ImportanceView(QWidget):
 
     def stopped(self, message: str, can_compute: bool, has_result: bool) -> None:
         self._idle(can_compute, has_result)
-        self.info.setText(message)
+        self.info.setText(html.escape(message))
 
     # -- drawing ---------------------------------------------------------------------------------
     def show_run(self, res: dict, can_compute: bool, why_not: str = "") -> None:
@@ -151,7 +152,7 @@ class ImportanceView(QWidget):
             self.perm_plot.message("Compute the permutation importance to see which columns "
                                    "the predictions depend on" if can_compute else why_not)
             if not self.running:
-                self.info.setText("" if can_compute else why_not)
+                self.info.setText("" if can_compute else html.escape(why_not))
             return
         self.perm_plot.reset(f"Permutation importance ({imp['n_rows']:,} {imp['on']} rows)",
                              "", imp["measures"])
