@@ -24,7 +24,7 @@ from .exceptions import InsufficientMemoryError
 
 __all__ = ["FitEstimate", "estimate_fit", "estimate_predict", "available_memory", "check_memory",
            "check_fit_memory", "cpu_share", "current_load", "runnable_groups", "wall_seconds",
-           "KERNEL_RATES", "rate", "seconds_of"]
+           "KERNEL_RATES", "rate", "seconds_of", "cholesky_work", "CHOLESKY_KNEE"]
 
 # Share of the available memory a single fit may plan to use: the rest is for the interpreter,
 # the data the caller holds, and estimation error.
@@ -216,6 +216,21 @@ KERNEL_RATES = {
     "bkernn_predict": Rate(6.0e7, "m log2(n) binary-search step of a BKerNN prediction",
                            "BKerNNClassifier.decision_function"),
 }
+
+
+#: the order below which a Cholesky factorisation runs under the "blas" rate: numpy's dpotrf on
+#: one thread took 0.6 / 1.3 / 5.6 / 25 / 100 ms at order 200 / 250 / 500 / 1000 / 2000 (t^3 / 3
+#: at 0.44 / 0.39 / 0.74 / 1.3 / 2.7e10 a second, 28 Nov, load 1.6-2.3): about t^2 / 4e7 s up
+#: to here, where it meets the rate of 4.4e10 "blas" units
+CHOLESKY_KNEE = 3300
+
+
+def cholesky_work(order: float) -> float:
+    """The "blas" units of a Cholesky factorisation of ``order``: its order^3 / 3 multiply-adds,
+    scaled up by CHOLESKY_KNEE / order below the knee (the small factors of the reg search
+    ran 3-10x under the unit's rate)."""
+    t = float(order)
+    return t ** 3 / 3.0 * max(1.0, CHOLESKY_KNEE / t) if t > 0 else 0.0
 
 
 def rate(kernel: str) -> float:
