@@ -10,8 +10,10 @@ This widget describes a plan; it must not fit.
 
 from __future__ import annotations
 
+import html
+
 import numpy as np
-from PySide6.QtCore import Signal
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (QButtonGroup, QCheckBox, QFormLayout, QGroupBox, QHBoxLayout,
                                QLabel, QRadioButton, QSpinBox, QVBoxLayout, QWidget)
 
@@ -80,6 +82,7 @@ class EvaluationPanel(QWidget):
         self.cv_spin.setToolTip("Folds scoring each candidate")
         self.tune_note = QLabel("")
         self.tune_note.setWordWrap(True)
+        self.tune_note.setTextFormat(Qt.RichText)   # <small>; the ranges and reasons escaped
         tune_box = QGroupBox("Tuning")
         tf = QFormLayout(tune_box)
         tf.addRow(self.tune)
@@ -92,6 +95,7 @@ class EvaluationPanel(QWidget):
                                 "every class counts the same, whatever its number of rows")
         self.weight_note = QLabel("")
         self.weight_note.setWordWrap(True)
+        self.weight_note.setTextFormat(Qt.RichText)
         weight_box = QGroupBox("Class weights")
         wv = QVBoxLayout(weight_box)
         wv.addWidget(self.balance)
@@ -122,19 +126,19 @@ class EvaluationPanel(QWidget):
             try:
                 space = search_space(est)
                 why_tune = ""
-                self.tune_note.setText("<small>searches " + ", ".join(
-                    f"{k} ~ {v!r}" for k, v in sorted(space.items())) + "; the best "
+                self.tune_note.setText("<small>searches " + html.escape(", ".join(
+                    f"{k} ~ {v!r}" for k, v in sorted(space.items()))) + "; the best "
                     "parameters are put in the Method form.</small>")
             except ValueError as exc:
                 why_tune = str(exc)
         if why_tune:
-            self.tune_note.setText(f"<small>{why_tune}</small>")
+            self.tune_note.setText(f"<small>{html.escape(why_tune)}</small>")
         self.tune.setEnabled(not why_tune)
         classification = task != "regression"
         why_w = "Class weights apply to classification." if not classification else (
             "Choose a method first." if est is None else weights_supported(est))
         self.balance.setEnabled(not why_w)
-        self.weight_note.setText(f"<small>{why_w}</small>" if why_w else
+        self.weight_note.setText(f"<small>{html.escape(why_w)}</small>" if why_w else
                                  "<small>Weighted least squares: the loss of each row is "
                                  "multiplied by its class weight (exact; see docs/GUI.md)."
                                  "</small>")

@@ -98,3 +98,24 @@ def test_an_error_message_with_html_characters(qtbot, window, tmp_path, monkeypa
     view = rp.importance_view
     view.stopped(message, False, False)
     assert shown(view.info).count(COLUMN) == 1, shown(view.info)
+
+
+def test_the_evaluation_notes_show_a_reason_once(qtbot, monkeypatch):
+    """The Evaluation tab's notes (rich text: <small>) escape a reason that names a column."""
+    from rwtool import RWClassifier
+
+    import gui.panels.evaluation_panel as evaluation_panel
+    from gui.app import create_app
+    create_app()
+    reason = f"no search space for the column {COLUMN}"
+
+    def no_space(est):
+        raise ValueError(reason)
+    monkeypatch.setattr(evaluation_panel, "search_space", no_space)
+    monkeypatch.setattr(evaluation_panel, "weights_supported", lambda est: reason)
+    ep = evaluation_panel.EvaluationPanel()
+    qtbot.addWidget(ep)
+    ep.update_for(RWClassifier(), "binary")
+    assert not ep.tune.isEnabled()
+    for label in (ep.tune_note, ep.weight_note):
+        assert shown(label).count(COLUMN) == 1, shown(label)
