@@ -104,17 +104,17 @@ def test_default_fit_counts_the_factorisations_its_search_makes(monkeypatch):
 
 def test_regressor_counts_the_solve_of_its_posterior(monkeypatch):
     """A regressor keeps a posterior (predict's return_std): its noise variance's degrees of
-    freedom are a Cholesky solve of the T x T sums (solvers._posterior.noise_variance), T^3
-    multiply-adds a classifier's fit does not make. Oracle: the solves really made, recorded
-    (the factor's order squared times the right-hand sides), against the regressor's BLAS
-    work less the classifier's of the same fit, in multiply-adds (POSTERIOR_SOLVE units each).
-    Uncounted, it was 0.46 of the 1.12 s of RWRegressor's default fit on abalone at T = 2000."""
+    freedom take M^-1 from the T x T factor (solvers._posterior.inverse_from_factor), O(T^3)
+    work a classifier's fit does not make. Oracle: the inverses really made, recorded (the
+    factor's order cubed), against the regressor's BLAS work less the classifier's of the same
+    fit (POSTERIOR_SOLVE units per T^3). Uncounted, the posterior was 0.46 of the 1.12 s of
+    RWRegressor's default fit on abalone at T = 2000."""
     from rwtool.estimators._random_features import POSTERIOR_SOLVE
     from rwtool.solvers import _posterior
     made = []
-    solve = _posterior.cho_solve
-    monkeypatch.setattr(_posterior, "cho_solve", lambda cf, b, **kw: made.append(
-        cf[0].shape[0] ** 2 * b.shape[1]) or solve(cf, b, **kw))
+    inverse = _posterior.inverse_from_factor
+    monkeypatch.setattr(_posterior, "inverse_from_factor", lambda chol: made.append(
+        chol.shape[0] ** 3) or inverse(chol))
     rng = np.random.default_rng(0)
     X = rng.normal(size=(1500, 4))
     y = X[:, 0] + np.sin(X[:, 1]) + 0.1 * rng.normal(size=1500)

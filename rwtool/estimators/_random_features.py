@@ -59,10 +59,11 @@ from ._weights import present_rows
 __all__ = ["RWClassifier", "RWRegressor", "RKSClassifier", "RKSRegressor", "SOLVERS",
            "RKS_BASES"]
 
-#: the posterior's T x T Cholesky solve (solvers._posterior.noise_variance) in the cost model's
-#: "blas" units per T^3: LAPACK's dpotrs with T right-hand sides ran at 1.7-1.8e10 multiply-adds
-#: a CPU second at T = 1000-2000 (one thread, 28 Nov), the unit's rate 4.4e10
-POSTERIOR_SOLVE = 2.5
+#: the posterior's inverse of M from its factor (solvers._posterior.inverse_from_factor, LAPACK's
+#: dpotri: 2 T^3 / 3 multiply-adds) in the cost model's "blas" units per T^3: 0.030 / 0.19 s at
+#: T = 1000 / 2000 (one thread, 28 Nov), 1.33 / 1.04 units of the rate 4.4e10 (the solve with T
+#: right-hand sides it replaced, dpotrs: 2.5)
+POSTERIOR_SOLVE = 1.2
 
 #: base predictors of the random kitchen sinks (plus random Fourier features)
 RKS_BASES = tuple(KITCHEN_BASES) + ("fourier",)
@@ -524,11 +525,9 @@ class _RandomFeatureModel(CallbackSupport, BaseEstimator):
                 per_class = 3 * T
             if not classifier:
                 # the posterior's degrees of freedom, tr(M^-1 A) (solvers._posterior
-                # .noise_variance): a Cholesky solve of the T x T sums, T^3 multiply-adds at
-                # LAPACK's triangular-solve rate, 1.8e10 a second on one thread, a 2.5th of the
-                # "blas" unit's (which counts Phi^T Phi's n T^2 for its n T^2 / 2), and its T x T
-                # result. Was uncounted: 0.46 of the 1.12 s of RWRegressor's default fit on
-                # abalone at T = 2000 (estimated 0.41 s)
+                # .noise_variance): M^-1 from the factor (POSTERIOR_SOLVE units per T^3), and
+                # its T x T result. Was uncounted: 0.46 of the 1.12 s of RWRegressor's default
+                # fit on abalone at T = 2000 when it was a solve with T right-hand sides
                 blas += POSTERIOR_SOLVE * T ** 3
                 words += T * T
             detail = (f"the {T} x {T} normal equations" + (" of three folds and the reg path"
