@@ -78,8 +78,7 @@ def test_default_fit_counts_the_factorisations_its_search_makes(monkeypatch):
     under the "blas" rate), the recorded ones too."""
     from rwtool.solvers import _ridge
     from rwtool.resources import cholesky_work
-    from rwtool.solvers._sufficient import (TYPICAL_CANDIDATES, search_features, search_steps,
-                                            search_work)
+    from rwtool.solvers._sufficient import search_work
     orders = []
     factor = _ridge.cholesky_lower
     monkeypatch.setattr(_ridge, "cholesky_lower",
@@ -91,8 +90,7 @@ def test_default_fit_counts_the_factorisations_its_search_makes(monkeypatch):
     rw.RWClassifier(n_features=T, random_state=0).fit(X, y)
     assert orders.count(T) == 1 and len(orders) > 20       # the final solve, and the search's
     made = sum(cholesky_work(t) for t in orders if t != T)
-    counted = 3 * sum(c * cholesky_work(s) for c, s in zip(TYPICAL_CANDIDATES,
-                                                           search_steps(search_features(3000, T))))
+    counted, _ = search_work(3000, T, 3, cost=cholesky_work)
     raw, _ = search_work(3000, T, 3)            # the multiply-adds alone, as the search makes
     assert sum(t ** 3 / 3.0 for t in orders if t != T) / 1.5 <= raw <= 1.5 * sum(
         t ** 3 / 3.0 for t in orders if t != T)

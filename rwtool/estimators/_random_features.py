@@ -48,8 +48,8 @@ from ..solvers._prune import ACCEPT_CRITERIA, make_accept, prune_weights, subset
 from ..solvers._ridge import ridge_fit
 from ..solvers._sfgd import sfgd_fit
 from ..solvers._sgd_rks import sgd_fit
-from ..solvers._sufficient import (REG_LIMITS, TYPICAL_CANDIDATES, SufficientStats, best_index,
-                                   grow_grid, search_features, search_steps, search_work)
+from ..solvers._sufficient import (REG_LIMITS, SufficientStats, best_index, grow_grid,
+                                   search_features, search_work)
 from ..solvers._from_sums import (AUTO_FOLDS, FROM_SUMS_SOLVERS, SMALL_DATA_REG, VALIDATION_ROWS,
                                   empty_stats, solve_from_stats)
 from ._scale_hooks import ScaleClassifierHooks, ScaleHooks
@@ -506,11 +506,10 @@ class _RandomFeatureModel(CallbackSupport, BaseEstimator):
             # per fold and candidate of each step, and the candidates' decision values on the
             # sample (solvers._sufficient.search_work; was 10 T^3 per fold, the eigendecompositions
             # of the search before it went coarse to fine: 5x the fit at T = 4000)
-            _, score = search_work(n, T, AUTO_FOLDS, S if classifier else 0)
             # its factorisations at the small orders' slower rate (rwtool.resources
             # .cholesky_work: the search's 250 x 250 factors cost 11x their t^3 / 3 at the unit)
-            factor = AUTO_FOLDS * sum(c * cholesky_work(s) for c, s in
-                                      zip(TYPICAL_CANDIDATES, search_steps(t)))
+            factor, score = search_work(n, T, AUTO_FOLDS, S if classifier else 0,
+                                        cost=cholesky_work)
             blas += n * T * T * half + cholesky_work(T) + factor + score * k
             per_class = (AUTO_FOLDS + 4) * T + 2 * T * R + (
                 2 * S + -(-S // AUTO_FOLDS) * R if classifier else 2 * T * R)

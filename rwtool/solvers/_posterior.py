@@ -32,7 +32,7 @@ def noise_variance(A: np.ndarray, B: np.ndarray, yy: np.ndarray, m: float, coef:
     """s2 per output (k,): RSS / (m - df) from the sums A = Phi^T W Phi, B = Phi^T W Y,
     yy = sum w y^2 (per output), the weight sum m, the solution ``coef`` (T, k) and the
     lower Cholesky factor ``chol`` of M. df = tr(M^-1 A) from M^-1 (:func:`inverse_from_factor`,
-    2 T^3 / 3 multiply-adds) against A's lower triangle, where a solve of M X = A took 2 T^3
+    2 T^3 / 3 multiply-adds) against A (whole and symmetric), where a solve of M X = A took 2 T^3
     (0.45 against 0.19 s at T = 2000, one thread). On one BLAS thread, as the factor is:
     OpenBLAS's threaded A @ coef and triangular products split their sums by the thread count
     (with its Haswell kernels s2 moved in its last bits between one and two threads), and s2 is
@@ -41,7 +41,7 @@ def noise_variance(A: np.ndarray, B: np.ndarray, yy: np.ndarray, m: float, coef:
         rss = yy - 2.0 * np.einsum("ij,ij->j", coef, B) + np.einsum("ij,ij->j", coef, A @ coef)
         inv = inverse_from_factor(chol)
         # tr(M^-1 A) = sum_ij (M^-1)_ij A_ij, both symmetric: twice the strict lower triangles'
-        # products plus the diagonals' (A's upper triangle is not read)
+        # products plus the diagonals' (inv's strict upper triangle is zero)
         df = float(2.0 * np.vdot(inv, A) - np.dot(np.diagonal(inv), np.diagonal(A)))
     # a model with as many effective parameters as rows has no residual to estimate s2 from:
     # keep one degree of freedom (s2 is then the RSS itself, an underestimate it says nothing of)

@@ -801,16 +801,18 @@ def search_steps(top: int) -> list:
 TYPICAL_CANDIDATES = (8, 4)
 
 
-def search_work(n_samples: int, n_features: int, n_folds: int, sample_rows: int = 0):
-    """``(factor, score)``: the multiply-adds of :func:`select_reg`'s work on ``n_samples`` rows
-    and ``n_features`` features for the cost model (rwtool.resources), ``TYPICAL_CANDIDATES``
-    at each step: a Cholesky factorisation (t^3 / 3) per fold and candidate of each step's t
-    columns, and the decision values of a classifier's ``sample_rows`` validation rows (t per
-    row and candidate; 0 rows for a regressor, scored from the sums). Per output column for
-    ``score``; the T x T final solve is not in it."""
+def search_work(n_samples: int, n_features: int, n_folds: int, sample_rows: int = 0,
+                cost=None):
+    """``(factor, score)``: :func:`select_reg`'s work on ``n_samples`` rows and ``n_features``
+    features for the cost model (rwtool.resources), ``TYPICAL_CANDIDATES`` at each step: a
+    Cholesky factorisation of each step's t columns per fold and candidate, ``cost(t)`` each
+    (None: its t^3 / 3 multiply-adds), and the multiply-adds of the decision values of a
+    classifier's ``sample_rows`` validation rows (t per row and candidate; 0 rows for a
+    regressor, scored from the sums), per output column. The T x T final solve is not in it."""
     t = search_features(n_samples, n_features)
     steps = list(zip(TYPICAL_CANDIDATES, search_steps(t)))
-    factor = n_folds * sum(c * s ** 3 / 3.0 for c, s in steps)
+    cost = (lambda s: s ** 3 / 3.0) if cost is None else cost
+    factor = n_folds * sum(c * cost(s) for c, s in steps)
     score = sum(c * s for c, s in steps) * float(sample_rows)
     return factor, score
 
